@@ -1,0 +1,43 @@
+// The 32-lane row reduction of DESIGN.md §1.1 rule 2, host and device, one definition.
+// Lane l (0..31) accumulates elements l, l+32, l+64, ... in ascending order from +0; then the fixed
+// tree s[l] += s[l+16] (l<16), s[l] += s[l+8] (l<8), ..., s[0] += s[1]. A warp, four AVX2 vectors
+// or this plain loop give the same bits (tests/unit/test_lane32.cpp).
+#pragma once
+#include <cstddef>
+
+#include "samebits/det/hd.hpp"
+
+namespace sb::det {
+
+constexpr int kLanes = 32;
+
+// Fold 32 lane partials with the fixed tree; result is lane 0.
+SB_HD float lane32_fold(float s[kLanes]) {
+  for (int width = kLanes / 2; width >= 1; width /= 2) {
+    for (int l = 0; l < width; ++l) s[l] = s[l] + s[l + width];
+  }
+  return s[0];
+}
+
+// Σ x[i], i in [0, n): the scalar definition.
+SB_HD float lane32_sum_ref(const float* x, size_t n) {
+  float s[kLanes];
+  for (int l = 0; l < kLanes; ++l) s[l] = 0.0f;
+  for (size_t i = 0; i < n; ++i) s[i % kLanes] = s[i % kLanes] + x[i];
+  return lane32_fold(s);
+}
+
+// Σ x[i]·y[i] with one fma per element into its lane (the sum of squares is lane32_dot(x, x)).
+SB_HD float lane32_dot_ref(const float* x, const float* y, size_t n) {
+  float s[kLanes];
+  for (int l = 0; l < kLanes; ++l) s[l] = 0.0f;
+  for (size_t i = 0; i < n; ++i) s[i % kLanes] = fma_f32(x[i], y[i], s[i % kLanes]);
+  return lane32_fold(s);
+}
+
+// Host entry points: the widest SIMD this build has (AVX2 / AVX-512) or the scalar definition.
+float lane32_sum(const float* x, size_t n);
+float lane32_dot(const float* x, const float* y, size_t n);
+float lane32_sumsq(const float* x, size_t n);
+
+}  // namespace sb::det

@@ -1,0 +1,29 @@
+// samebits selftest: run every determinism primitive's invariance check and print a summary.
+#include <cstdio>
+
+#include "samebits/cli/command.hpp"
+#include "samebits/det/selftest.hpp"
+
+namespace sb::cli {
+namespace {
+
+int run_selftest(const std::vector<std::string>& args) {
+  if (!args.empty()) {
+    std::puts("usage: samebits selftest\n\nRuns the determinism primitives' invariance checks "
+              "(fp environment, fp formats, math, Philox, exact sums, fixed-point accumulator, "
+              "32-lane reduction, fingerprints) and prints one line each. Exit 0 when all pass.");
+    return args[0] == "--help" ? kExitOk : kExitError;
+  }
+  int failed = 0;
+  for (const auto& r : det::run_selftests()) {
+    std::printf("%-18s %s  %s\n", r.name.c_str(), r.ok ? "ok  " : "FAIL", r.detail.c_str());
+    failed += r.ok ? 0 : 1;
+  }
+  std::printf("selftest: %d failed\n", failed);
+  return failed == 0 ? kExitOk : kExitError;
+}
+
+const Registrar kSelftest{{"selftest", "check the determinism primitives on this machine", run_selftest}};
+
+}  // namespace
+}  // namespace sb::cli

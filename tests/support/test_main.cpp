@@ -1,0 +1,3 @@
+// The doctest main every samebits test executable shares.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>
