@@ -1,0 +1,101 @@
+// The CPU backend: host memory, the rule-4 gradient accumulator (det::FixedAccumulator) and the
+// row-sum helpers shared by the op files. Results never depend on the OpenMP thread count.
+#include "cpu_backend.hpp"
+
+#include <omp.h>
+
+#include <cstring>
+#include <vector>
+
+#include "samebits/core/ops/gradient.hpp"
+#include "samebits/det/error.hpp"
+#include "samebits/det/fixed_accumulator.hpp"
+#include "samebits/det/lane32.hpp"
+
+namespace sb {
+
+namespace cpu {
+namespace {
+
+class CpuGradAccumulator final : public GradAccumulator {
+ public:
+  explicit CpuGradAccumulator(size_t n) : acc_(n) {}
+  size_t size() const override { return acc_.size(); }
+  void clear() override { acc_.clear(); }
+  void add(const float* grad) override { acc_.add(grad); }
+  void round(float* out, float divisor) override {
+    acc_.check("the batch gradient");
+    acc_.round_to_fp32(out);
+    const int64_t n = static_cast<int64_t>(acc_.size());
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i) out[i] = ops::batch_gradient(out[i], divisor);
+  }
+  int64_t* limbs() override { return acc_.limbs(); }
+  size_t limb_count() const override { return acc_.limb_count(); }
+  uint64_t adds() const override { return acc_.adds(); }
+  uint32_t status() const override { return acc_.status(); }
+  void finish_allreduce(int ranks, uint64_t total_adds, uint32_t total_status) override {
+    acc_.finish_allreduce(ranks, total_adds, total_status);
+  }
+
+ private:
+  det::FixedAccumulator acc_;
+};
+
+const char* simd_level() {
+#if defined(SB_HAVE_AVX512)
+  return "AVX512";
+#elif defined(SB_HAVE_AVX2)
+  return "AVX2";
+#else
+  return "scalar";
+#endif
+}
+
+}  // namespace
+
+std::string CpuBackend::describe() const {
+  return detail::concat("cpu (", omp_get_max_threads(), " OpenMP threads, ", simd_level(), ", ",
+                        sb::describe(numerics()), ")");
+}
+
+Tensor CpuBackend::alloc(DType dtype, Shape shape) { return Tensor::host(dtype, std::move(shape)); }
+
+void CpuBackend::copy_from_host(void* dst, const void* host_src, size_t bytes) {
+  if (bytes) std::memcpy(dst, host_src, bytes);
+}
+void CpuBackend::copy_to_host(void* host_dst, const void* src, size_t bytes) {
+  if (bytes) std::memcpy(host_dst, src, bytes);
+}
+void CpuBackend::copy(void* dst, const void* src, size_t bytes) {
+  if (bytes) std::memmove(dst, src, bytes);
+}
+void CpuBackend::zero(void* dst, size_t bytes) {
+  if (bytes) std::memset(dst, 0, bytes);
+}
+
+std::unique_ptr<GradAccumulator> CpuBackend::make_accumulator(size_t n) {
+  return std::make_unique<CpuGradAccumulator>(n);
+}
+
+float row_sum(const float* x, int n, ReduceMode mode) {
+  if (mode == ReduceMode::canonical) return det::lane32_sum(x, static_cast<size_t>(n));
+  float s = 0.0f;
+  for (int i = 0; i < n; ++i) s += x[i];
+  return s;
+}
+
+float row_dot(const float* x, const float* y, int n, ReduceMode mode) {
+  if (mode == ReduceMode::canonical) return det::lane32_dot(x, y, static_cast<size_t>(n));
+  float s = 0.0f;
+  for (int i = 0; i < n; ++i) s = det::fma_f32(x[i], y[i], s);
+  return s;
+}
+
+}  // namespace cpu
+
+std::unique_ptr<Backend> make_cpu_backend(Numerics numerics) {
+  return std::make_unique<cpu::CpuBackend>(numerics);
+}
+
+}  // namespace sb

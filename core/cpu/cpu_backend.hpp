@@ -1,0 +1,99 @@
+// The CPU backend's class (internal to core/cpu): each op's methods are defined in the op's own
+// file (matmul.cpp, layernorm.cpp, ...). OpenMP only over independent outputs, so every result is
+// the same for any thread count; the SIMD paths compute the same per-output chains as the scalar.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "samebits/core/backend.hpp"
+
+namespace sb::cpu {
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(Numerics numerics) : Backend(numerics) {}
+
+  Device device() const override { return Device::cpu; }
+  std::string describe() const override;
+
+  Tensor alloc(DType dtype, Shape shape) override;
+  void copy_from_host(void* dst, const void* host_src, size_t bytes) override;
+  void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
+  void copy(void* dst, const void* src, size_t bytes) override;
+  void zero(void* dst, size_t bytes) override;
+  std::unique_ptr<GradAccumulator> make_accumulator(size_t n) override;
+
+  void gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b,
+            int ldb, float* c, int ldc, bool accumulate, Precision precision) override;
+  void matmul_forward(float* out, const float* inp, const float* w, const float* bias, int N,
+                      int C, int OC) override;
+  void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp,
+                       const float* w, int N, int C, int OC) override;
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w,
+                         const float* b, int N, int C) override;
+  void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
+                          const float* w, const float* mean, const float* rstd, int N,
+                          int C) override;
+  void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int N,
+                       int C) override;
+  void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp,
+                        const float* w, const float* rstd, int N, int C) override;
+  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
+                         int NH) override;
+  void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
+                          const float* att, int B, int T, int C, int NH) override;
+  void gelu_forward(float* out, const float* inp, int64_t n) override;
+  void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) override;
+  void softmax_xent_forward(float* losses, float* stats, const float* logits,
+                            const int32_t* targets, int N, int V) override;
+  void softmax_xent_backward(float* dlogits, const float* logits, const float* stats,
+                             const int32_t* targets, int N, int V, float loss_scale) override;
+  void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
+                         int B, int T, int C) override;
+  void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
+                          int B, int T, int C, int V) override;
+  void residual_forward(float* out, const float* a, const float* b, int64_t n) override;
+};
+
+// ---- helpers shared by the op files ----------------------------------------------------------
+
+// Row sums in the numerics' reduce mode: canonical = the 32-lane form (det::lane32_*, SIMD when
+// built with it); native = a plain float loop in index order.
+float row_sum(const float* x, int n, ReduceMode mode);                  // Σ x
+float row_dot(const float* x, const float* y, int n, ReduceMode mode);  // Σ x·y (fma per element)
+
+// Reductions over the N tokens of a leaf, per column c < C: out[c] = fold of step(acc, n, c) over
+// n. Canonical (rule 3): one chain per column from +0, n ascending, OpenMP over column blocks.
+// Native: OpenMP over tokens, per-thread partials added into out in thread arrival order (the
+// result depends on the thread count and on timing).
+template <class Step>
+void token_reduce(float* out /* (C) */, int N, int C, ReduceMode mode, Step step) {
+  if (mode == ReduceMode::canonical) {
+    constexpr int kBlock = 64;
+    const int blocks = (C + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static)
+    for (int blk = 0; blk < blocks; ++blk) {
+      const int c0 = blk * kBlock, c1 = c0 + kBlock < C ? c0 + kBlock : C;
+      float acc[kBlock];
+      for (int c = c0; c < c1; ++c) acc[c - c0] = 0.0f;
+      for (int n = 0; n < N; ++n)
+        for (int c = c0; c < c1; ++c) acc[c - c0] = step(acc[c - c0], n, c);
+      for (int c = c0; c < c1; ++c) out[c] = acc[c - c0];
+    }
+    return;
+  }
+  for (int c = 0; c < C; ++c) out[c] = 0.0f;
+#pragma omp parallel
+  {
+    std::unique_ptr<float[]> part(new float[C]());
+#pragma omp for schedule(static) nowait
+    for (int n = 0; n < N; ++n)
+      for (int c = 0; c < C; ++c) part[c] = step(part[c], n, c);
+#pragma omp critical(sb_token_reduce)
+    for (int c = 0; c < C; ++c) out[c] += part[c];
+  }
+}
+
+}  // namespace sb::cpu

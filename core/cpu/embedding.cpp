@@ -1,0 +1,73 @@
+// Token + position embeddings on the CPU. Forward: OpenMP over tokens. Backward (canonical): dwte
+// rows in parallel, each row adding its tokens' gradients in token order (no races, rule 3);
+// dwpe rows in parallel, each the chain over sequences b ascending. Native: OpenMP over tokens
+// with atomic float adds (order depends on timing). Formulas: ops/embedding.hpp.
+#include <vector>
+
+#include "cpu_backend.hpp"
+#include "samebits/core/ops/embedding.hpp"
+#include "samebits/det/error.hpp"
+
+namespace sb::cpu {
+
+void CpuBackend::embedding_forward(float* out, const int32_t* tokens, const float* wte,
+                                   const float* wpe, int B, int T, int C) {
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < B * T; ++n) {
+    const float* te = wte + static_cast<size_t>(tokens[n]) * C;
+    const float* pe = wpe + static_cast<size_t>(n % T) * C;
+    float* o = out + static_cast<size_t>(n) * C;
+    for (int c = 0; c < C; ++c) o[c] = ops::embedding_out(te[c], pe[c]);
+  }
+}
+
+void CpuBackend::embedding_backward(float* dwte, float* dwpe, const float* dout,
+                                    const int32_t* tokens, int B, int T, int C, int V) {
+  const int N = B * T;
+  for (int n = 0; n < N; ++n)
+    SB_CHECK(tokens[n] >= 0 && tokens[n] < V, "token ", tokens[n], " at position ", n,
+             " is outside the vocabulary [0, ", V, ")");
+  if (numerics().reduce == ReduceMode::native) {
+    for (size_t i = 0; i < static_cast<size_t>(T) * C; ++i) dwpe[i] = 0.0f;
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; ++n) {
+      const float* g = dout + static_cast<size_t>(n) * C;
+      float* te = dwte + static_cast<size_t>(tokens[n]) * C;
+      float* pe = dwpe + static_cast<size_t>(n % T) * C;
+      for (int c = 0; c < C; ++c) {
+#pragma omp atomic
+        te[c] += g[c];
+#pragma omp atomic
+        pe[c] += g[c];
+      }
+    }
+    return;
+  }
+  // Tokens grouped by vocabulary row, each group in ascending token order (a counting sort).
+  std::vector<int> start(static_cast<size_t>(V) + 1, 0), order(N);
+  for (int n = 0; n < N; ++n) ++start[tokens[n] + 1];
+  for (int v = 0; v < V; ++v) start[v + 1] += start[v];
+  {
+    std::vector<int> fill(start.begin(), start.end() - 1);
+    for (int n = 0; n < N; ++n) order[fill[tokens[n]]++] = n;
+  }
+#pragma omp parallel for schedule(dynamic, 16)
+  for (int v = 0; v < V; ++v) {
+    float* te = dwte + static_cast<size_t>(v) * C;
+    for (int s = start[v]; s < start[v + 1]; ++s) {
+      const float* g = dout + static_cast<size_t>(order[s]) * C;
+      for (int c = 0; c < C; ++c) te[c] = ops::embedding_grad_step(te[c], g[c]);
+    }
+  }
+#pragma omp parallel for schedule(static)
+  for (int t = 0; t < T; ++t) {
+    float* pe = dwpe + static_cast<size_t>(t) * C;
+    for (int c = 0; c < C; ++c) pe[c] = 0.0f;
+    for (int b = 0; b < B; ++b) {
+      const float* g = dout + (static_cast<size_t>(b) * T + t) * C;
+      for (int c = 0; c < C; ++c) pe[c] = ops::embedding_grad_step(pe[c], g[c]);
+    }
+  }
+}
+
+}  // namespace sb::cpu

@@ -1,0 +1,13 @@
+// Residual addition on the CPU: elementwise, OpenMP over elements (ops/residual.hpp), bitwise
+// equal to core/cuda/residual.cu.
+#include "cpu_backend.hpp"
+#include "samebits/core/ops/residual.hpp"
+
+namespace sb::cpu {
+
+void CpuBackend::residual_forward(float* out, const float* a, const float* b, int64_t n) {
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) out[i] = ops::residual_out(a[i], b[i]);
+}
+
+}  // namespace sb::cpu

@@ -1,0 +1,187 @@
+// Backend: the only way the model (and the trainer) computes. It owns memory on its device and
+// runs each op's forward and backward in the canonical orders of DESIGN.md §1.1 (or the vendor
+// orders its Numerics select). Every pointer argument is memory of this backend; shapes are given
+// in the comments, row-major, outermost first. N = B·T tokens of one leaf, in (b, t) order.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "samebits/core/numerics.hpp"
+#include "samebits/core/tensor.hpp"
+
+namespace sb {
+
+// Rule 4: the exact sum of many leaves' fp32 gradients, kept as fixed-point integer limbs
+// (det::FixedAccumulator's layout and window) where the backend computes. add() is exact and
+// associative, so any order or partition of the same leaves gives the same limbs; round() rounds
+// once. Across ranks: int64 SUM all-reduce of limbs(), SUM of adds(), BOR of status(), then
+// finish_allreduce() (the det::FixedAccumulator protocol).
+class GradAccumulator {
+ public:
+  virtual ~GradAccumulator() = default;
+  virtual size_t size() const = 0;  // n: the gradient length
+  virtual void clear() = 0;
+  // limbs += the exact value of grad.  grad: (n) fp32, backend memory.
+  virtual void add(const float* grad) = 0;
+  // out[i] = ops::batch_gradient(round(Σ grads)[i], divisor): the exact sum rounded once to fp32,
+  // then one IEEE division (exact when divisor is a power of two).  out: (n), backend memory.
+  // Throws sb::Error when a NaN, an Inf or a value beyond the window was added.
+  virtual void round(float* out, float divisor) = 0;
+  // The raw limbs (limb_count() int64, limb-major (limbs, n)), in backend memory.
+  virtual int64_t* limbs() = 0;
+  virtual size_t limb_count() const = 0;
+  virtual uint64_t adds() const = 0;    // add() calls, summed over merges and ranks
+  virtual uint32_t status() const = 0;  // det::kFixed* bits
+  virtual void finish_allreduce(int ranks, uint64_t total_adds, uint32_t total_status) = 0;
+};
+
+enum class Trans : uint8_t { no, yes };
+
+class Backend {
+ public:
+  explicit Backend(Numerics numerics) : numerics_(numerics) {}
+  virtual ~Backend() = default;
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+
+  virtual Device device() const = 0;
+  virtual std::string describe() const = 0;  // "cpu (8 OpenMP threads, AVX512)", "cuda:0 H100 ..."
+  const Numerics& numerics() const { return numerics_; }
+  void set_numerics(const Numerics& n) { numerics_ = n; }
+
+  // ---- memory -------------------------------------------------------------------------------
+  // Zero-filled storage on this backend's device (64-byte aligned at least).
+  virtual Tensor alloc(DType dtype, Shape shape) = 0;
+  virtual void copy_from_host(void* dst, const void* host_src, size_t bytes) = 0;
+  virtual void copy_to_host(void* host_dst, const void* src, size_t bytes) = 0;
+  virtual void copy(void* dst, const void* src, size_t bytes) = 0;
+  virtual void zero(void* dst, size_t bytes) = 0;
+  virtual void synchronize() {}
+  // The rule-4 accumulator for gradients of n floats (det::FixedWindow's default window).
+  virtual std::unique_ptr<GradAccumulator> make_accumulator(size_t n) = 0;
+
+  // ---- GEMM (rule 1) -----------------------------------------------------------------------
+  // C = op(A)·op(B): C (m, n) with leading dimension ldc; op(A) (m, k), op(B) (k, n); A is stored
+  // (m, k) with lda, or (k, m) when ta == yes; B is (k, n) with ldb, or (n, k) when tb == yes.
+  // Canonical: C[i][j] = fma chain over p = 0..k-1 ascending of round(A[i][p]), round(B[p][j])
+  // (ops/matmul.hpp canonical_dot), starting from +0, or from C's value when accumulate
+  // (the chain continues). round = to `precision` (RNE), the identity for fp32.
+  // Vendor: sgemm with beta = accumulate ? 1 : 0.
+  virtual void gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda,
+                    const float* b, int ldb, float* c, int ldc, bool accumulate,
+                    Precision precision) = 0;
+
+  // ---- ops: forward and backward. Backward ops overwrite their outputs unless stated. -------
+  // out = inp·Wᵀ (+ bias): out[n][o] = canonical_dot(inp[n], W[o]) (+ bias[o], one addition).
+  // GEMM operands in numerics().precision.
+  virtual void matmul_forward(float* out,         // (N, OC)
+                              const float* inp,   // (N, C)
+                              const float* w,     // (OC, C)
+                              const float* bias,  // (OC) or null
+                              int N, int C, int OC) = 0;
+  // dinp = dout·W; dw = doutᵀ·inp (chain over tokens n ascending, rule 3);
+  // dbias[o] = Σ_n dout[n][o] (additions over n ascending from +0). dinp, dbias may be null.
+  virtual void matmul_backward(float* dinp,         // (N, C) or null
+                               float* dw,           // (OC, C)
+                               float* dbias,        // (OC) or null
+                               const float* dout,   // (N, OC)
+                               const float* inp,    // (N, C)
+                               const float* w,      // (OC, C)
+                               int N, int C, int OC) = 0;
+
+  // LayerNorm (ops/layernorm.hpp): row statistics in the 32-lane form; eps = kNormEps.
+  virtual void layernorm_forward(float* out,        // (N, C)
+                                 float* mean,       // (N)
+                                 float* rstd,       // (N)
+                                 const float* inp,  // (N, C)
+                                 const float* w,    // (C)
+                                 const float* b,    // (C) or null
+                                 int N, int C) = 0;
+  // dw[c] = Σ_n dout·xhat, db[c] = Σ_n dout (n ascending).
+  virtual void layernorm_backward(float* dinp,        // (N, C)
+                                  float* dw,          // (C)
+                                  float* db,          // (C) or null
+                                  const float* dout,  // (N, C)
+                                  const float* inp,   // (N, C)
+                                  const float* w,     // (C)
+                                  const float* mean,  // (N)
+                                  const float* rstd,  // (N)
+                                  int N, int C) = 0;
+
+  // RMSNorm (ops/rmsnorm.hpp): out = x·rstd·w, rstd = 1/√(mean(x²) + eps).
+  virtual void rmsnorm_forward(float* out,        // (N, C)
+                               float* rstd,       // (N)
+                               const float* inp,  // (N, C)
+                               const float* w,    // (C)
+                               int N, int C) = 0;
+  virtual void rmsnorm_backward(float* dinp,        // (N, C)
+                                float* dw,          // (C)
+                                const float* dout,  // (N, C)
+                                const float* inp,   // (N, C)
+                                const float* w,     // (C)
+                                const float* rstd,  // (N)
+                                int N, int C) = 0;
+
+  // Causal multi-head self-attention (ops/attention.hpp). qkv rows are [q | k | v], each C wide,
+  // head h at columns h·hs .. h·hs+hs-1 (hs = C / NH). att holds the softmax probabilities
+  // (entries t2 > t are written as 0).
+  virtual void attention_forward(float* out,        // (B, T, C)
+                                 float* att,        // (B, NH, T, T)
+                                 const float* qkv,  // (B, T, 3C)
+                                 int B, int T, int C, int NH) = 0;
+  virtual void attention_backward(float* dqkv,        // (B, T, 3C)
+                                  float* datt,        // (B, NH, T, T) scratch: d(scores)
+                                  const float* dout,  // (B, T, C)
+                                  const float* qkv,   // (B, T, 3C)
+                                  const float* att,   // (B, NH, T, T)
+                                  int B, int T, int C, int NH) = 0;
+
+  // GELU, tanh form (ops/gelu.hpp), elementwise.
+  virtual void gelu_forward(float* out, const float* inp, int64_t n) = 0;  // (n) each
+  virtual void gelu_backward(float* dinp, const float* inp, const float* dout,
+                             int64_t n) = 0;  // (n) each
+
+  // Softmax + cross-entropy, fused (ops/softmax_xent.hpp). Per row n: max (rule 6), denominator
+  // Σ exp(logit - max) (32-lane), losses[n] = log(den) - (logits[n][target] - max).
+  virtual void softmax_xent_forward(float* losses,          // (N)
+                                    float* stats,           // (N, 2): row max, denominator
+                                    const float* logits,    // (N, V)
+                                    const int32_t* targets, // (N)
+                                    int N, int V) = 0;
+  // dlogits = ((softmax - onehot) / N) · loss_scale: the gradient of the mean loss over the N
+  // rows, times loss_scale (a power of two: 1 except under fp16 loss scaling).
+  virtual void softmax_xent_backward(float* dlogits,         // (N, V)
+                                     const float* logits,    // (N, V)
+                                     const float* stats,     // (N, 2)
+                                     const int32_t* targets, // (N)
+                                     int N, int V, float loss_scale) = 0;
+
+  // Token + position embedding: out[b][t] = wte[tokens[b][t]] + wpe[t].
+  virtual void embedding_forward(float* out,              // (B, T, C)
+                                 const int32_t* tokens,   // (B, T)
+                                 const float* wte,        // (V, C)
+                                 const float* wpe,        // (T_max, C), T <= T_max
+                                 int B, int T, int C) = 0;
+  // dwte[v] += dout[n] for every token n with tokens[n] == v, n ascending (accumulates into dwte,
+  // which the tied LM head may already hold); dwpe[t] = Σ_b dout[b][t], b ascending from +0
+  // (overwrites rows 0..T-1).
+  virtual void embedding_backward(float* dwte,             // (V, C)
+                                  float* dwpe,             // (T_max, C)
+                                  const float* dout,       // (B, T, C)
+                                  const int32_t* tokens,   // (B, T)
+                                  int B, int T, int C, int V) = 0;
+
+  // out = a + b elementwise (out may alias a or b): the residual stream and its gradient.
+  virtual void residual_forward(float* out, const float* a, const float* b,
+                                int64_t n) = 0;  // (n) each
+
+ private:
+  Numerics numerics_;
+};
+
+// The reference backend: OpenMP over independent outputs, results independent of thread count.
+std::unique_ptr<Backend> make_cpu_backend(Numerics numerics = Numerics::deterministic());
+
+}  // namespace sb

@@ -1,0 +1,51 @@
+// The numerics mode of an experiment (DESIGN.md §1): each source of nondeterminism is its own
+// switch. Canonical settings follow the contract (§1.1); vendor/native ones behave like ordinary
+// frameworks and exist to be measured against.
+#pragma once
+#include <string>
+#include <string_view>
+
+namespace sb {
+
+// gemm=canonical: rule 1 (one ascending-k fma chain per output from +0, no split-K).
+// gemm=vendor: OpenBLAS sgemm on the CPU, cuBLAS on the GPU.
+enum class GemmMode { canonical, vendor };
+
+// reduce=canonical: rules 2, 3, 5 (32-lane rows, token-ascending chains, exact scalars).
+// reduce=native: plain float loops, OpenMP reduction partials and atomics in thread order.
+enum class ReduceMode { canonical, native };
+
+// The precision of GEMM operands: bf16/fp16 round both operands to that format (RNE) on load and
+// accumulate in fp32. Master weights, activations and every other op stay fp32.
+enum class Precision { fp32, bf16, fp16 };
+
+struct Numerics {
+  GemmMode gemm = GemmMode::canonical;
+  ReduceMode reduce = ReduceMode::canonical;
+  Precision precision = Precision::fp32;
+
+  // Every switch canonical: the contract's bits (the default).
+  static Numerics deterministic(Precision p = Precision::fp32) {
+    return {GemmMode::canonical, ReduceMode::canonical, p};
+  }
+  // Every switch vendor/native.
+  static Numerics vendor(Precision p = Precision::fp32) {
+    return {GemmMode::vendor, ReduceMode::native, p};
+  }
+  bool is_deterministic() const {
+    return gemm == GemmMode::canonical && reduce == ReduceMode::canonical;
+  }
+};
+
+// Names as in the config file ([numerics] gemm, reduce; [train] precision).
+std::string_view to_string(GemmMode m);    // "canonical" | "vendor"
+std::string_view to_string(ReduceMode m);  // "canonical" | "native"
+std::string_view to_string(Precision p);   // "fp32" | "bf16" | "fp16"
+// Parsers: throw sb::Error naming the accepted values on anything else.
+GemmMode parse_gemm_mode(std::string_view s);
+ReduceMode parse_reduce_mode(std::string_view s);
+Precision parse_precision(std::string_view s);
+// "gemm=canonical reduce=canonical precision=fp32"
+std::string describe(const Numerics& n);
+
+}  // namespace sb

@@ -1,0 +1,358 @@
+// GPT forward and backward (llm.c style), written once against sb::Backend: the model chooses
+// the op sequence and buffers, the backend the order of every reduction (DESIGN.md §1.1). The
+// leaf's mean loss is an exact sum (rule 5); leaves are combined exactly by the caller's
+// GradAccumulator (rule 4, see accumulate_leaves).
+#include "samebits/core/model/gpt.hpp"
+
+#include <algorithm>
+
+#include "samebits/det/error.hpp"
+#include "samebits/det/hd.hpp"
+#include "samebits/det/philox.hpp"
+
+namespace sb {
+
+void GPTConfig::validate() const {
+  SB_CHECK(vocab >= 2, "model.vocab=", vocab, " must be at least 2");
+  SB_CHECK(seq_len >= 1, "model.seq_len=", seq_len, " must be at least 1");
+  SB_CHECK(n_layer >= 1, "model.n_layer=", n_layer, " must be at least 1");
+  SB_CHECK(n_head >= 1, "model.n_head=", n_head, " must be at least 1");
+  SB_CHECK(n_embd >= 1 && n_embd % n_head == 0, "model.n_embd=", n_embd,
+           " is not a positive multiple of model.n_head=", n_head, "; choose n_embd = k·n_head");
+}
+
+std::string_view to_string(ParamKind k) {
+  switch (k) {
+    case ParamKind::embedding: return "embedding";
+    case ParamKind::matrix: return "matrix";
+    case ParamKind::head: return "head";
+    case ParamKind::norm: return "norm";
+    case ParamKind::bias: return "bias";
+  }
+  SB_FAIL("unknown parameter kind ", static_cast<int>(k));
+}
+
+std::vector<ParamView> gpt_param_layout(const GPTConfig& cfg) {
+  cfg.validate();
+  const int64_t V = cfg.vocab, T = cfg.seq_len, C = cfg.n_embd;
+  const float std_w = 0.02f;
+  const float std_proj = 0.02f / det::sqrt_f32(static_cast<float>(2 * cfg.n_layer));
+  const bool norm_bias = cfg.bias && cfg.norm == NormKind::layernorm;
+  std::vector<ParamView> out;
+  size_t offset = 0;
+  auto add = [&](std::string name, Shape shape, ParamKind kind, float init_std, float init_value) {
+    const size_t n = static_cast<size_t>(shape_numel(shape));
+    out.push_back(ParamView{std::move(name), std::move(shape), offset, n, kind, init_std, init_value});
+    offset += (n + kParamAlign - 1) / kParamAlign * kParamAlign;
+  };
+  add("wte", {V, C}, ParamKind::embedding, std_w, 0.0f);
+  add("wpe", {T, C}, ParamKind::embedding, std_w, 0.0f);
+  for (int l = 0; l < cfg.n_layer; ++l) {
+    const std::string h = "h." + std::to_string(l) + ".";
+    add(h + "ln1.w", {C}, ParamKind::norm, 0.0f, 1.0f);
+    if (norm_bias) add(h + "ln1.b", {C}, ParamKind::bias, 0.0f, 0.0f);
+    add(h + "attn.qkv.w", {3 * C, C}, ParamKind::matrix, std_w, 0.0f);
+    if (cfg.bias) add(h + "attn.qkv.b", {3 * C}, ParamKind::bias, 0.0f, 0.0f);
+    add(h + "attn.proj.w", {C, C}, ParamKind::matrix, std_proj, 0.0f);
+    if (cfg.bias) add(h + "attn.proj.b", {C}, ParamKind::bias, 0.0f, 0.0f);
+    add(h + "ln2.w", {C}, ParamKind::norm, 0.0f, 1.0f);
+    if (norm_bias) add(h + "ln2.b", {C}, ParamKind::bias, 0.0f, 0.0f);
+    add(h + "mlp.fc.w", {4 * C, C}, ParamKind::matrix, std_w, 0.0f);
+    if (cfg.bias) add(h + "mlp.fc.b", {4 * C}, ParamKind::bias, 0.0f, 0.0f);
+    add(h + "mlp.proj.w", {C, 4 * C}, ParamKind::matrix, std_proj, 0.0f);
+    if (cfg.bias) add(h + "mlp.proj.b", {C}, ParamKind::bias, 0.0f, 0.0f);
+  }
+  add("lnf.w", {C}, ParamKind::norm, 0.0f, 1.0f);
+  if (norm_bias) add("lnf.b", {C}, ParamKind::bias, 0.0f, 0.0f);
+  if (!cfg.tied_head) add("lm_head.w", {V, C}, ParamKind::head, std_w, 0.0f);
+  return out;
+}
+
+// Pointers of one block. Parameters and gradients point into the flat buffers; activations
+// (B·T = N rows) into acts_. Biases are null without model.bias, norm biases also under RMSNorm.
+struct GPT::Layer {
+  const float *ln1w, *ln1b, *qkvw, *qkvb, *projw, *projb, *ln2w, *ln2b, *fcw, *fcb, *fc2w, *fc2b;
+  float *dln1w, *dln1b, *dqkvw, *dqkvb, *dprojw, *dprojb, *dln2w, *dln2b, *dfcw, *dfcb, *dfc2w,
+      *dfc2b;
+  const float* input;     // (N, C) the residual stream entering the block
+  float *ln1, *ln1_mean, *ln1_rstd;  // (N, C), (N), (N)
+  float* qkv;             // (N, 3C)
+  float* atty;            // (N, C) attention output before the projection
+  float* att;             // (B, NH, T, T) softmax probabilities
+  float* attproj;         // (N, C)
+  float* res2;            // (N, C) input + attproj
+  float *ln2, *ln2_mean, *ln2_rstd;  // (N, C), (N), (N)
+  float* fch;             // (N, 4C)
+  float* fch_gelu;        // (N, 4C)
+  float* fcproj;          // (N, C)
+  float* res3;            // (N, C) res2 + fcproj: the block's output
+};
+
+struct GPT::Buffers {
+  std::vector<Layer> layers;
+  const float *wte, *wpe, *lnfw, *lnfb, *headw;  // headw is wte when tied
+  float *dwte, *dwpe, *dlnfw, *dlnfb, *dheadw;
+  int32_t *inputs, *targets;            // (B, T) each
+  float* encoded;                       // (N, C)
+  float *lnf, *lnf_mean, *lnf_rstd;     // (N, C), (N), (N)
+  float* logits;                        // (N, V)
+  float* losses;                        // (N)
+  float* xstats;                        // (N, 2): row max, denominator
+  // backward temporaries
+  float* dres;                          // (N, C) gradient of the residual stream
+  float *dbtc1, *dbtc2;                 // (N, C)
+  float* dqkv;                          // (N, 3C)
+  float* datt;                          // (B, NH, T, T)
+  float *dff1, *dff2;                   // (N, 4C)
+  float* dlogits;                       // (N, V)
+};
+
+namespace {
+size_t aligned(size_t n) { return (n + kParamAlign - 1) / kParamAlign * kParamAlign; }
+}  // namespace
+
+GPT::GPT(const GPTConfig& cfg, int leaf_size, Backend& backend)
+    : cfg_(cfg), B_(leaf_size), be_(backend), layout_(gpt_param_layout(cfg)) {
+  SB_CHECK(leaf_size >= 1, "data.leaf_size=", leaf_size, " must be at least 1");
+  for (const ParamView& p : layout_) flat_size_ = std::max(flat_size_, p.offset + aligned(p.numel));
+  weights_ = be_.alloc(DType::f32, {static_cast<int64_t>(flat_size_)});
+  grads_ = be_.alloc(DType::f32, {static_cast<int64_t>(flat_size_)});
+  tokens_ = be_.alloc(DType::i32, {2, B_, cfg_.seq_len});
+  losses_host_.assign(static_cast<size_t>(leaf_tokens()), 0.0f);
+  bind_buffers();
+}
+
+GPT::~GPT() = default;
+
+const ParamView& GPT::param(std::string_view name) const {
+  for (const ParamView& p : layout_)
+    if (p.name == name) return p;
+  SB_FAIL("the model has no parameter tensor named '", name, "'");
+}
+
+size_t GPT::num_params() const {
+  size_t n = 0;
+  for (const ParamView& p : layout_) n += p.numel;
+  return n;
+}
+
+float* GPT::wp(std::string_view name) {
+  for (const ParamView& p : layout_)
+    if (p.name == name) return weights_.data_as<float>() + p.offset;
+  return nullptr;
+}
+
+float* GPT::gp(std::string_view name) {
+  for (const ParamView& p : layout_)
+    if (p.name == name) return grads_.data_as<float>() + p.offset;
+  return nullptr;
+}
+
+// acts_ holds, each piece on a kParamAlign boundary (N = B·T): encoded (N, C) · per layer the
+// Layer activations in declaration order · lnf (N, C) · lnf_mean (N) · lnf_rstd (N)
+// · logits (N, V) · losses (N) · xstats (N, 2). scratch_ holds the Buffers backward temporaries.
+void GPT::bind_buffers() {
+  const size_t N = static_cast<size_t>(B_) * cfg_.seq_len, C = cfg_.n_embd, V = cfg_.vocab;
+  const size_t TT = static_cast<size_t>(B_) * cfg_.n_head * cfg_.seq_len * cfg_.seq_len;
+  const size_t per_layer = 8 * aligned(N * C) + aligned(N * 3 * C) + aligned(TT) +
+                           2 * aligned(N * 4 * C) + 4 * aligned(N);
+  const size_t acts = aligned(N * C) + cfg_.n_layer * per_layer + aligned(N * C) +
+                      3 * aligned(N) + aligned(N * V) + aligned(2 * N);
+  const size_t scratch = 3 * aligned(N * C) + aligned(N * 3 * C) + aligned(TT) +
+                         2 * aligned(N * 4 * C) + aligned(N * V);
+  acts_ = be_.alloc(DType::f32, {static_cast<int64_t>(acts)});
+  scratch_ = be_.alloc(DType::f32, {static_cast<int64_t>(scratch)});
+  float* cursor = acts_.data_as<float>();
+  auto take = [&cursor](size_t n) {
+    float* p = cursor;
+    cursor += aligned(n);
+    return p;
+  };
+  buf_ = std::make_unique<Buffers>();
+  Buffers& b = *buf_;
+  b.wte = wp("wte"), b.wpe = wp("wpe"), b.lnfw = wp("lnf.w"), b.lnfb = wp("lnf.b");
+  b.dwte = gp("wte"), b.dwpe = gp("wpe"), b.dlnfw = gp("lnf.w"), b.dlnfb = gp("lnf.b");
+  b.headw = cfg_.tied_head ? b.wte : wp("lm_head.w");
+  b.dheadw = cfg_.tied_head ? b.dwte : gp("lm_head.w");
+  b.inputs = tokens_.data_as<int32_t>();
+  b.targets = b.inputs + N;
+  b.encoded = take(N * C);
+  b.layers.assign(static_cast<size_t>(cfg_.n_layer), Layer{});
+  const float* input = b.encoded;
+  for (int l = 0; l < cfg_.n_layer; ++l) {
+    Layer& L = b.layers[static_cast<size_t>(l)];
+    const std::string h = "h." + std::to_string(l) + ".";
+    L.ln1w = wp(h + "ln1.w"), L.ln1b = wp(h + "ln1.b");
+    L.qkvw = wp(h + "attn.qkv.w"), L.qkvb = wp(h + "attn.qkv.b");
+    L.projw = wp(h + "attn.proj.w"), L.projb = wp(h + "attn.proj.b");
+    L.ln2w = wp(h + "ln2.w"), L.ln2b = wp(h + "ln2.b");
+    L.fcw = wp(h + "mlp.fc.w"), L.fcb = wp(h + "mlp.fc.b");
+    L.fc2w = wp(h + "mlp.proj.w"), L.fc2b = wp(h + "mlp.proj.b");
+    L.dln1w = gp(h + "ln1.w"), L.dln1b = gp(h + "ln1.b");
+    L.dqkvw = gp(h + "attn.qkv.w"), L.dqkvb = gp(h + "attn.qkv.b");
+    L.dprojw = gp(h + "attn.proj.w"), L.dprojb = gp(h + "attn.proj.b");
+    L.dln2w = gp(h + "ln2.w"), L.dln2b = gp(h + "ln2.b");
+    L.dfcw = gp(h + "mlp.fc.w"), L.dfcb = gp(h + "mlp.fc.b");
+    L.dfc2w = gp(h + "mlp.proj.w"), L.dfc2b = gp(h + "mlp.proj.b");
+    L.input = input;
+    L.ln1 = take(N * C), L.ln1_mean = take(N), L.ln1_rstd = take(N);
+    L.qkv = take(N * 3 * C);
+    L.atty = take(N * C);
+    L.att = take(TT);
+    L.attproj = take(N * C);
+    L.res2 = take(N * C);
+    L.ln2 = take(N * C), L.ln2_mean = take(N), L.ln2_rstd = take(N);
+    L.fch = take(N * 4 * C);
+    L.fch_gelu = take(N * 4 * C);
+    L.fcproj = take(N * C);
+    L.res3 = take(N * C);
+    input = L.res3;
+  }
+  b.lnf = take(N * C), b.lnf_mean = take(N), b.lnf_rstd = take(N);
+  b.logits = take(N * V);
+  b.losses = take(N);
+  b.xstats = take(2 * N);
+  SB_CHECK(cursor <= acts_.data_as<float>() + acts, "activation layout overflows its buffer");
+  cursor = scratch_.data_as<float>();
+  b.dres = take(N * C), b.dbtc1 = take(N * C), b.dbtc2 = take(N * C);
+  b.dqkv = take(N * 3 * C);
+  b.datt = take(TT);
+  b.dff1 = take(N * 4 * C), b.dff2 = take(N * 4 * C);
+  b.dlogits = take(N * V);
+  SB_CHECK(cursor <= scratch_.data_as<float>() + scratch, "scratch layout overflows its buffer");
+}
+
+void GPT::init(uint64_t seed) {
+  std::vector<float> host(flat_size_, 0.0f);
+  for (const ParamView& p : layout_) {
+    float* dst = host.data() + p.offset;
+    if (p.init_std == 0.0f) {
+      std::fill(dst, dst + p.numel, p.init_value);
+      continue;
+    }
+    const uint64_t stream = det::stream_of(p.name);
+    for (size_t i = 0; i < p.numel; ++i) dst[i] = p.init_std * det::philox_normal(seed, stream, i);
+  }
+  be_.copy_from_host(weights_.data(), host.data(), flat_size_ * sizeof(float));
+}
+
+void GPT::norm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w,
+                       const float* b) {
+  const int N = B_ * cfg_.seq_len, C = cfg_.n_embd;
+  if (cfg_.norm == NormKind::layernorm)
+    be_.layernorm_forward(out, mean, rstd, inp, w, b, N, C);
+  else
+    be_.rmsnorm_forward(out, rstd, inp, w, N, C);
+}
+
+void GPT::norm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
+                        const float* w, const float* mean, const float* rstd) {
+  const int N = B_ * cfg_.seq_len, C = cfg_.n_embd;
+  if (cfg_.norm == NormKind::layernorm)
+    be_.layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+  else
+    be_.rmsnorm_backward(dinp, dw, dout, inp, w, rstd, N, C);
+}
+
+float GPT::forward(const int32_t* tokens) {
+  const int B = B_, T = cfg_.seq_len, C = cfg_.n_embd, V = cfg_.vocab, NH = cfg_.n_head;
+  const int N = B * T;
+  Buffers& b = *buf_;
+  // Inputs are columns 0..T-1 of each row, targets 1..T.
+  std::vector<int32_t> split(2 * static_cast<size_t>(N));  // (2, B, T)
+  for (int s = 0; s < B; ++s) {
+    const int32_t* row = tokens + static_cast<size_t>(s) * (T + 1);
+    for (int t = 0; t <= T; ++t)
+      SB_CHECK(row[t] >= 0 && row[t] < V, "token ", row[t], " (sequence ", s, ", position ", t,
+               ") is outside the model's vocabulary [0, ", V, "); check model.vocab");
+    std::copy(row, row + T, split.begin() + static_cast<ptrdiff_t>(s) * T);
+    std::copy(row + 1, row + T + 1, split.begin() + N + static_cast<ptrdiff_t>(s) * T);
+  }
+  be_.copy_from_host(b.inputs, split.data(), split.size() * sizeof(int32_t));
+
+  be_.embedding_forward(b.encoded, b.inputs, b.wte, b.wpe, B, T, C);
+  for (Layer& L : b.layers) {
+    norm_forward(L.ln1, L.ln1_mean, L.ln1_rstd, L.input, L.ln1w, L.ln1b);
+    be_.matmul_forward(L.qkv, L.ln1, L.qkvw, L.qkvb, N, C, 3 * C);
+    be_.attention_forward(L.atty, L.att, L.qkv, B, T, C, NH);
+    be_.matmul_forward(L.attproj, L.atty, L.projw, L.projb, N, C, C);
+    be_.residual_forward(L.res2, L.input, L.attproj, static_cast<int64_t>(N) * C);
+    norm_forward(L.ln2, L.ln2_mean, L.ln2_rstd, L.res2, L.ln2w, L.ln2b);
+    be_.matmul_forward(L.fch, L.ln2, L.fcw, L.fcb, N, C, 4 * C);
+    be_.gelu_forward(L.fch_gelu, L.fch, static_cast<int64_t>(N) * 4 * C);
+    be_.matmul_forward(L.fcproj, L.fch_gelu, L.fc2w, L.fc2b, N, 4 * C, C);
+    be_.residual_forward(L.res3, L.res2, L.fcproj, static_cast<int64_t>(N) * C);
+  }
+  norm_forward(b.lnf, b.lnf_mean, b.lnf_rstd, b.layers.back().res3, b.lnfw, b.lnfb);
+  be_.matmul_forward(b.logits, b.lnf, b.headw, nullptr, N, C, V);
+  be_.softmax_xent_forward(b.losses, b.xstats, b.logits, b.targets, N, V);
+
+  be_.copy_to_host(losses_host_.data(), b.losses, static_cast<size_t>(N) * sizeof(float));
+  loss_sum_.clear();
+  loss_sum_.add(losses_host_.data(), losses_host_.size());
+  if (be_.numerics().reduce == ReduceMode::native) {
+    float s = 0.0f;
+    for (float x : losses_host_) s += x;
+    return s / static_cast<float>(N);
+  }
+  return mean_loss(loss_sum_, N);
+}
+
+void GPT::backward(float loss_scale) {
+  const int B = B_, T = cfg_.seq_len, C = cfg_.n_embd, V = cfg_.vocab, NH = cfg_.n_head;
+  const int N = B * T;
+  const int64_t NC = static_cast<int64_t>(N) * C;
+  Buffers& b = *buf_;
+  be_.zero(grads_.data(), grads_.bytes());
+  be_.softmax_xent_backward(b.dlogits, b.logits, b.xstats, b.targets, N, V, loss_scale);
+  be_.matmul_backward(b.dbtc1, b.dheadw, nullptr, b.dlogits, b.lnf, b.headw, N, C, V);
+  norm_backward(b.dres, b.dlnfw, b.dlnfb, b.dbtc1, b.layers.back().res3, b.lnfw, b.lnf_mean,
+                b.lnf_rstd);
+  for (auto it = b.layers.rbegin(); it != b.layers.rend(); ++it) {
+    Layer& L = *it;
+    // MLP branch: dres is d(res3) = d(res2 + fcproj).
+    be_.matmul_backward(b.dff1, L.dfc2w, L.dfc2b, b.dres, L.fch_gelu, L.fc2w, N, 4 * C, C);
+    be_.gelu_backward(b.dff2, L.fch, b.dff1, static_cast<int64_t>(N) * 4 * C);
+    be_.matmul_backward(b.dbtc1, L.dfcw, L.dfcb, b.dff2, L.ln2, L.fcw, N, C, 4 * C);
+    norm_backward(b.dbtc2, L.dln2w, L.dln2b, b.dbtc1, L.res2, L.ln2w, L.ln2_mean, L.ln2_rstd);
+    be_.residual_forward(b.dres, b.dres, b.dbtc2, NC);
+    // Attention branch: dres is now d(res2) = d(input + attproj).
+    be_.matmul_backward(b.dbtc1, L.dprojw, L.dprojb, b.dres, L.atty, L.projw, N, C, C);
+    be_.attention_backward(b.dqkv, b.datt, b.dbtc1, L.qkv, L.att, B, T, C, NH);
+    be_.matmul_backward(b.dbtc1, L.dqkvw, L.dqkvb, b.dqkv, L.ln1, L.qkvw, N, C, 3 * C);
+    norm_backward(b.dbtc2, L.dln1w, L.dln1b, b.dbtc1, L.input, L.ln1w, L.ln1_mean, L.ln1_rstd);
+    be_.residual_forward(b.dres, b.dres, b.dbtc2, NC);
+  }
+  be_.embedding_backward(b.dwte, b.dwpe, b.dres, b.inputs, B, T, C, V);
+}
+
+float mean_loss(const det::ExactSum& loss_sum, int64_t tokens) {
+  SB_CHECK(tokens > 0, "mean loss of ", tokens, " tokens");
+  return static_cast<float>(loss_sum.to_f64() / static_cast<double>(tokens));
+}
+
+void accumulate_leaves(GPT& model, std::span<const int32_t* const> leaves, GradAccumulator& acc,
+                       det::ExactSum& loss_sum, const LeafObserver& on_leaf) {
+  SB_CHECK(acc.size() == model.flat_size(), "gradient accumulator of ", acc.size(),
+           " elements given for a model whose flat gradient has ", model.flat_size());
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    const float loss = model.forward(leaves[i]);
+    model.backward();
+    const float* g = model.grads().data_as<float>();
+    acc.add(g);
+    loss_sum.merge(model.loss_sum());
+    if (on_leaf) on_leaf(i, loss, g);
+  }
+}
+
+float batch_gradient(GPT& model, std::span<const int32_t* const> leaves, GradAccumulator& acc,
+                     float* grad_out, const LeafObserver& on_leaf) {
+  SB_CHECK(!leaves.empty(), "a batch needs at least one leaf");
+  acc.clear();
+  det::ExactSum loss_sum;
+  accumulate_leaves(model, leaves, acc, loss_sum, on_leaf);
+  acc.round(grad_out, static_cast<float>(leaves.size()));
+  return mean_loss(loss_sum, static_cast<int64_t>(leaves.size()) * model.leaf_tokens());
+}
+
+}  // namespace sb
