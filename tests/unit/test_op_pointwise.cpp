@@ -1,0 +1,116 @@
+// GELU, residual and token/position embeddings (core/cpu/gelu.cpp, residual.cpp, embedding.cpp):
+// bitwise equal to the shared formulas (ops/*.hpp) — embedding gradients in token order —, and
+// backward against fp64 finite differences of fp64 forwards.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "samebits/core/backend.hpp"
+#include "samebits/core/ops/embedding.hpp"
+#include "samebits/core/ops/gelu.hpp"
+#include "samebits/core/ops/residual.hpp"
+#include "samebits/det/error.hpp"
+#include "test_op_support.hpp"
+
+using namespace sb;
+
+namespace {
+double gelu_ref(double x) {
+  const double k = std::sqrt(2.0 / M_PI);
+  return 0.5 * x * (1 + std::tanh(k * (x + 0.044715 * x * x * x)));
+}
+}  // namespace
+
+TEST_CASE("gelu: CPU equals ops::gelu_*, close to fp64, backward matches finite differences") {
+  auto be = make_cpu_backend();
+  const int n = 301;
+  const auto x = test::uniform(n, 1, -6, 6);
+  const auto r = test::uniform(n, 2);
+  std::vector<float> y(n), dx(n);
+  be->gelu_forward(y.data(), x.data(), n);
+  be->gelu_backward(dx.data(), x.data(), r.data(), n);
+  bool same = true;
+  double worst = 0;
+  for (int i = 0; i < n; ++i) {
+    same = same && ops::gelu_forward(x[i]) == y[i] && ops::gelu_backward(x[i], r[i]) == dx[i];
+    worst = std::fmax(worst, std::fabs(y[i] - gelu_ref(x[i])));
+  }
+  CHECK(same);
+  MESSAGE("gelu forward max abs error vs fp64: ", worst);
+  CHECK(worst < 2e-6);
+  auto xd = test::to_double(x);
+  auto loss = [&] {
+    std::vector<double> yd(n);
+    for (int i = 0; i < n; ++i) yd[i] = gelu_ref(xd[i]);
+    return test::project(yd, r);
+  };
+  test::check_gradient(dx, test::fd_gradient(xd, loss), 1e-4, "gelu dinp");
+}
+
+TEST_CASE("residual: one addition per element, in place allowed") {
+  auto be = make_cpu_backend();
+  const auto a = test::uniform(1000, 3);
+  const auto b = test::uniform(1000, 4);
+  std::vector<float> out(1000), inplace = a;
+  be->residual_forward(out.data(), a.data(), b.data(), 1000);
+  be->residual_forward(inplace.data(), inplace.data(), b.data(), 1000);
+  bool same = true;
+  for (int i = 0; i < 1000; ++i) same = same && out[i] == ops::residual_out(a[i], b[i]);
+  CHECK(same);
+  CHECK(test::same_bits(out, inplace, "residual in place"));
+}
+
+TEST_CASE("embedding: forward, token-ordered backward, accumulation into dwte") {
+  auto be = make_cpu_backend();
+  const int B = 3, T = 7, C = 13, V = 5, Tmax = 9;
+  std::vector<int32_t> tokens(B * T);
+  for (int n = 0; n < B * T; ++n) tokens[n] = (n * 7 + n / 5) % V;  // repeats, not sorted
+  const auto wte = test::uniform(static_cast<size_t>(V) * C, 5);
+  const auto wpe = test::uniform(static_cast<size_t>(Tmax) * C, 6);
+  const auto r = test::uniform(static_cast<size_t>(B) * T * C, 7);
+  const auto dwte0 = test::uniform(wte.size(), 8);  // e.g. the tied LM head's gradient
+  std::vector<float> out(r.size()), dwte = dwte0, dwpe(wpe.size(), 42.0f);
+  be->embedding_forward(out.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
+  be->embedding_backward(dwte.data(), dwpe.data(), r.data(), tokens.data(), B, T, C, V);
+
+  std::vector<float> out_ref(out.size()), dwte_ref = dwte0, dwpe_ref(wpe.size(), 42.0f);
+  for (int n = 0; n < B * T; ++n)
+    for (int c = 0; c < C; ++c) {
+      out_ref[n * C + c] = ops::embedding_out(wte[tokens[n] * C + c], wpe[(n % T) * C + c]);
+      dwte_ref[tokens[n] * C + c] = ops::embedding_grad_step(dwte_ref[tokens[n] * C + c], r[n * C + c]);
+    }
+  for (int t = 0; t < T; ++t)
+    for (int c = 0; c < C; ++c) {
+      float s = 0.0f;
+      for (int b = 0; b < B; ++b) s = ops::embedding_grad_step(s, r[(b * T + t) * C + c]);
+      dwpe_ref[t * C + c] = s;
+    }
+  CHECK(test::same_bits(out, out_ref, "embedding out"));
+  CHECK(test::same_bits(dwte, dwte_ref, "embedding dwte (token order)"));
+  CHECK(test::same_bits(dwpe, dwpe_ref, "embedding dwpe (rows >= T untouched)"));
+
+  // Finite differences (the op is linear: a check of indices and of the accumulation).
+  auto ted = test::to_double(wte), ped = test::to_double(wpe);
+  auto loss = [&] {
+    std::vector<double> y(out.size());
+    for (int n = 0; n < B * T; ++n)
+      for (int c = 0; c < C; ++c) y[n * C + c] = ted[tokens[n] * C + c] + ped[(n % T) * C + c];
+    return test::project(y, r);
+  };
+  std::vector<float> g_wte(wte.size()), g_wpe(static_cast<size_t>(T) * C);
+  for (size_t i = 0; i < wte.size(); ++i) g_wte[i] = dwte[i] - dwte0[i];
+  for (size_t i = 0; i < g_wpe.size(); ++i) g_wpe[i] = dwpe[i];
+  auto num_wpe = test::fd_gradient(ped, loss);
+  num_wpe.resize(g_wpe.size());
+  test::check_gradient(g_wte, test::fd_gradient(ted, loss), 1e-5, "embedding dwte");
+  test::check_gradient(g_wpe, num_wpe, 1e-5, "embedding dwpe");
+}
+
+TEST_CASE("embedding rejects tokens outside the vocabulary") {
+  auto be = make_cpu_backend();
+  std::vector<int32_t> tokens = {0, 7};
+  std::vector<float> dout(2 * 4), dwte(5 * 4), dwpe(2 * 4);
+  CHECK_THROWS_AS(be->embedding_backward(dwte.data(), dwpe.data(), dout.data(), tokens.data(), 1, 2, 4, 5),
+                  sb::Error);
+}
