@@ -64,10 +64,10 @@ SB_HD uint32_t philox_u32(uint64_t seed, uint64_t stream, uint64_t index) {
   return philox_block(seed, stream, index).v[index % 4];
 }
 
-// Uniform in (0, 1], as cuRAND's _curand_uniform: x * 2^-32 + 2^-33 (exact in fp32 arithmetic
-// order below, correctly rounded multiply then add).
+// Uniform in (0, 1], as cuRAND's _curand_uniform: float(x) · 2^-32 + 2^-33 in fp32 — x rounded to
+// nearest fp32, an exact scaling, one rounded add (never fused: the build forbids contraction).
 SB_HD float uniform_from_u32(uint32_t x) {
-  return static_cast<float>(x) * 2.3283064365386963e-10f + 1.1641532182693481e-10f;
+  return static_cast<float>(x) * 0x1p-32f + 0x1p-33f;
 }
 
 SB_HD float philox_uniform(uint64_t seed, uint64_t stream, uint64_t index) {
@@ -81,7 +81,7 @@ SB_HD float philox_normal(uint64_t seed, uint64_t stream, uint64_t index) {
   const unsigned lane = static_cast<unsigned>((2 * index) % 4);  // 0 or 2
   const float u1 = uniform_from_u32(b.v[lane]);
   const float u2 = uniform_from_u32(b.v[lane + 1]);
-  const float r = sqrt_f32(-2.0f * log(u1));
+  const float r = sqrt_f32(-2.0f * det::log(u1));  // qualified: never ::log from libm
   return r * cos_2pi(u2);
 }
 
