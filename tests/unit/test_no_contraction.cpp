@@ -1,6 +1,7 @@
 // Fails if the compiler contracted a*b+c into an FMA in shared arithmetic: the SB_HD probes of
 // samebits/det/fpenv.hpp, compiled here with the project's flags and in the library with its
 // flags, must give the unfused answer (+0), while sb::det::fma_f32/fma_f64 give the fused one.
+// nvcc's side is test_no_contraction_ptx (no_contraction_probe.cu, check_no_fma_ptx.cmake).
 #include <doctest/doctest.h>
 
 #include "samebits/det/bits.hpp"
