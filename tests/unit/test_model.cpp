@@ -1,0 +1,298 @@
+// The GPT model (core/model/gpt.cpp) on the CPU backend: parameter layout and GPT-2 init, loss and
+// every parameter gradient against an fp64 reference GPT written here (finite differences of its
+// loss), for both norm kinds, tied and untied heads, with and without biases; the batch gradient's
+// exact-accumulation scheme.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "samebits/core/backend.hpp"
+#include "samebits/core/model/gpt.hpp"
+#include "samebits/det/error.hpp"
+#include "samebits/det/fixed_accumulator.hpp"
+#include "samebits/det/philox.hpp"
+#include "test_op_support.hpp"
+
+using namespace sb;
+
+namespace {
+
+// ---- an fp64 GPT, as plainly as possible -------------------------------------------------------
+using Vec = std::vector<double>;
+
+struct RefGPT {
+  const GPTConfig& cfg;
+  int B;
+  const std::vector<ParamView>& layout;
+  const Vec& w;  // flat parameters
+  const double* p(const std::string& name) const {
+    for (const ParamView& v : layout)
+      if (v.name == name) return w.data() + v.offset;
+    return nullptr;
+  }
+  Vec norm(const Vec& x, const double* g, const double* b, int N, int C) const {
+    Vec y(x.size());
+    for (int n = 0; n < N; ++n) {
+      double m = 0, v = 0;
+      if (cfg.norm == NormKind::layernorm) {
+        for (int c = 0; c < C; ++c) m += x[n * C + c];
+        m /= C;
+      }
+      for (int c = 0; c < C; ++c) v += (x[n * C + c] - m) * (x[n * C + c] - m);
+      const double r = 1 / std::sqrt(v / C + 1e-5);
+      for (int c = 0; c < C; ++c) y[n * C + c] = (x[n * C + c] - m) * r * g[c] + (b ? b[c] : 0.0);
+    }
+    return y;
+  }
+  Vec linear(const Vec& x, const double* W, const double* b, int N, int C, int OC) const {
+    Vec y(static_cast<size_t>(N) * OC);
+    for (int n = 0; n < N; ++n)
+      for (int o = 0; o < OC; ++o) {
+        double s = b ? b[o] : 0.0;
+        for (int c = 0; c < C; ++c) s += x[n * C + c] * W[o * C + c];
+        y[n * OC + o] = s;
+      }
+    return y;
+  }
+  Vec attention(const Vec& qkv, int T, int C, int NH) const {
+    const int hs = C / NH;
+    Vec y(static_cast<size_t>(B) * T * C, 0.0), s(T);
+    for (int b = 0; b < B; ++b)
+      for (int h = 0; h < NH; ++h)
+        for (int t = 0; t < T; ++t) {
+          double m = -INFINITY, den = 0;
+          for (int j = 0; j <= t; ++j) {
+            double d = 0;
+            for (int i = 0; i < hs; ++i) d += qkv[(b * T + t) * 3 * C + h * hs + i] * qkv[(b * T + j) * 3 * C + C + h * hs + i];
+            s[j] = d / std::sqrt(static_cast<double>(hs));
+            m = std::fmax(m, s[j]);
+          }
+          for (int j = 0; j <= t; ++j) den += std::exp(s[j] - m);
+          for (int j = 0; j <= t; ++j)
+            for (int i = 0; i < hs; ++i)
+              y[(b * T + t) * C + h * hs + i] += std::exp(s[j] - m) / den * qkv[(b * T + j) * 3 * C + 2 * C + h * hs + i];
+        }
+    return y;
+  }
+  double loss(const std::vector<int32_t>& tokens) const {
+    const int T = cfg.seq_len, C = cfg.n_embd, V = cfg.vocab, N = B * T;
+    Vec x(static_cast<size_t>(N) * C);
+    for (int b = 0; b < B; ++b)
+      for (int t = 0; t < T; ++t)
+        for (int c = 0; c < C; ++c)
+          x[(b * T + t) * C + c] = p("wte")[tokens[b * (T + 1) + t] * C + c] + p("wpe")[t * C + c];
+    for (int l = 0; l < cfg.n_layer; ++l) {
+      const std::string h = "h." + std::to_string(l) + ".";
+      Vec a = norm(x, p(h + "ln1.w"), p(h + "ln1.b"), N, C);
+      Vec y = attention(linear(a, p(h + "attn.qkv.w"), p(h + "attn.qkv.b"), N, C, 3 * C), T, C, cfg.n_head);
+      Vec o = linear(y, p(h + "attn.proj.w"), p(h + "attn.proj.b"), N, C, C);
+      for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
+      Vec m = norm(x, p(h + "ln2.w"), p(h + "ln2.b"), N, C);
+      Vec f = linear(m, p(h + "mlp.fc.w"), p(h + "mlp.fc.b"), N, C, 4 * C);
+      for (double& v : f) v = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+      Vec g = linear(f, p(h + "mlp.proj.w"), p(h + "mlp.proj.b"), N, 4 * C, C);
+      for (size_t i = 0; i < x.size(); ++i) x[i] += g[i];
+    }
+    Vec f = norm(x, p("lnf.w"), p("lnf.b"), N, C);
+    Vec logits = linear(f, cfg.tied_head ? p("wte") : p("lm_head.w"), nullptr, N, C, V);
+    double total = 0;
+    for (int n = 0; n < N; ++n) {
+      double m = -INFINITY, s = 0;
+      for (int v = 0; v < V; ++v) m = std::fmax(m, logits[n * V + v]);
+      for (int v = 0; v < V; ++v) s += std::exp(logits[n * V + v] - m);
+      const int target = tokens[(n / T) * (T + 1) + n % T + 1];
+      total += m + std::log(s) - logits[n * V + target];
+    }
+    return total / N;
+  }
+};
+
+std::vector<int32_t> leaf_tokens(int B, int T, int V, uint32_t seed) {
+  std::vector<int32_t> t(static_cast<size_t>(B) * (T + 1));
+  for (size_t i = 0; i < t.size(); ++i) t[i] = static_cast<int32_t>((i * 7 + seed * 13 + i * i * seed) % V);
+  return t;
+}
+
+// Weights with sizeable values everywhere (so every gradient is far from zero): gains 1 ± 0.2,
+// everything else uniform in ±0.3; padding stays zero.
+std::vector<float> test_weights(const GPT& model, uint32_t seed) {
+  std::vector<float> w(model.flat_size(), 0.0f);
+  for (const ParamView& p : model.params()) {
+    const auto u = test::uniform(p.numel, seed++, -0.3f, 0.3f);
+    for (size_t i = 0; i < p.numel; ++i) w[p.offset + i] = (p.kind == ParamKind::norm ? 1.0f : 0.0f) + u[i];
+  }
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("parameter layout: names, shapes, aligned offsets, kinds") {
+  GPTConfig cfg;
+  cfg.vocab = 50, cfg.seq_len = 16, cfg.n_layer = 2, cfg.n_head = 2, cfg.n_embd = 12;
+  cfg.tied_head = false;
+  const auto layout = gpt_param_layout(cfg);
+  std::map<std::string, Shape> shapes;
+  size_t end = 0;
+  for (const ParamView& p : layout) {
+    shapes[p.name] = p.shape;
+    CHECK(p.offset % kParamAlign == 0);
+    CHECK(p.offset >= end);
+    CHECK(p.numel == static_cast<size_t>(shape_numel(p.shape)));
+    end = p.offset + p.numel;
+  }
+  CHECK(layout.front().name == "wte");
+  CHECK(shapes["wte"] == Shape{50, 12});
+  CHECK(shapes["wpe"] == Shape{16, 12});
+  CHECK(shapes["h.1.attn.qkv.w"] == Shape{36, 12});
+  CHECK(shapes["h.1.attn.qkv.b"] == Shape{36});
+  CHECK(shapes["h.0.mlp.fc.w"] == Shape{48, 12});
+  CHECK(shapes["h.0.mlp.proj.w"] == Shape{12, 48});
+  CHECK(shapes["h.0.ln1.b"] == Shape{12});
+  CHECK(shapes["lm_head.w"] == Shape{50, 12});
+  CHECK(layout.size() == 2 + 2 * 12 + 2 + 1);
+
+  cfg.tied_head = true, cfg.bias = false;
+  for (const ParamView& p : gpt_param_layout(cfg)) {
+    CHECK(p.kind != ParamKind::bias);
+    CHECK(p.name != "lm_head.w");
+  }
+  cfg.bias = true, cfg.norm = NormKind::rmsnorm;
+  for (const ParamView& p : gpt_param_layout(cfg)) {
+    const bool norm_bias = p.name.find("ln") != std::string::npos && p.name.back() == 'b';
+    CHECK_FALSE(norm_bias);
+  }
+
+  cfg.n_embd = 13;
+  CHECK_THROWS_AS(gpt_param_layout(cfg), sb::Error);
+}
+
+TEST_CASE("GPT-2 initialisation from Philox streams named after the tensors") {
+  auto be = make_cpu_backend();
+  GPTConfig cfg;
+  cfg.vocab = 256, cfg.seq_len = 64, cfg.n_layer = 4, cfg.n_head = 4, cfg.n_embd = 64;
+  GPT model(cfg, 1, *be);
+  model.init(1234);
+  const float* w = model.weights().data_as<float>();
+  const ParamView& wte = model.param("wte");
+  for (size_t i : {size_t{0}, size_t{1}, size_t{777}})
+    CHECK(w[wte.offset + i] == 0.02f * det::philox_normal(1234, det::stream_of("wte"), i));
+  auto stdev = [&](const ParamView& p) {
+    double s = 0, ss = 0;
+    for (size_t i = 0; i < p.numel; ++i) s += w[p.offset + i], ss += w[p.offset + i] * w[p.offset + i];
+    const double m = s / p.numel;
+    return std::sqrt(ss / p.numel - m * m);
+  };
+  CHECK(stdev(model.param("h.2.mlp.fc.w")) == doctest::Approx(0.02).epsilon(0.03));
+  CHECK(stdev(model.param("h.2.mlp.proj.w")) == doctest::Approx(0.02 / std::sqrt(8.0)).epsilon(0.03));
+  CHECK(stdev(model.param("h.0.attn.proj.w")) == doctest::Approx(0.02 / std::sqrt(8.0)).epsilon(0.03));
+  const ParamView& g = model.param("h.3.ln2.w");
+  const ParamView& b = model.param("h.3.attn.qkv.b");
+  bool ok = true;
+  for (size_t i = 0; i < g.numel; ++i) ok = ok && w[g.offset + i] == 1.0f;
+  for (size_t i = 0; i < b.numel; ++i) ok = ok && w[b.offset + i] == 0.0f;
+  CHECK(ok);
+  // Streams follow names: wpe's values are not wte's.
+  CHECK(w[model.param("wpe").offset] != w[wte.offset]);
+}
+
+TEST_CASE("GPT loss and every gradient match an fp64 reference (finite differences)") {
+  struct Variant {
+    NormKind norm;
+    bool tied, bias;
+  };
+  for (Variant var : {Variant{NormKind::layernorm, true, true}, Variant{NormKind::rmsnorm, false, false},
+                      Variant{NormKind::layernorm, false, false}, Variant{NormKind::rmsnorm, true, true}}) {
+    GPTConfig cfg;
+    cfg.vocab = 11, cfg.seq_len = 5, cfg.n_layer = 2, cfg.n_head = 2, cfg.n_embd = 8;
+    cfg.norm = var.norm, cfg.tied_head = var.tied, cfg.bias = var.bias;
+    const int B = 2;
+    auto be = make_cpu_backend();
+    GPT model(cfg, B, *be);
+    const auto w = test_weights(model, 7);
+    be->copy_from_host(model.weights().data(), w.data(), w.size() * sizeof(float));
+    const auto tokens = leaf_tokens(B, cfg.seq_len, cfg.vocab, 3);
+    const float loss = model.forward(tokens.data());
+    model.backward();
+    std::vector<float> grad(model.flat_size());
+    be->copy_to_host(grad.data(), model.grads().data(), grad.size() * sizeof(float));
+
+    Vec wd(w.begin(), w.end());
+    RefGPT ref{cfg, B, model.params(), wd};
+    const double ref_loss = ref.loss(tokens);
+    CAPTURE(static_cast<int>(var.norm));
+    CAPTURE(var.tied);
+    CAPTURE(var.bias);
+    CHECK(std::fabs(loss - ref_loss) / ref_loss < 1e-5);
+    double worst = 0;
+    for (const ParamView& p : model.params()) {
+      std::vector<double> slice(wd.begin() + p.offset, wd.begin() + p.offset + p.numel);
+      auto numeric = test::fd_gradient(slice, [&] {
+        std::copy(slice.begin(), slice.end(), wd.begin() + p.offset);
+        return ref.loss(tokens);
+      });
+      std::copy(slice.begin(), slice.end(), wd.begin() + p.offset);
+      std::vector<float> analytic(grad.begin() + p.offset, grad.begin() + p.offset + p.numel);
+      worst = std::fmax(worst, test::check_gradient(analytic, numeric, 1e-4, p.name.c_str(), true));
+    }
+    MESSAGE("norm=", std::string(var.norm == NormKind::layernorm ? "layernorm" : "rmsnorm"), " tied=", var.tied,
+            " bias=", var.bias, ": loss relative error ", std::fabs(loss - ref_loss) / ref_loss,
+            ", max gradient relative error vs fp64 finite differences ", worst);
+    bool padding_zero = true;
+    size_t end = 0;
+    for (const ParamView& p : model.params()) {
+      for (size_t i = end; i < p.offset; ++i) padding_zero = padding_zero && grad[i] == 0.0f;
+      end = p.offset + p.numel;
+    }
+    CHECK(padding_zero);
+  }
+}
+
+TEST_CASE("batch gradient: the exact leaf sum rounded once, divided by the leaf count") {
+  auto be = make_cpu_backend();
+  GPTConfig cfg;
+  cfg.vocab = 32, cfg.seq_len = 8, cfg.n_layer = 1, cfg.n_head = 2, cfg.n_embd = 16;
+  GPT model(cfg, 2, *be);
+  model.init(5);
+  std::vector<std::vector<int32_t>> data;
+  for (uint32_t l = 0; l < 3; ++l) data.push_back(leaf_tokens(2, cfg.seq_len, cfg.vocab, l + 1));
+  std::vector<const int32_t*> leaves;
+  for (auto& d : data) leaves.push_back(d.data());
+
+  // By hand: each leaf's gradient into a det::FixedAccumulator, rounded, divided by 3.
+  det::FixedAccumulator acc_ref(model.flat_size());
+  det::ExactSum losses;
+  std::vector<float> leaf_losses;
+  for (const int32_t* leaf : leaves) {
+    leaf_losses.push_back(model.forward(leaf));
+    model.backward();
+    acc_ref.add(model.grads().data_as<float>());
+    losses.merge(model.loss_sum());
+  }
+  std::vector<float> want(model.flat_size());
+  acc_ref.round_to_fp32(want.data());
+  for (float& x : want) x = x / 3.0f;
+
+  auto acc = be->make_accumulator(model.flat_size());
+  std::vector<float> got(model.flat_size());
+  size_t seen = 0;
+  const float loss = batch_gradient(model, leaves, *acc, got.data(), [&](size_t i, float l, const float*) {
+    CHECK(i == seen++);
+    CHECK(l == leaf_losses[i]);
+  });
+  CHECK(seen == 3);
+  CHECK(test::same_bits(got, want, "batch gradient"));
+  CHECK(loss == static_cast<float>(losses.to_f64() / (3.0 * 16.0)));
+  CHECK(loss == doctest::Approx((leaf_losses[0] + leaf_losses[1] + leaf_losses[2]) / 3.0).epsilon(1e-6));
+}
+
+TEST_CASE("forward rejects tokens outside the vocabulary") {
+  auto be = make_cpu_backend();
+  GPTConfig cfg;
+  cfg.vocab = 8, cfg.seq_len = 4, cfg.n_layer = 1, cfg.n_head = 1, cfg.n_embd = 4;
+  GPT model(cfg, 1, *be);
+  std::vector<int32_t> tokens = {1, 2, 3, 9, 0};
+  CHECK_THROWS_AS(model.forward(tokens.data()), sb::Error);
+}
