@@ -40,4 +40,17 @@ float lane32_sum(const float* x, size_t n);
 float lane32_dot(const float* x, const float* y, size_t n);
 float lane32_sumsq(const float* x, size_t n);
 
+namespace detail {
+// Each SIMD form the build has, callable on its own so the tests compare every one with the
+// definition (on an AVX-512 build both exist).
+#if defined(SB_HAVE_AVX2)
+float lane32_sum_avx2(const float* x, size_t n);
+float lane32_dot_avx2(const float* x, const float* y, size_t n);
+#endif
+#if defined(SB_HAVE_AVX512)
+float lane32_sum_avx512(const float* x, size_t n);
+float lane32_dot_avx512(const float* x, const float* y, size_t n);
+#endif
+}  // namespace detail
+
 }  // namespace sb::det
