@@ -1,0 +1,80 @@
+// The Communicator's shared part: argument checks and byte accounting around each collective.
+// No arithmetic on the payload happens here (implementations own the reductions).
+#include "samebits/core/dist/communicator.hpp"
+
+#include "samebits/det/error.hpp"
+
+namespace sb {
+
+std::string_view to_string(Collective c) {
+  switch (c) {
+    case Collective::allreduce_i64: return "allreduce_i64";
+    case Collective::allreduce_u64: return "allreduce_u64";
+    case Collective::allreduce_or: return "allreduce_or";
+    case Collective::allreduce_f32: return "allreduce_f32";
+    case Collective::broadcast: return "broadcast";
+    case Collective::allgather: return "allgather";
+    case Collective::barrier: return "barrier";
+  }
+  SB_FAIL("unknown collective kind ", static_cast<int>(c));
+}
+
+uint64_t CommCounters::total_bytes() const {
+  uint64_t total = 0;
+  for (uint64_t b : bytes) total += b;
+  return total;
+}
+
+CommCounters CommCounters::operator-(const CommCounters& earlier) const {
+  CommCounters d;
+  for (size_t k = 0; k < kCollectiveKinds; ++k) {
+    d.calls[k] = calls[k] - earlier.calls[k];
+    d.bytes[k] = bytes[k] - earlier.bytes[k];
+  }
+  return d;
+}
+
+void Communicator::count(Collective c, size_t bytes) {
+  const auto k = static_cast<size_t>(c);
+  counters_.calls[k] += 1;
+  counters_.bytes[k] += bytes;
+}
+
+void Communicator::allreduce_sum_i64(int64_t* x, size_t n) {
+  count(Collective::allreduce_i64, n * sizeof(int64_t));
+  if (n > 0) do_allreduce_sum_i64(x, n);
+}
+
+void Communicator::allreduce_sum_u64(uint64_t* x, size_t n) {
+  count(Collective::allreduce_u64, n * sizeof(uint64_t));
+  if (n > 0) do_allreduce_sum_u64(x, n);
+}
+
+void Communicator::allreduce_or_u32(uint32_t* x, size_t n) {
+  count(Collective::allreduce_or, n * sizeof(uint32_t));
+  if (n > 0) do_allreduce_or_u32(x, n);
+}
+
+void Communicator::allreduce_sum_f32(float* x, size_t n) {
+  count(Collective::allreduce_f32, n * sizeof(float));
+  if (n > 0) do_allreduce_sum_f32(x, n);
+}
+
+void Communicator::broadcast(void* data, size_t bytes, int root) {
+  SB_CHECK(root >= 0 && root < size(), "broadcast from root ", root, " in a world of ", size(),
+           " ranks; the root must be in [0, ", size(), ")");
+  count(Collective::broadcast, bytes);
+  if (bytes > 0) do_broadcast(data, bytes, root);
+}
+
+void Communicator::allgather_u64(const uint64_t* in, size_t n, uint64_t* out) {
+  count(Collective::allgather, n * sizeof(uint64_t));
+  if (n > 0) do_allgather_u64(in, n, out);
+}
+
+void Communicator::barrier() {
+  count(Collective::barrier, 0);
+  do_barrier();
+}
+
+}  // namespace sb

@@ -1,0 +1,97 @@
+// The statistics of one training step (what the run store records in /series) and the exact sums
+// behind them: per-tensor gradient norm, max |g|, mean, and the leaf variance — Σ_l ‖g_l‖² over
+// the step's leaves and ‖G‖² of the batch gradient — with the gradient noise scale estimators of
+// McCandlish et al. 2018 (appendix A). Contract: every sum is exact (det::ExactSum, merged across
+// threads and ranks as integer limbs), so every statistic has the same bits for any thread count,
+// leaf order, accumulation split and world size.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "samebits/core/model/gpt.hpp"
+#include "samebits/det/exact_sum.hpp"
+
+namespace sb {
+
+// Unbiased estimates from two batch sizes (McCandlish et al. 2018, appendix A). With
+// |G_small|² = the mean over leaves of ‖g_l‖² (each leaf the mean gradient of B_small sequences)
+// and |G_big|² = ‖G‖² of the batch gradient (B_big sequences):
+//   |G|²  ≈ (B_big·|G_big|² − B_small·|G_small|²) / (B_big − B_small)
+//   tr(Σ) ≈ (|G_small|² − |G_big|²) / (1/B_small − 1/B_big)
+//   B_simple = tr(Σ) / |G|²
+// Σ is the per-sequence gradient covariance, so B_simple counts sequences (× seq_len for tokens).
+// Both estimates can be negative on a noisy step (they are unbiased, not positive); with one leaf
+// (B_big = B_small) they are undefined: NaN. Computed in fp64 in this fixed order.
+struct NoiseEstimate {
+  double grad_sq = 0;     // |G|² estimate
+  double trace = 0;       // tr(Σ) estimate
+  double noise_scale = 0; // B_simple
+};
+NoiseEstimate estimate_noise(double leaf_sq_mean, double batch_sq, double b_small, double b_big);
+
+// One tensor's statistics for one step (NaN where not defined, e.g. everything but the leaf sums
+// on a skipped fp16 step, or ortho_error on AdamW tensors).
+struct TensorStats {
+  float grad_norm = 0;      // ‖G_t‖₂ of the batch gradient (before clipping)
+  float grad_max = 0;       // max |G_t[i]|
+  float grad_mean = 0;      // Σ G_t[i] / numel
+  float update_rms = 0;     // from the optimizer (Optimizer::last_stats)
+  float update_weight_ratio = 0;
+  float ortho_error = 0;
+  float leaf_sq_mean = 0;   // |G_small|² = Σ_l ‖g_l,t‖² / leaves
+  float batch_sq = 0;       // |G_big|² = ‖G_t‖²
+  float grad_sq_est = 0;    // |G|² estimate
+  float trace_est = 0;      // tr(Σ) estimate
+  float noise_scale = 0;    // B_simple
+};
+
+// Everything a step reports. Scalars are the same on every rank.
+struct StepStats {
+  int64_t step = 0;          // steps done, this one included (1 after the first step)
+  float loss = 0;            // exact mean of the per-token losses over the step's leaves
+  float val_loss = 0;        // validation loss after this step, NaN when not evaluated
+  double lr_factor = 0;      // the schedule's multiplier
+  double lr = 0;             // Muon group lr (every tensor's under adamw) = optim.lr × lr_factor
+  double adam_lr = 0;        // AdamW group lr (optim.adam_lr, or optim.lr under adamw) × lr_factor
+  double muon_momentum = 0;  // μ of this step
+  float grad_norm = 0;       // global ‖G‖₂ before clipping (NaN on a skipped step)
+  float clip_scale = 1;      // the factor clipping multiplied G by (1: not clipped)
+  float loss_scale = 1;      // the fp16 loss scale this step used (1 in fp32/bf16)
+  bool skipped = false;      // fp16 overflow: gradients not finite, no update, scale backed off
+  int64_t tokens = 0;        // tokens trained on in this step
+  int64_t tokens_seen = 0;   // tokens of every step so far, this one included
+  // Whole-model leaf variance (sums over tensors), as in TensorStats.
+  float leaf_sq_mean = 0, batch_sq = 0, grad_sq_est = 0, trace_est = 0, noise_scale = 0;
+  std::vector<TensorStats> tensors;  // layout order; empty when statistics are off
+};
+
+// The exact per-tensor leaf sums of one step: leaves add Σ_i g_l[i]² per tensor (exact,
+// optim/exact_norm.hpp); ranks all-reduce them as ExactSum words; finish() adds the batch
+// gradient's statistics (optim/clip.hpp grad_stats) and the noise-scale estimates.
+class GradientStatistics {
+ public:
+  explicit GradientStatistics(std::vector<ParamView> layout);
+
+  void clear();
+  // One leaf's gradient, as backward left it (times the step's loss scale).  grad: host
+  // (flat_size).
+  void add_leaf(const float* grad);
+  // The per-tensor sums as ExactSum words, for an int64 SUM all-reduce: (words()).
+  size_t words() const { return layout_.size() * det::ExactSum::kWords; }
+  void to_words(int64_t* out) const;   // out: (words())
+  void from_words(const int64_t* in);  // in: (words()), the SUM over ranks
+
+  // Fills stats.tensors and the whole-model leaf-variance fields. grad: host (flat_size), the
+  // unscaled batch gradient before clipping, or nullptr on a skipped step (gradient fields NaN).
+  // leaf_scale: the loss scale the leaves were computed with (a power of two, divided out of
+  // the rounded sums exactly); `leaves` leaves of `leaf_size` sequences made the batch.
+  void finish(const float* grad, double leaf_scale, int64_t leaves, int64_t leaf_size,
+              StepStats& stats) const;
+
+ private:
+  std::vector<ParamView> layout_;
+  std::vector<det::ExactSum> leaf_sq_;  // (tensors) Σ_l Σ_i g_l[i]²
+};
+
+}  // namespace sb

@@ -1,0 +1,158 @@
+// The training loop (DESIGN.md §1.1 rules 4, 5, 11; docs/TRAINING.md): per step, this rank's
+// contiguous range of the step's leaves, each leaf's gradient added into the fixed-point
+// accumulator, an exact int64 all-reduce, one rounding g = fl(fl(Σ_l g_l)/L), fp16 loss scaling,
+// exact-norm clipping, the optimizer update; statistics, fingerprints and validation on the way.
+// Contract: in deterministic mode every bit of the weights, optimizer state, loss and statistics
+// after every step is a function of the Config's experiment fields only — not of the thread count,
+// the accumulation split, the order this rank processes its leaves in, or the world size.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "samebits/core/backend.hpp"
+#include "samebits/core/config.hpp"
+#include "samebits/core/dist/communicator.hpp"
+#include "samebits/core/model/gpt.hpp"
+#include "samebits/core/optim/loss_scale.hpp"
+#include "samebits/core/optim/optimizer.hpp"
+#include "samebits/core/train/statistics.hpp"
+#include "samebits/data/sampler.hpp"
+#include "samebits/data/token_source.hpp"
+
+namespace sb {
+
+// How to execute a step: none of these changes a bit of the results (they are not part of the
+// experiment, and the tests hold them to that).
+struct TrainerOptions {
+  // Gradient-accumulation split: leaves read and processed per micro-step (each leaf is still one
+  // forward/backward and one exact add). 0: all of this rank's leaves of the step at once.
+  int micro_leaves = 0;
+  bool statistics = true;      // per-tensor statistics and leaf variance (off for benchmarks)
+  bool fingerprints = true;    // per-tensor parameter and gradient fingerprints in StepResult
+  bool check_replicas = true;  // world > 1: all-gather the weights' fingerprint every step and
+                               // throw when a rank's differs from rank 0's
+  // 0: this rank processes its leaves in ascending order; otherwise in the order of a keyed
+  // permutation of (seed, step) — a switch that exists to show the order does not matter.
+  uint64_t leaf_order_seed = 0;
+  // Data sources to use instead of opening the Config's [data] (e.g. a researcher's own corpus);
+  // they must outlive the Trainer. Validation falls back to the Config's when unset.
+  const data::TokenSource* train_source = nullptr;
+  const data::TokenSource* validation_source = nullptr;
+};
+
+// One step's outcome, for the run store (issue 6) and the CLI.
+struct StepResult {
+  StepStats stats;
+  std::vector<uint64_t> param_fingerprints;  // (tensors) det::fingerprint of each tensor after
+                                             // the update, layout order; empty when off
+  std::vector<uint64_t> grad_fingerprints;   // (tensors) of the batch gradient (unscaled, before
+                                             // clipping); 0 on a skipped step; empty when off
+  CommCounters comm;                         // this step's traffic on this rank
+  double seconds = 0;                        // wall time of the step (not part of the bits)
+};
+
+// A named host copy of one optimizer state buffer (Optimizer::state() order).
+struct StateArray {
+  std::string name;         // "<tensor>/<kind>", e.g. "h.0.attn.qkv.w/momentum"
+  std::vector<float> data;  // (numel)
+};
+
+// Everything needed to continue a run bitwise: a checkpoint's content. There is no RNG state:
+// initialisation and data order are counter-based (Philox keyed by seeds, streams named per
+// tensor; the sampler a pure function of the step), so (step, cursor) is all the "randomness".
+struct TrainerState {
+  int64_t step = 0;                 // steps completed
+  int64_t updates = 0;              // optimizer updates applied (fewer after skipped fp16 steps)
+  data::DataCursor cursor;          // where step `step` begins in the data (Sampler::cursor)
+  std::vector<float> weights;       // (flat_size) flat parameters, padding included
+  std::vector<StateArray> optimizer;
+  LossScaleState loss_scale;        // fp16 only; the default elsewhere
+  std::string experiment_id;        // experiment_id(config) of the run that wrote it
+};
+
+class Trainer {
+ public:
+  // Builds the model (initialised from train.seed), optimizer, accumulator, sampler and
+  // validation set from `config` on `backend` (its numerics are set to the config's), reducing
+  // through `comm`. Sets the OpenMP thread count to run.threads when positive. backend and comm
+  // must outlive the Trainer.
+  Trainer(const Config& config, Backend& backend, Communicator& comm, TrainerOptions options = {});
+  // The same on an owned CPU backend and a one-process communicator.
+  explicit Trainer(const Config& config, TrainerOptions options = {});
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // One step: the next batch, its update (or an fp16 skip), statistics and, every
+  // train.eval_every steps and after the last, the validation loss.
+  StepResult step();
+  // The validation loss now: the exact mean over the train.eval_leaves leaves of the fixed
+  // validation set (ranks split the leaves). Collective: every rank must call it.
+  float evaluate();
+
+  int64_t steps_done() const { return step_; }
+  int64_t updates_done() const { return updates_; }
+  bool finished() const { return step_ >= config_.train.steps; }
+
+  // Checkpoint content (weights and optimizer state copied to the host) and its restoration.
+  // import_state checks the shapes, buffer names and that the cursor is this sampler's boundary
+  // of state.step; after it, step() continues bitwise as the run that exported it would have.
+  TrainerState export_state();
+  void import_state(const TrainerState& state);
+
+  // Per-tensor fingerprints of the current weights (layout order).
+  std::vector<uint64_t> param_fingerprints();
+
+  const Config& config() const { return config_; }
+  const TrainerOptions& options() const { return options_; }
+  GPT& model() { return *model_; }
+  Optimizer& optimizer() { return *optimizer_; }
+  Backend& backend() { return be_; }
+  Communicator& communicator() { return comm_; }
+  const data::Sampler& sampler() const { return *sampler_; }
+  std::optional<LossScaleState> loss_scale() const;  // fp16 only
+
+ private:
+  Trainer(const Config& config, std::unique_ptr<Backend> backend,
+          std::unique_ptr<Communicator> comm, TrainerOptions options);
+  struct Host;  // host staging of backend buffers (trainer.cpp)
+
+  void build();  // what both constructors do once the backend and communicator are bound
+  void accumulate(uint64_t step, float loss_scale, det::ExactSum& loss_sum);
+  // All-reduces the loss and leaf-statistics sums, the add count and the accumulator status
+  // (non-zero: a leaf gradient was not finite or left the window — an fp16 overflow).
+  uint32_t reduce_scalars(det::ExactSum& loss_sum, uint64_t* adds);
+  // grad_ ← the batch gradient, unscaled: the limbs all-reduced (or native float partials).
+  void round_gradient(float loss_scale, uint64_t adds, uint32_t status);
+  std::vector<int> leaf_order(uint64_t step) const;
+  const float* weights_on_host();
+  void check_replicas(const float* weights_host);
+
+  std::unique_ptr<Backend> own_backend_;
+  std::unique_ptr<Communicator> own_comm_;
+  Config config_;
+  TrainerOptions options_;
+  Backend& be_;
+  Communicator& comm_;
+  std::unique_ptr<data::TokenSource> train_owned_, validation_owned_;
+  const data::TokenSource* train_source_ = nullptr;
+  const data::TokenSource* validation_source_ = nullptr;
+  std::unique_ptr<data::Sampler> sampler_;
+  std::unique_ptr<data::ValidationSet> validation_;
+  std::unique_ptr<GPT> model_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<GradAccumulator> acc_;
+  std::optional<DynamicLossScale> scaler_;
+  GradientStatistics stats_;
+  Tensor grad_;  // (flat_size) f32 on the backend: the step's batch gradient
+  std::unique_ptr<Host> host_;
+  std::vector<int32_t> tokens_;  // (micro_leaves, leaf_size, seq_len + 1) host
+  int64_t step_ = 0;
+  int64_t updates_ = 0;
+};
+
+}  // namespace sb

@@ -1,0 +1,107 @@
+// Leaf-variance sums and per-step gradient statistics (train/statistics.hpp). Every sum is an
+// exact det::ExactSum (squares exact in fp64), merged across leaves and ranks as integer limbs,
+// then rounded once; the estimators are a fixed sequence of fp64 operations on those roundings.
+#include "samebits/core/train/statistics.hpp"
+
+#include <limits>
+#include <utility>
+
+#include "samebits/core/optim/clip.hpp"
+#include "samebits/core/optim/exact_norm.hpp"
+#include "samebits/det/error.hpp"
+
+namespace sb {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr float kNaNf = std::numeric_limits<float>::quiet_NaN();
+
+}  // namespace
+
+NoiseEstimate estimate_noise(double leaf_sq_mean, double batch_sq, double b_small, double b_big) {
+  if (!(b_big > b_small)) return {kNaN, kNaN, kNaN};
+  NoiseEstimate e;
+  e.grad_sq = (b_big * batch_sq - b_small * leaf_sq_mean) / (b_big - b_small);
+  e.trace = (leaf_sq_mean - batch_sq) / (1.0 / b_small - 1.0 / b_big);
+  e.noise_scale = e.trace / e.grad_sq;
+  return e;
+}
+
+GradientStatistics::GradientStatistics(std::vector<ParamView> layout)
+    : layout_(std::move(layout)), leaf_sq_(layout_.size()) {}
+
+void GradientStatistics::clear() {
+  for (det::ExactSum& s : leaf_sq_) s.clear();
+}
+
+void GradientStatistics::add_leaf(const float* grad) {
+  for (size_t t = 0; t < layout_.size(); ++t) {
+    leaf_sq_[t].merge(sum_of_squares(grad + layout_[t].offset, layout_[t].numel));
+  }
+}
+
+void GradientStatistics::to_words(int64_t* out) const {
+  for (size_t t = 0; t < leaf_sq_.size(); ++t) leaf_sq_[t].to_words(out + t * det::ExactSum::kWords);
+}
+
+void GradientStatistics::from_words(const int64_t* in) {
+  for (size_t t = 0; t < leaf_sq_.size(); ++t) {
+    leaf_sq_[t] = det::ExactSum::from_words(in + t * det::ExactSum::kWords);
+  }
+}
+
+void GradientStatistics::finish(const float* grad, double leaf_scale, int64_t leaves,
+                                int64_t leaf_size, StepStats& stats) const {
+  SB_CHECK(leaves >= 1 && leaf_size >= 1, "gradient statistics of ", leaves, " leaves of ",
+           leaf_size, " sequences: both must be at least 1");
+  const double unscale_sq = 1.0 / (leaf_scale * leaf_scale);  // a power of two: exact
+  const double b_small = static_cast<double>(leaf_size);
+  const double b_big = static_cast<double>(leaves) * b_small;
+  // |G_small|² of a sum of squares (leaf gradients carry the loss scale squared).
+  auto leaf_mean = [&](const det::ExactSum& s) {
+    return s.to_f64() * unscale_sq / static_cast<double>(leaves);
+  };
+
+  std::vector<GradStats> per_tensor;
+  if (grad != nullptr) per_tensor = grad_stats(grad, layout_);
+  det::ExactSum leaf_total, batch_total;
+  stats.tensors.assign(layout_.size(), TensorStats{});
+  for (size_t t = 0; t < layout_.size(); ++t) {
+    TensorStats& ts = stats.tensors[t];
+    leaf_total.merge(leaf_sq_[t]);
+    const double leaf_sq = leaf_mean(leaf_sq_[t]);
+    ts.leaf_sq_mean = static_cast<float>(leaf_sq);
+    ts.update_rms = ts.update_weight_ratio = ts.ortho_error = kNaNf;
+    if (grad == nullptr) {
+      ts.grad_norm = ts.grad_max = ts.grad_mean = ts.batch_sq = kNaNf;
+      ts.grad_sq_est = ts.trace_est = ts.noise_scale = kNaNf;
+      continue;
+    }
+    ts.grad_norm = per_tensor[t].norm;
+    ts.grad_max = per_tensor[t].max_abs;
+    ts.grad_mean = per_tensor[t].mean;
+    const det::ExactSum batch = sum_of_squares(grad + layout_[t].offset, layout_[t].numel);
+    batch_total.merge(batch);
+    const double batch_sq = batch.to_f64();
+    const NoiseEstimate e = estimate_noise(leaf_sq, batch_sq, b_small, b_big);
+    ts.batch_sq = static_cast<float>(batch_sq);
+    ts.grad_sq_est = static_cast<float>(e.grad_sq);
+    ts.trace_est = static_cast<float>(e.trace);
+    ts.noise_scale = static_cast<float>(e.noise_scale);
+  }
+
+  const double leaf_sq = leaf_mean(leaf_total);
+  stats.leaf_sq_mean = static_cast<float>(leaf_sq);
+  if (grad == nullptr) {
+    stats.batch_sq = stats.grad_sq_est = stats.trace_est = stats.noise_scale = kNaNf;
+    return;
+  }
+  const double batch_sq = batch_total.to_f64();
+  const NoiseEstimate e = estimate_noise(leaf_sq, batch_sq, b_small, b_big);
+  stats.batch_sq = static_cast<float>(batch_sq);
+  stats.grad_sq_est = static_cast<float>(e.grad_sq);
+  stats.trace_est = static_cast<float>(e.trace);
+  stats.noise_scale = static_cast<float>(e.noise_scale);
+}
+
+}  // namespace sb

@@ -1,0 +1,304 @@
+// The training step (train/trainer.hpp): leaves → exact accumulator → int64 all-reduce → one
+// rounding → fp16 skip/backoff → exact-norm clip → optimizer. Determinism: every cross-leaf and
+// cross-rank sum is integer (rule 4) or ExactSum (rule 5); the leaf order, micro-step split, thread
+// count and world size only change the order of integer additions.
+#include "samebits/core/train/trainer.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <utility>
+
+#include "samebits/core/ops/gradient.hpp"
+#include "samebits/core/optim/clip.hpp"
+#include "samebits/core/optim/schedule.hpp"
+#include "samebits/data/permutation.hpp"
+#include "samebits/det/error.hpp"
+#include "samebits/det/fingerprint.hpp"
+#include "samebits/det/fixed_point.hpp"
+
+namespace sb {
+namespace {
+
+constexpr float kNaNf = std::numeric_limits<float>::quiet_NaN();
+
+// What a non-zero accumulator status means, for messages.
+std::string status_text(uint32_t status) {
+  std::string s;
+  if (status & det::kFixedNaN) s += " NaN";
+  if (status & det::kFixedInf) s += " Inf";
+  if (status & det::kFixedOverflow) s += " beyond-the-accumulator-window";
+  return s;
+}
+
+}  // namespace
+
+// Host copies of backend buffers, used only when the backend's memory is not host memory.
+struct Trainer::Host {
+  std::vector<float> leaf;     // (flat_size) one leaf's gradient
+  std::vector<float> grad;     // (flat_size) the batch gradient
+  std::vector<float> weights;  // (flat_size)
+
+  // p itself on a CPU backend, else a host copy of it in buf.  p: (n) backend memory.
+  static const float* view(Backend& be, const float* p, size_t n, std::vector<float>& buf) {
+    if (be.device() == Device::cpu) return p;
+    buf.resize(n);
+    be.copy_to_host(buf.data(), p, n * sizeof(float));
+    return buf.data();
+  }
+};
+
+Trainer::Trainer(const Config& config, Backend& backend, Communicator& comm, TrainerOptions options)
+    : config_(config),
+      options_(options),
+      be_(backend),
+      comm_(comm),
+      stats_(gpt_param_layout(config.model)) {
+  build();
+}
+
+Trainer::Trainer(const Config& config, TrainerOptions options)
+    : Trainer(config, make_cpu_backend(to_numerics(config)), make_local_communicator(), options) {}
+
+Trainer::Trainer(const Config& config, std::unique_ptr<Backend> backend,
+                 std::unique_ptr<Communicator> comm, TrainerOptions options)
+    : own_backend_(std::move(backend)),
+      own_comm_(std::move(comm)),
+      config_(config),
+      options_(options),
+      be_(*own_backend_),
+      comm_(*own_comm_),
+      stats_(gpt_param_layout(config.model)) {
+  build();
+}
+
+Trainer::~Trainer() = default;
+
+void Trainer::build() {
+  validate(config_);
+  SB_CHECK(options_.micro_leaves >= 0, "micro_leaves=", options_.micro_leaves,
+           " must be 0 (all of a rank's leaves at once) or a positive number of leaves");
+  if (config_.run.threads > 0) omp_set_num_threads(static_cast<int>(config_.run.threads));
+  be_.set_numerics(to_numerics(config_));
+
+  const data::DataConfig data_config = to_data_config(config_);
+  train_source_ = options_.train_source;
+  if (train_source_ == nullptr) {
+    train_owned_ = data::open_source(data_config, data::Split::train);
+    train_source_ = train_owned_.get();
+  }
+  sampler_ = std::make_unique<data::Sampler>(
+      *train_source_, config_.model.seq_len, static_cast<int>(config_.data.leaf_size),
+      static_cast<int>(config_.data.leaves), config_.data.seed);
+
+  model_ = std::make_unique<GPT>(config_.model, static_cast<int>(config_.data.leaf_size), be_);
+  model_->init(config_.train.seed);
+  optimizer_ = make_optimizer(config_.optim, model_->params(), be_, config_.train.precision);
+  acc_ = be_.make_accumulator(model_->flat_size());
+  if (config_.train.precision == Precision::fp16) scaler_.emplace(config_.train);
+  grad_ = be_.alloc(DType::f32, {static_cast<int64_t>(model_->flat_size())});
+  host_ = std::make_unique<Host>();
+}
+
+std::optional<LossScaleState> Trainer::loss_scale() const {
+  if (!scaler_) return std::nullopt;
+  return scaler_->state();
+}
+
+std::vector<int> Trainer::leaf_order(uint64_t step) const {
+  const data::LeafRange range =
+      data::leaf_range(static_cast<int>(config_.data.leaves), comm_.size(), comm_.rank());
+  std::vector<int> order(static_cast<size_t>(range.count()));
+  for (int i = 0; i < range.count(); ++i) {
+    const uint64_t j = options_.leaf_order_seed == 0
+                           ? uint64_t(i)
+                           : data::keyed_permutation(uint64_t(i), uint64_t(range.count()),
+                                                     options_.leaf_order_seed, step);
+    order[size_t(i)] = range.begin + static_cast<int>(j);
+  }
+  return order;
+}
+
+void Trainer::accumulate(uint64_t step, float loss_scale, det::ExactSum& loss_sum) {
+  const std::vector<int> order = leaf_order(step);
+  const int count = static_cast<int>(order.size());
+  const int micro = options_.micro_leaves > 0 ? std::min(options_.micro_leaves, count) : count;
+  const size_t leaf_tokens =
+      static_cast<size_t>(config_.data.leaf_size) * static_cast<size_t>(config_.model.seq_len + 1);
+  const size_t flat = model_->flat_size();
+  for (int first = 0; first < count; first += micro) {
+    const int n = std::min(micro, count - first);
+    tokens_.resize(static_cast<size_t>(n) * leaf_tokens);  // (n, leaf_size, seq_len + 1)
+    for (int i = 0; i < n; ++i) {
+      sampler_->leaf(step, order[size_t(first + i)], tokens_.data() + size_t(i) * leaf_tokens);
+    }
+    for (int i = 0; i < n; ++i) {
+      model_->forward(tokens_.data() + size_t(i) * leaf_tokens);
+      model_->backward(loss_scale);
+      const float* g = model_->grads().data_as<float>();
+      acc_->add(g);
+      loss_sum.merge(model_->loss_sum());
+      if (options_.statistics) stats_.add_leaf(Host::view(be_, g, flat, host_->leaf));
+    }
+  }
+}
+
+uint32_t Trainer::reduce_scalars(det::ExactSum& loss_sum, uint64_t* adds) {
+  // The loss and the leaf statistics as ExactSum words, in one int64 SUM.
+  const size_t kw = det::ExactSum::kWords;
+  std::vector<int64_t> words(kw + (options_.statistics ? stats_.words() : 0));
+  loss_sum.to_words(words.data());
+  if (options_.statistics) stats_.to_words(words.data() + kw);
+  comm_.allreduce_sum_i64(words.data(), words.size());
+  loss_sum = det::ExactSum::from_words(words.data());
+  if (options_.statistics) stats_.from_words(words.data() + kw);
+
+  *adds = acc_->adds();
+  uint32_t status = acc_->status();
+  comm_.allreduce_sum_u64(adds, 1);
+  comm_.allreduce_or_u32(&status, 1);
+  return status;
+}
+
+void Trainer::round_gradient(float loss_scale, uint64_t adds, uint32_t status) {
+  const float divisor = static_cast<float>(config_.data.leaves) * loss_scale;
+  SB_CHECK(divisor > 0.0f && divisor <= std::numeric_limits<float>::max(),
+           "data.leaves=", config_.data.leaves, " × loss scale ", loss_scale,
+           " is not a finite fp32 divisor; lower train.loss_scale");
+  float* g = grad_.data_as<float>();
+  if (config_.numerics.allreduce == AllreduceMode::exact) {
+    comm_.allreduce_sum_i64(acc_->limbs(), acc_->limb_count());
+    acc_->finish_allreduce(comm_.size(), adds, status);
+    acc_->round(g, divisor);
+    return;
+  }
+  // allreduce=native, as frameworks do: each rank's partial sum rounded to fp32, a float SUM
+  // all-reduce in the communicator's order, then the same one division.
+  const size_t n = model_->flat_size();
+  acc_->round(g, 1.0f);
+  comm_.allreduce_sum_f32(g, n);
+  const float* view = Host::view(be_, g, n, host_->grad);
+  float* out = const_cast<float*>(view);
+  for (size_t i = 0; i < n; ++i) out[i] = ops::batch_gradient(view[i], divisor);
+  if (be_.device() != Device::cpu) be_.copy_from_host(g, out, n * sizeof(float));
+}
+
+const float* Trainer::weights_on_host() {
+  return Host::view(be_, model_->weights().data_as<float>(), model_->flat_size(), host_->weights);
+}
+
+std::vector<uint64_t> Trainer::param_fingerprints() {
+  const float* w = weights_on_host();
+  std::vector<uint64_t> fps;
+  fps.reserve(model_->params().size());
+  for (const ParamView& p : model_->params()) fps.push_back(det::fingerprint(w + p.offset, p.numel));
+  return fps;
+}
+
+void Trainer::check_replicas(const float* weights_host) {
+  if (comm_.size() == 1 || !options_.check_replicas) return;
+  const uint64_t mine = det::fingerprint(weights_host, model_->flat_size());
+  std::vector<uint64_t> all(static_cast<size_t>(comm_.size()));
+  comm_.allgather_u64(&mine, 1, all.data());
+  for (size_t r = 1; r < all.size(); ++r) {
+    SB_CHECK(all[r] == all[0], "after step ", step_, " the weights of rank ", r, " (fingerprint ",
+             det::fingerprint_hex(all[r]), ") differ from rank 0's (",
+             det::fingerprint_hex(all[0]),
+             "): the replicas diverged; check that every rank runs the same samebits build "
+             "and configuration");
+  }
+}
+
+StepResult Trainer::step() {
+  const auto start = std::chrono::steady_clock::now();
+  const CommCounters traffic_before = comm_.counters();
+  const int64_t number = step_ + 1;  // 1-based: the schedule's step
+  const int64_t leaves = config_.data.leaves;
+  const bool muon = config_.optim.name == OptimizerName::muon;
+
+  StepResult result;
+  StepStats& st = result.stats;
+  st.step = number;
+  st.lr_factor = lr_factor(config_.train, number);
+  st.lr = scheduled_lr(config_.optim.lr, st.lr_factor);
+  st.adam_lr = scheduled_lr(muon ? config_.optim.adam_lr : config_.optim.lr, st.lr_factor);
+  st.muon_momentum = muon_momentum(config_.optim, number);
+  const float scale = scaler_ ? scaler_->scale() : 1.0f;
+  st.loss_scale = scale;
+  st.tokens = leaves * model_->leaf_tokens();
+  st.tokens_seen = number * st.tokens;
+  st.val_loss = kNaNf;
+
+  acc_->clear();
+  stats_.clear();
+  det::ExactSum loss_sum;
+  accumulate(static_cast<uint64_t>(step_), scale, loss_sum);
+  uint64_t adds = 0;
+  const uint32_t status = reduce_scalars(loss_sum, &adds);
+  st.loss = mean_loss(loss_sum, leaves * model_->leaf_tokens());
+  SB_CHECK(status == 0 || scaler_, "step ", number, ": a leaf gradient held", status_text(status),
+           " values (loss ", st.loss, "); the run diverged in ", to_string(config_.train.precision),
+           " — lower optim.lr / optim.adam_lr, or use train.precision=fp16 with loss scaling");
+  const bool apply = scaler_ ? scaler_->update(status != 0) : true;
+
+  const size_t tensors = model_->params().size();
+  const size_t flat = model_->flat_size();
+  if (!apply) {
+    st.skipped = true;
+    st.grad_norm = st.clip_scale = kNaNf;
+    if (options_.statistics) stats_.finish(nullptr, scale, leaves, config_.data.leaf_size, st);
+    if (options_.fingerprints) result.grad_fingerprints.assign(tensors, 0);
+  } else {
+    round_gradient(scale, adds, status);
+    float* g_dev = grad_.data_as<float>();
+    float* g = const_cast<float*>(Host::view(be_, g_dev, flat, host_->grad));
+    if (options_.fingerprints) {
+      for (const ParamView& p : model_->params()) {
+        result.grad_fingerprints.push_back(det::fingerprint(g + p.offset, p.numel));
+      }
+    }
+    if (options_.statistics) stats_.finish(g, scale, leaves, config_.data.leaf_size, st);
+    const ClipResult clip = clip_grad_norm(g, flat, config_.optim.clip);
+    if (be_.device() != Device::cpu) be_.copy_from_host(g_dev, g, flat * sizeof(float));
+    st.grad_norm = clip.norm;
+    st.clip_scale = clip.factor;
+
+    StepContext ctx;
+    ctx.step = updates_ + 1;
+    ctx.lr_factor = st.lr_factor;
+    ctx.muon_momentum = st.muon_momentum;
+    ctx.compute_stats = options_.statistics;
+    optimizer_->step(model_->weights().data_as<float>(), g_dev, ctx);
+    ++updates_;
+    if (options_.statistics) {
+      const std::vector<TensorUpdateStats>& up = optimizer_->last_stats();
+      for (size_t t = 0; t < tensors && t < up.size(); ++t) {
+        st.tensors[t].update_rms = up[t].update_rms;
+        st.tensors[t].update_weight_ratio = up[t].update_weight_ratio;
+        st.tensors[t].ortho_error = up[t].ortho_error;
+      }
+    }
+  }
+  if (!options_.statistics) {
+    st.leaf_sq_mean = st.batch_sq = st.grad_sq_est = st.trace_est = st.noise_scale = kNaNf;
+  }
+  ++step_;
+
+  const float* w = weights_on_host();
+  if (options_.fingerprints) {
+    for (const ParamView& p : model_->params()) {
+      result.param_fingerprints.push_back(det::fingerprint(w + p.offset, p.numel));
+    }
+  }
+  check_replicas(w);
+  const int64_t every = config_.train.eval_every;
+  if (every > 0 && (step_ % every == 0 || step_ == config_.train.steps)) st.val_loss = evaluate();
+
+  result.comm = comm_.counters() - traffic_before;
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace sb

@@ -1,0 +1,94 @@
+// The trainer's validation loss and checkpoint state (train/trainer.hpp). Determinism: the
+// validation loss is an exact sum (rule 5) over a fixed set, split across ranks by leaf ranges;
+// the state is copied bit for bit, so a run resumed from it continues bitwise.
+#include <cstring>
+
+#include "samebits/core/train/trainer.hpp"
+#include "samebits/det/error.hpp"
+
+namespace sb {
+
+float Trainer::evaluate() {
+  const int64_t leaves = config_.train.eval_leaves;
+  const int leaf_size = static_cast<int>(config_.data.leaf_size);
+  const int T = config_.model.seq_len;
+  SB_CHECK(leaves >= 1, "train.eval_leaves=", leaves, " must be at least 1 to evaluate");
+  if (!validation_) {
+    if (validation_source_ == nullptr) validation_source_ = options_.validation_source;
+    if (validation_source_ == nullptr) {
+      validation_owned_ = data::open_source(to_data_config(config_), data::Split::validation);
+      validation_source_ = validation_owned_.get();
+    }
+    validation_ = std::make_unique<data::ValidationSet>(*validation_source_, T,
+                                                         uint64_t(leaves) * uint64_t(leaf_size));
+  }
+  const data::LeafRange range = data::leaf_range(static_cast<int>(leaves), comm_.size(), comm_.rank());
+  std::vector<int32_t> tokens(size_t(leaf_size) * size_t(T + 1));  // (leaf_size, seq_len + 1)
+  det::ExactSum sum;
+  for (int leaf = range.begin; leaf < range.end; ++leaf) {
+    for (int j = 0; j < leaf_size; ++j) {
+      validation_->sequence(uint64_t(leaf) * uint64_t(leaf_size) + uint64_t(j),
+                            tokens.data() + size_t(j) * size_t(T + 1));
+    }
+    model_->forward(tokens.data());
+    sum.merge(model_->loss_sum());
+  }
+  int64_t words[det::ExactSum::kWords];
+  sum.to_words(words);
+  comm_.allreduce_sum_i64(words, det::ExactSum::kWords);
+  return mean_loss(det::ExactSum::from_words(words), leaves * model_->leaf_tokens());
+}
+
+TrainerState Trainer::export_state() {
+  TrainerState s;
+  s.step = step_;
+  s.updates = updates_;
+  s.cursor = sampler_->cursor(uint64_t(step_));
+  const size_t flat = model_->flat_size();
+  s.weights.resize(flat);
+  be_.copy_to_host(s.weights.data(), model_->weights().data(), flat * sizeof(float));
+  for (const StateBuffer& b : optimizer_->state()) {
+    StateArray a{b.name, std::vector<float>(b.numel)};
+    be_.copy_to_host(a.data.data(), b.data, b.numel * sizeof(float));
+    s.optimizer.push_back(std::move(a));
+  }
+  if (scaler_) s.loss_scale = scaler_->state();
+  s.experiment_id = experiment_id(config_);
+  return s;
+}
+
+void Trainer::import_state(const TrainerState& s) {
+  const size_t flat = model_->flat_size();
+  SB_CHECK(s.weights.size() == flat, "checkpoint holds ", s.weights.size(),
+           " weights; this model's flat buffer has ", flat,
+           ": the checkpoint is from a different model configuration");
+  SB_CHECK(s.step >= 0 && s.updates >= 0 && s.updates <= s.step, "checkpoint step ", s.step,
+           " and update count ", s.updates, " are inconsistent (need 0 <= updates <= step)");
+  const std::vector<StateBuffer> buffers = optimizer_->state();
+  SB_CHECK(buffers.size() == s.optimizer.size(), "checkpoint holds ", s.optimizer.size(),
+           " optimizer state buffers; this optimizer has ", buffers.size(),
+           ": the checkpoint is from a different optimizer configuration");
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    SB_CHECK(buffers[i].name == s.optimizer[i].name && buffers[i].numel == s.optimizer[i].data.size(),
+             "checkpoint optimizer buffer ", i, " is '", s.optimizer[i].name, "' (",
+             s.optimizer[i].data.size(), " values); this optimizer expects '", buffers[i].name,
+             "' (", buffers[i].numel, ")");
+  }
+  const uint64_t data_step = sampler_->step_of(s.cursor);
+  SB_CHECK(data_step == uint64_t(s.step), "checkpoint data cursor (epoch ", s.cursor.epoch,
+           ", position ", s.cursor.position, ") is the start of step ", data_step,
+           ", but the checkpoint is after step ", s.step, "; the file is inconsistent");
+  SB_CHECK(scaler_ || s.loss_scale.skipped_steps == 0, "checkpoint records ",
+           s.loss_scale.skipped_steps, " skipped fp16 steps, but this run's precision is ",
+           to_string(config_.train.precision));
+
+  be_.copy_from_host(model_->weights().data(), s.weights.data(), flat * sizeof(float));
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    be_.copy_from_host(buffers[i].data, s.optimizer[i].data.data(), buffers[i].numel * sizeof(float));
+  }
+  if (scaler_) scaler_->set_state(s.loss_scale);
+  step_ = s.step;
+  updates_ = s.updates;
+}
+
+}  // namespace sb
