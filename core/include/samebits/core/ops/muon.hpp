@@ -1,0 +1,35 @@
+// Muon's elementwise formulas (Keller Jordan 2024), host and device, one definition. Each
+// rounding is spelled out: fma_f32 where one rounding is meant, plain fp32 operations elsewhere.
+// The fp32 constants (mu, denom, a, b, c, decay, step) are derived on the host in fp64 and
+// rounded once (docs/OPTIM.md §1); the matrix products are canonical GEMMs (rule 1).
+#pragma once
+#include "samebits/det/hd.hpp"
+
+namespace sb::ops {
+
+// Momentum, sum form: M ← μ·M + G (one rounding).
+SB_HD float muon_momentum(float m, float g, float mu) { return det::fma_f32(mu, m, g); }
+
+// Newton–Schulz input: U = G + μ·M (Nesterov; M already updated, one rounding), or U = M.
+SB_HD float muon_input(float g, float m, float mu, bool nesterov) {
+  return nesterov ? det::fma_f32(mu, m, g) : m;
+}
+
+// X₀ = U / denom, denom = fl32(‖U‖_F + ε) computed once per matrix (IEEE division).
+SB_HD float muon_normalize(float u, float denom) { return u / denom; }
+
+// B = b·A + c·(A·A): AA is the canonical GEMM A·A; fl32(b·A) then one fma.
+SB_HD float ns_polynomial(float a_ij, float aa_ij, float b, float c) {
+  return det::fma_f32(c, aa_ij, b * a_ij);
+}
+
+// X ← a·X + B·X: BX is the canonical GEMM B·X; one fma.
+SB_HD float ns_combine(float x, float bx, float a) { return det::fma_f32(a, x, bx); }
+
+// Decoupled weight decay and the step: W ← fl32(W·decay) − step·X in one fma, with
+// decay = fl32(1 − lr·wd) and step = fl32(lr·scale) (W·1 = W exactly when wd = 0).
+SB_HD float muon_apply(float w, float x, float decay, float step) {
+  return det::fma_f32(-step, x, w * decay);
+}
+
+}  // namespace sb::ops

@@ -1,0 +1,74 @@
+// Exact norms (DESIGN.md §1.1 rule 5): squares of fp32 values are exact in fp64, so Σ x² is an
+// exact det::ExactSum; its square root is then rounded once, correctly, to fp32. Host reductions
+// over arrays run on OpenMP threads, each with its own ExactSum, merged exactly: the same bits
+// on any thread count. Used by Muon's normalisation, clipping and every statistic.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "samebits/det/bits.hpp"
+#include "samebits/det/exact_sum.hpp"
+#include "samebits/det/hd.hpp"
+
+namespace sb {
+
+// IEEE square root in fp64 (correctly rounded on host and device).
+SB_HD double sqrt_f64(double x) { return sqrt(x); }
+
+// x² exactly: a 24-bit significand squared fits fp64's 53 bits (no overflow or underflow).
+SB_HD double exact_square(float x) {
+  const double d = x;
+  return d * d;
+}
+
+namespace norm_detail {
+// The sign of S − t, computed exactly (t = a midpoint squared, exact in fp64).
+SB_HD int compare(const det::ExactSum& s, double t) {
+  det::ExactSum diff = s;
+  diff.add(-t);
+  const double v = diff.to_f64();  // correct rounding keeps the sign; an exact 0 gives ±0
+  return v > 0.0 ? 1 : (v < 0.0 ? -1 : 0);
+}
+}  // namespace norm_detail
+
+// √S correctly rounded to fp32 (to nearest, ties to even) for an exact sum S ≥ 0: the candidate
+// fl32(√fl64(S)) is within one ulp; the midpoints m to its neighbours are 25-bit numbers whose
+// squares are exact in fp64, and the exact sign of S − m² picks the neighbour. +0 for S = 0,
+// +Inf for S = +Inf or √S beyond the fp32 range, NaN for NaN or S < 0.
+SB_HD float sqrt_rounded(const det::ExactSum& s) {
+  const double d = s.to_f64();
+  if (!(d >= 0.0)) return det::float_of_bits(0x7fc00000u);
+  if (d == 0.0) return 0.0f;
+  const float inf = det::float_of_bits(0x7f800000u);
+  if (d > 1.7976931348623157e308) return inf;
+  float r = static_cast<float>(sqrt_f64(d));
+  const uint32_t rb = det::bits_of(r);
+  if (rb == 0x7f800000u) {  // overflowed: FLT_MAX unless √S reaches its upper midpoint
+    const double mid = 0x1.ffffffp127;
+    return norm_detail::compare(s, mid * mid) < 0 ? det::float_of_bits(0x7f7fffffu) : inf;
+  }
+  const uint32_t e = rb >> 23;  // biased exponent (r > 0)
+  const double ulp = e == 0 ? 0x1p-149 : static_cast<double>(det::float_of_bits(e << 23)) * 0x1p-23;
+  const bool odd = (rb & 1u) != 0;
+  const double hi = static_cast<double>(r) + 0.5 * ulp;
+  const int above = norm_detail::compare(s, hi * hi);
+  if (above > 0 || (above == 0 && odd)) return det::float_of_bits(rb + 1u);
+  if (rb == 0u) return r;
+  // Below a power of two (e > 1, zero mantissa) the next float down is half an ulp closer.
+  const double ulp_below = ((rb & 0x7fffffu) == 0u && e > 1u) ? 0.5 * ulp : ulp;
+  const double lo = static_cast<double>(r) - 0.5 * ulp_below;
+  const int below = norm_detail::compare(s, lo * lo);
+  if (below < 0 || (below == 0 && odd)) r = det::float_of_bits(rb - 1u);
+  return r;
+}
+
+// Σ x[i]² exactly (each square exact in fp64).  x: (n), host memory
+det::ExactSum sum_of_squares(const float* x, size_t n);
+// Σ x[i] exactly.  x: (n), host memory
+det::ExactSum exact_sum(const float* x, size_t n);
+// max |x[i]|: exact in any order; the canonical quiet NaN when any element is NaN; +0 for n = 0.
+float max_abs(const float* x, size_t n);
+// ‖x‖₂ = sqrt_rounded(sum_of_squares(x, n)).
+float norm2(const float* x, size_t n);
+
+}  // namespace sb

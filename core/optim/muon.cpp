@@ -1,0 +1,154 @@
+// Muon with an AdamW group (muon.hpp). Per owned matrix: momentum and Newton–Schulz input
+// (ops/muon.hpp), NewtonSchulz on the backend, then the decayed step; the other tensors take
+// AdamW. Tensors are processed in layout order; elements are independent (any thread count).
+#include "samebits/core/optim/muon.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "samebits/core/ops/muon.hpp"
+#include "samebits/core/optim/exact_norm.hpp"
+#include "samebits/core/optim/schedule.hpp"
+#include "samebits/det/error.hpp"
+#include "tensor_state.hpp"
+
+namespace sb {
+
+using optim_detail::TensorState;
+using optim_detail::UpdateSums;
+
+MuonOptions muon_options(const OptimConfig& optim) {
+  MuonOptions o;
+  o.lr = optim.lr;
+  o.weight_decay = optim.weight_decay;
+  o.nesterov = optim.nesterov;
+  o.ns = ns_schedule(optim);
+  o.ns_eps = optim.ns_eps;
+  o.scale = optim.scale;
+  o.adam = {optim.adam_lr, optim.weight_decay, optim.adam_betas, optim.adam_eps};
+  return o;
+}
+
+double muon_scale(MuonScale rule, int64_t rows, int64_t cols) {
+  const double r = static_cast<double>(rows), c = static_cast<double>(cols);
+  switch (rule) {
+    case MuonScale::shape: return sqrt_f64(std::max(1.0, r / c));
+    case MuonScale::moonlight: return 0.2 * sqrt_f64(std::max(r, c));
+    case MuonScale::spectral: return sqrt_f64(r / c);
+    case MuonScale::none: return 1.0;
+  }
+  SB_FAIL("muon_scale: unknown scale rule ", static_cast<int>(rule));
+}
+
+namespace {
+
+std::vector<std::vector<std::string>> state_kinds(const std::vector<ParamView>& params) {
+  std::vector<std::vector<std::string>> kinds;
+  for (const ParamView& p : params) {
+    if (p.kind == ParamKind::matrix) {
+      SB_CHECK(p.shape.size() == 2, "Muon: matrix tensor ", p.name, " has shape ",
+               shape_string(p.shape), "; expected two dimensions");
+      kinds.push_back({"momentum"});
+    } else {
+      kinds.push_back({"exp_avg", "exp_avg_sq"});
+    }
+  }
+  return kinds;
+}
+
+size_t largest_matrix(const std::vector<ParamView>& params) {
+  size_t n = 1;
+  for (const ParamView& p : params)
+    if (p.kind == ParamKind::matrix) n = std::max(n, p.numel);
+  return n;
+}
+
+}  // namespace
+
+class Muon::Impl {
+ public:
+  Impl(const std::vector<ParamView>& params, Backend& backend, Precision precision)
+      : state(params, backend, state_kinds(params)),
+        ns(backend, precision),
+        input(backend.alloc(DType::f32, {static_cast<int64_t>(largest_matrix(params))})),
+        ortho(backend.alloc(DType::f32, {static_cast<int64_t>(largest_matrix(params))})) {}
+
+  TensorState state;
+  NewtonSchulz ns;
+  Tensor input;  // U of the current matrix (rows, cols)
+  Tensor ortho;  // its Newton–Schulz output X (rows, cols)
+};
+
+Muon::Muon(const std::vector<ParamView>& params, Backend& backend, Precision precision,
+           const MuonOptions& options)
+    : options_(options) {
+  optim_detail::require_host_backend(backend, "Muon");
+  SB_CHECK(!options_.ns.empty(), "Muon: expected at least one Newton–Schulz step, got none");
+  impl_ = std::make_unique<Impl>(params, backend, precision);
+}
+
+Muon::~Muon() = default;
+
+void Muon::step(float* weights, const float* grads, const StepContext& ctx) {
+  TensorState& st = impl_->state;
+  const std::vector<ParamView>& params = st.params();
+  const float mu = static_cast<float>(ctx.muon_momentum);
+  const bool nesterov = options_.nesterov;
+  const double lr = scheduled_lr(options_.lr, ctx.lr_factor);
+  const float decay = static_cast<float>(1.0 - lr * options_.weight_decay);
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!st.owned(i)) continue;
+    const ParamView& p = params[i];
+    float* const w = weights + p.offset;
+    const float* const g = grads + p.offset;
+    UpdateSums sums;
+    UpdateSums* const sums_or_null = ctx.compute_stats ? &sums : nullptr;
+    if (p.kind != ParamKind::matrix) {
+      const ops::AdamWConstants k =
+          adamw_constants(options_.adam, ctx.lr_factor, ctx.step, decays_weight(p));
+      optim_detail::adamw_tensor(w, g, st.buffer(i, 0), st.buffer(i, 1), p.numel, k, sums_or_null);
+      st.stats()[i] = ctx.compute_stats
+                          ? sums.finish(p.numel, std::numeric_limits<float>::quiet_NaN())
+                          : optim_detail::not_computed();
+      continue;
+    }
+    const int rows = static_cast<int>(p.shape[0]), cols = static_cast<int>(p.shape[1]);
+    float* const m = st.buffer(i, 0);
+    float* const u = impl_->input.data_as<float>();
+    float* const x = impl_->ortho.data_as<float>();
+    const ptrdiff_t count = static_cast<ptrdiff_t>(p.numel);
+#pragma omp parallel for schedule(static) if (count >= 8192)
+    for (ptrdiff_t j = 0; j < count; ++j) {
+      m[j] = ops::muon_momentum(m[j], g[j], mu);
+      u[j] = ops::muon_input(g[j], m[j], mu, nesterov);
+    }
+    float ortho_error = std::numeric_limits<float>::quiet_NaN();
+    impl_->ns.run(u, x, rows, cols, options_.ns, options_.ns_eps,
+                  ctx.compute_stats ? &ortho_error : nullptr);
+    const float step = static_cast<float>(lr * muon_scale(options_.scale, rows, cols));
+    optim_detail::apply_elements(p.numel, sums_or_null, [&](size_t j) {
+      const float before = w[j];
+      w[j] = ops::muon_apply(before, x[j], decay, step);
+      return std::pair<float, float>{before, w[j]};
+    });
+    st.stats()[i] = ctx.compute_stats ? sums.finish(p.numel, ortho_error) : optim_detail::not_computed();
+  }
+}
+
+std::vector<StateBuffer> Muon::state() { return impl_->state.state(); }
+size_t Muon::state_bytes() const { return impl_->state.bytes(); }
+const std::vector<TensorUpdateStats>& Muon::last_stats() const { return impl_->state.stats(); }
+void Muon::set_owned(const std::vector<bool>& owned) { impl_->state.set_owned(owned); }
+
+std::vector<double> Muon::update_cost() const {
+  std::vector<double> cost;
+  for (const ParamView& p : impl_->state.params()) {
+    cost.push_back(p.kind == ParamKind::matrix
+                       ? newton_schulz_flops(p.shape[0], p.shape[1],
+                                             static_cast<int64_t>(options_.ns.size()))
+                       : static_cast<double>(p.numel));
+  }
+  return cost;
+}
+
+}  // namespace sb

@@ -1,0 +1,78 @@
+// Per-tensor optimizer state and update statistics shared by AdamW and Muon (tensor_state.hpp).
+// Contract: allocation and ownership are bookkeeping only; the statistics are exact sums rounded
+// as documented in tensor_state.hpp.
+#include "tensor_state.hpp"
+
+#include "samebits/core/optim/exact_norm.hpp"
+#include "samebits/det/bits.hpp"
+#include "samebits/det/error.hpp"
+
+namespace sb::optim_detail {
+
+TensorUpdateStats UpdateSums::finish(size_t numel, float ortho_error) const {
+  const double dsq = delta_sq.to_f64();
+  const double wsq = weight_sq.to_f64();
+  TensorUpdateStats s;
+  s.update_rms = static_cast<float>(sqrt_f64(dsq / static_cast<double>(numel)));
+  s.update_weight_ratio = static_cast<float>(sqrt_f64(dsq / wsq));
+  s.ortho_error = ortho_error;
+  return s;
+}
+
+TensorUpdateStats not_computed() {
+  const float nan = det::float_of_bits(0x7fc00000u);
+  return {nan, nan, nan};
+}
+
+void require_host_backend(const Backend& backend, const char* who) {
+  SB_CHECK(backend.device() == Device::cpu, who, " runs its elementwise loops on host memory and "
+           "needs the CPU backend; got ", backend.describe(), ". Use run.backend=cpu.");
+}
+
+TensorState::TensorState(const std::vector<ParamView>& params, Backend& backend,
+                         std::vector<std::vector<std::string>> kinds)
+    : params_(params),
+      backend_(backend),
+      kinds_(std::move(kinds)),
+      owned_(params.size(), false),
+      buffers_(params.size()),
+      stats_(params.size(), not_computed()) {
+  SB_CHECK(kinds_.size() == params_.size(), "optimizer state: expected one list of state kinds per "
+           "tensor (", params_.size(), "), got ", kinds_.size());
+  set_owned(std::vector<bool>(params_.size(), true));
+}
+
+void TensorState::set_owned(const std::vector<bool>& owned) {
+  SB_CHECK(owned.size() == params_.size(), "Optimizer::set_owned: expected one flag per tensor (",
+           params_.size(), "), got ", owned.size());
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!owned[i]) {
+      buffers_[i].clear();
+      stats_[i] = not_computed();
+    } else if (!owned_[i]) {
+      buffers_[i].clear();
+      for (size_t k = 0; k < kinds_[i].size(); ++k)
+        buffers_[i].push_back(backend_.alloc(DType::f32, {static_cast<int64_t>(params_[i].numel)}));
+    }
+    owned_[i] = owned[i];
+  }
+}
+
+std::vector<StateBuffer> TensorState::state() {
+  std::vector<StateBuffer> out;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    for (size_t k = 0; k < buffers_[i].size(); ++k)
+      out.push_back({params_[i].name + "/" + kinds_[i][k], buffers_[i][k].data_as<float>(),
+                     params_[i].numel});
+  }
+  return out;
+}
+
+size_t TensorState::bytes() const {
+  size_t total = 0;
+  for (const auto& tensor : buffers_)
+    for (const Tensor& b : tensor) total += b.bytes();
+  return total;
+}
+
+}  // namespace sb::optim_detail
