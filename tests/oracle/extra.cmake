@@ -1,0 +1,16 @@
+# The PyTorch oracle (label integration): oracle_export writes a tiny GPT's weights, tokens, loss
+# and gradients (HDF5); gpt_oracle.py recomputes them in PyTorch float64 with Debian's
+# /usr/bin/python3 (python3-torch, python3-h5py) and requires relative errors <= 1e-5. Exit 77
+# (skipped) when that python lacks torch.
+add_executable(oracle_export ${CMAKE_CURRENT_LIST_DIR}/oracle_export.cpp)
+sb_target_defaults(oracle_export)
+target_link_libraries(oracle_export PRIVATE sb_core sb_hdf5)
+set_target_properties(oracle_export PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin/tests)
+if(EXISTS /usr/bin/python3)
+  add_test(NAME test_oracle_pytorch
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/gpt_oracle.py
+                   --export $<TARGET_FILE:oracle_export>)
+  set_tests_properties(test_oracle_pytorch PROPERTIES LABELS integration SKIP_RETURN_CODE 77 TIMEOUT 300)
+else()
+  message(STATUS "samebits: /usr/bin/python3 not found; the PyTorch oracle test is not registered")
+endif()
