@@ -1,0 +1,187 @@
+// The experiment's configuration as plain structs (DESIGN.md §5 names), with validation, the
+// resolved INI text and the experiment id. Contract: the id hashes only the fields that define the
+// mathematics (model, data, optim, train, numerics), so the execution configuration (run.*) never
+// changes it. Core knows no command line: experiments/ maps INI keys and --section.key onto these.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "samebits/core/model/gpt.hpp"
+#include "samebits/core/numerics.hpp"
+#include "samebits/core/tensor.hpp"
+#include "samebits/data/token_source.hpp"
+
+namespace sb {
+
+// ---- enumerations and their spellings in config files ---------------------------------------
+// NormKind (model/gpt.hpp), GemmMode, ReduceMode, Precision (numerics.hpp) and Device (tensor.hpp)
+// belong to the code that obeys them; the others are defined here.
+
+enum class DataSource { synthetic, shards, text, hdf5 };
+enum class OptimizerName { muon, adamw };
+enum class NsCoefficients { keller, polar_express, custom };
+enum class MuonScale { shape, moonlight, spectral, none };
+enum class Schedule { constant, cosine, wsd };
+enum class NumericsMode { deterministic, vendor };
+enum class AllreduceMode { exact, native };
+enum class Progress { automatic, on, off };
+
+// EnumNames<E>::names[i] is the config spelling of the enumerator with value i. Where the owning
+// header also names its enumerators (to_string(GemmMode) …), a unit test checks both agree.
+template <class E>
+struct EnumNames;
+template <> struct EnumNames<NormKind> { static constexpr std::array<std::string_view, 2> names{"layernorm", "rmsnorm"}; };
+template <> struct EnumNames<DataSource> { static constexpr std::array<std::string_view, 4> names{"synthetic", "shards", "text", "hdf5"}; };
+template <> struct EnumNames<OptimizerName> { static constexpr std::array<std::string_view, 2> names{"muon", "adamw"}; };
+template <> struct EnumNames<NsCoefficients> { static constexpr std::array<std::string_view, 3> names{"keller", "polar_express", "custom"}; };
+template <> struct EnumNames<MuonScale> { static constexpr std::array<std::string_view, 4> names{"shape", "moonlight", "spectral", "none"}; };
+template <> struct EnumNames<Precision> { static constexpr std::array<std::string_view, 3> names{"fp32", "bf16", "fp16"}; };
+template <> struct EnumNames<Schedule> { static constexpr std::array<std::string_view, 3> names{"constant", "cosine", "wsd"}; };
+template <> struct EnumNames<NumericsMode> { static constexpr std::array<std::string_view, 2> names{"deterministic", "vendor"}; };
+template <> struct EnumNames<GemmMode> { static constexpr std::array<std::string_view, 2> names{"canonical", "vendor"}; };
+template <> struct EnumNames<ReduceMode> { static constexpr std::array<std::string_view, 2> names{"canonical", "native"}; };
+template <> struct EnumNames<AllreduceMode> { static constexpr std::array<std::string_view, 2> names{"exact", "native"}; };
+template <> struct EnumNames<Device> { static constexpr std::array<std::string_view, 2> names{"cpu", "cuda"}; };
+template <> struct EnumNames<Progress> { static constexpr std::array<std::string_view, 3> names{"auto", "on", "off"}; };
+
+// The config spelling of `value`.
+template <class E>
+constexpr std::string_view config_name(E value) {
+  return EnumNames<E>::names[static_cast<std::size_t>(value)];
+}
+
+// The enumerator spelled `text`, or nullopt (exact, case-sensitive match).
+template <class E>
+constexpr std::optional<E> config_enum(std::string_view text) {
+  for (std::size_t i = 0; i < EnumNames<E>::names.size(); ++i) {
+    if (EnumNames<E>::names[i] == text) return static_cast<E>(i);
+  }
+  return std::nullopt;
+}
+
+// ---- the sections ----------------------------------------------------------------------------
+
+// [model]: the GPT of DESIGN.md §3 is configured by its own GPTConfig (model/gpt.hpp).
+
+// [data]: the token source and the leaves of the global batch (DESIGN.md §1.1 rule 10). The
+// tokens' vocabulary is model.vocab; to_data_config() gives the datasets library its DataConfig.
+struct DataConfig {
+  DataSource source = DataSource::synthetic;
+  std::string path;          // training data: shard glob, text file or FILE.h5:/dataset
+  std::string val_path;      // validation data of a file source; empty for synthetic
+  uint64_t seed = 1;         // the synthetic language, its streams and the epoch permutations
+  int64_t leaf_size = 1;     // sequences per leaf
+  int64_t leaves = 8;        // leaves per step: global batch = leaves × leaf_size sequences
+  data::SyntheticConfig synthetic;  // the synthetic language's shape (docs/DATA.md)
+};
+
+// [optim]: Muon (Keller Jordan 2024; Moonlight 2025 scaling) with AdamW (Loshchilov & Hutter
+// 2019) for embeddings, head, norm gains and biases; or AdamW for everything.
+struct OptimConfig {
+  OptimizerName name = OptimizerName::muon;
+  double lr = 0.02;                  // peak learning rate (Muon matrices, or all tensors for adamw)
+  double weight_decay = 0.0;         // decoupled; never applied to norm gains and biases
+  double momentum = 0.95;            // Muon μ, sum form M ← μ·M + G
+  bool nesterov = true;
+  int64_t ns_steps = 5;              // Newton–Schulz iterations
+  NsCoefficients ns_coefficients = NsCoefficients::keller;
+  std::vector<double> ns_custom;     // custom: (a, b, c) once, or one triple per step
+  double ns_eps = 1e-7;              // X = U / (‖U‖_F + ns_eps)
+  MuonScale scale = MuonScale::shape;
+  int64_t momentum_warmup = 0;       // steps of linear μ warmup from momentum_warmup_start; 0 = off
+  double momentum_warmup_start = 0.85;
+  double adam_lr = 3e-3;             // peak lr of the AdamW group when name = muon
+  std::array<double, 2> adam_betas{0.9, 0.95};
+  double adam_eps = 1e-8;
+  double clip = 1.0;                 // global gradient-norm clip; 0 = off
+};
+
+// [train]: the loop, the schedule, precision, recording points and fp16 loss scaling.
+struct TrainConfig {
+  int64_t steps = 300;
+  uint64_t seed = 1;                 // parameter initialisation (Philox streams named per tensor)
+  Precision precision = Precision::fp32;
+  Schedule schedule = Schedule::cosine;
+  int64_t warmup = 30;               // linear warmup steps from 0 to the peak lr (every schedule)
+  double decay_fraction = 0.2;       // wsd: the last fraction of steps decays to the floor
+  double min_lr_ratio = 0.1;         // cosine and wsd end at min_lr_ratio × peak
+  int64_t checkpoint_every = 100;    // 0 = no periodic checkpoint
+  std::vector<int64_t> snapshot_steps;  // full parameter snapshots after these steps (ascending)
+  int64_t eval_every = 50;           // validation loss every N steps; 0 = off
+  int64_t eval_leaves = 4;           // size of the fixed validation set, in leaves
+  double loss_scale = 65536.0;       // fp16: initial dynamic loss scale
+  int64_t loss_scale_growth_interval = 1000;  // fp16: overflow-free steps before growing
+  double loss_scale_growth = 2.0;
+  double loss_scale_backoff = 0.5;   // fp16: factor applied on overflow (the step is skipped)
+};
+
+// [numerics]: DESIGN.md §1. `mode` is a preset for the three switches, which are what the code
+// obeys: deterministic → gemm=canonical reduce=canonical allreduce=exact; vendor → gemm=vendor
+// reduce=native allreduce=native. A switch given explicitly (file or command line) overrides the
+// preset, so a study can turn on one source of nondeterminism at a time.
+struct NumericsConfig {
+  NumericsMode mode = NumericsMode::deterministic;
+  GemmMode gemm = GemmMode::canonical;
+  ReduceMode reduce = ReduceMode::canonical;
+  AllreduceMode allreduce = AllreduceMode::exact;
+};
+
+// The switches of a mode's preset (its `mode` field set to `mode`).
+NumericsConfig numerics_preset(NumericsMode mode);
+// True when every switch is at its canonical/exact setting: the contract of DESIGN.md §1 holds.
+bool is_deterministic(const NumericsConfig& numerics);
+
+// [run]: the execution configuration; none of it is part of the experiment id.
+struct RunConfig {
+  Device backend = Device::cpu;
+  int64_t threads = 0;               // 0 = all hardware threads
+  std::string out;                   // run file; empty = runs/<experiment id>.h5
+  int64_t log_every = 10;            // a log line every N steps
+  Progress progress = Progress::automatic;  // auto = a progress bar when stderr is a terminal
+};
+
+struct Config {
+  GPTConfig model;
+  DataConfig data;
+  OptimConfig optim;
+  TrainConfig train;
+  NumericsConfig numerics;
+  RunConfig run;
+};
+
+// Equal resolved INI text, i.e. every field equal (doubles bitwise).
+bool operator==(const Config& a, const Config& b);
+
+// Throws sb::Error naming the first invalid key, its value, and what to do, e.g.
+// "config model.n_embd=100 is not divisible by model.n_head=3; …".
+void validate(const Config& config);
+
+// The fully resolved configuration as INI text: every key of every section, fixed order, numbers
+// in their shortest exact form (parsing the text gives back the identical Config).
+std::string to_ini_text(const Config& config);
+
+// The canonical text of the experiment: sections model, data, optim, train, numerics in the same
+// format, without the keys that cannot change the mathematics (numerics.mode, which only presets
+// the switches; train.checkpoint_every and snapshot_steps, which only record; synthetic-language
+// keys for file sources and val_path for the synthetic one; Muon keys under adamw; wsd/cosine keys
+// under other schedules; loss-scale keys outside fp16).
+std::string experiment_text(const Config& config);
+
+// XXH3-64 of experiment_text, as 16 lowercase hex digits.
+std::string experiment_id(const Config& config);
+
+// run.out, or runs/<experiment id>.h5 when it is empty.
+std::string run_path(const Config& config);
+
+// What the datasets library needs to open the token source (source spelled, vocab = model.vocab).
+data::DataConfig to_data_config(const Config& config);
+
+// What the kernels obey: the gemm and reduce switches and the precision.
+Numerics to_numerics(const Config& config);
+
+}  // namespace sb
