@@ -1,0 +1,254 @@
+// optim_oracle_export OUT.h5: one Muon step and one AdamW step through samebits' optimizers (CPU
+// backend) on seeded weights, gradients and optimizer state, written to HDF5 for optim_oracle.py,
+// which recomputes them in PyTorch float64 (Keller Jordan's Muon, torch.optim.AdamW). Layout (a
+// minimal HDF5 writer; the run store of core/io formalises the format):
+//   /muon/<case>   attrs rows cols lr weight_decay momentum nesterov ns_eps scale precision table
+//                  f32 (rows, cols): W G M0 (before), W_new M_new (after), X (the step's
+//                  Newton–Schulz output); f64 (steps, 3): ns; attr ortho_error (samebits' statistic)
+//   /adamw/<case>  attrs lr weight_decay beta1 beta2 eps step decay; f32 (shape): W G m0 v0 W_new m_new v_new
+//   /ns/<case>     attrs table eps; f32 (rows, cols): U and X = NS(U); f64 (steps, 3): ns
+#include <hdf5.h>
+
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "samebits/core/ops/muon.hpp"
+#include "samebits/core/optim/adamw.hpp"
+#include "samebits/core/optim/muon.hpp"
+#include "samebits/det/error.hpp"
+
+namespace {
+
+using namespace sb;
+
+hid_t checked(hid_t id, const std::string& what) {
+  SB_CHECK(id >= 0, "HDF5: ", what, " failed");
+  return id;
+}
+
+class Group {
+ public:
+  Group(hid_t parent, const std::string& path) {
+    const hid_t lcpl = H5Pcreate(H5P_LINK_CREATE);
+    H5Pset_create_intermediate_group(lcpl, 1);
+    id_ = checked(H5Gcreate2(parent, path.c_str(), lcpl, H5P_DEFAULT, H5P_DEFAULT), "group " + path);
+    H5Pclose(lcpl);
+  }
+  ~Group() { H5Gclose(id_); }
+  Group(const Group&) = delete;
+  Group& operator=(const Group&) = delete;
+
+  template <class T>
+  void data(const std::string& name, const std::vector<T>& v, std::vector<hsize_t> dims) const {
+    const hid_t type = std::is_same_v<T, float> ? H5T_NATIVE_FLOAT : H5T_NATIVE_DOUBLE;
+    const hid_t space = checked(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), name);
+    const hid_t set = checked(H5Dcreate2(id_, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), name);
+    checked(H5Dwrite(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()), "write " + name);
+    H5Dclose(set);
+    H5Sclose(space);
+  }
+  void attr(const char* name, double value) const {
+    const hid_t space = H5Screate(H5S_SCALAR);
+    const hid_t a = checked(H5Acreate2(id_, name, H5T_NATIVE_DOUBLE, space, H5P_DEFAULT, H5P_DEFAULT), name);
+    checked(H5Awrite(a, H5T_NATIVE_DOUBLE, &value), name);
+    H5Aclose(a);
+    H5Sclose(space);
+  }
+  void attr(const char* name, const std::string& value) const {
+    const hid_t type = H5Tcopy(H5T_C_S1);
+    H5Tset_size(type, value.size());
+    const hid_t space = H5Screate(H5S_SCALAR);
+    const hid_t a = checked(H5Acreate2(id_, name, type, space, H5P_DEFAULT, H5P_DEFAULT), name);
+    checked(H5Awrite(a, type, value.data()), name);
+    H5Aclose(a);
+    H5Sclose(space);
+    H5Tclose(type);
+  }
+
+ private:
+  hid_t id_;
+};
+
+std::vector<float> normal(size_t n, uint32_t seed, float std) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, std);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+std::vector<double> ns_table(const std::vector<NsStep>& steps) {
+  std::vector<double> t;
+  for (const NsStep& s : steps) t.insert(t.end(), {s.a, s.b, s.c});
+  return t;
+}
+
+struct MuonCase {
+  const char* name;
+  int rows, cols;
+  NsCoefficients table;
+  int ns_steps;
+  MuonScale scale;
+  bool nesterov;
+  double weight_decay;
+  Precision precision;
+};
+
+void muon_case(hid_t file, const MuonCase& c, uint32_t seed) {
+  OptimConfig config;
+  config.lr = 0.02;
+  config.weight_decay = c.weight_decay;
+  config.nesterov = c.nesterov;
+  config.ns_steps = c.ns_steps;
+  config.ns_coefficients = c.table;
+  config.scale = c.scale;
+  const MuonOptions o = muon_options(config);
+  const size_t n = static_cast<size_t>(c.rows) * c.cols;
+  const std::vector<ParamView> layout = {{"w", {c.rows, c.cols}, 0, n, ParamKind::matrix, 0, 0}};
+  auto be = make_cpu_backend();
+  Muon opt(layout, *be, c.precision, o);
+  const std::vector<float> w0 = normal(n, seed, 0.02f), g = normal(n, seed + 1, 1e-3f),
+                           m0 = normal(n, seed + 2, 1e-3f);
+  StateBuffer momentum = opt.state().at(0);
+  std::memcpy(momentum.data, m0.data(), n * sizeof(float));
+  std::vector<float> w = w0;
+  StepContext ctx;
+  ctx.muon_momentum = 0.95;
+  opt.step(w.data(), g.data(), ctx);
+  const std::vector<float> m_new(momentum.data, momentum.data + n);
+  // The step's Newton–Schulz output, from its input U computed with the same formulas.
+  std::vector<float> u(n), x(n);
+  for (size_t i = 0; i < n; ++i) u[i] = ops::muon_input(g[i], m_new[i], 0.95f, c.nesterov);
+  NewtonSchulz(*be, c.precision).run(u.data(), x.data(), c.rows, c.cols, o.ns, o.ns_eps);
+
+  const Group grp(file, std::string("muon/") + c.name);
+  const std::vector<hsize_t> dims = {static_cast<hsize_t>(c.rows), static_cast<hsize_t>(c.cols)};
+  grp.attr("rows", c.rows);
+  grp.attr("cols", c.cols);
+  grp.attr("lr", o.lr);
+  grp.attr("weight_decay", o.weight_decay);
+  grp.attr("momentum", 0.95);
+  grp.attr("nesterov", c.nesterov ? 1.0 : 0.0);
+  grp.attr("ns_eps", o.ns_eps);
+  grp.attr("scale", muon_scale(o.scale, c.rows, c.cols));
+  grp.attr("scale_rule", std::string(config_name(c.scale)));
+  grp.attr("table", std::string(config_name(c.table)));
+  grp.attr("precision", std::string(to_string(c.precision)));
+  grp.attr("ortho_error", static_cast<double>(opt.last_stats().at(0).ortho_error));
+  grp.data("W", w0, dims);
+  grp.data("G", g, dims);
+  grp.data("M0", m0, dims);
+  grp.data("W_new", w, dims);
+  grp.data("M_new", m_new, dims);
+  grp.data("X", x, dims);
+  grp.data("ns", ns_table(o.ns), {o.ns.size(), 3});
+}
+
+struct AdamWCase {
+  const char* name;
+  Shape shape;
+  ParamKind kind;
+  int64_t step;  // the update's number (1-based); state from step − 1 earlier updates
+};
+
+void adamw_case(hid_t file, const AdamWCase& c, uint32_t seed) {
+  AdamWOptions o;
+  o.lr = 3e-3;
+  o.weight_decay = 0.1;
+  o.betas = {0.9, 0.95};
+  o.eps = 1e-8;
+  const size_t n = static_cast<size_t>(shape_numel(c.shape));
+  const std::vector<ParamView> layout = {{"p", c.shape, 0, n, c.kind, 0, 0}};
+  auto be = make_cpu_backend();
+  AdamW opt(layout, *be, o);
+  const std::vector<float> w0 = normal(n, seed, 0.02f), g = normal(n, seed + 1, 1e-2f);
+  std::vector<float> m0(n, 0.0f), v0(n, 0.0f);
+  if (c.step > 1) {
+    m0 = normal(n, seed + 2, 1e-2f);
+    v0 = normal(n, seed + 3, 1e-2f);
+    for (float& v : v0) v = v * v;
+  }
+  const std::vector<StateBuffer> st = opt.state();
+  std::memcpy(st.at(0).data, m0.data(), n * sizeof(float));
+  std::memcpy(st.at(1).data, v0.data(), n * sizeof(float));
+  std::vector<float> w = w0;
+  StepContext ctx;
+  ctx.step = c.step;
+  opt.step(w.data(), g.data(), ctx);
+
+  const Group grp(file, std::string("adamw/") + c.name);
+  std::vector<hsize_t> dims(c.shape.begin(), c.shape.end());
+  grp.attr("lr", o.lr);
+  grp.attr("weight_decay", o.weight_decay);
+  grp.attr("beta1", o.betas[0]);
+  grp.attr("beta2", o.betas[1]);
+  grp.attr("eps", o.eps);
+  grp.attr("step", static_cast<double>(c.step));
+  grp.attr("decay", decays_weight(layout[0]) ? 1.0 : 0.0);
+  grp.data("W", w0, dims);
+  grp.data("G", g, dims);
+  grp.data("m0", m0, dims);
+  grp.data("v0", v0, dims);
+  grp.data("W_new", w, dims);
+  grp.data("m_new", std::vector<float>(st[0].data, st[0].data + n), dims);
+  grp.data("v_new", std::vector<float>(st[1].data, st[1].data + n), dims);
+}
+
+void ns_case(hid_t file, const char* name, NsCoefficients table, int rows, int cols, uint32_t seed) {
+  OptimConfig config;
+  config.ns_coefficients = table;
+  const std::vector<NsStep> steps = ns_schedule(config);
+  const size_t n = static_cast<size_t>(rows) * cols;
+  const std::vector<float> u = normal(n, seed, 1.0f);
+  std::vector<float> x(n);
+  auto be = make_cpu_backend();
+  NewtonSchulz(*be, Precision::fp32).run(u.data(), x.data(), rows, cols, steps, config.ns_eps);
+  const Group grp(file, std::string("ns/") + name);
+  const std::vector<hsize_t> dims = {static_cast<hsize_t>(rows), static_cast<hsize_t>(cols)};
+  grp.attr("table", std::string(config_name(table)));
+  grp.attr("eps", config.ns_eps);
+  grp.data("U", u, dims);
+  grp.data("X", x, dims);
+  grp.data("ns", ns_table(steps), {steps.size(), 3});
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: optim_oracle_export OUT.h5\n");
+    return 2;
+  }
+  try {
+    const hid_t file = checked(H5Fcreate(argv[1], H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
+                               std::string("create ") + argv[1]);
+    // The default model's matrices (n_embd 128): qkv (384, 128), attn.proj (128, 128),
+    // mlp.fc (512, 128), mlp.proj (128, 512).
+    const MuonCase muon[] = {
+        {"qkv_keller", 384, 128, NsCoefficients::keller, 5, MuonScale::shape, true, 0.1, Precision::fp32},
+        {"proj_polar_express", 128, 128, NsCoefficients::polar_express, 8, MuonScale::spectral, false, 0.0, Precision::fp32},
+        {"fc_keller_moonlight", 512, 128, NsCoefficients::keller, 5, MuonScale::moonlight, true, 0.0, Precision::fp32},
+        {"mlp_proj_polar_express", 128, 512, NsCoefficients::polar_express, 5, MuonScale::shape, true, 0.1, Precision::fp32},
+        {"qkv_keller_bf16", 384, 128, NsCoefficients::keller, 5, MuonScale::shape, true, 0.1, Precision::bf16},
+    };
+    uint32_t seed = 1000;
+    for (const MuonCase& c : muon) muon_case(file, c, seed += 10);
+    const AdamWCase adamw[] = {
+        {"wte_step3", {256, 128}, ParamKind::embedding, 3},
+        {"ln_gain_step1", {128}, ParamKind::norm, 1},
+        {"qkv_bias_step10", {384}, ParamKind::bias, 10},
+    };
+    for (const AdamWCase& c : adamw) adamw_case(file, c, seed += 10);
+    ns_case(file, "keller_128x384", NsCoefficients::keller, 128, 384, seed += 10);
+    ns_case(file, "polar_express_128x384", NsCoefficients::polar_express, 128, 384, seed += 10);
+    H5Fclose(file);
+    std::printf("%s: %zu Muon, %zu AdamW, 2 Newton–Schulz cases\n", argv[1], std::size(muon), std::size(adamw));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "optim_oracle_export: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
