@@ -1,9 +1,10 @@
 # Unit tests that need more than the default registration (included by tests/CMakeLists.txt).
 
-# Exhaustive fp32 -> bf16/fp16 sweeps (2^32 inputs each): OpenMP over the machine's cores.
+# Exhaustive fp32 -> bf16/fp16 sweeps (2^32 inputs each): OpenMP over the cores; about 10 s each
+# in release, minutes under the debug preset's sanitizers (hence the longer timeout).
 foreach(_t test_fp_formats test_fp16_f16c)
   target_link_libraries(${_t} PRIVATE OpenMP::OpenMP_CXX)
-  set_tests_properties(${_t} PROPERTIES PROCESSORS 2)
+  set_tests_properties(${_t} PROPERTIES PROCESSORS 2 TIMEOUT 1800)
 endforeach()
 
 # Philox is compared bit for bit with cuRAND's host generator, which runs without a GPU.

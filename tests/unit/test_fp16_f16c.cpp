@@ -11,6 +11,7 @@
 #include "support/skip.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 
 using namespace sb::det;
@@ -23,11 +24,14 @@ std::string hex(uint32_t v) {
   return text;
 }
 
+// F16C and AVX in CPUID, and the OS saving the YMM registers (XGETBV).
 void require_f16c() {
-  __builtin_cpu_init();
-  if (!__builtin_cpu_supports("avx") || !__builtin_cpu_supports("f16c")) {
-    sb::test::skip("this CPU has no F16C: no hardware fp16 reference");
-  }
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  const bool cpu = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) && (c & bit_AVX) &&
+                   (c & bit_OSXSAVE);
+  unsigned xcr0 = 0, xcr0_high = 0;
+  if (cpu) __asm__("xgetbv" : "=a"(xcr0), "=d"(xcr0_high) : "c"(0));
+  if (!cpu || (xcr0 & 6u) != 6u) sb::test::skip("this CPU has no F16C: no hardware fp16 reference");
 }
 
 // F16C conversion of the 8 fp32 encodings u[0..7] (8) into out[0..7] (8).

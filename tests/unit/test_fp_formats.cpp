@@ -35,9 +35,9 @@ uint16_t bf16_reference(uint32_t u) {
   if (mag == 0x7f800000u) return static_cast<uint16_t>(sign | 0x7f80u);
   const double lo = static_cast<double>(float_of_bits(static_cast<uint32_t>(below) << 16));
   // The bf16 above the largest finite one (0x7f7f) is Inf; it counts as 2^128 for rounding.
-  const double hi = below == 0x7f7fu
-                        ? std::ldexp(1.0, 128)
-                        : static_cast<double>(float_of_bits(static_cast<uint32_t>(below + 1) << 16));
+  const uint32_t above = static_cast<uint32_t>(below + 1) << 16;
+  const double hi = below == 0x7f7fu ? std::ldexp(1.0, 128)
+                                     : static_cast<double>(float_of_bits(above));
   const double to_lo = x - lo, to_hi = hi - x;  // exact: both fit in 53 bits
   uint16_t mag16;
   if (to_lo < to_hi) {
