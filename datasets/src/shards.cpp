@@ -114,6 +114,7 @@ ShardWriter::~ShardWriter() {
 
 void ShardWriter::append(const int32_t* tokens, uint64_t n) {
   SB_CHECK(file_ != nullptr, "shard writer '", path_, "': append after finish");
+  if (n == 0) return;
   const uint64_t limit = version_ == 1 ? 65536 : (uint64_t{1} << 31);
   SB_CHECK(n <= uint64_t(INT32_MAX) - count_, "shard '", path_, "': more than ", INT32_MAX,
            " tokens, the most one shard's header can count; write several shards");

@@ -163,7 +163,7 @@ TEST_CASE("random access equals sequential generation, bit for bit") {
                                  {19999, 1}, {12345, 0}, {200, 100}};
   for (const auto& w : windows) {
     const std::vector<int32_t> part = stream(lang, w[0], w[1]);
-    CHECK(std::memcmp(part.data(), all.data() + w[0], 4 * w[1]) == 0);
+    CHECK(part == std::vector<int32_t>(all.begin() + int64_t(w[0]), all.begin() + int64_t(w[0] + w[1])));
   }
   // A document prefix is the prefix of the document.
   std::vector<int32_t> doc(100), prefix(37);
