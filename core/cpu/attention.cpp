@@ -1,6 +1,6 @@
 // Causal multi-head attention on the CPU: OpenMP over (sequence, head) pairs, each computed whole
 // by one thread. Every dot product is a canonical chain (rule 1) vectorised across independent
-// outputs (keys, channels), the softmax uses the exact max and det::lane32 sums (rule 2): bitwise
+// outputs (keys, channels: `omp simd` lanes are separate chains), the softmax uses the exact max and det::lane32 sums (rule 2): bitwise
 // equal to ops::attention_row_* and to core/cuda/attention.cu. Formulas: ops/attention.hpp.
 #include <vector>
 
@@ -34,6 +34,7 @@ void CpuBackend::attention_forward(float* out, float* att, const float* qkv, int
         for (int d = 0; d < hs; ++d) {
           const float qd = q[d];
           const float* kd = kT.data() + static_cast<size_t>(d) * T;
+          #pragma omp simd
           for (int j = 0; j <= t; ++j) row[j] = det::fma_f32(qd, kd[j], row[j]);
         }
         for (int j = 0; j <= t; ++j) row[j] = ops::attention_score(row[j], scale);
@@ -46,6 +47,7 @@ void CpuBackend::attention_forward(float* out, float* att, const float* qkv, int
         for (int j = 0; j <= t; ++j) {
           const float p = row[j];
           const float* v = v0 + j * ld;
+          #pragma omp simd
           for (int d = 0; d < hs; ++d) y[d] = det::fma_f32(p, v[d], y[d]);
         }
         float* o = out + (static_cast<size_t>(b) * T + t) * C + h * hs;
@@ -89,6 +91,7 @@ void CpuBackend::attention_backward(float* dqkv, float* datt, const float* dout,
         for (int d = 0; d < hs; ++d) {
           const float g = dy[d];
           const float* vd = vT.data() + static_cast<size_t>(d) * T;
+          #pragma omp simd
           for (int j = 0; j <= t; ++j) ds[j] = det::fma_f32(g, vd[j], ds[j]);
         }
         const float s = row_dot(p, ds, t + 1, mode);
@@ -101,6 +104,7 @@ void CpuBackend::attention_backward(float* dqkv, float* datt, const float* dout,
         for (int d = 0; d < hs; ++d) acc[d] = 0.0f;
         for (int j = 0; j <= t; ++j) {
           const float* k = k0 + j * ld;
+          #pragma omp simd
           for (int d = 0; d < hs; ++d) acc[d] = det::fma_f32(ds[j], k[d], acc[d]);
         }
         for (int d = 0; d < hs; ++d) dq0[t * ld + d] = acc[d];
@@ -111,6 +115,7 @@ void CpuBackend::attention_backward(float* dqkv, float* datt, const float* dout,
         for (int t = j; t < T; ++t) {
           const float g = dS[static_cast<size_t>(t) * T + j];
           const float* q = q0 + t * ld;
+          #pragma omp simd
           for (int d = 0; d < hs; ++d) acc[d] = det::fma_f32(g, q[d], acc[d]);
         }
         for (int d = 0; d < hs; ++d) dk0[j * ld + d] = acc[d];
@@ -118,6 +123,7 @@ void CpuBackend::attention_backward(float* dqkv, float* datt, const float* dout,
         for (int t = j; t < T; ++t) {
           const float g = P[static_cast<size_t>(t) * T + j];
           const float* dy = dy0 + static_cast<size_t>(t) * C;
+          #pragma omp simd
           for (int d = 0; d < hs; ++d) acc[d] = det::fma_f32(g, dy[d], acc[d]);
         }
         for (int d = 0; d < hs; ++d) dv0[j * ld + d] = acc[d];

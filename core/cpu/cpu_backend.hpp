@@ -78,8 +78,10 @@ void token_reduce(float* out /* (C) */, int N, int C, ReduceMode mode, Step step
       const int c0 = blk * kBlock, c1 = c0 + kBlock < C ? c0 + kBlock : C;
       float acc[kBlock];
       for (int c = c0; c < c1; ++c) acc[c - c0] = 0.0f;
-      for (int n = 0; n < N; ++n)
+      for (int n = 0; n < N; ++n) {
+#pragma omp simd
         for (int c = c0; c < c1; ++c) acc[c - c0] = step(acc[c - c0], n, c);
+      }
       for (int c = c0; c < c1; ++c) out[c] = acc[c - c0];
     }
     return;

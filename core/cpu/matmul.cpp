@@ -32,12 +32,16 @@ constexpr int MR = 4, NR = 8;
 constexpr int KC = 256;
 // Tiles of one parallel task: TI row panels × TJ column panels.
 constexpr int TI = 8, TJ = 4;
+// Transposing packs move kPackBlock values of k at a time.
+constexpr int kPackBlock = 16;
 
 // The micro-kernel: c (MR, NR) with leading dimension ldc; ap (kc, MR) and bp (kc, NR) packed.
+// The row loops are unrolled so that the accumulators stay in registers.
 // c[r][j] ← fma(ap[p][r], bp[p][j], c[r][j]) for p ascending; starts from +0 unless load.
 #if defined(SB_HAVE_AVX512)
 void micro_kernel(int kc, const float* ap, const float* bp, float* c, int ldc, bool load) {
   __m512 acc[MR][2];
+#pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
     acc[r][0] = load ? _mm512_loadu_ps(c + r * ldc) : _mm512_setzero_ps();
     acc[r][1] = load ? _mm512_loadu_ps(c + r * ldc + 16) : _mm512_setzero_ps();
@@ -45,12 +49,14 @@ void micro_kernel(int kc, const float* ap, const float* bp, float* c, int ldc, b
   for (int p = 0; p < kc; ++p) {
     const __m512 b0 = _mm512_loadu_ps(bp + p * NR);
     const __m512 b1 = _mm512_loadu_ps(bp + p * NR + 16);
+#pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const __m512 a = _mm512_set1_ps(ap[p * MR + r]);
       acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
       acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
     }
   }
+#pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
     _mm512_storeu_ps(c + r * ldc, acc[r][0]);
     _mm512_storeu_ps(c + r * ldc + 16, acc[r][1]);
@@ -59,6 +65,7 @@ void micro_kernel(int kc, const float* ap, const float* bp, float* c, int ldc, b
 #elif defined(SB_HAVE_AVX2)
 void micro_kernel(int kc, const float* ap, const float* bp, float* c, int ldc, bool load) {
   __m256 acc[MR][2];
+#pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
     acc[r][0] = load ? _mm256_loadu_ps(c + r * ldc) : _mm256_setzero_ps();
     acc[r][1] = load ? _mm256_loadu_ps(c + r * ldc + 8) : _mm256_setzero_ps();
@@ -66,12 +73,14 @@ void micro_kernel(int kc, const float* ap, const float* bp, float* c, int ldc, b
   for (int p = 0; p < kc; ++p) {
     const __m256 b0 = _mm256_loadu_ps(bp + p * NR);
     const __m256 b1 = _mm256_loadu_ps(bp + p * NR + 8);
+#pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
       const __m256 a = _mm256_broadcast_ss(ap + p * MR + r);
       acc[r][0] = _mm256_fmadd_ps(a, b0, acc[r][0]);
       acc[r][1] = _mm256_fmadd_ps(a, b1, acc[r][1]);
     }
   }
+#pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
     _mm256_storeu_ps(c + r * ldc, acc[r][0]);
     _mm256_storeu_ps(c + r * ldc + 8, acc[r][1]);
@@ -90,33 +99,65 @@ void micro_kernel(int kc, const float* ap, const float* bp, float* c, int ldc, b
 }
 #endif
 
-// op(A) row panel: rows i0 .. i0+MR-1 (zeros beyond m) for all k, packed (k, MR), rounded.
-void pack_a(float* ap, Trans ta, const float* a, int lda, int i0, int m, int k, Precision prec) {
-  for (int r = 0; r < MR; ++r) {
-    const int i = i0 + r;
-    if (i >= m) {
-      for (int p = 0; p < k; ++p) ap[p * MR + r] = 0.0f;
-    } else if (ta == Trans::no) {
-      for (int p = 0; p < k; ++p) ap[p * MR + r] = ops::round_operand(a[static_cast<size_t>(i) * lda + p], prec);
-    } else {
-      for (int p = 0; p < k; ++p) ap[p * MR + r] = ops::round_operand(a[static_cast<size_t>(p) * lda + i], prec);
+// op(A) row panel: rows i0 .. i0+MR-1 (zeros beyond m) for all k, packed (k, MR), rounded to P.
+// Loops follow the storage order, so reads are contiguous for either transposition.
+template <Precision P>
+void pack_a(float* ap, Trans ta, const float* a, int lda, int i0, int m, int k) {
+  const int h = std::min(MR, m - i0);
+  if (ta == Trans::no) {
+    for (int p0 = 0; p0 < k; p0 += kPackBlock) {  // a transpose, in blocks that stay in L1
+      const int p1 = std::min(k, p0 + kPackBlock);
+      for (int r = 0; r < h; ++r) {
+        const float* src = a + static_cast<size_t>(i0 + r) * lda;
+        for (int p = p0; p < p1; ++p) ap[p * MR + r] = ops::round_operand(src[p], P);
+      }
+    }
+  } else {
+    for (int p = 0; p < k; ++p) {
+      const float* src = a + static_cast<size_t>(p) * lda + i0;
+#pragma omp simd
+      for (int r = 0; r < h; ++r) ap[p * MR + r] = ops::round_operand(src[r], P);
     }
   }
+  for (int r = h; r < MR; ++r)
+    for (int p = 0; p < k; ++p) ap[p * MR + r] = 0.0f;
 }
 
 // op(B) column panel: columns j0 .. j0+NR-1 (zeros beyond n) for all k, packed (k, NR), rounded.
-void pack_b(float* bp, Trans tb, const float* b, int ldb, int j0, int n, int k, Precision prec) {
+template <Precision P>
+void pack_b(float* bp, Trans tb, const float* b, int ldb, int j0, int n, int k) {
   const int w = std::min(NR, n - j0);
-  for (int p = 0; p < k; ++p) {
-    float* dst = bp + static_cast<size_t>(p) * NR;
-    if (tb == Trans::no) {
+  if (tb == Trans::no) {
+    for (int p = 0; p < k; ++p) {
       const float* src = b + static_cast<size_t>(p) * ldb + j0;
-      for (int j = 0; j < w; ++j) dst[j] = ops::round_operand(src[j], prec);
-    } else {
-      for (int j = 0; j < w; ++j) dst[j] = ops::round_operand(b[static_cast<size_t>(j0 + j) * ldb + p], prec);
+#pragma omp simd
+      for (int j = 0; j < w; ++j) bp[p * NR + j] = ops::round_operand(src[j], P);
     }
-    for (int j = w; j < NR; ++j) dst[j] = 0.0f;
+  } else {
+    for (int p0 = 0; p0 < k; p0 += kPackBlock) {
+      const int p1 = std::min(k, p0 + kPackBlock);
+      for (int j = 0; j < w; ++j) {
+        const float* src = b + static_cast<size_t>(j0 + j) * ldb;
+        for (int p = p0; p < p1; ++p) bp[p * NR + j] = ops::round_operand(src[p], P);
+      }
+    }
   }
+  for (int p = 0; p < k; ++p)
+    for (int j = w; j < NR; ++j) bp[p * NR + j] = 0.0f;
+}
+
+// The packing functions for a precision (the rounding is hoisted out of the loops).
+struct Packers {
+  void (*a)(float*, Trans, const float*, int, int, int, int);
+  void (*b)(float*, Trans, const float*, int, int, int, int);
+};
+Packers packers(Precision p) {
+  switch (p) {
+    case Precision::bf16: return {pack_a<Precision::bf16>, pack_b<Precision::bf16>};
+    case Precision::fp16: return {pack_a<Precision::fp16>, pack_b<Precision::fp16>};
+    case Precision::fp32: break;
+  }
+  return {pack_a<Precision::fp32>, pack_b<Precision::fp32>};
 }
 
 // One MR × NR tile of C at (i0, j0) over k-block [p0, p0+kc): continues each chain (load) unless
@@ -152,12 +193,13 @@ void gemm_canonical(Trans ta, Trans tb, int m, int n, int k, const float* a, int
   if (packed.size() < a_panel * mp + b_panel * np) packed.resize(a_panel * mp + b_panel * np);
   float* const apack = packed.data();
   float* const bpack = packed.data() + a_panel * mp;
+  const Packers pack = packers(prec);
 #pragma omp parallel
   {
 #pragma omp for schedule(static) nowait
-    for (int ip = 0; ip < mp; ++ip) pack_a(apack + ip * a_panel, ta, a, lda, ip * MR, m, k, prec);
+    for (int ip = 0; ip < mp; ++ip) pack.a(apack + ip * a_panel, ta, a, lda, ip * MR, m, k);
 #pragma omp for schedule(static)
-    for (int jp = 0; jp < np; ++jp) pack_b(bpack + jp * b_panel, tb, b, ldb, jp * NR, n, k, prec);
+    for (int jp = 0; jp < np; ++jp) pack.b(bpack + jp * b_panel, tb, b, ldb, jp * NR, n, k);
     const int ti = (mp + TI - 1) / TI, tj = (np + TJ - 1) / TJ;
 #pragma omp for schedule(static) collapse(2)
     for (int bj = 0; bj < tj; ++bj) {

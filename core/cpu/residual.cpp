@@ -6,7 +6,7 @@
 namespace sb::cpu {
 
 void CpuBackend::residual_forward(float* out, const float* a, const float* b, int64_t n) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < n; ++i) out[i] = ops::residual_out(a[i], b[i]);
 }
 
