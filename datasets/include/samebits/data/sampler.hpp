@@ -35,6 +35,7 @@ LeafRange leaf_range(int leaves, int world, int rank);
 class Sampler {
  public:
   // Throws sb::Error when a parameter is out of range or the source holds less than one sequence.
+  // The source must outlive the sampler.
   Sampler(const TokenSource& source, int seq_len, int leaf_size, int leaves, uint64_t seed);
 
   int seq_len() const { return seq_len_; }
