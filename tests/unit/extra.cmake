@@ -15,12 +15,8 @@ endif()
 
 # The device compiler must not contract a*b+c either: the shared probes compiled by nvcc with the
 # project's flags are checked in their PTX (no GPU needed; contraction is decided before ptxas,
-# which never fuses mul.rn/add.rn). CMake 3.25 does not know nvcc's C++20 flag: without
-# CMAKE_CUDA20_STANDARD_COMPILE_OPTION no CUDA target can be generated, so the check waits for it.
-if(SAMEBITS_HAVE_CUDA AND NOT DEFINED CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
-  message(WARNING "samebits: this CMake cannot compile CUDA as C++20; test_no_contraction_ptx "
-                  "is not registered")
-elseif(SAMEBITS_HAVE_CUDA)
+# which never fuses mul.rn/add.rn).
+if(SAMEBITS_HAVE_CUDA)
   add_library(sb_no_contraction_probe OBJECT ${CMAKE_CURRENT_LIST_DIR}/no_contraction_probe.cu)
   sb_target_defaults(sb_no_contraction_probe)
   target_link_libraries(sb_no_contraction_probe PRIVATE sb_determinism)
