@@ -8,6 +8,7 @@
 #include "samebits/cli/command.hpp"
 #include "samebits/det/build_info.hpp"
 #include "samebits/det/error.hpp"
+#include "samebits/det/fpenv.hpp"
 
 namespace sb::cli {
 
@@ -55,6 +56,7 @@ int main(int argc, char** argv) {
   for (const auto& c : commands()) {
     if (c.name == args[0]) {
       try {
+        sb::det::check_fp_environment();  // rule 8: no FTZ/DAZ, round to nearest, no contraction
         return c.run(std::vector<std::string>(args.begin() + 1, args.end()));
       } catch (const sb::Error& e) {
         std::cerr << "samebits " << c.name << ": error: " << e.what() << "\n";
