@@ -221,7 +221,7 @@ std::string Group::child_path(std::string_view path) const {
 
 bool Group::has(std::string_view path) const {
   require_open();
-  return !split_path(path).empty() && object_type(id(), path) != H5I_BADID;
+  return object_type(id(), path) != H5I_BADID;
 }
 
 bool Group::is_group(std::string_view path) const {
@@ -231,7 +231,7 @@ bool Group::is_group(std::string_view path) const {
 
 bool Group::is_dataset(std::string_view path) const {
   require_open();
-  return !split_path(path).empty() && object_type(id(), path) == H5I_DATASET;
+  return object_type(id(), path) == H5I_DATASET;
 }
 
 std::vector<std::string> Group::names() const {

@@ -229,6 +229,8 @@ TEST_CASE("groups: nested creation, lookups through missing parents, listing and
   CHECK_FALSE(f.has("nothing/below/here"));
   CHECK_FALSE(f.has("checkpoints/step_100/params/wte/below_a_dataset"));
   CHECK(f.is_group("/"));
+  CHECK(f.has("/"));
+  CHECK_FALSE(f.has(""));
   CHECK(f.group("/").path() == "/");
   f.create_group("checkpoints/step_200");
   CHECK(f.group("checkpoints").names() == std::vector<std::string>{"step_100", "step_200"});
