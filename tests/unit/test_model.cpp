@@ -296,3 +296,33 @@ TEST_CASE("forward rejects tokens outside the vocabulary") {
   std::vector<int32_t> tokens = {1, 2, 3, 9, 0};
   CHECK_THROWS_AS(model.forward(tokens.data()), sb::Error);
 }
+
+TEST_CASE("vendor numerics (OpenBLAS, native reductions) compute the same mathematics") {
+  GPTConfig cfg;
+  cfg.vocab = 40, cfg.seq_len = 12, cfg.n_layer = 2, cfg.n_head = 2, cfg.n_embd = 16;
+  for (NormKind norm : {NormKind::layernorm, NormKind::rmsnorm}) {
+    cfg.norm = norm;
+    auto be_c = make_cpu_backend();
+    auto be_v = make_cpu_backend(Numerics::vendor());
+    GPT mc(cfg, 2, *be_c), mv(cfg, 2, *be_v);
+    mc.init(9);
+    mv.init(9);
+    const auto tokens = leaf_tokens(2, cfg.seq_len, cfg.vocab, 5);
+    const float lc = mc.forward(tokens.data());
+    const float lv = mv.forward(tokens.data());
+    mc.backward();
+    mv.backward();
+    CHECK(lv == doctest::Approx(lc).epsilon(1e-6));
+    const float* gc = mc.grads().data_as<float>();
+    const float* gv = mv.grads().data_as<float>();
+    for (const ParamView& p : mc.params()) {
+      double diff = 0, ref = 0;
+      for (size_t i = 0; i < p.numel; ++i) {
+        diff += (gv[p.offset + i] - gc[p.offset + i]) * double(gv[p.offset + i] - gc[p.offset + i]);
+        ref += gc[p.offset + i] * double(gc[p.offset + i]);
+      }
+      CAPTURE(p.name);
+      CHECK(std::sqrt(diff) <= 1e-5 * std::sqrt(ref));
+    }
+  }
+}
