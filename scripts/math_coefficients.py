@@ -3,7 +3,8 @@
 
 Each polynomial is the minimax fit (Remez exchange, relative error, mpmath at 60 digits) of the
 function named below on the interval its range reduction leaves; the coefficients are printed as
-C++ hex literals, rounded once to the precision the code evaluates them in. Needs: pip install mpmath.
+C++ hex literals, rounded once to the precision the code evaluates them in.
+Needs: pip install mpmath.
 Usage: python3 scripts/math_coefficients.py   (prints the constants and each fit's error bound)
 """
 import mpmath
@@ -87,7 +88,9 @@ def limit(expr, at_zero):
 
 def fit(name, g, a, b, n, bits, var):
     c, err = remez(g, a, b, n)
-    print(f"// {name}: degree {n} in {var} on [{float(a):.6g}, {float(b):.6g}], max relative error 2^{float(mpmath.log(err, 2)):.1f}")
+    log2err = float(mpmath.log(err, 2))
+    print(f"// {name}: degree {n} in {var} on [{float(a):.6g}, {float(b):.6g}], "
+          f"max relative error 2^{log2err:.1f}")
     for i, ci in enumerate(c):
         print(f"//   c{i} = {hexf(ci, bits)}")
     return c
@@ -95,36 +98,40 @@ def fit(name, g, a, b, n, bits, var):
 
 def main():
     sq = mpmath.sqrt
+    exp_p = limit(lambda r: (mpmath.exp(r) - 1 - r) / r**2, lambda r: mpf(1) / 2 + r / 6)
+    tanh_p = limit(lambda u: (mpmath.tanh(sq(u)) - sq(u)) / sq(u) ** 3,
+                   lambda u: -mpf(1) / 3 + 2 * u / 15)
+    log_l = limit(lambda z: mpmath.atanh(sq(z)) / sq(z), lambda z: 1 + z / 3)
+    erf_e = limit(lambda u: mpmath.erf(sq(u)) / sq(u), lambda u: 2 / sq(mp.pi) * (1 - u / 3))
+    erfc_g = lambda t: mpmath.erfc(t + mpf(5) / 2) * mpmath.exp((t + mpf(5) / 2) ** 2)
+    sin_s = limit(lambda u: (mpmath.sin(sq(u)) - sq(u)) / sq(u) ** 3,
+                  lambda u: -mpf(1) / 6 + u / 120)
+    cos_c = limit(lambda u: (mpmath.cos(sq(u)) - 1) / u, lambda u: -mpf(1) / 2 + u / 24)
     print("// ---- fp32 kernels (coefficients rounded to float) ----")
-    fit("exp_f32 P(r) = (e^r - 1 - r)/r^2", limit(lambda r: (mpmath.exp(r) - 1 - r) / r**2,
-        lambda r: mpf(1) / 2 + r / 6), -0.3467, 0.3467, 5, 24, "r")
-    fit("tanh_f32 P(u) = (tanh x - x)/x^3, u = x^2", limit(lambda u: (mpmath.tanh(sq(u)) - sq(u)) / sq(u) ** 3,
-        lambda u: -mpf(1) / 3 + 2 * u / 15), 0, mpf(0.875) ** 2, 7, 24, "u")
+    fit("exp_f32 P(r) = (e^r - 1 - r)/r^2", exp_p, -0.3467, 0.3467, 5, 24, "r")
+    fit("tanh_f32 P(u) = (tanh x - x)/x^3, u = x^2", tanh_p, 0, mpf(0.875) ** 2, 7, 24, "u")
     print("// ---- fp64 kernels (coefficients rounded to double) ----")
-    fit("exp_f64 P(r) = (e^r - 1 - r)/r^2", limit(lambda r: (mpmath.exp(r) - 1 - r) / r**2,
-        lambda r: mpf(1) / 2 + r / 6), -0.3467, 0.3467, 6, 53, "r")
-    fit("log L(z) = atanh(s)/s, z = s^2", limit(lambda z: mpmath.atanh(sq(z)) / sq(z), lambda z: 1 + z / 3),
-        0, mpf(0.02944), 5, 53, "z")
-    fit("erf E(u) = erf(x)/x, u = x^2", limit(lambda u: mpmath.erf(sq(u)) / sq(u), lambda u: 2 / sq(mp.pi) * (1 - u / 3)),
-        0, 1, 8, 53, "u")
-    fit("erfc G(t) = erfc(x) e^(x^2), t = x - 2.5", lambda t: mpmath.erfc(t + mpf(5) / 2) * mpmath.exp((t + mpf(5) / 2) ** 2),
-        -1.5, 1.42, 12, 53, "t")
-    fit("sin S(u) = (sin r - r)/r^3, u = r^2", limit(lambda u: (mpmath.sin(sq(u)) - sq(u)) / sq(u) ** 3,
-        lambda u: -mpf(1) / 6 + u / 120), 0, mpf(0.786) ** 2, 4, 53, "u")
-    fit("cos C(u) = (cos r - 1)/r^2, u = r^2", limit(lambda u: (mpmath.cos(sq(u)) - 1) / u,
-        lambda u: -mpf(1) / 2 + u / 24), 0, mpf(0.786) ** 2, 4, 53, "u")
+    fit("exp_f64 P(r) = (e^r - 1 - r)/r^2", exp_p, -0.3467, 0.3467, 6, 53, "r")
+    fit("log L(z) = atanh(s)/s, z = s^2", log_l, 0, mpf(0.02944), 5, 53, "z")
+    fit("erf E(u) = erf(x)/x, u = x^2", erf_e, 0, 1, 8, 53, "u")
+    fit("erfc G(t) = erfc(x) e^(x^2), t = x - 2.5", erfc_g, -1.5, 1.42, 12, 53, "t")
+    fit("sin S(u) = (sin r - r)/r^3, u = r^2", sin_s, 0, mpf(0.786) ** 2, 4, 53, "u")
+    fit("cos C(u) = (cos r - 1)/r^2, u = r^2", cos_c, 0, mpf(0.786) ** 2, 4, 53, "u")
 
     print("// ---- constants ----")
     ln2 = mpmath.log(2)
     ln2_hi = rounded(ln2, 24)
-    print(f"// log2(e) as float: {hexf(1 / ln2, 24)}; ln2_hi = {hexf(ln2, 24)}; ln2_lo = {hexf(ln2 - ln2_hi, 24)}")
+    print(f"// log2(e) as float: {hexf(1 / ln2, 24)}; ln2_hi = {hexf(ln2, 24)}; "
+          f"ln2_lo = {hexf(ln2 - ln2_hi, 24)}")
     d_hi = rounded(ln2, 53)
-    print(f"// log2(e) as double: {hexf(1 / ln2, 53)}; ln2 = {hexf(ln2, 53)}; ln2_lo = {hexf(ln2 - d_hi, 53)}")
+    print(f"// log2(e) as double: {hexf(1 / ln2, 53)}; ln2 = {hexf(ln2, 53)}; "
+          f"ln2_lo = {hexf(ln2 - d_hi, 53)}")
     pio2 = mp.pi / 2
     p1 = mpmath.floor(pio2 * 2**31) / 2**31  # 32 significant bits
     p2 = mpmath.floor((pio2 - p1) * 2**63) / 2**63  # the next 32 bits
     p3 = pio2 - p1 - p2
-    print(f"// 2/pi = {hexf(2 / mp.pi, 53)}; pi/2 = {hexf(pio2, 53)}; pi/2 * 2^-64 = {hexf(pio2 / 2**64, 53)}")
+    print(f"// 2/pi = {hexf(2 / mp.pi, 53)}; pi/2 = {hexf(pio2, 53)}; "
+          f"pi/2 * 2^-64 = {hexf(pio2 / 2**64, 53)}")
     print(f"// pi/2 in three pieces: {hexf(p1, 53)}, {hexf(p2, 53)}, {hexf(p3, 53)}")
     words = []
     mp.dps = 120

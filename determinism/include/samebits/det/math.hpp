@@ -33,25 +33,26 @@ SB_HD double pow2_f64(int k) { return double_of_bits(static_cast<uint64_t>(k + 1
 
 // e^x in fp32 arithmetic for −104 < x ≤ 88.7228317 (callers handle the rest). Cody–Waite
 // reduction x = k·ln2 + r_hi + r_lo with |r_hi| ≤ ln2/2 exact (fma with ln2_hi = fl(ln2)), then
-// e^r = (1 + r_hi) + (r_hi²·P(r_hi) + r_lo·(1 + r_hi)), the sum 1 + r_hi kept exactly (Fast2Sum)
-// so only the last addition rounds at full weight; 2^k applied in two exact-or-final steps.
+// e^r = (1 + r_hi) + (r_hi²·P(r_hi) + r_lo·e^r_hi), the sum 1 + r_hi kept exactly (Fast2Sum) so
+// only the last addition rounds at full weight; 2^k applied in two exact-or-final steps.
 SB_HD float exp_finite_f32(float x) {
   constexpr float kShift = 0x1.8p23f;  // adding it rounds to an integer
   const float kf = fma_f32(x, 0x1.715476p+0f, kShift) - kShift;
-  const float r = fma_f32(kf, -0x1.62e430p-1f, x);  // exact
-  const float r_lo = kf * 0x1.05c610p-29f;          // −k·(ln2 − ln2_hi)
+  const float r_hi = fma_f32(kf, -0x1.62e430p-1f, x);  // exact
+  const float r_lo = kf * 0x1.05c610p-29f;             // −k·(ln2 − ln2_hi)
   // P(r) = (e^r − 1 − r)/r², minimax on |r| ≤ 0.3467, relative error 2^-28.5
   float p = 0x1.a072d2p-13f;
-  p = fma_f32(p, r, 0x1.6d4302p-10f);
-  p = fma_f32(p, r, 0x1.11114cp-7f);
-  p = fma_f32(p, r, 0x1.5554eap-5f);
-  p = fma_f32(p, r, 0x1.555556p-3f);
-  p = fma_f32(p, r, 0x1.000000p-1f);
-  const float s = 1.0f + r;
-  const float s_err = r - (s - 1.0f);  // 1 + r = s + s_err exactly
-  const float tail = fma_f32(r * r, p, s_err + fma_f32(r_lo, r, r_lo));
-  const float y = s + tail;            // e^r in [0.7, 1.42]
-  const int k = static_cast<int>(kf);  // −150 … 128
+  p = fma_f32(p, r_hi, 0x1.6d4302p-10f);
+  p = fma_f32(p, r_hi, 0x1.11114cp-7f);
+  p = fma_f32(p, r_hi, 0x1.5554eap-5f);
+  p = fma_f32(p, r_hi, 0x1.555556p-3f);
+  p = fma_f32(p, r_hi, 0x1.000000p-1f);
+  const float s = 1.0f + r_hi;
+  const float s_err = r_hi - (s - 1.0f);           // 1 + r_hi = s + s_err exactly
+  const float t = fma_f32(r_hi * r_hi, p, s_err);  // e^r_hi = s + t
+  const float tail = fma_f32(r_lo, s + t, t);      // e^(r_hi + r_lo) = s + t + r_lo·e^r_hi
+  const float y = s + tail;                        // e^(r_hi + r_lo) in [0.7, 1.42]
+  const int k = static_cast<int>(kf);              // −150 … 128
   const int k1 = k >> 1;
   return (y * pow2_f32(k1)) * pow2_f32(k - k1);  // first product exact, second the only rounding
 }
