@@ -11,6 +11,7 @@
 #include <limits>
 #include <utility>
 
+#include "samebits/core/dist/sharded_optimizer.hpp"
 #include "samebits/core/ops/gradient.hpp"
 #include "samebits/core/optim/clip.hpp"
 #include "samebits/core/optim/schedule.hpp"
@@ -96,6 +97,12 @@ void Trainer::build() {
   model_ = std::make_unique<GPT>(config_.model, static_cast<int>(config_.data.leaf_size), be_);
   model_->init(config_.train.seed);
   optimizer_ = make_optimizer(config_.optim, model_->params(), be_, config_.train.precision);
+  if (options_.distributed_optimizer && comm_.size() > 1) {
+    auto sharded =
+        std::make_unique<ShardedOptimizer>(std::move(optimizer_), model_->params(), be_, comm_);
+    sharded_ = sharded.get();
+    optimizer_ = std::move(sharded);
+  }
   acc_ = be_.make_accumulator(model_->flat_size());
   if (config_.train.precision == Precision::fp16) scaler_.emplace(config_.train);
   grad_ = be_.alloc(DType::f32, {static_cast<int64_t>(model_->flat_size())});

@@ -3,6 +3,8 @@
 // the state is copied bit for bit, so a run resumed from it continues bitwise.
 #include <cstring>
 
+#include "samebits/core/dist/sharded_optimizer.hpp"
+#include "samebits/core/dist/state_broadcast.hpp"
 #include "samebits/core/train/trainer.hpp"
 #include "samebits/det/error.hpp"
 
@@ -47,17 +49,27 @@ TrainerState Trainer::export_state() {
   const size_t flat = model_->flat_size();
   s.weights.resize(flat);
   be_.copy_to_host(s.weights.data(), model_->weights().data(), flat * sizeof(float));
-  for (const StateBuffer& b : optimizer_->state()) {
-    StateArray a{b.name, std::vector<float>(b.numel)};
-    be_.copy_to_host(a.data.data(), b.data, b.numel * sizeof(float));
-    s.optimizer.push_back(std::move(a));
+  if (sharded_ != nullptr) {
+    s.optimizer = sharded_->gather_state();
+  } else {
+    for (const StateBuffer& b : optimizer_->state()) {
+      StateArray a{b.name, std::vector<float>(b.numel)};
+      be_.copy_to_host(a.data.data(), b.data, b.numel * sizeof(float));
+      s.optimizer.push_back(std::move(a));
+    }
   }
   if (scaler_) s.loss_scale = scaler_->state();
   s.experiment_id = experiment_id(config_);
   return s;
 }
 
-void Trainer::import_state(const TrainerState& s) {
+void Trainer::import_state(const TrainerState& state) {
+  TrainerState from_root;  // rank 0's state, when there are other ranks
+  if (comm_.size() > 1) {
+    if (comm_.rank() == 0) from_root = state;
+    broadcast_state(from_root, 0, comm_);
+  }
+  const TrainerState& s = comm_.size() > 1 ? from_root : state;
   const size_t flat = model_->flat_size();
   SB_CHECK(s.weights.size() == flat, "checkpoint holds ", s.weights.size(),
            " weights; this model's flat buffer has ", flat,
@@ -65,14 +77,16 @@ void Trainer::import_state(const TrainerState& s) {
   SB_CHECK(s.step >= 0 && s.updates >= 0 && s.updates <= s.step, "checkpoint step ", s.step,
            " and update count ", s.updates, " are inconsistent (need 0 <= updates <= step)");
   const std::vector<StateBuffer> buffers = optimizer_->state();
-  SB_CHECK(buffers.size() == s.optimizer.size(), "checkpoint holds ", s.optimizer.size(),
-           " optimizer state buffers; this optimizer has ", buffers.size(),
-           ": the checkpoint is from a different optimizer configuration");
-  for (size_t i = 0; i < buffers.size(); ++i) {
-    SB_CHECK(buffers[i].name == s.optimizer[i].name && buffers[i].numel == s.optimizer[i].data.size(),
-             "checkpoint optimizer buffer ", i, " is '", s.optimizer[i].name, "' (",
-             s.optimizer[i].data.size(), " values); this optimizer expects '", buffers[i].name,
-             "' (", buffers[i].numel, ")");
+  if (sharded_ == nullptr) {  // the distributed optimizer checks its part in scatter_state
+    SB_CHECK(buffers.size() == s.optimizer.size(), "checkpoint holds ", s.optimizer.size(),
+             " optimizer state buffers; this optimizer has ", buffers.size(),
+             ": the checkpoint is from a different optimizer configuration");
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      SB_CHECK(buffers[i].name == s.optimizer[i].name && buffers[i].numel == s.optimizer[i].data.size(),
+               "checkpoint optimizer buffer ", i, " is '", s.optimizer[i].name, "' (",
+               s.optimizer[i].data.size(), " values); this optimizer expects '", buffers[i].name,
+               "' (", buffers[i].numel, ")");
+    }
   }
   const uint64_t data_step = sampler_->step_of(s.cursor);
   SB_CHECK(data_step == uint64_t(s.step), "checkpoint data cursor (epoch ", s.cursor.epoch,
@@ -82,10 +96,14 @@ void Trainer::import_state(const TrainerState& s) {
            s.loss_scale.skipped_steps, " skipped fp16 steps, but this run's precision is ",
            to_string(config_.train.precision));
 
-  be_.copy_from_host(model_->weights().data(), s.weights.data(), flat * sizeof(float));
-  for (size_t i = 0; i < buffers.size(); ++i) {
-    be_.copy_from_host(buffers[i].data, s.optimizer[i].data.data(), buffers[i].numel * sizeof(float));
+  if (sharded_ != nullptr) {
+    sharded_->scatter_state(s.optimizer);  // checks everything before it copies
+  } else {
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      be_.copy_from_host(buffers[i].data, s.optimizer[i].data.data(), buffers[i].numel * sizeof(float));
+    }
   }
+  be_.copy_from_host(model_->weights().data(), s.weights.data(), flat * sizeof(float));
   if (scaler_) scaler_->set_state(s.loss_scale);
   step_ = s.step;
   updates_ = s.updates;

@@ -14,3 +14,25 @@ if(EXISTS /usr/bin/python3)
                    --export $<TARGET_FILE:optim_oracle_export>)
   set_tests_properties(test_optim_oracle_pytorch PROPERTIES LABELS integration SKIP_RETURN_CODE 77 TIMEOUT 300)
 endif()
+
+# MPI data parallelism (issue 7). mpi_train_driver trains a tiny GPT in its process's
+# communicator (MPI under mpirun, local alone) and prints per-step fingerprints on rank 0; the
+# test_mpi_* doctests launch it alone and under mpirun --oversubscribe (--allow-run-as-root when
+# root) and compare. They exit 77 (skipped) when this build has no MPI or no mpirun.
+add_executable(mpi_train_driver ${CMAKE_CURRENT_LIST_DIR}/../tools/mpi_train_driver.cpp)
+sb_target_defaults(mpi_train_driver)
+target_link_libraries(mpi_train_driver PRIVATE sb_core)
+set_target_properties(mpi_train_driver PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin/tests)
+set(_sb_mpiexec "")
+if(SAMEBITS_HAVE_MPI AND MPIEXEC_EXECUTABLE)
+  set(_sb_mpiexec ${MPIEXEC_EXECUTABLE})
+endif()
+foreach(_test test_mpi_invariance test_mpi_resume test_mpi_native test_mpi_failure)
+  if(TARGET ${_test})
+    target_compile_definitions(${_test} PRIVATE SB_MPIEXEC="${_sb_mpiexec}"
+                               SB_MPI_DRIVER="$<TARGET_FILE:mpi_train_driver>")
+    add_dependencies(${_test} mpi_train_driver)
+    # Up to 4 oversubscribed ranks each; the failure test measures time, so MPI tests run alone.
+    set_tests_properties(${_test} PROPERTIES PROCESSORS 2 RESOURCE_LOCK mpi_ranks)
+  endif()
+endforeach()

@@ -25,6 +25,8 @@
 
 namespace sb {
 
+class ShardedOptimizer;
+
 // How to execute a step: none of these changes a bit of the results (they are not part of the
 // experiment, and the tests hold them to that).
 struct TrainerOptions {
@@ -35,6 +37,10 @@ struct TrainerOptions {
   bool fingerprints = true;    // per-tensor parameter and gradient fingerprints in StepResult
   bool check_replicas = true;  // world > 1: all-gather the weights' fingerprint every step and
                                // throw when a rank's differs from rank 0's
+  // Distributed optimizer (ZeRO-1 style, dist/sharded_optimizer.hpp): in a world of more than one
+  // rank each rank keeps the optimizer state of, and updates, only the tensors it owns; the
+  // owners broadcast the new weights. Off: every rank updates every tensor.
+  bool distributed_optimizer = false;
   // 0: this rank processes its leaves in ascending order; otherwise in the order of a keyed
   // permutation of (seed, step) — a switch that exists to show the order does not matter.
   uint64_t leaf_order_seed = 0;
@@ -101,6 +107,10 @@ class Trainer {
   // Checkpoint content (weights and optimizer state copied to the host) and its restoration.
   // import_state checks the shapes, buffer names and that the cursor is this sampler's boundary
   // of state.step; after it, step() continues bitwise as the run that exported it would have.
+  // In a world of more than one rank both are collective (every rank calls them): export_state
+  // returns the full state on every rank (with the distributed optimizer, the owners broadcast
+  // their tensors' state), and import_state uses rank 0's `state` (the others' is ignored and
+  // may be empty), so a checkpoint written at any world size resumes at any other.
   TrainerState export_state();
   void import_state(const TrainerState& state);
 
@@ -145,6 +155,7 @@ class Trainer {
   std::unique_ptr<data::ValidationSet> validation_;
   std::unique_ptr<GPT> model_;
   std::unique_ptr<Optimizer> optimizer_;
+  ShardedOptimizer* sharded_ = nullptr;  // optimizer_ itself when the distributed optimizer runs
   std::unique_ptr<GradAccumulator> acc_;
   std::optional<DynamicLossScale> scaler_;
   GradientStatistics stats_;

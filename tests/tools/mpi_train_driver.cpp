@@ -1,0 +1,336 @@
+// mpi_train_driver: runs the Trainer on a tiny GPT in this process's communicator (MPI under
+// mpirun, local otherwise) and prints, on rank 0, one line of fingerprints per step and the final
+// state's — lines that must be identical for every world size (DESIGN.md §1: the distribution
+// axis). Lines starting with '#' describe the execution (world size, bytes, times) and differ.
+// Also: save/resume a checkpoint (elastic resume), and fail on purpose (failure handling tests).
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "samebits/core/config.hpp"
+#include "samebits/core/dist/mpi.hpp"
+#include "samebits/core/dist/sharded_optimizer.hpp"
+#include "samebits/core/train/trainer.hpp"
+#include "samebits/det/error.hpp"
+#include "samebits/det/fingerprint.hpp"
+
+namespace {
+
+struct Args {
+  sb::Config config;
+  sb::TrainerOptions options;
+  int64_t save_after = -1;  // export the state after this many steps, write it, stop
+  std::string save, resume;
+  int fail_rank = -1;
+  int64_t fail_step = -1;
+  std::string fail_mode;  // kill | error | error-abort
+  bool bench = false;     // no statistics or fingerprints; timing and traffic lines
+};
+
+const char* const kUsage =
+    "usage: mpi_train_driver [--precision fp32|bf16|fp16] [--optim muon|adamw]\n"
+    "  [--dist-optimizer] [--allreduce exact|native] [--steps N] [--layers L] [--width C]\n"
+    "  [--heads H] [--seq T] [--vocab V] [--leaves N] [--leaf-size S] [--threads N]\n"
+    "  [--save-after K --save FILE] [--resume FILE]\n"
+    "  [--fail-rank R --fail-step S --fail-mode kill|error|error-abort] [--bench]\n";
+
+Args parse(int argc, char** argv) {
+  Args a;
+  sb::Config& c = a.config;
+  c.model.vocab = 64;
+  c.model.seq_len = 16;
+  c.model.n_layer = 2;
+  c.model.n_head = 2;
+  c.model.n_embd = 32;
+  c.data.leaf_size = 1;
+  c.data.leaves = 12;
+  c.data.synthetic.doc_len = 32;
+  c.train.steps = 8;
+  c.train.warmup = 2;
+  c.train.eval_every = 4;
+  c.train.eval_leaves = 3;
+  c.optim.momentum_warmup = 3;
+  c.run.threads = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string k = argv[i];
+    auto value = [&]() -> std::string {
+      SB_CHECK(i + 1 < argc, "option ", k, " needs a value\n", kUsage);
+      return argv[++i];
+    };
+    if (k == "--precision") {
+      const auto p = sb::config_enum<sb::Precision>(value());
+      SB_CHECK(p.has_value(), "--precision takes fp32, bf16 or fp16");
+      c.train.precision = *p;
+    } else if (k == "--optim") {
+      const auto o = sb::config_enum<sb::OptimizerName>(value());
+      SB_CHECK(o.has_value(), "--optim takes muon or adamw");
+      c.optim.name = *o;
+      if (*o == sb::OptimizerName::adamw) c.optim.lr = 3e-3;
+    } else if (k == "--allreduce") {
+      const auto m = sb::config_enum<sb::AllreduceMode>(value());
+      SB_CHECK(m.has_value(), "--allreduce takes exact or native");
+      c.numerics.allreduce = *m;
+    } else if (k == "--dist-optimizer") {
+      a.options.distributed_optimizer = true;
+    } else if (k == "--steps") {
+      c.train.steps = std::stoll(value());
+    } else if (k == "--layers") {
+      c.model.n_layer = std::stoi(value());
+    } else if (k == "--width") {
+      c.model.n_embd = std::stoi(value());
+    } else if (k == "--heads") {
+      c.model.n_head = std::stoi(value());
+    } else if (k == "--seq") {
+      c.model.seq_len = std::stoi(value());
+    } else if (k == "--vocab") {
+      c.model.vocab = std::stoi(value());
+    } else if (k == "--leaves") {
+      c.data.leaves = std::stoll(value());
+    } else if (k == "--leaf-size") {
+      c.data.leaf_size = std::stoll(value());
+    } else if (k == "--threads") {
+      c.run.threads = std::stoll(value());
+    } else if (k == "--save-after") {
+      a.save_after = std::stoll(value());
+    } else if (k == "--save") {
+      a.save = value();
+    } else if (k == "--resume") {
+      a.resume = value();
+    } else if (k == "--fail-rank") {
+      a.fail_rank = std::stoi(value());
+    } else if (k == "--fail-step") {
+      a.fail_step = std::stoll(value());
+    } else if (k == "--fail-mode") {
+      a.fail_mode = value();
+    } else if (k == "--bench") {
+      a.bench = true;
+      a.options.statistics = false;
+      a.options.fingerprints = false;
+      a.options.check_replicas = false;
+      c.train.eval_every = 0;
+    } else {
+      SB_FAIL("unknown option ", k, "\n", kUsage);
+    }
+  }
+  SB_CHECK((a.save_after >= 0) == !a.save.empty(), "--save-after and --save go together");
+  return a;
+}
+
+// ---- a checkpoint file of this tool (the run store writes the real ones) -------------------
+
+template <class T>
+void put(std::ofstream& f, const T& v) {
+  f.write(reinterpret_cast<const char*>(&v), sizeof(T));
+}
+template <class T>
+T get(std::ifstream& f) {
+  T v{};
+  f.read(reinterpret_cast<char*>(&v), sizeof(T));
+  return v;
+}
+void put_floats(std::ofstream& f, const std::vector<float>& v) {
+  put(f, uint64_t{v.size()});
+  f.write(reinterpret_cast<const char*>(v.data()), std::streamsize(v.size() * sizeof(float)));
+}
+std::vector<float> get_floats(std::ifstream& f) {
+  std::vector<float> v(get<uint64_t>(f));
+  f.read(reinterpret_cast<char*>(v.data()), std::streamsize(v.size() * sizeof(float)));
+  return v;
+}
+
+void write_state(const std::string& path, const sb::TrainerState& s) {
+  std::ofstream f(path, std::ios::binary);
+  SB_CHECK(f.good(), "cannot write ", path);
+  put(f, s.step);
+  put(f, s.updates);
+  put(f, s.cursor);
+  put(f, s.loss_scale);
+  put_floats(f, s.weights);
+  put(f, uint64_t{s.optimizer.size()});
+  for (const sb::StateArray& a : s.optimizer) {
+    put(f, uint64_t{a.name.size()});
+    f.write(a.name.data(), std::streamsize(a.name.size()));
+    put_floats(f, a.data);
+  }
+  SB_CHECK(f.good(), "writing ", path, " failed");
+}
+
+sb::TrainerState read_state(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  SB_CHECK(f.good(), "cannot read ", path);
+  sb::TrainerState s;
+  s.step = get<int64_t>(f);
+  s.updates = get<int64_t>(f);
+  s.cursor = get<sb::data::DataCursor>(f);
+  s.loss_scale = get<sb::LossScaleState>(f);
+  s.weights = get_floats(f);
+  s.optimizer.resize(get<uint64_t>(f));
+  for (sb::StateArray& a : s.optimizer) {
+    a.name.resize(get<uint64_t>(f));
+    f.read(a.name.data(), std::streamsize(a.name.size()));
+    a.data = get_floats(f);
+  }
+  SB_CHECK(f.good(), path, " is truncated");
+  return s;
+}
+
+// ---- what the lines hold ----------------------------------------------------------------------
+
+template <class T>
+void append(std::vector<unsigned char>& out, const T& v) {
+  const auto* p = reinterpret_cast<const unsigned char*>(&v);
+  out.insert(out.end(), p, p + sizeof(T));
+}
+
+// Every statistic of the step, bit for bit.
+uint64_t stats_fingerprint(const sb::StepStats& s) {
+  std::vector<unsigned char> b;
+  append(b, s.step);
+  append(b, s.loss);
+  append(b, s.val_loss);
+  append(b, s.lr);
+  append(b, s.adam_lr);
+  append(b, s.muon_momentum);
+  append(b, s.grad_norm);
+  append(b, s.clip_scale);
+  append(b, s.loss_scale);
+  append(b, s.skipped);
+  append(b, s.leaf_sq_mean);
+  append(b, s.batch_sq);
+  append(b, s.grad_sq_est);
+  append(b, s.trace_est);
+  append(b, s.noise_scale);
+  for (const sb::TensorStats& t : s.tensors) append(b, t);
+  return sb::det::fingerprint(b.data(), b.size());
+}
+
+uint64_t list_fingerprint(const std::vector<uint64_t>& v) {
+  return sb::det::fingerprint(v.data(), v.size() * sizeof(uint64_t));
+}
+
+uint32_t bits_of(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+}
+
+void print_traffic(int64_t step, const sb::CommCounters& c, double seconds) {
+  std::printf("# traffic step %lld seconds %.6f total_bytes %llu", static_cast<long long>(step),
+              seconds, static_cast<unsigned long long>(c.total_bytes()));
+  for (size_t k = 0; k < sb::kCollectiveKinds; ++k) {
+    if (c.calls[k] == 0) continue;
+    std::printf(" %s=%llux%llu", std::string(sb::to_string(static_cast<sb::Collective>(k))).c_str(),
+                static_cast<unsigned long long>(c.calls[k]),
+                static_cast<unsigned long long>(c.bytes[k]));
+  }
+  std::printf("\n");
+}
+
+uint64_t state_fingerprint(const sb::TrainerState& s) {
+  std::vector<unsigned char> b;
+  for (const sb::StateArray& a : s.optimizer) {
+    b.insert(b.end(), a.name.begin(), a.name.end());
+    const auto* p = reinterpret_cast<const unsigned char*>(a.data.data());
+    b.insert(b.end(), p, p + a.data.size() * sizeof(float));
+  }
+  return sb::det::fingerprint(b.data(), b.size());
+}
+
+int train(const Args& a, sb::Communicator& comm) {
+  std::unique_ptr<sb::Backend> backend = sb::make_cpu_backend(sb::to_numerics(a.config));
+  sb::Trainer trainer(a.config, *backend, comm, a.options);
+  const bool root = comm.rank() == 0;
+  if (!a.resume.empty()) {
+    sb::TrainerState s;
+    if (root) s = read_state(a.resume);  // rank 0 reads; import_state delivers it to every rank
+    trainer.import_state(s);
+  }
+  const std::vector<uint64_t> state_bytes = sb::state_bytes_per_rank(trainer.optimizer(), comm);
+  if (root) {
+    std::printf("# world %d (%s) distributed_optimizer %d allreduce %s\n# optimizer_state_bytes",
+                comm.size(), comm.describe().c_str(), a.options.distributed_optimizer ? 1 : 0,
+                std::string(sb::config_name(a.config.numerics.allreduce)).c_str());
+    for (uint64_t b : state_bytes) std::printf(" %llu", static_cast<unsigned long long>(b));
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  double seconds = 0;
+  uint64_t bytes = 0;
+  int64_t timed = 0;
+  while (!trainer.finished()) {
+    if (comm.rank() == a.fail_rank && trainer.steps_done() == a.fail_step) {
+      if (a.fail_mode == "kill") std::raise(SIGKILL);
+      SB_FAIL("a deliberate failure on rank ", comm.rank(), " before step ", a.fail_step + 1,
+              " (--fail-rank)");
+    }
+    const sb::StepResult r = trainer.step();
+    if (root && !a.bench) {
+      std::printf("step %lld loss %08x val %08x params %016llx grads %016llx stats %016llx\n",
+                  static_cast<long long>(r.stats.step), bits_of(r.stats.loss),
+                  bits_of(r.stats.val_loss),
+                  static_cast<unsigned long long>(list_fingerprint(r.param_fingerprints)),
+                  static_cast<unsigned long long>(list_fingerprint(r.grad_fingerprints)),
+                  static_cast<unsigned long long>(stats_fingerprint(r.stats)));
+    }
+    if (root) print_traffic(r.stats.step, r.comm, r.seconds);
+    if (r.stats.step > 1) {  // the first step warms caches and allocations
+      seconds += r.seconds;
+      bytes += r.comm.total_bytes();
+      ++timed;
+    }
+    std::fflush(stdout);
+    if (trainer.steps_done() == a.save_after) {
+      const sb::TrainerState s = trainer.export_state();
+      if (root) write_state(a.save, s);
+      return 0;
+    }
+  }
+  const sb::TrainerState s = trainer.export_state();
+  if (root && !a.bench) {
+    std::printf(
+        "final weights %016llx optimizer %016llx\n",
+        static_cast<unsigned long long>(sb::det::fingerprint(s.weights.data(), s.weights.size())),
+        static_cast<unsigned long long>(state_fingerprint(s)));
+  }
+  if (root && timed > 0) {
+    uint64_t most = 0;
+    for (uint64_t b : state_bytes) most = std::max(most, b);
+    std::printf(
+        "# summary world %d seconds_per_step %.6f bytes_per_step %llu "
+        "optimizer_state_bytes_max %llu\n",
+        comm.size(), seconds / double(timed),
+        static_cast<unsigned long long>(bytes / uint64_t(timed)),
+        static_cast<unsigned long long>(most));
+  }
+  return 0;
+}
+
+int run(const Args& a) {
+  // As in the samebits CLI: an error leaves train() by exception, the communicator is destroyed
+  // while unwinding (no MPI_Finalize), main prints the message and exits non-zero, and mpirun
+  // ends the other ranks. error-abort: the error is caught here and end_job_on_error aborts.
+  std::unique_ptr<sb::Communicator> comm = sb::make_communicator_from_environment();
+  if (a.fail_mode != "error-abort") return train(a, *comm);
+  try {
+    return train(a, *comm);
+  } catch (const std::exception& e) {
+    sb::end_job_on_error(*comm, e.what(), 3);
+    throw;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(parse(argc, argv));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mpi_train_driver: error: %s\n", e.what());
+    return 2;
+  }
+}
