@@ -134,12 +134,10 @@ void pack_b(float* bp, Trans tb, const float* b, int ldb, int j0, int n, int k) 
       for (int j = 0; j < w; ++j) bp[p * NR + j] = ops::round_operand(src[j], P);
     }
   } else {
-    for (int p0 = 0; p0 < k; p0 += kPackBlock) {
-      const int p1 = std::min(k, p0 + kPackBlock);
-      for (int j = 0; j < w; ++j) {
-        const float* src = b + static_cast<size_t>(j0 + j) * ldb;
-        for (int p = p0; p < p1; ++p) bp[p * NR + j] = ops::round_operand(src[p], P);
-      }
+    const float* src = b + static_cast<size_t>(j0) * ldb;
+    for (int p = 0; p < k; ++p) {
+#pragma omp simd
+      for (int j = 0; j < w; ++j) bp[p * NR + j] = ops::round_operand(src[static_cast<size_t>(j) * ldb + p], P);
     }
   }
   for (int p = 0; p < k; ++p)
