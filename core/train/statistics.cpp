@@ -3,11 +3,14 @@
 // then rounded once; the estimators are a fixed sequence of fp64 operations on those roundings.
 #include "samebits/core/train/statistics.hpp"
 
+#include <algorithm>
+#include <cstring>
 #include <limits>
 #include <utility>
 
 #include "samebits/core/optim/clip.hpp"
 #include "samebits/core/optim/exact_norm.hpp"
+#include "samebits/det/bits.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb {
@@ -16,7 +19,45 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr float kNaNf = std::numeric_limits<float>::quiet_NaN();
 
+// Elements per block of binned_sum_of_squares and of the per-tensor parallel split: each bin then
+// receives at most 2^16 squares below 2^48, so no uint64 bin (nor the sum of the 4 sets) overflows.
+constexpr size_t kBlock = size_t{1} << 16;
+
+// 2^e for e in [-1022, 1023], exactly.
+double pow2(int e) { return det::double_of_bits(static_cast<uint64_t>(e + 1023) << 52); }
+
 }  // namespace
+
+det::ExactSum binned_sum_of_squares(const float* x, size_t n) {
+  det::ExactSum sum;
+  uint64_t bins[4][256];  // 4 interleaved sets (independent add chains), one bin per exponent
+  for (size_t start = 0; start < n; start += kBlock) {
+    const size_t end = std::min(n, start + kBlock);
+    std::memset(bins, 0, sizeof bins);
+    for (size_t i = start; i < end; ++i) {
+      const uint32_t b = det::bits_of(x[i]);
+      const uint32_t e = (b >> 23) & 0xFFu;
+      const uint64_t m = (b & 0x7FFFFFu) | (e != 0 ? 0x800000u : 0u);
+      bins[i & 3][e] += m * m;
+    }
+    // x = m·2^(max(e,1) − 150), so x² = m²·2^(2·max(e,1) − 300); a bin v = hi·2^32 + lo goes in
+    // as two doubles that are exact (hi, lo < 2^32 times a power of two in fp64's normal range).
+    for (int e = 0; e < 255; ++e) {
+      const uint64_t v = bins[0][e] + bins[1][e] + bins[2][e] + bins[3][e];
+      if (v == 0) continue;
+      const int s = 2 * std::max(e, 1) - 300;
+      sum.add(static_cast<double>(v >> 32) * pow2(s + 32));
+      sum.add(static_cast<double>(v & 0xFFFFFFFFu) * pow2(s));
+    }
+    // NaN and ±Inf (exponent 255; m ≠ 0 for both): the ExactSum's own rules.
+    if ((bins[0][255] | bins[1][255] | bins[2][255] | bins[3][255]) != 0) {
+      for (size_t i = start; i < end; ++i) {
+        if (((det::bits_of(x[i]) >> 23) & 0xFFu) == 0xFFu) sum.add(exact_square(x[i]));
+      }
+    }
+  }
+  return sum;
+}
 
 NoiseEstimate estimate_noise(double leaf_sq_mean, double batch_sq, double b_small, double b_big) {
   if (!(b_big > b_small)) return {kNaN, kNaN, kNaN};
@@ -28,17 +69,29 @@ NoiseEstimate estimate_noise(double leaf_sq_mean, double batch_sq, double b_smal
 }
 
 GradientStatistics::GradientStatistics(std::vector<ParamView> layout)
-    : layout_(std::move(layout)), leaf_sq_(layout_.size()) {}
+    : layout_(std::move(layout)), leaf_sq_(layout_.size()) {
+  for (size_t t = 0; t < layout_.size(); ++t) {
+    const size_t begin = layout_[t].offset, end = begin + layout_[t].numel;
+    for (size_t b = begin; b < end; b += kBlock) blocks_.push_back({t, b, std::min(end, b + kBlock)});
+  }
+}
+
+void GradientStatistics::tensor_squares(const float* flat, std::vector<det::ExactSum>& out) const {
+  std::vector<det::ExactSum> partial(blocks_.size());  // (blocks)
+  const ptrdiff_t count = static_cast<ptrdiff_t>(blocks_.size());
+#pragma omp parallel for schedule(static)
+  for (ptrdiff_t b = 0; b < count; ++b) {
+    const Block& k = blocks_[size_t(b)];
+    partial[size_t(b)] = binned_sum_of_squares(flat + k.begin, k.end - k.begin);
+  }
+  for (size_t b = 0; b < blocks_.size(); ++b) out[blocks_[b].tensor].merge(partial[b]);
+}
 
 void GradientStatistics::clear() {
   for (det::ExactSum& s : leaf_sq_) s.clear();
 }
 
-void GradientStatistics::add_leaf(const float* grad) {
-  for (size_t t = 0; t < layout_.size(); ++t) {
-    leaf_sq_[t].merge(sum_of_squares(grad + layout_[t].offset, layout_[t].numel));
-  }
-}
+void GradientStatistics::add_leaf(const float* grad) { tensor_squares(grad, leaf_sq_); }
 
 void GradientStatistics::to_words(int64_t* out) const {
   for (size_t t = 0; t < leaf_sq_.size(); ++t) leaf_sq_[t].to_words(out + t * det::ExactSum::kWords);
@@ -63,7 +116,11 @@ void GradientStatistics::finish(const float* grad, double leaf_scale, int64_t le
   };
 
   std::vector<GradStats> per_tensor;
-  if (grad != nullptr) per_tensor = grad_stats(grad, layout_);
+  std::vector<det::ExactSum> tensor_sq(layout_.size());  // (tensors) Σ G[i]²
+  if (grad != nullptr) {
+    per_tensor = grad_stats(grad, layout_);
+    tensor_squares(grad, tensor_sq);
+  }
   det::ExactSum leaf_total, batch_total;
   stats.tensors.assign(layout_.size(), TensorStats{});
   for (size_t t = 0; t < layout_.size(); ++t) {
@@ -80,11 +137,10 @@ void GradientStatistics::finish(const float* grad, double leaf_scale, int64_t le
     ts.grad_norm = per_tensor[t].norm;
     ts.grad_max = per_tensor[t].max_abs;
     ts.grad_mean = per_tensor[t].mean;
-    const det::ExactSum batch = sum_of_squares(grad + layout_[t].offset, layout_[t].numel);
-    batch_total.merge(batch);
-    const double batch_sq = batch.to_f64();
-    const NoiseEstimate e = estimate_noise(leaf_sq, batch_sq, b_small, b_big);
-    ts.batch_sq = static_cast<float>(batch_sq);
+    batch_total.merge(tensor_sq[t]);
+    const double batch = tensor_sq[t].to_f64();
+    const NoiseEstimate e = estimate_noise(leaf_sq, batch, b_small, b_big);
+    ts.batch_sq = static_cast<float>(batch);
     ts.grad_sq_est = static_cast<float>(e.grad_sq);
     ts.trace_est = static_cast<float>(e.trace);
     ts.noise_scale = static_cast<float>(e.noise_scale);

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "samebits/core/optim/exact_norm.hpp"
 #include "samebits/core/train/statistics.hpp"
 #include "samebits/det/philox.hpp"
 
@@ -164,4 +165,36 @@ TEST_CASE("the estimators are unbiased on Gaussian leaf gradients (McCandlish et
   CHECK(se_t < 0.05 * trace);  // the check has power: the error bars are tight
   // The biased plug-in |G_big|² would overshoot |μ|² by tr(Σ)/B_big = n·σ²/(L·b): far outside.
   CHECK(trace / (L * b) > 10 * se_g);
+}
+
+TEST_CASE("the binned sum of squares is exactly sum_of_squares (every exponent, NaN, Inf)") {
+  // Random bit patterns cover every exponent, subnormals and both zeros; the length crosses
+  // several 2^16-element blocks and is not a multiple of 4.
+  const size_t n = 200003;
+  std::vector<float> x(n);
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t b = sb::det::philox_u32(3, 5, i);
+    if ((b >> 23 & 0xFFu) == 0xFFu) b ^= 0x00800000u;  // finite values only here
+    std::memcpy(&x[i], &b, sizeof b);
+  }
+  x[7] = 0x1.fffffep127f;
+  x[8] = -0.0f;
+  x[9] = 0x1p-149f;
+  auto same = [](const sb::det::ExactSum& a, const sb::det::ExactSum& b) {
+    const double da = a.to_f64(), db = b.to_f64();
+    const float fa = a.to_f32(), fb = b.to_f32();
+    return std::memcmp(&da, &db, sizeof da) == 0 && std::memcmp(&fa, &fb, sizeof fa) == 0;
+  };
+  CHECK(same(sb::binned_sum_of_squares(x.data(), n), sb::sum_of_squares(x.data(), n)));
+  // Small magnitudes only (a sum that large values do not swamp) and short tails.
+  std::vector<float> small(1000);
+  for (size_t i = 0; i < small.size(); ++i) small[i] = sb::det::philox_normal(3, 6, i) * 1e-30f;
+  for (size_t len : {size_t(0), size_t(1), size_t(5), small.size()}) {
+    CAPTURE(len);
+    CHECK(same(sb::binned_sum_of_squares(small.data(), len), sb::sum_of_squares(small.data(), len)));
+  }
+  small[17] = INFINITY;
+  CHECK(std::isinf(sb::binned_sum_of_squares(small.data(), small.size()).to_f64()));
+  small[18] = NAN;
+  CHECK(std::isnan(sb::binned_sum_of_squares(small.data(), small.size()).to_f64()));
 }

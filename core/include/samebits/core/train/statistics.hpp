@@ -66,6 +66,13 @@ struct StepStats {
   std::vector<TensorStats> tensors;  // layout order; empty when statistics are off
 };
 
+// Σ x[i]² exactly (the same exact value as optim/exact_norm.hpp sum_of_squares, about three times
+// faster): x = m·2^(e−150) squares to the 48-bit integer m² times 2^(2e−300), so squares are
+// added as integers into one bin per fp32 exponent (≤ 2^16 adds per bin: no overflow), and the
+// bins go into the ExactSum once per block. NaN and ±Inf are added to the ExactSum directly.
+// Single-threaded (callers parallelise over blocks).  x: (n), host memory.
+det::ExactSum binned_sum_of_squares(const float* x, size_t n);
+
 // The exact per-tensor leaf sums of one step: leaves add Σ_i g_l[i]² per tensor (exact,
 // optim/exact_norm.hpp); ranks all-reduce them as ExactSum words; finish() adds the batch
 // gradient's statistics (optim/clip.hpp grad_stats) and the noise-scale estimates.
@@ -90,7 +97,14 @@ class GradientStatistics {
               StepStats& stats) const;
 
  private:
+  // Per-tensor Σ x² of a flat buffer: OpenMP over fixed blocks, merged exactly into out (tensors).
+  void tensor_squares(const float* flat, std::vector<det::ExactSum>& out) const;
+
+  struct Block {  // elements [begin, end) of tensor `tensor` in the flat buffers
+    size_t tensor, begin, end;
+  };
   std::vector<ParamView> layout_;
+  std::vector<Block> blocks_;
   std::vector<det::ExactSum> leaf_sq_;  // (tensors) Σ_l Σ_i g_l[i]²
 };
 
