@@ -71,6 +71,18 @@ inline std::vector<unsigned long long> state_bytes(const std::string& output) {
   return bytes;
 }
 
+// The "kind=CALLSxBYTES" entry of collective `kind` in the driver's "# traffic step 1" line, or
+// "" when the step made no such call.
+inline std::string first_step_traffic(const std::string& output, const std::string& kind) {
+  const size_t line = output.find("# traffic step 1 ");
+  if (line == std::string::npos) return "";
+  std::istringstream in(output.substr(line, output.find('\n', line) - line));
+  for (std::string token; in >> token;) {
+    if (token.rfind(kind + "=", 0) == 0) return token;
+  }
+  return "";
+}
+
 // One training run: the driver alone when ranks == 0, else under mpirun with that many ranks.
 inline Launch train(int ranks, const std::string& args, int limit_s = 300) {
   const std::string command = (ranks == 0 ? "" : mpirun(ranks) + " ") + driver() + " " + args;

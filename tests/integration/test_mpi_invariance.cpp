@@ -3,8 +3,9 @@
 // validation loss, parameter and gradient fingerprints and statistics, and the same final
 // weights and optimizer state, in one process and under mpirun with 2, 3 and 4 ranks (uneven
 // leaf splits), with and without the distributed optimizer, in fp32 and bf16. The distributed
-// optimizer spreads the optimizer state: the ranks' bytes add up to one process's, and no rank
-// holds more than 3/4 of it.
+// optimizer spreads the optimizer state (the ranks' bytes add up to one process's, and no rank
+// holds more than 3/4 of it) at the price of one broadcast per owner; the gradient all-reduce's
+// payload is the same at every world size.
 #include <doctest/doctest.h>
 
 #include <numeric>
@@ -27,6 +28,12 @@ void check_world_sizes(const std::string& precision) {
       const sb::test::Launch run =
           sb::test::train(ranks, args + (sharded ? " --dist-optimizer" : ""));
       CHECK(sb::test::result_lines(run.output) == ref);
+      // The gradient's payload does not depend on the world size; owners broadcast once each.
+      CHECK(sb::test::first_step_traffic(run.output, "allreduce_i64") ==
+            sb::test::first_step_traffic(one.output, "allreduce_i64"));
+      const std::string broadcasts = sb::test::first_step_traffic(run.output, "broadcast");
+      CHECK(broadcasts.rfind(sharded ? "broadcast=" + std::to_string(ranks) + "x" : "", 0) == 0);
+      CHECK(broadcasts.empty() == !sharded);
       const std::vector<unsigned long long> bytes = sb::test::state_bytes(run.output);
       REQUIRE(bytes.size() == size_t(ranks));
       if (!sharded) {
