@@ -129,7 +129,8 @@ SB_HD Reduced reduce_pio2(float a) {
   const uint32_t ia = bits_of(a);
   const uint64_t m = (ia & 0x7fffffu) | 0x800000u;  // a = m·2^e
   const int e = static_cast<int>(ia >> 23) - 150;   // −3 … 104
-  // Bits of 2/π with weight ≥ 2^-(e+127) and ≤ 2^-(e−1); heavier ones add multiples of 4.
+  // The window: bits e−1 … e+126 of 2/π (bit i weighs 2^-i). Bits before it add multiples of 4
+  // quarter turns, bits after it less than 2^-102 of one.
   const int first = e + 30;  // position of bit e−1 in the table (bit 0 = word 0's top)
   const int w = first >> 5, sh = first & 31;
   uint32_t win[4];  // 128-bit window, most significant word first
