@@ -1,0 +1,134 @@
+// The CUDA backend's class (internal to core/cuda): each op's methods are defined in the op's own
+// file (matmul.cu, layernorm.cu, ...), named as in core/cpu/. Every kernel runs on the backend's
+// stream; every CUDA call and launch is checked. Launch sizes never change a bit (docs/CUDA.md).
+#pragma once
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "samebits/core/backend.hpp"
+#include "samebits/core/cuda/check.hpp"
+#include "samebits/core/cuda/cuda_backend.hpp"
+
+// SB_CUBLAS_CHECK(call): a cuBLAS status other than success throws sb::Error naming the call.
+#define SB_CUBLAS_CHECK(call)                                                                \
+  do {                                                                                       \
+    const cublasStatus_t sb_cublas_status_ = (call);                                         \
+    if (sb_cublas_status_ != CUBLAS_STATUS_SUCCESS)                                          \
+      SB_FAIL("cuBLAS call ", #call, " failed: ", cublasGetStatusName(sb_cublas_status_), " (", \
+              cublasGetStatusString(sb_cublas_status_), ") at ", __FILE__, ":", __LINE__);   \
+  } while (0)
+
+namespace sb::cuda {
+
+// Persistent device scratch buffers of the backend, one per purpose.
+enum class Scratch : uint8_t { gemm_a, gemm_b, embedding, count };
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(Numerics numerics, const CudaOptions& options, int device);
+  ~CudaBackend() override;
+
+  Device device() const override { return Device::cuda; }
+  std::string describe() const override;
+
+  Tensor alloc(DType dtype, Shape shape) override;
+  void copy_from_host(void* dst, const void* host_src, size_t bytes) override;
+  void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
+  void copy(void* dst, const void* src, size_t bytes) override;
+  void zero(void* dst, size_t bytes) override;
+  void synchronize() override;
+  std::unique_ptr<GradAccumulator> make_accumulator(size_t n) override;
+
+  void gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b,
+            int ldb, float* c, int ldc, bool accumulate, Precision precision) override;
+  void matmul_forward(float* out, const float* inp, const float* w, const float* bias, int N,
+                      int C, int OC) override;
+  void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp,
+                       const float* w, int N, int C, int OC) override;
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w,
+                         const float* b, int N, int C) override;
+  void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
+                          const float* w, const float* mean, const float* rstd, int N,
+                          int C) override;
+  void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int N,
+                       int C) override;
+  void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp,
+                        const float* w, const float* rstd, int N, int C) override;
+  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
+                         int NH) override;
+  void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
+                          const float* att, int B, int T, int C, int NH) override;
+  void gelu_forward(float* out, const float* inp, int64_t n) override;
+  void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) override;
+  void softmax_xent_forward(float* losses, float* stats, const float* logits,
+                            const int32_t* targets, int N, int V) override;
+  void softmax_xent_backward(float* dlogits, const float* logits, const float* stats,
+                             const int32_t* targets, int N, int V, float loss_scale) override;
+  void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
+                         int B, int T, int C) override;
+  void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
+                          int B, int T, int C, int V) override;
+  void residual_forward(float* out, const float* a, const float* b, int64_t n) override;
+
+  // ---- for the op files ------------------------------------------------------------------------
+  cudaStream_t stream() const { return stream_; }
+  int device_index() const { return device_; }
+  int sm_count() const { return sm_count_; }
+  const CudaOptions& options() const { return options_; }
+  const CudaLaunchConfig& launch() const { return options_.launch; }
+  // Makes this backend's device the calling thread's current device (every public entry does).
+  void activate() const;
+  // Host → device and device → host copies ordered on the stream; both return when done.
+  void upload(void* dst, const void* host_src, size_t bytes);
+  void download(void* host_dst, const void* src, size_t bytes);
+  // A device buffer of at least `bytes` for `slot`, kept between calls (grown when needed).
+  void* scratch(Scratch slot, size_t bytes);
+  // The cuBLAS handle on the stream (created on first use; math mode per options().vendor_tf32).
+  cublasHandle_t cublas();
+
+ private:
+  void gemm_canonical(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda,
+                      const float* b, int ldb, float* c, int ldc, bool accumulate,
+                      Precision precision);
+  void gemm_vendor(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda,
+                   const float* b, int ldb, float* c, int ldc, bool accumulate,
+                   Precision precision);
+
+  CudaOptions options_;
+  int device_ = 0;
+  int sm_count_ = 0;
+  int cc_major_ = 0, cc_minor_ = 0;
+  std::string name_;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  struct Buffer {
+    void* ptr = nullptr;
+    size_t bytes = 0;
+  };
+  std::array<Buffer, static_cast<size_t>(Scratch::count)> scratch_{};
+};
+
+// ---- launch helpers ----------------------------------------------------------------------------
+
+// Blocks for a grid-stride loop over n items with `threads` per block (at least 1, at most 2^20:
+// the loop covers the rest).
+inline unsigned grid_for(int64_t n, int threads) {
+  const int64_t blocks = (n + threads - 1) / threads;
+  return static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, int64_t{1} << 20));
+}
+
+// Blocks of `warps` rows each for `rows` rows (at least 1).
+inline unsigned grid_for_rows(int64_t rows, int warps) {
+  SB_CHECK(rows <= (int64_t{1} << 31) - 1, "a row kernel over ", rows,
+           " rows exceeds the grid limit of 2^31 - 1 rows");
+  return static_cast<unsigned>(std::max<int64_t>(1, (rows + warps - 1) / warps));
+}
+
+}  // namespace sb::cuda

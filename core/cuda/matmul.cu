@@ -1,0 +1,178 @@
+// GEMM and the linear layer on the GPU. Canonical (rule 1): the tiled SIMT kernel of gemm_tile.cuh
+// — one fma chain per output over k ascending from +0 (or C), continued across k-tiles, operands
+// rounded to the GEMM precision as they are staged — bitwise core/cpu/matmul.cpp for every tile
+// shape. Bias and its gradient: ops/matmul.hpp, the gradient a token-ascending chain (rule 3).
+// Vendor (gemm=vendor): cuBLAS SGEMM (TF32 tensor cores when selected) or cublasGemmEx on bf16 /
+// fp16 copies of the operands.
+
+#include <array>
+#include <cstdint>
+
+#include "cuda_backend.hpp"
+#include "elementwise.cuh"
+#include "gemm_tile.cuh"
+#include "samebits/core/ops/matmul.hpp"
+#include "samebits/det/error.hpp"
+#include "samebits/det/fp_formats.hpp"
+#include "token_reduce.cuh"
+
+namespace sb {
+
+namespace cuda {
+namespace {
+
+using Tile0 = GemmTile<128, 128, 8, 8, 8, 2>;  // 256 threads, 2 blocks per SM: large matrices
+using Tile1 = GemmTile<64, 64, 16, 4, 4>;      // 256 threads
+using Tile2 = GemmTile<128, 64, 8, 8, 4>;      // 256 threads
+using Tile3 = GemmTile<32, 32, 8, 4, 4>;       // 64 threads: small matrices
+using Tile4 = GemmTile<128, 128, 8, 8, 8>;     // tile 0 with the registers of 1 block per SM
+using Tile5 = GemmTile<128, 128, 16, 8, 8>;    // tile 4 with half the k-tiles (and barriers)
+
+template <class T>
+constexpr CudaGemmTile tile_of() {
+  return {T::BM, T::BN, T::BK, T::TM, T::TN, T::MIN_BLOCKS};
+}
+constexpr std::array<CudaGemmTile, 6> kTiles = {tile_of<Tile0>(), tile_of<Tile1>(),
+                                                tile_of<Tile2>(), tile_of<Tile3>(),
+                                                tile_of<Tile4>(), tile_of<Tile5>()};
+
+template <class Tile>
+void launch_gemm(const GemmArgs& g, bool ta, bool tb, cudaStream_t stream) {
+  const int64_t row_tiles = (static_cast<int64_t>(g.m) + Tile::BM - 1) / Tile::BM;
+  SB_CHECK(row_tiles <= 65535, "canonical GEMM: m=", g.m, " needs ", row_tiles,
+           " row tiles of ", Tile::BM, ", more than the grid's 65535; use a larger tile");
+  const dim3 grid(static_cast<unsigned>((g.n + Tile::BN - 1) / Tile::BN),
+                  static_cast<unsigned>(row_tiles));
+  if (ta) {
+    if (tb) gemm_canonical_kernel<Tile, true, true><<<grid, Tile::kThreads, 0, stream>>>(g);
+    else gemm_canonical_kernel<Tile, true, false><<<grid, Tile::kThreads, 0, stream>>>(g);
+  } else {
+    if (tb) gemm_canonical_kernel<Tile, false, true><<<grid, Tile::kThreads, 0, stream>>>(g);
+    else gemm_canonical_kernel<Tile, false, false><<<grid, Tile::kThreads, 0, stream>>>(g);
+  }
+  SB_CUDA_CHECK_LAUNCH();
+}
+
+// The largest tile that still gives every SM a block (speed only: every tile gives the same bits).
+int auto_tile(int m, int n, int sm_count) {
+  for (int t : {0, 2, 1}) {
+    const int64_t blocks = ((static_cast<int64_t>(m) + kTiles[t].bm - 1) / kTiles[t].bm) *
+                           ((static_cast<int64_t>(n) + kTiles[t].bn - 1) / kTiles[t].bn);
+    if (blocks >= sm_count) return t;
+  }
+  return 3;
+}
+
+// dst[i] = the bf16 / fp16 encoding of src[i] (RNE, det::fp_formats).
+struct To16Bit {
+  uint16_t* dst;     // (n)
+  const float* src;  // (n)
+  Precision p;
+  __device__ void operator()(int64_t i) const {
+    dst[i] = p == Precision::bf16 ? det::bf16_bits_from_f32(src[i]) : det::fp16_bits_from_f32(src[i]);
+  }
+};
+
+// out[n][o] = ops::linear_out(out[n][o], bias[o]).
+struct AddBias {
+  float* out;         // (N, OC)
+  const float* bias;  // (OC)
+  int OC;
+  __device__ void operator()(int64_t i) const { out[i] = ops::linear_out(out[i], bias[i % OC]); }
+};
+
+// dbias[o] ← token_sum_step(dbias[o], dout[n][o]) for n ascending.  dout: (N, OC)
+struct BiasGradStep {
+  const float* dout;
+  int OC;
+  __device__ float operator()(float acc, int n, int o) const {
+    return ops::token_sum_step(acc, dout[static_cast<size_t>(n) * OC + o]);
+  }
+};
+
+}  // namespace
+
+void CudaBackend::gemm_canonical(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda,
+                                 const float* b, int ldb, float* c, int ldc, bool accumulate,
+                                 Precision precision) {
+  const GemmArgs g{m, n, k, a, lda, b, ldb, c, ldc, accumulate, precision};
+  const bool at = ta == Trans::yes, bt = tb == Trans::yes;
+  const int tile = launch().gemm_tile >= 0 ? launch().gemm_tile : auto_tile(m, n, sm_count());
+  switch (tile) {
+    case 0: launch_gemm<Tile0>(g, at, bt, stream()); break;
+    case 1: launch_gemm<Tile1>(g, at, bt, stream()); break;
+    case 2: launch_gemm<Tile2>(g, at, bt, stream()); break;
+    case 3: launch_gemm<Tile3>(g, at, bt, stream()); break;
+    case 4: launch_gemm<Tile4>(g, at, bt, stream()); break;
+    default: launch_gemm<Tile5>(g, at, bt, stream()); break;
+  }
+}
+
+// Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ: cuBLAS gets B first, n and m swapped.
+void CudaBackend::gemm_vendor(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda,
+                              const float* b, int ldb, float* c, int ldc, bool accumulate,
+                              Precision precision) {
+  if (k == 0) {  // C = beta·C: nothing to do when accumulating, zeros otherwise
+    if (!accumulate)
+      SB_CUDA_CHECK(cudaMemset2DAsync(c, static_cast<size_t>(ldc) * sizeof(float), 0,
+                                      static_cast<size_t>(n) * sizeof(float), m, stream()));
+    return;
+  }
+  const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+  const cublasOperation_t op_a = ta == Trans::no ? CUBLAS_OP_N : CUBLAS_OP_T;
+  const cublasOperation_t op_b = tb == Trans::no ? CUBLAS_OP_N : CUBLAS_OP_T;
+  if (precision == Precision::fp32) {
+    SB_CUBLAS_CHECK(cublasSgemm(cublas(), op_b, op_a, n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc));
+    return;
+  }
+  // 16-bit copies of the stored operands: rows·ld elements, the last row only as wide as needed.
+  const int64_t a_rows = ta == Trans::no ? m : k, a_cols = ta == Trans::no ? k : m;
+  const int64_t b_rows = tb == Trans::no ? k : n, b_cols = tb == Trans::no ? n : k;
+  const int64_t a_elems = (a_rows - 1) * lda + a_cols, b_elems = (b_rows - 1) * ldb + b_cols;
+  auto* a16 = static_cast<uint16_t*>(scratch(Scratch::gemm_a, static_cast<size_t>(a_elems) * 2));
+  auto* b16 = static_cast<uint16_t*>(scratch(Scratch::gemm_b, static_cast<size_t>(b_elems) * 2));
+  for_each(*this, a_elems, To16Bit{a16, a, precision});
+  for_each(*this, b_elems, To16Bit{b16, b, precision});
+  const cudaDataType_t type = precision == Precision::bf16 ? CUDA_R_16BF : CUDA_R_16F;
+  SB_CUBLAS_CHECK(cublasGemmEx(cublas(), op_b, op_a, n, m, k, &alpha, b16, type, ldb, a16, type,
+                               lda, &beta, c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
+                               CUBLAS_GEMM_DEFAULT));
+}
+
+void CudaBackend::gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda,
+                       const float* b, int ldb, float* c, int ldc, bool accumulate,
+                       Precision precision) {
+  SB_CHECK(m >= 0 && n >= 0 && k >= 0, "gemm sizes must be non-negative, got m=", m, " n=", n,
+           " k=", k);
+  if (m == 0 || n == 0) return;
+  activate();
+  if (numerics().gemm == GemmMode::vendor)
+    gemm_vendor(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate, precision);
+  else
+    gemm_canonical(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate, precision);
+}
+
+void CudaBackend::matmul_forward(float* out, const float* inp, const float* w, const float* bias,
+                                 int N, int C, int OC) {
+  gemm(Trans::no, Trans::yes, N, OC, C, inp, C, w, C, out, OC, false, numerics().precision);
+  if (bias == nullptr) return;
+  activate();
+  for_each(*this, static_cast<int64_t>(N) * OC, AddBias{out, bias, OC});
+}
+
+void CudaBackend::matmul_backward(float* dinp, float* dw, float* dbias, const float* dout,
+                                  const float* inp, const float* w, int N, int C, int OC) {
+  const Precision prec = numerics().precision;
+  if (dinp) gemm(Trans::no, Trans::no, N, C, OC, dout, OC, w, C, dinp, C, false, prec);
+  gemm(Trans::yes, Trans::no, OC, C, N, dout, OC, inp, C, dw, C, false, prec);
+  if (dbias) {
+    activate();
+    token_reduce(*this, dbias, N, OC, BiasGradStep{dout, OC});
+  }
+}
+
+}  // namespace cuda
+
+std::span<const CudaGemmTile> cuda_gemm_tiles() { return cuda::kTiles; }
+
+}  // namespace sb

@@ -1,0 +1,156 @@
+// Parity of GEMM and the linear layer: CUDA canonical GEMM == CPU canonical GEMM bit for bit, for
+// every transposition, fresh and accumulating chains, fp32/bf16/fp16 operands, sizes that are not
+// multiples of any tile, padded leading dimensions, and every launch configuration; outputs inside
+// guard bands. The vendor paths (cuBLAS SGEMM, TF32, GemmEx) are checked against the canonical
+// result with tolerances (they are outside references, not bitwise claims).
+#include <algorithm>
+#include <cmath>
+
+#include "parity/parity_support.hpp"
+
+namespace sb::test {
+namespace {
+
+struct Shape3 {
+  int m, n, k;
+};
+
+// The largest magnitude of the inputs for a precision: products and sums stay finite (fp16
+// operands overflow to Inf above 65504).
+float large_for(Precision p) { return p == Precision::fp16 ? 200.0f : 1e15f; }
+
+// Stored elements of an operand of op-shape (rows, cols) with leading dimension ld.
+size_t stored(bool trans, int rows, int cols, int ld) {
+  const int r = trans ? cols : rows;
+  return r == 0 ? 0 : static_cast<size_t>(r - 1) * ld + (trans ? rows : cols);
+}
+
+void check_gemm(Backend& cpu, Backend& gpu, Trans ta, Trans tb, Shape3 s, bool accumulate,
+                Precision p, uint32_t seed) {
+  const bool at = ta == Trans::yes, bt = tb == Trans::yes;
+  const int lda = (at ? s.m : s.k) + 3, ldb = (bt ? s.k : s.n) + 1, ldc = s.n + 2;
+  const std::vector<float> a = parity_values(std::max<size_t>(stored(at, s.m, s.k, lda), 1), seed, large_for(p));
+  const std::vector<float> b = parity_values(std::max<size_t>(stored(bt, s.k, s.n, ldb), 1), seed + 1, large_for(p));
+  const std::vector<float> c0 = parity_values(static_cast<size_t>(s.m) * ldc, seed + 2, large_for(p));
+  std::vector<float> c = c0;
+  cpu.gemm(ta, tb, s.m, s.n, s.k, a.data(), lda, b.data(), ldb, c.data(), ldc, accumulate, p);
+  Guarded ga(gpu, a.size(), a), gb(gpu, b.size(), b), gc(gpu, c0.size(), c0);
+  gpu.gemm(ta, tb, s.m, s.n, s.k, ga.data(), lda, gb.data(), ldb, gc.data(), ldc, accumulate, p);
+  check_output(gc, c, detail::concat("gemm ", s.m, "x", s.n, "x", s.k, " ta=", at, " tb=", bt,
+                                     " acc=", accumulate, " ", to_string(p), " on ", gpu.describe()));
+  CHECK(ga.guards_intact());
+  CHECK(gb.guards_intact());
+}
+
+TEST_CASE("canonical GEMM: CUDA equals the CPU bitwise for every tile, transposition and precision") {
+  require_gpu();
+  auto cpu = make_cpu_backend(Numerics::deterministic());
+  const Shape3 shapes[] = {{1, 1, 1}, {7, 13, 5}, {33, 65, 17}, {129, 70, 257}, {64, 128, 8},
+                           {130, 131, 9}, {3, 200, 0}, {257, 33, 129}};
+  uint32_t seed = 1;
+  for (const CudaLaunchConfig& launch : parity_launches()) {
+    auto gpu = make_parity_gpu(Numerics::deterministic(), launch);
+    for (const Shape3& s : shapes) {
+      for (Trans ta : {Trans::no, Trans::yes}) {
+        for (Trans tb : {Trans::no, Trans::yes}) {
+          for (bool acc : {false, true}) check_gemm(*cpu, *gpu, ta, tb, s, acc, Precision::fp32, seed += 3);
+        }
+      }
+    }
+    for (Precision p : {Precision::bf16, Precision::fp16}) {
+      for (const Shape3& s : {Shape3{33, 65, 17}, Shape3{129, 70, 257}}) {
+        check_gemm(*cpu, *gpu, Trans::no, Trans::yes, s, false, p, seed += 3);
+        check_gemm(*cpu, *gpu, Trans::yes, Trans::no, s, true, p, seed += 3);
+      }
+    }
+  }
+}
+
+TEST_CASE("canonical GEMM: a large product and Newton–Schulz's X·Xᵀ (both operands the same buffer)") {
+  require_gpu();
+  auto cpu = make_cpu_backend(Numerics::deterministic());
+  auto gpu = make_parity_gpu(Numerics::deterministic(), CudaLaunchConfig{});
+  check_gemm(*cpu, *gpu, Trans::no, Trans::no, {515, 771, 1029}, false, Precision::fp32, 99);
+  const int r = 96, c = 200;  // X (r, c): A = X·Xᵀ (r, r)
+  const std::vector<float> x = parity_values(static_cast<size_t>(r) * c, 5, 10.0f);
+  std::vector<float> a(static_cast<size_t>(r) * r);
+  cpu->gemm(Trans::no, Trans::yes, r, r, c, x.data(), c, x.data(), c, a.data(), r, false, Precision::bf16);
+  Guarded gx(*gpu, x.size(), x), ga(*gpu, a.size());
+  gpu->gemm(Trans::no, Trans::yes, r, r, c, gx.data(), c, gx.data(), c, ga.data(), r, false, Precision::bf16);
+  check_output(ga, a, "X·Xᵀ bf16");
+}
+
+TEST_CASE("linear layer forward and backward: CUDA equals the CPU bitwise") {
+  require_gpu();
+  for (Precision p : {Precision::fp32, Precision::bf16}) {
+    auto cpu = make_cpu_backend(Numerics::deterministic(p));
+    for (const CudaLaunchConfig& launch : parity_launches()) {
+      auto gpu = make_parity_gpu(Numerics::deterministic(p), launch);
+      const int N = 77, C = 45, OC = 131;
+      const std::vector<float> inp = parity_values(static_cast<size_t>(N) * C, 1, 1e10f);
+      const std::vector<float> w = parity_values(static_cast<size_t>(OC) * C, 2, 1e10f);
+      const std::vector<float> bias = parity_values(OC, 3, 1e10f);
+      const std::vector<float> dout = parity_values(static_cast<size_t>(N) * OC, 4, 1e10f);
+      std::vector<float> out(static_cast<size_t>(N) * OC), dinp(static_cast<size_t>(N) * C),
+          dw(static_cast<size_t>(OC) * C), db(OC);
+      cpu->matmul_forward(out.data(), inp.data(), w.data(), bias.data(), N, C, OC);
+      cpu->matmul_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), N, C, OC);
+      Guarded ginp(*gpu, inp.size(), inp), gw(*gpu, w.size(), w), gbias(*gpu, bias.size(), bias),
+          gdout(*gpu, dout.size(), dout), gout(*gpu, out.size()), gdinp(*gpu, dinp.size()),
+          gdw(*gpu, dw.size()), gdb(*gpu, db.size());
+      gpu->matmul_forward(gout.data(), ginp.data(), gw.data(), gbias.data(), N, C, OC);
+      gpu->matmul_backward(gdinp.data(), gdw.data(), gdb.data(), gdout.data(), ginp.data(), gw.data(), N, C, OC);
+      const std::string on = " on " + gpu->describe();
+      check_output(gout, out, "matmul_forward" + on);
+      check_output(gdinp, dinp, "matmul_backward dinp" + on);
+      check_output(gdw, dw, "matmul_backward dw" + on);
+      check_output(gdb, db, "matmul_backward dbias" + on);
+    }
+  }
+}
+
+// max |gpu − ref| / Σ_k |a||b| over C: the error relative to the magnitude of the terms.
+double relative_error(const std::vector<float>& gpu, const std::vector<float>& ref,
+                      const std::vector<float>& a, const std::vector<float>& b, int m, int n, int k) {
+  double worst = 0;
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < n; ++j) {
+      double mag = 0;
+      for (int p = 0; p < k; ++p)
+        mag += std::fabs(static_cast<double>(a[static_cast<size_t>(i) * k + p]) * b[static_cast<size_t>(p) * n + j]);
+      const size_t o = static_cast<size_t>(i) * n + j;
+      worst = std::max(worst, std::fabs(static_cast<double>(gpu[o]) - ref[o]) / std::max(mag, 1e-30));
+    }
+  }
+  return worst;
+}
+
+TEST_CASE("vendor GEMM (cuBLAS SGEMM, TF32, bf16/fp16 GemmEx) agrees with the canonical chain") {
+  require_gpu();
+  const int m = 150, n = 97, k = 301;
+  const std::vector<float> a = parity_values(static_cast<size_t>(m) * k, 1, 4.0f);
+  const std::vector<float> b = parity_values(static_cast<size_t>(k) * n, 2, 4.0f);
+  struct Case {
+    Precision p;
+    bool tf32;
+    double tolerance;  // relative to Σ|a||b|: fp32 accumulation; TF32's 10-bit operands
+  };
+  for (const Case& cs : {Case{Precision::fp32, false, 1e-6}, Case{Precision::fp32, true, 2e-3},
+                         Case{Precision::bf16, false, 1e-6}, Case{Precision::fp16, false, 1e-6}}) {
+    auto cpu = make_cpu_backend(Numerics::deterministic(cs.p));
+    std::vector<float> ref(static_cast<size_t>(m) * n);
+    cpu->gemm(Trans::no, Trans::no, m, n, k, a.data(), k, b.data(), n, ref.data(), n, false, cs.p);
+    CudaOptions options;
+    options.vendor_tf32 = cs.tf32;
+    auto gpu = make_cuda_backend(Numerics::vendor(cs.p), options, 0);
+    Guarded ga(*gpu, a.size(), a), gb(*gpu, b.size(), b), gc(*gpu, ref.size());
+    gpu->gemm(Trans::no, Trans::no, m, n, k, ga.data(), k, gb.data(), n, gc.data(), n, false, cs.p);
+    const double err = relative_error(gc.interior(), ref, a, b, m, n, k);
+    MESSAGE("vendor ", to_string(cs.p), cs.tf32 ? " TF32" : "", ": max relative error ", err);
+    CHECK(err <= cs.tolerance);
+    CHECK(gc.guards_intact());
+  }
+}
+
+}  // namespace
+}  // namespace sb::test

@@ -1,0 +1,91 @@
+// Parity of the elementwise and embedding ops: GELU forward/backward, the residual addition (also
+// in place), token + position embedding forward and backward (dwte accumulating into existing
+// values, dwpe rows beyond T untouched) — CUDA equals the CPU bit for bit under every launch
+// configuration, for lengths that are not multiples of any block size; outputs inside guard bands.
+#include <random>
+
+#include "parity/parity_support.hpp"
+
+namespace sb::test {
+namespace {
+
+TEST_CASE("GELU forward and backward: CUDA equals the CPU bitwise") {
+  require_gpu();
+  auto cpu = make_cpu_backend(Numerics::deterministic());
+  const int64_t n = 1000003;
+  const std::vector<float> x = parity_values(n, 1, 1e15f);
+  const std::vector<float> dy = parity_values(n, 2, 1e15f);
+  std::vector<float> y(n), dx(n);
+  cpu->gelu_forward(y.data(), x.data(), n);
+  cpu->gelu_backward(dx.data(), x.data(), dy.data(), n);
+  for (const CudaLaunchConfig& launch : parity_launches()) {
+    auto gpu = make_parity_gpu(Numerics::deterministic(), launch);
+    Guarded gx(*gpu, n, x), gdy(*gpu, n, dy), gy(*gpu, n), gdx(*gpu, n);
+    gpu->gelu_forward(gy.data(), gx.data(), n);
+    gpu->gelu_backward(gdx.data(), gx.data(), gdy.data(), n);
+    check_output(gy, y, "gelu_forward on " + gpu->describe());
+    check_output(gdx, dx, "gelu_backward on " + gpu->describe());
+  }
+}
+
+TEST_CASE("residual addition, out of place and in place: CUDA equals the CPU bitwise") {
+  require_gpu();
+  auto cpu = make_cpu_backend(Numerics::deterministic());
+  const int64_t n = 100003;
+  const std::vector<float> a = parity_values(n, 3, 3e38f);  // sums may overflow to ±Inf, as on the CPU
+  const std::vector<float> b = parity_values(n, 4, 3e38f);
+  std::vector<float> out(n), inplace = a;
+  cpu->residual_forward(out.data(), a.data(), b.data(), n);
+  cpu->residual_forward(inplace.data(), inplace.data(), b.data(), n);
+  for (const CudaLaunchConfig& launch : parity_launches()) {
+    auto gpu = make_parity_gpu(Numerics::deterministic(), launch);
+    Guarded ga(*gpu, n, a), gb(*gpu, n, b), gout(*gpu, n);
+    gpu->residual_forward(gout.data(), ga.data(), gb.data(), n);
+    check_output(gout, out, "residual_forward on " + gpu->describe());
+    gpu->residual_forward(ga.data(), ga.data(), gb.data(), n);
+    check_output(ga, inplace, "residual_forward in place on " + gpu->describe());
+  }
+}
+
+TEST_CASE("embedding forward and backward: CUDA equals the CPU bitwise") {
+  require_gpu();
+  auto cpu = make_cpu_backend(Numerics::deterministic());
+  const int B = 3, T = 17, T_max = 20, C = 37, V = 50;
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int32_t> tok(0, V - 1);
+  std::vector<int32_t> tokens(static_cast<size_t>(B) * T);
+  for (int32_t& t : tokens) t = tok(rng) % 12;  // repeats: rows with many tokens, rows with none
+  tokens[5] = V - 1;
+  const std::vector<float> wte = parity_values(static_cast<size_t>(V) * C, 6, 1e20f);
+  const std::vector<float> wpe = parity_values(static_cast<size_t>(T_max) * C, 7, 1e20f);
+  const std::vector<float> dout = parity_values(static_cast<size_t>(B) * T * C, 8, 1e20f);
+  const std::vector<float> dwte0 = parity_values(static_cast<size_t>(V) * C, 9, 1e20f);
+  const std::vector<float> dwpe0 = parity_values(static_cast<size_t>(T_max) * C, 10, 1e20f);
+  std::vector<float> out(static_cast<size_t>(B) * T * C), dwte = dwte0, dwpe = dwpe0;
+  cpu->embedding_forward(out.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
+  cpu->embedding_backward(dwte.data(), dwpe.data(), dout.data(), tokens.data(), B, T, C, V);
+  for (const CudaLaunchConfig& launch : parity_launches()) {
+    auto gpu = make_parity_gpu(Numerics::deterministic(), launch);
+    Tensor gtok = device_ints(*gpu, tokens);
+    Guarded gwte(*gpu, wte.size(), wte), gwpe(*gpu, wpe.size(), wpe), gdout(*gpu, dout.size(), dout),
+        gout(*gpu, out.size()), gdwte(*gpu, dwte0.size(), dwte0), gdwpe(*gpu, dwpe0.size(), dwpe0);
+    gpu->embedding_forward(gout.data(), gtok.data_as<int32_t>(), gwte.data(), gwpe.data(), B, T, C);
+    gpu->embedding_backward(gdwte.data(), gdwpe.data(), gdout.data(), gtok.data_as<int32_t>(), B, T, C, V);
+    check_output(gout, out, "embedding_forward on " + gpu->describe());
+    check_output(gdwte, dwte, "embedding_backward dwte on " + gpu->describe());
+    check_output(gdwpe, dwpe, "embedding_backward dwpe on " + gpu->describe());
+  }
+}
+
+TEST_CASE("embedding backward rejects a token outside the vocabulary, as the CPU does") {
+  require_gpu();
+  auto gpu = make_parity_gpu(Numerics::deterministic(), CudaLaunchConfig{});
+  const std::vector<int32_t> tokens = {1, 2, 7};
+  Tensor gtok = device_ints(*gpu, tokens);
+  Guarded dwte(*gpu, 5 * 4, std::vector<float>(20, 0.0f)), dwpe(*gpu, 3 * 4), dout(*gpu, 12, std::vector<float>(12, 1.0f));
+  CHECK_THROWS_AS(gpu->embedding_backward(dwte.data(), dwpe.data(), dout.data(), gtok.data_as<int32_t>(), 1, 3, 4, 5),
+                  sb::Error);
+}
+
+}  // namespace
+}  // namespace sb::test
