@@ -8,12 +8,14 @@
 namespace sb {
 namespace {
 
-// The world size a launcher announced, or 0 when none did.
+// The world size a launcher announced (a lower bound where it announces only the rank), or 0 when
+// no launcher started this process.
 long launcher_world_size() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"}) {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
     if (const char* v = std::getenv(name)) return std::strtol(v, nullptr, 10);
   }
-  return std::getenv("PMIX_RANK") != nullptr ? 1 : 0;
+  if (const char* rank = std::getenv("PMIX_RANK")) return std::strtol(rank, nullptr, 10) + 1;
+  return 0;
 }
 
 }  // namespace

@@ -30,6 +30,10 @@ struct MpiSession {
   }
 
   void acquire() {
+    int finalised = 0;
+    MPI_Finalized(&finalised);
+    SB_CHECK(!finalised, "MPI was already finalised in this process (its last communicator was "
+             "destroyed); keep one communicator for the whole job");
     int initialised = 0;
     MPI_Initialized(&initialised);
     if (!initialised) {

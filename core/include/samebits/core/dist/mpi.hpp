@@ -10,8 +10,8 @@
 
 namespace sb {
 
-// True when an MPI launcher started this process (OMPI_COMM_WORLD_SIZE, PMI_SIZE or PMIX_RANK
-// is set in the environment).
+// True when an MPI launcher started this process: OMPI_COMM_WORLD_SIZE (Open MPI's mpirun),
+// PMI_SIZE (MPICH's Hydra) or PMIX_RANK (PMIx, e.g. srun --mpi=pmix) is set.
 bool launched_by_mpi();
 
 // The job's communicator: under an MPI launcher, an MPI communicator over every rank of the job
