@@ -36,3 +36,13 @@ foreach(_test test_mpi_invariance test_mpi_resume test_mpi_native test_mpi_failu
     set_tests_properties(${_test} PROPERTIES PROCESSORS 2 RESOURCE_LOCK mpi_ranks)
   endif()
 endforeach()
+
+# Notebooks (issue 8): samebits_nb's unit tests on synthetic run files written with h5py (the
+# tests on runs trained with `samebits train` run when SAMEBITS_BIN is set). Debian's
+# /usr/bin/python3 (python3-h5py, python3-matplotlib); exit 77 (skipped) when it lacks them.
+if(EXISTS /usr/bin/python3)
+  add_test(NAME test_notebooks_package
+           COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/notebooks/tests/run_tests.py)
+  set_tests_properties(test_notebooks_package PROPERTIES LABELS integration SKIP_RETURN_CODE 77
+                       TIMEOUT 300 ENVIRONMENT "MPLBACKEND=Agg;OMP_WAIT_POLICY=PASSIVE")
+endif()

@@ -1,0 +1,60 @@
+"""The run sets the notebooks analyse, trained on demand into one folder (kept between calls).
+
+runs_dir(): $SAMEBITS_NB_RUNS, else runs/notebooks under the repository. Every set is the tiny
+model of produce.TINY (2 layers, 32 wide, 16 tokens, 8 leaves of 1 sequence, 30 steps, snapshots
+after steps 0, 10, 20 and the final state), so a notebook runs in seconds on 2 cores; pass
+`base` to study a larger model.
+"""
+from __future__ import annotations
+
+import os
+
+from .produce import TINY, train_run
+from .runfile import load_run
+
+
+def runs_dir() -> str:
+    d = os.environ.get("SAMEBITS_NB_RUNS")
+    if not d:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        d = os.path.join(root, "runs", "notebooks")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def _train_set(spec: dict, base: dict) -> dict:
+    d = runs_dir()
+    return {label: load_run(train_run(os.path.join(d, f"{name}.h5"), overrides, base))
+            for label, (name, overrides) in spec.items()}
+
+
+# Execution configurations (never change a bit) and numerics switches (each source on its own).
+DIVERGENCE = {
+    "reference (muon, 1 thread)": ("muon_ref", {}),
+    "2 threads": ("muon_threads2", {"run.threads": 2}),
+    "micro-steps of 2 leaves": ("muon_micro2", {"micro-leaves": 2}),
+    "vendor gemm": ("muon_gemm_vendor", {"numerics.gemm": "vendor"}),
+    "native reductions": ("muon_reduce_native", {"numerics.reduce": "native"}),
+    "vendor mode (all switches)": ("muon_vendor", {"numerics.mode": "vendor"}),
+}
+
+# Both optimizers, each with a run under vendor numerics: the perturbation whose growth the
+# notebook compares (a stand-in for the 1-ULP weight perturbation until `samebits` has one).
+OPTIMIZERS = {
+    "muon": ("muon_ref", {}),
+    "adamw": ("adamw_ref", {"optim.name": "adamw"}),
+    "muon, vendor numerics": ("muon_vendor", {"numerics.mode": "vendor"}),
+    "adamw, vendor numerics": ("adamw_vendor", {"optim.name": "adamw", "numerics.mode": "vendor"}),
+}
+
+
+def divergence_runs(base: dict = TINY) -> dict:
+    return _train_set(DIVERGENCE, base)
+
+
+def optimizer_runs(base: dict = TINY) -> dict:
+    return _train_set(OPTIMIZERS, base)
+
+
+def reference_run(base: dict = TINY):
+    return _train_set({"reference": DIVERGENCE["reference (muon, 1 thread)"]}, base)["reference"]
