@@ -1,10 +1,11 @@
-// Whole training-step time of the default experiment (GPT 4×128, seq 128, vocab 256, 8 leaves of
-// one sequence) with Muon and with AdamW, statistics on and off; the optimizer step alone; the
-// optimizer state bytes. Deterministic numerics, OpenMP threads as the machine gives. After the
+// Whole training-step time of the default model (GPT 4×128, seq 128, vocab 256; 8 leaves of one
+// sequence, Config's default, and of four, experiments/configs/default.ini) with Muon and with
+// AdamW, statistics on and off; the optimizer step alone; the optimizer state bytes. Deterministic numerics, OpenMP threads as the machine gives. After the
 // runs it prints the ratios (the announcement claims Muon at 98 % of AdamW's throughput);
 // docs/TRAINING.md records them.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -18,8 +19,9 @@ namespace {
 
 using namespace sb;
 
-Config default_config(bool adamw) {
+Config default_config(bool adamw, int leaf_size = 1) {
   Config c;  // the default experiment
+  c.data.leaf_size = leaf_size;
   if (adamw) {
     c.optim.name = OptimizerName::adamw;
     c.optim.lr = 3e-3;
@@ -28,14 +30,16 @@ Config default_config(bool adamw) {
   return c;
 }
 
-std::string label(bool adamw, bool stats) {
-  return std::string(adamw ? "adamw" : "muon") + (stats ? ", stats on" : ", stats off");
+std::string label(bool adamw, bool stats, int leaf_size) {
+  return std::string(adamw ? "adamw" : "muon") + (stats ? ", stats on" : ", stats off") + ", " +
+         std::to_string(leaf_size * 8 * 128) + " tokens";
 }
 
 void BM_train_step(benchmark::State& state) {
   const bool adamw = state.range(0) != 0;
   const bool stats = state.range(1) != 0;
-  const Config config = default_config(adamw);
+  const int leaf_size = static_cast<int>(state.range(2));
+  const Config config = default_config(adamw, leaf_size);
   TrainerOptions options;
   options.statistics = stats;
   options.fingerprints = stats;
@@ -45,15 +49,20 @@ void BM_train_step(benchmark::State& state) {
   const int64_t tokens = config.data.leaves * config.data.leaf_size * config.model.seq_len;
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * tokens);
   state.counters["state_bytes"] = static_cast<double>(trainer.optimizer().state_bytes());
-  state.SetLabel(label(adamw, stats));
+  state.SetLabel(label(adamw, stats, leaf_size));
 }
 BENCHMARK(BM_train_step)
-    ->ArgNames({"adamw", "stats"})
-    ->Args({0, 0})
-    ->Args({1, 0})
-    ->Args({0, 1})
-    ->Args({1, 1})
+    ->ArgNames({"adamw", "stats", "leaf_size"})
+    ->Args({0, 0, 1})
+    ->Args({1, 0, 1})
+    ->Args({0, 1, 1})
+    ->Args({1, 1, 1})
+    ->Args({0, 0, 4})
+    ->Args({1, 0, 4})
+    ->Args({0, 1, 4})
+    ->Args({1, 1, 4})
     ->MinTime(3.0)
+    ->MeasureProcessCPUTime()
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
@@ -83,21 +92,32 @@ BENCHMARK(BM_optimizer_step)
     ->ArgNames({"adamw"})
     ->Arg(0)
     ->Arg(1)
+    ->MeasureProcessCPUTime()
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
+// Console output, plus each label's fastest repetition (--benchmark_repetitions=N: the least
+// disturbed by other load on the machine) for the ratio tables: wall time, and the CPU time of
+// all the process's threads (steadier than wall time on a shared machine).
 class RatioReporter : public benchmark::ConsoleReporter {
  public:
   std::map<std::string, double> seconds;      // label -> real seconds per iteration
+  std::map<std::string, double> cpu_seconds;  // label -> process CPU seconds per iteration
   std::map<std::string, double> state_bytes;  // label -> optimizer state bytes
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
     for (const Run& r : runs) {
       if (r.run_type != Run::RT_Iteration || r.error_occurred) continue;
-      seconds[r.report_label] = r.GetAdjustedRealTime() / benchmark::GetTimeUnitMultiplier(r.time_unit);
-      const auto it = r.counters.find("state_bytes");
-      if (it != r.counters.end()) state_bytes[r.report_label] = it->second.value;
+      const double unit = benchmark::GetTimeUnitMultiplier(r.time_unit);
+      keep_min(seconds, r.report_label, r.GetAdjustedRealTime() / unit);
+      keep_min(cpu_seconds, r.report_label, r.GetAdjustedCPUTime() / unit);
+      const auto bytes = r.counters.find("state_bytes");
+      if (bytes != r.counters.end()) state_bytes[r.report_label] = bytes->second.value;
     }
+  }
+  static void keep_min(std::map<std::string, double>& m, const std::string& key, double v) {
+    const auto it = m.find(key);
+    m[key] = it == m.end() ? v : std::min(it->second, v);
   }
 };
 
@@ -110,15 +130,21 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   auto& s = reporter.seconds;
-  // Throughput of a over b = time of b / time of a.
+  auto& c = reporter.cpu_seconds;
+  // Throughput of a over b = time of b / time of a, by wall time and by process CPU time.
   auto ratio = [&](const char* what, const std::string& a, const std::string& b) {
-    if (s.count(a) && s.count(b)) std::printf("  %-52s %.3f\n", what, s[b] / s[a]);
+    if (s.count(a) && s.count(b)) {
+      std::printf("  %-62s %6.3f %6.3f\n", what, s[b] / s[a], c[b] / c[a]);
+    }
   };
-  std::printf("\nthroughput ratios (higher: the first is faster):\n");
-  ratio("muon / adamw, whole step, statistics off", label(false, false), label(true, false));
-  ratio("muon / adamw, whole step, statistics on", label(false, true), label(true, true));
-  ratio("muon: statistics on / off", label(false, true), label(false, false));
-  ratio("adamw: statistics on / off", label(true, true), label(true, false));
+  std::printf("\nthroughput ratios (higher: the first is faster)%*s wall    CPU\n", 16, "");
+  for (int ls : {1, 4}) {
+    const std::string tokens = " (" + std::to_string(ls * 8 * 128) + " tokens/step)";
+    ratio(("muon / adamw, statistics off" + tokens).c_str(), label(false, false, ls), label(true, false, ls));
+    ratio(("muon / adamw, statistics on" + tokens).c_str(), label(false, true, ls), label(true, true, ls));
+    ratio(("muon: statistics on / off" + tokens).c_str(), label(false, true, ls), label(false, false, ls));
+    ratio(("adamw: statistics on / off" + tokens).c_str(), label(true, true, ls), label(true, false, ls));
+  }
   ratio("optimizer update alone: muon / adamw", "muon update", "adamw update");
   auto& b = reporter.state_bytes;
   if (b.count("muon update") && b.count("adamw update")) {

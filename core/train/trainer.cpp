@@ -81,7 +81,9 @@ void Trainer::build() {
   validate(config_);
   SB_CHECK(options_.micro_leaves >= 0, "micro_leaves=", options_.micro_leaves,
            " must be 0 (all of a rank's leaves at once) or a positive number of leaves");
-  if (config_.run.threads > 0) omp_set_num_threads(static_cast<int>(config_.run.threads));
+  // run.threads = 0: every hardware thread (also after an earlier Trainer chose fewer).
+  omp_set_num_threads(config_.run.threads > 0 ? static_cast<int>(config_.run.threads)
+                                              : omp_get_num_procs());
   be_.set_numerics(to_numerics(config_));
 
   const data::DataConfig data_config = to_data_config(config_);

@@ -84,8 +84,8 @@ class Trainer {
  public:
   // Builds the model (initialised from train.seed), optimizer, accumulator, sampler and
   // validation set from `config` on `backend` (its numerics are set to the config's), reducing
-  // through `comm`. Sets the OpenMP thread count to run.threads when positive. backend and comm
-  // must outlive the Trainer.
+  // through `comm`. Sets the OpenMP thread count to run.threads (0: every hardware thread).
+  // backend and comm must outlive the Trainer.
   Trainer(const Config& config, Backend& backend, Communicator& comm, TrainerOptions options = {});
   // The same on an owned CPU backend and a one-process communicator.
   explicit Trainer(const Config& config, TrainerOptions options = {});
