@@ -239,6 +239,16 @@ class File : public Group {
   // Errors name the file: missing, not an HDF5 file, damaged, locked by a writer.
   static File open(const std::string& path, Mode mode = Mode::read_only);
 
+  // In-memory files (HDF5's core driver, no backing store): HDF5 never writes to the disk, so a
+  // full disk cannot fail inside HDF5 (whose clean-up after a failed write or close is unsafe in
+  // 1.10); image() gives the bytes, which the caller writes with checked I/O. `name` is for
+  // messages. open_in_memory reads the file at `path` (read-write in memory; the file on disk is
+  // never changed).
+  static File create_in_memory(const std::string& name);
+  static File open_in_memory(const std::string& path);
+  // The complete file as HDF5 would write it (flushes first).
+  std::vector<std::byte> image();
+
   bool is_open() const { return file_handle_.valid(); }
   void flush();  // HDF5 buffers to the operating system
   void sync();   // flush() and fsync: on disk

@@ -1,0 +1,196 @@
+// The run file (DESIGN.md §4, docs/FORMAT.md): one sealed HDF5 file per run holding what the run is
+// (root attributes), one row per step of every statistic and fingerprint (/series), the tensor
+// layout (/tensors), parameter snapshots (/snapshots) and, once finished, the final state
+// (/checkpoint). Crash safety: the file is only ever replaced whole (copy, append, seal, fsync,
+// rename), at each checkpoint and at the end, so after a kill at any moment it is the complete
+// file of the last commit. Everything read back is checked (seal, attribute types, dataset dtypes
+// and shapes, consistency): a damaged or hand-made file gives an sb::Error, never a crash.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "samebits/core/io/h5.hpp"
+#include "samebits/core/model/gpt.hpp"
+#include "samebits/core/train/trainer.hpp"
+
+namespace sb::run {
+
+constexpr int64_t kFormatVersion = 1;
+constexpr std::string_view kRunFormat = "samebits-run";
+
+// One tensor of the flat parameter buffer, as /tensors records it.
+struct TensorInfo {
+  std::string name;            // "h.0.attn.qkv.w"
+  std::vector<int64_t> shape;  // rank 1 or 2, e.g. (3C, C)
+  uint64_t offset = 0;         // first element in the flat buffer
+  uint64_t numel = 0;
+  bool operator==(const TensorInfo&) const = default;
+};
+std::vector<TensorInfo> tensor_infos(const std::vector<ParamView>& layout);
+// Length of the flat buffer: max over tensors of offset + numel rounded up to kParamAlign.
+uint64_t flat_size(const std::vector<TensorInfo>& tensors);
+
+// The execution configuration of the session that last wrote the file (not part of the
+// experiment: none of it changes a bit of the results).
+struct Execution {
+  std::string backend;       // Backend::describe(), e.g. "cpu (2 OpenMP threads, AVX2, …)"
+  std::string communicator;  // Communicator::describe(), e.g. "local"
+  int64_t threads = 0;       // OpenMP threads
+  int64_t world_size = 1;
+  int64_t micro_leaves = 0;  // leaves per micro-step (0: all of a rank's leaves at once)
+};
+
+// What a run file records at its creation (each later session records its own config text — its
+// run.* options may differ — and execution).
+struct RunHeader {
+  std::string config_text;      // to_ini_text(config): the fully resolved configuration
+  std::string experiment_id;    // experiment_id(config)
+  std::string experiment_text;  // experiment_text(config)
+  int64_t steps = 0;            // train.steps: the rows a finished run has
+  std::vector<TensorInfo> tensors;
+  Execution execution;
+};
+
+enum class Status { running, finished, failed };
+std::string_view to_string(Status status);
+
+// The root attributes as read back (docs/FORMAT.md lists each).
+struct RunInfo {
+  int64_t format_version = 0;
+  std::string samebits_version, samebits_commit;
+  std::string config_text, experiment_id, experiment_text;
+  int64_t steps = 0;
+  Status status = Status::running;
+  std::string error;  // why the run failed; empty otherwise
+  Execution execution;
+  std::string compiler, build_type, fp_flags, simd, fp_environment;
+  // Not part of the run's content (two runs of the same experiment differ here):
+  std::string host, time_started, time_updated, time_sessions;
+};
+
+// ---- the series --------------------------------------------------------------------------
+
+// Columns of a series row: one value, one per tensor (layout order), or one per collective kind.
+enum class Width { one, tensors, collectives };
+
+// One /series (or /timing) dataset: f32/f64/i64/u64/u8, shape (steps) or (steps, width).
+struct SeriesColumn {
+  std::string_view path;  // "series/loss", "series/per_tensor/grad_norm", "timing/step_seconds"
+  h5::DType dtype;
+  Width width;
+  std::string_view help;  // one line for docs/FORMAT.md
+  // True when the values are a function of the experiment alone (the contract: equal bits on
+  // every execution configuration); false for communication traffic (depends on the world size)
+  // and wall time.
+  bool experiment;
+  // Appends this column's row for `r` (width × dtype bytes) to out.
+  void (*append)(const StepResult& r, std::size_t tensors, std::vector<std::byte>& out);
+};
+// Every column, in a fixed order (the one docs/FORMAT.md lists).
+const std::vector<SeriesColumn>& series_columns();
+
+// ---- writing -------------------------------------------------------------------------------
+
+// Writes a run file; used by one process (rank 0). Steps, snapshots and states are held in memory
+// and reach the file at each commit (checkpoint(), commit(), finish(), fail()), so the file never
+// holds a half-written step.
+class RunWriter {
+ public:
+  // A new run file at `path` (an error if something exists there), status running, 0 steps.
+  static RunWriter create(const std::string& path, const RunHeader& header);
+  // Continues the run at `path` from `step`: its series cut back to `step` rows, later snapshots
+  // removed, this session's config text and execution recorded, status running. The file must hold `header`'s
+  // experiment and at least `step` rows (find the step with run::find_resume_point).
+  static RunWriter resume(const std::string& path, const RunHeader& header, int64_t step,
+                          const std::string& note);
+
+  RunWriter(RunWriter&&) noexcept = default;
+  RunWriter& operator=(RunWriter&&) noexcept = default;
+
+  // One step's row (its stats.step must be the next step).
+  void record(const StepResult& r);
+  // The parameters after `step` (0: the initialisation).  flat_weights: (flat_size).
+  void snapshot(int64_t step, std::span<const float> flat_weights);
+  // Writes <run>.ckpt/step_NNNNNN.h5 (atomically, sealed), commits the run file, then deletes
+  // checkpoints older than the previous one (the last two good ones stay).
+  void checkpoint(const TrainerState& state);
+  // Pending steps and snapshots to the file (status running).
+  void commit();
+  // The last commit: status finished, the final state in /checkpoint; removes <run>.ckpt/.
+  void finish(const TrainerState& state);
+  // Status failed with `message`; pending steps are kept (a resume cuts them back).
+  void fail(const std::string& message);
+
+  const std::string& path() const { return path_; }
+  int64_t steps_recorded() const { return committed_ + pending_rows_; }
+  std::size_t pending_bytes() const;  // memory held until the next commit
+
+ private:
+  RunWriter(std::string path, RunHeader header, int64_t committed);
+  void commit_file(Status status, const std::string& error, const TrainerState* final_state);
+
+  std::string path_;
+  RunHeader header_;
+  int64_t committed_ = 0;     // rows in the file
+  int64_t pending_rows_ = 0;  // rows held in pending_
+  std::vector<std::vector<std::byte>> pending_;  // per series column: (pending_rows_, width)
+  std::vector<std::pair<int64_t, std::vector<float>>> snapshots_;  // (step, flat weights)
+};
+
+// ---- reading -------------------------------------------------------------------------------
+
+// A run file opened read-only after checking its seal and its whole structure: every attribute
+// with its type, every series column with its dtype and shape (steps, width), /series/step equal
+// to 1, 2, …, the tensor table consistent, snapshots with the tensors' shapes.
+class RunReader {
+ public:
+  static RunReader open(const std::string& path);
+
+  const std::string& path() const { return path_; }
+  const RunInfo& info() const { return info_; }
+  const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  int64_t steps_recorded() const { return rows_; }
+
+  // A series column, row-major (steps_recorded, width). T must be the column's dtype.
+  template <class T>
+  std::vector<T> series(std::string_view column) const {
+    return file_.dataset(column).read<T>();
+  }
+  // Rows [first, first + count) of a series column.
+  template <class T>
+  std::vector<T> series_rows(std::string_view column, uint64_t first, uint64_t count) const {
+    return file_.dataset(column).read_rows<T>(first, count);
+  }
+  // A column's values as raw little-endian bytes: (steps_recorded, width) elements of its dtype.
+  std::vector<std::byte> series_bytes(const SeriesColumn& column) const;
+
+  std::vector<int64_t> snapshot_steps() const { return snapshot_steps_; }  // ascending
+  std::vector<float> read_snapshot(int64_t step) const;                     // (flat_size)
+  bool has_final_state() const;  // /checkpoint: a finished run's last state
+  TrainerState read_final_state() const;
+
+  const h5::File& file() const { return file_; }
+
+ private:
+  RunReader() = default;
+  std::string path_;
+  h5::File file_;
+  RunInfo info_;
+  std::vector<TensorInfo> tensors_;
+  int64_t rows_ = 0;
+  std::vector<int64_t> snapshot_steps_;
+};
+
+// The layout of a config's model as the run file records it.
+inline std::vector<TensorInfo> tensor_infos(const GPTConfig& model) {
+  return tensor_infos(gpt_param_layout(model));
+}
+
+// "step_000100": the name of snapshot groups and checkpoint files (6 digits, more when needed).
+std::string step_name(int64_t step);
+
+}  // namespace sb::run

@@ -1,0 +1,169 @@
+// inspect.hpp: the recorded configuration of a run file and the `samebits inspect` text. Nothing
+// here trusts the file beyond what RunReader checked: the config text is parsed like any INI file,
+// checkpoint files are read (and so checked) before they are called good.
+#include "samebits/cli/inspect.hpp"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "samebits/cli/options.hpp"
+#include "samebits/core/io/checkpoint.hpp"
+#include "samebits/det/error.hpp"
+
+namespace sb::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A temporary file holding `text`, removed on scope exit.
+struct TempText {
+  std::string path;
+  explicit TempText(const std::string& text) {
+    std::string tmpl = (fs::temp_directory_path() / "samebits-config-XXXXXX").string();
+    const int fd = ::mkstemp(tmpl.data());
+    SB_CHECK(fd >= 0, "cannot create a temporary file in ", fs::temp_directory_path().string());
+    ::close(fd);
+    path = tmpl;
+    std::ofstream out(path, std::ios::binary);
+    out << text;
+    SB_CHECK(out.good(), "cannot write the temporary file ", path);
+  }
+  ~TempText() {
+    std::error_code ec;
+    fs::remove(path, ec);
+  }
+  TempText(const TempText&) = delete;
+  TempText& operator=(const TempText&) = delete;
+};
+
+std::string number(double v, const char* format = "%.6g") {
+  char text[64];
+  std::snprintf(text, sizeof text, format, v);
+  return text;
+}
+
+std::string experiment_summary(const Config& c) {
+  std::ostringstream s;
+  s << config_name(c.optim.name) << ", " << config_name(c.train.precision) << ", "
+    << (is_deterministic(c.numerics) ? "deterministic" : "vendor numerics") << "; " << c.model.n_layer
+    << " layers x " << c.model.n_embd << ", " << c.model.n_head << " heads, vocab " << c.model.vocab << ", seq "
+    << c.model.seq_len << "; " << config_name(c.data.source) << " data, " << c.data.leaves << " leaves x "
+    << c.data.leaf_size << " sequences";
+  return s.str();
+}
+
+std::string indent_lines(const std::string& text, const std::string& pad) {
+  std::istringstream in(text);
+  std::string line, out;
+  bool first = true;
+  while (std::getline(in, line)) {
+    out += (first ? "" : "\n" + pad) + line;
+    first = false;
+  }
+  return out;
+}
+
+}  // namespace
+
+Config config_from_text(const std::string& ini_text, const std::vector<std::string>& cli_overrides) {
+  const TempText file(ini_text);
+  try {
+    return parse_config(file.path, cli_overrides);
+  } catch (const Error& e) {
+    // Name the run's config, not the temporary file.
+    std::string message = e.what();
+    for (std::size_t at = message.find(file.path); at != std::string::npos; at = message.find(file.path)) {
+      message.replace(at, file.path.size(), "the recorded config");
+    }
+    throw Error(message);
+  }
+}
+
+Config recorded_config(const run::RunReader& run, const std::vector<std::string>& cli_overrides) {
+  Config config;
+  try {
+    config = config_from_text(run.info().config_text, cli_overrides);
+  } catch (const Error& e) {
+    SB_FAIL(run.path(), ": its config does not parse with this samebits: ", e.what());
+  }
+  const std::string id = experiment_id(config);
+  SB_CHECK(id == run.info().experiment_id, run.path(), ": its config is experiment ", id,
+           " but the file records experiment ", run.info().experiment_id,
+           " (the file was edited, or written by another samebits version: ", run.info().samebits_version, ")");
+  SB_CHECK(run::tensor_infos(config.model) == run.tensors(), run.path(),
+           ": its tensor table is not the layout of its config's model");
+  SB_CHECK(config.train.steps == run.info().steps, run.path(), ": attribute steps = ", run.info().steps,
+           " but its config says train.steps = ", config.train.steps);
+  return config;
+}
+
+std::string describe_run(const run::RunReader& run) {
+  const run::RunInfo& i = run.info();
+  std::ostringstream s;
+  s << "run          " << run.path() << "  (format " << i.format_version << ", samebits " << i.samebits_version
+    << ", commit " << i.samebits_commit << ")\n";
+  s << "experiment   " << i.experiment_id;
+  try {
+    s << "  (" << experiment_summary(recorded_config(run)) << ")\n";
+  } catch (const Error& e) {
+    s << "\n             config not usable here: " << e.what() << "\n";
+  }
+  s << "status       " << to_string(i.status) << (i.error.empty() ? "" : ": " + i.error) << "\n";
+  const int64_t rows = run.steps_recorded();
+  s << "steps        " << rows << " of " << i.steps << " recorded";
+  if (rows > 0) {
+    const auto tokens = run.series_rows<int64_t>("series/tokens_seen", uint64_t(rows - 1), 1);
+    s << " (" << tokens[0] << " tokens)";
+  }
+  s << "\n";
+  if (rows > 0) {
+    const auto loss = run.series<float>("series/loss");
+    const auto val = run.series<float>("series/val_loss");
+    s << "loss         first " << number(loss.front(), "%.6f") << " (step 1), last "
+      << number(loss.back(), "%.6f") << " (step " << rows << ")";
+    for (int64_t k = rows - 1; k >= 0; --k) {
+      if (!std::isnan(val[size_t(k)])) {
+        s << "; validation " << number(val[size_t(k)], "%.6f") << " (step " << k + 1 << ")";
+        break;
+      }
+    }
+    s << "\n";
+  }
+  if (run.has_final_state()) {
+    const TrainerState f = run.read_final_state();
+    s << "final state  /checkpoint: step " << f.step << ", " << f.updates << " updates\n";
+  }
+  const auto snapshots = run.snapshot_steps();
+  s << "snapshots    ";
+  if (snapshots.empty()) s << "none";
+  for (std::size_t k = 0; k < snapshots.size(); ++k) s << (k ? ", " : "steps ") << snapshots[k];
+  s << "\n";
+  const auto checkpoints = run::list_checkpoints(run.path());
+  s << "checkpoints  " << (checkpoints.empty() ? "none in " + run::checkpoint_dir(run.path()) : "");
+  for (std::size_t k = 0; k < checkpoints.size(); ++k) {
+    s << (k ? "\n             " : "") << checkpoints[k].path;
+    try {
+      const TrainerState c = run::read_checkpoint_file(checkpoints[k].path, run.tensors());
+      s << "  good (step " << c.step << ", " << c.updates << " updates)";
+    } catch (const Error& e) {
+      s << "  NOT USABLE: " << e.what();
+    }
+  }
+  s << "\n";
+  s << "execution    " << i.execution.backend << "; " << i.execution.communicator << ", world size "
+    << i.execution.world_size << ", " << i.execution.threads << " threads, micro-leaves "
+    << i.execution.micro_leaves << "\n";
+  s << "build        " << i.compiler << " " << i.build_type << ", simd " << i.simd << "; " << i.fp_flags << "\n";
+  s << "fp env       " << i.fp_environment << "\n";
+  s << "host         " << i.host << "; started " << i.time_started << ", updated " << i.time_updated << "\n";
+  s << "sessions     " << indent_lines(i.time_sessions, "             ") << "\n";
+  return s.str();
+}
+
+}  // namespace sb::cli
