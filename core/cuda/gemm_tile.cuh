@@ -40,15 +40,14 @@ struct GemmTile {
   static constexpr int kThreads = TX * TY;
   static constexpr int ROW_STRIDE = TY * 4, COL_STRIDE = TX * 4;
   static constexpr int kPad = 4;  // shared rows of BM + 4 floats: conflict-free transposed stores
-  static constexpr int A_LOADS = BM * BK / kThreads;  // operand values each thread stages per k-tile
-  static constexpr int B_LOADS = BK * BN / kThreads;
   static_assert(TM % 4 == 0 && TN % 4 == 0, "thread tiles are made of 4 x 4 sub-blocks");
   static_assert(BM % TM == 0 && BN % TN == 0, "the block tile must be a whole number of thread tiles");
-  static_assert((BM * BK) % kThreads == 0 && (BK * BN) % kThreads == 0,
-                "every thread stages the same number of operand values");
+  static_assert(BK % 4 == 0 && BM % 4 == 0 && BN % 4 == 0, "float4 staging units fit the tile");
 };
 
-template <class Tile, bool TA, bool TB>
+// VEC: float4 loads of the operands. Only for launches where every unit of 4 values is aligned
+// and lies wholly inside or wholly outside the operand (gemm_vectorizable); the bits are the same.
+template <class Tile, bool TA, bool TB, bool VEC>
 __global__ void __launch_bounds__(Tile::kThreads, Tile::MIN_BLOCKS) gemm_canonical_kernel(GemmArgs g) {
   constexpr int BM = Tile::BM, BN = Tile::BN, BK = Tile::BK, TM = Tile::TM, TN = Tile::TN;
   constexpr int TX = Tile::TX, NT = Tile::kThreads, P = Tile::kPad;
@@ -73,55 +72,85 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::MIN_BLOCKS) gemm_canonic
     }
   }
 
-  // Staging: value l of this thread is element e = tid + l·NT of the tile, in the order that
-  // makes consecutive threads read consecutive addresses of the stored operand.
-  auto a_index = [&](int l, int* r, int* kk) {
-    const int e = tid + l * NT;
-    if (TA) { *kk = e / BM; *r = e % BM; } else { *r = e / BK; *kk = e % BK; }
+  // Staging in units of G values that are consecutive along the stored operand's contiguous
+  // dimension (G = 4: one float4 load; G = 1: one scalar load). Unit u of this thread is unit
+  // e = tid + u·NT of the tile, so consecutive threads read consecutive addresses. A unit holds
+  // op(A)(r .. r+G-1, kk) when A is stored transposed, else op(A)(r, kk .. kk+G-1); likewise B.
+  constexpr int G = VEC ? 4 : 1;
+  constexpr int A_UNITS = BM * BK / G, B_UNITS = BK * BN / G;
+  constexpr int A_PER = (A_UNITS + NT - 1) / NT, B_PER = (B_UNITS + NT - 1) / NT;
+  auto a_unit = [&](int u, int* r, int* kk) {
+    const int e = tid + u * NT;
+    if (TA) { *kk = e / (BM / G); *r = (e % (BM / G)) * G; } else { *r = e / (BK / G); *kk = (e % (BK / G)) * G; }
+    return e < A_UNITS;
   };
-  auto b_index = [&](int l, int* col, int* kk) {
-    const int e = tid + l * NT;
-    if (TB) { *col = e / BK; *kk = e % BK; } else { *kk = e / BN; *col = e % BN; }
+  auto b_unit = [&](int u, int* col, int* kk) {
+    const int e = tid + u * NT;
+    if (TB) { *col = e / (BK / G); *kk = (e % (BK / G)) * G; } else { *kk = e / (BN / G); *col = (e % (BN / G)) * G; }
+    return e < B_UNITS;
   };
-  float ra[Tile::A_LOADS], rb[Tile::B_LOADS];  // the next k-tile, held while the current computes
-  auto load = [&](int k0) {
-#pragma unroll
-    for (int l = 0; l < Tile::A_LOADS; ++l) {
-      int r, kk;
-      a_index(l, &r, &kk);
-      const int gi = m0 + r, gk = k0 + kk;
-      float v = 0.0f;  // outside op(A): never part of a stored chain (rows ≥ m, k ≥ k are skipped)
-      if (gi < g.m && gk < g.k) {
-        v = TA ? g.a[static_cast<size_t>(gk) * g.lda + gi] : g.a[static_cast<size_t>(gi) * g.lda + gk];
-        v = ops::round_operand(v, g.precision);
-      }
-      ra[l] = v;
+  // G values from p (a unit's first element) rounded to the GEMM precision, or zeros when the
+  // unit lies outside op(A) / op(B) (never part of a stored chain: rows ≥ m, k ≥ k are skipped).
+  auto fetch = [&](const float* p, bool inside, float* dst) {
+    if constexpr (VEC) {
+      float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      if (inside) v = *reinterpret_cast<const float4*>(p);
+      dst[0] = v.x, dst[1] = v.y, dst[2] = v.z, dst[3] = v.w;
+    } else {
+      dst[0] = inside ? *p : 0.0f;
     }
 #pragma unroll
-    for (int l = 0; l < Tile::B_LOADS; ++l) {
+    for (int q = 0; q < G; ++q) dst[q] = ops::round_operand(dst[q], g.precision);
+  };
+  float ra[A_PER * G], rb[B_PER * G];  // the next k-tile, held while the current one computes
+  auto load = [&](int k0) {
+#pragma unroll
+    for (int u = 0; u < A_PER; ++u) {
+      int r, kk;
+      const bool live = a_unit(u, &r, &kk);
+      const int gi = m0 + r, gk = k0 + kk;
+      const bool inside = live && gi < g.m && gk < g.k;
+      const size_t at = TA ? static_cast<size_t>(gk) * g.lda + gi : static_cast<size_t>(gi) * g.lda + gk;
+      fetch(g.a + (inside ? at : 0), inside, ra + u * G);
+    }
+#pragma unroll
+    for (int u = 0; u < B_PER; ++u) {
       int col, kk;
-      b_index(l, &col, &kk);
+      const bool live = b_unit(u, &col, &kk);
       const int gj = n0 + col, gk = k0 + kk;
-      float v = 0.0f;
-      if (gj < g.n && gk < g.k) {
-        v = TB ? g.b[static_cast<size_t>(gj) * g.ldb + gk] : g.b[static_cast<size_t>(gk) * g.ldb + gj];
-        v = ops::round_operand(v, g.precision);
-      }
-      rb[l] = v;
+      const bool inside = live && gj < g.n && gk < g.k;
+      const size_t at = TB ? static_cast<size_t>(gj) * g.ldb + gk : static_cast<size_t>(gk) * g.ldb + gj;
+      fetch(g.b + (inside ? at : 0), inside, rb + u * G);
     }
   };
   auto store = [&](int buf) {
 #pragma unroll
-    for (int l = 0; l < Tile::A_LOADS; ++l) {
+    for (int u = 0; u < A_PER; ++u) {
       int r, kk;
-      a_index(l, &r, &kk);
-      As[buf][kk][r] = ra[l];
+      if (!a_unit(u, &r, &kk)) continue;
+      const float* v = ra + u * G;
+      if constexpr (VEC && TA) {
+        *reinterpret_cast<float4*>(&As[buf][kk][r]) = make_float4(v[0], v[1], v[2], v[3]);
+      } else {
+#pragma unroll
+        for (int q = 0; q < G; ++q) {
+          if (TA) As[buf][kk][r + q] = v[q]; else As[buf][kk + q][r] = v[q];
+        }
+      }
     }
 #pragma unroll
-    for (int l = 0; l < Tile::B_LOADS; ++l) {
+    for (int u = 0; u < B_PER; ++u) {
       int col, kk;
-      b_index(l, &col, &kk);
-      Bs[buf][kk][col] = rb[l];
+      if (!b_unit(u, &col, &kk)) continue;
+      const float* v = rb + u * G;
+      if constexpr (VEC && !TB) {
+        *reinterpret_cast<float4*>(&Bs[buf][kk][col]) = make_float4(v[0], v[1], v[2], v[3]);
+      } else {
+#pragma unroll
+        for (int q = 0; q < G; ++q) {
+          if (TB) Bs[buf][kk + q][col] = v[q]; else Bs[buf][kk][col + q] = v[q];
+        }
+      }
     }
   };
   // One step of every chain of the thread: acc[i][j] ← fma(A(i, k), B(k, j), acc[i][j]).

@@ -36,6 +36,23 @@ constexpr std::array<CudaGemmTile, 6> kTiles = {tile_of<Tile0>(), tile_of<Tile1>
                                                 tile_of<Tile2>(), tile_of<Tile3>(),
                                                 tile_of<Tile4>(), tile_of<Tile5>()};
 
+// Whether float4 staging is exact for this GEMM: both operands 16-byte aligned with leading
+// dimensions that are multiples of 4, and each operand's contiguous dimension (k for A, n for B;
+// m and k when transposed) a multiple of 4, so a unit of 4 never straddles the operand's edge.
+bool gemm_vectorizable(const GemmArgs& g, bool ta, bool tb) {
+  auto aligned = [](const float* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  return aligned(g.a) && aligned(g.b) && g.lda % 4 == 0 && g.ldb % 4 == 0 &&
+         (ta ? g.m : g.k) % 4 == 0 && (tb ? g.k : g.n) % 4 == 0;
+}
+
+template <class Tile, bool TA, bool TB>
+void launch_gemm(const GemmArgs& g, const dim3& grid, cudaStream_t stream) {
+  if (gemm_vectorizable(g, TA, TB))
+    gemm_canonical_kernel<Tile, TA, TB, true><<<grid, Tile::kThreads, 0, stream>>>(g);
+  else
+    gemm_canonical_kernel<Tile, TA, TB, false><<<grid, Tile::kThreads, 0, stream>>>(g);
+}
+
 template <class Tile>
 void launch_gemm(const GemmArgs& g, bool ta, bool tb, cudaStream_t stream) {
   const int64_t row_tiles = (static_cast<int64_t>(g.m) + Tile::BM - 1) / Tile::BM;
@@ -44,11 +61,11 @@ void launch_gemm(const GemmArgs& g, bool ta, bool tb, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((g.n + Tile::BN - 1) / Tile::BN),
                   static_cast<unsigned>(row_tiles));
   if (ta) {
-    if (tb) gemm_canonical_kernel<Tile, true, true><<<grid, Tile::kThreads, 0, stream>>>(g);
-    else gemm_canonical_kernel<Tile, true, false><<<grid, Tile::kThreads, 0, stream>>>(g);
+    if (tb) launch_gemm<Tile, true, true>(g, grid, stream);
+    else launch_gemm<Tile, true, false>(g, grid, stream);
   } else {
-    if (tb) gemm_canonical_kernel<Tile, false, true><<<grid, Tile::kThreads, 0, stream>>>(g);
-    else gemm_canonical_kernel<Tile, false, false><<<grid, Tile::kThreads, 0, stream>>>(g);
+    if (tb) launch_gemm<Tile, false, true>(g, grid, stream);
+    else launch_gemm<Tile, false, false>(g, grid, stream);
   }
   SB_CUDA_CHECK_LAUNCH();
 }

@@ -5,6 +5,8 @@
 #include <curand_kernel.h>
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
