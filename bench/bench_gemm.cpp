@@ -1,0 +1,247 @@
+// bench_gemm: the issue-9 ratios, each measured side by side in one process — the two variants of a
+// comparison alternate, block after block, and the figure is the median over repetitions of the
+// per-repetition ratio (a burst of outside load hits both sides of one repetition alike). Times are
+// process CPU time (steady on a loaded machine) and wall time. Prints one JSON object (bench/run
+// turns it into bench/results.json and the table of docs/PERFORMANCE.md). Nothing here checks
+// bits: the canonical GEMM's bitwise tests are tests/unit/test_gemm_shapes.cpp.
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "samebits/core/backend.hpp"
+#include "samebits/core/config.hpp"
+#include "samebits/core/optim/optimizer.hpp"
+#include "samebits/core/train/trainer.hpp"
+
+namespace {
+
+using namespace sb;
+
+struct Times {
+  double cpu = 0, wall = 0;  // seconds per call
+};
+
+double now(clockid_t clock) {
+  timespec ts;
+  clock_gettime(clock, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// Runs f `calls` times; seconds per call.
+Times time_block(const std::function<void()>& f, int calls) {
+  const double c0 = now(CLOCK_PROCESS_CPUTIME_ID), w0 = now(CLOCK_MONOTONIC);
+  for (int i = 0; i < calls; ++i) f();
+  return {(now(CLOCK_PROCESS_CPUTIME_ID) - c0) / calls, (now(CLOCK_MONOTONIC) - w0) / calls};
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t h = v.size() / 2;
+  return v.size() % 2 ? v[h] : 0.5 * (v[h - 1] + v[h]);
+}
+
+// One comparison: time(a) / time(b) (below 1: a is faster), medians over `reps` repetitions.
+struct Ratio {
+  std::string name, a_label, b_label;
+  double cpu = 0, wall = 0;     // median of per-repetition ratios a/b
+  double a_cpu = 0, b_cpu = 0;  // median seconds per call
+  double a_wall = 0, b_wall = 0;
+  int reps = 0, calls = 0;
+};
+
+Ratio compare(const std::string& name, const std::string& a_label, const std::function<void()>& a,
+              const std::string& b_label, const std::function<void()>& b, int reps,
+              double block_seconds) {
+  a();  // warm: first touch, packing buffers, thread pools
+  b();
+  const Times probe = time_block(a, 1);
+  const int calls = std::max(1, static_cast<int>(block_seconds / std::max(probe.wall, 1e-6)));
+  std::vector<double> rc, rw, ac, bc, aw, bw;
+  for (int r = 0; r < reps; ++r) {
+    // Alternate which side goes first, so neither always follows the other's cache state.
+    Times ta, tb;
+    if (r % 2 == 0) {
+      ta = time_block(a, calls);
+      tb = time_block(b, calls);
+    } else {
+      tb = time_block(b, calls);
+      ta = time_block(a, calls);
+    }
+    rc.push_back(ta.cpu / tb.cpu);
+    rw.push_back(ta.wall / tb.wall);
+    ac.push_back(ta.cpu), bc.push_back(tb.cpu), aw.push_back(ta.wall), bw.push_back(tb.wall);
+  }
+  Ratio out{name, a_label, b_label};
+  out.cpu = median(rc), out.wall = median(rw);
+  out.a_cpu = median(ac), out.b_cpu = median(bc), out.a_wall = median(aw), out.b_wall = median(bw);
+  out.reps = reps, out.calls = calls;
+  std::fprintf(stderr, "  %-44s cpu %.3f  wall %.3f  (%s %.3f ms, %s %.3f ms cpu)\n", name.c_str(),
+               out.cpu, out.wall, a_label.c_str(), 1e3 * out.a_cpu, b_label.c_str(), 1e3 * out.b_cpu);
+  return out;
+}
+
+// Operands of one GEMM shape (row-major, op(A) m×k, op(B) k×n) filled with fixed pseudo-random
+// values in [-0.5, 0.5).
+struct GemmCase {
+  Trans ta, tb;
+  int m, n, k;
+  std::vector<float> a, b, c;  // (ta? k×m : m×k), (tb? n×k : k×n), (m, n)
+  int lda() const { return ta == Trans::no ? k : m; }
+  int ldb() const { return tb == Trans::no ? n : k; }
+};
+
+GemmCase make_case(Trans ta, Trans tb, int m, int n, int k) {
+  GemmCase g{ta, tb, m, n, k, {}, {}, {}};
+  g.a.resize(static_cast<size_t>(m) * k);
+  g.b.resize(static_cast<size_t>(k) * n);
+  g.c.resize(static_cast<size_t>(m) * n);
+  uint32_t x = 12345u;
+  auto next = [&] { return static_cast<float>((x = x * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f; };
+  for (float& v : g.a) v = next();
+  for (float& v : g.b) v = next();
+  return g;
+}
+
+std::string shape_name(const GemmCase& g) {
+  return std::string(g.ta == Trans::no ? "N" : "T") + (g.tb == Trans::no ? "N" : "T") + " " +
+         std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k);
+}
+
+std::function<void()> canonical(Backend& be, GemmCase& g) {
+  return [&be, &g] {
+    be.gemm(g.ta, g.tb, g.m, g.n, g.k, g.a.data(), g.lda(), g.b.data(), g.ldb(), g.c.data(), g.n,
+            false, Precision::fp32);
+  };
+}
+
+std::function<void()> openblas(GemmCase& g) {
+  return [&g] {
+    cblas_sgemm(CblasRowMajor, g.ta == Trans::no ? CblasNoTrans : CblasTrans,
+                g.tb == Trans::no ? CblasNoTrans : CblasTrans, g.m, g.n, g.k, 1.0f, g.a.data(),
+                g.lda(), g.b.data(), g.ldb(), 0.0f, g.c.data(), g.n);
+  };
+}
+
+// The default experiment (experiments/configs/default.ini: 8 leaves of 4 sequences of 128 tokens).
+Config default_config() {
+  Config c;
+  c.data.leaf_size = 4;
+  c.data.leaves = 8;
+  c.train.eval_every = 0;
+  return c;
+}
+
+void print_json(const std::vector<Ratio>& ratios, double muon_bytes, double adamw_bytes) {
+  std::printf("{\n  \"ratios\": [\n");
+  for (size_t i = 0; i < ratios.size(); ++i) {
+    const Ratio& r = ratios[i];
+    std::printf("    {\"name\": \"%s\", \"a\": \"%s\", \"b\": \"%s\", \"cpu_ratio\": %.5f, "
+                "\"wall_ratio\": %.5f, \"a_cpu_s\": %.6g, \"b_cpu_s\": %.6g, \"a_wall_s\": %.6g, "
+                "\"b_wall_s\": %.6g, \"reps\": %d, \"calls_per_block\": %d}%s\n",
+                r.name.c_str(), r.a_label.c_str(), r.b_label.c_str(), r.cpu, r.wall, r.a_cpu,
+                r.b_cpu, r.a_wall, r.b_wall, r.reps, r.calls, i + 1 < ratios.size() ? "," : "");
+  }
+  std::printf("  ],\n  \"state_bytes\": {\"muon\": %.0f, \"adamw\": %.0f}\n}\n", muon_bytes, adamw_bytes);
+}
+
+}  // namespace
+
+// bench_gemm [--quick] [--only gemm|step]: --quick uses fewer repetitions (a smoke run).
+int main(int argc, char** argv) {
+  bool quick = false;
+  std::string only;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--quick") quick = true;
+    else if (arg == "--only" && i + 1 < argc) only = argv[++i];
+    else {
+      std::fprintf(stderr, "usage: bench_gemm [--quick] [--only gemm|step]\n");
+      return 2;
+    }
+  }
+  const int reps = quick ? 3 : 7;
+  std::vector<Ratio> ratios;
+  double muon_bytes = 0, adamw_bytes = 0;
+  auto be = make_cpu_backend(Numerics::deterministic());
+
+  if (only.empty() || only == "gemm") {
+    std::fprintf(stderr, "GEMM, 1 thread: canonical / OpenBLAS sgemm (time ratio)\n");
+    omp_set_num_threads(1);
+    openblas_set_num_threads(1);
+    std::vector<GemmCase> square = {make_case(Trans::no, Trans::no, 512, 512, 512),
+                                    make_case(Trans::no, Trans::no, 1024, 1024, 1024)};
+    for (GemmCase& g : square)
+      ratios.push_back(compare("sgemm " + shape_name(g), "canonical", canonical(*be, g), "openblas",
+                               openblas(g), reps, quick ? 0.05 : 0.15));
+    // The default model's linear layers on one leaf (N = 4 × 128 tokens): forward NT (N, OC, C),
+    // input gradient NN (N, C, OC), weight gradient TN (OC, C, N); (C, OC) of qkv, attention
+    // projection, MLP up, MLP down and the tied LM head.
+    const int N = 512;
+    std::vector<GemmCase> model;
+    for (auto [C, OC] : {std::pair{128, 384}, {128, 128}, {128, 512}, {512, 128}, {128, 256}}) {
+      model.push_back(make_case(Trans::no, Trans::yes, N, OC, C));
+      model.push_back(make_case(Trans::no, Trans::no, N, C, OC));
+      model.push_back(make_case(Trans::yes, Trans::no, OC, C, N));
+    }
+    for (GemmCase& g : model)
+      ratios.push_back(compare("sgemm " + shape_name(g), "canonical", canonical(*be, g), "openblas",
+                               openblas(g), reps, quick ? 0.02 : 0.06));
+    // All of them in one call sequence: the model's GEMM mix (time-weighted).
+    auto all = [&](bool canon) {
+      return [&, canon] {
+        for (GemmCase& g : model) canon ? canonical(*be, g)() : openblas(g)();
+      };
+    };
+    ratios.push_back(compare("sgemm default-model mix (15 shapes)", "canonical", all(true),
+                             "openblas", all(false), reps, quick ? 0.05 : 0.15));
+
+    std::fprintf(stderr, "canonical GEMM, 1 thread / 2 threads (time ratio; speedup = 1/ratio)\n");
+    for (GemmCase* g : {&square[1], &model[0]}) {
+      auto threads = [&, g](int t) {
+        return [&, g, t] {
+          omp_set_num_threads(t);
+          canonical(*be, *g)();
+        };
+      };
+      ratios.push_back(compare("canonical threads " + shape_name(*g), "1 thread", threads(1),
+                               "2 threads", threads(2), reps, quick ? 0.05 : 0.15));
+    }
+  }
+
+  if (only.empty() || only == "step") {
+    std::fprintf(stderr, "training step, default experiment (4096 tokens), 2 threads\n");
+    omp_set_num_threads(2);
+    openblas_set_num_threads(2);
+    TrainerOptions fast;
+    fast.statistics = false;
+    fast.fingerprints = false;
+    TrainerOptions full;  // statistics and fingerprints on: what the run file records
+    Config det = default_config();
+    Config vendor = default_config();
+    vendor.numerics = numerics_preset(NumericsMode::vendor);
+    Config adamw = default_config();
+    adamw.optim.name = OptimizerName::adamw;
+    adamw.optim.lr = 3e-3;
+    Trainer t_det(det, fast), t_vendor(vendor, fast), t_adamw(adamw, fast), t_full(det, full);
+    auto step = [](Trainer& t) { return [&t] { t.step(); }; };
+    const int step_reps = quick ? 3 : 5;
+    const double block = quick ? 0.3 : 1.0;
+    ratios.push_back(compare("step deterministic / vendor", "deterministic", step(t_det), "vendor",
+                             step(t_vendor), step_reps, block));
+    ratios.push_back(compare("step muon / adamw", "muon", step(t_det), "adamw", step(t_adamw),
+                             step_reps, block));
+    ratios.push_back(compare("step statistics on / off", "statistics on", step(t_full),
+                             "statistics off", step(t_det), step_reps, block));
+    muon_bytes = static_cast<double>(t_det.optimizer().state_bytes());
+    adamw_bytes = static_cast<double>(t_adamw.optimizer().state_bytes());
+  }
+  print_json(ratios, muon_bytes, adamw_bytes);
+  return 0;
+}
