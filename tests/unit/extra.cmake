@@ -27,3 +27,10 @@ if(SAMEBITS_HAVE_CUDA)
                    -P ${CMAKE_CURRENT_LIST_DIR}/check_no_fma_ptx.cmake)
   set_tests_properties(test_no_contraction_ptx PROPERTIES LABELS unit TIMEOUT 60)
 endif()
+
+# Fast-math and contraction flags are refused at configure time (cmake/Numerics.cmake).
+add_test(NAME test_fast_math_refused
+         COMMAND ${CMAKE_COMMAND} -DSOURCE_DIR=${CMAKE_SOURCE_DIR}
+                 -DWORK_DIR=${CMAKE_BINARY_DIR}/fast-math-check
+                 -P ${CMAKE_CURRENT_LIST_DIR}/check_fast_math_refused.cmake)
+set_tests_properties(test_fast_math_refused PROPERTIES LABELS unit TIMEOUT 300)
