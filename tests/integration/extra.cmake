@@ -37,12 +37,17 @@ foreach(_test test_mpi_invariance test_mpi_resume test_mpi_native test_mpi_failu
   endif()
 endforeach()
 
-# Notebooks (issue 8): samebits_nb's unit tests on synthetic run files written with h5py (the
-# tests on runs trained with `samebits train` run when SAMEBITS_BIN is set). Debian's
-# /usr/bin/python3 (python3-h5py, python3-matplotlib); exit 77 (skipped) when it lacks them.
+# Notebooks (issue 8): samebits_nb's unit tests (synthetic run files written with h5py, and tiny
+# runs trained with `samebits train`), then the three notebooks executed headless with nbconvert
+# on runs the test trains itself (into <build>/notebooks_out/). Debian's /usr/bin/python3
+# (python3-h5py, -matplotlib, -nbconvert, -ipykernel); exit 77 (skipped) when it lacks them.
 if(EXISTS /usr/bin/python3)
   add_test(NAME test_notebooks_package
            COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/notebooks/tests/run_tests.py)
-  set_tests_properties(test_notebooks_package PROPERTIES LABELS integration SKIP_RETURN_CODE 77
-                       TIMEOUT 300 ENVIRONMENT "MPLBACKEND=Agg;OMP_WAIT_POLICY=PASSIVE")
+  add_test(NAME test_notebooks_execute
+           COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/notebooks/tests/run_notebooks.py
+                   ${CMAKE_BINARY_DIR}/notebooks_out)
+  set_tests_properties(test_notebooks_package test_notebooks_execute PROPERTIES
+                       LABELS integration SKIP_RETURN_CODE 77 TIMEOUT 300
+                       ENVIRONMENT "SAMEBITS_BIN=$<TARGET_FILE:samebits>;MPLBACKEND=Agg;OMP_WAIT_POLICY=PASSIVE;PYTHONDONTWRITEBYTECODE=1")
 endif()
