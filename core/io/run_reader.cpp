@@ -176,7 +176,7 @@ std::vector<float> RunReader::read_snapshot(int64_t step) const {
 std::vector<std::byte> RunReader::series_bytes(const SeriesColumn& column) const {
   const auto as_bytes = [](const auto& values) {
     std::vector<std::byte> out(values.size() * sizeof(values[0]));
-    std::memcpy(out.data(), values.data(), out.size());
+    if (!out.empty()) std::memcpy(out.data(), values.data(), out.size());
     return out;
   };
   switch (column.dtype) {

@@ -54,6 +54,7 @@ uint64_t chunk_rows(const SeriesColumn& c, std::size_t tensors) {
 
 template <class T>
 void append_typed(h5::Dataset& d, const std::vector<std::byte>& bytes) {
+  if (bytes.empty()) return;
   std::vector<T> values(bytes.size() / sizeof(T));
   std::memcpy(values.data(), bytes.data(), values.size() * sizeof(T));
   d.append_rows<T>(values);
@@ -179,9 +180,14 @@ RunWriter RunWriter::create(const std::string& path, const RunHeader& header) {
     f.set_attr("time_updated", now);
     f.set_attr("time_sessions", now + " start at step 0 on " + host_name());
     write_tensor_table(f, header.tensors);
+    std::string kinds;  // the columns of comm_bytes and comm_calls
+    for (std::size_t k = 0; k < kCollectiveKinds; ++k) {
+      kinds += (k ? "\n" : "") + std::string(to_string(static_cast<Collective>(k)));
+    }
     for (const SeriesColumn& c : series_columns()) {
-      f.create_extendible(c.path, c.dtype, column_width(c, header.tensors.size()),
-                          chunk_rows(c, header.tensors.size()));
+      h5::Dataset d = f.create_extendible(c.path, c.dtype, column_width(c, header.tensors.size()),
+                                          chunk_rows(c, header.tensors.size()));
+      if (c.width == Width::collectives) d.set_attr("columns", kinds);
     }
     image = f.image();
     f.close();

@@ -4,95 +4,13 @@
 // Also: SIGINT checkpoints and stops cleanly; a damaged newest checkpoint is passed over (and the
 // resume says so); a full disk (RLIMIT_FSIZE: writes fail with EFBIG) while checkpointing is a
 // clear error that leaves the earlier checkpoints intact, and the run resumes to the same content.
-#include <doctest/doctest.h>
+#include "integration/test_crash_resume.hpp"
 
-#include <random>
-
-#include "integration/test_cli_support.hpp"
-#include "samebits/core/io/checkpoint.hpp"
-#include "samebits/core/io/run_file.hpp"
-
-namespace {
-
-using sbt::Child;
-using sbt::Result;
-using sbt::SpawnOptions;
-using sbt::TempDir;
-namespace fs = std::filesystem;
-
-// 60 steps, a checkpoint every 3 (many commits to land in), snapshots, validation.
-const std::string kTrain = "checkpoint_every = 3\nsnapshot_steps = 0, 10, 31, 60\n";
-
-std::string config_text() {
-  std::string c = sbt::tiny_config(kTrain);
-  c.replace(c.find("steps = 20"), 10, "steps = 60");
-  return c;
-}
-
-// Trains `config` into dir/run.h5 (relative paths, so the recorded run.out is the same everywhere).
-Result train(const std::string& dir, std::vector<std::string> extra = {}, SpawnOptions options = {}) {
-  std::vector<std::string> args{"train", "run.ini", "--out", "run.h5"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  options.cwd = dir;
-  return sbt::run(args, options);
-}
-
-std::string make_dir(const TempDir& root, const std::string& name, const std::string& config) {
-  const std::string dir = root / name;
-  fs::create_directories(dir);
-  sbt::write_text(dir + "/run.ini", config);
-  return dir;
-}
-
-// Leftover temporary files beside the run file or in its checkpoint folder.
-int temporaries(const std::string& dir) {
-  int n = 0;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) {
-    n += e.path().filename().string().find(".tmp.") != std::string::npos;
-  }
-  return n;
-}
-
-}  // namespace
+using namespace sbt;
+using namespace crash;
 
 TEST_CASE("SIGKILL at random moments, then --resume: the same file content as an uninterrupted run") {
-  TempDir root;
-  const std::string ref = make_dir(root, "ref", config_text());
-  const auto start = std::chrono::steady_clock::now();
-  const Result r = train(ref);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  REQUIRE_MESSAGE(r.code == 0, sbt::describe(r));
-  REQUIRE(sbt::content_difference(ref + "/run.h5", ref + "/run.h5").empty());
-
-  std::mt19937_64 rng(20240601);
-  std::uniform_real_distribution<double> moment(0.02, 1.0);
-  int kills = 0, trials = 0;
-  for (int attempt = 0; attempt < 40 && (kills < 8 || trials < 6); ++attempt) {
-    const std::string dir = make_dir(root, "trial" + std::to_string(attempt), config_text());
-    // One to three kills in a row, each at a random moment of a whole run's duration.
-    const int chain = 1 + int(rng() % 3);
-    int landed = 0;
-    for (int k = 0; k < chain; ++k) {
-      Child child({"train", "run.ini", "--out", "run.h5", "--resume"}, SpawnOptions{0, dir});
-      const double delay = moment(rng) * seconds;
-      std::this_thread::sleep_for(std::chrono::duration<double>(delay));
-      child.kill(SIGKILL);
-      const Result killed = child.wait();
-      CHECK_MESSAGE((killed.signal == SIGKILL || killed.code == 0), sbt::describe(killed));
-      landed += killed.signal == SIGKILL;
-    }
-    const Result resumed = train(dir, {"--resume"});
-    REQUIRE_MESSAGE(resumed.code == 0, sbt::describe(resumed));
-    CHECK_MESSAGE(sbt::content_difference(ref + "/run.h5", dir + "/run.h5") == "", "attempt ", attempt,
-                  " (", landed, " kills):\n", resumed.output);
-    CHECK(temporaries(dir) == 0);
-    CHECK_FALSE(fs::exists(dir + "/run.ckpt"));
-    kills += landed;
-    trials += landed > 0;
-  }
-  MESSAGE(kills, " SIGKILLs landed in ", trials, " interrupted runs (uninterrupted run: ", seconds, " s)");
-  CHECK(kills >= 5);
-  CHECK(trials >= 5);
+  kill_and_resume(config_text(), 8, 6, 20240601);
 }
 
 TEST_CASE("SIGINT and --stop-after end with a checkpoint; --resume continues to the same content") {
@@ -104,7 +22,7 @@ TEST_CASE("SIGINT and --stop-after end with a checkpoint; --resume continues to 
   const Result s = train(stopped, {"--stop-after", "17"});
   CHECK_MESSAGE(s.code == 0, s.output);
   CHECK(s.output.find("stopped (--stop-after 17) after step 17") != std::string::npos);
-  const Result inspect = sbt::run({"inspect", stopped + "/run.h5"});
+  const Result inspect = run({"inspect", stopped + "/run.h5"});
   CHECK(inspect.output.find("status       failed: stopped (--stop-after 17) after step 17") != std::string::npos);
   CHECK(inspect.output.find("17 of 60 recorded") != std::string::npos);
   const auto entries = sb::run::list_checkpoints(stopped + "/run.h5");
@@ -113,7 +31,7 @@ TEST_CASE("SIGINT and --stop-after end with a checkpoint; --resume continues to 
   CHECK(entries[1].step == 17);
   const Result resumed = train(stopped, {"--resume"});
   CHECK(resumed.output.find("at step 17 (from checkpoint run.ckpt/step_000017.h5)") != std::string::npos);
-  CHECK(sbt::content_difference(ref + "/run.h5", stopped + "/run.h5") == "");
+  CHECK(content_difference(ref + "/run.h5", stopped + "/run.h5") == "");
 
   const std::string interrupted = make_dir(root, "sigint", config_text());
   {
@@ -127,12 +45,12 @@ TEST_CASE("SIGINT and --stop-after end with a checkpoint; --resume continues to 
     if (r.code == 0) {
       MESSAGE("the run finished before SIGINT arrived");
     } else {
-      CHECK_MESSAGE(r.code == 2, sbt::describe(r));
+      CHECK_MESSAGE(r.code == 2, describe(r));
       CHECK(r.output.find("interrupted by SIGINT after step") != std::string::npos);
     }
   }
   REQUIRE(train(interrupted, {"--resume"}).code == 0);
-  CHECK(sbt::content_difference(ref + "/run.h5", interrupted + "/run.h5") == "");
+  CHECK(content_difference(ref + "/run.h5", interrupted + "/run.h5") == "");
 }
 
 TEST_CASE("a damaged newest checkpoint: --resume falls back to the previous one and says so") {
@@ -144,25 +62,25 @@ TEST_CASE("a damaged newest checkpoint: --resume falls back to the previous one 
     const std::string dir = make_dir(root, damage, config_text());
     REQUIRE(train(dir, {"--stop-after", "20"}).code == 0);
     const std::string newest = sb::run::checkpoint_file(dir + "/run.h5", 20);
-    std::vector<char> bytes = sbt::read_bytes(newest);
+    std::vector<char> bytes = read_bytes(newest);
     REQUIRE(bytes.size() > 1000);
     if (std::string(damage) == "flip") bytes[bytes.size() / 3] ^= 0x10;
     if (std::string(damage) == "truncate") bytes.resize(bytes.size() / 2);
     if (std::string(damage) == "empty") bytes.clear();
-    sbt::write_bytes(newest, bytes);
+    write_bytes(newest, bytes);
     const Result r = train(dir, {"--resume"});
-    REQUIRE_MESSAGE(r.code == 0, sbt::describe(r));
+    REQUIRE_MESSAGE(r.code == 0, describe(r));
     CHECK_MESSAGE(r.output.find("checkpoint run.ckpt/step_000020.h5 is not usable") != std::string::npos, r.output);
     CHECK(r.output.find("falling back to the previous one") != std::string::npos);
     CHECK(r.output.find("at step 18 (from checkpoint run.ckpt/step_000018.h5)") != std::string::npos);
-    CHECK(sbt::content_difference(ref + "/run.h5", dir + "/run.h5") == "");
+    CHECK(content_difference(ref + "/run.h5", dir + "/run.h5") == "");
   }
 }
 
 TEST_CASE("disk full while checkpointing: a clear error, earlier checkpoints intact, then the same content") {
   TempDir root;
   // 64 wide: a checkpoint (parameters and optimizer state) is larger than the run file.
-  std::string config = sbt::tiny_config("checkpoint_every = 5\n", 64);
+  std::string config = tiny_config("checkpoint_every = 5\n", 64);
   const std::string ref = make_dir(root, "ref", config);
   REQUIRE(train(ref).code == 0);
   const std::string dir = make_dir(root, "full", config);
@@ -172,17 +90,17 @@ TEST_CASE("disk full while checkpointing: a clear error, earlier checkpoints int
   REQUIRE(before.size() == 2);
   const uint64_t run_size = fs::file_size(run_file), checkpoint_size = fs::file_size(before[0].path);
   REQUIRE_MESSAGE(run_size + 20000 < checkpoint_size, run_size, " vs ", checkpoint_size);
-  const std::vector<char> kept5 = sbt::read_bytes(before[0].path), kept6 = sbt::read_bytes(before[1].path);
+  const std::vector<char> kept5 = read_bytes(before[0].path), kept6 = read_bytes(before[1].path);
 
   // Files may grow to the middle of the two sizes: the run file's commits fit, the checkpoint of
   // step 10 does not.
   const Result full = train(dir, {"--resume"}, SpawnOptions{(run_size + checkpoint_size) / 2, ""});
-  CHECK_MESSAGE(full.code == 2, sbt::describe(full));
+  CHECK_MESSAGE(full.code == 2, describe(full));
   CHECK(full.output.find("cannot write the checkpoint run.ckpt/step_000010.h5 (disk full?); the earlier "
                          "checkpoints are intact") != std::string::npos);
   CHECK(full.output.find("File too large") != std::string::npos);
-  CHECK(sbt::read_bytes(before[0].path) == kept5);
-  CHECK(sbt::read_bytes(before[1].path) == kept6);
+  CHECK(read_bytes(before[0].path) == kept5);
+  CHECK(read_bytes(before[1].path) == kept6);
   CHECK(temporaries(dir) == 0);
   CHECK(sb::run::list_checkpoints(run_file).size() == 2);
   // Held open (as a notebook would) while the run is resumed below: never a lock conflict.
@@ -191,15 +109,15 @@ TEST_CASE("disk full while checkpointing: a clear error, earlier checkpoints int
   CHECK(failed.info().error.find("disk full?") != std::string::npos);
 
   // A limit below even the run file: the commit itself fails, the old file stays.
-  const std::vector<char> run_bytes = sbt::read_bytes(run_file);
+  const std::vector<char> run_bytes = read_bytes(run_file);
   const Result tiny = train(dir, {"--resume"}, SpawnOptions{run_size / 2, ""});
   CHECK(tiny.code == 2);
   CHECK(tiny.output.find("File too large") != std::string::npos);
-  CHECK(sbt::read_bytes(run_file) == run_bytes);
+  CHECK(read_bytes(run_file) == run_bytes);
   CHECK(temporaries(dir) == 0);
 
   const Result resumed = train(dir, {"--resume"});
-  REQUIRE_MESSAGE(resumed.code == 0, sbt::describe(resumed));
-  CHECK(sbt::content_difference(ref + "/run.h5", run_file) == "");
+  REQUIRE_MESSAGE(resumed.code == 0, describe(resumed));
+  CHECK(content_difference(ref + "/run.h5", run_file) == "");
   CHECK(failed.steps_recorded() == 10);  // the reader still sees the file it opened
 }

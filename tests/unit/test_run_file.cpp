@@ -2,12 +2,13 @@
 // every damaged byte and any truncation; what the writer records is read back bit for bit (series
 // rows, tensor table, snapshots, checkpoints, the final state); a resume cuts the series and
 // snapshots back; find_resume_point takes the newest good checkpoint and says why it passes over
-// others; ULP and tensor distances on known values.
+// others; ULP and tensor distances on known values; docs/FORMAT.md names everything a file holds.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <set>
 
@@ -290,4 +291,28 @@ TEST_CASE("config_from_text gives back the resolved config; the schema's columns
                         "series/tokens", "timing/step_seconds"}) {
     CHECK_MESSAGE(paths.count(p) == 1, p);
   }
+}
+
+TEST_CASE("docs/FORMAT.md names every series column and every attribute a run file has") {
+  const fs::path doc = fs::path(__FILE__).parent_path().parent_path().parent_path() / "docs" / "FORMAT.md";
+  std::ifstream in(doc);
+  REQUIRE_MESSAGE(in.good(), doc.string());
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (const run::SeriesColumn& c : run::series_columns()) {
+    CHECK_MESSAGE(text.find("`" + std::string(c.path) + "`") != std::string::npos, c.path);
+  }
+  TempDir dir;
+  Config config = tiny();
+  Trainer trainer(config);
+  const std::string path = dir / "run.h5";
+  run::RunWriter w = run::RunWriter::create(path, header_of(config, trainer));
+  w.record(trainer.step());
+  w.snapshot(1, std::vector<float>(trainer.model().flat_size()));
+  w.checkpoint(trainer.export_state());
+  const h5::File f = h5::File::open(path);
+  for (const std::string& a : f.attr_names()) CHECK_MESSAGE(text.find("`" + a + "`") != std::string::npos, a);
+  for (const std::string& a : f.group("snapshots/step_000001").attr_names()) CHECK(text.find("`" + a + "`") != std::string::npos);
+  const h5::File c = h5::File::open(run::checkpoint_file(path, 1));
+  for (const std::string& a : c.attr_names()) CHECK_MESSAGE(text.find(a) != std::string::npos, a);
+  for (const std::string& name : f.group("tensors").names()) CHECK(text.find("`" + name + "`") != std::string::npos);
 }
