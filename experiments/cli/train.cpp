@@ -34,8 +34,11 @@ constexpr const char* kUsage =
     "                    status failed); --resume continues it\n"
     "  --print-config    print the resolved configuration (INI) and exit\n"
     "\n"
-    "Exit codes: 0 trained (or already finished), 2 error or interrupted (SIGINT/SIGTERM write a\n"
-    "checkpoint first; --resume continues).\n\n";
+    "Under mpirun -np N every rank trains its share of the leaves and rank 0 writes the run file;\n"
+    "a run may be resumed at another world size. The bits never depend on it.\n"
+    "\n"
+    "Exit codes: 0 trained, already finished or stopped by --stop-after; 2 error or interrupted\n"
+    "(SIGINT/SIGTERM write a checkpoint first; --resume continues).\n\n";
 
 struct TrainArgs {
   std::string config_path;
@@ -108,7 +111,7 @@ int run_train(const std::vector<std::string>& args) {
   const TrainRunResult r = train_run(config, a.run, std::cout);
   if (r.interrupted) return kExitError;
   if (r.stopped) return kExitOk;
-  if (!r.already_finished) {
+  if (!r.already_finished && r.rank == 0) {
     std::printf("run %s finished: %lld steps (%lld in this session, %.1f s)\n", r.path.c_str(),
                 (long long)r.steps_done, (long long)(r.steps_done - r.first_step), r.seconds);
   }

@@ -1,14 +1,14 @@
-// train_run.hpp: the `samebits train` loop over Trainer and RunWriter. The run file is committed
-// at each checkpoint, when pending snapshots grow large, and at the end; a resume imports the
-// newest good checkpoint, so every recorded bit equals the uninterrupted run's (the trainer's
-// contract), whatever the moment the earlier session died.
+// train_run.hpp: the `samebits train` loop over Trainer and RunWriter, on one process or every
+// rank of an MPI job (rank 0 writes). The run file is committed at each checkpoint, when pending
+// snapshots grow large, and at the end; a resume imports the newest good checkpoint, so every
+// recorded bit equals the uninterrupted run's (the trainer's contract), whatever the moment the
+// earlier session died.
 #include "samebits/cli/train_run.hpp"
 
 #include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -16,9 +16,14 @@
 #include <iostream>
 #include <optional>
 
+#include "samebits/core/dist/mpi.hpp"
 #include "samebits/core/io/checkpoint.hpp"
 #include "samebits/core/io/run_file.hpp"
 #include "samebits/det/error.hpp"
+
+#ifdef SB_HAVE_CUDA
+#include "samebits/core/cuda/cuda_backend.hpp"
+#endif
 
 namespace sb::cli {
 namespace {
@@ -84,10 +89,24 @@ run::RunHeader make_header(const Config& config, Trainer& trainer, const TrainRu
   return h;
 }
 
-// Opens the run file: a new one, or (--resume) the existing one at its newest good checkpoint;
-// nothing when it is finished.
-std::optional<run::RunWriter> open_writer(const std::string& path, const run::RunHeader& header, const TrainRunOptions& options,
-                           Trainer& trainer, TrainRunResult& result, std::ostream& log) {
+std::unique_ptr<Backend> make_backend(const Config& config) {
+  if (config.run.backend == Device::cpu) return make_cpu_backend(to_numerics(config));
+#ifdef SB_HAVE_CUDA
+  return make_cuda_backend(to_numerics(config));
+#else
+  SB_FAIL("config run.backend=cuda: this samebits was built without CUDA (build the cuda preset, or use "
+          "run.backend=cpu)");
+#endif
+}
+
+// Rank 0 opens the run file: a new one, or (--resume) the existing one at its newest good
+// checkpoint; nothing when it is finished. Alone, the checkpoint is imported while it is chosen
+// (an import failure passes it over); in a world of ranks the import is collective, so the chosen
+// state is returned in `chosen` and imported by every rank together.
+std::optional<run::RunWriter> open_writer(const std::string& path, const run::RunHeader& header,
+                                          const TrainRunOptions& options, Trainer& trainer,
+                                          std::optional<TrainerState>& chosen, TrainRunResult& result,
+                                          std::ostream& log) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {
     if (options.resume) log << "resume: no run file at " << path << "; starting a new run\n";
@@ -95,8 +114,11 @@ std::optional<run::RunWriter> open_writer(const std::string& path, const run::Ru
   }
   SB_CHECK(options.resume, "run file '", path, "' already exists: continue it with --resume, or choose another "
            "--out (samebits never overwrites a run)");
-  const run::ResumePoint point =
-      run::find_resume_point(path, header, [&](const TrainerState& s) { trainer.import_state(s); });
+  const bool alone = trainer.communicator().size() == 1;
+  const run::ResumePoint point = run::find_resume_point(path, header, [&](const TrainerState& s) {
+    if (alone) trainer.import_state(s);
+    else chosen = s;
+  });
   for (const std::string& note : point.notes) log << "resume: " << note << "\n";
   if (point.finished) {
     std::filesystem::remove_all(run::checkpoint_dir(path), ec);  // left over if a kill came right after the end
@@ -104,6 +126,7 @@ std::optional<run::RunWriter> open_writer(const std::string& path, const run::Ru
     result.first_step = result.steps_done = point.step;
     return std::nullopt;
   }
+  if (point.source.empty()) chosen.reset();
   const std::string note = point.source.empty() ? "no usable checkpoint; restarted from the initialisation"
                                                 : "from checkpoint " + point.source;
   log << "resume: " << path << " at step " << point.step << " (" << note << ")\n";
@@ -155,64 +178,91 @@ void ProgressDisplay::finish() {
 }
 
 TrainRunResult train_run(const Config& config, const TrainRunOptions& options, std::ostream& log) {
+  // Destroyed in reverse order: the trainer before its backend and communicator. An error leaves
+  // this scope as an exception, so an MPI communicator ends the job instead of finalising.
+  const std::unique_ptr<Communicator> comm = make_communicator_from_environment();
+  const std::unique_ptr<Backend> backend = make_backend(config);
   TrainerOptions trainer_options;
   trainer_options.micro_leaves = options.micro_leaves;
-  Trainer trainer(config, trainer_options);
+  Trainer trainer(config, *backend, *comm, trainer_options);
   const run::RunHeader header = make_header(config, trainer, options);
+  const bool writes = comm->rank() == 0;  // rank 0 writes the run file and talks
+  const bool alone = comm->size() == 1;
+  std::ostream silent(nullptr);
+  std::ostream& out = writes ? log : silent;
   TrainRunResult result;
   result.path = run_path(config);
+  result.rank = comm->rank();
 
   const StopSignals stop_signals;
   std::optional<run::RunWriter> writer;
   try {
-    writer = open_writer(result.path, header, options, trainer, result, log);
-    if (!writer) {
-      log << "run " << result.path << " is already finished (" << result.steps_done << " steps)\n";
+    std::optional<TrainerState> chosen;
+    if (writes) writer = open_writer(result.path, header, options, trainer, chosen, result, out);
+    if (!alone) {  // rank 0's decision, shared; the import is collective
+      int64_t decision[2] = {result.already_finished ? 1 : 0, result.first_step};
+      comm->broadcast(decision, sizeof decision, 0);
+      result.already_finished = decision[0] != 0;
+      result.first_step = result.steps_done = decision[1];
+      if (!result.already_finished && result.first_step > 0) trainer.import_state(chosen ? *chosen : TrainerState{});
+    }
+    if (result.already_finished) {
+      out << "run " << result.path << " is already finished (" << result.steps_done << " steps)\n";
       return result;
     }
     const auto& snapshot_steps = config.train.snapshot_steps;
     const auto wants_snapshot = [&](int64_t step) {
-      return std::find(snapshot_steps.begin(), snapshot_steps.end(), step) != snapshot_steps.end();
+      return writes && std::find(snapshot_steps.begin(), snapshot_steps.end(), step) != snapshot_steps.end();
     };
     if (wants_snapshot(result.first_step)) writer->snapshot(result.first_step, host_weights(trainer));
 
-    const bool bar = progress_bar_wanted(config.run.progress);
-    ProgressDisplay progress(bar ? std::cerr : log, bar, config.run.log_every, result.first_step,
+    const bool bar = writes && progress_bar_wanted(config.run.progress);
+    ProgressDisplay progress(bar ? std::cerr : out, bar, config.run.log_every, result.first_step,
                              config.train.steps, "step");
     const int64_t every = config.train.checkpoint_every;
+    // A checkpoint: the state is gathered by every rank, rank 0 writes it.
+    const auto checkpoint = [&] {
+      const TrainerState state = trainer.export_state();
+      if (writes) writer->checkpoint(state);
+    };
     // Ends a resumable session: a checkpoint of the last step (unless it has one), status failed.
     const auto stop = [&](const std::string& why) {
       progress.finish();
       const int64_t step = trainer.steps_done();
-      if (step > result.first_step && (every == 0 || step % every != 0)) writer->checkpoint(trainer.export_state());
-      writer->fail(why + " after step " + std::to_string(step) + "; continue with samebits train … --resume");
-      log << why << " after step " << step << "; checkpoint written, continue with --resume\n";
+      if (step > result.first_step && (every == 0 || step % every != 0)) checkpoint();
+      if (writes) writer->fail(why + " after step " + std::to_string(step) + "; continue with samebits train … --resume");
+      out << why << " after step " << step << "; checkpoint written, continue with --resume\n";
       result.steps_done = step;
     };
     while (!trainer.finished()) {
-      if (g_signal != 0) {
-        stop(std::string("interrupted by ") + (g_signal == SIGINT ? "SIGINT" : "SIGTERM"));
+      // Stop requests are agreed by every rank before a step (bits: SIGINT, SIGTERM, --stop-after).
+      uint32_t stop_request = (g_signal == SIGINT ? 1u : 0u) | (g_signal == SIGTERM ? 2u : 0u) |
+                              (options.stop_after > 0 && trainer.steps_done() >= options.stop_after ? 4u : 0u);
+      if (!alone) comm->allreduce_or_u32(&stop_request, 1);
+      if (stop_request & 3u) {
+        stop(std::string("interrupted by ") + (stop_request & 1u ? "SIGINT" : "SIGTERM"));
         result.interrupted = true;
         return result;
       }
-      if (options.stop_after > 0 && trainer.steps_done() >= options.stop_after) {
+      if (stop_request & 4u) {
         stop("stopped (--stop-after " + std::to_string(options.stop_after) + ")");
         result.stopped = true;
         return result;
       }
       const StepResult r = trainer.step();
-      writer->record(r);
+      if (writes) writer->record(r);
       result.seconds += r.seconds;
       const int64_t step = trainer.steps_done();
       progress.update(step, r.stats.tokens, r.seconds, r.stats.loss, r.stats.val_loss);
       if (wants_snapshot(step)) writer->snapshot(step, host_weights(trainer));
       if (step < config.train.steps) {
-        if (every > 0 && step % every == 0) writer->checkpoint(trainer.export_state());
-        else if (writer->pending_bytes() > kCommitBytes) writer->commit();
+        if (every > 0 && step % every == 0) checkpoint();
+        else if (writes && writer->pending_bytes() > kCommitBytes) writer->commit();
       }
     }
     progress.finish();
-    writer->finish(trainer.export_state());
+    const TrainerState final_state = trainer.export_state();
+    if (writes) writer->finish(final_state);
     result.steps_done = trainer.steps_done();
     return result;
   } catch (const Error& e) {

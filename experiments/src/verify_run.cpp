@@ -113,6 +113,7 @@ VerifyResult verify_run(const std::string& path, const VerifyOptions& options, s
   const run::RunReader run = run::RunReader::open(path);
   const Config config = recorded_config(run, options.overrides);
   const int64_t rows = run.steps_recorded();
+  SB_CHECK(rows > 0, path, " records no steps yet (status ", to_string(run.info().status), "): nothing to verify");
   SB_CHECK(options.steps >= 0 && options.steps <= rows, "--steps ", options.steps, ": ", path, " records ", rows,
            " steps");
   const int64_t steps = options.steps > 0 ? options.steps : rows;

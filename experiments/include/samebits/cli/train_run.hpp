@@ -22,6 +22,7 @@ struct TrainRunOptions {
 };
 
 struct TrainRunResult {
+  int rank = 0;                   // this process's rank (rank 0 writes the run file and reports)
   std::string path;               // the run file
   int64_t first_step = 0;         // steps done when this session began (the resume point)
   int64_t steps_done = 0;         // steps done when it ended
@@ -31,8 +32,11 @@ struct TrainRunResult {
   double seconds = 0;             // wall time of this session's steps
 };
 
-// Trains `config` into run_path(config); messages and progress go to `log`. Throws sb::Error
-// (after marking the run failed in its file when one is open) on any failure.
+// Trains `config` into run_path(config) on the backend run.backend names and the communicator
+// of the process's environment (one process, or every rank of `mpirun -np N samebits train …`:
+// rank 0 writes the run file and reports; stop requests, checkpoints and the resume point are
+// shared by all ranks). Messages and progress go to `log` on rank 0. Throws sb::Error (after
+// marking the run failed in its file when one is open) on any failure.
 TrainRunResult train_run(const Config& config, const TrainRunOptions& options, std::ostream& log);
 
 // Progress of a long loop: a one-line bar redrawn in place (step/total, loss, tokens/s, ETA) when
