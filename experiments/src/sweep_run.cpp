@@ -1,0 +1,247 @@
+// Running a sweep's cells (sweep.hpp): each is a `samebits train … --resume` process (under
+// mpirun for ranks > 0) with its output in OUT/logs/<cell>.log; finished runs are skipped, the
+// rest trained `jobs` at a time; SIGINT/SIGTERM reach the running cells, which checkpoint. Also
+// the plotting step (python3 -m samebits_nb.report). Launches only: no arithmetic here.
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "samebits/cli/sweep.hpp"
+#include "samebits/core/io/run_file.hpp"
+#include "samebits/det/error.hpp"
+
+namespace sb::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+volatile std::sig_atomic_t g_sweep_signal = 0;
+extern "C" void on_sweep_signal(int signal) { g_sweep_signal = signal; }
+
+// SIGINT/SIGTERM recorded while cells run (no SA_RESTART, so waitpid returns); restored after.
+class SweepSignals {
+ public:
+  SweepSignals() {
+    g_sweep_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_sweep_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~SweepSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  SweepSignals(const SweepSignals&) = delete;
+  SweepSignals& operator=(const SweepSignals&) = delete;
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
+// The first executable called `name` on PATH ("" when none); a name with a '/' is itself.
+std::string find_on_path(const std::string& name) {
+  if (name.find('/') != std::string::npos) return fs::exists(name) ? name : "";
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  for (std::size_t start = 0; start <= dirs.size();) {
+    const std::size_t end = std::min(dirs.find(':', start), dirs.size());
+    const fs::path candidate = fs::path(dirs.substr(start, end - start)) / name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+    start = end + 1;
+  }
+  return "";
+}
+
+std::string quoted(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const std::string& a : argv) {
+    const bool plain = !a.empty() && a.find_first_of(" \t'\"$\\;&|<>()*?") == std::string::npos;
+    s += (s.empty() ? "" : " ") + (plain ? a : "'" + a + "'");
+  }
+  return s;
+}
+
+// Starts argv[0] (searched on PATH) with stdout and stderr appended to `log_path`, `env` set;
+// the child gets SIGTERM if the sweep dies. Returns its pid.
+pid_t spawn(const std::vector<std::string>& argv, const KeyValues& env, const std::string& log_path) {
+  const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  SB_CHECK(fd >= 0, "cannot open the log file ", log_path, ": ", std::strerror(errno));
+  const std::string header = "# " + quoted(argv) + "\n";
+  SB_CHECK(::write(fd, header.data(), header.size()) == ssize_t(header.size()), "cannot write ", log_path);
+  std::vector<std::string> store = argv;
+  std::vector<char*> args;
+  for (std::string& a : store) args.push_back(a.data());
+  args.push_back(nullptr);
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  SB_CHECK(pid >= 0, "fork failed: ", std::strerror(errno));
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(127);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    const int null = ::open("/dev/null", O_RDONLY);
+    if (null >= 0) ::dup2(null, 0);
+    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
+    ::execvp(args[0], args.data());
+    const std::string msg = "cannot start " + store[0] + ": " + std::strerror(errno) + "\n";
+    if (::write(2, msg.data(), msg.size()) < 0) ::_exit(127);
+    ::_exit(127);
+  }
+  ::close(fd);
+  return pid;
+}
+
+// "" when the run file at `path` is a finished run of `cell`, "train" when it must be (re)started
+// or resumed, else why it cannot be used.
+std::string run_file_state(const SweepCell& cell) {
+  if (!fs::exists(cell.run_path)) return "train";
+  try {
+    const run::RunReader r = run::RunReader::open(cell.run_path);
+    if (r.info().status != run::Status::finished || r.steps_recorded() != cell.config.train.steps) return "train";
+    if (r.info().experiment_id != cell.experiment_id) {
+      return cell.run_path + " is a finished run of experiment " + r.info().experiment_id + " but cell " + cell.name +
+             " is experiment " + cell.experiment_id + " (the sweep file changed): delete it, or use another --out";
+    }
+    return "";
+  } catch (const Error&) {
+    return "train";  // damaged or never committed: samebits train --resume decides
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> cell_command(const SweepSpec& spec, const SweepCell& cell, const std::string& self_binary) {
+  std::vector<std::string> argv;
+  if (cell.ranks > 0) {
+    argv = {"mpirun", "--oversubscribe", "--bind-to", "none"};
+    if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
+    argv.insert(argv.end(), {"-np", std::to_string(cell.ranks)});
+  }
+  argv.push_back(cell.binary.empty() ? self_binary : cell.binary);
+  argv.push_back("train");
+  if (!spec.base.empty()) argv.push_back(spec.base);
+  argv.insert(argv.end(), cell.overrides.begin(), cell.overrides.end());
+  argv.push_back("--resume");
+  if (cell.micro_leaves > 0) argv.insert(argv.end(), {"--micro-leaves", std::to_string(cell.micro_leaves)});
+  return argv;
+}
+
+std::vector<CellRun> run_cells(const SweepSpec& spec, const SweepOptions& options, std::ostream& log) {
+  fs::create_directories(fs::path(spec.out) / "runs");
+  fs::create_directories(fs::path(spec.out) / "logs");
+  std::vector<CellRun> runs(spec.cells.size());
+  std::vector<std::size_t> pending;
+  for (std::size_t i = 0; i < spec.cells.size(); ++i) {
+    const SweepCell& cell = spec.cells[i];
+    runs[i].log = (fs::path(spec.out) / "logs" / (cell.name + ".log")).string();
+    const std::string state = run_file_state(cell);
+    if (state.empty()) {
+      runs[i].state = "skipped";
+      log << "  " << cell.name << ": finished earlier (" << cell.run_path << ")\n";
+    } else if (state != "train") {
+      runs[i].state = "failed";
+      runs[i].message = state;
+      log << "  " << cell.name << ": " << state << "\n";
+    } else if (cell.ranks > 0 && find_on_path("mpirun").empty()) {
+      runs[i].state = "failed";
+      runs[i].message = "ranks = " + std::to_string(cell.ranks) + " needs mpirun, which is not on PATH (scripts/setup installs openmpi-bin)";
+      log << "  " << cell.name << ": " << runs[i].message << "\n";
+    } else {
+      pending.push_back(i);
+    }
+  }
+  log.flush();
+
+  const SweepSignals signals;
+  using Clock = std::chrono::steady_clock;
+  std::map<pid_t, std::pair<std::size_t, Clock::time_point>> running;
+  std::size_t next = 0, done = 0;
+  const int jobs = std::max(1, options.jobs);
+  while (next < pending.size() || !running.empty()) {
+    while (g_sweep_signal == 0 && next < pending.size() && int(running.size()) < jobs) {
+      const std::size_t i = pending[next++];
+      const SweepCell& cell = spec.cells[i];
+      log << "  [" << (done + running.size() + 1) << "/" << pending.size() << "] " << cell.name << ": training ("
+          << cell.describe() << "; log " << runs[i].log << ")\n";
+      log.flush();
+      const pid_t pid = spawn(cell_command(spec, cell, options.self_binary), cell.env, runs[i].log);
+      running[pid] = {i, Clock::now()};
+    }
+    if (running.empty()) break;
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, 0);  // -1 (EINTR) when a signal arrived
+    if (pid < 0) {
+      if (g_sweep_signal != 0) {
+        for (const auto& [child, _] : running) ::kill(child, g_sweep_signal);
+      }
+      continue;
+    }
+    const auto it = running.find(pid);
+    if (it == running.end()) continue;
+    const auto [i, started] = it->second;
+    running.erase(it);
+    ++done;
+    CellRun& r = runs[i];
+    r.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (code == 0) {
+      r.state = "trained";
+    } else if (g_sweep_signal != 0) {
+      r.state = "interrupted";
+    } else {
+      r.state = "failed";
+      r.message = "samebits train exited with " + std::to_string(code) + " (see " + r.log + ")";
+    }
+    log << "  " << spec.cells[i].name << ": " << r.state << " in " << int(r.seconds + 0.5) << " s"
+        << (r.message.empty() ? "" : ": " + r.message) << "\n";
+    log.flush();
+  }
+  for (std::size_t k = next; k < pending.size(); ++k) runs[pending[k]].state = "interrupted";
+  return runs;
+}
+
+std::vector<std::string> draw_plots(const SweepSpec& spec, const std::string& self_binary, std::string& note) {
+  std::string package;
+  if (const char* env = std::getenv("SAMEBITS_NOTEBOOKS")) package = env;
+  for (fs::path dir : {fs::path(self_binary).parent_path(), fs::current_path()}) {
+    for (; package.empty() && !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
+      if (fs::exists(dir / "notebooks" / "samebits_nb" / "report.py")) package = (dir / "notebooks").string();
+    }
+  }
+  const std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : find_on_path("python3");
+  if (package.empty() || python.empty()) {
+    note = "plots not drawn: " + std::string(package.empty() ? "notebooks/samebits_nb not found (set SAMEBITS_NOTEBOOKS)"
+                                                             : "no python3");
+    return {};
+  }
+  const std::string log_path = (fs::path(spec.out) / "logs" / "plots.log").string();
+  const pid_t pid = spawn({python, "-m", "samebits_nb.report", spec.out},
+                          {{"PYTHONPATH", package}, {"MPLBACKEND", "Agg"}, {"PYTHONDONTWRITEBYTECODE", "1"}}, log_path);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    note = "plots not drawn: python3 -m samebits_nb.report failed (" + log_path +
+           "; it needs python3-h5py and python3-matplotlib, which scripts/setup installs)";
+    return {};
+  }
+  std::vector<std::string> pngs;
+  const fs::path dir = fs::path(spec.out) / "plots";
+  for (const char* name : {"loss.png", "loss_gap.png", "rel_l2.png", "first_divergence.png"}) {
+    if (fs::exists(dir / name)) pngs.push_back(name);
+  }
+  return pngs;
+}
+
+}  // namespace sb::cli
