@@ -17,6 +17,7 @@
 
 #include "samebits/core/cuda/check.hpp"
 #include "samebits/core/cuda/cuda_backend.hpp"
+#include "samebits/core/dist/mpi.hpp"
 
 #define SB_NCCL_CHECK(call)                                                                   \
   do {                                                                                        \
@@ -35,14 +36,18 @@ class NcclCommunicator final : public Communicator {
       : stream_(cuda_stream(backend)), device_(cuda_device(backend)) {
     int initialized = 0;
     MPI_Initialized(&initialized);
-    SB_CHECK(initialized != 0, "the NCCL communicator finds its peers through MPI: initialise MPI "
-             "first (MPI_Init, or the MPI communicator) and launch the ranks with mpirun");
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
     ncclUniqueId id{};
-    if (rank_ == 0) SB_NCCL_CHECK(ncclGetUniqueId(&id));
-    SB_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD) == MPI_SUCCESS,
-             "MPI_Bcast of the NCCL unique id failed on rank ", rank_);
+    if (initialized == 0 && !launched_by_mpi()) {
+      SB_NCCL_CHECK(ncclGetUniqueId(&id));  // a world of one: no peers to find
+    } else {
+      SB_CHECK(initialized != 0, "the NCCL communicator finds its peers through MPI: initialise MPI "
+               "first (MPI_Init, or the MPI communicator) and launch the ranks with mpirun");
+      MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+      MPI_Comm_size(MPI_COMM_WORLD, &size_);
+      if (rank_ == 0) SB_NCCL_CHECK(ncclGetUniqueId(&id));
+      SB_CHECK(MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, MPI_COMM_WORLD) == MPI_SUCCESS,
+               "MPI_Bcast of the NCCL unique id failed on rank ", rank_);
+    }
     SB_CUDA_CHECK(cudaSetDevice(device_));
     SB_NCCL_CHECK(ncclCommInitRank(&comm_, size_, id, rank_));
   }

@@ -1,5 +1,5 @@
-// The NCCL communicator in a world of MPI_COMM_WORLD's ranks (one rank under plain ctest; more
-// under mpirun with one GPU each): integer SUMs, OR, float SUM, broadcast, all-gather and barrier
+// The NCCL communicator in a world of MPI_COMM_WORLD's ranks (one rank, without MPI, under plain
+// ctest; more under mpirun with one GPU each): integer SUMs, OR, float SUM, broadcast, all-gather and barrier
 // on device and host buffers give the expected values. Exits 77 without a GPU or without NCCL.
 #include <doctest/doctest.h>
 
@@ -9,6 +9,7 @@
 
 #include "samebits/core/cuda/cuda_backend.hpp"
 #include "samebits/core/cuda/nccl_communicator.hpp"
+#include "samebits/core/dist/mpi.hpp"
 #include "support/gpu.hpp"
 
 #if defined(SB_HAVE_MPI)
@@ -21,15 +22,17 @@ TEST_CASE("NCCL collectives on host and device buffers") {
   sb::test::require_gpu();
 #if defined(SB_HAVE_MPI)
   if (!sb::nccl_available()) sb::test::skip("this build has no NCCL");
-  int initialized = 0;
-  MPI_Initialized(&initialized);
-  if (!initialized) {
-    MPI_Init(nullptr, nullptr);
-    std::atexit([] { MPI_Finalize(); });
-  }
   int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (sb::launched_by_mpi()) {  // alone, the communicator needs no MPI (a world of one)
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+      MPI_Init(nullptr, nullptr);
+      std::atexit([] { MPI_Finalize(); });
+    }
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+  }
   if (size > sb::cuda_device_count()) sb::test::skip("fewer GPUs than MPI ranks");
   auto be = sb::make_cuda_backend(sb::Numerics::deterministic(), rank);
   auto comm = sb::make_nccl_communicator(*be);

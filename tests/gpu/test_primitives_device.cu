@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "samebits/core/cuda/check.hpp"
@@ -70,10 +71,32 @@ int64_t count_differences(const std::vector<T>& device, const std::vector<T>& ho
   int64_t diff = 0;
   for (size_t i = 0; i < host.size(); ++i) {
     if (std::memcmp(&device[i], &host[i], sizeof(T)) != 0) {
-      if (diff == 0) MESSAGE(what, ": first difference at element ", i);
+      if (diff == 0) MESSAGE((std::string(what) + ": first difference at element " + std::to_string(i)));
       ++diff;
     }
   }
+  return diff;
+}
+
+// As count_differences for fp32 results, but two NaNs count as equal: x86 and NVIDIA differ in
+// the NaN an invalid operation generates (0xffc00000 vs 0x7fffffff) and in payload propagation,
+// and the contract leaves NaN payloads open (docs/CONTRACT.md). Reports how many NaN pairs differ.
+int64_t count_differences_nan_equal(const std::vector<float>& device, const std::vector<float>& host,
+                                    const std::string& what) {
+  REQUIRE(device.size() == host.size());
+  int64_t diff = 0, nan_pairs = 0;
+  for (size_t i = 0; i < host.size(); ++i) {
+    if (std::memcmp(&device[i], &host[i], sizeof(float)) == 0) continue;
+    if (device[i] != device[i] && host[i] != host[i]) {
+      ++nan_pairs;
+      continue;
+    }
+    if (diff == 0)
+      MESSAGE((what + ": first difference at element " + std::to_string(i) + ": device " +
+               std::to_string(bits_of(device[i])) + ", host " + std::to_string(bits_of(host[i]))));
+    ++diff;
+  }
+  MESSAGE((what + ": " + std::to_string(nan_pairs) + " NaN results with other NaN bits"));
   return diff;
 }
 
@@ -381,7 +404,7 @@ TEST_CASE("ExactSum on the device: per-thread sums, roundings and merged words e
   DeviceArray<float> dx(x), f32(kParts);
   DeviceArray<double> f64(kParts);
   DeviceArray<int64_t> words(static_cast<size_t>(kParts) * sb::det::ExactSum::kWords);
-  exact_sum_kernel<<<blocks(kParts), 64>>>(words.get(), f32.get(), f64.get(), dx.get(), kParts, kPer);
+  exact_sum_kernel<<<(kParts + 63) / 64, 64>>>(words.get(), f32.get(), f64.get(), dx.get(), kParts, kPer);
   sync_and_check();
   const std::vector<int64_t> w = words.host();
   std::vector<float> hf32(kParts);
@@ -441,7 +464,8 @@ TEST_CASE("canonical dot products give the host's bits on the device") {
     for (int r = 0; r < kDots; ++r)
       host[r] = sb::ops::canonical_dot_rounded(a.data() + start[r], kSa, b.data() + start[r], kSb,
                                                k[r], acc[r], p);
-    CHECK(count_differences(out.host(), host, "canonical_dot_rounded") == 0);
+    CHECK(count_differences_nan_equal(out.host(), host, "canonical_dot_rounded, " +
+                                      std::string(sb::to_string(p))) == 0);
   }
 }
 

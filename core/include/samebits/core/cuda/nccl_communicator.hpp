@@ -1,6 +1,7 @@
 // The NCCL Communicator (DESIGN.md §2 core/dist): one rank per GPU, launched by mpirun; the NCCL
-// unique id travels from rank 0 by MPI_Bcast. The exact all-reduce is ncclInt64 ncclSum
-// (two's-complement addition: any world size, any ring or tree order, the same integers).
+// unique id travels from rank 0 by MPI_Bcast (a process started without mpirun and without MPI
+// is a world of one). The exact all-reduce is ncclInt64 ncclSum (two's-complement addition: any
+// world size, any ring or tree order, the same integers).
 #pragma once
 #include <memory>
 
