@@ -202,6 +202,16 @@ int main(int argc, char** argv) {
     ratios.push_back(compare("sgemm default-model mix (15 shapes)", "canonical", all(true),
                              "openblas", all(false), reps, quick ? 0.05 : 0.15));
 
+    // Newton–Schulz's A = X·Xᵀ on the default model's widest hidden matrices (r = 128, c = 512):
+    // syrk (upper triangle, mirrored) against the plain canonical gemm of the same bits.
+    GemmCase gram = make_case(Trans::no, Trans::yes, 128, 128, 512);
+    ratios.push_back(compare("syrk / gemm NT 128x128x512", "syrk",
+                             [&] {
+                               be->syrk(Trans::no, 128, 512, gram.a.data(), 512, gram.c.data(), 128,
+                                        Precision::fp32);
+                             },
+                             "gemm", canonical(*be, gram), reps, quick ? 0.02 : 0.06));
+
     std::fprintf(stderr, "canonical GEMM, 1 thread / 2 threads (time ratio; speedup = 1/ratio)\n");
     for (GemmCase* g : {&square[1], &model[0]}) {
       auto threads = [&, g](int t) {

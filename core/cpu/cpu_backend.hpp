@@ -27,6 +27,8 @@ class CpuBackend final : public Backend {
 
   void gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b,
             int ldb, float* c, int ldc, bool accumulate, Precision precision) override;
+  void syrk(Trans ta, int n, int k, const float* a, int lda, float* c, int ldc,
+            Precision precision) override;
   void matmul_forward(float* out, const float* inp, const float* w, const float* bias, int N,
                       int C, int OC) override;
   void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp,

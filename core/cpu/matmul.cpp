@@ -3,6 +3,7 @@
 // them to the GEMM precision), then register-blocked tiles continue each element's chain across
 // k-blocks — no split-K, no partial sums. OpenMP over output tiles only: the bits do not depend
 // on the thread count, the tile sizes or the SIMD width (bitwise equal to core/cuda/matmul.cu).
+// syrk (C = op(A)·op(A)ᵀ) computes the upper triangle's tiles and mirrors them: the same chains.
 // Vendor: OpenBLAS sgemm.
 #include <cblas.h>
 #include <omp.h>
@@ -35,11 +36,12 @@ constexpr int TI = 8, TJ = 4;
 // Transposing packs move kPackBlock values of k at a time.
 constexpr int kPackBlock = 16;
 
-// The micro-kernel: c (MR, NR) with leading dimension ldc; ap (kc, MR) and bp (kc, NR) packed.
-// The row loops are unrolled so that the accumulators stay in registers.
+// The micro-kernel: c (MR, NR) with leading dimension ldc; ap (kc, as) and bp (kc, NR) packed
+// (as = MR, or NR when the A panel is a slice of a B panel: syrk). The row loops are unrolled so
+// that the accumulators stay in registers.
 // c[r][j] ← fma(ap[p][r], bp[p][j], c[r][j]) for p ascending; starts from +0 unless load.
 #if defined(SB_HAVE_AVX512)
-void micro_kernel(int kc, const float* ap, const float* bp, float* c, int ldc, bool load) {
+void micro_kernel(int kc, const float* ap, int as, const float* bp, float* c, int ldc, bool load) {
   __m512 acc[MR][2];
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
@@ -51,7 +53,7 @@ void micro_kernel(int kc, const float* ap, const float* bp, float* c, int ldc, b
     const __m512 b1 = _mm512_loadu_ps(bp + p * NR + 16);
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
-      const __m512 a = _mm512_set1_ps(ap[p * MR + r]);
+      const __m512 a = _mm512_set1_ps(ap[p * as + r]);
       acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
       acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
     }
@@ -63,7 +65,7 @@ void micro_kernel(int kc, const float* ap, const float* bp, float* c, int ldc, b
   }
 }
 #elif defined(SB_HAVE_AVX2)
-void micro_kernel(int kc, const float* ap, const float* bp, float* c, int ldc, bool load) {
+void micro_kernel(int kc, const float* ap, int as, const float* bp, float* c, int ldc, bool load) {
   __m256 acc[MR][2];
 #pragma GCC unroll 8
   for (int r = 0; r < MR; ++r) {
@@ -75,7 +77,7 @@ void micro_kernel(int kc, const float* ap, const float* bp, float* c, int ldc, b
     const __m256 b1 = _mm256_loadu_ps(bp + p * NR + 8);
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
-      const __m256 a = _mm256_broadcast_ss(ap + p * MR + r);
+      const __m256 a = _mm256_broadcast_ss(ap + p * as + r);
       acc[r][0] = _mm256_fmadd_ps(a, b0, acc[r][0]);
       acc[r][1] = _mm256_fmadd_ps(a, b1, acc[r][1]);
     }
@@ -87,13 +89,13 @@ void micro_kernel(int kc, const float* ap, const float* bp, float* c, int ldc, b
   }
 }
 #else
-void micro_kernel(int kc, const float* ap, const float* bp, float* c, int ldc, bool load) {
+void micro_kernel(int kc, const float* ap, int as, const float* bp, float* c, int ldc, bool load) {
   float acc[MR][NR];
   for (int r = 0; r < MR; ++r)
     for (int j = 0; j < NR; ++j) acc[r][j] = load ? c[r * ldc + j] : 0.0f;
   for (int p = 0; p < kc; ++p)
     for (int r = 0; r < MR; ++r)
-      for (int j = 0; j < NR; ++j) acc[r][j] = det::fma_f32(ap[p * MR + r], bp[p * NR + j], acc[r][j]);
+      for (int j = 0; j < NR; ++j) acc[r][j] = det::fma_f32(ap[p * as + r], bp[p * NR + j], acc[r][j]);
   for (int r = 0; r < MR; ++r)
     for (int j = 0; j < NR; ++j) c[r * ldc + j] = acc[r][j];
 }
@@ -134,10 +136,12 @@ void pack_b(float* bp, Trans tb, const float* b, int ldb, int j0, int n, int k) 
       for (int j = 0; j < w; ++j) bp[p * NR + j] = ops::round_operand(src[j], P);
     }
   } else {
-    const float* src = b + static_cast<size_t>(j0) * ldb;
-    for (int p = 0; p < k; ++p) {
-#pragma omp simd
-      for (int j = 0; j < w; ++j) bp[p * NR + j] = ops::round_operand(src[static_cast<size_t>(j) * ldb + p], P);
+    for (int p0 = 0; p0 < k; p0 += kPackBlock) {  // a transpose, in blocks that stay in L1
+      const int p1 = std::min(k, p0 + kPackBlock);
+      for (int j = 0; j < w; ++j) {
+        const float* src = b + static_cast<size_t>(j0 + j) * ldb;
+        for (int p = p0; p < p1; ++p) bp[p * NR + j] = ops::round_operand(src[p], P);
+      }
     }
   }
   for (int p = 0; p < k; ++p)
@@ -160,60 +164,110 @@ Packers packers(Precision p) {
 
 // One MR × NR tile of C at (i0, j0) over k-block [p0, p0+kc): continues each chain (load) unless
 // this is the first block of a fresh product. Edge tiles go through a full-size local copy.
-void run_tile(int kc, const float* ap, const float* bp, float* c, int ldc, int i0, int j0, int m,
-              int n, bool load) {
+void run_tile(int kc, const float* ap, int as, const float* bp, float* c, int ldc, int i0, int j0,
+              int m, int n, bool load) {
   const int h = std::min(MR, m - i0), w = std::min(NR, n - j0);
   float* corner = c + static_cast<size_t>(i0) * ldc + j0;
   if (h == MR && w == NR) {
-    micro_kernel(kc, ap, bp, corner, ldc, load);
+    micro_kernel(kc, ap, as, bp, corner, ldc, load);
     return;
   }
   alignas(64) float tile[MR * NR] = {};
   if (load)
     for (int r = 0; r < h; ++r)
       for (int j = 0; j < w; ++j) tile[r * NR + j] = corner[static_cast<size_t>(r) * ldc + j];
-  micro_kernel(kc, ap, bp, tile, NR, load);
+  micro_kernel(kc, ap, as, bp, tile, NR, load);
   for (int r = 0; r < h; ++r)
     for (int j = 0; j < w; ++j) corner[static_cast<size_t>(r) * ldc + j] = tile[r * NR + j];
 }
 
+// The packed operands of one call and the C they multiply into: (m, n) with ldc. op(B) is np
+// column panels (k, NR); op(A) is mp row panels (k, MR) — or, for syrk where op(A) = op(B)ᵀ,
+// slices of the B panels read with stride NR (a_stride), when NR is a multiple of MR.
+struct Packed {
+  const float* a;
+  const float* b;
+  size_t a_panel, b_panel;  // floats per panel: k·MR, k·NR
+  int a_stride;             // MR, or NR when A panels are B-panel slices
+  int mp, np, m, n, k;
+  float* c;
+  int ldc;
+  const float* a_at(int ip, int p0) const {
+    if (a_stride == MR) return a + ip * a_panel + static_cast<size_t>(p0) * MR;
+    const int row = ip * MR;
+    return b + (row / NR) * b_panel + static_cast<size_t>(p0) * NR + row % NR;
+  }
+  void tile(int ip, int jp, int p0, bool load) const {
+    run_tile(std::min(KC, k - p0), a_at(ip, p0), a_stride,
+             b + jp * b_panel + static_cast<size_t>(p0) * NR, c, ldc, ip * MR, jp * NR, m, n,
+             load);
+  }
+};
+
+// Every tile of C, in tasks of TI × TJ tiles (static: called inside the parallel region).
+void all_tiles(const Packed& pk, bool accumulate) {
+  const int ti = (pk.mp + TI - 1) / TI, tj = (pk.np + TJ - 1) / TJ;
+#pragma omp for schedule(static) collapse(2)
+  for (int bj = 0; bj < tj; ++bj) {
+    for (int bi = 0; bi < ti; ++bi) {
+      const int ip1 = std::min(pk.mp, (bi + 1) * TI), jp1 = std::min(pk.np, (bj + 1) * TJ);
+      for (int p0 = 0; p0 < pk.k; p0 += KC)
+        for (int jp = bj * TJ; jp < jp1; ++jp)
+          for (int ip = bi * TI; ip < ip1; ++ip) pk.tile(ip, jp, p0, accumulate || p0 > 0);
+    }
+  }
+}
+
+// syrk: the tiles that reach the upper triangle j ≥ i (column panels from ip·MR / NR on), one
+// task per row panel, longest first; then C[i][j] = C[j][i] below the diagonal — the same chain
+// (Backend::syrk). Fresh chains (called inside the parallel region).
+void upper_tiles_mirrored(const Packed& pk) {
+#pragma omp for schedule(dynamic, 1)
+  for (int ip = 0; ip < pk.mp; ++ip)
+    for (int p0 = 0; p0 < pk.k; p0 += KC)
+      for (int jp = ip * MR / NR; jp < pk.np; ++jp) pk.tile(ip, jp, p0, p0 > 0);
+#pragma omp for schedule(static)
+  for (int i = 1; i < pk.m; ++i)
+    for (int j = 0; j < i; ++j)
+      pk.c[static_cast<size_t>(i) * pk.ldc + j] = pk.c[static_cast<size_t>(j) * pk.ldc + i];
+}
+
+// The whole product (general), or syrk's: then m = n, op(A) = op(B)ᵀ (a = b, ta ≠ tb) and the
+// chains are fresh.
+enum class Product { general, syrk };
+
 void gemm_canonical(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda,
-                    const float* b, int ldb, float* c, int ldc, bool accumulate, Precision prec) {
+                    const float* b, int ldb, float* c, int ldc, bool accumulate, Precision prec,
+                    Product product = Product::general) {
   const int mp = (m + MR - 1) / MR, np = (n + NR - 1) / NR;
   if (k == 0) {
     if (!accumulate)
       for (int i = 0; i < m; ++i) std::fill(c + static_cast<size_t>(i) * ldc, c + static_cast<size_t>(i) * ldc + n, 0.0f);
     return;
   }
+  const bool syrk = product == Product::syrk;
+  const bool pack_a = !(syrk && NR % MR == 0);  // else A panels are slices of the B panels
   const size_t a_panel = static_cast<size_t>(k) * MR, b_panel = static_cast<size_t>(k) * NR;
+  const size_t a_floats = pack_a ? a_panel * mp : 0;
   // Packed operands, reused across calls from the same thread: (mp, k, MR) then (np, k, NR).
   thread_local std::vector<float> packed;
-  if (packed.size() < a_panel * mp + b_panel * np) packed.resize(a_panel * mp + b_panel * np);
+  if (packed.size() < a_floats + b_panel * np) packed.resize(a_floats + b_panel * np);
   float* const apack = packed.data();
-  float* const bpack = packed.data() + a_panel * mp;
+  float* const bpack = packed.data() + a_floats;
+  const Packed pk{apack, bpack, a_panel, b_panel, pack_a ? MR : NR, mp, np, m, n, k, c, ldc};
   const Packers pack = packers(prec);
 #pragma omp parallel
   {
+    if (pack_a) {
 #pragma omp for schedule(static) nowait
-    for (int ip = 0; ip < mp; ++ip) pack.a(apack + ip * a_panel, ta, a, lda, ip * MR, m, k);
+      for (int ip = 0; ip < mp; ++ip) pack.a(apack + ip * a_panel, ta, a, lda, ip * MR, m, k);
+    }
 #pragma omp for schedule(static)
     for (int jp = 0; jp < np; ++jp) pack.b(bpack + jp * b_panel, tb, b, ldb, jp * NR, n, k);
-    const int ti = (mp + TI - 1) / TI, tj = (np + TJ - 1) / TJ;
-#pragma omp for schedule(static) collapse(2)
-    for (int bj = 0; bj < tj; ++bj) {
-      for (int bi = 0; bi < ti; ++bi) {
-        const int ip1 = std::min(mp, (bi + 1) * TI), jp1 = std::min(np, (bj + 1) * TJ);
-        for (int p0 = 0; p0 < k; p0 += KC) {
-          const int kc = std::min(KC, k - p0);
-          const bool load = accumulate || p0 > 0;
-          for (int jp = bj * TJ; jp < jp1; ++jp)
-            for (int ip = bi * TI; ip < ip1; ++ip)
-              run_tile(kc, apack + ip * a_panel + static_cast<size_t>(p0) * MR,
-                       bpack + jp * b_panel + static_cast<size_t>(p0) * NR, c, ldc, ip * MR,
-                       jp * NR, m, n, load);
-        }
-      }
-    }
+    if (syrk)
+      upper_tiles_mirrored(pk);
+    else
+      all_tiles(pk, accumulate);
   }
 }
 
@@ -249,6 +303,16 @@ void CpuBackend::gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, i
     gemm_vendor(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate, precision);
   else
     gemm_canonical(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate, precision);
+}
+
+void CpuBackend::syrk(Trans ta, int n, int k, const float* a, int lda, float* c, int ldc,
+                      Precision precision) {
+  SB_CHECK(n >= 0 && k >= 0, "syrk sizes must be non-negative, got n=", n, " k=", k);
+  const Trans tb = ta == Trans::no ? Trans::yes : Trans::no;
+  if (numerics().gemm == GemmMode::vendor || k == 0 || n == 0)
+    gemm(ta, tb, n, n, k, a, lda, a, lda, c, ldc, false, precision);
+  else
+    gemm_canonical(ta, tb, n, n, k, a, lda, a, lda, c, ldc, false, precision, Product::syrk);
 }
 
 void CpuBackend::matmul_forward(float* out, const float* inp, const float* w, const float* bias,

@@ -66,14 +66,14 @@ void NewtonSchulz::run(const float* u, float* out, int rows, int cols,
   });
   for (const NsStep& s : steps) {
     const float a = static_cast<float>(s.a), b = static_cast<float>(s.b), cc = static_cast<float>(s.c);
-    backend_.gemm(Trans::no, Trans::yes, r, r, c, X, c, X, c, A, r, false, precision_);  // A = X·Xᵀ
-    backend_.gemm(Trans::no, Trans::no, r, r, r, A, r, A, r, B, r, false, precision_);   // A·A
+    backend_.syrk(Trans::no, r, c, X, c, A, r, precision_);  // A = X·Xᵀ
+    backend_.syrk(Trans::no, r, r, A, r, B, r, precision_);  // A·A = A·Aᵀ (A is symmetric)
     parallel_for(rr, [&](size_t k) { B[k] = ops::ns_polynomial(A[k], B[k], b, cc); });
     backend_.gemm(Trans::no, Trans::no, r, c, r, B, r, X, c, BX, c, false, precision_);  // B·X
     parallel_for(n, [&](size_t k) { X[k] = ops::ns_combine(X[k], BX[k], a); });
   }
   if (ortho_error != nullptr) {
-    backend_.gemm(Trans::no, Trans::yes, r, r, c, X, c, X, c, A, r, false, Precision::fp32);
+    backend_.syrk(Trans::no, r, c, X, c, A, r, Precision::fp32);
     det::ExactSum sq;
     for (size_t k = 0; k < rr; ++k) {
       const double d = static_cast<double>(A[k]) - (k % static_cast<size_t>(r + 1) == 0 ? 1.0 : 0.0);

@@ -72,6 +72,17 @@ class Backend {
   virtual void gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda,
                     const float* b, int ldb, float* c, int ldc, bool accumulate,
                     Precision precision) = 0;
+  // C = op(A)·op(A)ᵀ (BLAS ssyrk's product, the whole matrix): C (n, n) with ldc; op(A) (n, k), A
+  // stored (n, k) with lda, or (k, n) when ta == yes. Canonical: C[i][j] = the fma chain over
+  // p = 0..k-1 ascending of round(op(A)[i][p]), round(op(A)[j][p]) from +0 — the gemm of op(A) and
+  // op(A)ᵀ, bit for bit. Since fma(x, y, acc) = fma(y, x, acc), C[j][i]'s chain is C[i][j]'s:
+  // a backend may compute one triangle and mirror it (half the multiply-adds). For a symmetric S,
+  // syrk(S) is S·S, bitwise. Default and vendor GEMM mode: the plain gemm.
+  virtual void syrk(Trans ta, int n, int k, const float* a, int lda, float* c, int ldc,
+                    Precision precision) {
+    gemm(ta, ta == Trans::no ? Trans::yes : Trans::no, n, n, k, a, lda, a, lda, c, ldc, false,
+         precision);
+  }
 
   // ---- ops: forward and backward. Backward ops overwrite their outputs unless stated. -------
   // out = inp·Wᵀ (+ bias): out[n][o] = canonical_dot(inp[n], W[o]) (+ bias[o], one addition).
