@@ -27,14 +27,17 @@ using Tile2 = GemmTile<128, 64, 8, 8, 4>;      // 256 threads
 using Tile3 = GemmTile<32, 32, 8, 4, 4>;       // 64 threads: small matrices
 using Tile4 = GemmTile<128, 128, 8, 8, 8>;     // tile 0 with the registers of 1 block per SM
 using Tile5 = GemmTile<128, 128, 16, 8, 8>;    // tile 4 with half the k-tiles (and barriers)
+using Tile6 = GemmTile<128, 256, 8, 8, 16>;    // 256 threads, 8 x 16 outputs each
+using Tile7 = GemmTile<256, 128, 8, 16, 8>;    // 256 threads, 16 x 8 outputs each
+using Tile8 = GemmTile<64, 128, 8, 8, 8, 4>;   // 128 threads, 4 blocks per SM
 
 template <class T>
 constexpr CudaGemmTile tile_of() {
   return {T::BM, T::BN, T::BK, T::TM, T::TN, T::MIN_BLOCKS};
 }
-constexpr std::array<CudaGemmTile, 6> kTiles = {tile_of<Tile0>(), tile_of<Tile1>(),
-                                                tile_of<Tile2>(), tile_of<Tile3>(),
-                                                tile_of<Tile4>(), tile_of<Tile5>()};
+constexpr std::array<CudaGemmTile, 9> kTiles = {
+    tile_of<Tile0>(), tile_of<Tile1>(), tile_of<Tile2>(), tile_of<Tile3>(), tile_of<Tile4>(),
+    tile_of<Tile5>(), tile_of<Tile6>(), tile_of<Tile7>(), tile_of<Tile8>()};
 
 // Whether float4 staging is exact for this GEMM: both operands 16-byte aligned with leading
 // dimensions that are multiples of 4, and each operand's contiguous dimension (k for A, n for B;
@@ -121,7 +124,10 @@ void CudaBackend::gemm_canonical(Trans ta, Trans tb, int m, int n, int k, const 
     case 2: launch_gemm<Tile2>(g, at, bt, stream()); break;
     case 3: launch_gemm<Tile3>(g, at, bt, stream()); break;
     case 4: launch_gemm<Tile4>(g, at, bt, stream()); break;
-    default: launch_gemm<Tile5>(g, at, bt, stream()); break;
+    case 5: launch_gemm<Tile5>(g, at, bt, stream()); break;
+    case 6: launch_gemm<Tile6>(g, at, bt, stream()); break;
+    case 7: launch_gemm<Tile7>(g, at, bt, stream()); break;
+    default: launch_gemm<Tile8>(g, at, bt, stream()); break;
   }
 }
 
