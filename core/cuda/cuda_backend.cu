@@ -224,6 +224,7 @@ std::unique_ptr<Backend> make_cuda_backend(Numerics numerics, int device) {
 
 std::unique_ptr<Backend> make_cuda_backend(Numerics numerics, const CudaOptions& options,
                                            int device) {
+  register_optim_kernels(Device::cuda, &cuda::make_optim_kernels);
   return std::make_unique<cuda::CudaBackend>(numerics, options, device);
 }
 

@@ -15,6 +15,7 @@
 #include "samebits/core/backend.hpp"
 #include "samebits/core/cuda/check.hpp"
 #include "samebits/core/cuda/cuda_backend.hpp"
+#include "samebits/core/optim/optim_kernels.hpp"
 
 // SB_CUBLAS_CHECK(call): a cuBLAS status other than success throws sb::Error naming the call.
 #define SB_CUBLAS_CHECK(call)                                                                \
@@ -114,6 +115,10 @@ class CudaBackend final : public Backend {
   };
   std::array<Buffer, static_cast<size_t>(Scratch::count)> scratch_{};
 };
+
+// The optimizers' kernels on a CUDA backend (optim_kernels.cu); make_cuda_backend registers this
+// factory for Device::cuda (optim/optim_kernels.hpp). Throws sb::Error for another backend.
+std::unique_ptr<OptimKernels> make_optim_kernels(Backend& backend);
 
 // ---- launch helpers ----------------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
-// AdamW (adamw.hpp): fp64 constants per tensor and step, then ops::adamw_update per element on
-// OpenMP threads (elements are independent: the same bits on any thread count).
+// AdamW (adamw.hpp): fp64 constants per tensor and step on the host, then ops::adamw_update per
+// element where the backend keeps the state (optim_kernels.hpp: OpenMP loops or CUDA kernels;
+// elements are independent, so the same bits on any thread count or launch configuration).
 #include "samebits/core/optim/adamw.hpp"
 
 #include <limits>
@@ -12,7 +13,6 @@
 namespace sb {
 
 using optim_detail::TensorState;
-using optim_detail::UpdateSums;
 
 AdamWOptions adamw_options(const OptimConfig& optim) {
   return {optim.lr, optim.weight_decay, optim.adam_betas, optim.adam_eps};
@@ -49,19 +49,6 @@ ops::AdamWConstants adamw_constants(const AdamWOptions& options, double lr_facto
   return k;
 }
 
-namespace optim_detail {
-
-void adamw_tensor(float* w, const float* g, float* m, float* v, size_t n,
-                  const ops::AdamWConstants& k, UpdateSums* sums) {
-  apply_elements(n, sums, [&](size_t i) {
-    const float before = w[i];
-    ops::adamw_update(&w[i], &m[i], &v[i], g[i], k);
-    return std::pair<float, float>{before, w[i]};
-  });
-}
-
-}  // namespace optim_detail
-
 class AdamW::Impl {
  public:
   Impl(const std::vector<ParamView>& params, Backend& backend)
@@ -72,7 +59,6 @@ class AdamW::Impl {
 
 AdamW::AdamW(const std::vector<ParamView>& params, Backend& backend, const AdamWOptions& options)
     : options_(options) {
-  optim_detail::require_host_backend(backend, "AdamW");
   impl_ = std::make_unique<Impl>(params, backend);
 }
 
@@ -86,8 +72,8 @@ void AdamW::step(float* weights, const float* grads, const StepContext& ctx) {
     const ParamView& p = params[i];
     const ops::AdamWConstants k = adamw_constants(options_, ctx.lr_factor, ctx.step, decays_weight(p));
     UpdateSums sums;
-    optim_detail::adamw_tensor(weights + p.offset, grads + p.offset, st.buffer(i, 0),
-                               st.buffer(i, 1), p.numel, k, ctx.compute_stats ? &sums : nullptr);
+    st.kernels().adamw(weights + p.offset, grads + p.offset, st.buffer(i, 0), st.buffer(i, 1),
+                       p.numel, k, ctx.compute_stats ? &sums : nullptr);
     st.stats()[i] = ctx.compute_stats
                         ? sums.finish(p.numel, std::numeric_limits<float>::quiet_NaN())
                         : optim_detail::not_computed();

@@ -1,5 +1,5 @@
 // Global-norm clipping and per-tensor gradient statistics (clip.hpp): exact sums, order-free
-// maxima, one fp32 multiply per clipped element.
+// maxima, one fp32 multiply per clipped element (on host memory, or the optimizers' kernels').
 #include "samebits/core/optim/clip.hpp"
 
 #include "samebits/core/optim/exact_norm.hpp"
@@ -15,13 +15,13 @@ float clip_factor(float norm, double clip) {
 }
 
 ClipResult clip_grad_norm(float* grads, size_t n, double clip) {
-  const float norm = global_grad_norm(grads, n);
+  return clip_grad_norm(host_optim_kernels(), grads, n, clip);
+}
+
+ClipResult clip_grad_norm(OptimKernels& kernels, float* grads, size_t n, double clip) {
+  const float norm = sqrt_rounded(kernels.sum_of_squares(grads, n));
   const float factor = clip_factor(norm, clip);
-  if (factor < 1.0f) {
-    const ptrdiff_t count = static_cast<ptrdiff_t>(n);
-#pragma omp parallel for schedule(static) if (count >= 16384)
-    for (ptrdiff_t i = 0; i < count; ++i) grads[i] = grads[i] * factor;
-  }
+  if (factor < 1.0f) kernels.scale(grads, n, factor);
   return {norm, factor};
 }
 

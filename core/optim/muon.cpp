@@ -1,12 +1,12 @@
 // Muon with an AdamW group (muon.hpp). Per owned matrix: momentum and Newton–Schulz input
 // (ops/muon.hpp), NewtonSchulz on the backend, then the decayed step; the other tensors take
-// AdamW. Tensors are processed in layout order; elements are independent (any thread count).
+// AdamW. Tensors are processed in layout order; the elementwise loops run where the backend keeps
+// its memory (optim_kernels.hpp), on independent elements (any thread count or launch).
 #include "samebits/core/optim/muon.hpp"
 
 #include <algorithm>
 #include <limits>
 
-#include "samebits/core/ops/muon.hpp"
 #include "samebits/core/optim/exact_norm.hpp"
 #include "samebits/core/optim/schedule.hpp"
 #include "samebits/det/error.hpp"
@@ -15,7 +15,6 @@
 namespace sb {
 
 using optim_detail::TensorState;
-using optim_detail::UpdateSums;
 
 MuonOptions muon_options(const OptimConfig& optim) {
   MuonOptions o;
@@ -82,7 +81,6 @@ class Muon::Impl {
 Muon::Muon(const std::vector<ParamView>& params, Backend& backend, Precision precision,
            const MuonOptions& options)
     : options_(options) {
-  optim_detail::require_host_backend(backend, "Muon");
   SB_CHECK(!options_.ns.empty(), "Muon: expected at least one Newton–Schulz step, got none");
   impl_ = std::make_unique<Impl>(params, backend, precision);
 }
@@ -106,31 +104,21 @@ void Muon::step(float* weights, const float* grads, const StepContext& ctx) {
     if (p.kind != ParamKind::matrix) {
       const ops::AdamWConstants k =
           adamw_constants(options_.adam, ctx.lr_factor, ctx.step, decays_weight(p));
-      optim_detail::adamw_tensor(w, g, st.buffer(i, 0), st.buffer(i, 1), p.numel, k, sums_or_null);
+      st.kernels().adamw(w, g, st.buffer(i, 0), st.buffer(i, 1), p.numel, k, sums_or_null);
       st.stats()[i] = ctx.compute_stats
                           ? sums.finish(p.numel, std::numeric_limits<float>::quiet_NaN())
                           : optim_detail::not_computed();
       continue;
     }
     const int rows = static_cast<int>(p.shape[0]), cols = static_cast<int>(p.shape[1]);
-    float* const m = st.buffer(i, 0);
     float* const u = impl_->input.data_as<float>();
     float* const x = impl_->ortho.data_as<float>();
-    const ptrdiff_t count = static_cast<ptrdiff_t>(p.numel);
-#pragma omp parallel for schedule(static) if (count >= 8192)
-    for (ptrdiff_t j = 0; j < count; ++j) {
-      m[j] = ops::muon_momentum(m[j], g[j], mu);
-      u[j] = ops::muon_input(g[j], m[j], mu, nesterov);
-    }
+    st.kernels().muon_momentum(st.buffer(i, 0), u, g, p.numel, mu, nesterov);
     float ortho_error = std::numeric_limits<float>::quiet_NaN();
     impl_->ns.run(u, x, rows, cols, options_.ns, options_.ns_eps,
                   ctx.compute_stats ? &ortho_error : nullptr);
     const float step = static_cast<float>(lr * muon_scale(options_.scale, rows, cols));
-    optim_detail::apply_elements(p.numel, sums_or_null, [&](size_t j) {
-      const float before = w[j];
-      w[j] = ops::muon_apply(before, x[j], decay, step);
-      return std::pair<float, float>{before, w[j]};
-    });
+    st.kernels().muon_apply(w, x, p.numel, decay, step, sums_or_null);
     st.stats()[i] = ctx.compute_stats ? sums.finish(p.numel, ortho_error) : optim_detail::not_computed();
   }
 }

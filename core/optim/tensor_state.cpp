@@ -1,38 +1,23 @@
 // Per-tensor optimizer state and update statistics shared by AdamW and Muon (tensor_state.hpp).
-// Contract: allocation and ownership are bookkeeping only; the statistics are exact sums rounded
-// as documented in tensor_state.hpp.
+// Contract: allocation and ownership are bookkeeping only (state buffers in backend memory,
+// zero-filled by the backend).
 #include "tensor_state.hpp"
 
-#include "samebits/core/optim/exact_norm.hpp"
 #include "samebits/det/bits.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb::optim_detail {
-
-TensorUpdateStats UpdateSums::finish(size_t numel, float ortho_error) const {
-  const double dsq = delta_sq.to_f64();
-  const double wsq = weight_sq.to_f64();
-  TensorUpdateStats s;
-  s.update_rms = static_cast<float>(sqrt_f64(dsq / static_cast<double>(numel)));
-  s.update_weight_ratio = static_cast<float>(sqrt_f64(dsq / wsq));
-  s.ortho_error = ortho_error;
-  return s;
-}
 
 TensorUpdateStats not_computed() {
   const float nan = det::float_of_bits(0x7fc00000u);
   return {nan, nan, nan};
 }
 
-void require_host_backend(const Backend& backend, const char* who) {
-  SB_CHECK(backend.device() == Device::cpu, who, " runs its elementwise loops on host memory and "
-           "needs the CPU backend; got ", backend.describe(), ". Use run.backend=cpu.");
-}
-
 TensorState::TensorState(const std::vector<ParamView>& params, Backend& backend,
                          std::vector<std::vector<std::string>> kinds)
     : params_(params),
       backend_(backend),
+      kernels_(make_optim_kernels(backend)),
       kinds_(std::move(kinds)),
       owned_(params.size(), false),
       buffers_(params.size()),

@@ -14,6 +14,7 @@
 #include "samebits/core/dist/sharded_optimizer.hpp"
 #include "samebits/core/ops/gradient.hpp"
 #include "samebits/core/optim/clip.hpp"
+#include "samebits/core/optim/optim_kernels.hpp"
 #include "samebits/core/optim/schedule.hpp"
 #include "samebits/data/permutation.hpp"
 #include "samebits/det/error.hpp"
@@ -41,6 +42,7 @@ struct Trainer::Host {
   std::vector<float> leaf;     // (flat_size) one leaf's gradient
   std::vector<float> grad;     // (flat_size) the batch gradient
   std::vector<float> weights;  // (flat_size)
+  std::unique_ptr<OptimKernels> kernels;  // clipping where the backend keeps the gradient
 
   // p itself on a CPU backend, else a host copy of it in buf.  p: (n) backend memory.
   static const float* view(Backend& be, const float* p, size_t n, std::vector<float>& buf) {
@@ -109,6 +111,7 @@ void Trainer::build() {
   if (config_.train.precision == Precision::fp16) scaler_.emplace(config_.train);
   grad_ = be_.alloc(DType::f32, {static_cast<int64_t>(model_->flat_size())});
   host_ = std::make_unique<Host>();
+  host_->kernels = make_optim_kernels(be_);
 }
 
 std::optional<LossScaleState> Trainer::loss_scale() const {
@@ -261,16 +264,19 @@ StepResult Trainer::step() {
     if (options_.fingerprints) result.grad_fingerprints.assign(tensors, 0);
   } else {
     round_gradient(scale, adds, status);
+    // Fingerprints and statistics read a host copy (the buffer itself on a CPU backend); the clip
+    // runs where the gradient is, after them.
     float* g_dev = grad_.data_as<float>();
-    float* g = const_cast<float*>(Host::view(be_, g_dev, flat, host_->grad));
+    const float* g = options_.fingerprints || options_.statistics
+                         ? Host::view(be_, g_dev, flat, host_->grad)
+                         : nullptr;
     if (options_.fingerprints) {
       for (const ParamView& p : model_->params()) {
         result.grad_fingerprints.push_back(det::fingerprint(g + p.offset, p.numel));
       }
     }
     if (options_.statistics) stats_.finish(g, scale, leaves, config_.data.leaf_size, st);
-    const ClipResult clip = clip_grad_norm(g, flat, config_.optim.clip);
-    if (be_.device() != Device::cpu) be_.copy_from_host(g_dev, g, flat * sizeof(float));
+    const ClipResult clip = clip_grad_norm(*host_->kernels, g_dev, flat, config_.optim.clip);
     st.grad_norm = clip.norm;
     st.clip_scale = clip.factor;
 

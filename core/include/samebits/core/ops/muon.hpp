@@ -26,6 +26,13 @@ SB_HD float ns_polynomial(float a_ij, float aa_ij, float b, float c) {
 // X ← a·X + B·X: BX is the canonical GEMM B·X; one fma.
 SB_HD float ns_combine(float x, float bx, float a) { return det::fma_f32(a, x, bx); }
 
+// One term of Newton–Schulz's orthogonality residual ‖XXᵀ − I‖²_F: (A_ij − δ_ij)² in fp64, with
+// A = X·Xᵀ (the subtraction is exact, the square rounded once); the terms are summed exactly.
+SB_HD double ortho_square(float a_ij, bool diagonal) {
+  const double d = static_cast<double>(a_ij) - (diagonal ? 1.0 : 0.0);
+  return d * d;
+}
+
 // Decoupled weight decay and the step: W ← fl32(W·decay) − step·X in one fma, with
 // decay = fl32(1 − lr·wd) and step = fl32(lr·scale) (W·1 = W exactly when wd = 0).
 SB_HD float muon_apply(float w, float x, float decay, float step) {

@@ -1,12 +1,13 @@
 // Global gradient-norm clipping and the per-tensor gradient statistics the trainer records.
 // Contract (DESIGN.md §1.1 rule 5): every sum is exact (det::ExactSum of squares computed exactly
 // in fp64) and rounded once, every max is order-free, so results are independent of threads and
-// partitions. Pointers are host memory (the CPU backend's memory); shapes in comments.
+// partitions. Pointers are host memory unless stated; shapes in comments.
 #pragma once
 #include <cstddef>
 #include <vector>
 
 #include "samebits/core/model/gpt.hpp"
+#include "samebits/core/optim/optim_kernels.hpp"
 
 namespace sb {
 
@@ -31,6 +32,9 @@ struct ClipResult {
 // norm, factor; then grads[i] ← fl32(grads[i] · factor) when factor < 1 (one multiply per
 // element).  grads: (n)
 ClipResult clip_grad_norm(float* grads, size_t n, double clip);
+// The same where the optimizers' kernels compute (optim_kernels.hpp): the exact sum of squares and
+// the multiplies on the kernels' backend, bitwise the host's.  grads: (n), that backend's memory
+ClipResult clip_grad_norm(OptimKernels& kernels, float* grads, size_t n, double clip);
 
 // One tensor's gradient statistics.
 struct GradStats {

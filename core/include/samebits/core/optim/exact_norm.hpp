@@ -21,6 +21,38 @@ SB_HD double exact_square(float x) {
   return d * d;
 }
 
+// One element's terms of the update statistics (docs/OPTIM.md §4): d = fl64(after − before) (an
+// fp64 subtraction), d² rounded in fp64, into delta_sq; before² (exact) into weight_sq.
+SB_HD void add_update_squares(det::ExactSum& delta_sq, det::ExactSum& weight_sq, float before,
+                              float after) {
+  const double d = static_cast<double>(after) - static_cast<double>(before);
+  delta_sq.add(d * d);
+  weight_sq.add(exact_square(before));
+}
+
+// How a parallel reduction (core/cuda/optim_kernels.cu) merges per-thread exact sums: each part's
+// words (det::ExactSum::to_words) are added into `total` as 64-bit integers with `add(&total[j],
+// word)` — a plain += on the host, an integer atomicAdd on a GPU. Wrap-around integer addition
+// is associative and commutative, so the grid, the block size and the order in which blocks land
+// cannot change the total, and exact_from_words(total) is the exact sum of all the parts (up to
+// 2^30 parts: the words' bound).  total: (det::ExactSum::kWords)
+template <class Add>
+SB_HD void add_exact_words(unsigned long long* total, const det::ExactSum& part, const Add& add) {
+  if (part.count() == 0) return;  // every word of an empty sum is 0
+  int64_t words[det::ExactSum::kWords];
+  part.to_words(words);
+  for (int j = 0; j < det::ExactSum::kWords; ++j) {
+    if (words[j] != 0) add(&total[j], static_cast<unsigned long long>(words[j]));
+  }
+}
+
+// The exact sum whose words add up to `total` (add_exact_words).  total: (det::ExactSum::kWords)
+inline det::ExactSum exact_from_words(const unsigned long long* total) {
+  int64_t words[det::ExactSum::kWords];
+  for (int j = 0; j < det::ExactSum::kWords; ++j) words[j] = static_cast<int64_t>(total[j]);
+  return det::ExactSum::from_words(words);
+}
+
 namespace norm_detail {
 // The sign of S − t, computed exactly (t = a midpoint squared, exact in fp64).
 SB_HD int compare(const det::ExactSum& s, double t) {

@@ -11,6 +11,7 @@
 
 #include "samebits/core/optim/adamw.hpp"
 #include "samebits/core/optim/ns_coefficients.hpp"
+#include "samebits/core/optim/optim_kernels.hpp"
 #include "samebits/core/optim/optimizer.hpp"
 
 namespace sb {
@@ -56,6 +57,7 @@ class NewtonSchulz {
  private:
   float* scratch(int slot, size_t numel);
   Backend& backend_;
+  std::unique_ptr<OptimKernels> kernels_;  // the elementwise parts, in backend memory
   Precision precision_;
   std::vector<Tensor> scratch_;  // X (r, c), B·X (r, c), A (r, r), A·A then B (r, r)
   float last_norm_ = 0.0f;

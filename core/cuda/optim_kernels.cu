@@ -1,0 +1,255 @@
+// The optimizers' loops as CUDA kernels (optim/optim_kernels.hpp), bitwise equal to the host loops
+// of core/optim/optim_kernels.cpp: one thread per element calls the same ops/ formulas; every sum
+// is one det::ExactSum per thread, merged as integer words (add_exact_words: shared-memory, then
+// global integer atomics) and read back once, so no grid, block size or atomic order changes a bit.
+#include "cuda_backend.hpp"
+#include "elementwise.cuh"
+#include "samebits/core/ops/adamw.hpp"
+#include "samebits/core/ops/muon.hpp"
+#include "samebits/core/optim/exact_norm.hpp"
+#include "samebits/core/optim/optim_kernels.hpp"
+
+namespace sb::cuda {
+namespace {
+
+constexpr int kWords = det::ExactSum::kWords;
+
+// ---- exact reductions ----------------------------------------------------------------------------
+
+struct AtomicWordAdd {
+  __device__ void operator()(unsigned long long* word, unsigned long long v) const {
+    atomicAdd(word, v);
+  }
+};
+
+// S exact sums over i < n: term(i, sums) adds element i's terms into sums[0..S). Each thread sums
+// its grid-stride elements; its words go into the block's shared words, the block's into out.
+// out: (S, kWords), zero on entry.
+template <int S, class Term>
+__global__ void exact_reduce_kernel(int64_t n, Term term, unsigned long long* out) {
+  __shared__ unsigned long long block[S * kWords];
+  for (int j = threadIdx.x; j < S * kWords; j += blockDim.x) block[j] = 0;
+  __syncthreads();
+  det::ExactSum sums[S];
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
+    term(i, sums);
+  for (int s = 0; s < S; ++s) add_exact_words(block + s * kWords, sums[s], AtomicWordAdd{});
+  __syncthreads();
+  for (int j = threadIdx.x; j < S * kWords; j += blockDim.x) {
+    if (block[j] != 0) atomicAdd(&out[j], block[j]);
+  }
+}
+
+// ---- terms and elementwise functors --------------------------------------------------------------
+
+struct SumSquares {
+  const float* x;  // (n)
+  __device__ void operator()(int64_t i, det::ExactSum* s) const { s[0].add(exact_square(x[i])); }
+};
+
+struct OrthoSquares {
+  const float* a;  // (r, r)
+  int64_t r;
+  __device__ void operator()(int64_t i, det::ExactSum* s) const {
+    s[0].add(ops::ortho_square(a[i], i % (r + 1) == 0));
+  }
+};
+
+struct MuonMomentum {
+  float* m;        // (n)
+  float* u;        // (n)
+  const float* g;  // (n)
+  float mu;
+  bool nesterov;
+  __device__ void operator()(int64_t j) const {
+    m[j] = ops::muon_momentum(m[j], g[j], mu);
+    u[j] = ops::muon_input(g[j], m[j], mu, nesterov);
+  }
+};
+
+struct MuonNormalize {
+  float* x;        // (rows, cols), or (cols, rows) when transpose
+  const float* u;  // (rows, cols)
+  int64_t rows, cols;
+  float denom;
+  bool transpose;
+  __device__ void operator()(int64_t k) const {
+    const int64_t dst = transpose ? (k % cols) * rows + k / cols : k;
+    x[dst] = ops::muon_normalize(u[k], denom);
+  }
+};
+
+struct NsPolynomial {
+  float* b;        // (n): A·A on entry
+  const float* a;  // (n)
+  float pb, pc;
+  __device__ void operator()(int64_t k) const { b[k] = ops::ns_polynomial(a[k], b[k], pb, pc); }
+};
+
+struct NsCombine {
+  float* x;         // (n)
+  const float* bx;  // (n)
+  float pa;
+  __device__ void operator()(int64_t k) const { x[k] = ops::ns_combine(x[k], bx[k], pa); }
+};
+
+struct CopyOriented {
+  float* out;      // (rows, cols)
+  const float* x;  // (cols, rows) when transpose, else (rows, cols)
+  int64_t rows, cols;
+  bool transpose;
+  __device__ void operator()(int64_t k) const {
+    out[k] = transpose ? x[(k % cols) * rows + k / cols] : x[k];
+  }
+};
+
+struct Scale {
+  float* x;  // (n)
+  float factor;
+  __device__ void operator()(int64_t i) const { x[i] = x[i] * factor; }
+};
+
+struct MuonApply {
+  float* w;        // (n)
+  const float* x;  // (n)
+  float decay, step;
+  __device__ float operator()(int64_t j) const {
+    const float before = w[j];
+    w[j] = ops::muon_apply(before, x[j], decay, step);
+    return before;
+  }
+  __device__ void operator()(int64_t j, det::ExactSum* s) const {
+    const float before = (*this)(j);
+    add_update_squares(s[0], s[1], before, w[j]);
+  }
+};
+
+struct AdamWUpdate {
+  float* w;        // (n)
+  const float* g;  // (n)
+  float* m;        // (n)
+  float* v;        // (n)
+  ops::AdamWConstants k;
+  __device__ float operator()(int64_t i) const {
+    const float before = w[i];
+    ops::adamw_update(&w[i], &m[i], &v[i], g[i], k);
+    return before;
+  }
+  __device__ void operator()(int64_t i, det::ExactSum* s) const {
+    const float before = (*this)(i);
+    add_update_squares(s[0], s[1], before, w[i]);
+  }
+};
+
+// ---- the kernels object --------------------------------------------------------------------------
+
+class CudaOptimKernels final : public OptimKernels {
+ public:
+  explicit CudaOptimKernels(CudaBackend& be)
+      : be_(be), words_(be.alloc(DType::i64, {2 * kWords})) {}
+
+  void muon_momentum(float* m, float* u, const float* g, size_t n, float mu,
+                     bool nesterov) override {
+    be_.activate();
+    for_each(be_, count(n), MuonMomentum{m, u, g, mu, nesterov});
+  }
+
+  void muon_normalize(float* x, const float* u, int rows, int cols, float denom,
+                      bool transpose) override {
+    be_.activate();
+    for_each(be_, int64_t{rows} * cols, MuonNormalize{x, u, rows, cols, denom, transpose});
+  }
+
+  void ns_polynomial(float* b, const float* a, size_t n, float pb, float pc) override {
+    be_.activate();
+    for_each(be_, count(n), NsPolynomial{b, a, pb, pc});
+  }
+
+  void ns_combine(float* x, const float* bx, size_t n, float pa) override {
+    be_.activate();
+    for_each(be_, count(n), NsCombine{x, bx, pa});
+  }
+
+  void copy_oriented(float* out, const float* x, int rows, int cols, bool transpose) override {
+    be_.activate();
+    for_each(be_, int64_t{rows} * cols, CopyOriented{out, x, rows, cols, transpose});
+  }
+
+  det::ExactSum ortho_squares(const float* a, int r) override {
+    det::ExactSum s[1];
+    reduce<1>(int64_t{r} * r, OrthoSquares{a, r}, s);
+    return s[0];
+  }
+
+  void muon_apply(float* w, const float* x, size_t n, float decay, float step,
+                  UpdateSums* sums) override {
+    update(n, MuonApply{w, x, decay, step}, sums);
+  }
+
+  void adamw(float* w, const float* g, float* m, float* v, size_t n, const ops::AdamWConstants& k,
+             UpdateSums* sums) override {
+    update(n, AdamWUpdate{w, g, m, v, k}, sums);
+  }
+
+  det::ExactSum sum_of_squares(const float* x, size_t n) override {
+    det::ExactSum s[1];
+    reduce<1>(count(n), SumSquares{x}, s);
+    return s[0];
+  }
+
+  void scale(float* x, size_t n, float factor) override {
+    be_.activate();
+    for_each(be_, count(n), Scale{x, factor});
+  }
+
+ private:
+  static int64_t count(size_t n) { return static_cast<int64_t>(n); }
+
+  // The update alone, or with its exact sums (delta_sq, weight_sq) into *sums (added to it).
+  template <class Update>
+  void update(size_t n, const Update& f, UpdateSums* sums) {
+    if (sums == nullptr) {
+      be_.activate();
+      for_each(be_, count(n), f);
+      return;
+    }
+    det::ExactSum s[2];
+    reduce<2>(count(n), f, s);
+    UpdateSums part{s[0], s[1]};
+    sums->merge(part);
+  }
+
+  // out[0..S) = the exact sums of term over i < n (exact_reduce_kernel), read back to the host.
+  template <int S, class Term>
+  void reduce(int64_t n, const Term& term, det::ExactSum* out) {
+    be_.activate();
+    unsigned long long* words = static_cast<unsigned long long*>(words_.data());  // (S, kWords)
+    be_.zero(words, S * kWords * sizeof(unsigned long long));
+    if (n > 0) {
+      const int threads = be_.launch().block_threads;
+      // Two blocks per SM at most: each thread then sums many elements before its words merge.
+      const unsigned blocks =
+          std::min<unsigned>(grid_for(n, threads), 2u * static_cast<unsigned>(be_.sm_count()));
+      exact_reduce_kernel<S><<<blocks, threads, 0, be_.stream()>>>(n, term, words);
+      SB_CUDA_CHECK_LAUNCH();
+    }
+    unsigned long long host[S * kWords];
+    be_.download(host, words, sizeof host);
+    for (int s = 0; s < S; ++s) out[s] = exact_from_words(host + s * kWords);
+  }
+
+  CudaBackend& be_;
+  Tensor words_;  // (2, kWords) int64: the reductions' merged words
+};
+
+}  // namespace
+
+std::unique_ptr<OptimKernels> make_optim_kernels(Backend& backend) {
+  auto* cuda = dynamic_cast<CudaBackend*>(&backend);
+  SB_CHECK(cuda != nullptr, "CUDA optimizer kernels: expected a CUDA backend, got ",
+           backend.describe());
+  return std::make_unique<CudaOptimKernels>(*cuda);
+}
+
+}  // namespace sb::cuda

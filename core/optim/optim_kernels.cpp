@@ -1,0 +1,159 @@
+// The optimizers' loops on host memory (optim_kernels.hpp), and the registry that gives a backend
+// its kernels. Contract: elements are independent (OpenMP over a static partition: any thread
+// count gives the same bits); sums are one det::ExactSum per thread, merged exactly.
+#include "samebits/core/optim/optim_kernels.hpp"
+
+#include <array>
+#include <atomic>
+#include <utility>
+
+#include "samebits/core/ops/muon.hpp"
+#include "samebits/core/optim/exact_norm.hpp"
+#include "samebits/det/error.hpp"
+
+namespace sb {
+
+void UpdateSums::add(float before, float after) {
+  add_update_squares(delta_sq, weight_sq, before, after);
+}
+
+TensorUpdateStats UpdateSums::finish(size_t numel, float ortho_error) const {
+  const double dsq = delta_sq.to_f64();
+  const double wsq = weight_sq.to_f64();
+  TensorUpdateStats s;
+  s.update_rms = static_cast<float>(sqrt_f64(dsq / static_cast<double>(numel)));
+  s.update_weight_ratio = static_cast<float>(sqrt_f64(dsq / wsq));
+  s.ortho_error = ortho_error;
+  return s;
+}
+
+namespace {
+
+constexpr ptrdiff_t kParallelMin = 8192;  // below this, one thread (the result is the same)
+
+// f(i) for i < n on OpenMP threads.
+template <class F>
+void parallel_for(size_t n, const F& f) {
+  const ptrdiff_t count = static_cast<ptrdiff_t>(n);
+#pragma omp parallel for schedule(static) if (count >= kParallelMin)
+  for (ptrdiff_t i = 0; i < count; ++i) f(static_cast<size_t>(i));
+}
+
+// update(i) for i < n on OpenMP threads; update applies element i and returns {weight before,
+// weight after}. When sums is non-null the pairs are added into it exactly.
+template <class Update>
+void apply_elements(size_t n, UpdateSums* sums, const Update& update) {
+  if (sums == nullptr) {
+    parallel_for(n, [&](size_t i) { update(i); });
+    return;
+  }
+  const ptrdiff_t count = static_cast<ptrdiff_t>(n);
+#pragma omp parallel if (count >= kParallelMin)
+  {
+    UpdateSums local;
+#pragma omp for schedule(static) nowait
+    for (ptrdiff_t i = 0; i < count; ++i) {
+      const auto [before, after] = update(static_cast<size_t>(i));
+      local.add(before, after);
+    }
+#pragma omp critical(sb_update_sums)
+    sums->merge(local);
+  }
+}
+
+class HostOptimKernels final : public OptimKernels {
+ public:
+  void muon_momentum(float* m, float* u, const float* g, size_t n, float mu,
+                     bool nesterov) override {
+    parallel_for(n, [&](size_t j) {
+      m[j] = ops::muon_momentum(m[j], g[j], mu);
+      u[j] = ops::muon_input(g[j], m[j], mu, nesterov);
+    });
+  }
+
+  void muon_normalize(float* x, const float* u, int rows, int cols, float denom,
+                      bool transpose) override {
+    const size_t r = static_cast<size_t>(rows), c = static_cast<size_t>(cols);
+    parallel_for(r * c, [&](size_t k) {
+      const size_t dst = transpose ? (k % c) * r + k / c : k;
+      x[dst] = ops::muon_normalize(u[k], denom);
+    });
+  }
+
+  void ns_polynomial(float* b, const float* a, size_t n, float pb, float pc) override {
+    parallel_for(n, [&](size_t k) { b[k] = ops::ns_polynomial(a[k], b[k], pb, pc); });
+  }
+
+  void ns_combine(float* x, const float* bx, size_t n, float pa) override {
+    parallel_for(n, [&](size_t k) { x[k] = ops::ns_combine(x[k], bx[k], pa); });
+  }
+
+  void copy_oriented(float* out, const float* x, int rows, int cols, bool transpose) override {
+    const size_t r = static_cast<size_t>(rows), c = static_cast<size_t>(cols);
+    parallel_for(r * c, [&](size_t k) { out[k] = transpose ? x[(k % c) * r + k / c] : x[k]; });
+  }
+
+  det::ExactSum ortho_squares(const float* a, int r) override {
+    const size_t n = static_cast<size_t>(r);
+    det::ExactSum sq;
+    for (size_t k = 0; k < n * n; ++k) sq.add(ops::ortho_square(a[k], k % (n + 1) == 0));
+    return sq;
+  }
+
+  void muon_apply(float* w, const float* x, size_t n, float decay, float step,
+                  UpdateSums* sums) override {
+    apply_elements(n, sums, [&](size_t j) {
+      const float before = w[j];
+      w[j] = ops::muon_apply(before, x[j], decay, step);
+      return std::pair<float, float>{before, w[j]};
+    });
+  }
+
+  void adamw(float* w, const float* g, float* m, float* v, size_t n, const ops::AdamWConstants& k,
+             UpdateSums* sums) override {
+    apply_elements(n, sums, [&](size_t i) {
+      const float before = w[i];
+      ops::adamw_update(&w[i], &m[i], &v[i], g[i], k);
+      return std::pair<float, float>{before, w[i]};
+    });
+  }
+
+  det::ExactSum sum_of_squares(const float* x, size_t n) override {
+    return sb::sum_of_squares(x, n);
+  }
+
+  void scale(float* x, size_t n, float factor) override {
+    parallel_for(n, [&](size_t i) { x[i] = x[i] * factor; });
+  }
+};
+
+// Factories of the non-CPU devices, indexed by Device.
+std::array<std::atomic<OptimKernelsFactory>, 2>& registry() {
+  static std::array<std::atomic<OptimKernelsFactory>, 2> factories{};
+  return factories;
+}
+
+}  // namespace
+
+OptimKernels& host_optim_kernels() {
+  static HostOptimKernels kernels;
+  return kernels;
+}
+
+void register_optim_kernels(Device device, OptimKernelsFactory factory) {
+  const size_t d = static_cast<size_t>(device);
+  SB_CHECK(d < registry().size() && device != Device::cpu, "register_optim_kernels: device ",
+           device_name(device), " cannot be registered (the CPU backend uses the host loops)");
+  registry()[d].store(factory);
+}
+
+std::unique_ptr<OptimKernels> make_optim_kernels(Backend& backend) {
+  if (backend.device() == Device::cpu) return std::make_unique<HostOptimKernels>();
+  const size_t d = static_cast<size_t>(backend.device());
+  const OptimKernelsFactory factory = d < registry().size() ? registry()[d].load() : nullptr;
+  SB_CHECK(factory != nullptr, "the optimizers have no kernels for ", backend.describe(),
+           "; expected them registered by the backend (make_cuda_backend registers CUDA's)");
+  return factory(backend);
+}
+
+}  // namespace sb
