@@ -130,6 +130,8 @@ const ParamView& GPT::param(std::string_view name) const {
   SB_FAIL("the model has no parameter tensor named '", name, "'");
 }
 
+const float* GPT::logits() const { return buf_->logits; }
+
 size_t GPT::num_params() const {
   size_t n = 0;
   for (const ParamView& p : layout_) n += p.numel;

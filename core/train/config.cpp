@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "samebits/core/train/perturbation.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb {
@@ -235,6 +236,7 @@ std::string ini_text(const Config& c, Keys keys) {
   w.put("path", d.path);
   if (all || !synthetic) w.put("val_path", d.val_path);
   w.put("seed", d.seed);
+  if (all || d.order_seed != 0) w.put("order_seed", d.order_seed);
   w.put("leaf_size", d.leaf_size);
   w.put("leaves", d.leaves);
   if (all || synthetic) {
@@ -293,6 +295,14 @@ std::string ini_text(const Config& c, Keys keys) {
     w.put("loss_scale_backoff", t.loss_scale_backoff);
   }
 
+  if (all || c.perturb.enabled()) {
+    w.section("perturb");
+    w.put("tensor", c.perturb.tensor);
+    w.put("index", c.perturb.index);
+    w.put("ulps", c.perturb.ulps);
+    w.put("step", c.perturb.step);
+  }
+
   w.section("numerics");
   if (all) w.put_enum("mode", c.numerics.mode);
   w.put_enum("gemm", c.numerics.gemm);
@@ -317,6 +327,7 @@ void validate(const Config& config) {
   validate_data(config.data, config.model);
   validate_optim(config.optim);
   validate_train(config.train);
+  validate_perturbation(config.perturb, config.model, config.train.steps);
   validate_run(config.run);
 }
 
@@ -349,6 +360,14 @@ data::DataConfig to_data_config(const Config& config) {
   out.vocab = config.model.vocab;
   out.synthetic = config.data.synthetic;
   return out;
+}
+
+data::SampleOrder sample_order(const Config& config) {
+  const DataConfig& d = config.data;
+  if (d.order_seed == 0) return {d.seed, 0};
+  const uint64_t run_sequences =
+      uint64_t(config.train.steps) * uint64_t(d.leaves) * uint64_t(d.leaf_size);
+  return {d.order_seed, run_sequences};
 }
 
 Numerics to_numerics(const Config& config) {

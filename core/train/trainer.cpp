@@ -16,6 +16,7 @@
 #include "samebits/core/optim/clip.hpp"
 #include "samebits/core/optim/optim_kernels.hpp"
 #include "samebits/core/optim/schedule.hpp"
+#include "samebits/core/train/perturbation.hpp"
 #include "samebits/data/permutation.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/fingerprint.hpp"
@@ -96,7 +97,7 @@ void Trainer::build() {
   }
   sampler_ = std::make_unique<data::Sampler>(
       *train_source_, config_.model.seq_len, static_cast<int>(config_.data.leaf_size),
-      static_cast<int>(config_.data.leaves), config_.data.seed);
+      static_cast<int>(config_.data.leaves), sample_order(config_));
 
   model_ = std::make_unique<GPT>(config_.model, static_cast<int>(config_.data.leaf_size), be_);
   model_->init(config_.train.seed);
@@ -229,6 +230,9 @@ StepResult Trainer::step() {
   const int64_t number = step_ + 1;  // 1-based: the schedule's step
   const int64_t leaves = config_.data.leaves;
   const bool muon = config_.optim.name == OptimizerName::muon;
+
+  // [perturb]: after perturb.step steps, before this step's forward (every rank, its replica).
+  if (perturbation_due(config_.perturb, step_)) apply_perturbation(config_.perturb, *model_);
 
   StepResult result;
   StepStats& st = result.stats;

@@ -23,7 +23,10 @@ LeafRange leaf_range(int leaves, int world, int rank) {
 }
 
 Sampler::Sampler(const TokenSource& source, int seq_len, int leaf_size, int leaves, uint64_t seed)
-    : source_(source), seq_len_(seq_len), leaf_size_(leaf_size), leaves_(leaves), seed_(seed) {
+    : Sampler(source, seq_len, leaf_size, leaves, SampleOrder{seed, 0}) {}
+
+Sampler::Sampler(const TokenSource& source, int seq_len, int leaf_size, int leaves, SampleOrder order)
+    : source_(source), seq_len_(seq_len), leaf_size_(leaf_size), leaves_(leaves), order_(order) {
   SB_CHECK(seq_len >= 1, "model.seq_len=", seq_len, " must be at least 1");
   SB_CHECK(leaf_size >= 1, "data.leaf_size=", leaf_size, " must be at least 1");
   SB_CHECK(leaves >= 1, "data.leaves=", leaves, " must be at least 1");
@@ -38,9 +41,15 @@ Sampler::Sampler(const TokenSource& source, int seq_len, int leaf_size, int leav
 }
 
 uint64_t Sampler::window(uint64_t k) const {
-  if (windows_ == kInfinite) return k;
+  const uint64_t stream = det::stream_of("data.order");
+  if (windows_ == kInfinite) {
+    const uint64_t p = order_.generated_block;
+    if (p == 0) return k;
+    const uint64_t block = k / p;
+    return block * p + keyed_permutation(k % p, p, order_.seed, stream + block);
+  }
   const uint64_t epoch = k / windows_;
-  return keyed_permutation(k % windows_, windows_, seed_, det::stream_of("data.order") + epoch);
+  return keyed_permutation(k % windows_, windows_, order_.seed, stream + epoch);
 }
 
 void Sampler::sequence(uint64_t k, int32_t* tokens) const {

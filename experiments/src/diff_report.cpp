@@ -1,4 +1,6 @@
-// diff.hpp: the text and JSON forms of a RunDiff (what `samebits diff [--json]` prints).
+// diff.hpp: the text and JSON forms of a RunDiff (what `samebits diff [--json]` prints); the
+// distance curve, growth and agreement parts are divergence.hpp's.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -117,6 +119,13 @@ std::string diff_text(const RunDiff& d) {
       s << line;
     }
   }
+  const bool states_differ =
+      std::any_of(d.states.begin(), d.states.end(), [](const StateDistance& st) { return st.differing_tensors() > 0; });
+  if (states_differ) {
+    s << distance_text(d.distance, d.growth);
+    if (!d.agreement.empty()) s << agreement_text(d.agreement.back());
+    if (!d.agreement_note.empty()) s << "predictions  " << d.agreement_note << "\n";
+  }
   if (d.identical()) {
     s << "result       IDENTICAL: every recorded bit of " << d.compared_steps << " steps is equal\n";
   } else if (d.first_divergent_step > 0) {
@@ -160,7 +169,15 @@ std::string diff_json(const RunDiff& d) {
     }
     s << "]}";
   }
-  s << (d.states.empty() ? "]\n}\n" : "\n  ]\n}\n");
+  s << (d.states.empty() ? "],\n" : "\n  ],\n");
+  s << "  \"distance\": [";
+  for (std::size_t k = 0; k < d.distance.size(); ++k) s << (k ? ",\n    " : "\n    ") << distance_json(d.distance[k]);
+  s << (d.distance.empty() ? "],\n" : "\n  ],\n");
+  s << "  \"growth\": " << growth_json(d.growth) << ",\n";
+  s << "  \"agreement\": [";
+  for (std::size_t k = 0; k < d.agreement.size(); ++k) s << (k ? ",\n    " : "\n    ") << agreement_json(d.agreement[k]);
+  s << (d.agreement.empty() ? "],\n" : "\n  ],\n");
+  s << "  \"agreement_note\": " << (d.agreement_note.empty() ? "null" : json_string(d.agreement_note)) << "\n}\n";
   return s.str();
 }
 

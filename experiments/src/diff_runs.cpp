@@ -1,14 +1,15 @@
 // diff.hpp: the comparison itself — bitwise row comparison of the experiment columns, loss gap,
-// per-tensor ULP / fraction / relative-L2 distances of shared parameter states. The distances are
-// reported numbers, computed in fp64 in ascending element order (the same answer everywhere).
+// per-tensor ULP / fraction / relative-L2 distances of shared parameter states, the whole-model
+// distance curve with its growth, and the prediction agreement of each shared state. The distances
+// are reported numbers, computed in fp64 in ascending element order (the same answer everywhere).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <map>
-#include <sstream>
 
 #include "samebits/cli/diff.hpp"
+#include "samebits/cli/inspect.hpp"
 #include "samebits/det/bits.hpp"
 #include "samebits/det/error.hpp"
 
@@ -26,39 +27,28 @@ uint32_t bits_of(float x) {
   return u;
 }
 
-// "section.key = value" lines of an experiment text, by key.
-std::map<std::string, std::string> experiment_fields(const std::string& text) {
-  std::map<std::string, std::string> out;
-  std::istringstream in(text);
-  std::string line, section;
-  while (std::getline(in, line)) {
-    if (line.empty() || line.front() == '#') continue;
-    if (line.front() == '[' && line.back() == ']') {
-      section = line.substr(1, line.size() - 2);
-      continue;
-    }
-    const std::size_t eq = line.find(" = ");
-    if (eq != std::string::npos) out[section + "." + line.substr(0, eq)] = line.substr(eq + 3);
-  }
-  return out;
-}
-
-std::vector<std::string> field_differences(const std::string& a, const std::string& b) {
-  const auto fa = experiment_fields(a), fb = experiment_fields(b);
-  std::vector<std::string> out;
-  for (const auto& [key, value] : fa) {
-    const auto it = fb.find(key);
-    const std::string other = it == fb.end() ? "(absent)" : it->second;
-    if (other != value) out.push_back(key + " = " + value + " | " + other);
-  }
-  for (const auto& [key, value] : fb) {
-    if (fa.find(key) == fa.end()) out.push_back(key + " = (absent) | " + value);
-  }
-  return out;
-}
-
 uint64_t column_width(const run::SeriesColumn& c, std::size_t tensors) {
   return c.width == run::Width::tensors ? tensors : c.width == run::Width::collectives ? kCollectiveKinds : 1;
+}
+
+// The parameters of `run` after `step`: its snapshot, or its final state.  Returns (flat_size).
+std::vector<float> state_weights(const run::RunReader& run, const StateDistance& state) {
+  return state.source == "snapshot" ? run.read_snapshot(state.step) : run.read_final_state().weights;
+}
+
+// d.agreement at every shared state, on run A's recorded experiment; d.agreement_note says why not.
+void add_agreement(const run::RunReader& a, const run::RunReader& b, const DiffOptions& options, RunDiff& d) {
+  Config config;
+  try {
+    config = recorded_config(a);
+  } catch (const Error& e) {
+    d.agreement_note = std::string("skipped: ") + e.what();
+    return;
+  }
+  AgreementProbe probe(config, options.agreement_sequences);
+  for (const StateDistance& st : d.states) {
+    d.agreement.push_back(probe.compare(state_weights(a, st), state_weights(b, st), st.step, st.source));
+  }
 }
 
 }  // namespace
@@ -92,6 +82,20 @@ TensorDistance tensor_distance(const std::string& name, std::span<const float> a
   return t;
 }
 
+DistancePoint distance_point(const StateDistance& s) {
+  DistancePoint p;
+  p.step = s.step;
+  p.rel_l2 = s.rel_l2;
+  uint64_t numel = 0, differing = 0;
+  for (const TensorDistance& t : s.tensors) {
+    numel += t.numel;
+    differing += t.differing;
+    p.max_ulp = std::max(p.max_ulp, t.max_ulp);
+  }
+  p.differing_fraction = numel ? double(differing) / double(numel) : 0.0;
+  return p;
+}
+
 uint64_t StateDistance::differing_tensors() const {
   return uint64_t(std::count_if(tensors.begin(), tensors.end(), [](const auto& t) { return t.differing > 0; }));
 }
@@ -121,7 +125,7 @@ bool RunDiff::identical() const {
          std::all_of(states.begin(), states.end(), [](const auto& s) { return s.differing_tensors() == 0; });
 }
 
-RunDiff diff_runs(const run::RunReader& a, const run::RunReader& b) {
+RunDiff diff_runs(const run::RunReader& a, const run::RunReader& b, const DiffOptions& options) {
   RunDiff d;
   for (auto [side, run] : {std::pair{&d.a, &a}, std::pair{&d.b, &b}}) {
     side->path = run->path();
@@ -131,7 +135,7 @@ RunDiff diff_runs(const run::RunReader& a, const run::RunReader& b) {
     side->steps = run->steps_recorded();
   }
   d.same_experiment = d.a.experiment_id == d.b.experiment_id;
-  d.experiment_differences = field_differences(a.info().experiment_text, b.info().experiment_text);
+  d.experiment_differences = experiment_field_differences(a.info().experiment_text, b.info().experiment_text);
   d.same_layout = a.tensors() == b.tensors();
   d.compared_steps = std::min(d.a.steps, d.b.steps);
   const auto n = uint64_t(d.compared_steps);
@@ -189,6 +193,10 @@ RunDiff diff_runs(const run::RunReader& a, const run::RunReader& b) {
       d.states.push_back(state_distance(fa.step, "final state", a.tensors(), fa.weights, fb.weights));
     }
   }
+
+  for (const StateDistance& st : d.states) d.distance.push_back(distance_point(st));
+  d.growth = distance_growth(d.distance, d.first_divergent_step, options.threshold);
+  if (options.agreement && !d.states.empty()) add_agreement(a, b, options, d);
   return d;
 }
 

@@ -14,6 +14,7 @@
 
 #include "samebits/cli/options.hpp"
 #include "samebits/core/io/checkpoint.hpp"
+#include "samebits/core/train/perturbation.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb::cli {
@@ -55,6 +56,7 @@ std::string experiment_summary(const Config& c) {
     << " layers x " << c.model.n_embd << ", " << c.model.n_head << " heads, vocab " << c.model.vocab << ", seq "
     << c.model.seq_len << "; " << config_name(c.data.source) << " data, " << c.data.leaves << " leaves x "
     << c.data.leaf_size << " sequences";
+  if (c.data.order_seed != 0) s << " (order seed " << c.data.order_seed << ")";
   return s.str();
 }
 
@@ -110,7 +112,9 @@ std::string describe_run(const run::RunReader& run) {
     << ", commit " << i.samebits_commit << ")\n";
   s << "experiment   " << i.experiment_id;
   try {
-    s << "  (" << experiment_summary(recorded_config(run)) << ")\n";
+    const Config config = recorded_config(run);
+    s << "  (" << experiment_summary(config) << ")\n";
+    if (config.perturb.enabled()) s << "perturbation " << perturbation_text(config.perturb) << "\n";
   } catch (const Error& e) {
     s << "\n             config not usable here: " << e.what() << "\n";
   }

@@ -173,6 +173,7 @@ constexpr Section kSections[] = {
     {"data", "the token source and the global batch"},
     {"optim", "the optimizer: Muon for hidden matrices with AdamW for the rest, or AdamW alone"},
     {"train", "the loop: steps, schedule, precision, validation and what is recorded"},
+    {"perturb", "one deliberate change of one weight, for divergence studies; part of the experiment when tensor is set"},
     {"numerics", "numerics switches (DESIGN.md §1); part of the experiment"},
     {"run", "execution configuration: never part of the experiment id"},
 };
@@ -193,6 +194,7 @@ std::vector<Option> build_registry() {
   t.push_back(bind("data.path", SB_FIELD(data.path), "the file or glob to read; empty for synthetic"));
   t.push_back(bind("data.val_path", SB_FIELD(data.val_path), "validation data of a file source, in the same form as path; empty for synthetic (its validation stream is separate)"));
   t.push_back(bind("data.seed", SB_FIELD(data.seed), "seed of the data order and of the synthetic language"));
+  t.push_back(bind("data.order_seed", SB_FIELD(data.order_seed), "reseeds the sampling order alone: 0 = the order data.seed gives; n > 0 = a file source's epochs permuted by n, the synthetic source's first steps × leaves × leaf_size windows read in an order permuted by n (the language and the validation set stay)"));
   t.push_back(bind("data.leaf_size", SB_FIELD(data.leaf_size), "sequences per leaf, the unit of exact gradient accumulation (DESIGN.md §1.1)"));
   t.push_back(bind("data.leaves", SB_FIELD(data.leaves), "leaves per step; the global batch is leaves × leaf_size sequences on any number of ranks"));
   t.push_back(bind("data.doc_len", SB_FIELD(data.synthetic.doc_len), "synthetic: tokens per document, BOS included"));
@@ -237,6 +239,11 @@ std::vector<Option> build_registry() {
   t.push_back(bind("train.loss_scale_growth_interval", SB_FIELD(train.loss_scale_growth_interval), "fp16: overflow-free steps before the scale grows"));
   t.push_back(bind("train.loss_scale_growth", SB_FIELD(train.loss_scale_growth), "fp16: factor by which the scale grows"));
   t.push_back(bind("train.loss_scale_backoff", SB_FIELD(train.loss_scale_backoff), "fp16: factor applied to the scale when gradients overflow (that step is skipped)"));
+  // [perturb]
+  t.push_back(bind("perturb.tensor", SB_FIELD(perturb.tensor), "the weight tensor to perturb, a name of the tensor table (e.g. h.0.attn.qkv.w; an unknown name is refused with the list of valid ones); empty = no perturbation"));
+  t.push_back(bind("perturb.index", SB_FIELD(perturb.index), "flat (row-major) element index in that tensor, 0 … numel-1"));
+  t.push_back(bind("perturb.ulps", SB_FIELD(perturb.ulps), "move the element this many representable fp32 values: up when positive, down when negative, through zero like the float line; non-zero"));
+  t.push_back(bind("perturb.step", SB_FIELD(perturb.step), "apply it after this many steps, just before the forward pass of the next (0 = the initial weights); the first step that can differ is step + 1"));
   // [numerics]: mode presets the three switches; an explicit switch (applied after it) wins.
   Option mode = bind("numerics.mode", SB_FIELD(numerics.mode), "deterministic: the reproducibility contract; vendor: ordinary framework numerics. Presets gemm, reduce and allreduce; a switch given explicitly overrides it");
   mode.set = [](Config& c, std::string_view text) { c.numerics = numerics_preset(parse_enum<NumericsMode>(text)); };

@@ -1,7 +1,7 @@
 // The experiment's configuration as plain structs (DESIGN.md §5 names), with validation, the
 // resolved INI text and the experiment id. Contract: the id hashes only the fields that define the
-// mathematics (model, data, optim, train, numerics), so the execution configuration (run.*) never
-// changes it. Core knows no command line: experiments/ maps INI keys and --section.key onto these.
+// mathematics (model, data, optim, train, perturb, numerics), so the execution configuration
+// (run.*) never changes it. Core knows no command line: experiments/ maps INI keys and --section.key onto these.
 #pragma once
 #include <array>
 #include <cstddef>
@@ -14,6 +14,7 @@
 #include "samebits/core/model/gpt.hpp"
 #include "samebits/core/numerics.hpp"
 #include "samebits/core/tensor.hpp"
+#include "samebits/data/sampler.hpp"
 #include "samebits/data/token_source.hpp"
 
 namespace sb {
@@ -75,6 +76,11 @@ struct DataConfig {
   std::string path;          // training data: shard glob, text file or FILE.h5:/dataset
   std::string val_path;      // validation data of a file source; empty for synthetic
   uint64_t seed = 1;         // the synthetic language, its streams and the epoch permutations
+  // The sampling order alone (docs/DATA.md): 0 = today's order (a finite source's epochs permuted
+  // by `seed`, a generated source read in stream order); n > 0: a finite source's epochs permuted
+  // by n, a generated source's first train.steps × leaves × leaf_size windows read in an order
+  // permuted by n. The tokens of the language and the validation set do not change.
+  uint64_t order_seed = 0;
   int64_t leaf_size = 1;     // sequences per leaf
   int64_t leaves = 8;        // leaves per step: global batch = leaves × leaf_size sequences
   data::SyntheticConfig synthetic;  // the synthetic language's shape (docs/DATA.md)
@@ -120,6 +126,21 @@ struct TrainConfig {
   double loss_scale_backoff = 0.5;   // fp16: factor applied on overflow (the step is skipped)
 };
 
+// [perturb]: one deliberate change of one weight, for divergence studies (docs/STUDIES.md): element
+// `index` (flat, row-major) of tensor `tensor` moves `ulps` representable fp32 values (up when
+// positive, down when negative, through zero as the float line does) just before the forward pass
+// of step step + 1, i.e. after `step` steps (0: the initial weights). Recorded snapshots,
+// checkpoints and fingerprints of steps <= `step` are those of the unperturbed run; the first
+// step whose results can differ is step + 1. A resumed run applies it only if it resumes at or
+// before `step`. Empty `tensor`: off (and the section is not part of the experiment id).
+struct PerturbConfig {
+  std::string tensor;   // a parameter name of the tensor table, e.g. "h.0.attn.qkv.w"
+  int64_t index = 0;    // flat element index in that tensor, 0 … numel-1
+  int64_t ulps = 1;     // signed, non-zero
+  int64_t step = 0;     // 0 … train.steps-1
+  bool enabled() const { return !tensor.empty(); }
+};
+
 // [numerics]: DESIGN.md §1. `mode` is a preset for the three switches, which are what the code
 // obeys: deterministic → gemm=canonical reduce=canonical allreduce=exact; vendor → gemm=vendor
 // reduce=native allreduce=native. A switch given explicitly (file or command line) overrides the
@@ -150,6 +171,7 @@ struct Config {
   DataConfig data;
   OptimConfig optim;
   TrainConfig train;
+  PerturbConfig perturb;
   NumericsConfig numerics;
   RunConfig run;
 };
@@ -165,11 +187,12 @@ void validate(const Config& config);
 // in their shortest exact form (parsing the text gives back the identical Config).
 std::string to_ini_text(const Config& config);
 
-// The canonical text of the experiment: sections model, data, optim, train, numerics in the same
-// format, without the keys that cannot change the mathematics (numerics.mode, which only presets
-// the switches; train.checkpoint_every and snapshot_steps, which only record; synthetic-language
-// keys for file sources and val_path for the synthetic one; Muon keys under adamw; wsd/cosine keys
-// under other schedules; loss-scale keys outside fp16).
+// The canonical text of the experiment: sections model, data, optim, train, perturb, numerics in
+// the same format, without the keys that cannot change the mathematics (numerics.mode, which only
+// presets the switches; train.checkpoint_every and snapshot_steps, which only record;
+// synthetic-language keys for file sources and val_path for the synthetic one; Muon keys under
+// adamw; wsd/cosine keys under other schedules; loss-scale keys outside fp16; data.order_seed when
+// 0 and the [perturb] section when it is off, so experiments that do not use them keep their ids).
 std::string experiment_text(const Config& config);
 
 // XXH3-64 of experiment_text, as 16 lowercase hex digits.
@@ -180,6 +203,10 @@ std::string run_path(const Config& config);
 
 // What the datasets library needs to open the token source (source spelled, vocab = model.vocab).
 data::DataConfig to_data_config(const Config& config);
+
+// The training sampler's order: key data.order_seed (data.seed when it is 0); a generated source
+// permuted in one block of train.steps × leaves × leaf_size windows when data.order_seed > 0.
+data::SampleOrder sample_order(const Config& config);
 
 // What the kernels obey: the gemm and reduce switches and the precision.
 Numerics to_numerics(const Config& config);

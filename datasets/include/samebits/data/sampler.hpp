@@ -6,7 +6,10 @@
 // consecutive windows share one token, so every token but the first is a target once per epoch.
 // A finite source has W = (size - 1) / seq_len windows. Sequence k of the run is window
 // keyed_permutation(k % W, W, seed, stream_of("data.order") + e) of epoch e = k / W.
-// A generated (infinite) source is not permuted: sequence k is window k (epoch 0).
+// A generated (infinite) source is not permuted: sequence k is window k (epoch 0) — unless the
+// order has a block length P > 0 (data.order_seed, docs/DATA.md): then sequence k is window
+// b·P + keyed_permutation(k % P, P, seed, stream_of("data.order") + b) of block b = k / P, so each
+// block of P windows is read in a keyed order (the same windows, another order).
 // Leaf l of step s holds sequences (s*leaves + l)*leaf_size + [0, leaf_size).
 #pragma once
 #include <cstdint>
@@ -32,11 +35,19 @@ struct LeafRange {
 };
 LeafRange leaf_range(int leaves, int world, int rank);
 
+// Which window each sequence of the run reads: the key of the permutations, and the length of the
+// permuted blocks of a generated source (0: a generated source is read in stream order).
+struct SampleOrder {
+  uint64_t seed = 1;
+  uint64_t generated_block = 0;
+};
+
 class Sampler {
  public:
   // Throws sb::Error when a parameter is out of range or the source holds less than one sequence.
-  // The source must outlive the sampler.
+  // The source must outlive the sampler. `seed`: SampleOrder{seed, 0}.
   Sampler(const TokenSource& source, int seq_len, int leaf_size, int leaves, uint64_t seed);
+  Sampler(const TokenSource& source, int seq_len, int leaf_size, int leaves, SampleOrder order);
 
   int seq_len() const { return seq_len_; }
   int leaf_size() const { return leaf_size_; }
@@ -62,7 +73,7 @@ class Sampler {
  private:
   const TokenSource& source_;
   int seq_len_, leaf_size_, leaves_;
-  uint64_t seed_;
+  SampleOrder order_;
   uint64_t windows_;
 };
 

@@ -2,9 +2,10 @@
 // whether they are the same experiment, the first step where any recorded bit differs (which
 // fingerprints, which tensors), the loss gap over the steps, and per-tensor distances of the
 // parameters wherever both files hold them (snapshots, final states): max ULP distance, fraction
-// of differing elements, relative L2 distance. "Identical" means every experiment column of
-// /series (docs/FORMAT.md; not the communication traffic or wall time) is bitwise equal for
-// equally many steps, and every shared parameter state too.
+// of differing elements, relative L2 distance; the whole-model distance curve over those states,
+// its growth (divergence.hpp) and the prediction agreement of each shared state. "Identical" means
+// every experiment column of /series (docs/FORMAT.md; not the communication traffic or wall time)
+// is bitwise equal for equally many steps, and every shared parameter state too.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -12,14 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "samebits/cli/divergence.hpp"
 #include "samebits/core/io/run_file.hpp"
 
 namespace sb::cli {
-
-// Distance in units in the last place between two fp32 encodings: the number of representable
-// floats between them (±0 are 0 apart). kUlpNaN when exactly one is NaN or two NaNs differ.
-constexpr uint64_t kUlpNaN = UINT64_MAX;
-uint64_t ulp_distance(float a, float b);
 
 struct TensorDistance {
   std::string tensor;
@@ -63,12 +60,26 @@ struct RunDiff {
   std::vector<double> loss_gap;                     // (compared_steps) |loss_a − loss_b|
   std::vector<float> loss_a, loss_b;                // (compared_steps)
   std::vector<StateDistance> states;                // shared snapshots and final states, by step
+  std::vector<DistancePoint> distance;              // (states) the whole-model curve
+  Growth growth;                                    // of `distance` (divergence.hpp)
+  std::vector<Agreement> agreement;                 // (states) when computed (DiffOptions)
+  std::string agreement_note;                       // why `agreement` is empty despite states
   bool identical() const;
+};
+// The whole-model point of a StateDistance.
+DistancePoint distance_point(const StateDistance& s);
+
+struct DiffOptions {
+  double threshold = kDistanceThreshold;  // Growth::threshold
+  // The prediction agreement at every shared state, on the AgreementProbe of run A's recorded
+  // config. Needs equal tensor tables and a config this samebits parses; skipped otherwise.
+  bool agreement = true;
+  int64_t agreement_sequences = 0;  // AgreementProbe's batch (0: its default)
 };
 
 // Compares two run files (opened and checked by RunReader). Tensor-wise results need equal
 // tensor tables; with different ones only the per-step scalars are compared.
-RunDiff diff_runs(const run::RunReader& a, const run::RunReader& b);
+RunDiff diff_runs(const run::RunReader& a, const run::RunReader& b, const DiffOptions& options = {});
 
 // The report `samebits diff` prints, and its --json form.
 std::string diff_text(const RunDiff& d);

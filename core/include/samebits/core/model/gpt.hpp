@@ -108,6 +108,8 @@ class GPT {
   int64_t leaf_tokens() const { return static_cast<int64_t>(B_) * cfg_.seq_len; }
   // The last forward()'s per-token losses, host (leaf_size, seq_len).
   const std::vector<float>& token_losses() const { return losses_host_; }
+  // The last forward()'s logits, backend memory (leaf_size, seq_len, vocab) f32.
+  const float* logits() const;
 
  private:
   struct Layer;    // pointers of one block into the parameter, gradient and activation buffers
