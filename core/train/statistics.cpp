@@ -1,6 +1,7 @@
 // Leaf-variance sums and per-step gradient statistics (train/statistics.hpp). Every sum is an
-// exact det::ExactSum (squares exact in fp64), merged across leaves and ranks as integer limbs,
-// then rounded once; the estimators are a fixed sequence of fp64 operations on those roundings.
+// exact det::ExactSum (squares exact in fp64; binned per exponent as integers, then added once per
+// block), merged across leaves and ranks as integer limbs, then rounded once; the estimators are a
+// fixed sequence of fp64 operations on those roundings.
 #include "samebits/core/train/statistics.hpp"
 
 #include <algorithm>
@@ -59,6 +60,37 @@ det::ExactSum binned_sum_of_squares(const float* x, size_t n) {
   return sum;
 }
 
+det::ExactSum binned_sum(const float* x, size_t n) {
+  det::ExactSum sum;
+  int64_t bins[4][256];  // 4 interleaved sets, one bin per exponent: Σ ±m
+  for (size_t start = 0; start < n; start += kBlock) {
+    const size_t end = std::min(n, start + kBlock);
+    std::memset(bins, 0, sizeof bins);
+    size_t specials = 0, not_neg_zero = 0;  // NaN/±Inf; elements other than -0
+    for (size_t i = start; i < end; ++i) {
+      const uint32_t b = det::bits_of(x[i]);
+      const uint32_t e = (b >> 23) & 0xFFu;
+      const int64_t m = (b & 0x7FFFFFu) | (e != 0 ? 0x800000u : 0u);
+      bins[i & 3][e] += (b >> 31) != 0 ? -m : m;
+      specials += e == 0xFFu;
+      not_neg_zero += b != 0x80000000u;
+    }
+    // x = ±m·2^(max(e,1) − 150): a bin (|v| < 2^40) times that power of two is one exact double.
+    for (int e = 0; e < 255; ++e) {
+      const int64_t v = bins[0][e] + bins[1][e] + bins[2][e] + bins[3][e];
+      if (v != 0) sum.add(static_cast<double>(v) * pow2(std::max(e, 1) - 150));
+    }
+    if (specials != 0) {  // NaN and ±Inf: the ExactSum's own rules
+      for (size_t i = start; i < end; ++i) {
+        if (((det::bits_of(x[i]) >> 23) & 0xFFu) == 0xFFu) sum.add(x[i]);
+      }
+    }
+    // The sign of an exact zero: -0 only when every element was -0 (ExactSum's rule).
+    sum.add(not_neg_zero != 0 ? 0.0 : -0.0);
+  }
+  return sum;
+}
+
 NoiseEstimate estimate_noise(double leaf_sq_mean, double batch_sq, double b_small, double b_big) {
   if (!(b_big > b_small)) return {kNaN, kNaN, kNaN};
   NoiseEstimate e;
@@ -76,22 +108,27 @@ GradientStatistics::GradientStatistics(std::vector<ParamView> layout)
   }
 }
 
-void GradientStatistics::tensor_squares(const float* flat, std::vector<det::ExactSum>& out) const {
-  std::vector<det::ExactSum> partial(blocks_.size());  // (blocks)
+void GradientStatistics::tensor_sums(const float* flat, std::vector<det::ExactSum>& squares,
+                                     std::vector<det::ExactSum>* sums) const {
+  std::vector<det::ExactSum> sq(blocks_.size()), sm(sums != nullptr ? blocks_.size() : 0);  // (blocks)
   const ptrdiff_t count = static_cast<ptrdiff_t>(blocks_.size());
 #pragma omp parallel for schedule(static)
   for (ptrdiff_t b = 0; b < count; ++b) {
     const Block& k = blocks_[size_t(b)];
-    partial[size_t(b)] = binned_sum_of_squares(flat + k.begin, k.end - k.begin);
+    sq[size_t(b)] = binned_sum_of_squares(flat + k.begin, k.end - k.begin);
+    if (sums != nullptr) sm[size_t(b)] = binned_sum(flat + k.begin, k.end - k.begin);
   }
-  for (size_t b = 0; b < blocks_.size(); ++b) out[blocks_[b].tensor].merge(partial[b]);
+  for (size_t b = 0; b < blocks_.size(); ++b) {
+    squares[blocks_[b].tensor].merge(sq[b]);
+    if (sums != nullptr) (*sums)[blocks_[b].tensor].merge(sm[b]);
+  }
 }
 
 void GradientStatistics::clear() {
   for (det::ExactSum& s : leaf_sq_) s.clear();
 }
 
-void GradientStatistics::add_leaf(const float* grad) { tensor_squares(grad, leaf_sq_); }
+void GradientStatistics::add_leaf(const float* grad) { tensor_sums(grad, leaf_sq_, nullptr); }
 
 void GradientStatistics::to_words(int64_t* out) const {
   for (size_t t = 0; t < leaf_sq_.size(); ++t) leaf_sq_[t].to_words(out + t * det::ExactSum::kWords);
@@ -115,12 +152,8 @@ void GradientStatistics::finish(const float* grad, double leaf_scale, int64_t le
     return s.to_f64() * unscale_sq / static_cast<double>(leaves);
   };
 
-  std::vector<GradStats> per_tensor;
-  std::vector<det::ExactSum> tensor_sq(layout_.size());  // (tensors) Σ G[i]²
-  if (grad != nullptr) {
-    per_tensor = grad_stats(grad, layout_);
-    tensor_squares(grad, tensor_sq);
-  }
+  std::vector<det::ExactSum> tensor_sq(layout_.size()), tensor_sum(layout_.size());  // (tensors)
+  if (grad != nullptr) tensor_sums(grad, tensor_sq, &tensor_sum);
   det::ExactSum leaf_total, batch_total;
   stats.tensors.assign(layout_.size(), TensorStats{});
   for (size_t t = 0; t < layout_.size(); ++t) {
@@ -134,9 +167,11 @@ void GradientStatistics::finish(const float* grad, double leaf_scale, int64_t le
       ts.grad_sq_est = ts.trace_est = ts.noise_scale = kNaNf;
       continue;
     }
-    ts.grad_norm = per_tensor[t].norm;
-    ts.grad_max = per_tensor[t].max_abs;
-    ts.grad_mean = per_tensor[t].mean;
+    // optim/clip.hpp grad_stats, bit for bit, from the same exact sums.
+    const ParamView& p = layout_[t];
+    ts.grad_norm = sqrt_rounded(tensor_sq[t]);
+    ts.grad_max = max_abs(grad + p.offset, p.numel);
+    ts.grad_mean = static_cast<float>(tensor_sum[t].to_f64() / static_cast<double>(p.numel));
     batch_total.merge(tensor_sq[t]);
     const double batch = tensor_sq[t].to_f64();
     const NoiseEstimate e = estimate_noise(leaf_sq, batch, b_small, b_big);

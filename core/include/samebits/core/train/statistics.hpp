@@ -73,9 +73,16 @@ struct StepStats {
 // Single-threaded (callers parallelise over blocks).  x: (n), host memory.
 det::ExactSum binned_sum_of_squares(const float* x, size_t n);
 
+// Σ x[i] exactly (the same exact value, zero sign and NaN/Inf rules as optim/exact_norm.hpp
+// exact_sum): x = ±m·2^(max(e,1)−150), so the signed 24-bit m are added as integers into one bin
+// per exponent (≤ 2^16 adds per bin: |bin| < 2^40), and each bin goes into the ExactSum as one
+// exact double once per block. Single-threaded.  x: (n), host memory.
+det::ExactSum binned_sum(const float* x, size_t n);
+
 // The exact per-tensor leaf sums of one step: leaves add Σ_i g_l[i]² per tensor (exact,
 // optim/exact_norm.hpp); ranks all-reduce them as ExactSum words; finish() adds the batch
-// gradient's statistics (optim/clip.hpp grad_stats) and the noise-scale estimates.
+// gradient's statistics (the values of optim/clip.hpp grad_stats, from binned exact sums) and
+// the noise-scale estimates.
 class GradientStatistics {
  public:
   explicit GradientStatistics(std::vector<ParamView> layout);
@@ -97,8 +104,10 @@ class GradientStatistics {
               StepStats& stats) const;
 
  private:
-  // Per-tensor Σ x² of a flat buffer: OpenMP over fixed blocks, merged exactly into out (tensors).
-  void tensor_squares(const float* flat, std::vector<det::ExactSum>& out) const;
+  // Per-tensor Σ x² (and Σ x when sums is non-null) of a flat buffer: OpenMP over fixed blocks,
+  // merged exactly into squares (tensors) and *sums (tensors).
+  void tensor_sums(const float* flat, std::vector<det::ExactSum>& squares,
+                   std::vector<det::ExactSum>* sums) const;
 
   struct Block {  // elements [begin, end) of tensor `tensor` in the flat buffers
     size_t tensor, begin, end;

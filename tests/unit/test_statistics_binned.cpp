@@ -1,0 +1,103 @@
+// The binned exact sums behind the per-step gradient statistics (core/train/statistics.cpp):
+// binned_sum equals optim/exact_norm.hpp exact_sum (every exponent, subnormals, block edges, the
+// sign of an exact zero, ±Inf and NaN), and GradientStatistics::finish reports per tensor the
+// values of optim/clip.hpp grad_stats — norm, max |g| and mean — bit for bit.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "samebits/core/model/gpt.hpp"
+#include "samebits/core/optim/clip.hpp"
+#include "samebits/core/optim/exact_norm.hpp"
+#include "samebits/core/train/statistics.hpp"
+#include "samebits/det/philox.hpp"
+
+namespace {
+
+bool same(const sb::det::ExactSum& a, const sb::det::ExactSum& b) {
+  const double da = a.to_f64(), db = b.to_f64();
+  const float fa = a.to_f32(), fb = b.to_f32();
+  return std::memcmp(&da, &db, sizeof da) == 0 && std::memcmp(&fa, &fb, sizeof fa) == 0;
+}
+
+bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// Random bit patterns, finite: every exponent, subnormals and both zeros.
+std::vector<float> random_finite(size_t n, uint32_t stream) {
+  std::vector<float> x(n);
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t b = sb::det::philox_u32(9, stream, i);
+    if ((b >> 23 & 0xFFu) == 0xFFu) b ^= 0x00800000u;
+    std::memcpy(&x[i], &b, sizeof b);
+  }
+  return x;
+}
+
+}  // namespace
+
+TEST_CASE("binned_sum is exactly exact_sum: every exponent, block edges, zeros, Inf, NaN") {
+  auto x = random_finite(200003, 1);  // crosses several 2^16-element blocks
+  x[7] = 0x1.fffffep127f;
+  x[8] = -0x1.fffffep127f;
+  x[9] = 0x1p-149f;
+  CHECK(same(sb::binned_sum(x.data(), x.size()), sb::exact_sum(x.data(), x.size())));
+  // Gradient-like values: small magnitudes of both signs, lengths around the block size.
+  std::vector<float> g(70000);
+  for (size_t i = 0; i < g.size(); ++i) g[i] = sb::det::philox_normal(9, 2, i) * 1e-3f;
+  for (size_t len : {size_t(0), size_t(1), size_t(3), size_t(65535), size_t(65536), size_t(65537), g.size()}) {
+    CAPTURE(len);
+    CHECK(same(sb::binned_sum(g.data(), len), sb::exact_sum(g.data(), len)));
+  }
+  // The sign of an exact zero: -0 when every element is -0 (one block or several), else +0.
+  std::vector<float> z(70000, -0.0f);
+  CHECK(std::signbit(sb::binned_sum(z.data(), z.size()).to_f64()));
+  CHECK(same(sb::binned_sum(z.data(), z.size()), sb::exact_sum(z.data(), z.size())));
+  z[69999] = 0.0f;
+  CHECK(!std::signbit(sb::binned_sum(z.data(), z.size()).to_f64()));
+  CHECK(same(sb::binned_sum(z.data(), z.size()), sb::exact_sum(z.data(), z.size())));
+  std::vector<float> cancel = {1.5f, -0.0f, -1.5f, 0x1p-149f, -0x1p-149f};
+  CHECK(same(sb::binned_sum(cancel.data(), cancel.size()), sb::exact_sum(cancel.data(), cancel.size())));
+  // Inf, opposite Infs (NaN), NaN; +Inf and -Inf in the same exponent bin must not cancel.
+  std::vector<float> s = {1.0f, INFINITY};
+  CHECK(same(sb::binned_sum(s.data(), s.size()), sb::exact_sum(s.data(), s.size())));
+  s.push_back(-INFINITY);
+  CHECK(std::isnan(sb::binned_sum(s.data(), s.size()).to_f64()));
+  CHECK(same(sb::binned_sum(s.data(), s.size()), sb::exact_sum(s.data(), s.size())));
+  std::vector<float> nan = {2.0f, NAN, -3.0f};
+  CHECK(same(sb::binned_sum(nan.data(), nan.size()), sb::exact_sum(nan.data(), nan.size())));
+}
+
+TEST_CASE("finish reports grad_stats' norm, max |g| and mean per tensor, bitwise") {
+  sb::GPTConfig cfg;
+  cfg.n_layer = 2;
+  cfg.n_embd = 64;
+  cfg.n_head = 2;
+  const std::vector<sb::ParamView> layout = sb::gpt_param_layout(cfg);
+  size_t flat = 0;
+  for (const sb::ParamView& p : layout) flat = std::max(flat, p.offset + p.numel);
+  std::vector<float> grad(flat);
+  for (size_t i = 0; i < flat; ++i) grad[i] = sb::det::philox_normal(9, 3, i) * 1e-2f;
+  grad[layout[1].offset] = -0.0f;
+  grad[layout[2].offset + 1] = 0x1p-140f;
+  for (size_t i = 0; i < layout[3].numel; ++i) grad[layout[3].offset + i] = -0.0f;  // a -0 tensor
+  sb::GradientStatistics stats(layout);
+  stats.clear();
+  stats.add_leaf(grad.data());
+  stats.add_leaf(grad.data());
+  sb::StepStats st;
+  stats.finish(grad.data(), 1.0, 2, 4, st);
+  const std::vector<sb::GradStats> ref = sb::grad_stats(grad.data(), layout);
+  REQUIRE(st.tensors.size() == layout.size());
+  bool all_same = true;
+  for (size_t t = 0; t < layout.size(); ++t) {
+    const bool ok = same_bits(st.tensors[t].grad_norm, ref[t].norm) &&
+                    same_bits(st.tensors[t].grad_max, ref[t].max_abs) &&
+                    same_bits(st.tensors[t].grad_mean, ref[t].mean);
+    if (!ok) MESSAGE("tensor ", layout[t].name, " differs from grad_stats");
+    all_same = all_same && ok;
+  }
+  CHECK(all_same);
+  CHECK(std::signbit(st.tensors[3].grad_mean));
+}
