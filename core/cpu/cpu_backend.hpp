@@ -61,6 +61,26 @@ class CpuBackend final : public Backend {
 
 // ---- helpers shared by the op files ----------------------------------------------------------
 
+// Parts of the canonical GEMM (matmul.cpp) for products whose operands hold known zeros. Every
+// element computed is rule 1's chain, bitwise:
+//   full        every tile, every chain over p = 0..k-1.
+//   syrk        Backend::syrk: the upper triangle's tiles, mirrored.
+//   lower       only the tiles that reach the lower triangle j ≤ i: C[i][j] for j > i is left
+//               unspecified (attention scores, which the causal mask overwrites).
+//   k_to_row    row i's chain stops after p = min(k, end of i's MR-row panel) − 1: the caller
+//               guarantees op(A)[i][p] = ±0 for p > i and a finite op(B); the < MR terms kept
+//               beyond p = i are then exact zeros that leave the chain unchanged (a chain from +0
+//               never holds -0) — attention's P·V and dS·K.
+//   k_from_row  row i's chain starts at the first row of i's panel (≤ i) instead of 0: op(A)[i][p]
+//               = ±0 for p < i and a finite op(B), so the chain is +0 until p = i either way —
+//               attention's dSᵀ·Q and Pᵀ·dY.
+enum class GemmPart : uint8_t { full, syrk, lower, k_to_row, k_from_row };
+
+// The canonical GEMM on the calling thread only, fp32 operands, fresh chains: for ops that give
+// each thread whole independent problems (attention's (sequence, head) pairs). k >= 1.
+void canonical_gemm_serial(GemmPart part, Trans ta, Trans tb, int m, int n, int k, const float* a,
+                           int lda, const float* b, int ldb, float* c, int ldc);
+
 // Row sums in the numerics' reduce mode: canonical = the 32-lane form (det::lane32_*, SIMD when
 // built with it); native = a plain float loop in index order.
 float row_sum(const float* x, int n, ReduceMode mode);                  // Σ x

@@ -197,8 +197,9 @@ struct Packed {
     const int row = ip * MR;
     return b + (row / NR) * b_panel + static_cast<size_t>(p0) * NR + row % NR;
   }
-  void tile(int ip, int jp, int p0, bool load) const {
-    run_tile(std::min(KC, k - p0), a_at(ip, p0), a_stride,
+  // Tile (ip, jp) over the k-block [p0, p0 + kc).
+  void tile(int ip, int jp, int p0, int kc, bool load) const {
+    run_tile(kc, a_at(ip, p0), a_stride,
              b + jp * b_panel + static_cast<size_t>(p0) * NR, c, ldc, ip * MR, jp * NR, m, n,
              load);
   }
@@ -213,7 +214,8 @@ void all_tiles(const Packed& pk, bool accumulate) {
       const int ip1 = std::min(pk.mp, (bi + 1) * TI), jp1 = std::min(pk.np, (bj + 1) * TJ);
       for (int p0 = 0; p0 < pk.k; p0 += KC)
         for (int jp = bj * TJ; jp < jp1; ++jp)
-          for (int ip = bi * TI; ip < ip1; ++ip) pk.tile(ip, jp, p0, accumulate || p0 > 0);
+          for (int ip = bi * TI; ip < ip1; ++ip)
+            pk.tile(ip, jp, p0, std::min(KC, pk.k - p0), accumulate || p0 > 0);
     }
   }
 }
@@ -225,28 +227,39 @@ void upper_tiles_mirrored(const Packed& pk) {
 #pragma omp for schedule(dynamic, 1)
   for (int ip = 0; ip < pk.mp; ++ip)
     for (int p0 = 0; p0 < pk.k; p0 += KC)
-      for (int jp = ip * MR / NR; jp < pk.np; ++jp) pk.tile(ip, jp, p0, p0 > 0);
+      for (int jp = ip * MR / NR; jp < pk.np; ++jp) pk.tile(ip, jp, p0, std::min(KC, pk.k - p0), p0 > 0);
 #pragma omp for schedule(static)
   for (int i = 1; i < pk.m; ++i)
     for (int j = 0; j < i; ++j)
       pk.c[static_cast<size_t>(i) * pk.ldc + j] = pk.c[static_cast<size_t>(j) * pk.ldc + i];
 }
 
-// The whole product (general), or syrk's: then m = n, op(A) = op(B)ᵀ (a = b, ta ≠ tb) and the
-// chains are fresh.
-enum class Product { general, syrk };
+// GemmPart::lower, k_to_row and k_from_row (cpu_backend.hpp): one task per row panel, with the
+// panel's own k range and column panels; fresh chains (called inside the parallel region).
+void causal_tiles(const Packed& pk, GemmPart part) {
+#pragma omp for schedule(dynamic, 1)
+  for (int ip = 0; ip < pk.mp; ++ip) {
+    const int row0 = ip * MR;
+    const int kb = part == GemmPart::k_from_row ? std::min(row0, pk.k - 1) : 0;
+    const int ke = part == GemmPart::k_to_row ? std::min(pk.k, row0 + MR) : pk.k;
+    const int jp1 = part == GemmPart::lower ? std::min(pk.np, (row0 + MR - 1) / NR + 1) : pk.np;
+    for (int p0 = kb; p0 < ke; p0 += KC)
+      for (int jp = 0; jp < jp1; ++jp) pk.tile(ip, jp, p0, std::min(KC, ke - p0), p0 > kb);
+  }
+}
 
+// part: full (accumulate or not), or one of the structured products (fresh chains; syrk: m = n,
+// op(A) = op(B)ᵀ). serial: on the calling thread only.
 void gemm_canonical(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda,
                     const float* b, int ldb, float* c, int ldc, bool accumulate, Precision prec,
-                    Product product = Product::general) {
+                    GemmPart part = GemmPart::full, bool serial = false) {
   const int mp = (m + MR - 1) / MR, np = (n + NR - 1) / NR;
   if (k == 0) {
     if (!accumulate)
       for (int i = 0; i < m; ++i) std::fill(c + static_cast<size_t>(i) * ldc, c + static_cast<size_t>(i) * ldc + n, 0.0f);
     return;
   }
-  const bool syrk = product == Product::syrk;
-  const bool pack_a = !(syrk && NR % MR == 0);  // else A panels are slices of the B panels
+  const bool pack_a = !(part == GemmPart::syrk && NR % MR == 0);  // else slices of the B panels
   const size_t a_panel = static_cast<size_t>(k) * MR, b_panel = static_cast<size_t>(k) * NR;
   const size_t a_floats = pack_a ? a_panel * mp : 0;
   // Packed operands, reused across calls from the same thread: (mp, k, MR) then (np, k, NR).
@@ -256,7 +269,7 @@ void gemm_canonical(Trans ta, Trans tb, int m, int n, int k, const float* a, int
   float* const bpack = packed.data() + a_floats;
   const Packed pk{apack, bpack, a_panel, b_panel, pack_a ? MR : NR, mp, np, m, n, k, c, ldc};
   const Packers pack = packers(prec);
-#pragma omp parallel
+#pragma omp parallel if (!serial)
   {
     if (pack_a) {
 #pragma omp for schedule(static) nowait
@@ -264,10 +277,12 @@ void gemm_canonical(Trans ta, Trans tb, int m, int n, int k, const float* a, int
     }
 #pragma omp for schedule(static)
     for (int jp = 0; jp < np; ++jp) pack.b(bpack + jp * b_panel, tb, b, ldb, jp * NR, n, k);
-    if (syrk)
+    if (part == GemmPart::full)
+      all_tiles(pk, accumulate);
+    else if (part == GemmPart::syrk)
       upper_tiles_mirrored(pk);
     else
-      all_tiles(pk, accumulate);
+      causal_tiles(pk, part);
   }
 }
 
@@ -312,7 +327,15 @@ void CpuBackend::syrk(Trans ta, int n, int k, const float* a, int lda, float* c,
   if (numerics().gemm == GemmMode::vendor || k == 0 || n == 0)
     gemm(ta, tb, n, n, k, a, lda, a, lda, c, ldc, false, precision);
   else
-    gemm_canonical(ta, tb, n, n, k, a, lda, a, lda, c, ldc, false, precision, Product::syrk);
+    gemm_canonical(ta, tb, n, n, k, a, lda, a, lda, c, ldc, false, precision, GemmPart::syrk);
+}
+
+void canonical_gemm_serial(GemmPart part, Trans ta, Trans tb, int m, int n, int k, const float* a,
+                           int lda, const float* b, int ldb, float* c, int ldc) {
+  SB_CHECK(m >= 0 && n >= 0 && k >= 1, "canonical_gemm_serial sizes: expected m, n >= 0 and k >= 1, got m=",
+           m, " n=", n, " k=", k);
+  if (m == 0 || n == 0) return;
+  gemm_canonical(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, false, Precision::fp32, part, true);
 }
 
 void CpuBackend::matmul_forward(float* out, const float* inp, const float* w, const float* bias,
