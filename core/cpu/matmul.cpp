@@ -9,6 +9,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "cpu_backend.hpp"
@@ -16,7 +17,12 @@
 #include "samebits/det/error.hpp"
 
 #if defined(SB_HAVE_AVX512) || defined(SB_HAVE_AVX2)
+// GCC 12's AVX-512 shuffle intrinsics start from an undefined vector, which -Wuninitialized
+// reports (GCC bug 105593, fixed in GCC 13).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
+#pragma GCC diagnostic pop
 #endif
 
 namespace sb::cpu {
@@ -103,12 +109,50 @@ void micro_kernel(int kc, const float* ap, int as, const float* bp, float* c, in
 
 // op(A) row panel: rows i0 .. i0+MR-1 (zeros beyond m) for all k, packed (k, MR), rounded to P.
 // Loops follow the storage order, so reads are contiguous for either transposition.
+#if defined(SB_HAVE_AVX512)
+// ap (16, MR = 8) ← the transpose of the 8 × 16 block src[r·lda + p], in registers (a copy:
+// fp32 operands only).
+void transpose_8x16(float* ap, const float* src, int lda) {
+  static_assert(MR == 8 && kPackBlock == 16, "transpose_8x16 packs 8 rows by 16 values of k");
+  __m512 t[8], u[8];
+  for (int r = 0; r < 8; r += 2) {
+    const __m512 x = _mm512_loadu_ps(src + static_cast<size_t>(r) * lda);
+    const __m512 y = _mm512_loadu_ps(src + static_cast<size_t>(r + 1) * lda);
+    t[r] = _mm512_unpacklo_ps(x, y);      // per 128-bit lane l: x[4l], y[4l], x[4l+1], y[4l+1]
+    t[r + 1] = _mm512_unpackhi_ps(x, y);  // x[4l+2], y[4l+2], x[4l+3], y[4l+3]
+  }
+  for (int h = 0; h < 8; h += 4) {  // rows h..h+3: u[h/4·4 + c] lane l = column 4l + c
+    u[h + 0] = _mm512_shuffle_ps(t[h], t[h + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    u[h + 1] = _mm512_shuffle_ps(t[h], t[h + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    u[h + 2] = _mm512_shuffle_ps(t[h + 1], t[h + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    u[h + 3] = _mm512_shuffle_ps(t[h + 1], t[h + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int c = 0; c < 4; ++c) {
+    // Lanes [rows 0-3 of column c + 4l, rows 4-7 of it] for l = 0, 1, then l = 2, 3.
+    const __m512 lo = _mm512_shuffle_f32x4(u[c], u[c + 4], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512 hi = _mm512_shuffle_f32x4(u[c], u[c + 4], _MM_SHUFFLE(3, 2, 3, 2));
+    const __m512 z0 = _mm512_shuffle_f32x4(lo, lo, _MM_SHUFFLE(3, 1, 2, 0));  // columns c, c + 4
+    const __m512 z1 = _mm512_shuffle_f32x4(hi, hi, _MM_SHUFFLE(3, 1, 2, 0));  // c + 8, c + 12
+    _mm256_storeu_ps(ap + c * 8, _mm512_castps512_ps256(z0));
+    _mm256_storeu_pd(reinterpret_cast<double*>(ap + (c + 4) * 8), _mm512_extractf64x4_pd(_mm512_castps_pd(z0), 1));
+    _mm256_storeu_ps(ap + (c + 8) * 8, _mm512_castps512_ps256(z1));
+    _mm256_storeu_pd(reinterpret_cast<double*>(ap + (c + 12) * 8), _mm512_extractf64x4_pd(_mm512_castps_pd(z1), 1));
+  }
+}
+#endif
+
 template <Precision P>
 void pack_a(float* ap, Trans ta, const float* a, int lda, int i0, int m, int k) {
   const int h = std::min(MR, m - i0);
   if (ta == Trans::no) {
     for (int p0 = 0; p0 < k; p0 += kPackBlock) {  // a transpose, in blocks that stay in L1
       const int p1 = std::min(k, p0 + kPackBlock);
+#if defined(SB_HAVE_AVX512)
+      if (P == Precision::fp32 && h == MR && p1 - p0 == kPackBlock) {
+        transpose_8x16(ap + p0 * MR, a + static_cast<size_t>(i0) * lda + p0, lda);
+        continue;
+      }
+#endif
       for (int r = 0; r < h; ++r) {
         const float* src = a + static_cast<size_t>(i0 + r) * lda;
         for (int p = p0; p < p1; ++p) ap[p * MR + r] = ops::round_operand(src[p], P);
@@ -234,15 +278,22 @@ void upper_tiles_mirrored(const Packed& pk) {
       pk.c[static_cast<size_t>(i) * pk.ldc + j] = pk.c[static_cast<size_t>(j) * pk.ldc + i];
 }
 
-// GemmPart::lower, k_to_row and k_from_row (cpu_backend.hpp): one task per row panel, with the
-// panel's own k range and column panels; fresh chains (called inside the parallel region).
+// The k range [begin, end) of row panel ip's chains: all of k, or cut at the panel (k_to_row,
+// k_from_row; cpu_backend.hpp).
+std::pair<int, int> panel_k_range(GemmPart part, int ip, int k) {
+  const int row0 = ip * MR;
+  return {part == GemmPart::k_from_row ? std::min(row0, k - 1) : 0,
+          part == GemmPart::k_to_row ? std::min(k, row0 + MR) : k};
+}
+
+// GemmPart::lower, k_to_row and k_from_row: one task per row panel, with the panel's own k range
+// and column panels; fresh chains (called inside the parallel region).
 void causal_tiles(const Packed& pk, GemmPart part) {
 #pragma omp for schedule(dynamic, 1)
   for (int ip = 0; ip < pk.mp; ++ip) {
-    const int row0 = ip * MR;
-    const int kb = part == GemmPart::k_from_row ? std::min(row0, pk.k - 1) : 0;
-    const int ke = part == GemmPart::k_to_row ? std::min(pk.k, row0 + MR) : pk.k;
-    const int jp1 = part == GemmPart::lower ? std::min(pk.np, (row0 + MR - 1) / NR + 1) : pk.np;
+    const auto [kb, ke] = panel_k_range(part, ip, pk.k);
+    const int last_row = ip * MR + MR - 1;
+    const int jp1 = part == GemmPart::lower ? std::min(pk.np, last_row / NR + 1) : pk.np;
     for (int p0 = kb; p0 < ke; p0 += KC)
       for (int jp = 0; jp < jp1; ++jp) pk.tile(ip, jp, p0, std::min(KC, ke - p0), p0 > kb);
   }
@@ -271,9 +322,13 @@ void gemm_canonical(Trans ta, Trans tb, int m, int n, int k, const float* a, int
   const Packers pack = packers(prec);
 #pragma omp parallel if (!serial)
   {
-    if (pack_a) {
+    if (pack_a) {  // each panel's k range only: op(A) columns [kb, ke)
 #pragma omp for schedule(static) nowait
-      for (int ip = 0; ip < mp; ++ip) pack.a(apack + ip * a_panel, ta, a, lda, ip * MR, m, k);
+      for (int ip = 0; ip < mp; ++ip) {
+        const auto [kb, ke] = panel_k_range(part, ip, k);
+        const float* a_kb = a + static_cast<size_t>(kb) * (ta == Trans::no ? 1 : lda);
+        pack.a(apack + ip * a_panel + static_cast<size_t>(kb) * MR, ta, a_kb, lda, ip * MR, m, ke - kb);
+      }
     }
 #pragma omp for schedule(static)
     for (int jp = 0; jp < np; ++jp) pack.b(bpack + jp * b_panel, tb, b, ldb, jp * NR, n, k);
