@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "samebits/cli/diff.hpp"
+#include "samebits/cli/divergence.hpp"
 #include "samebits/cli/sweep.hpp"
 #include "samebits/core/io/h5.hpp"
 #include "samebits/core/io/run_file.hpp"
@@ -72,6 +73,9 @@ std::vector<CellResult> compare_cells(const SweepSpec& spec) {
     r.group = cell.group;
     r.reference = cell.compare_to;
     r.final_rel_l2 = kNaN;
+    r.growth_rate = kNaN;
+    r.disagreement = kNaN;
+    r.logit_correlation = kNaN;
     r.final_loss = std::numeric_limits<float>::quiet_NaN();
     const run::RunReader* run = runs.get(cell);
     if (run == nullptr) {
@@ -84,6 +88,8 @@ std::vector<CellResult> compare_cells(const SweepSpec& spec) {
     r.steps = run->steps_recorded();
     r.loss = run->series<float>("series/loss");
     if (!r.loss.empty()) r.final_loss = r.loss.back();
+    r.grad_sq_est = run->series<float>("series/grad_sq_est");
+    r.trace_est = run->series<float>("series/trace_est");
     const std::vector<double> seconds = run->series<double>("timing/step_seconds");
     r.wall_seconds = std::accumulate(seconds.begin(), seconds.end(), 0.0);
     const SweepCell& ref_cell = *std::find_if(spec.cells.begin(), spec.cells.end(),
@@ -101,13 +107,35 @@ std::vector<CellResult> compare_cells(const SweepSpec& spec) {
       }
       r.rel_l2.assign(r.distance_steps.size(), 0.0);
       if (!r.rel_l2.empty()) r.final_rel_l2 = 0.0, r.final_distance_step = r.distance_steps.back();
+      r.disagreement = 0.0;
+      r.logit_correlation = 1.0;
     } else {
-      const RunDiff d = diff_runs(*ref, *run);
+      DiffOptions options;
+      options.agreement = false;
+      const RunDiff d = diff_runs(*ref, *run, options);
       r.identical = d.identical();
       r.first_divergent_step = d.first_divergent_step;
-      for (std::size_t s = 0; s < d.loss_b.size(); ++s) r.loss_gap.push_back(double(d.loss_b[s]) - double(d.loss_a[s]));
+      for (std::size_t s = 0; s < d.loss_b.size(); ++s) {
+        r.loss_gap.push_back(double(d.loss_b[s]) - double(d.loss_a[s]));
+        r.max_loss_gap = std::max(r.max_loss_gap, std::fabs(r.loss_gap.back()));
+      }
       take_distances(d, r);
+      r.growth_rate = d.growth.rate;
+      r.jump_step = d.growth.jump_step;
       if (!r.rel_l2.empty()) r.final_rel_l2 = r.rel_l2.back(), r.final_distance_step = r.distance_steps.back();
+      if (r.identical) {
+        r.disagreement = 0.0;
+        r.logit_correlation = 1.0;
+      } else if (d.same_layout && !d.states.empty()) {
+        const StateDistance& last = d.states.back();
+        const auto weights = [&](const run::RunReader& x) {
+          return last.source == "snapshot" ? x.read_snapshot(last.step) : x.read_final_state().weights;
+        };
+        AgreementProbe probe(ref_cell.config);
+        const Agreement a = probe.compare(weights(*ref), weights(*run), last.step, last.source);
+        r.disagreement = a.disagreement;
+        r.logit_correlation = a.logit_correlation;
+      }
     }
     results.push_back(std::move(r));
   }
@@ -116,12 +144,12 @@ std::vector<CellResult> compare_cells(const SweepSpec& spec) {
 
 std::string results_table(const std::vector<CellResult>& results) {
   std::ostringstream t;
-  t << "| cell | configuration | reference | identical | first divergent step | final rel. L2 (step) | final loss | "
-       "train s |\n|---|---|---|---|---|---|---|---|\n";
+  t << "| cell | configuration | reference | identical | first divergent step | final rel. L2 (step) | growth /step | "
+       "disagreement | final loss | max loss gap | train s |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const CellResult& r : results) {
     t << "| " << r.name << " | " << r.description << " | ";
     if (!r.available) {
-      t << r.reference << " | — | — | — | — | " << r.status << " |\n";
+      t << r.reference << " | — | — | — | — | — | — | — | " << r.status << " |\n";
       continue;
     }
     const bool self = r.reference == r.name;
@@ -133,8 +161,14 @@ std::string results_table(const std::vector<CellResult>& results) {
       t << (r.final_rel_l2 == 0 ? std::string("0") : format_double("%.3g", r.final_rel_l2)) << " ("
         << r.final_distance_step << ") | ";
     }
+    t << (std::isnan(r.growth_rate) ? std::string("—") : format_double("%.3g", r.growth_rate)) << " | "
+      << (std::isnan(r.disagreement) ? std::string("—")
+          : r.disagreement == 0  ? std::string("0")
+                                 : format_double("%.2g", 100 * r.disagreement) + " %")
+      << " | ";
     t << format_double("%.6f", r.final_loss) << (r.status == "finished" ? "" : " (" + r.status + ")") << " | "
-      << format_double("%.1f", r.wall_seconds) << " |\n";
+      << (r.max_loss_gap == 0 ? std::string("0") : format_double("%.2g", r.max_loss_gap))
+      << " | " << format_double("%.1f", r.wall_seconds) << " |\n";
   }
   return t.str();
 }
@@ -176,9 +210,16 @@ void write_summary(const SweepSpec& spec, const std::vector<CellResult>& results
       g.set_attr("first_divergent_step", r.first_divergent_step);
       g.set_attr("final_rel_l2", r.final_rel_l2);
       g.set_attr("final_distance_step", r.final_distance_step);
+      g.set_attr("growth_rate", r.growth_rate);
+      g.set_attr("jump_step", r.jump_step);
+      g.set_attr("disagreement", r.disagreement);
+      g.set_attr("logit_correlation", r.logit_correlation);
+      g.set_attr("max_loss_gap", r.max_loss_gap);
       g.set_attr("final_loss", double(r.final_loss));
       g.set_attr("wall_seconds", r.wall_seconds);
       if (!r.loss.empty()) g.write_dataset<float>("loss", r.loss);
+      if (!r.grad_sq_est.empty()) g.write_dataset<float>("grad_sq_est", r.grad_sq_est);
+      if (!r.trace_est.empty()) g.write_dataset<float>("trace_est", r.trace_est);
       if (!r.loss_gap.empty()) g.write_dataset<double>("loss_gap", r.loss_gap);
       if (!r.distance_steps.empty()) {
         g.write_dataset<int64_t>("distance_steps", r.distance_steps);
@@ -205,13 +246,19 @@ std::string report_markdown(const SweepSpec& spec, const std::vector<CellResult>
         "statistics, per-tensor parameter and gradient fingerprints of every step, and the parameters wherever "
         "both runs stored them — is equal. *First divergent step*: the first step whose recorded bits differ. "
         "*Final rel. L2*: ‖W − W_ref‖₂ / ‖W_ref‖₂ over all parameters at the last step both runs hold them. "
+        "*Growth /step*: the least-squares slope of ln(rel. L2) against the step over the distance points from "
+        "the first divergent step on (× 10 every 2.3 / rate steps; docs/STUDIES.md §5). *Disagreement*: the "
+        "fraction of token positions of a fixed validation batch whose most likely next token differs "
+        "between the two models at that last step. *Max loss gap*: the largest |loss − reference loss| over "
+        "the steps. "
         "*Train s*: the sum of the run's step times (the only column that is not reproducible).\n\n";
   md << "## Plots\n\n";
   const std::map<std::string, std::string> captions{
       {"loss.png", "training loss per step"},
       {"loss_gap.png", "loss minus the reference's loss, per step"},
       {"rel_l2.png", "relative L2 distance of the parameters to the reference (log axis; 0 drawn at the floor)"},
-      {"first_divergence.png", "first divergent step per cell (no bar: identical to its reference)"}};
+      {"first_divergence.png", "first divergent step per cell (no bar: identical to its reference)"},
+      {"noise_scale.png", "gradient noise scale B_simple = EMA(tr Σ) / EMA(|G|²), β = 0.9 (docs/STUDIES.md §1)"}};
   for (const std::string& png : pngs) {
     const auto c = captions.find(png);
     md << "![" << (c == captions.end() ? png : c->second) << "](plots/" << png << ")\n\n";

@@ -238,7 +238,7 @@ std::vector<std::string> draw_plots(const SweepSpec& spec, const std::string& se
   }
   std::vector<std::string> pngs;
   const fs::path dir = fs::path(spec.out) / "plots";
-  for (const char* name : {"loss.png", "loss_gap.png", "rel_l2.png", "first_divergence.png"}) {
+  for (const char* name : {"loss.png", "loss_gap.png", "rel_l2.png", "first_divergence.png", "noise_scale.png"}) {
     if (fs::exists(dir / name)) pngs.push_back(name);
   }
   return pngs;

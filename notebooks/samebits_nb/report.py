@@ -1,6 +1,6 @@
 """The plots of a sweep's report: `python3 -m samebits_nb.report OUT` reads OUT/summary.h5 (written by
 `samebits sweep`; layout in docs/STUDIES.md, "Sweeps") and writes OUT/plots/loss.png, loss_gap.png,
-rel_l2.png and first_divergence.png. Only reads the summary: every number was computed by samebits.
+rel_l2.png, first_divergence.png and noise_scale.png. Only reads the summary: every number was computed by samebits.
 """
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend choice)
 import numpy as np  # noqa: E402
+
+from .noise import ema  # noqa: E402
 
 SWEEP_FORMAT = "samebits-sweep"
 FLOOR = 1e-12  # zero distances are drawn here on log axes, so identical runs stay visible
@@ -35,6 +37,8 @@ class Cell:
     loss_gap: np.ndarray           # (compared steps,) loss - reference loss
     distance_steps: np.ndarray     # steps where both runs hold the parameters
     rel_l2: np.ndarray             # (len(distance_steps),)
+    grad_sq_est: np.ndarray        # (steps,) |G|^2 estimate per step
+    trace_est: np.ndarray          # (steps,) tr(Sigma) estimate per step
 
     @property
     def is_reference(self) -> bool:
@@ -57,7 +61,8 @@ def read_summary(path: str):
                               available=bool(g.attrs["available"]),
                               first_divergent_step=int(g.attrs["first_divergent_step"]),
                               loss=get("loss", np.float32), loss_gap=get("loss_gap", np.float64),
-                              distance_steps=get("distance_steps", np.int64), rel_l2=get("rel_l2", np.float64)))
+                              distance_steps=get("distance_steps", np.int64), rel_l2=get("rel_l2", np.float64),
+                              grad_sq_est=get("grad_sq_est", np.float32), trace_est=get("trace_est", np.float32)))
     return attrs, cells
 
 
@@ -128,6 +133,23 @@ def plot_first_divergence(cells, steps: int):
     return fig
 
 
+def plot_noise_scale(cells, beta: float = 0.9):
+    """B_simple per step: |G|^2 and tr(Sigma) smoothed separately, then divided (samebits_nb.noise)."""
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for c in cells:
+        if len(c.grad_sq_est):
+            g, t = ema(c.grad_sq_est, beta), ema(c.trace_est, beta)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                b = np.where(g > 0, t / g, np.nan)
+            ax.plot(np.arange(1, len(b) + 1), b, label=_label(c), **_style(c))
+    ax.set_yscale("log")
+    ax.set(xlabel="step", ylabel="B_simple (sequences)",
+           title=f"gradient noise scale: EMA(tr Sigma) / EMA(|G|^2), beta = {beta}")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
 def draw(out: str) -> list:
     """Writes the four PNGs under out/plots/ and returns their paths."""
     _, cells = read_summary(os.path.join(out, "summary.h5"))
@@ -136,7 +158,7 @@ def draw(out: str) -> list:
     plots = os.path.join(out, "plots")
     os.makedirs(plots, exist_ok=True)
     figures = {"loss.png": plot_loss(shown), "loss_gap.png": plot_loss_gap(shown), "rel_l2.png": plot_rel_l2(shown),
-               "first_divergence.png": plot_first_divergence(shown, steps)}
+               "first_divergence.png": plot_first_divergence(shown, steps), "noise_scale.png": plot_noise_scale(shown)}
     paths = []
     for name, fig in figures.items():
         path = os.path.join(plots, name)
