@@ -8,6 +8,24 @@
 #include "samebits/core/ops/attention.hpp"
 
 namespace sb::cpu {
+namespace {
+
+// One row of probabilities in place: row[j] ← scores·scale, then the softmax over j < n (exact max,
+// samebits exp, the row_sum of the reduce mode, one division). Flattened so that exp inlines and
+// the elementwise loops vectorise (SIMD lanes are separate elements, each with the scalar's IEEE
+// operations).  row: (n)
+[[gnu::flatten]] void softmax_row(float* row, int n, float scale, ReduceMode mode) {
+#pragma omp simd
+  for (int j = 0; j < n; ++j) row[j] = ops::attention_score(row[j], scale);
+  const float m = ops::row_max(row, n);
+#pragma omp simd
+  for (int j = 0; j < n; ++j) row[j] = ops::softmax_numerator(row[j], m);
+  const float den = row_sum(row, n, mode);
+#pragma omp simd
+  for (int j = 0; j < n; ++j) row[j] = ops::softmax_prob(row[j], den);
+}
+
+}  // namespace
 
 void CpuBackend::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
                                    int NH) {
@@ -27,11 +45,7 @@ void CpuBackend::attention_forward(float* out, float* att, const float* qkv, int
     canonical_gemm_serial(GemmPart::lower, Trans::no, Trans::yes, T, T, hs, q0, ld, k0, ld, P, T);
     for (int t = 0; t < T; ++t) {
       float* row = P + static_cast<size_t>(t) * T;  // (T)
-      for (int j = 0; j <= t; ++j) row[j] = ops::attention_score(row[j], scale);
-      const float m = ops::row_max(row, t + 1);
-      for (int j = 0; j <= t; ++j) row[j] = ops::softmax_numerator(row[j], m);
-      const float den = row_sum(row, t + 1, mode);
-      for (int j = 0; j <= t; ++j) row[j] = ops::softmax_prob(row[j], den);
+      softmax_row(row, t + 1, scale, mode);
       for (int j = t + 1; j < T; ++j) row[j] = 0.0f;
     }
     // y[t] = Σ_{j ≤ t} p[t][j]·v[j] (P is +0 beyond t).
