@@ -85,17 +85,7 @@ std::string diff_text(const RunDiff& d) {
     if (!d.divergent_params.empty()) {
       s << "  parameters " << d.divergent_params.size() << " tensor(s): " << name_list(d.divergent_params) << "\n";
     }
-    double max_gap = 0;
-    int64_t max_step = 0;
-    for (std::size_t i = 0; i < d.loss_gap.size(); ++i) {
-      if (d.loss_gap[i] > max_gap || std::isnan(d.loss_gap[i])) {
-        max_gap = d.loss_gap[i];
-        max_step = int64_t(i) + 1;
-        if (std::isnan(max_gap)) break;
-      }
-    }
-    s << "loss gap     max " << fmt("%.3g", max_gap) << " at step " << max_step << "; final "
-      << fmt("%.3g", d.loss_gap.empty() ? 0.0 : d.loss_gap.back()) << " (step " << d.compared_steps << ")\n";
+    s << loss_gap_text(d.loss_gap);
     s << "  step        loss A        loss B         |gap|\n";
     for (int64_t step : table_steps(d.first_divergent_step, d.compared_steps)) {
       const auto i = std::size_t(step - 1);

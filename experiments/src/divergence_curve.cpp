@@ -202,6 +202,21 @@ std::string distance_text(const std::vector<DistancePoint>& curve, const Growth&
   return s.str();
 }
 
+std::string loss_gap_text(std::span<const double> gap) {
+  double max_gap = 0;
+  std::size_t max_step = 0;
+  for (std::size_t i = 0; i < gap.size(); ++i) {
+    if (gap[i] > max_gap || std::isnan(gap[i])) {
+      max_gap = gap[i];
+      max_step = i + 1;
+      if (std::isnan(max_gap)) break;
+    }
+  }
+  if (max_step == 0) return "loss gap     0 at all " + std::to_string(gap.size()) + " steps\n";
+  return "loss gap     max " + fmt("%.3g", max_gap) + " at step " + std::to_string(max_step) + "; final " +
+         fmt("%.3g", gap.back()) + " (step " + std::to_string(gap.size()) + ")\n";
+}
+
 std::string agreement_text(const Agreement& a) {
   std::ostringstream s;
   s << "predictions  at step " << a.step << (a.source.empty() ? "" : " (" + a.source + ")") << ": "

@@ -52,6 +52,13 @@ std::string json_string(const std::string& s) {
 
 std::string json_number(double v) { return std::isfinite(v) ? fmt("%.17g", v) : "null"; }
 
+// (steps) |loss_a − loss_b| in fp64.
+std::vector<double> loss_gaps(const SideBySide& s) {
+  std::vector<double> out;
+  for (std::size_t i = 0; i < s.loss_a.size(); ++i) out.push_back(std::fabs(double(s.loss_a[i]) - double(s.loss_b[i])));
+  return out;
+}
+
 }  // namespace
 
 bool SideBySide::identical() const {
@@ -111,19 +118,8 @@ std::string side_by_side_text(const SideBySide& s) {
   o << "\nsteps        " << s.steps << " side by side, distance every " << s.every << "\n";
   if (s.first_divergent_step > 0) {
     o << "first divergent step " << s.first_divergent_step << "\n";
-    double max_gap = 0;
-    int64_t max_step = 0;
-    for (std::size_t i = 0; i < s.loss_a.size(); ++i) {
-      const double gap = std::fabs(double(s.loss_a[i]) - double(s.loss_b[i]));
-      if (gap > max_gap || std::isnan(gap)) {
-        max_gap = gap;
-        max_step = int64_t(i) + 1;
-        if (std::isnan(gap)) break;
-      }
-    }
-    o << "loss gap     max " << fmt("%.3g", max_gap) << " at step " << max_step << "; final "
-      << fmt("%.3g", std::fabs(double(s.loss_a.back()) - double(s.loss_b.back()))) << " (loss "
-      << fmt("%.6f", s.loss_a.back()) << " | " << fmt("%.6f", s.loss_b.back()) << ")\n";
+    o << loss_gap_text(loss_gaps(s));
+    o << "final loss   " << fmt("%.6f", s.loss_a.back()) << " | " << fmt("%.6f", s.loss_b.back()) << "\n";
   }
   o << distance_text(s.distance, s.growth);
   if (s.agreement) o << agreement_text(*s.agreement);
@@ -156,10 +152,9 @@ std::string side_by_side_json(const SideBySide& s) {
     << ",\n";
   list("loss_a", s.loss_a);
   list("loss_b", s.loss_b);
+  const std::vector<double> gaps = loss_gaps(s);
   o << "  \"loss_gap\": [";
-  for (std::size_t i = 0; i < s.loss_a.size(); ++i) {
-    o << (i ? ", " : "") << json_number(std::fabs(double(s.loss_a[i]) - double(s.loss_b[i])));
-  }
+  for (std::size_t i = 0; i < gaps.size(); ++i) o << (i ? ", " : "") << json_number(gaps[i]);
   o << "],\n  \"distance\": [";
   for (std::size_t i = 0; i < s.distance.size(); ++i) o << (i ? ",\n    " : "\n    ") << distance_json(s.distance[i]);
   o << "\n  ],\n  \"growth\": " << growth_json(s.growth) << ",\n";

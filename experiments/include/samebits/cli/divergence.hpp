@@ -149,5 +149,8 @@ std::string agreement_json(const Agreement& a);
 // with its growth, and the agreement.
 std::string distance_text(const std::vector<DistancePoint>& curve, const Growth& growth, std::size_t rows = 12);
 std::string agreement_text(const Agreement& a);
+// "loss gap     max G at step S; final F (step N)", or "… 0 at all N steps" when every gap is 0.
+// gap: (steps) |loss_a − loss_b| of steps 1 … N.
+std::string loss_gap_text(std::span<const double> gap);
 
 }  // namespace sb::cli
