@@ -36,18 +36,18 @@ std::vector<float> state_weights(const run::RunReader& run, const StateDistance&
   return state.source == "snapshot" ? run.read_snapshot(state.step) : run.read_final_state().weights;
 }
 
-// d.agreement at every shared state, on run A's recorded experiment; d.agreement_note says why not.
+// d.agreement at every shared state, on run A's recorded experiment. When that cannot be done here
+// (a config this samebits does not parse, validation data files not found from this directory)
+// the comparison goes on without it and d.agreement_note says why.
 void add_agreement(const run::RunReader& a, const run::RunReader& b, const DiffOptions& options, RunDiff& d) {
-  Config config;
   try {
-    config = recorded_config(a);
+    AgreementProbe probe(recorded_config(a), options.agreement_sequences);
+    for (const StateDistance& st : d.states) {
+      d.agreement.push_back(probe.compare(state_weights(a, st), state_weights(b, st), st.step, st.source));
+    }
   } catch (const Error& e) {
+    d.agreement.clear();
     d.agreement_note = std::string("skipped: ") + e.what();
-    return;
-  }
-  AgreementProbe probe(config, options.agreement_sequences);
-  for (const StateDistance& st : d.states) {
-    d.agreement.push_back(probe.compare(state_weights(a, st), state_weights(b, st), st.step, st.source));
   }
 }
 

@@ -112,3 +112,29 @@ TEST_CASE("samebits diff --side-by-side") {
   CHECK(run({"diff", "--side-by-side", dir / "run.ini", "--steps", "21"}).code == 2);
   CHECK(run({"diff", dir / "run.ini", "--steps", "3"}).code == 2);
 }
+
+TEST_CASE("samebits diff goes on without the agreement when the validation data is not found") {
+  TempDir dir;
+  const std::string d = dir.path.string();
+  std::string text;
+  for (int i = 0; i < 4000; ++i) text += char('a' + (i * 7 + i / 13) % 26);
+  write_text(dir / "data.txt", text);
+  write_text(dir / "run.ini", tiny_config(kSnapshots));
+  const std::vector<std::string> data{"--model.vocab", "256", "--data.source", "text", "--data.path", "data.txt",
+                                      "--data.val_path", "data.txt"};
+  for (const auto& [out, extra] : {std::pair{"a.h5", ""}, std::pair{"b.h5", "--perturb.tensor=wte"}}) {
+    std::vector<std::string> args{"train", "run.ini", "--out", out};
+    args.insert(args.end(), data.begin(), data.end());
+    if (*extra) args.push_back(extra);
+    const Result r = run(args, SpawnOptions{0, d});
+    REQUIRE_MESSAGE(r.code == 0, describe(r));
+  }
+  const Result here = run({"diff", "a.h5", "b.h5", "--json"}, SpawnOptions{0, d});
+  CHECK(here.code == 1);
+  CHECK(contains(here.output, "\"agreement_note\": null"));
+  const Result elsewhere = run({"diff", dir / "a.h5", dir / "b.h5", "--json"});  // data.txt is not here
+  CHECK_MESSAGE(elsewhere.code == 1, describe(elsewhere));
+  CHECK(contains(elsewhere.output, "\"first_divergent_step\": 1,"));
+  CHECK(contains(elsewhere.output, "\"agreement\": [],"));
+  CHECK(contains(elsewhere.output, "\"agreement_note\": \"skipped: "));
+}
