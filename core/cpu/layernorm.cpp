@@ -1,6 +1,7 @@
 // LayerNorm on the CPU: OpenMP over rows (forward, dinp) and over channel blocks (dw, db: chains
 // over tokens ascending, rule 3). Row statistics via det::lane32 (rule 2), formulas from
-// ops/layernorm.hpp: bitwise equal to ops::layernorm_row_* and to core/cuda/layernorm.cu.
+// ops/layernorm.hpp, elementwise loops SIMD across channels: bitwise equal to
+// ops::layernorm_row_* and to core/cuda/layernorm.cu.
 #include <vector>
 
 #include "cpu_backend.hpp"
@@ -20,8 +21,10 @@ void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, const f
       const float* x = inp + static_cast<size_t>(n) * C;
       float* y = out + static_cast<size_t>(n) * C;
       const float m = ops::norm_mean(row_sum(x, C, mode), C);
+#pragma omp simd
       for (int i = 0; i < C; ++i) d[i] = x[i] - m;
       const float r = ops::norm_rstd(row_dot(d.data(), d.data(), C, mode), C);
+#pragma omp simd
       for (int i = 0; i < C; ++i) {
         const float xhat = ops::layernorm_xhat(x[i], m, r);
         y[i] = b ? ops::layernorm_out(xhat, w[i], b[i]) : ops::layernorm_out_nobias(xhat, w[i]);
@@ -43,6 +46,7 @@ void CpuBackend::layernorm_backward(float* dinp, float* dw, float* db, const flo
     for (int n = 0; n < N; ++n) {
       const float* x = inp + static_cast<size_t>(n) * C;
       const float* dy = dout + static_cast<size_t>(n) * C;
+#pragma omp simd
       for (int i = 0; i < C; ++i) {
         dnorm[i] = dy[i] * w[i];
         xhat[i] = ops::layernorm_xhat(x[i], mean[n], rstd[n]);
@@ -50,6 +54,7 @@ void CpuBackend::layernorm_backward(float* dinp, float* dw, float* db, const flo
       const float m1 = ops::norm_mean(row_sum(dnorm.data(), C, mode), C);
       const float m2 = ops::norm_mean(row_dot(dnorm.data(), xhat.data(), C, mode), C);
       float* dx = dinp + static_cast<size_t>(n) * C;
+#pragma omp simd
       for (int i = 0; i < C; ++i) dx[i] = ops::layernorm_dinp(dnorm[i], xhat[i], m1, m2, rstd[n]);
     }
   }

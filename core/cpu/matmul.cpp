@@ -110,10 +110,10 @@ void micro_kernel(int kc, const float* ap, int as, const float* bp, float* c, in
 // op(A) row panel: rows i0 .. i0+MR-1 (zeros beyond m) for all k, packed (k, MR), rounded to P.
 // Loops follow the storage order, so reads are contiguous for either transposition.
 #if defined(SB_HAVE_AVX512)
-// ap (16, MR = 8) ← the transpose of the 8 × 16 block src[r·lda + p], in registers (a copy:
-// fp32 operands only).
-void transpose_8x16(float* ap, const float* src, int lda) {
-  static_assert(MR == 8 && kPackBlock == 16, "transpose_8x16 packs 8 rows by 16 values of k");
+// out[p·ldo + r] ← src[r·lda + p] for r < 8, p < 16: the transpose of an 8 × 16 block in
+// registers (a copy: fp32 operands only). Packs A (ldo = MR) and, 8 columns at a time, B (NR).
+void transpose_8x16(float* out, int ldo, const float* src, int lda) {
+  static_assert(MR == 8 && NR % 8 == 0 && kPackBlock == 16, "transpose_8x16: 8 rows by 16 of k");
   __m512 t[8], u[8];
   for (int r = 0; r < 8; r += 2) {
     const __m512 x = _mm512_loadu_ps(src + static_cast<size_t>(r) * lda);
@@ -133,10 +133,10 @@ void transpose_8x16(float* ap, const float* src, int lda) {
     const __m512 hi = _mm512_shuffle_f32x4(u[c], u[c + 4], _MM_SHUFFLE(3, 2, 3, 2));
     const __m512 z0 = _mm512_shuffle_f32x4(lo, lo, _MM_SHUFFLE(3, 1, 2, 0));  // columns c, c + 4
     const __m512 z1 = _mm512_shuffle_f32x4(hi, hi, _MM_SHUFFLE(3, 1, 2, 0));  // c + 8, c + 12
-    _mm256_storeu_ps(ap + c * 8, _mm512_castps512_ps256(z0));
-    _mm256_storeu_pd(reinterpret_cast<double*>(ap + (c + 4) * 8), _mm512_extractf64x4_pd(_mm512_castps_pd(z0), 1));
-    _mm256_storeu_ps(ap + (c + 8) * 8, _mm512_castps512_ps256(z1));
-    _mm256_storeu_pd(reinterpret_cast<double*>(ap + (c + 12) * 8), _mm512_extractf64x4_pd(_mm512_castps_pd(z1), 1));
+    _mm256_storeu_ps(out + c * ldo, _mm512_castps512_ps256(z0));
+    _mm256_storeu_pd(reinterpret_cast<double*>(out + (c + 4) * ldo), _mm512_extractf64x4_pd(_mm512_castps_pd(z0), 1));
+    _mm256_storeu_ps(out + (c + 8) * ldo, _mm512_castps512_ps256(z1));
+    _mm256_storeu_pd(reinterpret_cast<double*>(out + (c + 12) * ldo), _mm512_extractf64x4_pd(_mm512_castps_pd(z1), 1));
   }
 }
 #endif
@@ -149,7 +149,7 @@ void pack_a(float* ap, Trans ta, const float* a, int lda, int i0, int m, int k) 
       const int p1 = std::min(k, p0 + kPackBlock);
 #if defined(SB_HAVE_AVX512)
       if (P == Precision::fp32 && h == MR && p1 - p0 == kPackBlock) {
-        transpose_8x16(ap + p0 * MR, a + static_cast<size_t>(i0) * lda + p0, lda);
+        transpose_8x16(ap + p0 * MR, MR, a + static_cast<size_t>(i0) * lda + p0, lda);
         continue;
       }
 #endif
@@ -182,6 +182,13 @@ void pack_b(float* bp, Trans tb, const float* b, int ldb, int j0, int n, int k) 
   } else {
     for (int p0 = 0; p0 < k; p0 += kPackBlock) {  // a transpose, in blocks that stay in L1
       const int p1 = std::min(k, p0 + kPackBlock);
+#if defined(SB_HAVE_AVX512)
+      if (P == Precision::fp32 && w == NR && p1 - p0 == kPackBlock) {
+        for (int j = 0; j < NR; j += 8)
+          transpose_8x16(bp + p0 * NR + j, NR, b + static_cast<size_t>(j0 + j) * ldb + p0, ldb);
+        continue;
+      }
+#endif
       for (int j = 0; j < w; ++j) {
         const float* src = b + static_cast<size_t>(j0 + j) * ldb;
         for (int p = p0; p < p1; ++p) bp[p * NR + j] = ops::round_operand(src[p], P);
@@ -400,6 +407,7 @@ void CpuBackend::matmul_forward(float* out, const float* inp, const float* w, co
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     float* row = out + static_cast<size_t>(n) * OC;
+#pragma omp simd
     for (int o = 0; o < OC; ++o) row[o] = ops::linear_out(row[o], bias[o]);
   }
 }

@@ -1,6 +1,7 @@
 // RMSNorm on the CPU: OpenMP over rows (forward, dinp) and channel blocks (dw: chains over tokens
 // ascending, rule 3). Row statistics via det::lane32 (rule 2), formulas from ops/rmsnorm.hpp:
-// bitwise equal to ops::rmsnorm_row_* and to core/cuda/rmsnorm.cu.
+// elementwise loops SIMD across channels; bitwise equal to ops::rmsnorm_row_* and to
+// core/cuda/rmsnorm.cu.
 #include <vector>
 
 #include "cpu_backend.hpp"
@@ -17,6 +18,7 @@ void CpuBackend::rmsnorm_forward(float* out, float* rstd, const float* inp, cons
     const float* x = inp + static_cast<size_t>(n) * C;
     float* y = out + static_cast<size_t>(n) * C;
     const float r = ops::norm_rstd(row_dot(x, x, C, mode), C);
+#pragma omp simd
     for (int i = 0; i < C; ++i) y[i] = ops::rmsnorm_out(ops::rmsnorm_xhat(x[i], r), w[i]);
     rstd[n] = r;
   }
@@ -32,12 +34,14 @@ void CpuBackend::rmsnorm_backward(float* dinp, float* dw, const float* dout, con
     for (int n = 0; n < N; ++n) {
       const float* x = inp + static_cast<size_t>(n) * C;
       const float* dy = dout + static_cast<size_t>(n) * C;
+#pragma omp simd
       for (int i = 0; i < C; ++i) {
         dnorm[i] = dy[i] * w[i];
         xhat[i] = ops::rmsnorm_xhat(x[i], rstd[n]);
       }
       const float m = ops::norm_mean(row_dot(dnorm.data(), xhat.data(), C, mode), C);
       float* dx = dinp + static_cast<size_t>(n) * C;
+#pragma omp simd
       for (int i = 0; i < C; ++i) dx[i] = ops::rmsnorm_dinp(dnorm[i], xhat[i], m, rstd[n]);
     }
   }
