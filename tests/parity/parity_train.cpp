@@ -1,20 +1,18 @@
-// parity_train: trains a config (default: experiments/configs/default.ini) for N steps on the CPU
-// backend and on the CUDA backend (hybrid_train.hpp: model and accumulation on the backend, update
-// on the host) and compares the loss, gradient and weight fingerprints of every step; then checks
-// the CPU run against the CPU Trainer's fingerprints. Prints one line per step and exits 0 only
-// when everything is identical (1 on a difference, 2 on an error, 77 without a GPU).
+// parity_train: trains a config (default: experiments/configs/default.ini) for N steps with the
+// real Trainer on the CPU backend and, side by side, on the CUDA backend (run.backend=cuda: the
+// model, the accumulator, clipping and the optimizer update on the GPU), and compares every step:
+// loss, every statistic, per-tensor gradient and weight fingerprints (trainer_parity.hpp). Prints
+// one line per step, every difference (with the first differing element of each tensor at the
+// first differing step), and exits 0 only when everything is identical (1 on a difference, 2 on
+// an error, 77 without a GPU).
 //   parity_train [CONFIG.ini] [--steps N] [--key value ...]   (keys as for samebits train)
-#include <cstdio>
 #include <algorithm>
-#include <cstdlib>
+#include <cstdio>
 #include <string>
 #include <vector>
 
-#include "parity/hybrid_train.hpp"
+#include "parity/trainer_parity.hpp"
 #include "samebits/cli/options.hpp"
-#include "samebits/core/cuda/cuda_backend.hpp"
-#include "samebits/core/train/trainer.hpp"
-#include "samebits/det/fingerprint.hpp"
 #include "support/gpu.hpp"
 
 int main(int argc, char** argv) {
@@ -35,41 +33,19 @@ int main(int argc, char** argv) {
     }
     sb::test::require_gpu();
     sb::Config config = sb::cli::parse_config(ini, overrides);
-    config.train.eval_every = 0;
     config.train.steps = std::max<int64_t>(config.train.steps, steps);
-    std::printf("parity_train: %s, %d steps\n", ini.c_str(), steps);
-
-    auto cpu = sb::make_cpu_backend();
-    const std::vector<sb::test::StepBits> on_cpu = sb::test::hybrid_train(config, *cpu, steps);
-    auto gpu = sb::make_cuda_backend();
-    std::printf("gpu: %s\n", gpu->describe().c_str());
-    const std::vector<sb::test::StepBits> on_gpu = sb::test::hybrid_train(config, *gpu, steps);
-    sb::TrainerOptions options;
-    options.statistics = false;
-    sb::Trainer trainer(config, options);
-
-    int gpu_diffs = 0, trainer_diffs = 0;
-    std::printf("%5s  %-8s  %-16s  %-16s  %-3s  %s\n", "step", "loss", "weights (cpu)", "weights (gpu)",
-                "gpu", "trainer");
-    for (int s = 0; s < steps; ++s) {
-      const sb::test::StepBits& c = on_cpu[static_cast<size_t>(s)];
-      const sb::test::StepBits& g = on_gpu[static_cast<size_t>(s)];
-      const sb::StepResult r = trainer.step();
-      const bool gpu_same = c == g;
-      const bool trainer_same = r.param_fingerprints == c.param_prints &&
-                                sb::det::bits_of(r.stats.loss) == c.loss;
-      gpu_diffs += gpu_same ? 0 : 1;
-      trainer_diffs += trainer_same ? 0 : 1;
-      std::printf("%5d  %-8.5f  %-16s  %-16s  %-3s  %s\n", s + 1,
-                  static_cast<double>(sb::det::float_of_bits(c.loss)),
-                  sb::det::fingerprint_hex(c.weights).c_str(), sb::det::fingerprint_hex(g.weights).c_str(),
-                  gpu_same ? "=" : "DIFF", trainer_same ? "=" : "DIFF");
-    }
-    std::printf("parity_train: %d of %d steps differ CPU vs GPU; %d differ from the CPU Trainer\n",
-                gpu_diffs, steps, trainer_diffs);
-    return gpu_diffs == 0 && trainer_diffs == 0 ? 0 : 1;
+    std::printf("parity_train: %s, %d steps, CPU Trainer vs CUDA Trainer\n", ini.c_str(), steps);
+    const auto cpu = sb::test::make_trainer(config, sb::Device::cpu);
+    const auto gpu = sb::test::make_trainer(config, sb::Device::cuda);
+    std::printf("parity_train: cpu: %s\nparity_train: gpu: %s\n", cpu->backend().describe().c_str(),
+                gpu->backend().describe().c_str());
+    const std::vector<std::string> diff = sb::test::compare_trainers(*gpu, *cpu, steps, true);
+    for (const std::string& line : diff) std::printf("parity_train: DIFF %s\n", line.c_str());
+    std::printf("parity_train: %s after %d steps (%zu differing fields)\n",
+                diff.empty() ? "IDENTICAL" : "DIFFERENT", steps, diff.size());
+    return diff.empty() ? 0 : 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "parity_train: %s\n", e.what());
+    std::fprintf(stderr, "parity_train: error: %s\n", e.what());
     return 2;
   }
 }

@@ -1,12 +1,10 @@
 // Parity of the whole model: a tiny GPT's forward and backward on the CUDA backend equal the CPU
 // backend's bit for bit (loss, per-token losses, every gradient) for LayerNorm/RMSNorm, tied and
 // untied heads, with and without biases, fp32/bf16/fp16 GEMM operands and several launch
-// configurations; a batch of leaves through the exact accumulator; 20 training steps with Muon and
-// with AdamW (model on the GPU, update on the host: hybrid_train.hpp) fingerprint-identical to the
-// same steps on the CPU, which equal the CPU Trainer's.
+// configurations; a batch of leaves through the exact accumulator. (Whole training steps through
+// the Trainer: test_parity_train.cpp.)
 #include <cmath>
 
-#include "parity/hybrid_train.hpp"
 #include "parity/parity_support.hpp"
 #include "samebits/core/train/trainer.hpp"
 
@@ -116,42 +114,6 @@ TEST_CASE("a batch of leaves through the exact accumulator: CUDA equals the CPU 
   std::vector<int64_t> glimbs(gacc->limb_count());
   gpu->copy_to_host(glimbs.data(), gacc->limbs(), glimbs.size() * sizeof(int64_t));
   CHECK(glimbs == std::vector<int64_t>(cacc->limbs(), cacc->limbs() + cacc->limb_count()));
-}
-
-void check_training(Config c) {
-  auto cpu = make_cpu_backend();
-  const std::vector<StepBits> on_cpu = hybrid_train(c, *cpu, 20);
-  auto gpu = make_parity_gpu(Numerics::deterministic(), CudaLaunchConfig{});
-  const std::vector<StepBits> on_gpu = hybrid_train(c, *gpu, 20);
-  REQUIRE(on_gpu.size() == on_cpu.size());
-  for (size_t s = 0; s < on_cpu.size(); ++s) {
-    CHECK_MESSAGE(on_gpu[s].loss == on_cpu[s].loss, "step ", s + 1, " loss");
-    CHECK_MESSAGE(on_gpu[s].grad == on_cpu[s].grad, "step ", s + 1, " gradient");
-    CHECK_MESSAGE(on_gpu[s].param_prints == on_cpu[s].param_prints, "step ", s + 1, " weights");
-  }
-  // The same steps by the CPU Trainer: hybrid_train is the Trainer's arithmetic.
-  TrainerOptions options;
-  options.statistics = false;
-  Trainer trainer(c, options);
-  for (size_t s = 0; s < on_cpu.size(); ++s) {
-    const StepResult r = trainer.step();
-    CHECK_MESSAGE(r.param_fingerprints == on_cpu[s].param_prints, "step ", s + 1, " vs the Trainer");
-    CHECK(det::bits_of(r.stats.loss) == on_cpu[s].loss);
-  }
-}
-
-TEST_CASE("20 Muon steps: the GPU's fingerprints equal the CPU's at every step") {
-  require_gpu();
-  check_training(tiny_config());
-}
-
-TEST_CASE("20 AdamW steps in bf16: the GPU's fingerprints equal the CPU's at every step") {
-  require_gpu();
-  Config c = tiny_config();
-  c.optim.name = OptimizerName::adamw;
-  c.optim.lr = 3e-3;
-  c.train.precision = Precision::bf16;
-  check_training(c);
 }
 
 TEST_CASE("vendor numerics on the GPU (cuBLAS, float atomics) run and stay close to canonical") {
