@@ -106,17 +106,20 @@ int run_sweep(const std::vector<std::string>& args) {
   }
 
   const std::vector<CellResult> results = compare_cells(spec);
-  write_summary(spec, results, (fs::path(spec.out) / "summary.h5").string());
+  const Pairwise pairs = spec.pairwise ? compare_pairs(spec) : Pairwise{};
+  const Pairwise* pairs_or_null = spec.pairwise ? &pairs : nullptr;
+  write_summary(spec, results, pairs_or_null, (fs::path(spec.out) / "summary.h5").string());
   std::string note;
   const std::vector<std::string> pngs = spec.plot ? draw_plots(spec, options.self_binary, note) : std::vector<std::string>{};
   const std::string report_path = (fs::path(spec.out) / "report.md").string();
-  const std::string report = report_markdown(spec, results, pngs, note);
+  const std::string report = report_markdown(spec, results, pairs_or_null, pngs, note);
   h5::write_file_atomically(report_path, [&](const std::string& tmp) {
     std::ofstream out(tmp, std::ios::binary);
     out << report;
     SB_CHECK(out.good(), "cannot write ", tmp);
   });
   std::cout << "\n" << results_table(results) << "\n";
+  if (spec.pairwise) std::cout << "first divergent step of every pair (=: identical)\n" << pairwise_table(spec, pairs) << "\n";
   if (!note.empty()) std::cout << note << "\n";
   std::cout << "report: " << report_path << (pngs.empty() ? "" : " (plots in " + (fs::path(spec.out) / "plots").string() + "/)")
             << "\n";

@@ -142,6 +142,53 @@ std::vector<CellResult> compare_cells(const SweepSpec& spec) {
   return results;
 }
 
+Pairwise compare_pairs(const SweepSpec& spec) {
+  const std::size_t n = spec.cells.size();
+  Pairwise p;
+  p.first_divergent_step.assign(n * n, -1);
+  p.final_rel_l2.assign(n * n, kNaN);
+  Runs runs;
+  DiffOptions options;
+  options.agreement = false;
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t j = i; j < n; ++j) {
+      if (spec.cells[i].group != spec.cells[j].group) continue;
+      const run::RunReader* a = runs.get(spec.cells[i]);
+      const run::RunReader* b = runs.get(spec.cells[j]);
+      if (a == nullptr || b == nullptr) continue;
+      int64_t first = 0;
+      double rel = 0;
+      if (i != j) {
+        const RunDiff d = diff_runs(*a, *b, options);
+        first = d.identical() ? 0 : std::max<int64_t>(d.first_divergent_step, 1);
+        rel = d.states.empty() ? kNaN : d.states.back().rel_l2;
+      }
+      p.first_divergent_step[i * n + j] = p.first_divergent_step[j * n + i] = first;
+      p.final_rel_l2[i * n + j] = p.final_rel_l2[j * n + i] = rel;
+    }
+  }
+  return p;
+}
+
+std::string pairwise_table(const SweepSpec& spec, const Pairwise& pairs) {
+  const std::size_t n = spec.cells.size();
+  std::ostringstream t;
+  t << "| | cell |";
+  for (std::size_t j = 0; j < n; ++j) t << " " << j + 1 << " |";
+  t << "\n|---|---|";
+  for (std::size_t j = 0; j < n; ++j) t << "---|";
+  t << "\n";
+  for (std::size_t i = 0; i < n; ++i) {
+    t << "| " << i + 1 << " | " << spec.cells[i].name << " |";
+    for (std::size_t j = 0; j < n; ++j) {
+      const int64_t f = pairs.first_divergent_step[i * n + j];
+      t << " " << (f < 0 ? std::string() : f == 0 ? std::string("=") : std::to_string(f)) << " |";
+    }
+    t << "\n";
+  }
+  return t.str();
+}
+
 std::string results_table(const std::vector<CellResult>& results) {
   std::ostringstream t;
   t << "| cell | configuration | reference | identical | first divergent step | final rel. L2 (step) | growth /step | "
@@ -173,7 +220,8 @@ std::string results_table(const std::vector<CellResult>& results) {
   return t.str();
 }
 
-void write_summary(const SweepSpec& spec, const std::vector<CellResult>& results, const std::string& path) {
+void write_summary(const SweepSpec& spec, const std::vector<CellResult>& results, const Pairwise* pairs,
+                   const std::string& path) {
   std::string names;
   for (const CellResult& r : results) names += (names.empty() ? "" : "\n") + r.name;
   h5::write_h5_atomically(path, [&](h5::File& f) {
@@ -185,6 +233,12 @@ void write_summary(const SweepSpec& spec, const std::vector<CellResult>& results
     f.set_attr("sweep_text", spec.text);
     f.set_attr("base", spec.base);
     f.set_attr("cells", names);
+    if (pairs != nullptr) {
+      const uint64_t n = results.size();
+      f.create_group("pairwise");
+      f.write_dataset<int64_t>("pairwise/first_divergent_step", pairs->first_divergent_step, {n, n});
+      f.write_dataset<double>("pairwise/final_rel_l2", pairs->final_rel_l2, {n, n});
+    }
     h5::Group cells = f.create_group("cells");
     for (std::size_t i = 0; i < results.size(); ++i) {
       const CellResult& r = results[i];
@@ -229,7 +283,7 @@ void write_summary(const SweepSpec& spec, const std::vector<CellResult>& results
   });
 }
 
-std::string report_markdown(const SweepSpec& spec, const std::vector<CellResult>& results,
+std::string report_markdown(const SweepSpec& spec, const std::vector<CellResult>& results, const Pairwise* pairs,
                             const std::vector<std::string>& pngs, const std::string& plot_note) {
   std::ostringstream md;
   md << "# " << spec.title << "\n\n";
@@ -252,6 +306,11 @@ std::string report_markdown(const SweepSpec& spec, const std::vector<CellResult>
         "between the two models at that last step. *Max loss gap*: the largest |loss − reference loss| over "
         "the steps. "
         "*Train s*: the sum of the run's step times (the only column that is not reproducible).\n\n";
+  if (pairs != nullptr) {
+    md << "## Every pair\n\nThe first divergent step of every pair of cells of one group (`=`: bitwise identical; "
+          "blank: different groups or a missing run).\n\n"
+       << pairwise_table(spec, *pairs) << "\n";
+  }
   md << "## Plots\n\n";
   const std::map<std::string, std::string> captions{
       {"loss.png", "training loss per step"},

@@ -271,13 +271,15 @@ SweepSpec load_sweep(const std::string& path, const SweepOptions& options) {
           reference = e.value;
         } else if (e.key == "plot") {
           spec.plot = parse_switch(where, e.key, e.value);
+        } else if (e.key == "pairwise") {
+          spec.pairwise = parse_switch(where, e.key, e.value);
         } else if (e.key == "snapshot_every") {
           spec.snapshot_every = parse_int(where, e.key, e.value, 0);
         } else if (e.key.rfind("set.", 0) == 0 && e.key.find('.', 4) != std::string::npos) {
           merge(sweep_set, e.key.substr(4), e.value);
         } else {
           SB_FAIL(where, ": unknown key '", e.key, "'; [sweep] takes base, out, title, question, expect, reference, ",
-                  "plot, snapshot_every and set.SECTION.KEY");
+                  "plot, pairwise, snapshot_every and set.SECTION.KEY");
         }
       }
     } else if (s.header == "grid") {

@@ -51,3 +51,9 @@ if(EXISTS /usr/bin/python3)
                        LABELS integration SKIP_RETURN_CODE 77 TIMEOUT 300
                        ENVIRONMENT "SAMEBITS_BIN=$<TARGET_FILE:samebits>;MPLBACKEND=Agg;OMP_WAIT_POLICY=PASSIVE;PYTHONDONTWRITEBYTECODE=1")
 endif()
+
+# samebits sweep (issue 8): its last case runs a ranks = 2 cell under mpirun, so it shares the MPI
+# tests' lock (they measure time).
+if(TARGET test_sweep)
+  set_tests_properties(test_sweep PROPERTIES RESOURCE_LOCK mpi_ranks)
+endif()

@@ -1,7 +1,7 @@
 // `samebits sweep` (sweep.hpp) on tiny experiments: the grid's cartesian product and the reference
 // rule; bad sweep files refused with the line, section and key; a sweep whose deterministic cells
 // (threads, accumulation split) are identical to the reference and whose vendor cell diverges,
-// with report.md, summary.h5 and a rerun that trains nothing; a sweep stopped by SIGTERM that
+// with report.md, its PNGs, summary.h5 (and the pairwise matrix) and a rerun that trains nothing; a sweep stopped by SIGTERM that
 // resumes to the same result; an mpirun cell (exit 77, skipped, without mpirun or MPI).
 #include <doctest/doctest.h>
 
@@ -93,7 +93,7 @@ TEST_CASE("sweep: deterministic cells identical, vendor cell divergent, report, 
   write_text(dir / "base.ini", tiny_base(10));
   write_text(dir / "s.ini",
              "[sweep]\nbase = base.ini\nout = out\ntitle = tiny\nquestion = same bits?\nexpect = yes\n"
-             "snapshot_every = 5\nplot = off\n"
+             "snapshot_every = 5\npairwise = on\n"
              "[cell ref]\n[cell threads-2]\nrun.threads = 2\n[cell split]\nmicro_leaves = 2\n"
              "[cell vendor]\nnumerics.mode = vendor\n");
   const Result r = run({"sweep", "s.ini"}, SpawnOptions{0, d});
@@ -125,6 +125,24 @@ TEST_CASE("sweep: deterministic cells identical, vendor cell divergent, report, 
     CHECK(v.attr_int("first_divergent_step") >= 1);
     CHECK(v.attr_double("final_rel_l2") > 0.0);
     CHECK(v.dataset("loss").read<float>().size() == 10);
+    // Every pair: the three deterministic cells identical among themselves, the vendor cell not.
+    const std::vector<int64_t> pairs = f.dataset("pairwise/first_divergent_step").read<int64_t>();
+    REQUIRE(pairs.size() == 16);
+    for (int i = 0; i < 4; ++i) {
+      for (int j = 0; j < 4; ++j) {
+        CHECK_MESSAGE((pairs[i * 4 + j] == 0) == (i == j || (i < 3 && j < 3)), i, ",", j);
+      }
+    }
+  }
+  CHECK(report.find("## Every pair") != std::string::npos);
+  // The plots, where Debian's python has matplotlib and h5py (scripts/setup installs them).
+  if (std::system("/usr/bin/python3 -c 'import matplotlib, h5py' > /dev/null 2>&1") == 0) {
+    for (const char* png : {"loss.png", "loss_gap.png", "rel_l2.png", "first_divergence.png", "noise_scale.png"}) {
+      CHECK_MESSAGE(fs::file_size(dir / (std::string("out/plots/") + png)) > 1000, png);
+      CHECK(report.find(std::string("(plots/") + png + ")") != std::string::npos);
+    }
+  } else {
+    CHECK(report.find("plots not drawn") != std::string::npos);
   }
   // A rerun trains nothing and leaves the run files as they were.
   const auto before = read_bytes(dir / "out/runs/split.h5");

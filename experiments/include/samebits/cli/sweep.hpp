@@ -45,6 +45,7 @@ struct SweepSpec {
   std::string title, question, expect;  // for the report
   bool plot = true;            // draw PNGs (python3 -m samebits_nb.report)
   int64_t snapshot_every = 0;  // > 0: snapshots at 0, N, 2N, … ≤ steps (unless a cell sets them)
+  bool pairwise = false;       // also compare every pair of cells of a group
   std::vector<SweepCell> cells;  // grid cells first (in product order), then explicit cells
 };
 
@@ -115,16 +116,31 @@ struct CellResult {
 // is not identical.
 std::vector<CellResult> compare_cells(const SweepSpec& spec);
 
+// Every pair of cells of one group (pairwise = on): first divergent step (0: identical; -1: other
+// group or a run missing) and final relative L2 distance (NaN where undefined), (cells, cells),
+// row-major, symmetric.
+struct Pairwise {
+  std::vector<int64_t> first_divergent_step;
+  std::vector<double> final_rel_l2;
+};
+Pairwise compare_pairs(const SweepSpec& spec);
+
+// The pairwise matrix as Markdown: "=" identical, the first divergent step, blank across groups.
+std::string pairwise_table(const SweepSpec& spec, const Pairwise& pairs);
+
 // The table printed to stdout and put in the report (Markdown, one row per cell).
 std::string results_table(const std::vector<CellResult>& results);
 
 // OUT/summary.h5: root attributes (sweep file, question, expectation, cell names), /cells/<name>
 // with the row's attributes and series. Replaced atomically.
-void write_summary(const SweepSpec& spec, const std::vector<CellResult>& results, const std::string& path);
+// With `pairs` (non-null): /pairwise/first_divergent_step and /pairwise/final_rel_l2 (cells, cells).
+void write_summary(const SweepSpec& spec, const std::vector<CellResult>& results, const Pairwise* pairs,
+                   const std::string& path);
 
-// OUT/report.md: title, question, expectation, how it was run, the table, the plots in `pngs`
+// OUT/report.md: title, question, expectation, how it was run, the table (and the pairwise
+// matrix when `pairs`), the plots in `pngs`
 // (file names under OUT/plots/), and a line per failed cell.
-std::string report_markdown(const SweepSpec& spec, const std::vector<CellResult>& results,
+std::string report_markdown(const SweepSpec& spec, const std::vector<CellResult>& results, const Pairwise* pairs,
                             const std::vector<std::string>& pngs, const std::string& plot_note);
 
 }  // namespace sb::cli
