@@ -96,7 +96,7 @@ TEST_CASE("sweep: deterministic cells identical, vendor cell divergent, report, 
              "snapshot_every = 5\npairwise = on\n"
              "[cell ref]\n[cell threads-2]\nrun.threads = 2\n[cell split]\nmicro_leaves = 2\n"
              "[cell vendor]\nnumerics.mode = vendor\n");
-  const Result r = run({"sweep", "s.ini"}, SpawnOptions{0, d});
+  const Result r = run({"sweep", "s.ini", "--jobs", "2"}, SpawnOptions{0, d});  // two cells at a time
   REQUIRE_MESSAGE(r.code == 0, describe(r));
   for (const char* cell : {"ref", "threads-2", "split", "vendor"}) {
     CHECK(fs::exists(dir / (std::string("out/runs/") + cell + ".h5")));
