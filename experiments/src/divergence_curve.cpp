@@ -221,7 +221,9 @@ std::string agreement_text(const Agreement& a) {
   std::ostringstream s;
   s << "predictions  at step " << a.step << (a.source.empty() ? "" : " (" + a.source + ")") << ": "
     << a.disagreeing << " of " << a.positions << " argmax tokens differ (" << fmt("%.4g", 100.0 * a.disagreement)
-    << "%), logit correlation " << fmt("%.9f", a.logit_correlation) << ", loss " << fmt("%.6f", a.loss_a)
+    << "%), logit correlation " << fmt("%.9f", a.logit_correlation);
+  if (a.logit_correlation < 1) s << " (1 - r = " << fmt("%.3g", 1 - a.logit_correlation) << ")";
+  s << ", loss " << fmt("%.6f", a.loss_a)
     << " | " << fmt("%.6f", a.loss_b) << "\n";
   return s.str();
 }
