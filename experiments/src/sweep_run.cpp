@@ -71,8 +71,8 @@ std::string quoted(const std::vector<std::string>& argv) {
   return s;
 }
 
-// Starts argv[0] (searched on PATH) with stdout and stderr appended to `log_path`, `env` set;
-// the child gets SIGTERM if the sweep dies. Returns its pid.
+// Starts argv[0] (searched on PATH) in its own process group with stdout and stderr appended to
+// `log_path`, `env` set; the child gets SIGTERM if the sweep dies. Returns its pid.
 pid_t spawn(const std::vector<std::string>& argv, const KeyValues& env, const std::string& log_path) {
   const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   SB_CHECK(fd >= 0, "cannot open the log file ", log_path, ": ", std::strerror(errno));
@@ -88,6 +88,7 @@ pid_t spawn(const std::vector<std::string>& argv, const KeyValues& env, const st
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() != parent) ::_exit(127);
+    ::setpgid(0, 0);  // a terminal's Ctrl-C reaches the sweep alone, which passes it on once
     ::dup2(fd, 1);
     ::dup2(fd, 2);
     const int null = ::open("/dev/null", O_RDONLY);

@@ -1,8 +1,9 @@
 // `samebits sweep` (sweep.hpp) on tiny experiments: the grid's cartesian product and the reference
-// rule; bad sweep files refused with the line, section and key; a sweep whose deterministic cells
-// (threads, accumulation split) are identical to the reference and whose vendor cell diverges,
-// with report.md, its PNGs, summary.h5 (and the pairwise matrix) and a rerun that trains nothing; a sweep stopped by SIGTERM that
-// resumes to the same result; an mpirun cell (exit 77, skipped, without mpirun or MPI).
+// rule; bad sweep files refused with the line, section and key; a sweep (two cells at a time)
+// whose deterministic cells (threads, accumulation split) are identical to the reference, whose
+// vendor cell diverges and whose 1-ULP cell diverges the step after its change, with report.md,
+// its PNGs, summary.h5 and the pairwise matrix, and a rerun that trains nothing; a sweep stopped
+// by SIGTERM that resumes to the same result; an mpirun cell (exit 77 without mpirun or MPI).
 #include <doctest/doctest.h>
 
 #include "integration/test_cli_support.hpp"
@@ -95,23 +96,25 @@ TEST_CASE("sweep: deterministic cells identical, vendor cell divergent, report, 
              "[sweep]\nbase = base.ini\nout = out\ntitle = tiny\nquestion = same bits?\nexpect = yes\n"
              "snapshot_every = 5\npairwise = on\n"
              "[cell ref]\n[cell threads-2]\nrun.threads = 2\n[cell split]\nmicro_leaves = 2\n"
-             "[cell vendor]\nnumerics.mode = vendor\n");
+             "[cell vendor]\nnumerics.mode = vendor\n"
+             "[cell ulp]\nperturb.tensor = h.0.attn.qkv.w\nperturb.index = 5\nperturb.ulps = 1\nperturb.step = 4\n");
   const Result r = run({"sweep", "s.ini", "--jobs", "2"}, SpawnOptions{0, d});  // two cells at a time
   REQUIRE_MESSAGE(r.code == 0, describe(r));
-  for (const char* cell : {"ref", "threads-2", "split", "vendor"}) {
+  for (const char* cell : {"ref", "threads-2", "split", "vendor", "ulp"}) {
     CHECK(fs::exists(dir / (std::string("out/runs/") + cell + ".h5")));
   }
   const std::string report = std::string(read_bytes(dir / "out/report.md").data(), read_bytes(dir / "out/report.md").size());
   CHECK(report.find("# tiny") != std::string::npos);
   CHECK(report.find("**Question.** same bits?") != std::string::npos);
-  for (const char* row : {"| ref | (base) |", "| threads-2 | threads=2 |", "| split | micro_leaves=2 |", "| vendor | mode=vendor |"}) {
+  for (const char* row : {"| ref | (base) |", "| threads-2 | threads=2 |", "| split | micro_leaves=2 |", "| vendor | mode=vendor |",
+                          "| ulp | tensor=h.0.attn.qkv.w index=5 ulps=1 step=4 | ref | no | 5 |"}) {
     CHECK_MESSAGE(report.find(row) != std::string::npos, row);
     CHECK_MESSAGE(r.output.find(row) != std::string::npos, row);
   }
   {
     const sb::h5::File f = sb::h5::File::open(dir / "out/summary.h5");
     CHECK(f.attr_string("format") == "samebits-sweep");
-    CHECK(f.attr_string("cells") == "ref\nthreads-2\nsplit\nvendor");
+    CHECK(f.attr_string("cells") == "ref\nthreads-2\nsplit\nvendor\nulp");
     for (const char* cell : {"ref", "threads-2", "split"}) {
       const sb::h5::Group g = cell_group(f, cell);
       CHECK_MESSAGE(g.attr_int("identical") == 1, cell);
@@ -125,12 +128,21 @@ TEST_CASE("sweep: deterministic cells identical, vendor cell divergent, report, 
     CHECK(v.attr_int("first_divergent_step") >= 1);
     CHECK(v.attr_double("final_rel_l2") > 0.0);
     CHECK(v.dataset("loss").read<float>().size() == 10);
+    // The 1-ULP change after step 4: steps 1-4 and the snapshot at 0 equal, divergent from step 5.
+    const sb::h5::Group u = cell_group(f, "ulp");
+    CHECK(u.attr_int("identical") == 0);
+    CHECK(u.attr_int("first_divergent_step") == 5);
+    const std::vector<double> rel = u.dataset("rel_l2").read<double>();
+    REQUIRE(rel.size() == 3);
+    CHECK(rel[0] == 0.0);
+    CHECK(rel[1] > 0.0);
+    CHECK(rel[2] > 0.0);
     // Every pair: the three deterministic cells identical among themselves, the vendor cell not.
     const std::vector<int64_t> pairs = f.dataset("pairwise/first_divergent_step").read<int64_t>();
-    REQUIRE(pairs.size() == 16);
-    for (int i = 0; i < 4; ++i) {
-      for (int j = 0; j < 4; ++j) {
-        CHECK_MESSAGE((pairs[i * 4 + j] == 0) == (i == j || (i < 3 && j < 3)), i, ",", j);
+    REQUIRE(pairs.size() == 25);
+    for (int i = 0; i < 5; ++i) {
+      for (int j = 0; j < 5; ++j) {
+        CHECK_MESSAGE((pairs[i * 5 + j] == 0) == (i == j || (i < 3 && j < 3)), i, ",", j);
       }
     }
   }
