@@ -47,9 +47,10 @@ float step_ulps(float x, int64_t k) {
            "element (perturb.index) or step (perturb.step)");
   const int64_t from = ordered(bits);
   const bool fits = k >= 0 ? k <= kMaxFiniteOrdered - from : k >= -kMaxFiniteOrdered - from;
-  SB_CHECK(fits, "perturb.ulps=", k, " moves ", x, " beyond the largest finite float (", 
-           std::numeric_limits<float>::max(), " is ", kMaxFiniteOrdered - (from < 0 ? -from : from),
-           " ULPs away at most); use a smaller |perturb.ulps|");
+  SB_CHECK(fits, "perturb.ulps=", k, " moves ", x, " beyond the largest finite float (",
+           k > 0 ? "+" : "-", std::numeric_limits<float>::max(), " is ",
+           k > 0 ? kMaxFiniteOrdered - from : kMaxFiniteOrdered + from,
+           " ULPs away); use a smaller |perturb.ulps|");
   const uint32_t out_bits = bits_of_ordered(from + k);
   float out;
   std::memcpy(&out, &out_bits, sizeof out);

@@ -68,8 +68,9 @@ bool SideBySide::identical() const {
 
 SideBySide side_by_side(const Config& a, const Config& b, int64_t steps, int64_t every,
                         const SideBySideOptions& options) {
+  SB_CHECK(steps >= 0, "side by side: ", steps, " steps; use 0 (A's train.steps) or a positive number");
   const int64_t n = steps > 0 ? steps : a.train.steps;
-  SB_CHECK(steps >= 0 && n <= a.train.steps && n <= b.train.steps, "side by side: ", n,
+  SB_CHECK(n <= a.train.steps && n <= b.train.steps, "side by side: ", n,
            " steps, but A's train.steps is ", a.train.steps, " and B's ", b.train.steps,
            "; choose --steps at most the smaller");
   SB_CHECK(every >= 1, "side by side: a distance point every ", every, " steps; use 1 or more");
