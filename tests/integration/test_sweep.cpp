@@ -6,6 +6,8 @@
 // by SIGTERM that resumes to the same result; an mpirun cell (exit 77 without mpirun or MPI).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "integration/test_cli_support.hpp"
 #include "samebits/cli/sweep.hpp"
 #include "support/skip.hpp"
@@ -35,7 +37,8 @@ TEST_CASE("sweep file: grid product, explicit cells, settings merged, groups and
              "[cell split]\nmicro_leaves = 2\nenv.OMP_WAIT_POLICY = passive\n"
              "[cell adamw]\noptim.name = adamw\n"
              "[cell adamw-seed]\noptim.name = adamw\ntrain.seed = 7\n"
-             "[cell pinned]\nnumerics.reduce = native\nreference = split\n");
+             "[cell pinned]\nnumerics.reduce = native\nreference = split\n"
+             "[cell variant]\nbinary = /opt/scalar/samebits\nranks = 3\n");
   sb::cli::SweepOptions options;
   options.set = {"train.warmup=1"};
   const sb::cli::SweepSpec spec = sb::cli::load_sweep(dir / "s.ini", options);
@@ -43,7 +46,7 @@ TEST_CASE("sweep file: grid product, explicit cells, settings merged, groups and
   for (const auto& c : spec.cells) names.push_back(c.name);
   CHECK(names == std::vector<std::string>{"threads-1_gemm-canonical", "threads-1_gemm-vendor",
                                           "threads-2_gemm-canonical", "threads-2_gemm-vendor", "split", "adamw",
-                                          "adamw-seed", "pinned"});
+                                          "adamw-seed", "pinned", "variant"});
   const auto& first = spec.cells[0];
   CHECK(first.config.train.steps == 6);  // set.* in [sweep]
   CHECK(first.config.train.warmup == 1);  // --set
@@ -65,6 +68,22 @@ TEST_CASE("sweep file: grid product, explicit cells, settings merged, groups and
   CHECK(spec.cells[6].compare_to == "adamw");
   CHECK(spec.cells[5].compare_to == "adamw");
   CHECK(spec.cells[7].compare_to == "split");  // an explicit reference wins
+  CHECK(spec.cells[8].compare_to == "threads-1_gemm-canonical");
+  // The commands: this binary, or the cell's build variant under mpirun.
+  const std::vector<std::string> plain = sb::cli::cell_command(spec, first, "/self/samebits");
+  CHECK(plain.front() == "/self/samebits");
+  CHECK(plain[1] == "train");
+  CHECK(plain.back() == "--resume");
+  CHECK(std::find(plain.begin(), plain.end(), "--run.out=" + first.run_path) != plain.end());
+  CHECK(std::find(plain.begin(), plain.end(), "--train.warmup=1") != plain.end());
+  const std::vector<std::string> split = sb::cli::cell_command(spec, spec.cells[4], "/self/samebits");
+  CHECK(std::vector<std::string>(split.end() - 2, split.end()) == std::vector<std::string>{"--micro-leaves", "2"});
+  const std::vector<std::string> variant = sb::cli::cell_command(spec, spec.cells[8], "/self/samebits");
+  CHECK(variant.front() == "mpirun");
+  const auto np = std::find(variant.begin(), variant.end(), "-np");
+  REQUIRE(np != variant.end());
+  CHECK(*(np + 1) == "3");
+  CHECK(*(np + 2) == "/opt/scalar/samebits");
 }
 
 TEST_CASE("bad sweep files: exit 2 with the file, line, section and key") {
