@@ -47,6 +47,7 @@ int run_sweep(const std::vector<std::string>& args) {
   std::string file;
   SweepOptions options;
   options.self_binary = self_binary();
+  options.live = ::isatty(STDOUT_FILENO) != 0;
   bool list = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];

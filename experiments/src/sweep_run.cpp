@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "samebits/cli/sweep.hpp"
@@ -25,7 +26,7 @@ namespace fs = std::filesystem;
 volatile std::sig_atomic_t g_sweep_signal = 0;
 extern "C" void on_sweep_signal(int signal) { g_sweep_signal = signal; }
 
-// SIGINT/SIGTERM recorded while cells run (no SA_RESTART, so waitpid returns); restored after.
+// SIGINT/SIGTERM recorded while cells run (and passed on to them by run_cells); restored after.
 class SweepSignals {
  public:
   SweepSignals() {
@@ -120,6 +121,21 @@ std::string run_file_state(const SweepCell& cell) {
   }
 }
 
+// The newest "step N/M …" progress line of a cell's log ("" when none yet).
+std::string last_step_line(const std::string& log_path) {
+  std::ifstream in(log_path, std::ios::binary | std::ios::ate);
+  const std::streamoff size = in.tellg();
+  if (!in || size <= 0) return "";
+  const std::streamoff from = std::max<std::streamoff>(0, size - 4096);
+  in.seekg(from);
+  std::string tail(static_cast<std::size_t>(size - from), '\0');
+  in.read(tail.data(), std::streamsize(tail.size()));
+  std::size_t at = tail.rfind("\nstep ");
+  if (at == std::string::npos) return "";
+  const std::size_t end = tail.find('\n', at + 1);
+  return end == std::string::npos ? "" : tail.substr(at + 1, end - at - 1);
+}
+
 }  // namespace
 
 std::vector<std::string> cell_command(const SweepSpec& spec, const SweepCell& cell, const std::string& self_binary) {
@@ -168,6 +184,7 @@ std::vector<CellRun> run_cells(const SweepSpec& spec, const SweepOptions& option
   using Clock = std::chrono::steady_clock;
   std::map<pid_t, std::pair<std::size_t, Clock::time_point>> running;
   std::size_t next = 0, done = 0;
+  bool forwarded = false;  // a SIGINT/SIGTERM passed on to the running cells
   const int jobs = std::max(1, options.jobs);
   while (next < pending.size() || !running.empty()) {
     while (g_sweep_signal == 0 && next < pending.size() && int(running.size()) < jobs) {
@@ -181,13 +198,25 @@ std::vector<CellRun> run_cells(const SweepSpec& spec, const SweepOptions& option
     }
     if (running.empty()) break;
     int status = 0;
-    const pid_t pid = ::waitpid(-1, &status, 0);  // -1 (EINTR) when a signal arrived
-    if (pid < 0) {
-      if (g_sweep_signal != 0) {
-        for (const auto& [child, _] : running) ::kill(child, g_sweep_signal);
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);  // 0 while every cell still runs
+    if (g_sweep_signal != 0 && !forwarded) {
+      for (const auto& [child, _] : running) ::kill(child, g_sweep_signal);
+      forwarded = true;
+    }
+    if (pid <= 0) {
+      if (options.live) {
+        std::string line;
+        for (const auto& [child, cell] : running) {
+          const std::string step = last_step_line(runs[cell.first].log);
+          line += (line.empty() ? "  " : "; ") + spec.cells[cell.first].name + ": " + (step.empty() ? "starting" : step);
+        }
+        log << "\r" << line.substr(0, 150) << "\033[K";
+        log.flush();
       }
+      ::usleep(200000);  // returns early on a signal
       continue;
     }
+    if (options.live) log << "\r\033[K";
     const auto it = running.find(pid);
     if (it == running.end()) continue;
     const auto [i, started] = it->second;

@@ -55,6 +55,7 @@ struct SweepOptions {
   int jobs = 1;                       // cells trained at once
   bool plot = true;                   // false: no PNGs whatever the file says
   std::string self_binary;            // this samebits executable
+  bool live = false;                  // redraw the running cells' latest step line (a terminal)
 };
 
 // Reads, expands and resolves a sweep file: every cell's configuration parsed (config errors name
