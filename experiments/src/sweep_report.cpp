@@ -106,7 +106,10 @@ std::vector<CellResult> compare_cells(const SweepSpec& spec) {
         r.distance_steps.push_back(r.steps);
       }
       r.rel_l2.assign(r.distance_steps.size(), 0.0);
-      if (!r.rel_l2.empty()) r.final_rel_l2 = 0.0, r.final_distance_step = r.distance_steps.back();
+      if (!r.rel_l2.empty()) {
+        r.final_rel_l2 = 0.0;
+        r.final_distance_step = r.distance_steps.back();
+      }
       r.disagreement = 0.0;
       r.logit_correlation = 1.0;
     } else {
@@ -122,7 +125,10 @@ std::vector<CellResult> compare_cells(const SweepSpec& spec) {
       take_distances(d, r);
       r.growth_rate = d.growth.rate;
       r.jump_step = d.growth.jump_step;
-      if (!r.rel_l2.empty()) r.final_rel_l2 = r.rel_l2.back(), r.final_distance_step = r.distance_steps.back();
+      if (!r.rel_l2.empty()) {
+        r.final_rel_l2 = r.rel_l2.back();
+        r.final_distance_step = r.distance_steps.back();
+      }
       if (r.identical) {
         r.disagreement = 0.0;
         r.logit_correlation = 1.0;
@@ -246,11 +252,9 @@ void write_summary(const SweepSpec& spec, const std::vector<CellResult>& results
       h5::Group g = cells.create_group(r.name);
       g.set_attr("order", int64_t(i));
       g.set_attr("description", r.description);
-      g.set_attr("overrides", cell.overrides.empty() ? std::string() : [&] {
-        std::string s;
-        for (const std::string& o : cell.overrides) s += (s.empty() ? "" : " ") + o;
-        return s;
-      }());
+      std::string overrides;
+      for (const std::string& o : cell.overrides) overrides += (overrides.empty() ? "" : " ") + o;
+      g.set_attr("overrides", overrides);
       g.set_attr("ranks", int64_t(cell.ranks));
       g.set_attr("micro_leaves", int64_t(cell.micro_leaves));
       g.set_attr("run_file", cell.run_path);
