@@ -1,7 +1,8 @@
 // The binned exact sums behind the per-step gradient statistics (core/train/statistics.cpp):
 // binned_sum equals optim/exact_norm.hpp exact_sum (every exponent, subnormals, block edges, the
-// sign of an exact zero, ±Inf and NaN), and GradientStatistics::finish reports per tensor the
-// values of optim/clip.hpp grad_stats — norm, max |g| and mean — bit for bit.
+// sign of an exact zero, ±Inf and NaN); binned_sum_of_squares equals sum_of_squares in its exact
+// value (canonical limbs) at vector and block edges; GradientStatistics::finish
+// reports per tensor the values of optim/clip.hpp grad_stats — norm, max |g| and mean — bitwise.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -20,6 +21,14 @@ bool same(const sb::det::ExactSum& a, const sb::det::ExactSum& b) {
   const double da = a.to_f64(), db = b.to_f64();
   const float fa = a.to_f32(), fb = b.to_f32();
   return std::memcmp(&da, &db, sizeof da) == 0 && std::memcmp(&fa, &fb, sizeof fa) == 0;
+}
+
+// The same exact value: the canonical limbs (ExactSum::to_words, before the counts) are equal.
+bool same_value(const sb::det::ExactSum& a, const sb::det::ExactSum& b) {
+  int64_t wa[sb::det::ExactSum::kWords], wb[sb::det::ExactSum::kWords];
+  a.to_words(wa);
+  b.to_words(wb);
+  return std::memcmp(wa, wb, sizeof(int64_t) * sb::det::ExactSum::kLimbs) == 0;
 }
 
 bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }
@@ -43,12 +52,14 @@ TEST_CASE("binned_sum is exactly exact_sum: every exponent, block edges, zeros, 
   x[8] = -0x1.fffffep127f;
   x[9] = 0x1p-149f;
   CHECK(same(sb::binned_sum(x.data(), x.size()), sb::exact_sum(x.data(), x.size())));
+  CHECK(same_value(sb::binned_sum(x.data(), x.size()), sb::exact_sum(x.data(), x.size())));
   // Gradient-like values: small magnitudes of both signs, lengths around the block size.
   std::vector<float> g(70000);
   for (size_t i = 0; i < g.size(); ++i) g[i] = sb::det::philox_normal(9, 2, i) * 1e-3f;
   for (size_t len : {size_t(0), size_t(1), size_t(3), size_t(65535), size_t(65536), size_t(65537), g.size()}) {
     CAPTURE(len);
     CHECK(same(sb::binned_sum(g.data(), len), sb::exact_sum(g.data(), len)));
+    CHECK(same_value(sb::binned_sum(g.data(), len), sb::exact_sum(g.data(), len)));
   }
   // The sign of an exact zero: -0 when every element is -0 (one block or several), else +0.
   std::vector<float> z(70000, -0.0f);
@@ -67,6 +78,27 @@ TEST_CASE("binned_sum is exactly exact_sum: every exponent, block edges, zeros, 
   CHECK(same(sb::binned_sum(s.data(), s.size()), sb::exact_sum(s.data(), s.size())));
   std::vector<float> nan = {2.0f, NAN, -3.0f};
   CHECK(same(sb::binned_sum(nan.data(), nan.size()), sb::exact_sum(nan.data(), nan.size())));
+}
+
+TEST_CASE("binned_sum_of_squares has exactly the value of sum_of_squares") {
+  // Gradient-like values, then some 60 binades smaller, subnormals, zeros and Inf, at lengths
+  // around the 2^16-element blocks and not multiples of 4 (the interleaved bin sets).
+  std::vector<float> g(200003);
+  for (size_t i = 0; i < g.size(); ++i) g[i] = sb::det::philox_normal(9, 4, i) * 3e-3f;
+  for (size_t len : {size_t(1), size_t(7), size_t(8), size_t(9), size_t(65535), size_t(65536),
+                     size_t(65537), g.size()}) {
+    CAPTURE(len);
+    CHECK(same_value(sb::binned_sum_of_squares(g.data(), len), sb::sum_of_squares(g.data(), len)));
+  }
+  for (size_t i = 3; i < g.size(); i += 997) g[i] *= 0x1p-60f;  // 60 binades down
+  g[5] = 0x1p-149f;
+  g[6] = -0x1.fffffep-127f;
+  g[70000] = 0.0f;
+  g[70001] = -0.0f;
+  g[70002] = 0x1.8p100f;  // one huge value in the second block
+  CHECK(same_value(sb::binned_sum_of_squares(g.data(), g.size()), sb::sum_of_squares(g.data(), g.size())));
+  g[100] = -INFINITY;
+  CHECK(same(sb::binned_sum_of_squares(g.data(), g.size()), sb::sum_of_squares(g.data(), g.size())));
 }
 
 TEST_CASE("finish reports grad_stats' norm, max |g| and mean per tensor, bitwise") {
