@@ -30,7 +30,7 @@ TEST_CASE("launch configurations parse, validate and describe themselves") {
   CHECK_THROWS_AS(sb::CudaLaunchConfig::parse("rows=33"), sb::Error);
   CHECK_THROWS_AS(sb::CudaLaunchConfig::parse("gemm=99"), sb::Error);
   CHECK_THROWS_AS(sb::CudaLaunchConfig::parse("gemm"), sb::Error);
-  CHECK(sb::cuda_gemm_tiles().size() == 6);
+  CHECK(sb::cuda_gemm_tiles().size() == 9);
 }
 
 TEST_CASE("backend plumbing: device errors, zero-filled aligned memory, copies, stream") {

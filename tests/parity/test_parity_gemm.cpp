@@ -51,7 +51,14 @@ TEST_CASE("canonical GEMM: CUDA equals the CPU bitwise for every tile, transposi
   const Shape3 shapes[] = {{1, 1, 1}, {7, 13, 5}, {33, 65, 17}, {129, 70, 257}, {64, 128, 8},
                            {130, 131, 9}, {3, 200, 0}, {257, 33, 129}};
   uint32_t seed = 1;
-  for (const CudaLaunchConfig& launch : parity_launches()) {
+  // parity_launches(), plus one launch for each tile of cuda_gemm_tiles() it does not name.
+  std::vector<CudaLaunchConfig> launches = parity_launches();
+  for (int t = 0; t < static_cast<int>(cuda_gemm_tiles().size()); ++t) {
+    const bool named = std::any_of(launches.begin(), launches.end(),
+                                   [t](const CudaLaunchConfig& l) { return l.gemm_tile == t; });
+    if (!named) launches.push_back({t, 4, 256});
+  }
+  for (const CudaLaunchConfig& launch : launches) {
     auto gpu = make_parity_gpu(Numerics::deterministic(), launch);
     for (const Shape3& s : shapes) {
       for (Trans ta : {Trans::no, Trans::yes}) {
