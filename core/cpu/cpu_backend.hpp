@@ -67,10 +67,10 @@ class CpuBackend final : public Backend {
 //   syrk        Backend::syrk: the upper triangle's tiles, mirrored.
 //   lower       only the tiles that reach the lower triangle j ≤ i: C[i][j] for j > i is left
 //               unspecified (attention scores, which the causal mask overwrites).
-//   k_to_row    row i's chain stops after p = min(k, end of i's MR-row panel) − 1: the caller
-//               guarantees op(A)[i][p] = ±0 for p > i and a finite op(B); the < MR terms kept
-//               beyond p = i are then exact zeros that leave the chain unchanged (a chain from +0
-//               never holds -0) — attention's P·V and dS·K.
+//   k_to_row    row i's chain stops after p = min(k − 1, i), exactly rule 1's chain over
+//               p ≤ i (the tiles run to the panel's first row, then each row finishes alone: a
+//               masked term fma(+0, x, acc) would turn a −0 from an underflowed product into
+//               +0) — attention's P·V and dS·K, whose op(A)[i][p] beyond i is never read.
 //   k_from_row  row i's chain starts at the first row of i's panel (≤ i) instead of 0: op(A)[i][p]
 //               = ±0 for p < i and a finite op(B), so the chain is +0 until p = i either way —
 //               attention's dSᵀ·Q and Pᵀ·dY.

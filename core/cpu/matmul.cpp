@@ -293,16 +293,42 @@ std::pair<int, int> panel_k_range(GemmPart part, int ip, int k) {
           part == GemmPart::k_to_row ? std::min(k, row0 + MR) : k};
 }
 
+// k_to_row, row panel ip after its tiles ran every row's chain to the panel's first row row0:
+// each row i continues its own chains over k = row0 .. i and stops there. A chain must not run
+// past its row: a masked term fma(+0, x, acc) turns an accumulated −0 into +0 (rule 1 ends the
+// chain at i). fresh: the tiles ran no k (row0 = 0), the chains start at +0. Operands come from
+// the packed panels (already rounded to the GEMM precision).
+void finish_rows_to_diagonal(const Packed& pk, int ip, bool fresh) {
+  const int row0 = ip * MR;
+  for (int i = row0; i < std::min(row0 + MR, pk.m); ++i) {
+    float* ci = pk.c + static_cast<size_t>(i) * pk.ldc;  // (n)
+    if (fresh) std::fill(ci, ci + pk.n, 0.0f);
+    for (int p = row0; p < std::min(i + 1, pk.k); ++p) {
+      const float a_ip = pk.a_at(ip, p)[i - row0];
+      for (int jp = 0; jp < pk.np; ++jp) {
+        const float* bp = pk.b + jp * pk.b_panel + static_cast<size_t>(p) * NR;  // (NR)
+        float* cj = ci + jp * NR;
+        const int cols = std::min(NR, pk.n - jp * NR);
+#pragma omp simd
+        for (int j = 0; j < cols; ++j) cj[j] = det::fma_f32(a_ip, bp[j], cj[j]);
+      }
+    }
+  }
+}
+
 // GemmPart::lower, k_to_row and k_from_row: one task per row panel, with the panel's own k range
-// and column panels; fresh chains (called inside the parallel region).
+// and column panels; fresh chains (called inside the parallel region). k_to_row's tiles stop at
+// the panel's first row; finish_rows_to_diagonal ends each row's chains at the row itself.
 void causal_tiles(const Packed& pk, GemmPart part) {
 #pragma omp for schedule(dynamic, 1)
   for (int ip = 0; ip < pk.mp; ++ip) {
-    const auto [kb, ke] = panel_k_range(part, ip, pk.k);
+    auto [kb, ke] = panel_k_range(part, ip, pk.k);
+    if (part == GemmPart::k_to_row) ke = std::min(ke, ip * MR);
     const int last_row = ip * MR + MR - 1;
     const int jp1 = part == GemmPart::lower ? std::min(pk.np, last_row / NR + 1) : pk.np;
     for (int p0 = kb; p0 < ke; p0 += KC)
       for (int jp = 0; jp < jp1; ++jp) pk.tile(ip, jp, p0, std::min(KC, ke - p0), p0 > kb);
+    if (part == GemmPart::k_to_row) finish_rows_to_diagonal(pk, ip, ke == kb);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 #include <omp.h>
 
+#include <cmath>
 #include <vector>
 
 #include "samebits/core/backend.hpp"
@@ -16,10 +17,16 @@ using namespace sb;
 
 namespace {
 
-bool check(int B, int T, int C, int NH, uint32_t seed) {
+// underflow: q = k = 0 (uniform probabilities) and v = ±the smallest subnormal with random signs,
+// so every product p·v underflows and each chain of P·V holds the signed zero of its last term —
+// a chain that ran past its row would turn a −0 into +0 (fma(+0, +v, −0) = +0).
+bool check(int B, int T, int C, int NH, uint32_t seed, bool underflow = false) {
   auto be = make_cpu_backend();
   const int hs = C / NH, ld = 3 * C;
-  const auto qkv = test::uniform(static_cast<size_t>(B) * T * ld, seed, -2, 2);
+  auto qkv = test::uniform(static_cast<size_t>(B) * T * ld, seed, -2, 2);
+  if (underflow)
+    for (size_t i = 0; i < qkv.size(); ++i)
+      qkv[i] = static_cast<int>(i % ld) < 2 * C ? 0.0f : std::copysign(1.4e-45f, qkv[i]);
   const auto dy = test::uniform(static_cast<size_t>(B) * T * C, seed + 1);
   std::vector<float> y(static_cast<size_t>(B) * T * C), att(static_cast<size_t>(B) * NH * T * T, -1.0f);
   std::vector<float> dqkv(qkv.size()), datt(att.size(), -1.0f);
@@ -73,5 +80,13 @@ TEST_CASE("attention: blocked kernels equal the row references at head sizes 8..
     CAPTURE(s.C);
     CAPTURE(s.NH);
     CHECK(check(s.B, s.T, s.C, s.NH, seed += 2));
+  }
+}
+
+TEST_CASE("attention: each P·V and dS·K chain ends at its own row (signed zeros of underflow kept)") {
+  uint32_t seed = 90;
+  for (int T : {5, 17, 64}) {
+    CAPTURE(T);
+    CHECK(check(2, T, 24, 3, seed += 2, true));
   }
 }
