@@ -6,15 +6,10 @@
 #include <sstream>
 
 #include "samebits/cli/diff.hpp"
+#include "samebits/cli/json.hpp"
 
 namespace sb::cli {
 namespace {
-
-std::string fmt(const char* format, double v) {
-  char text[64];
-  std::snprintf(text, sizeof text, format, v);
-  return text;
-}
 
 std::string ulp_text(uint64_t ulp) { return ulp == kUlpNaN ? "NaN" : std::to_string(ulp); }
 
@@ -35,18 +30,6 @@ std::vector<int64_t> table_steps(int64_t first, int64_t last) {
   }
   return out;
 }
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    if (c == '"' || c == '\\') out += std::string("\\") + c;
-    else if (static_cast<unsigned char>(c) < 0x20) out += fmt("\\u%04x", double(static_cast<unsigned char>(c)));
-    else out += c;
-  }
-  return out + "\"";
-}
-
-std::string json_number(double v) { return std::isfinite(v) ? fmt("%.17g", v) : "null"; }
 
 std::string json_strings(const std::vector<std::string>& v) {
   std::string out = "[";

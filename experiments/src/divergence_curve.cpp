@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "samebits/cli/divergence.hpp"
+#include "samebits/cli/json.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/math.hpp"
 
@@ -29,14 +30,6 @@ double ln(double x) {
   const double m = std::frexp(x, &e);
   return double(e) * 0x1.62e42fefa39efp-1 + double(det::log(static_cast<float>(m)));
 }
-
-std::string fmt(const char* format, double v) {
-  char text[64];
-  std::snprintf(text, sizeof text, format, v);
-  return text;
-}
-
-std::string json_number(double v) { return std::isfinite(v) ? fmt("%.17g", v) : "null"; }
 
 std::string json_step(int64_t step) { return step > 0 ? std::to_string(step) : "null"; }
 

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "samebits/cli/divergence.hpp"
+#include "samebits/cli/json.hpp"
 #include "samebits/core/train/trainer.hpp"
 #include "samebits/det/error.hpp"
 
@@ -33,24 +34,6 @@ bool steps_differ(const StepResult& a, const StepResult& b) {
 std::span<const float> weights(Trainer& t) {
   return {t.model().weights().data_as<float>(), t.model().flat_size()};
 }
-
-std::string fmt(const char* format, double v) {
-  char text[64];
-  std::snprintf(text, sizeof text, format, v);
-  return text;
-}
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    if (c == '"' || c == '\\') out += std::string("\\") + c;
-    else if (static_cast<unsigned char>(c) < 0x20) out += fmt("\\u%04x", double(static_cast<unsigned char>(c)));
-    else out += c;
-  }
-  return out + "\"";
-}
-
-std::string json_number(double v) { return std::isfinite(v) ? fmt("%.17g", v) : "null"; }
 
 // (steps) |loss_a − loss_b| in fp64.
 std::vector<double> loss_gaps(const SideBySide& s) {
