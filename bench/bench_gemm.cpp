@@ -212,7 +212,7 @@ int main(int argc, char** argv) {
                              },
                              "gemm", canonical(*be, gram), reps, quick ? 0.02 : 0.06));
 
-    std::fprintf(stderr, "canonical GEMM, 1 thread / 2 threads (time ratio; speedup = 1/ratio)\n");
+    std::fprintf(stderr, "canonical GEMM, 1 thread / 2 threads (time ratio = the speedup of 2 threads)\n");
     for (GemmCase* g : {&square[1], &model[0]}) {
       auto threads = [&, g](int t) {
         return [&, g, t] {

@@ -1,5 +1,6 @@
-// Exact reductions over host arrays (exact_norm.hpp): one det::ExactSum per OpenMP thread over a
-// static partition, merged exactly, so the result does not depend on the thread count; max |x| by
+// Exact reductions over host arrays (exact_norm.hpp): binned exact sums per block of
+// kBinnedBlock, one det::ExactSum per OpenMP thread over a static partition of the blocks, merged
+// exactly, so the result does not depend on the thread count; max |x| by
 // an integer max over the sign-cleared bits, which is order-free.
 #include "samebits/core/optim/exact_norm.hpp"
 
@@ -11,15 +12,20 @@ namespace {
 
 constexpr ptrdiff_t kParallelMin = 16384;  // below this, one thread (the result is the same)
 
-template <class Term>
-det::ExactSum reduce_exact(const float* x, size_t n, const Term& term) {
+// f over the blocks of kBinnedBlock elements of x on OpenMP threads (a static partition), each
+// thread's results merged into its own ExactSum and those merged exactly: the same exact value
+// for any thread count.
+det::ExactSum reduce_blocks(const float* x, size_t n, det::ExactSum (*f)(const float*, size_t)) {
   det::ExactSum total;
-  const ptrdiff_t count = static_cast<ptrdiff_t>(n);
-#pragma omp parallel if (count >= kParallelMin)
+  const ptrdiff_t blocks = static_cast<ptrdiff_t>((n + kBinnedBlock - 1) / kBinnedBlock);
+#pragma omp parallel if (static_cast<ptrdiff_t>(n) >= kParallelMin)
   {
     det::ExactSum local;
 #pragma omp for schedule(static) nowait
-    for (ptrdiff_t i = 0; i < count; ++i) local.add(term(x[i]));
+    for (ptrdiff_t b = 0; b < blocks; ++b) {
+      const size_t begin = static_cast<size_t>(b) * kBinnedBlock;
+      local.merge(f(x + begin, std::min(n - begin, kBinnedBlock)));
+    }
 #pragma omp critical(sb_exact_reduce)
     total.merge(local);
   }
@@ -29,12 +35,10 @@ det::ExactSum reduce_exact(const float* x, size_t n, const Term& term) {
 }  // namespace
 
 det::ExactSum sum_of_squares(const float* x, size_t n) {
-  return reduce_exact(x, n, [](float v) { return exact_square(v); });
+  return reduce_blocks(x, n, binned_sum_of_squares);
 }
 
-det::ExactSum exact_sum(const float* x, size_t n) {
-  return reduce_exact(x, n, [](float v) { return v; });
-}
+det::ExactSum exact_sum(const float* x, size_t n) { return reduce_blocks(x, n, binned_sum); }
 
 float max_abs(const float* x, size_t n) {
   // For |x| the fp32 bit patterns order like the values; NaNs lie above +Inf.

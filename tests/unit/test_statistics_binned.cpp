@@ -1,9 +1,11 @@
 // The binned exact sums behind the per-step gradient statistics (core/train/statistics.cpp):
-// binned_sum equals optim/exact_norm.hpp exact_sum (every exponent, subnormals, block edges, the
+// binned_sum equals the plain ExactSum of the elements (every exponent, subnormals, block edges, the
 // sign of an exact zero, ±Inf and NaN); binned_sum_of_squares equals sum_of_squares in its exact
 // value (canonical limbs) at vector and block edges; GradientStatistics::finish
 // reports per tensor the values of optim/clip.hpp grad_stats — norm, max |g| and mean — bitwise.
 #include <doctest/doctest.h>
+
+#include <omp.h>
 
 #include <cmath>
 #include <cstring>
@@ -16,6 +18,18 @@
 #include "samebits/det/philox.hpp"
 
 namespace {
+
+// The definitions: one ExactSum::add per term, in order.
+sb::det::ExactSum plain_sum_of_squares(const float* x, size_t n) {
+  sb::det::ExactSum s;
+  for (size_t i = 0; i < n; ++i) s.add(sb::exact_square(x[i]));
+  return s;
+}
+sb::det::ExactSum plain_exact_sum(const float* x, size_t n) {
+  sb::det::ExactSum s;
+  for (size_t i = 0; i < n; ++i) s.add(x[i]);
+  return s;
+}
 
 bool same(const sb::det::ExactSum& a, const sb::det::ExactSum& b) {
   const double da = a.to_f64(), db = b.to_f64();
@@ -51,33 +65,33 @@ TEST_CASE("binned_sum is exactly exact_sum: every exponent, block edges, zeros, 
   x[7] = 0x1.fffffep127f;
   x[8] = -0x1.fffffep127f;
   x[9] = 0x1p-149f;
-  CHECK(same(sb::binned_sum(x.data(), x.size()), sb::exact_sum(x.data(), x.size())));
-  CHECK(same_value(sb::binned_sum(x.data(), x.size()), sb::exact_sum(x.data(), x.size())));
+  CHECK(same(sb::binned_sum(x.data(), x.size()), plain_exact_sum(x.data(), x.size())));
+  CHECK(same_value(sb::binned_sum(x.data(), x.size()), plain_exact_sum(x.data(), x.size())));
   // Gradient-like values: small magnitudes of both signs, lengths around the block size.
   std::vector<float> g(70000);
   for (size_t i = 0; i < g.size(); ++i) g[i] = sb::det::philox_normal(9, 2, i) * 1e-3f;
   for (size_t len : {size_t(0), size_t(1), size_t(3), size_t(65535), size_t(65536), size_t(65537), g.size()}) {
     CAPTURE(len);
-    CHECK(same(sb::binned_sum(g.data(), len), sb::exact_sum(g.data(), len)));
-    CHECK(same_value(sb::binned_sum(g.data(), len), sb::exact_sum(g.data(), len)));
+    CHECK(same(sb::binned_sum(g.data(), len), plain_exact_sum(g.data(), len)));
+    CHECK(same_value(sb::binned_sum(g.data(), len), plain_exact_sum(g.data(), len)));
   }
   // The sign of an exact zero: -0 when every element is -0 (one block or several), else +0.
   std::vector<float> z(70000, -0.0f);
   CHECK(std::signbit(sb::binned_sum(z.data(), z.size()).to_f64()));
-  CHECK(same(sb::binned_sum(z.data(), z.size()), sb::exact_sum(z.data(), z.size())));
+  CHECK(same(sb::binned_sum(z.data(), z.size()), plain_exact_sum(z.data(), z.size())));
   z[69999] = 0.0f;
   CHECK(!std::signbit(sb::binned_sum(z.data(), z.size()).to_f64()));
-  CHECK(same(sb::binned_sum(z.data(), z.size()), sb::exact_sum(z.data(), z.size())));
+  CHECK(same(sb::binned_sum(z.data(), z.size()), plain_exact_sum(z.data(), z.size())));
   std::vector<float> cancel = {1.5f, -0.0f, -1.5f, 0x1p-149f, -0x1p-149f};
-  CHECK(same(sb::binned_sum(cancel.data(), cancel.size()), sb::exact_sum(cancel.data(), cancel.size())));
+  CHECK(same(sb::binned_sum(cancel.data(), cancel.size()), plain_exact_sum(cancel.data(), cancel.size())));
   // Inf, opposite Infs (NaN), NaN; +Inf and -Inf in the same exponent bin must not cancel.
   std::vector<float> s = {1.0f, INFINITY};
-  CHECK(same(sb::binned_sum(s.data(), s.size()), sb::exact_sum(s.data(), s.size())));
+  CHECK(same(sb::binned_sum(s.data(), s.size()), plain_exact_sum(s.data(), s.size())));
   s.push_back(-INFINITY);
   CHECK(std::isnan(sb::binned_sum(s.data(), s.size()).to_f64()));
-  CHECK(same(sb::binned_sum(s.data(), s.size()), sb::exact_sum(s.data(), s.size())));
+  CHECK(same(sb::binned_sum(s.data(), s.size()), plain_exact_sum(s.data(), s.size())));
   std::vector<float> nan = {2.0f, NAN, -3.0f};
-  CHECK(same(sb::binned_sum(nan.data(), nan.size()), sb::exact_sum(nan.data(), nan.size())));
+  CHECK(same(sb::binned_sum(nan.data(), nan.size()), plain_exact_sum(nan.data(), nan.size())));
 }
 
 TEST_CASE("binned_sum_of_squares has exactly the value of sum_of_squares") {
@@ -88,7 +102,7 @@ TEST_CASE("binned_sum_of_squares has exactly the value of sum_of_squares") {
   for (size_t len : {size_t(1), size_t(7), size_t(8), size_t(9), size_t(65535), size_t(65536),
                      size_t(65537), g.size()}) {
     CAPTURE(len);
-    CHECK(same_value(sb::binned_sum_of_squares(g.data(), len), sb::sum_of_squares(g.data(), len)));
+    CHECK(same_value(sb::binned_sum_of_squares(g.data(), len), plain_sum_of_squares(g.data(), len)));
   }
   for (size_t i = 3; i < g.size(); i += 997) g[i] *= 0x1p-60f;  // 60 binades down
   g[5] = 0x1p-149f;
@@ -96,9 +110,9 @@ TEST_CASE("binned_sum_of_squares has exactly the value of sum_of_squares") {
   g[70000] = 0.0f;
   g[70001] = -0.0f;
   g[70002] = 0x1.8p100f;  // one huge value in the second block
-  CHECK(same_value(sb::binned_sum_of_squares(g.data(), g.size()), sb::sum_of_squares(g.data(), g.size())));
+  CHECK(same_value(sb::binned_sum_of_squares(g.data(), g.size()), plain_sum_of_squares(g.data(), g.size())));
   g[100] = -INFINITY;
-  CHECK(same(sb::binned_sum_of_squares(g.data(), g.size()), sb::sum_of_squares(g.data(), g.size())));
+  CHECK(same(sb::binned_sum_of_squares(g.data(), g.size()), plain_sum_of_squares(g.data(), g.size())));
 }
 
 TEST_CASE("finish reports grad_stats' norm, max |g| and mean per tensor, bitwise") {
@@ -132,4 +146,21 @@ TEST_CASE("finish reports grad_stats' norm, max |g| and mean per tensor, bitwise
   }
   CHECK(all_same);
   CHECK(std::signbit(st.tensors[3].grad_mean));
+}
+
+TEST_CASE("sum_of_squares and exact_sum (binned blocks on threads) equal the plain sums") {
+  for (size_t n : {size_t{0}, size_t{1}, size_t{16383}, size_t{65536}, size_t{65537}, size_t{200003}}) {
+    const std::vector<float> g = random_finite(n, 31);
+    for (int threads : {1, 2, 3}) {
+      omp_set_num_threads(threads);
+      CHECK(same_value(sb::sum_of_squares(g.data(), n), plain_sum_of_squares(g.data(), n)));
+      CHECK(same(sb::sum_of_squares(g.data(), n), plain_sum_of_squares(g.data(), n)));
+      CHECK(same_value(sb::exact_sum(g.data(), n), plain_exact_sum(g.data(), n)));
+      CHECK(same(sb::exact_sum(g.data(), n), plain_exact_sum(g.data(), n)));
+    }
+  }
+  std::vector<float> z(70000, -0.0f);
+  CHECK(std::signbit(sb::exact_sum(z.data(), z.size()).to_f64()));
+  z[69999] = 0.0f;
+  CHECK(!std::signbit(sb::exact_sum(z.data(), z.size()).to_f64()));
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "samebits/core/model/gpt.hpp"
+#include "samebits/core/optim/exact_norm.hpp"
 #include "samebits/det/exact_sum.hpp"
 
 namespace sb {
@@ -65,19 +66,6 @@ struct StepStats {
   float leaf_sq_mean = 0, batch_sq = 0, grad_sq_est = 0, trace_est = 0, noise_scale = 0;
   std::vector<TensorStats> tensors;  // layout order; empty when statistics are off
 };
-
-// Σ x[i]² exactly (the same exact value as optim/exact_norm.hpp sum_of_squares, about three times
-// faster): x = m·2^(e−150) squares to the 48-bit integer m² times 2^(2e−300), so squares are
-// added as integers into one bin per fp32 exponent (≤ 2^16 adds per bin: no overflow), and the
-// bins go into the ExactSum once per block. NaN and ±Inf are added to the ExactSum directly.
-// Single-threaded (callers parallelise over blocks).  x: (n), host memory.
-det::ExactSum binned_sum_of_squares(const float* x, size_t n);
-
-// Σ x[i] exactly (the same exact value, zero sign and NaN/Inf rules as optim/exact_norm.hpp
-// exact_sum): x = ±m·2^(max(e,1)−150), so the signed 24-bit m are added as integers into one bin
-// per exponent (≤ 2^16 adds per bin: |bin| < 2^40), and each bin goes into the ExactSum as one
-// exact double once per block. Single-threaded.  x: (n), host memory.
-det::ExactSum binned_sum(const float* x, size_t n);
 
 // The exact per-tensor leaf sums of one step: leaves add Σ_i g_l[i]² per tensor (exact,
 // optim/exact_norm.hpp); ranks all-reduce them as ExactSum words; finish() adds the batch
