@@ -38,13 +38,14 @@ DIVERGENCE = {
     "vendor mode (all switches)": ("muon_vendor", {"numerics.mode": "vendor"}),
 }
 
-# Both optimizers, each with a run under vendor numerics: the perturbation whose growth the
-# notebook compares (a stand-in for the 1-ULP weight perturbation until `samebits` has one).
+# Both optimizers, each with a run whose one weight element moved by 1 ULP before step 6 (Summers &
+# Dinneen 2021): the perturbation whose growth the notebook compares.
+ULP_1 = {"perturb.tensor": "h.0.attn.qkv.w", "perturb.index": 5, "perturb.ulps": 1, "perturb.step": 5}
 OPTIMIZERS = {
     "muon": ("muon_ref", {}),
     "adamw": ("adamw_ref", {"optim.name": "adamw"}),
-    "muon, vendor numerics": ("muon_vendor", {"numerics.mode": "vendor"}),
-    "adamw, vendor numerics": ("adamw_vendor", {"optim.name": "adamw", "numerics.mode": "vendor"}),
+    "muon, 1 ULP": ("muon_ulp1", ULP_1),
+    "adamw, 1 ULP": ("adamw_ulp1", {"optim.name": "adamw", **ULP_1}),
 }
 
 
