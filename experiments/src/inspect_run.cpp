@@ -7,11 +7,11 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "samebits/cli/json.hpp"
 #include "samebits/cli/options.hpp"
 #include "samebits/core/io/checkpoint.hpp"
 #include "samebits/core/train/perturbation.hpp"
@@ -42,12 +42,6 @@ struct TempText {
   TempText(const TempText&) = delete;
   TempText& operator=(const TempText&) = delete;
 };
-
-std::string number(double v, const char* format = "%.6g") {
-  char text[64];
-  std::snprintf(text, sizeof text, format, v);
-  return text;
-}
 
 std::string experiment_summary(const Config& c) {
   std::ostringstream s;
@@ -129,11 +123,11 @@ std::string describe_run(const run::RunReader& run) {
   if (rows > 0) {
     const auto loss = run.series<float>("series/loss");
     const auto val = run.series<float>("series/val_loss");
-    s << "loss         first " << number(loss.front(), "%.6f") << " (step 1), last "
-      << number(loss.back(), "%.6f") << " (step " << rows << ")";
+    s << "loss         first " << fmt("%.6f", loss.front()) << " (step 1), last "
+      << fmt("%.6f", loss.back()) << " (step " << rows << ")";
     for (int64_t k = rows - 1; k >= 0; --k) {
       if (!std::isnan(val[size_t(k)])) {
-        s << "; validation " << number(val[size_t(k)], "%.6f") << " (step " << k + 1 << ")";
+        s << "; validation " << fmt("%.6f", val[size_t(k)]) << " (step " << k + 1 << ")";
         break;
       }
     }

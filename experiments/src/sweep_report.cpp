@@ -4,7 +4,6 @@
 // stored fp32 bits; "identical" is a bitwise claim (diff.hpp).
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <limits>
 #include <map>
@@ -14,6 +13,7 @@
 
 #include "samebits/cli/diff.hpp"
 #include "samebits/cli/divergence.hpp"
+#include "samebits/cli/json.hpp"
 #include "samebits/cli/sweep.hpp"
 #include "samebits/core/io/h5.hpp"
 #include "samebits/core/io/run_file.hpp"
@@ -25,12 +25,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-std::string format_double(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
 
 // The run files of the sweep, opened once each (nullptr: missing or unreadable, with why).
 struct Runs {
@@ -211,17 +205,17 @@ std::string results_table(const std::vector<CellResult>& results) {
     if (std::isnan(r.final_rel_l2)) {
       t << "— | ";
     } else {
-      t << (r.final_rel_l2 == 0 ? std::string("0") : format_double("%.3g", r.final_rel_l2)) << " ("
+      t << (r.final_rel_l2 == 0 ? std::string("0") : fmt("%.3g", r.final_rel_l2)) << " ("
         << r.final_distance_step << ") | ";
     }
-    t << (std::isnan(r.growth_rate) ? std::string("—") : format_double("%.3g", r.growth_rate)) << " | "
+    t << (std::isnan(r.growth_rate) ? std::string("—") : fmt("%.3g", r.growth_rate)) << " | "
       << (std::isnan(r.disagreement) ? std::string("—")
           : r.disagreement == 0  ? std::string("0")
-                                 : format_double("%.2g", 100 * r.disagreement) + " %")
+                                 : fmt("%.2g", 100 * r.disagreement) + " %")
       << " | ";
-    t << format_double("%.6f", r.final_loss) << (r.status == "finished" ? "" : " (" + r.status + ")") << " | "
-      << (r.max_loss_gap == 0 ? std::string("0") : format_double("%.2g", r.max_loss_gap))
-      << " | " << format_double("%.1f", r.wall_seconds) << " |\n";
+    t << fmt("%.6f", r.final_loss) << (r.status == "finished" ? "" : " (" + r.status + ")") << " | "
+      << (r.max_loss_gap == 0 ? std::string("0") : fmt("%.2g", r.max_loss_gap))
+      << " | " << fmt("%.1f", r.wall_seconds) << " |\n";
   }
   return t.str();
 }
