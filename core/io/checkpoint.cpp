@@ -18,20 +18,6 @@ namespace fs = std::filesystem;
 
 h5::Dims dims_of(const std::vector<int64_t>& shape) { return h5::Dims(shape.begin(), shape.end()); }
 
-std::string join_lines(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) out += (out.empty() ? "" : "\n") + n;
-  return out;
-}
-
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) out.push_back(line);
-  return out;
-}
-
 // An optimizer buffer name is "<tensor>/<kind>": components non-empty, not "." or "..".
 void check_buffer_name(const h5::Group& g, const std::string& name) {
   SB_CHECK(!name.empty() && name.front() != '/' && name.back() != '/', g.where(), ": optimizer buffer name '",
@@ -121,7 +107,7 @@ void write_state(h5::Group& group, const TrainerState& s, const std::vector<Tens
     optimizer.write_dataset<float>(a.name, a.data);
     names.push_back(a.name);
   }
-  optimizer.set_attr("names", join_lines(names));
+  optimizer.set_attr("names", h5::join_lines(names));
 }
 
 TrainerState read_state(const h5::Group& group, const std::vector<TensorInfo>& tensors) {
@@ -139,7 +125,7 @@ TrainerState read_state(const h5::Group& group, const std::vector<TensorInfo>& t
   s.weights = read_params(group.group("params"), tensors);
   const h5::Group optimizer = group.group("optimizer");
   const uint64_t largest = flat_size(tensors);
-  for (const std::string& name : split_lines(optimizer.attr_string("names"))) {
+  for (const std::string& name : h5::split_lines(optimizer.attr_string("names"))) {
     check_buffer_name(optimizer, name);
     const h5::Dataset d = optimizer.dataset(name);
     d.check(h5::DType::f32, {h5::kAny});

@@ -2,6 +2,7 @@
 // them; fixed-length ones are read too), int64/uint64/double scalars and small 1-D arrays.
 // Reads check the stored type and shape exactly; nothing is converted except byte order.
 #include <cstring>
+#include <sstream>
 
 #include "h5_detail.hpp"
 #include "samebits/det/error.hpp"
@@ -172,6 +173,20 @@ std::string Object::attr_string(std::string_view name) const {
   } else {
     out.resize(std::strlen(out.c_str()));
   }
+  return out;
+}
+
+std::string join_lines(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) out += (out.empty() ? "" : "\n") + l;
+  return out;
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) out.push_back(line);
   return out;
 }
 

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstring>
 #include <set>
-#include <sstream>
 
 #include "samebits/core/io/checkpoint.hpp"
 #include "samebits/core/io/run_file.hpp"
@@ -18,14 +17,6 @@ namespace {
 constexpr int64_t kMaxSteps = int64_t{1} << 32;
 constexpr int64_t kMaxTensors = 1 << 20;
 constexpr int64_t kMaxNumel = int64_t{1} << 34;
-
-std::vector<std::string> split_lines(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) out.push_back(line);
-  return out;
-}
 
 Status parse_status(const h5::Object& root, const std::string& text) {
   for (Status s : {Status::running, Status::finished, Status::failed}) {
@@ -77,7 +68,7 @@ std::vector<int64_t> read_table_column(const h5::Group& g, const char* name, uin
 
 std::vector<TensorInfo> read_tensors(const h5::File& f) {
   const h5::Group g = f.group("tensors");
-  const std::vector<std::string> names = split_lines(g.attr_string("names"));
+  const std::vector<std::string> names = h5::split_lines(g.attr_string("names"));
   const int64_t n = static_cast<int64_t>(names.size());
   SB_CHECK(n >= 1 && n <= kMaxTensors, g.where(), ": ", n, " tensor names; expected 1 to ", kMaxTensors);
   const auto offset = read_table_column(g, "offset", uint64_t(n), 0);

@@ -71,12 +71,6 @@ void append_bytes(h5::Dataset& d, h5::DType dtype, const std::vector<std::byte>&
   }
 }
 
-std::string join_lines(const std::vector<std::string>& lines) {
-  std::string out;
-  for (const auto& l : lines) out += (out.empty() ? "" : "\n") + l;
-  return out;
-}
-
 // The session's execution configuration, build and host (overwritten by every session).
 void write_execution(h5::Group& root, const Execution& e) {
   root.set_attr("backend", e.backend);
@@ -108,7 +102,7 @@ void write_tensor_table(h5::Group& root, const std::vector<TensorInfo>& tensors)
     shape.push_back(t.shape[0]);
     shape.push_back(t.shape.size() == 2 ? t.shape[1] : 1);
   }
-  g.set_attr("names", join_lines(names));
+  g.set_attr("names", h5::join_lines(names));
   const uint64_t n = tensors.size();
   g.write_dataset<int64_t>("offset", offset);
   g.write_dataset<int64_t>("numel", numel);

@@ -273,4 +273,9 @@ void write_file_atomically(const std::string& path, const std::function<void(con
 // is then closed (checked) before the fsync and rename.
 void write_h5_atomically(const std::string& path, const std::function<void(File&)>& fill);
 
+// A list of names as one string attribute (the run file's and the checkpoint's "names"): joined
+// with '\n', split at '\n'.
+std::string join_lines(const std::vector<std::string>& lines);
+std::vector<std::string> split_lines(const std::string& text);
+
 }  // namespace sb::h5
