@@ -1,20 +1,17 @@
 // checkpoint.hpp: checkpoint groups and files, their folder, and the choice of the resume point.
 // Every value read back is checked (dtype, shape, ranges) before use; a bad checkpoint is an
-// sb::Error that find_resume_point turns into a note and a fall-back to the previous one.
+// sb::Error that find_resume_point turns into a note and a fall-back to the previous state.
 #include "samebits/core/io/checkpoint.hpp"
 
 #include <algorithm>
-#include <filesystem>
 #include <sstream>
 
-#include "samebits/core/io/run_seal.hpp"
+#include "samebits/core/io/run_store.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/fingerprint.hpp"
 
 namespace sb::run {
 namespace {
-
-namespace fs = std::filesystem;
 
 h5::Dims dims_of(const std::vector<int64_t>& shape) { return h5::Dims(shape.begin(), shape.end()); }
 
@@ -30,46 +27,7 @@ void check_buffer_name(const h5::Group& g, const std::string& name) {
   }
 }
 
-// Parses "step_<digits>.h5"; false for anything else.
-bool parse_checkpoint_name(const std::string& name, int64_t& step) {
-  constexpr std::string_view prefix = "step_", suffix = ".h5";
-  if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
-      name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
-    return false;
-  }
-  const std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
-  if (digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos) return false;
-  step = std::stoll(digits);
-  return name == step_name(step) + ".h5";
-}
-
 }  // namespace
-
-std::string checkpoint_dir(const std::string& run_path) {
-  fs::path p(run_path);
-  p.replace_extension(".ckpt");
-  return p.string();
-}
-
-std::string checkpoint_file(const std::string& run_path, int64_t step) {
-  return (fs::path(checkpoint_dir(run_path)) / (step_name(step) + ".h5")).string();
-}
-
-std::vector<CheckpointEntry> list_checkpoints(const std::string& run_path) {
-  std::vector<CheckpointEntry> out;
-  const fs::path dir = checkpoint_dir(run_path);
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return out;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    int64_t step = 0;
-    if (entry.is_regular_file(ec) && parse_checkpoint_name(entry.path().filename().string(), step)) {
-      out.push_back({step, entry.path().string()});
-    }
-  }
-  SB_CHECK(!ec, "cannot list the checkpoint folder '", dir.string(), "': ", ec.message());
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.step < b.step; });
-  return out;
-}
 
 void write_params(h5::Group& group, std::span<const float> flat, const std::vector<TensorInfo>& tensors) {
   SB_CHECK(flat.size() == flat_size(tensors), "parameters of ", flat.size(), " values given for a layout of ",
@@ -136,32 +94,6 @@ TrainerState read_state(const h5::Group& group, const std::vector<TensorInfo>& t
   return s;
 }
 
-void write_checkpoint_file(const std::string& path, const TrainerState& state,
-                           const std::vector<TensorInfo>& tensors) {
-  std::vector<std::byte> image;
-  {
-    h5::File file = h5::File::create_in_memory(path);
-    file.set_attr("format", kCheckpointFormat);
-    file.set_attr("format_version", kFormatVersion);
-    write_state(file, state, tensors);
-    image = file.image();
-    file.close();
-  }
-  write_sealed_file(path, image);
-}
-
-TrainerState read_checkpoint_file(const std::string& path, const std::vector<TensorInfo>& tensors) {
-  check_seal(path);
-  const h5::File file = h5::File::open(path, h5::Mode::read_only);
-  const std::string format = file.attr_string("format");
-  SB_CHECK(format == kCheckpointFormat, path, ": attribute format is '", format, "', expected '",
-           kCheckpointFormat, "'");
-  const int64_t version = file.attr_int("format_version");
-  SB_CHECK(version == kFormatVersion, path, ": checkpoint format version ", version, "; this samebits reads ",
-           kFormatVersion);
-  return read_state(file, tensors);
-}
-
 ResumePoint find_resume_point(const std::string& run_path, const RunHeader& header,
                               const std::function<void(const TrainerState&)>& accept) {
   const RunReader run = RunReader::open(run_path);
@@ -177,17 +109,12 @@ ResumePoint find_resume_point(const std::string& run_path, const RunHeader& head
     point.step = run.steps_recorded();
     return point;
   }
-  const int64_t rows = run.steps_recorded();
-  const std::vector<CheckpointEntry> entries = list_checkpoints(run_path);
+  const std::vector<StoreEntry>& entries = run.store_entries();
   for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
-    if (it->step > rows) {
-      point.notes.push_back(it->path + " is beyond the run file's " + std::to_string(rows) +
-                            " recorded steps (the run stopped before recording them): not used");
-      continue;
-    }
+    if (!it->is_state()) continue;
+    const std::string file = store_file(run_path, *it);
     try {
-      const TrainerState state = read_checkpoint_file(it->path, header.tensors);
-      SB_CHECK(state.step == it->step, "it holds step ", state.step, ", its name says ", it->step);
+      const TrainerState state = read_store_state(file, *it, header.tensors);
       SB_CHECK(state.experiment_id == header.experiment_id, "it is of experiment ", state.experiment_id);
       if (state.step > 0) {
         const std::vector<uint64_t> recorded =
@@ -200,10 +127,10 @@ ResumePoint find_resume_point(const std::string& run_path, const RunHeader& head
       }
       accept(state);
       point.step = state.step;
-      point.source = it->path;
+      point.source = file;
       return point;
     } catch (const Error& e) {
-      point.notes.push_back("checkpoint " + it->path + " is not usable (" + e.what() +
+      point.notes.push_back("checkpoint " + file + " is not usable (" + e.what() +
                             "); falling back to the previous one");
     }
   }

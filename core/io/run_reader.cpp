@@ -8,6 +8,7 @@
 #include "samebits/core/io/checkpoint.hpp"
 #include "samebits/core/io/run_file.hpp"
 #include "samebits/core/io/run_seal.hpp"
+#include "samebits/core/io/run_store.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb::run {
@@ -31,6 +32,10 @@ RunInfo read_info(const h5::File& f) {
   SB_CHECK(format == kRunFormat, f.file_name(), ": attribute format is '", format, "', expected '", kRunFormat,
            "' (not a samebits run file)");
   i.format_version = f.attr_int("format_version");
+  SB_CHECK(i.format_version != 1, f.file_name(), ": a run file of format version 1 (samebits 0.1, which kept "
+           "snapshots and the final state inside the run file); this samebits reads version ", kFormatVersion,
+           ". h5py reads it as it is (docs/FORMAT.md, version 1); to inspect, diff or verify it here, train its "
+           "experiment again with this samebits (its resolved config is the file's `config` attribute)");
   SB_CHECK(i.format_version == kFormatVersion, f.file_name(), ": run file format version ", i.format_version,
            "; this samebits reads version ", kFormatVersion);
   i.samebits_version = f.attr_string("samebits_version");
@@ -115,24 +120,6 @@ int64_t check_series(const h5::File& f, std::size_t tensors) {
   return rows;
 }
 
-std::vector<int64_t> check_snapshots(const h5::File& f, const std::vector<TensorInfo>& tensors, int64_t rows) {
-  std::vector<int64_t> steps;
-  if (!f.has("snapshots")) return steps;
-  const h5::Group snapshots = f.group("snapshots");
-  for (const std::string& name : snapshots.names()) {
-    const h5::Group g = snapshots.group(name);
-    const int64_t step = g.attr_int("step");
-    SB_CHECK(step >= 0 && step <= rows && name == step_name(step), g.where(), ": snapshot of step ", step,
-             " (recorded steps: ", rows, ") must be named ", step >= 0 ? step_name(step) : "step_<step>");
-    for (const TensorInfo& t : tensors) {
-      g.dataset(t.name).check(h5::DType::f32, h5::Dims(t.shape.begin(), t.shape.end()));
-    }
-    steps.push_back(step);
-  }
-  std::sort(steps.begin(), steps.end());
-  return steps;
-}
-
 }  // namespace
 
 RunReader RunReader::open(const std::string& path) {
@@ -149,19 +136,47 @@ RunReader RunReader::open(const std::string& path) {
     SB_CHECK(steps[size_t(i)] == i + 1, path, ": /series/step row ", i, " holds ", steps[size_t(i)], ", expected ",
              i + 1);
   }
-  r.snapshot_steps_ = check_snapshots(r.file_, r.tensors_, r.rows_);
-  const bool final_state = r.file_.has("checkpoint");
+  r.entries_ = read_store_index(r.file_, r.rows_);
   if (r.info_.status == Status::finished) {
-    SB_CHECK(r.rows_ == r.info_.steps && final_state, path, ": status finished, but ", r.rows_, " of ",
-             r.info_.steps, " steps are recorded", final_state ? "" : " and /checkpoint is missing");
+    SB_CHECK(r.rows_ == r.info_.steps && r.has_final_state(), path, ": status finished, but ", r.rows_, " of ",
+             r.info_.steps, " steps are recorded", r.has_final_state() ? "" : " and the store has no final state");
   }
   return r;
 }
 
+const StoreEntry* RunReader::entry(int64_t step) const {
+  for (const StoreEntry& e : entries_) {
+    if (e.step == step) return &e;
+  }
+  return nullptr;
+}
+
+std::vector<int64_t> RunReader::snapshot_steps() const {
+  std::vector<int64_t> steps;
+  for (const StoreEntry& e : entries_) {
+    if (e.is_snapshot()) steps.push_back(e.step);
+  }
+  return steps;
+}
+
+std::vector<int64_t> RunReader::state_steps() const {
+  std::vector<int64_t> steps;
+  for (const StoreEntry& e : entries_) {
+    if (e.is_state()) steps.push_back(e.step);
+  }
+  return steps;
+}
+
 std::vector<float> RunReader::read_snapshot(int64_t step) const {
-  SB_CHECK(std::binary_search(snapshot_steps_.begin(), snapshot_steps_.end(), step), path_,
-           ": no snapshot of step ", step);
-  return read_params(file_.group("snapshots/" + step_name(step)), tensors_);
+  const StoreEntry* e = entry(step);
+  SB_CHECK(e != nullptr && e->is_snapshot(), path_, ": no snapshot of step ", step);
+  return read_store_params(store_file(path_, *e), *e, tensors_);
+}
+
+TrainerState RunReader::read_state(int64_t step) const {
+  const StoreEntry* e = entry(step);
+  SB_CHECK(e != nullptr && e->is_state(), path_, ": no state of step ", step, " in its store");
+  return read_store_state(store_file(path_, *e), *e, tensors_);
 }
 
 std::vector<std::byte> RunReader::series_bytes(const SeriesColumn& column) const {
@@ -181,11 +196,14 @@ std::vector<std::byte> RunReader::series_bytes(const SeriesColumn& column) const
   SB_FAIL(path_, ": column ", column.path, " has an unknown dtype");
 }
 
-bool RunReader::has_final_state() const { return file_.has("checkpoint"); }
+bool RunReader::has_final_state() const {
+  const StoreEntry* e = entry(info_.steps);
+  return info_.status == Status::finished && e != nullptr && e->is_state();
+}
 
 TrainerState RunReader::read_final_state() const {
-  SB_CHECK(has_final_state(), path_, ": no /checkpoint (the run has not finished)");
-  return read_state(file_.group("checkpoint"), tensors_);
+  SB_CHECK(has_final_state(), path_, ": no final state (the run has not finished)");
+  return read_state(info_.steps);
 }
 
 }  // namespace sb::run

@@ -105,8 +105,12 @@ std::array<unsigned char, kSealBytes> make_seal(uint64_t length, uint64_t hash) 
   return t;
 }
 
-// The content length the seal records, after checking the magic and the length; throws otherwise.
-uint64_t sealed_length(const Fd& f, const std::string& path) {
+// The content length and hash the seal records, after checking the magic, the length and the
+// hash; throws otherwise.
+struct Sealed {
+  uint64_t length = 0, digest = 0;
+};
+Sealed sealed_content(const Fd& f, const std::string& path) {
   const uint64_t size = file_size(f, path);
   SB_CHECK(size >= kSealBytes, "'", path, "' is damaged: ", size,
            " bytes is too short for a samebits file (truncated?)");
@@ -122,7 +126,7 @@ uint64_t sealed_length(const Fd& f, const std::string& path) {
   const uint64_t actual = hash_prefix(f, path, length);
   SB_CHECK(actual == recorded, "'", path, "' is damaged: its content hash is ", det::fingerprint_hex(actual),
            ", the seal records ", det::fingerprint_hex(recorded), " (bytes changed after samebits wrote it)");
-  return length;
+  return {length, recorded};
 }
 
 }  // namespace
@@ -139,8 +143,9 @@ void seal_file(const std::string& path) {
   write_at(f, path, seal.data(), seal.size(), size);
 }
 
-void write_sealed_file(const std::string& path, const std::vector<std::byte>& image) {
-  const auto seal = make_seal(image.size(), XXH3_64bits(image.data(), image.size()));
+uint64_t write_sealed_file(const std::string& path, const std::vector<std::byte>& image) {
+  const uint64_t digest = XXH3_64bits(image.data(), image.size());
+  const auto seal = make_seal(image.size(), digest);
   h5::write_file_atomically(path, [&](const std::string& tmp) {
     Fd f(tmp, O_WRONLY | O_CREAT | O_TRUNC);
     write_at(f, tmp, image.data(), image.size(), 0);
@@ -149,16 +154,17 @@ void write_sealed_file(const std::string& path, const std::vector<std::byte>& im
     f.fd = -1;
     SB_CHECK(::close(fd) == 0, "cannot close '", tmp, "': ", std::strerror(errno), " (disk full?)");
   });
+  return digest;
 }
 
-void check_seal(const std::string& path) {
+uint64_t check_seal(const std::string& path) {
   const Fd f(path, O_RDONLY);
-  sealed_length(f, path);
+  return sealed_content(f, path).digest;
 }
 
 void unseal_file(const std::string& path) {
   const Fd f(path, O_RDWR);
-  const uint64_t length = sealed_length(f, path);
+  const uint64_t length = sealed_content(f, path).length;
   SB_CHECK(::ftruncate(f.fd, static_cast<off_t>(length)) == 0, "cannot truncate '", path, "': ",
            std::strerror(errno));
 }

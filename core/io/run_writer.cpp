@@ -1,9 +1,10 @@
-// run_file.hpp: RunWriter. The run file is only ever replaced whole: each commit reads it into
-// memory, appends the pending rows and snapshots there (HDF5's core driver: HDF5 never writes to
-// the disk), and writes the image with its seal to a temporary file, fsync, rename. After a kill
-// at any moment the file is the complete result of the last commit, and a full disk is a plain
-// write error; checkpoint files are written before the commit that relies on them and deleted
-// only after the next one.
+// run_file.hpp: RunWriter. Snapshots and states go to their own store files (run_store.hpp), each
+// written once before the commit that indexes it. The run file — rows and index, no parameters —
+// is only ever replaced whole: each commit reads it into memory, appends the pending rows and
+// writes the index there (HDF5's core driver: HDF5 never writes to the disk), and writes the image
+// with its seal to a temporary file, fsync, rename. After a kill at any moment the run file is the
+// complete result of the last commit and names only complete files; a full disk is a plain write
+// error; a store file leaves the index before it is deleted.
 #include <unistd.h>
 
 #include <cstring>
@@ -13,6 +14,7 @@
 #include "samebits/core/io/checkpoint.hpp"
 #include "samebits/core/io/run_file.hpp"
 #include "samebits/core/io/run_seal.hpp"
+#include "samebits/core/io/run_store.hpp"
 #include "samebits/det/build_info.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/fpenv.hpp"
@@ -111,8 +113,9 @@ void write_tensor_table(h5::Group& root, const std::vector<TensorInfo>& tensors)
 }
 
 // Replaces the run file at `path` by its edited copy: the file is read into memory (after its
-// seal is checked), edited there, and its image written and sealed atomically.
-void rewrite(const std::string& path, const std::function<void(h5::File&)>& edit) {
+// seal is checked), edited there, and its image written and sealed atomically. Returns the bytes
+// written.
+uint64_t rewrite(const std::string& path, const std::function<void(h5::File&)>& edit) {
   check_seal(path);
   std::vector<std::byte> image;
   {
@@ -122,40 +125,46 @@ void rewrite(const std::string& path, const std::function<void(h5::File&)>& edit
     file.close();
   }
   write_sealed_file(path, image);
+  return image.size() + kSealBytes;
 }
 
-// Temporary files of killed processes: "<run>.tmp.<pid>" and "<run>.ckpt/*.tmp.<pid>".
+// Temporary files of killed processes beside the run file: "<run>.tmp.<pid>".
 void remove_stale_temporaries(const std::string& path) {
   std::error_code ec;
   const fs::path run(path);
   const fs::path dir = run.parent_path().empty() ? fs::path(".") : run.parent_path();
   const std::string prefix = run.filename().string() + ".tmp.";
+  std::vector<fs::path> stale;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (e.path().filename().string().rfind(prefix, 0) == 0) fs::remove(e.path(), ec);
+    if (e.path().filename().string().rfind(prefix, 0) == 0) stale.push_back(e.path());
   }
-  for (const auto& e : fs::directory_iterator(checkpoint_dir(path), ec)) {
-    if (e.path().filename().string().find(".h5.tmp.") != std::string::npos) fs::remove(e.path(), ec);
-  }
+  for (const fs::path& p : stale) fs::remove(p, ec);
 }
 
 }  // namespace
 
-RunWriter::RunWriter(std::string path, RunHeader header, int64_t committed)
-    : path_(std::move(path)), header_(std::move(header)), committed_(committed) {
+RunWriter::RunWriter(std::string path, RunHeader header, int64_t committed, std::vector<StoreEntry> entries)
+    : path_(std::move(path)), header_(std::move(header)), committed_(committed), entries_(std::move(entries)) {
   pending_.resize(series_columns().size());
 }
 
 RunWriter RunWriter::create(const std::string& path, const RunHeader& header) {
   std::error_code ec;
   SB_CHECK(!fs::exists(path, ec), "run file '", path, "' already exists; samebits never overwrites a run");
-  SB_CHECK(fs::path(path).extension() != ".ckpt", "run file '", path,
-           "' must not end in .ckpt (that names its checkpoint folder)");
+  SB_CHECK(fs::path(path).extension() != ".store", "run file '", path,
+           "' must not end in .store (that names its store folder)");
   SB_CHECK(!header.tensors.empty(), "a run file needs the model's tensor layout");
+  const fs::path store = store_dir(path);
+  SB_CHECK(!fs::exists(store, ec) || (fs::is_directory(store, ec) && fs::is_empty(store, ec)), "the store folder '",
+           store.string(), "' of the new run file '", path, "' already exists and is not empty (left by a run whose "
+           "run file was removed?); samebits never overwrites a run: remove it or choose another --out");
   const fs::path parent = fs::path(path).parent_path();
   if (!parent.empty()) {
     fs::create_directories(parent, ec);
     SB_CHECK(!ec, "cannot create the folder '", parent.string(), "' for the run file: ", ec.message());
   }
+  fs::create_directories(store, ec);
+  SB_CHECK(!ec, "cannot create the store folder '", store.string(), "': ", ec.message());
   remove_stale_temporaries(path);
   const std::string now = utc_now();
   std::vector<std::byte> image;
@@ -183,33 +192,32 @@ RunWriter RunWriter::create(const std::string& path, const RunHeader& header) {
                                           chunk_rows(c, header.tensors.size()));
       if (c.width == Width::collectives) d.set_attr("columns", kinds);
     }
+    write_store_index(f, path, {}, -1);
     image = f.image();
     f.close();
   }
   write_sealed_file(path, image);
-  return RunWriter(path, header, 0);
+  RunWriter w(path, header, 0, {});
+  w.bytes_written_ = image.size() + kSealBytes;
+  return w;
 }
 
 RunWriter RunWriter::resume(const std::string& path, const RunHeader& header, int64_t step,
                             const std::string& note) {
+  std::vector<StoreEntry> kept, dropped;
   {
     const RunReader run = RunReader::open(path);
     SB_CHECK(run.info().experiment_id == header.experiment_id && run.tensors() == header.tensors,
              "cannot resume '", path, "': it records another experiment (", run.info().experiment_id, ")");
     SB_CHECK(step >= 0 && step <= run.steps_recorded(), "cannot resume '", path, "' at step ", step,
              ": it records ", run.steps_recorded(), " steps");
+    for (const StoreEntry& e : run.store_entries()) (e.step <= step ? kept : dropped).push_back(e);
   }
   remove_stale_temporaries(path);
   const std::string now = utc_now();
-  rewrite(path, [&](h5::File& f) {
+  const uint64_t bytes = rewrite(path, [&](h5::File& f) {
     for (const SeriesColumn& c : series_columns()) f.dataset(c.path).truncate(uint64_t(step));
-    if (f.is_group("snapshots")) {
-      h5::Group snapshots = f.group("snapshots");
-      for (const std::string& name : snapshots.names()) {
-        if (snapshots.group(name).attr_int("step") > step) snapshots.remove(name);
-      }
-    }
-    if (f.has("checkpoint")) f.remove("checkpoint");
+    write_store_index(f, path, kept, -1);
     f.set_attr("status", to_string(Status::running));
     f.set_attr("error", "");
     f.set_attr("config", header.config_text);  // this session's run.* (the experiment is the same)
@@ -219,7 +227,10 @@ RunWriter RunWriter::resume(const std::string& path, const RunHeader& header, in
     f.set_attr("time_sessions", f.attr_string("time_sessions") + "\n" + now + " resume at step " +
                                     std::to_string(step) + " on " + host_name() + ": " + note);
   });
-  return RunWriter(path, header, step);
+  remove_unindexed_files(path, kept);  // the dropped entries' files and those never indexed
+  RunWriter w(path, header, step, std::move(kept));
+  w.bytes_written_ = bytes;
+  return w;
 }
 
 void RunWriter::record(const StepResult& r) {
@@ -230,39 +241,56 @@ void RunWriter::record(const StepResult& r) {
   ++pending_rows_;
 }
 
+void RunWriter::add_entry(const StoreEntry& entry) {
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), entry.step,
+                             [](const StoreEntry& e, int64_t step) { return e.step < step; });
+  if (it != entries_.end() && it->step == entry.step) {
+    if (it->is_state() != entry.is_state()) unlinked_.push_back(store_file(path_, *it));
+    *it = entry;
+  } else {
+    entries_.insert(it, entry);
+  }
+}
+
+void RunWriter::drop_entries(const std::function<bool(const StoreEntry&)>& drop) {
+  std::vector<StoreEntry> stay;
+  for (const StoreEntry& e : entries_) {
+    if (drop(e)) unlinked_.push_back(store_file(path_, e));
+    else stay.push_back(e);
+  }
+  entries_ = std::move(stay);
+}
+
 void RunWriter::snapshot(int64_t step, std::span<const float> flat_weights) {
   SB_CHECK(flat_weights.size() == flat_size(header_.tensors), "snapshot of ", flat_weights.size(),
            " values for a layout of ", flat_size(header_.tensors));
-  snapshots_.emplace_back(step, std::vector<float>(flat_weights.begin(), flat_weights.end()));
+  for (StoreEntry& e : entries_) {
+    if (e.step != step) continue;
+    e.kind |= kSnapshotBit;  // a state of this step, or this snapshot itself, already in the store
+    return;
+  }
+  const StoreEntry probe{step, kSnapshotBit, 0, 0};
+  const StoreEntry entry = write_snapshot_file(store_file(path_, probe), step, header_.experiment_id, flat_weights,
+                                               header_.tensors);
+  bytes_written_ += entry.bytes;
+  add_entry(entry);
 }
 
 std::size_t RunWriter::pending_bytes() const {
   std::size_t n = 0;
   for (const auto& p : pending_) n += p.size();
-  for (const auto& s : snapshots_) n += s.second.size() * sizeof(float);
   return n;
 }
 
-void RunWriter::commit_file(Status status, const std::string& error, const TrainerState* final_state) {
+void RunWriter::commit_file(Status status, const std::string& error, int64_t final_step) {
   const std::string now = utc_now();
-  rewrite(path_, [&](h5::File& f) {
+  bytes_written_ += rewrite(path_, [&](h5::File& f) {
     const auto& columns = series_columns();
     for (std::size_t i = 0; i < columns.size(); ++i) {
       h5::Dataset d = f.dataset(columns[i].path);
       append_bytes(d, columns[i].dtype, pending_[i]);
     }
-    for (const auto& [step, weights] : snapshots_) {
-      const std::string name = "snapshots/" + step_name(step);
-      if (f.has(name)) f.remove(name);
-      h5::Group g = f.create_group(name);
-      g.set_attr("step", step);
-      write_params(g, weights, header_.tensors);
-    }
-    if (final_state != nullptr) {
-      if (f.has("checkpoint")) f.remove("checkpoint");
-      h5::Group g = f.create_group("checkpoint");
-      write_state(g, *final_state, header_.tensors);
-    }
+    write_store_index(f, path_, entries_, final_step);
     f.set_attr("status", to_string(status));
     f.set_attr("error", error);
     f.set_attr("time_updated", now);
@@ -270,46 +298,59 @@ void RunWriter::commit_file(Status status, const std::string& error, const Train
   committed_ += pending_rows_;
   pending_rows_ = 0;
   for (auto& p : pending_) p.clear();
-  snapshots_.clear();
+  std::error_code ec;
+  for (const std::string& file : unlinked_) fs::remove(file, ec);  // no longer named by the run file
+  unlinked_.clear();
 }
 
-void RunWriter::commit() { commit_file(Status::running, "", nullptr); }
+void RunWriter::commit() { commit_file(Status::running, "", -1); }
 
-void RunWriter::checkpoint(const TrainerState& state) {
+void RunWriter::store_state(const TrainerState& state, bool keep) {
   SB_CHECK(state.step == steps_recorded(), "checkpoint of step ", state.step, " while ", steps_recorded(),
            " steps are recorded");
-  const fs::path dir = checkpoint_dir(path_);
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  SB_CHECK(!ec, "cannot create the checkpoint folder '", dir.string(), "': ", ec.message());
-  const std::string file = checkpoint_file(path_, state.step);
-  try {
-    write_checkpoint_file(file, state, header_.tensors);
-  } catch (const Error& e) {
-    SB_FAIL("cannot write the checkpoint ", file, " (disk full?); the earlier checkpoints are intact: ", e.what());
+  const StoreEntry* existing = nullptr;
+  for (const StoreEntry& e : entries_) existing = e.step == state.step && e.is_state() ? &e : existing;
+  if (existing == nullptr) {
+    const StoreEntry probe{state.step, kStateBit, 0, 0};
+    const std::string file = store_file(path_, probe);
+    StoreEntry entry;
+    try {
+      entry = write_state_file(file, state, header_.tensors);
+    } catch (const Error& e) {
+      SB_FAIL("cannot write the checkpoint ", file, " (disk full?); the earlier checkpoints are intact: ", e.what());
+    }
+    bytes_written_ += entry.bytes;
+    for (const StoreEntry& e : entries_) {  // a snapshot of this step is served by the state now
+      if (e.step == state.step) entry.kind |= e.kind & kSnapshotBit;
+    }
+    add_entry(entry);
   }
-  commit();
-  // Keep this checkpoint and the previous one; later ones (beyond a resume point) are replaced
-  // when the run reaches them again.
+  if (keep) {
+    for (StoreEntry& e : entries_) e.kind |= e.step == state.step ? kKeptBit : 0;
+  }
+  // Keep this state and the previous one; older states go unless kept for good or snapshots.
   int64_t previous = -1;
-  const std::vector<CheckpointEntry> entries = list_checkpoints(path_);
-  for (const auto& e : entries) {
-    if (e.step < state.step) previous = e.step;
-  }
-  for (const auto& e : entries) {
-    if (e.step < previous) fs::remove(e.path, ec);
-  }
+  for (const StoreEntry& e : entries_) previous = e.is_state() && e.step < state.step ? e.step : previous;
+  drop_entries([&](const StoreEntry& e) { return e.kind == kStateBit && e.step < previous; });
 }
 
-void RunWriter::finish(const TrainerState& state) {
+void RunWriter::checkpoint(const TrainerState& state, bool keep) {
+  store_state(state, keep);
+  commit();
+}
+
+void RunWriter::finish(const TrainerState& state, bool snapshot) {
   SB_CHECK(state.step == header_.steps && steps_recorded() == header_.steps, "run file '", path_,
            "': finishing at step ", state.step, " with ", steps_recorded(), " steps recorded, expected ",
            header_.steps);
-  commit_file(Status::finished, "", &state);
-  std::error_code ec;
-  fs::remove_all(checkpoint_dir(path_), ec);
+  store_state(state, true);  // the final state, kept; written unless the store holds it already
+  if (snapshot) {
+    for (StoreEntry& e : entries_) e.kind |= e.step == state.step ? kSnapshotBit : 0;
+  }
+  drop_entries([](const StoreEntry& e) { return e.kind == kStateBit; });  // the rolling states
+  commit_file(Status::finished, "", state.step);
 }
 
-void RunWriter::fail(const std::string& message) { commit_file(Status::failed, message, nullptr); }
+void RunWriter::fail(const std::string& message) { commit_file(Status::failed, message, -1); }
 
 }  // namespace sb::run

@@ -151,6 +151,7 @@ void validate_train(const TrainConfig& t) {
   require_range("train.min_lr_ratio", t.min_lr_ratio, 0.0, false, 1.0, false,
                 "the final lr is min_lr_ratio × peak, e.g. 0.1");
   require_at_least("train.checkpoint_every", t.checkpoint_every, 0, "use 0 for no periodic checkpoint");
+  require_at_least("train.keep_states", t.keep_states, 0, "use 0 to keep no state beyond the last checkpoints");
   for (std::size_t i = 0; i < t.snapshot_steps.size(); ++i) {
     const int64_t s = t.snapshot_steps[i];
     SB_CHECK(s >= 0 && s <= t.steps, "config train.snapshot_steps holds ", s,
@@ -285,6 +286,7 @@ std::string ini_text(const Config& c, Keys keys) {
   if (all) {
     w.put("checkpoint_every", t.checkpoint_every);
     w.put_list("snapshot_steps", t.snapshot_steps, fmt_int);
+    w.put("keep_states", t.keep_states);
   }
   w.put("eval_every", t.eval_every);
   w.put("eval_leaves", t.eval_leaves);

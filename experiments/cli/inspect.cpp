@@ -14,7 +14,7 @@ constexpr const char* kUsage =
     "\n"
     "Prints what the run is (experiment id and summary), its status (running, finished, failed\n"
     "and why), the steps recorded, the first and last loss and the last validation loss, the final\n"
-    "state, the snapshots, the checkpoint files in RUN.ckpt/ (each read and checked), and where and\n"
+    "state, the snapshots, the states in the store RUN.store/ (each read and checked), and where and\n"
     "how it ran (execution, build, fp environment, host, sessions). Exit 0, or 2 when the file is\n"
     "missing, damaged or not a samebits run file.\n";
 

@@ -20,7 +20,7 @@ constexpr const char* kUsage =
     "\n"
     "Trains the experiment CONFIG.ini describes (without one: the default experiment, every option\n"
     "at its default) and records it in a run file (docs/FORMAT.md): runs/<experiment id>.h5 unless\n"
-    "--out or run.out says otherwise, with checkpoints in RUN.ckpt/ while it trains. Options given\n"
+    "--out or run.out says otherwise, with snapshots and states in RUN.store/ beside it. Options given\n"
     "on the command line win over the file. A progress bar is drawn when stderr is a terminal\n"
     "(run.progress), plain lines every run.log_every steps otherwise.\n"
     "\n"

@@ -1,4 +1,4 @@
-// samebits verify RUN.h5 [--steps N] [--run.key VALUE …]: re-runs the recorded experiment here and
+// samebits verify RUN.h5 [--from S] [--steps N] [--run.key VALUE …]: re-runs the recorded experiment here and
 // checks every step against the file (verify.hpp). Exit 0 all equal, 1 mismatch, 2 error.
 #include <iostream>
 
@@ -10,7 +10,7 @@ namespace sb::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: samebits verify RUN.h5 [--steps N] [--run.threads T ...]\n"
+    "usage: samebits verify RUN.h5 [--from S] [--steps N] [--run.threads T ...]\n"
     "\n"
     "Re-runs the experiment recorded in RUN.h5 (its resolved config) on this machine and compares\n"
     "every step with the file, bit for bit: each tensor's parameter and gradient fingerprints, the\n"
@@ -18,7 +18,9 @@ constexpr const char* kUsage =
     "tensors, and where the file holds that step's parameters (a snapshot, a checkpoint, the final\n"
     "state) the first differing element with both values (hex) and their ULP distance.\n"
     "\n"
-    "  --steps N          check the first N steps only (default: every recorded step)\n"
+    "  --from S           start from the full state the run keeps at step S (train.keep_states,\n"
+    "                     checkpoints, the final state) instead of replaying steps 1 … S\n"
+    "  --steps N          check N steps only (default: every recorded step after S)\n"
     "  --run.KEY VALUE    execution options (threads, backend, progress, log_every); they never\n"
     "                     change the bits, so a mismatch is a reproducibility failure\n"
     "\n"
@@ -33,21 +35,26 @@ int run_verify(const std::vector<std::string>& args) {
       std::cout << kUsage;
       return kExitOk;
     }
-    if (a == "--steps" || a.rfind("--steps=", 0) == 0) {
+    if (a == "--steps" || a.rfind("--steps=", 0) == 0 || a == "--from" || a.rfind("--from=", 0) == 0) {
+      const bool from = a.rfind("--from", 0) == 0;
+      const std::string flag = from ? "--from" : "--steps";
       std::string v;
-      if (a == "--steps") {
-        SB_CHECK(i + 1 < args.size(), "--steps needs a value");
+      if (a == flag) {
+        SB_CHECK(i + 1 < args.size(), flag, " needs a value");
         v = args[++i];
       } else {
-        v = a.substr(8);
+        v = a.substr(flag.size() + 1);
       }
       std::size_t used = 0;
+      int64_t value = -1;
       try {
-        options.steps = std::stoll(v, &used);
+        value = std::stoll(v, &used);
       } catch (const std::exception&) {
         used = 0;
       }
-      SB_CHECK(used == v.size() && options.steps >= 1, "--steps '", v, "' must be a positive integer");
+      SB_CHECK(used == v.size() && value >= (from ? 0 : 1), flag, " '", v, "' must be a ",
+               from ? "non-negative" : "positive", " integer");
+      (from ? options.from : options.steps) = value;
     } else if (a.rfind("--", 0) == 0) {
       options.overrides.push_back(a);
       if (a.find('=') == std::string::npos && i + 1 < args.size()) options.overrides.push_back(args[++i]);

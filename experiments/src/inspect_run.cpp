@@ -13,7 +13,7 @@
 
 #include "samebits/cli/json.hpp"
 #include "samebits/cli/options.hpp"
-#include "samebits/core/io/checkpoint.hpp"
+#include "samebits/core/io/run_store.hpp"
 #include "samebits/core/train/perturbation.hpp"
 #include "samebits/det/error.hpp"
 
@@ -135,22 +135,29 @@ std::string describe_run(const run::RunReader& run) {
   }
   if (run.has_final_state()) {
     const TrainerState f = run.read_final_state();
-    s << "final state  /checkpoint: step " << f.step << ", " << f.updates << " updates\n";
+    s << "final state  step " << f.step << ", " << f.updates << " updates\n";
   }
   const auto snapshots = run.snapshot_steps();
   s << "snapshots    ";
   if (snapshots.empty()) s << "none";
   for (std::size_t k = 0; k < snapshots.size(); ++k) s << (k ? ", " : "steps ") << snapshots[k];
   s << "\n";
-  const auto checkpoints = run::list_checkpoints(run.path());
-  s << "checkpoints  " << (checkpoints.empty() ? "none in " + run::checkpoint_dir(run.path()) : "");
-  for (std::size_t k = 0; k < checkpoints.size(); ++k) {
-    s << (k ? "\n             " : "") << checkpoints[k].path;
+  uint64_t store_bytes = 0;
+  for (const run::StoreEntry& e : run.store_entries()) store_bytes += e.bytes;
+  s << "store        " << run::store_dir(run.path()) << ": " << run.store_entries().size() << " files, "
+    << fmt("%.1f", double(store_bytes) / (1 << 20)) << " MiB\n";
+  s << "states       " << (run.state_steps().empty() ? "none" : "");
+  bool first = true;
+  for (const run::StoreEntry& e : run.store_entries()) {
+    if (!e.is_state()) continue;
+    s << (first ? "" : "\n             ") << "step " << e.step
+      << (e.kind & run::kKeptBit ? " (kept)" : " (checkpoint)") << "  ";
+    first = false;
     try {
-      const TrainerState c = run::read_checkpoint_file(checkpoints[k].path, run.tensors());
-      s << "  good (step " << c.step << ", " << c.updates << " updates)";
-    } catch (const Error& e) {
-      s << "  NOT USABLE: " << e.what();
+      const TrainerState c = run.read_state(e.step);
+      s << "good (" << c.updates << " updates)";
+    } catch (const Error& err) {
+      s << "NOT USABLE: " << err.what();
     }
   }
   s << "\n";

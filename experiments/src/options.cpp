@@ -233,6 +233,7 @@ std::vector<Option> build_registry() {
   t.push_back(bind("train.min_lr_ratio", SB_FIELD(train.min_lr_ratio), "cosine and wsd: final learning rate as a fraction of the peak"));
   t.push_back(bind("train.checkpoint_every", SB_FIELD(train.checkpoint_every), "steps between checkpoints (resume points); 0 = none"));
   t.push_back(bind("train.snapshot_steps", SB_FIELD(train.snapshot_steps), "steps after which all parameters are stored in full, ascending (e.g. 0, 100, 300); empty = none"));
+  t.push_back(bind("train.keep_states", SB_FIELD(train.keep_states), "keep the full state (parameters, optimizer, data cursor) every N steps for good, for samebits verify --from; 0 = none"));
   t.push_back(bind("train.eval_every", SB_FIELD(train.eval_every), "steps between validation losses; 0 = no validation"));
   t.push_back(bind("train.eval_leaves", SB_FIELD(train.eval_leaves), "size of the fixed validation set, in leaves"));
   t.push_back(bind("train.loss_scale", SB_FIELD(train.loss_scale), "fp16: initial dynamic loss scale"));

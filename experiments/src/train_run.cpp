@@ -19,6 +19,7 @@
 #include "samebits/core/dist/mpi.hpp"
 #include "samebits/core/io/checkpoint.hpp"
 #include "samebits/core/io/run_file.hpp"
+#include "samebits/core/io/run_store.hpp"
 #include "samebits/det/error.hpp"
 
 #ifdef SB_HAVE_CUDA
@@ -28,7 +29,7 @@
 namespace sb::cli {
 namespace {
 
-// Pending snapshots beyond this many bytes are committed before the next checkpoint.
+// Pending rows beyond this many bytes are committed before the next checkpoint.
 constexpr std::size_t kCommitBytes = std::size_t{64} << 20;
 
 volatile std::sig_atomic_t g_signal = 0;
@@ -120,8 +121,8 @@ std::optional<run::RunWriter> open_writer(const std::string& path, const run::Ru
     else chosen = s;
   });
   for (const std::string& note : point.notes) log << "resume: " << note << "\n";
-  if (point.finished) {
-    std::filesystem::remove_all(run::checkpoint_dir(path), ec);  // left over if a kill came right after the end
+  if (point.finished) {  // a kill right after the last commit may have left the rolling states
+    run::remove_unindexed_files(path, run::RunReader::open(path).store_entries());
     result.already_finished = true;
     result.first_step = result.steps_done = point.step;
     return std::nullopt;
@@ -220,16 +221,21 @@ TrainRunResult train_run(const Config& config, const TrainRunOptions& options, s
     ProgressDisplay progress(bar ? std::cerr : out, bar, config.run.log_every, result.first_step,
                              config.train.steps, "step");
     const int64_t every = config.train.checkpoint_every;
-    // A checkpoint: the state is gathered by every rank, rank 0 writes it.
+    const int64_t keep = config.train.keep_states;
+    // A checkpoint: the state is gathered by every rank, rank 0 writes it (kept for good at the
+    // train.keep_states steps).
     const auto checkpoint = [&] {
       const TrainerState state = trainer.export_state();
-      if (writes) writer->checkpoint(state);
+      if (writes) writer->checkpoint(state, keep > 0 && state.step % keep == 0);
+    };
+    const auto checkpoint_due = [&](int64_t step) {
+      return (every > 0 && step % every == 0) || (keep > 0 && step % keep == 0);
     };
     // Ends a resumable session: a checkpoint of the last step (unless it has one), status failed.
     const auto stop = [&](const std::string& why) {
       progress.finish();
       const int64_t step = trainer.steps_done();
-      if (step > result.first_step && (every == 0 || step % every != 0)) checkpoint();
+      if (step > result.first_step && !checkpoint_due(step)) checkpoint();
       if (writes) writer->fail(why + " after step " + std::to_string(step) + "; continue with samebits train … --resume");
       out << why << " after step " << step << "; checkpoint written, continue with --resume\n";
       result.steps_done = step;
@@ -254,15 +260,15 @@ TrainRunResult train_run(const Config& config, const TrainRunOptions& options, s
       result.seconds += r.seconds;
       const int64_t step = trainer.steps_done();
       progress.update(step, r.stats.tokens, r.seconds, r.stats.loss, r.stats.val_loss);
+      if (step == config.train.steps) break;
+      // The state first: a snapshot of the same step is then served by the state's file.
+      if (checkpoint_due(step)) checkpoint();
+      else if (writes && writer->pending_bytes() > kCommitBytes) writer->commit();
       if (wants_snapshot(step)) writer->snapshot(step, host_weights(trainer));
-      if (step < config.train.steps) {
-        if (every > 0 && step % every == 0) checkpoint();
-        else if (writes && writer->pending_bytes() > kCommitBytes) writer->commit();
-      }
     }
     progress.finish();
     const TrainerState final_state = trainer.export_state();
-    if (writes) writer->finish(final_state);
+    if (writes) writer->finish(final_state, wants_snapshot(config.train.steps));
     result.steps_done = trainer.steps_done();
     return result;
   } catch (const Error& e) {

@@ -15,6 +15,7 @@
 #include "samebits/cli/train_run.hpp"
 #include "samebits/core/io/checkpoint.hpp"
 #include "samebits/core/io/run_file.hpp"
+#include "samebits/core/io/run_store.hpp"
 #include "samebits/det/build_info.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/fingerprint.hpp"
@@ -36,19 +37,20 @@ std::vector<float> host_weights(Trainer& trainer) {
 
 // The parameters the file holds for `step`, and where they come from.
 std::optional<std::pair<std::vector<float>, std::string>> stored_params(const run::RunReader& run, int64_t step) {
-  const auto snapshots = run.snapshot_steps();
-  if (std::binary_search(snapshots.begin(), snapshots.end(), step)) {
-    return std::pair{run.read_snapshot(step), "the snapshot of step " + std::to_string(step)};
-  }
-  if (run.has_final_state() && run.steps_recorded() == step) {
-    return std::pair{run.read_final_state().weights, std::string("the final state (/checkpoint)")};
-  }
-  const std::string file = run::checkpoint_file(run.path(), step);
-  std::error_code ec;
-  if (std::filesystem::exists(file, ec)) {
-    return std::pair{run::read_checkpoint_file(file, run.tensors()).weights, "the checkpoint " + file};
+  for (const run::StoreEntry& e : run.store_entries()) {
+    if (e.step != step) continue;
+    const std::string what = e.is_state() ? "the state of step " : "the snapshot of step ";
+    return std::pair{e.is_state() ? run.read_state(step).weights : run.read_snapshot(step),
+                     what + std::to_string(step) + " (" + run::store_file(run.path(), e) + ")"};
   }
   return std::nullopt;
+}
+
+// "10, 20, 30" or "none".
+std::string steps_text(const std::vector<int64_t>& steps) {
+  std::string s;
+  for (int64_t step : steps) s += (s.empty() ? "" : ", ") + std::to_string(step);
+  return s.empty() ? "none" : s;
 }
 
 // Fills mismatch.element (or a note) by comparing the re-run's parameters with the file's.
@@ -114,9 +116,17 @@ VerifyResult verify_run(const std::string& path, const VerifyOptions& options, s
   const Config config = recorded_config(run, options.overrides);
   const int64_t rows = run.steps_recorded();
   SB_CHECK(rows > 0, path, " records no steps yet (status ", to_string(run.info().status), "): nothing to verify");
-  SB_CHECK(options.steps >= 0 && options.steps <= rows, "--steps ", options.steps, ": ", path, " records ", rows,
-           " steps");
-  const int64_t steps = options.steps > 0 ? options.steps : rows;
+  const int64_t from = options.from;
+  SB_CHECK(from >= 0 && from < rows, "--from ", from, ": ", path, " records ", rows, " steps (a window starts before the last one)");
+  SB_CHECK(options.steps >= 0 && options.steps <= rows - from, "--steps ", options.steps, ": ", path, " records ", rows,
+           " steps", from > 0 ? ", " + std::to_string(rows - from) + " of them after step " + std::to_string(from) : "");
+  const int64_t steps = options.steps > 0 ? options.steps : rows - from;
+  if (from > 0) {
+    const auto states = run.state_steps();
+    SB_CHECK(std::binary_search(states.begin(), states.end(), from), "--from ", from, ": ", path,
+             " keeps no state of step ", from, "; its store keeps states of steps ", steps_text(states),
+             " (train with --train.keep_states N to keep one every N steps)");
+  }
   VerifyResult result;
   const run::RunInfo& info = run.info();
   if (info.samebits_version != build::kVersion || info.samebits_commit != build::kGitCommit) {
@@ -126,6 +136,8 @@ VerifyResult verify_run(const std::string& path, const VerifyOptions& options, s
   }
 
   Trainer trainer(config);
+  if (from > 0) trainer.import_state(run.read_state(from));
+  result.from = from;
   const std::size_t tensors = run.tensors().size();
   std::vector<Column> columns;
   for (const run::SeriesColumn& c : run::series_columns()) {
@@ -134,10 +146,11 @@ VerifyResult verify_run(const std::string& path, const VerifyOptions& options, s
     columns.push_back({&c, run.series_bytes(c), width * h5::dtype_size(c.dtype)});
   }
   log << "verifying " << steps << " of " << rows << " recorded steps of experiment " << info.experiment_id << " ("
-      << path << ") on " << trainer.backend().describe() << "\n";
+      << path << ")" << (from > 0 ? ", from the state of step " + std::to_string(from) : std::string()) << ", on "
+      << trainer.backend().describe() << "\n";
 
   const auto snapshots = run.snapshot_steps();
-  if (!snapshots.empty() && snapshots.front() == 0) {
+  if (from == 0 && !snapshots.empty() && snapshots.front() == 0) {
     VerifyMismatch m;
     locate_element(run, 0, host_weights(trainer), m);
     if (m.element) {
@@ -147,9 +160,9 @@ VerifyResult verify_run(const std::string& path, const VerifyOptions& options, s
     }
   }
   const bool bar = progress_bar_wanted(config.run.progress);
-  ProgressDisplay progress(bar ? std::cerr : log, bar, config.run.log_every, 0, steps, "verify");
+  ProgressDisplay progress(bar ? std::cerr : log, bar, config.run.log_every, from, from + steps, "verify");
   std::vector<std::byte> row;
-  for (int64_t s = 1; s <= steps; ++s) {
+  for (int64_t s = from + 1; s <= from + steps; ++s) {
     const StepResult r = trainer.step();
     VerifyMismatch m;
     m.step = s;
@@ -167,7 +180,7 @@ VerifyResult verify_run(const std::string& path, const VerifyOptions& options, s
     if (!m.columns.empty()) {
       progress.finish();
       locate_element(run, s, host_weights(trainer), m);
-      result.steps_checked = s - 1;
+      result.steps_checked = s - 1 - from;
       result.mismatch = m;
       return result;
     }
@@ -182,8 +195,9 @@ std::string verify_text(const std::string& path, const VerifyResult& r) {
   std::ostringstream s;
   for (const auto& w : r.warnings) s << "warning: " << w << "\n";
   if (!r.mismatch) {
-    s << "verified " << path << ": " << r.steps_checked
-      << " steps match bit for bit (parameter and gradient fingerprints of every tensor, loss, validation loss, "
+    s << "verified " << path << ": " << r.steps_checked << " steps"
+      << (r.from > 0 ? " after the state of step " + std::to_string(r.from) : std::string())
+      << " match bit for bit (parameter and gradient fingerprints of every tensor, loss, validation loss, "
          "statistics)\n";
     return s.str();
   }

@@ -4,7 +4,8 @@ Layout read here: root attributes (format = "samebits-run", format_version, conf
 experiment_text, steps, status, error, ...), /tensors (attribute names: one tensor name per line;
 datasets offset, numel, rank (n,) and shape (n, 2)), /series/<column> with one row per step
 ((steps,) or (steps, tensors) under /series/per_tensor/, fingerprints (steps, tensors) u64),
-/snapshots/step_NNNNNN/<tensor> (attribute step) and, once finished, /checkpoint/params/<tensor>.
+/snapshots/step_NNNNNN/<tensor> (attribute step) and, once finished, /checkpoint/params/<tensor>
+(format 2: external links into the run's store folder, which h5py follows).
 Values are returned with their stored dtypes (no conversion), so bits can be compared.
 """
 from __future__ import annotations

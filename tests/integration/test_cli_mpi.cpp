@@ -82,7 +82,7 @@ TEST_CASE("mpirun samebits train: the one-process bits at 2 ranks, and a 2 -> 3 
   REQUIRE_MESSAGE(stopped.code == 0, describe(stopped));
   const Result resumed = mpi(3, d, {"train", "run.ini", "--out", "el.h5", "--resume"});
   REQUIRE_MESSAGE(resumed.code == 0, describe(resumed));
-  CHECK(resumed.output.find("at step 7 (from checkpoint el.ckpt/step_000007.h5)") != std::string::npos);
+  CHECK(resumed.output.find("at step 7 (from checkpoint el.store/state_step_000007.h5)") != std::string::npos);
   const Result elastic = run({"diff", dir / "one.h5", dir / "el.h5"});
   CHECK_MESSAGE(elastic.code == 0, elastic.output);
 }

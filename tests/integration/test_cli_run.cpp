@@ -11,6 +11,7 @@
 #include "samebits/cli/options.hpp"
 #include "samebits/core/io/run_file.hpp"
 #include "samebits/core/io/run_seal.hpp"
+#include "samebits/core/io/run_store.hpp"
 #include "samebits/det/fingerprint.hpp"
 
 namespace {
@@ -30,6 +31,23 @@ void edit_run_file(const std::string& path, const std::function<void(sb::h5::Fil
     f.close();
   }
   sb::run::seal_file(path);
+}
+
+// Edits the store file of `step` of a run (unsealed, edited, sealed again) and records its new
+// content hash in the run file's index, as a forger would.
+void edit_store_file(const std::string& run_path, int64_t step, const std::function<void(sb::h5::File&)>& edit) {
+  std::size_t row = 0;
+  std::string file;
+  {
+    const sb::run::RunReader run = sb::run::RunReader::open(run_path);
+    while (run.store_entries().at(row).step != step) ++row;
+    file = sb::run::store_file(run_path, run.store_entries()[row]);
+  }
+  edit_run_file(file, edit);
+  const uint64_t digest = sb::run::check_seal(file);
+  edit_run_file(run_path, [&](sb::h5::File& f) {
+    f.dataset("store/digest").write_rows<uint64_t>(row, std::vector<uint64_t>{digest});
+  });
 }
 
 // A finished tiny run at dir/name with extra [train] lines and command-line options.
@@ -114,7 +132,7 @@ TEST_CASE("train, inspect, an existing run, --resume of a finished run") {
   const Result i = run({"inspect", a});
   REQUIRE_MESSAGE(i.code == 0, i.output);
   for (const char* s : {"status       finished", "20 of 20 recorded", "snapshots    steps 0, 10",
-                        "final state  /checkpoint: step 20", "muon, fp32, deterministic", "world size 1"}) {
+                        "final state  step 20", "muon, fp32, deterministic", "world size 1"}) {
     CHECK_MESSAGE(i.output.find(s) != std::string::npos, s, "\n", i.output);
   }
   const Result missing = run({"inspect", dir / "nothing.h5"});
@@ -169,7 +187,7 @@ TEST_CASE("verify: a fresh run reproduces; altered fingerprints and values are f
   CHECK(what.output.find("only run.* options") != std::string::npos);
 
   // A recorded fingerprint altered at step 12 (no parameters stored there).
-  sbt::fs::copy_file(a, dir / "fp.h5");
+  sbt::copy_run(a, dir / "fp.h5");
   edit_run_file(dir / "fp.h5", [](sb::h5::File& f) {
     sb::h5::Dataset d = f.dataset("series/param_fingerprint");
     std::vector<uint64_t> row = d.read_rows<uint64_t>(11, 1);
@@ -183,7 +201,7 @@ TEST_CASE("verify: a fresh run reproduces; altered fingerprints and values are f
   CHECK(fp.output.find("element values need a snapshot there") != std::string::npos);
 
   // The same at step 7, where the file holds the parameters: they equal the re-run's.
-  sbt::fs::copy_file(a, dir / "fp7.h5");
+  sbt::copy_run(a, dir / "fp7.h5");
   edit_run_file(dir / "fp7.h5", [](sb::h5::File& f) {
     sb::h5::Dataset d = f.dataset("series/param_fingerprint");
     std::vector<uint64_t> row = d.read_rows<uint64_t>(6, 1);
@@ -197,12 +215,15 @@ TEST_CASE("verify: a fresh run reproduces; altered fingerprints and values are f
 
   // A value changed by one ULP at step 7 with a consistent fingerprint, as a run on a machine that
   // rounds differently would record: verify names the element, both values and 1 ULP.
-  sbt::fs::copy_file(a, dir / "ulp.h5");
-  edit_run_file(dir / "ulp.h5", [](sb::h5::File& f) {
-    sb::h5::Dataset w = f.dataset("snapshots/step_000007/h.0.mlp.fc.w");
-    std::vector<float> values = w.read<float>();
+  sbt::copy_run(a, dir / "ulp.h5");
+  std::vector<float> values;
+  edit_store_file(dir / "ulp.h5", 7, [&](sb::h5::File& f) {
+    sb::h5::Dataset w = f.dataset("params/h.0.mlp.fc.w");
+    values = w.read<float>();
     values[3 * 32 + 5] = std::nextafter(values[3 * 32 + 5], 1e9f);
     w.write<float>(values);
+  });
+  edit_run_file(dir / "ulp.h5", [&](sb::h5::File& f) {
     const size_t t = 10;  // h.0.mlp.fc.w in the layout
     sb::h5::Dataset d = f.dataset("series/param_fingerprint");
     std::vector<uint64_t> row = d.read_rows<uint64_t>(6, 1);
@@ -217,7 +238,7 @@ TEST_CASE("verify: a fresh run reproduces; altered fingerprints and values are f
   CHECK(ulp.output.find("from the snapshot of step 7") != std::string::npos);
 
   // An edited config no longer hashes to the recorded experiment id.
-  sbt::fs::copy_file(a, dir / "cfg.h5");
+  sbt::copy_run(a, dir / "cfg.h5");
   edit_run_file(dir / "cfg.h5", [](sb::h5::File& f) {
     std::string text = f.attr_string("config");
     text.replace(text.find("lr = 0.02"), 9, "lr = 0.03");
@@ -226,4 +247,39 @@ TEST_CASE("verify: a fresh run reproduces; altered fingerprints and values are f
   const Result cfg = run({"verify", dir / "cfg.h5"});
   CHECK(cfg.code == 2);
   CHECK(cfg.output.find("but the file records experiment") != std::string::npos);
+}
+
+TEST_CASE("verify --from S: a window of a run reproduces from a kept state without replaying the steps before") {
+  TempDir dir;
+  const std::string a = train(dir, "a", "keep_states = 5\ncheckpoint_every = 0\n");
+  CHECK(sb::run::RunReader::open(a).state_steps() == std::vector<int64_t>{5, 10, 15, 20});
+  const Result window = run({"verify", a, "--from", "10", "--steps", "5", "--run.threads", "1"});
+  CHECK_MESSAGE(window.code == 0, window.output);
+  CHECK(window.output.find("5 steps after the state of step 10 match bit for bit") != std::string::npos);
+  const Result to_end = run({"verify", a, "--from", "15"});
+  CHECK_MESSAGE(to_end.code == 0, to_end.output);
+  CHECK(to_end.output.find("5 steps after the state of step 15 match") != std::string::npos);
+
+  // A fingerprint altered at step 12, inside the window: found there.
+  sbt::copy_run(a, dir / "fp.h5");
+  edit_run_file(dir / "fp.h5", [](sb::h5::File& f) {
+    sb::h5::Dataset d = f.dataset("series/grad_fingerprint");
+    std::vector<uint64_t> row = d.read_rows<uint64_t>(11, 1);
+    row[2] ^= 1;
+    d.write_rows<uint64_t>(11, row);
+  });
+  const Result fp = run({"verify", dir / "fp.h5", "--from", "10", "--steps", "5"});
+  CHECK_MESSAGE(fp.code == 1, fp.output);
+  CHECK(fp.output.find("MISMATCH at step 12") != std::string::npos);
+  CHECK(fp.output.find("(1 steps matched before it)") != std::string::npos);
+  CHECK(run({"verify", dir / "fp.h5", "--from", "15"}).code == 0);  // the window after it
+
+  // No state at 7: refused with the kept steps; and windows beyond the run.
+  const Result none = run({"verify", a, "--from", "7"});
+  CHECK(none.code == 2);
+  CHECK_MESSAGE(none.output.find("keeps no state of step 7; its store keeps states of steps 5, 10, 15, 20") !=
+                    std::string::npos, none.output);
+  CHECK(run({"verify", a, "--from", "10", "--steps", "11"}).code == 2);
+  CHECK(run({"verify", a, "--from", "20"}).code == 2);
+  CHECK(run({"verify", a, "--from", "x"}).code == 2);
 }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "samebits/core/io/h5.hpp"
+#include "samebits/core/io/run_store.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sbt {
@@ -226,6 +227,16 @@ inline void collect_content(const sb::h5::Group& g, std::map<std::string, std::s
     out[path] = content;
     for (const std::string& a : d.attr_names()) out[path + "@" + a] = attribute_text(d, a);
   }
+}
+
+// A copy of the run file `source` at `path`, with its store folder copied beside it (so that the
+// copy names the same store files under its own name).
+inline void copy_run(const std::string& source, const std::string& path, const std::vector<char>* bytes = nullptr) {
+  if (bytes != nullptr) write_bytes(path, *bytes);
+  else fs::copy_file(source, path, fs::copy_options::overwrite_existing);
+  const std::string store = sb::run::store_dir(path);
+  fs::remove_all(store);
+  if (fs::exists(sb::run::store_dir(source))) fs::copy(sb::run::store_dir(source), store);
 }
 
 // "" when the two run files hold the same content, else the first difference.

@@ -25,12 +25,9 @@ TEST_CASE("SIGINT and --stop-after end with a checkpoint; --resume continues to 
   const Result inspect = run({"inspect", stopped + "/run.h5"});
   CHECK(inspect.output.find("status       failed: stopped (--stop-after 17) after step 17") != std::string::npos);
   CHECK(inspect.output.find("17 of 60 recorded") != std::string::npos);
-  const auto entries = sb::run::list_checkpoints(stopped + "/run.h5");
-  REQUIRE(entries.size() == 2);
-  CHECK(entries[0].step == 15);
-  CHECK(entries[1].step == 17);
+  CHECK(sb::run::RunReader::open(stopped + "/run.h5").state_steps() == std::vector<int64_t>{15, 17});
   const Result resumed = train(stopped, {"--resume"});
-  CHECK(resumed.output.find("at step 17 (from checkpoint run.ckpt/step_000017.h5)") != std::string::npos);
+  CHECK(resumed.output.find("at step 17 (from checkpoint run.store/state_step_000017.h5)") != std::string::npos);
   CHECK(content_difference(ref + "/run.h5", stopped + "/run.h5") == "");
 
   const std::string interrupted = make_dir(root, "sigint", config_text());
@@ -61,7 +58,7 @@ TEST_CASE("a damaged newest checkpoint: --resume falls back to the previous one 
     CAPTURE(damage);
     const std::string dir = make_dir(root, damage, config_text());
     REQUIRE(train(dir, {"--stop-after", "20"}).code == 0);
-    const std::string newest = sb::run::checkpoint_file(dir + "/run.h5", 20);
+    const std::string newest = state_files(dir + "/run.h5").back();
     std::vector<char> bytes = read_bytes(newest);
     REQUIRE(bytes.size() > 1000);
     if (std::string(damage) == "flip") bytes[bytes.size() / 3] ^= 0x10;
@@ -70,9 +67,9 @@ TEST_CASE("a damaged newest checkpoint: --resume falls back to the previous one 
     write_bytes(newest, bytes);
     const Result r = train(dir, {"--resume"});
     REQUIRE_MESSAGE(r.code == 0, describe(r));
-    CHECK_MESSAGE(r.output.find("checkpoint run.ckpt/step_000020.h5 is not usable") != std::string::npos, r.output);
+    CHECK_MESSAGE(r.output.find("checkpoint run.store/state_step_000020.h5 is not usable") != std::string::npos, r.output);
     CHECK(r.output.find("falling back to the previous one") != std::string::npos);
-    CHECK(r.output.find("at step 18 (from checkpoint run.ckpt/step_000018.h5)") != std::string::npos);
+    CHECK(r.output.find("at step 18 (from checkpoint run.store/state_step_000018.h5)") != std::string::npos);
     CHECK(content_difference(ref + "/run.h5", dir + "/run.h5") == "");
   }
 }
@@ -86,23 +83,24 @@ TEST_CASE("disk full while checkpointing: a clear error, earlier checkpoints int
   const std::string dir = make_dir(root, "full", config);
   REQUIRE(train(dir, {"--stop-after", "6"}).code == 0);
   const std::string run_file = dir + "/run.h5";
-  const auto before = sb::run::list_checkpoints(run_file);
+  const auto before = state_files(run_file);
   REQUIRE(before.size() == 2);
-  const uint64_t run_size = fs::file_size(run_file), checkpoint_size = fs::file_size(before[0].path);
+  const uint64_t run_size = fs::file_size(run_file), checkpoint_size = fs::file_size(before[0]);
   REQUIRE_MESSAGE(run_size + 20000 < checkpoint_size, run_size, " vs ", checkpoint_size);
-  const std::vector<char> kept5 = read_bytes(before[0].path), kept6 = read_bytes(before[1].path);
+  const std::vector<char> kept5 = read_bytes(before[0]), kept6 = read_bytes(before[1]);
 
   // Files may grow to the middle of the two sizes: the run file's commits fit, the checkpoint of
   // step 10 does not.
   const Result full = train(dir, {"--resume"}, SpawnOptions{(run_size + checkpoint_size) / 2, ""});
   CHECK_MESSAGE(full.code == 2, describe(full));
-  CHECK(full.output.find("cannot write the checkpoint run.ckpt/step_000010.h5 (disk full?); the earlier "
+  CHECK(full.output.find("cannot write the checkpoint run.store/state_step_000010.h5 (disk full?); the earlier "
                          "checkpoints are intact") != std::string::npos);
   CHECK(full.output.find("File too large") != std::string::npos);
-  CHECK(read_bytes(before[0].path) == kept5);
-  CHECK(read_bytes(before[1].path) == kept6);
+  CHECK(read_bytes(before[0]) == kept5);
+  CHECK(read_bytes(before[1]) == kept6);
   CHECK(temporaries(dir) == 0);
-  CHECK(sb::run::list_checkpoints(run_file).size() == 2);
+  CHECK(state_files(run_file) == before);
+  CHECK(unindexed_store_files(run_file).empty());
   // Held open (as a notebook would) while the run is resumed below: never a lock conflict.
   const sb::run::RunReader failed = sb::run::RunReader::open(run_file);
   CHECK(failed.info().status == sb::run::Status::failed);

@@ -28,7 +28,7 @@ TEST_CASE("damaged run files and checkpoints under --resume: a clear error, or a
   for (size_t i = 0; i < structural.size(); i += 4) run_files.push_back(structural[i]);
   sbt::check_resume_run_file(s, run_files, root.path.string());
 
-  const std::string newest = sb::run::checkpoint_file(s.stopped, 12);
+  const std::string newest = sb::run::store_file(s.stopped, sb::run::StoreEntry{12, sb::run::kStateBit, 0, 0});
   const auto checkpoints = sbt::byte_variants(newest, dir, "ckpt", 12, 3);
   sbt::check_resume_checkpoint(s, checkpoints, root.path.string());
   MESSAGE(run_files.size(), " run-file variants and ", checkpoints.size(), " checkpoint variants resumed");

@@ -14,6 +14,7 @@
 #include "samebits/core/io/checkpoint.hpp"
 #include "samebits/core/io/run_file.hpp"
 #include "samebits/core/io/run_seal.hpp"
+#include "samebits/core/io/run_store.hpp"
 
 namespace sbt {
 
@@ -25,7 +26,7 @@ struct Variant {
 
 // A test's two source runs, each trained from run.ini into run.h5 in its own folder (so their
 // recorded run.out is the same): `finished` (20 steps, snapshots, final state) and `stopped`
-// (stopped after step 12: checkpoints 10 and 12 in its run.ckpt/). Resuming `stopped` must give
+// (stopped after step 12: states 10 and 12 in its run.store/). Resuming `stopped` must give
 // `finished`'s content.
 struct Sources {
   std::string ini, finished, stopped;
@@ -53,7 +54,7 @@ inline Sources make_sources(const TempDir& root) {
 // Edits a copy of `source` at `path` with the h5 layer; sealed again unless `reseal` is false.
 inline void edited_copy(const std::string& source, const std::string& path,
                         const std::function<void(sb::h5::File&)>& edit, bool reseal = true) {
-  fs::copy_file(source, path, fs::copy_options::overwrite_existing);
+  copy_run(source, path);
   sb::run::unseal_file(path);
   {
     sb::h5::File f = sb::h5::File::open(path, sb::h5::Mode::read_write);
@@ -87,7 +88,7 @@ inline std::vector<Variant> byte_variants(const std::string& source, const std::
       }
     }
     const std::string path = dir + "/" + prefix + std::to_string(i) + ".h5";
-    write_bytes(path, bytes);
+    copy_run(source, path, &bytes);
     out.push_back({path, what, true});
   }
   return out;
@@ -95,7 +96,7 @@ inline std::vector<Variant> byte_variants(const std::string& source, const std::
 
 // Copies of a run file edited with the h5 layer: every series column with the wrong dtype and with
 // the wrong shape, every root attribute removed, attributes of the wrong type, inconsistent
-// tables, snapshots and final states; and a few edits left unsealed.
+// tables, store indexes; and a few edits left unsealed.
 inline std::vector<Variant> structure_variants(const std::string& source, const std::string& dir,
                                                const std::string& prefix) {
   using sb::h5::DType;
@@ -131,7 +132,8 @@ inline std::vector<Variant> structure_variants(const std::string& source, const 
     add(std::string("attribute ") + a + " of the wrong type", [&](sb::h5::File& f) { f.set_attr(a, "seven"); });
   }
   add("status 'exploded'", [](sb::h5::File& f) { f.set_attr("status", "exploded"); });
-  add("format_version 2", [](sb::h5::File& f) { f.set_attr("format_version", int64_t(2)); });
+  add("format_version 1", [](sb::h5::File& f) { f.set_attr("format_version", int64_t(1)); });
+  add("format_version 3", [](sb::h5::File& f) { f.set_attr("format_version", int64_t(3)); });
   add("steps 10 (fewer than recorded)", [](sb::h5::File& f) { f.set_attr("steps", int64_t(10)); });
   add("steps -1", [](sb::h5::File& f) { f.set_attr("steps", int64_t(-1)); });
   add("config that does not parse", [](sb::h5::File& f) { f.set_attr("config", "[model]\nn_embd = lots\n"); });
@@ -170,33 +172,34 @@ inline std::vector<Variant> structure_variants(const std::string& source, const 
   });
   add("tensors group missing", [](sb::h5::File& f) { f.remove("tensors"); });
   add("series group missing", [](sb::h5::File& f) { f.remove("series"); });
-  if (sb::h5::File::open(source).has("snapshots/step_000010")) {
-    add("snapshot tensor of the wrong shape", [](sb::h5::File& f) {
-      f.remove("snapshots/step_000010/wte");
-      f.create_dataset("snapshots/step_000010/wte", DType::f32, {3, 3});
+  // The store index: each entry names one file by step, kind and content hash.
+  const auto edit_index = [&](const std::string& what, const char* column, auto value) {
+    add("store index: " + what, [=](sb::h5::File& f) {
+      sb::h5::Dataset d = f.dataset(std::string("store/") + column);
+      using T = decltype(value);
+      std::vector<T> v = d.read<T>();
+      v.back() = value;
+      d.write<T>(v);
     });
-    add("snapshot misnamed", [](sb::h5::File& f) { f.group("snapshots/step_000010").set_attr("step", int64_t(7)); });
-    add("snapshot beyond the recorded steps", [](sb::h5::File& f) {
-      f.group("snapshots/step_000010").set_attr("step", int64_t(99));
-    });
-    add("snapshot tensor missing", [](sb::h5::File& f) { f.remove("snapshots/step_000010/lnf.b"); });
-  }
-  if (sb::h5::File::open(source).has("checkpoint")) {
-    add("final parameters of the wrong dtype", [](sb::h5::File& f) {
-      f.remove("checkpoint/params/wte");
-      f.create_dataset("checkpoint/params/wte", DType::f64, {64, 32});
-    });
-    add("final state missing", [](sb::h5::File& f) { f.remove("checkpoint"); });
-    add("final optimizer buffer missing", [](sb::h5::File& f) { f.remove("checkpoint/optimizer/wte/exp_avg"); });
-    add("final optimizer names with '..'", [](sb::h5::File& f) {
-      f.group("checkpoint/optimizer").set_attr("names", "../params/wte");
-    });
-    add("final optimizer buffer huge", [](sb::h5::File& f) {
-      f.remove("checkpoint/optimizer/wte/exp_avg");
-      f.create_dataset("checkpoint/optimizer/wte/exp_avg", DType::f32, {uint64_t(1) << 33});
-    });
-    add("final updates > step", [](sb::h5::File& f) { f.group("checkpoint").set_attr("updates", int64_t(1000)); });
-  }
+  };
+  edit_index("last step beyond the recorded ones", "step", int64_t(99));
+  edit_index("last step before the first", "step", int64_t(-1));
+  edit_index("unknown kind bits", "kind", uint8_t(9));
+  edit_index("kept bit on a snapshot", "kind", uint8_t(5));
+  edit_index("a snapshot where a state is", "kind", uint8_t(1));
+  edit_index("another content hash", "digest", uint64_t(0x0123456789abcdefULL));
+  add("store index: one column short", [](sb::h5::File& f) {
+    std::vector<uint8_t> kinds = f.dataset("store/kind").read<uint8_t>();
+    kinds.pop_back();
+    f.remove("store/kind");
+    f.write_dataset<uint8_t>("store/kind", kinds);
+  });
+  add("store index: steps of the wrong dtype", [](sb::h5::File& f) {
+    const sb::h5::Dims shape = f.dataset("store/step").shape();
+    f.remove("store/step");
+    f.create_dataset("store/step", DType::f64, shape);
+  });
+  add("store index missing", [](sb::h5::File& f) { f.remove("store"); });
   add("unsealed: a loss changed", [](sb::h5::File& f) {
     f.dataset("series/loss").write_rows<float>(0, std::vector<float>{1.0f});
   }, false);
@@ -245,7 +248,7 @@ inline void check_resume_run_file(const Sources& s, const std::vector<Variant>& 
     fs::create_directories(dir);
     fs::copy_file(s.ini, dir + "/run.ini");
     fs::copy_file(v.path, dir + "/run.h5");
-    fs::copy(sb::run::checkpoint_dir(s.stopped), dir + "/run.ckpt");
+    fs::copy(sb::run::store_dir(s.stopped), dir + "/run.store");
     const std::vector<char> before = read_bytes(dir + "/run.h5");
     const Result r = run({"train", "run.ini", "--out", "run.h5", "--resume"}, SpawnOptions{0, dir});
     check_answer(r, "train", v, false);
@@ -253,7 +256,7 @@ inline void check_resume_run_file(const Sources& s, const std::vector<Variant>& 
       CHECK_MESSAGE(content_difference(s.finished, dir + "/run.h5") == "", v.what);
     } else {
       CHECK_MESSAGE(read_bytes(dir + "/run.h5") == before, v.what);
-      CHECK(fs::exists(dir + "/run.ckpt/step_000012.h5"));
+      CHECK(fs::exists(dir + "/run.store/state_step_000012.h5"));
     }
   }
 }
@@ -267,13 +270,13 @@ inline void check_resume_checkpoint(const Sources& s, const std::vector<Variant>
     fs::create_directories(dir);
     fs::copy_file(s.ini, dir + "/run.ini");
     fs::copy_file(s.stopped, dir + "/run.h5");
-    fs::copy(sb::run::checkpoint_dir(s.stopped), dir + "/run.ckpt");
-    fs::copy_file(v.path, dir + "/run.ckpt/step_000012.h5", fs::copy_options::overwrite_existing);
+    fs::copy(sb::run::store_dir(s.stopped), dir + "/run.store");
+    fs::copy_file(v.path, dir + "/run.store/state_step_000012.h5", fs::copy_options::overwrite_existing);
     const Result r = run({"train", "run.ini", "--out", "run.h5", "--resume"}, SpawnOptions{0, dir});
     INFO(v.what, ": ", describe(r));
     REQUIRE(r.code == 0);
-    CHECK(r.output.find("checkpoint run.ckpt/step_000012.h5 is not usable") != std::string::npos);
-    CHECK(r.output.find("at step 10 (from checkpoint run.ckpt/step_000010.h5)") != std::string::npos);
+    CHECK(r.output.find("checkpoint run.store/state_step_000012.h5 is not usable") != std::string::npos);
+    CHECK(r.output.find("at step 10 (from checkpoint run.store/state_step_000010.h5)") != std::string::npos);
     CHECK(content_difference(s.finished, dir + "/run.h5") == "");
   }
 }

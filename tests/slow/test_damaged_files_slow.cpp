@@ -20,6 +20,6 @@ TEST_CASE("--resume over damaged run files and checkpoints at scale") {
   const auto structural = sbt::structure_variants(s.stopped, dir, "edit");
   run_files.insert(run_files.end(), structural.begin(), structural.end());
   sbt::check_resume_run_file(s, run_files, root.path.string());
-  const std::string newest = sb::run::checkpoint_file(s.stopped, 12);
+  const std::string newest = sb::run::store_file(s.stopped, sb::run::StoreEntry{12, sb::run::kStateBit, 0, 0});
   sbt::check_resume_checkpoint(s, sbt::byte_variants(newest, dir, "ckpt", 100, 13), root.path.string());
 }

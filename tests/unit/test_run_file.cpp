@@ -5,6 +5,7 @@
 // others; ULP and tensor distances on known values; docs/FORMAT.md names everything a file holds.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include "samebits/core/io/checkpoint.hpp"
 #include "samebits/core/io/run_file.hpp"
 #include "samebits/core/io/run_seal.hpp"
+#include "samebits/core/io/run_store.hpp"
 #include "samebits/det/fingerprint.hpp"
 
 namespace {
@@ -120,13 +122,19 @@ TEST_CASE("run file: rows, tensor table, snapshots and final state read back bit
       after3 = weights();
       w.snapshot(3, after3);
       w.checkpoint(trainer.export_state());
-      CHECK(fs::exists(run::checkpoint_file(path, 3)));
+      // The state of step 3 serves as its snapshot: the snapshot file goes once the index says so.
+      CHECK(fs::exists(dir / "sub/run.store/state_step_000003.h5"));
+      CHECK_FALSE(fs::exists(dir / "sub/run.store/snapshot_step_000003.h5"));
     }
   }
   CHECK(w.steps_recorded() == 6);
   const TrainerState final_state = trainer.export_state();
   w.finish(final_state);
-  CHECK_FALSE(fs::exists(run::checkpoint_dir(path)));  // removed once the run file holds the end
+  // The store keeps the snapshots (the state of step 3 is the snapshot of step 3) and the final state.
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(run::store_dir(path))) files.push_back(e.path().filename().string());
+  std::sort(files.begin(), files.end());
+  CHECK(files == std::vector<std::string>{"snapshot_step_000000.h5", "state_step_000003.h5", "state_step_000006.h5"});
 
   const run::RunReader r = run::RunReader::open(path);
   CHECK(r.info().status == run::Status::finished);
@@ -184,24 +192,27 @@ TEST_CASE("resume: the series and later snapshots are cut back; find_resume_poin
   const run::RunHeader header = header_of(config, trainer);
   const std::string path = dir / "run.h5";
   run::RunWriter w = run::RunWriter::create(path, header);
-  std::vector<TrainerState> states;
+  std::vector<TrainerState> states;  // states[s - 1]: after step s
   for (int s = 1; s <= 6; ++s) {
     w.record(trainer.step());
+    states.push_back(trainer.export_state());
+    w.checkpoint(states.back());
     if (s % 2 == 0) {
       std::vector<float> v(trainer.model().flat_size());
       trainer.backend().copy_to_host(v.data(), trainer.model().weights().data(), v.size() * 4);
       w.snapshot(s, v);
-      states.push_back(trainer.export_state());
-      w.checkpoint(states.back());
     }
   }
-  // The last two checkpoints stay.
-  const auto entries = run::list_checkpoints(path);
-  REQUIRE(entries.size() == 2);
-  CHECK(entries[0].step == 4);
-  CHECK(entries[1].step == 6);
-  CHECK(entries[1].path == run::checkpoint_file(path, 6));
-  CHECK(run::checkpoint_dir(path) == dir / "run.ckpt");
+  w.commit();
+  // The last two checkpoints stay, and those that are snapshots; 1 and 3 went.
+  const auto state_steps = [&] { return run::RunReader::open(path).state_steps(); };
+  CHECK(state_steps() == std::vector<int64_t>{2, 4, 5, 6});
+  CHECK(run::RunReader::open(path).snapshot_steps() == std::vector<int64_t>{2, 4, 6});
+  CHECK_FALSE(fs::exists(dir / "run.store/state_step_000001.h5"));
+  CHECK_FALSE(fs::exists(dir / "run.store/state_step_000003.h5"));
+  CHECK(run::store_dir(path) == dir / "run.store");
+  const run::StoreEntry six{6, run::kStateBit, 0, 0};
+  CHECK(run::store_file(path, six) == dir / "run.store/state_step_000006.h5");
   CHECK(run::step_name(42) == "step_000042");
   CHECK(run::step_name(12345678) == "step_12345678");
 
@@ -212,40 +223,48 @@ TEST_CASE("resume: the series and later snapshots are cut back; find_resume_poin
   CHECK(p.notes.empty());
   CHECK(accepted == 1);
 
-  // Newest damaged: fall back to 4 and say so.
-  flip_byte(entries[1].path, sbt::read_bytes(entries[1].path).size() / 2);
+  // Newest damaged: fall back to 5 and say so.
+  const std::string newest = dir / "run.store/state_step_000006.h5";
+  const std::vector<char> good6 = sbt::read_bytes(newest);
+  flip_byte(newest, good6.size() / 2);
   p = run::find_resume_point(path, header, accept);
-  CHECK(p.step == 4);
+  CHECK(p.step == 5);
   REQUIRE(p.notes.size() == 1);
-  CHECK(p.notes[0].find("step_000006.h5 is not usable") != std::string::npos);
+  CHECK(p.notes[0].find("state_step_000006.h5 is not usable") != std::string::npos);
   CHECK(p.notes[0].find("damaged") != std::string::npos);
   // A checkpoint the importer refuses is passed over too.
   p = run::find_resume_point(path, header, [](const TrainerState& s) {
-    SB_CHECK(s.step != 4, "refused");
+    SB_CHECK(s.step > 5, "refused");
   });
   CHECK(p.step == 0);
   CHECK(p.source.empty());
-  CHECK(p.notes.size() == 2);
+  CHECK(p.notes.size() == 4);
 
-  // A checkpoint of the right experiment but another run: its parameters do not match the
-  // fingerprints this run file recorded at that step.
-  TrainerState foreign = states[1];
+  // A sealed, readable state of the right experiment but another run in the place of step 5:
+  // the index's content hash refuses it.
+  TrainerState foreign = states[4];
   foreign.weights[0] = std::nextafter(foreign.weights[0], 1.0f);
-  run::write_checkpoint_file(run::checkpoint_file(path, 4), foreign, header.tensors);
+  const std::string five = dir / "run.store/state_step_000005.h5";
+  const std::vector<char> good5 = sbt::read_bytes(five);
+  run::write_state_file(five, foreign, header.tensors);
   p = run::find_resume_point(path, header, accept);
-  CHECK(p.step == 0);
-  CHECK(p.notes.back().find("fingerprint") != std::string::npos);
-  run::write_checkpoint_file(run::checkpoint_file(path, 4), states[1], header.tensors);
+  CHECK(p.step == 4);
+  CHECK(p.notes.back().find("not the file the run file's index names") != std::string::npos);
+  sbt::write_bytes(five, good5);
+  sbt::write_bytes(newest, good6);
 
-  // Cut back to 4: rows 5-6 and the snapshot of step 6 go.
+  // Cut back to 4: rows 5-6, the states 5 and 6 and the snapshot of step 6 go, with their files.
   run::RunWriter::resume(path, header, 4, "test");
   const run::RunReader r = run::RunReader::open(path);
   CHECK(r.steps_recorded() == 4);
   CHECK(r.snapshot_steps() == std::vector<int64_t>{2, 4});
+  CHECK(r.state_steps() == std::vector<int64_t>{2, 4});
+  CHECK_FALSE(fs::exists(five));
+  CHECK_FALSE(fs::exists(newest));
   CHECK(r.info().status == run::Status::running);
   CHECK(r.info().time_sessions.find("resume at step 4") != std::string::npos);
-  const TrainerState back = run::read_checkpoint_file(run::checkpoint_file(path, 4), header.tensors);
-  CHECK(same_bits(back.weights, states[1].weights));
+  const TrainerState back = r.read_state(4);
+  CHECK(same_bits(back.weights, states[3].weights));
 
   // Another experiment cannot resume this file.
   run::RunHeader other = header;
@@ -312,7 +331,7 @@ TEST_CASE("docs/FORMAT.md names every series column and every attribute a run fi
   const h5::File f = h5::File::open(path);
   for (const std::string& a : f.attr_names()) CHECK_MESSAGE(text.find("`" + a + "`") != std::string::npos, a);
   for (const std::string& a : f.group("snapshots/step_000001").attr_names()) CHECK(text.find("`" + a + "`") != std::string::npos);
-  const h5::File c = h5::File::open(run::checkpoint_file(path, 1));
+  const h5::File c = h5::File::open(run::store_file(path, run::StoreEntry{1, run::kStateBit, 0, 0}));
   for (const std::string& a : c.attr_names()) CHECK_MESSAGE(text.find(a) != std::string::npos, a);
   for (const std::string& name : f.group("tensors").names()) CHECK(text.find("`" + name + "`") != std::string::npos);
 }

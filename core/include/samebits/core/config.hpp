@@ -118,6 +118,7 @@ struct TrainConfig {
   double min_lr_ratio = 0.1;         // cosine and wsd end at min_lr_ratio × peak
   int64_t checkpoint_every = 100;    // 0 = no periodic checkpoint
   std::vector<int64_t> snapshot_steps;  // full parameter snapshots after these steps (ascending)
+  int64_t keep_states = 0;           // a full state kept for good every N steps (verify --from); 0 = none
   int64_t eval_every = 50;           // validation loss every N steps; 0 = off
   int64_t eval_leaves = 4;           // size of the fixed validation set, in leaves
   double loss_scale = 65536.0;       // fp16: initial dynamic loss scale

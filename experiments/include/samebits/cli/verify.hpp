@@ -3,8 +3,9 @@
 // experiment column of /series (fingerprints of every tensor's parameters and gradient, loss,
 // validation loss, statistics) is compared bit for bit with the file. The first mismatch is
 // reported with step, columns and tensors, and — where the file holds the parameters of that step
-// (snapshot, checkpoint, final state) — the first differing element, both values and their ULP
-// distance.
+// (snapshot, state, final state) — the first differing element, both values and their ULP
+// distance. With `from` the re-run starts at a state the run's store keeps (train.keep_states):
+// steps from+1 … from+N are checked without replaying the steps before.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -15,7 +16,8 @@
 namespace sb::cli {
 
 struct VerifyOptions {
-  int64_t steps = 0;                   // steps to check; 0: every recorded step
+  int64_t from = 0;                    // start from the stored state of this step (0: the initialisation)
+  int64_t steps = 0;                   // steps to check; 0: every recorded step after `from`
   std::vector<std::string> overrides;  // run.* options only (--run.threads 4): how, not what, to run
 };
 
@@ -42,6 +44,7 @@ struct VerifyMismatch {
 };
 
 struct VerifyResult {
+  int64_t from = 0;                   // the step the re-run started after
   int64_t steps_checked = 0;
   std::vector<std::string> warnings;  // e.g. another samebits version wrote the file
   std::optional<VerifyMismatch> mismatch;

@@ -195,6 +195,15 @@ class Group : public Object {
   std::vector<std::string> names() const;  // direct children, in name order
   void remove(std::string_view path);      // unlinks the object (HDF5 keeps the space)
 
+  // Links by name, never traversed (h5_link.cpp): an external link `name` → target_object in
+  // target_file (relative names resolve beside this file: h5py follows it); whether a link of any
+  // kind exists at `name` (its parents must be hard links to groups); unlinking it.
+  void link_external(std::string_view name, const std::string& target_file, const std::string& target_object);
+  bool has_link(std::string_view name) const;
+  void remove_link(std::string_view name);
+  // True when `name` is an external link to exactly target_object in target_file.
+  bool is_external_link(std::string_view name, const std::string& target_file, const std::string& target_object) const;
+
   Group create_group(std::string_view path);  // creates missing parents; error if it exists
   Group group(std::string_view path) const;   // error if missing or not a group
   Group require_group(std::string_view path);  // opens, or creates when missing

@@ -1,13 +1,16 @@
-// The run file (DESIGN.md §4, docs/FORMAT.md): one sealed HDF5 file per run holding what the run is
-// (root attributes), one row per step of every statistic and fingerprint (/series), the tensor
-// layout (/tensors), parameter snapshots (/snapshots) and, once finished, the final state
-// (/checkpoint). Crash safety: the file is only ever replaced whole (copy, append, seal, fsync,
-// rename), at each checkpoint and at the end, so after a kill at any moment it is the complete
-// file of the last commit. Everything read back is checked (seal, attribute types, dataset dtypes
-// and shapes, consistency): a damaged or hand-made file gives an sb::Error, never a crash.
+// The run file (docs/FORMAT.md): one sealed HDF5 file per run holding what the run is (root
+// attributes), one row per step of every statistic and fingerprint (/series), the tensor layout
+// (/tensors) and the index of its store (/store, run_store.hpp): the snapshots, the states kept
+// for resume and verification, and, once finished, the final state, each in its own file beside
+// the run file. Crash safety: store files are written once before the commit that indexes them;
+// the run file (rows and index: no parameters) is replaced whole (seal, fsync, rename) at each
+// commit, so after a kill at any moment it is the complete file of the last commit and every file
+// it names is complete. Everything read back is checked (seal, attribute types, dataset dtypes and
+// shapes, consistency, each store file's hash): a damaged or hand-made file gives an sb::Error.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -19,7 +22,7 @@
 
 namespace sb::run {
 
-constexpr int64_t kFormatVersion = 1;
+constexpr int64_t kFormatVersion = 2;
 constexpr std::string_view kRunFormat = "samebits-run";
 
 // One tensor of the flat parameter buffer, as /tensors records it.
@@ -33,6 +36,24 @@ struct TensorInfo {
 std::vector<TensorInfo> tensor_infos(const std::vector<ParamView>& layout);
 // Length of the flat buffer: max over tensors of offset + numel rounded up to kParamAlign.
 uint64_t flat_size(const std::vector<TensorInfo>& tensors);
+
+// What a store file holds, as bits of StoreEntry::kind.
+enum StoreKind : uint8_t {
+  kSnapshotBit = 1,  // the parameters are a snapshot of train.snapshot_steps
+  kStateBit = 2,     // a full state: the file is a checkpoint (a run can resume or verify from it)
+  kKeptBit = 4,      // a state kept for good (train.keep_states, or the final state)
+};
+
+// One row of the run file's /store index.
+struct StoreEntry {
+  int64_t step = 0;
+  uint8_t kind = 0;     // StoreKind bits; a state that is also a snapshot serves both
+  uint64_t digest = 0;  // XXH3-64 of the file's content (its seal)
+  uint64_t bytes = 0;   // file size, seal included
+  bool operator==(const StoreEntry&) const = default;
+  bool is_state() const { return (kind & kStateBit) != 0; }
+  bool is_snapshot() const { return (kind & kSnapshotBit) != 0; }
+};
 
 // The execution configuration of the session that last wrote the file (not part of the
 // experiment: none of it changes a bit of the results).
@@ -95,16 +116,18 @@ const std::vector<SeriesColumn>& series_columns();
 
 // ---- writing -------------------------------------------------------------------------------
 
-// Writes a run file; used by one process (rank 0). Steps, snapshots and states are held in memory
-// and reach the file at each commit (checkpoint(), commit(), finish(), fail()), so the file never
-// holds a half-written step.
+// Writes a run file and its store; used by one process (rank 0). Rows are held in memory and
+// reach the run file at each commit (checkpoint(), commit(), finish(), fail()); snapshots and
+// states are written to their store files at once and indexed at the next commit, so the run file
+// never holds a half-written step and never names a half-written file.
 class RunWriter {
  public:
   // A new run file at `path` (an error if something exists there), status running, 0 steps.
   static RunWriter create(const std::string& path, const RunHeader& header);
   // Continues the run at `path` from `step`: its series cut back to `step` rows, later snapshots
-  // removed, this session's config text and execution recorded, status running. The file must hold `header`'s
-  // experiment and at least `step` rows (find the step with run::find_resume_point).
+  // and states dropped from the index (their files removed after the next commit), this session's
+  // config text and execution recorded, status running. The file must hold `header`'s experiment
+  // and at least `step` rows (find the step with run::find_resume_point).
   static RunWriter resume(const std::string& path, const RunHeader& header, int64_t step,
                           const std::string& note);
 
@@ -113,39 +136,56 @@ class RunWriter {
 
   // One step's row (its stats.step must be the next step).
   void record(const StepResult& r);
-  // The parameters after `step` (0: the initialisation).  flat_weights: (flat_size).
+  // The parameters after `step` (0: the initialisation), written to the store now; a state of the
+  // same step already in the store serves as the snapshot (nothing is written twice).
+  // flat_weights: (flat_size).
   void snapshot(int64_t step, std::span<const float> flat_weights);
-  // Writes <run>.ckpt/step_NNNNNN.h5 (atomically, sealed), commits the run file, then deletes
-  // checkpoints older than the previous one (the last two good ones stay).
-  void checkpoint(const TrainerState& state);
-  // Pending steps and snapshots to the file (status running).
+  // Writes the state to the store (atomically, sealed), commits the run file, then drops the
+  // states older than the previous one that are neither kept nor snapshots (the last two stay).
+  // keep: a state kept for good (train.keep_states).
+  void checkpoint(const TrainerState& state, bool keep = false);
+  // Pending rows and the index to the file (status running).
   void commit();
-  // The last commit: status finished, the final state in /checkpoint; removes <run>.ckpt/.
-  void finish(const TrainerState& state);
+  // The last commit: status finished, `state` the final state (its store file written unless
+  // this session's last checkpoint is of the same step), rolling states dropped. snapshot: the
+  // final state is also a snapshot of train.snapshot_steps.
+  void finish(const TrainerState& state, bool snapshot = false);
   // Status failed with `message`; pending steps are kept (a resume cuts them back).
   void fail(const std::string& message);
 
   const std::string& path() const { return path_; }
   int64_t steps_recorded() const { return committed_ + pending_rows_; }
-  std::size_t pending_bytes() const;  // memory held until the next commit
+  std::size_t pending_bytes() const;  // rows held until the next commit
+  // Bytes this writer has written to files (run-file commits and store files, seals included).
+  uint64_t bytes_written() const { return bytes_written_; }
+  const std::vector<StoreEntry>& store_entries() const { return entries_; }
 
  private:
-  RunWriter(std::string path, RunHeader header, int64_t committed);
-  void commit_file(Status status, const std::string& error, const TrainerState* final_state);
+  RunWriter(std::string path, RunHeader header, int64_t committed, std::vector<StoreEntry> entries);
+  void commit_file(Status status, const std::string& error, int64_t final_step);
+  // The state's store file (unless the store holds a state of its step) and its index entry; the
+  // rolling states older than the previous one dropped.
+  void store_state(const TrainerState& state, bool keep);
+  void add_entry(const StoreEntry& entry);
+  // Entries no longer indexed: their files are removed after the commit that drops them.
+  void drop_entries(const std::function<bool(const StoreEntry&)>& drop);
 
   std::string path_;
   RunHeader header_;
   int64_t committed_ = 0;     // rows in the file
   int64_t pending_rows_ = 0;  // rows held in pending_
   std::vector<std::vector<std::byte>> pending_;  // per series column: (pending_rows_, width)
-  std::vector<std::pair<int64_t, std::vector<float>>> snapshots_;  // (step, flat weights)
+  std::vector<StoreEntry> entries_;              // the index as the next commit writes it
+  std::vector<std::string> unlinked_;            // store files to remove after the next commit
+  uint64_t bytes_written_ = 0;
 };
 
 // ---- reading -------------------------------------------------------------------------------
 
 // A run file opened read-only after checking its seal and its whole structure: every attribute
 // with its type, every series column with its dtype and shape (steps, width), /series/step equal
-// to 1, 2, …, the tensor table consistent, snapshots with the tensors' shapes.
+// to 1, 2, …, the tensor table consistent, the store index consistent. Store files are opened
+// (seal, content hash equal to the index's, structure) when they are read.
 class RunReader {
  public:
   static RunReader open(const std::string& path);
@@ -168,21 +208,25 @@ class RunReader {
   // A column's values as raw little-endian bytes: (steps_recorded, width) elements of its dtype.
   std::vector<std::byte> series_bytes(const SeriesColumn& column) const;
 
-  std::vector<int64_t> snapshot_steps() const { return snapshot_steps_; }  // ascending
-  std::vector<float> read_snapshot(int64_t step) const;                     // (flat_size)
-  bool has_final_state() const;  // /checkpoint: a finished run's last state
+  const std::vector<StoreEntry>& store_entries() const { return entries_; }  // ascending steps
+  std::vector<int64_t> snapshot_steps() const;  // ascending
+  std::vector<int64_t> state_steps() const;     // ascending: every state the store holds
+  std::vector<float> read_snapshot(int64_t step) const;  // (flat_size)
+  TrainerState read_state(int64_t step) const;           // a state of state_steps()
+  bool has_final_state() const;  // a finished run's last state
   TrainerState read_final_state() const;
 
   const h5::File& file() const { return file_; }
 
  private:
   RunReader() = default;
+  const StoreEntry* entry(int64_t step) const;
   std::string path_;
   h5::File file_;
   RunInfo info_;
   std::vector<TensorInfo> tensors_;
   int64_t rows_ = 0;
-  std::vector<int64_t> snapshot_steps_;
+  std::vector<StoreEntry> entries_;
 };
 
 // The layout of a config's model as the run file records it.
@@ -190,7 +234,7 @@ inline std::vector<TensorInfo> tensor_infos(const GPTConfig& model) {
   return tensor_infos(gpt_param_layout(model));
 }
 
-// "step_000100": the name of snapshot groups and checkpoint files (6 digits, more when needed).
+// "step_000100": the name of store files and of the run file's links (6 digits, more when needed).
 std::string step_name(int64_t step);
 
 }  // namespace sb::run

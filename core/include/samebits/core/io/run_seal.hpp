@@ -16,16 +16,17 @@ constexpr std::size_t kSealBytes = 32;
 
 // Writes `image` (a complete HDF5 file, e.g. h5::File::image()) and its seal to `path`
 // atomically: temporary file, fsync, rename (h5::write_file_atomically). Write errors (a full
-// disk) are sb::Error naming the file; `path` is then left as it was.
-void write_sealed_file(const std::string& path, const std::vector<std::byte>& image);
+// disk) are sb::Error naming the file; `path` is then left as it was. Returns the content's
+// XXH3-64 (the seal's hash).
+uint64_t write_sealed_file(const std::string& path, const std::vector<std::byte>& image);
 
 // Appends the seal to `path`, a complete and closed HDF5 file (an earlier seal is an error): the
 // way to seal a file edited by hand (after unseal_file).
 void seal_file(const std::string& path);
 
 // Throws sb::Error naming the file and what is wrong (no seal: truncated or written by another
-// program; wrong length; wrong hash: bytes changed) unless `path` carries a valid seal.
-void check_seal(const std::string& path);
+// program; wrong length; wrong hash: bytes changed) unless `path` carries a valid seal. Returns the content's XXH3-64.
+uint64_t check_seal(const std::string& path);
 
 // check_seal, then removes the seal so that HDF5 may modify the file in place (seal it again
 // afterwards with seal_file).

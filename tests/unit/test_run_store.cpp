@@ -1,0 +1,117 @@
+// The run store (run_store.hpp, docs/FORMAT.md): a commit writes what it adds — its rows, its new
+// store file, the index — never the snapshots and states the store already holds (counted in
+// bytes, not seconds); a new run never takes over a store folder left by another; a resume removes
+// the store files its index no longer names, and files a killed session wrote but never indexed.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "integration/test_cli_support.hpp"
+#include "samebits/cli/inspect.hpp"
+#include "samebits/core/io/run_file.hpp"
+#include "samebits/core/io/run_store.hpp"
+
+namespace {
+
+using namespace sb;
+using sbt::TempDir;
+namespace fs = std::filesystem;
+
+Config tiny(int64_t steps) {
+  Config c = cli::config_from_text(sbt::tiny_config(), {});
+  c.train.steps = steps;
+  return c;
+}
+
+run::RunHeader header_of(const Config& config, Trainer& trainer) {
+  run::RunHeader h;
+  h.config_text = to_ini_text(config);
+  h.experiment_id = experiment_id(config);
+  h.experiment_text = experiment_text(config);
+  h.steps = config.train.steps;
+  h.tensors = run::tensor_infos(trainer.model().params());
+  h.execution.backend = trainer.backend().describe();
+  h.execution.communicator = "local";
+  h.execution.threads = 1;
+  return h;
+}
+
+std::vector<float> weights(Trainer& trainer) {
+  std::vector<float> v(trainer.model().flat_size());
+  trainer.backend().copy_to_host(v.data(), trainer.model().weights().data(), v.size() * 4);
+  return v;
+}
+
+// Bytes each commit of a 12-step run writes (commit() after every step), with a snapshot after
+// each of the first 6 steps (`snapshots`) or none; the bytes of one snapshot file in `snapshot_bytes`.
+std::vector<uint64_t> commit_bytes(const std::string& path, bool snapshots, uint64_t& snapshot_bytes) {
+  const Config config = tiny(12);
+  Trainer trainer(config);
+  run::RunWriter w = run::RunWriter::create(path, header_of(config, trainer));
+  std::vector<uint64_t> out;
+  for (int s = 1; s <= 12; ++s) {
+    w.record(trainer.step());
+    if (snapshots && s <= 6) {
+      const uint64_t before = w.bytes_written();
+      w.snapshot(s, weights(trainer));
+      snapshot_bytes = w.bytes_written() - before;
+    }
+    const uint64_t before = w.bytes_written();
+    w.commit();
+    out.push_back(w.bytes_written() - before);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the bytes a commit writes do not depend on how many snapshots the run holds") {
+  TempDir dir;
+  uint64_t snapshot_bytes = 0, unused = 0;
+  const std::vector<uint64_t> with = commit_bytes(dir / "with.h5", true, snapshot_bytes);
+  const std::vector<uint64_t> without = commit_bytes(dir / "without.h5", false, unused);
+  REQUIRE(snapshot_bytes > 50000);
+  MESSAGE("commit bytes, commits 1, 6, 12: with 6 snapshots ", with[0], ", ", with[5], ", ", with[11], "; without ",
+          without[0], ", ", without[5], ", ", without[11], "; one snapshot file ", snapshot_bytes);
+  for (std::size_t k = 0; k < with.size(); ++k) {
+    CAPTURE(k);
+    // The index rows and links of the snapshots held: a few KiB, never their parameters.
+    CHECK(with[k] >= without[k]);
+    CHECK(with[k] - without[k] <= 16384 + 4096 * std::min<std::size_t>(k + 1, 6));
+    CHECK(with[k] - without[k] < snapshot_bytes / 2);
+  }
+  // Commits 7-12 add no snapshot: each writes exactly as many more bytes than the run without
+  // snapshots as commit 6 did — nothing grows with the snapshots held.
+  for (std::size_t k = 6; k < with.size(); ++k) CHECK(with[k] - without[k] == with[5] - without[5]);
+}
+
+TEST_CASE("a new run refuses a store folder that is not empty; a resume removes unindexed store files") {
+  TempDir dir;
+  const Config config = tiny(6);
+  Trainer trainer(config);
+  const run::RunHeader header = header_of(config, trainer);
+  const std::string path = dir / "run.h5";
+  fs::create_directories(dir / "run.store");
+  sbt::write_text(dir / "run.store/state_step_000001.h5", "someone else's");
+  CHECK_THROWS_WITH_AS(run::RunWriter::create(path, header), doctest::Contains("already exists and is not empty"),
+                       Error);
+  CHECK(sbt::read_bytes(dir / "run.store/state_step_000001.h5").size() == 14);  // untouched
+  fs::remove_all(dir / "run.store");
+
+  run::RunWriter w = run::RunWriter::create(path, header);
+  for (int s = 1; s <= 4; ++s) {
+    w.record(trainer.step());
+    w.checkpoint(trainer.export_state());
+  }
+  // As a session killed after writing a state file but before its commit would leave it.
+  sbt::write_text(dir / "run.store/state_step_000005.h5", "half a session");
+  sbt::write_text(dir / "run.store/snapshot_step_000002.h5.tmp.99", "a temporary");
+  sbt::write_text(dir / "run.store/notes.txt", "a user's file");
+  run::RunWriter::resume(path, header, 3, "test");
+  std::vector<std::string> files;
+  for (const auto& e : fs::directory_iterator(dir / "run.store")) files.push_back(e.path().filename().string());
+  std::sort(files.begin(), files.end());
+  CHECK(files == std::vector<std::string>{"notes.txt", "state_step_000003.h5"});
+  CHECK(run::RunReader::open(path).state_steps() == std::vector<int64_t>{3});
+}
