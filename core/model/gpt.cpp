@@ -224,18 +224,32 @@ void GPT::bind_buffers() {
   SB_CHECK(cursor <= scratch_.data_as<float>() + scratch, "scratch layout overflows its buffer");
 }
 
+// Every element is a pure function of (seed, tensor name, index) (Philox counters), so the
+// threads of the parallel loop cannot change a bit (tests/unit/test_model.cpp: 1..4 threads).
 void GPT::init(uint64_t seed) {
-  std::vector<float> host(flat_size_, 0.0f);
+  // A CPU backend's weights are host memory: filled in place; any other is staged on the host.
+  std::vector<float> staging;
+  if (be_.device() != Device::cpu) staging.assign(flat_size_, 0.0f);
+  float* flat = staging.empty() ? weights_.data_as<float>() : staging.data();
+  size_t end = 0;  // end of the previous tensor: the alignment padding up to the next is zero
   for (const ParamView& p : layout_) {
-    float* dst = host.data() + p.offset;
+    std::fill(flat + end, flat + p.offset, 0.0f);
+    float* dst = flat + p.offset;  // (numel)
+    end = p.offset + p.numel;
     if (p.init_std == 0.0f) {
       std::fill(dst, dst + p.numel, p.init_value);
       continue;
     }
     const uint64_t stream = det::stream_of(p.name);
-    for (size_t i = 0; i < p.numel; ++i) dst[i] = p.init_std * det::philox_normal(seed, stream, i);
+    const float init_std = p.init_std;
+    const int64_t n = static_cast<int64_t>(p.numel);
+#pragma omp parallel for schedule(static) if (n >= 4096)
+    for (int64_t i = 0; i < n; ++i) {
+      dst[i] = init_std * det::philox_normal(seed, stream, static_cast<uint64_t>(i));
+    }
   }
-  be_.copy_from_host(weights_.data(), host.data(), flat_size_ * sizeof(float));
+  std::fill(flat + end, flat + flat_size_, 0.0f);
+  if (!staging.empty()) be_.copy_from_host(weights_.data(), staging.data(), flat_size_ * sizeof(float));
 }
 
 void GPT::norm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w,

@@ -56,6 +56,8 @@ std::vector<std::string> glob_files(const std::string& pattern, const char* what
   const bool wildcard = pattern.find_first_of("*?[") != std::string::npos;
   SB_CHECK(rc != GLOB_NOMATCH || !wildcard, what, ": no file matches the glob '", pattern, "'");
   SB_CHECK(rc != GLOB_NOMATCH, what, ": no such file '", pattern, "'");
+  SB_CHECK(rc != GLOB_ABORTED, what, ": cannot read a directory of '", pattern,
+           "' (it does not exist or is not readable); check data.path and data.val_path");
   SB_CHECK(rc == 0, what, ": cannot expand '", pattern, "' (glob error ", rc, ")");
   return files;
 }

@@ -147,6 +147,8 @@ TEST_CASE("bad shards: missing, empty glob, magic, version, truncated, size mism
   TempDir dir;
   check_error([&] { ShardFiles(dir / "missing.bin", 256); }, {"no such file", "missing.bin"});
   check_error([&] { ShardFiles(dir / "none_*.bin", 256); }, {"no file matches the glob", "none_*.bin"});
+  check_error([&] { ShardFiles(dir / "no_dir/train_*.bin", 256); },
+              {"no_dir/train_*.bin", "does not exist or is not readable"});
   write_bytes(dir / "magic.bin", raw_shard(12345, 1, 10, 20));
   check_error([&] { ShardFiles(dir / "magic.bin", 256); }, {"magic.bin", "magic number 12345, expected 20240520"});
   write_bytes(dir / "version.bin", raw_shard(kShardMagic, 3, 10, 20));

@@ -3,8 +3,11 @@
 // loss), for both norm kinds, tied and untied heads, with and without biases; the batch gradient's
 // exact-accumulation scheme.
 #include <doctest/doctest.h>
+#include <omp.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <string>
 #include <vector>
@@ -196,6 +199,32 @@ TEST_CASE("GPT-2 initialisation from Philox streams named after the tensors") {
   CHECK(ok);
   // Streams follow names: wpe's values are not wte's.
   CHECK(w[model.param("wpe").offset] != w[wte.offset]);
+}
+
+TEST_CASE("GPT-2 initialisation: the same bits on 1..4 threads, padding zero, over dirty weights") {
+  auto be = make_cpu_backend();
+  GPTConfig cfg;
+  cfg.vocab = 301, cfg.seq_len = 37, cfg.n_layer = 2, cfg.n_head = 4, cfg.n_embd = 68;
+  GPT model(cfg, 1, *be);
+  // The reference: every element by the formula, one at a time; padding +0.
+  std::vector<float> expect(model.flat_size(), 0.0f);
+  for (const ParamView& p : model.params()) {
+    for (size_t i = 0; i < p.numel; ++i) {
+      expect[p.offset + i] = p.init_std == 0.0f
+                                 ? p.init_value
+                                 : p.init_std * det::philox_normal(77, det::stream_of(p.name), i);
+    }
+  }
+  const int threads_before = omp_get_max_threads();
+  float* w = model.weights().data_as<float>();
+  for (int threads = 1; threads <= 4; ++threads) {
+    INFO("threads = " << threads);
+    omp_set_num_threads(threads);
+    std::fill(w, w + model.flat_size(), -1.5f);  // padding included: init must rewrite it
+    model.init(77);
+    CHECK(std::memcmp(w, expect.data(), expect.size() * sizeof(float)) == 0);
+  }
+  omp_set_num_threads(threads_before);
 }
 
 TEST_CASE("GPT loss and every gradient match an fp64 reference (finite differences)") {

@@ -276,6 +276,8 @@ TEST_CASE("the shipped configs parse, validate and say what they are") {
   CHECK(names.count("adamw") == 1);
   CHECK(names.count("bf16") == 1);
   CHECK(names.count("fp16") == 1);
+  CHECK(names.count("text") == 1);
+  CHECK(names.count("gpt2_124m") == 1);
 
   const sb::Config def = sb::cli::parse_config((dir / "default.ini").string(), {});
   CHECK(def.optim.name == sb::OptimizerName::muon);
@@ -304,4 +306,24 @@ TEST_CASE("the shipped configs parse, validate and say what they are") {
   fp16.train.loss_scale_growth = def.train.loss_scale_growth;
   fp16.train.loss_scale_backoff = def.train.loss_scale_backoff;
   CHECK(fp16 == def);
+  sb::Config text = sb::cli::parse_config((dir / "text.ini").string(), {});
+  CHECK(text.data.source == sb::DataSource::text);
+  CHECK(text.data.path == "/usr/share/games/fortunes/cookie");
+  CHECK(text.data.val_path == "/usr/share/games/fortunes/people");
+  text.data.source = def.data.source;
+  text.data.path = def.data.path;
+  text.data.val_path = def.data.val_path;
+  text.train.eval_leaves = def.train.eval_leaves;
+  CHECK(text == def);
+  // gpt2_124m.ini is its own experiment: GPT-2 small on llm.c shards.
+  const sb::Config gpt2 = sb::cli::parse_config((dir / "gpt2_124m.ini").string(), {});
+  CHECK(gpt2.model.vocab == 50257);
+  CHECK(gpt2.model.seq_len == 1024);
+  CHECK(gpt2.model.n_layer == 12);
+  CHECK(gpt2.model.n_head == 12);
+  CHECK(gpt2.model.n_embd == 768);
+  CHECK(gpt2.model.tied_head);
+  CHECK(gpt2.data.source == sb::DataSource::shards);
+  CHECK(gpt2.optim.name == sb::OptimizerName::muon);
+  CHECK(sb::is_deterministic(gpt2.numerics));
 }
