@@ -63,17 +63,21 @@ struct WireWords {
   }
 };
 
-// Element e of a block, from (to) the limb-major limbs.
+// Element e of a block, in units of 2^lo, from (to) the limb-major limbs.
 struct LimbValue {
   const int64_t* limb0;  // the block's first element's limb 0
   size_t stride;
-  __device__ det::Wide192 operator()(int e) const { return det::wide_from_limbs(limb0 + e, stride); }
+  int lo;
+  __device__ det::Wide192 operator()(int e) const {
+    return det::wide_sar(det::wide_from_limbs(limb0 + e, stride), lo);
+  }
 };
 struct LimbStore {
   int64_t* limb0;
   size_t stride;
+  int lo;
   __device__ void operator()(int e, const det::Wide192& v) const {
-    det::wide_to_limbs(v, limb0 + e, stride);
+    det::wide_to_limbs(det::wide_shl(v, lo), limb0 + e, stride);
   }
 };
 
@@ -88,7 +92,7 @@ struct WireEncode {
     const int c = wire_count(b, n);
     const det::BlockWire bw = det::block_wire(ranges[b], c, total_adds);
     det::wire_encode_block(wire + offset[b], bw, c, local_adds,
-                           LimbValue{limbs + b * det::kWireBlock, static_cast<size_t>(n)});
+                           LimbValue{limbs + b * det::kWireBlock, static_cast<size_t>(n), bw.lo});
   }
 };
 
@@ -103,7 +107,7 @@ struct WireDecode {
     const int c = wire_count(b, n);
     const det::BlockWire bw = det::block_wire(ranges[b], c, total_adds);
     det::wire_decode_block(wire + offset[b], bw, c, total_adds,
-                           LimbStore{limbs + b * det::kWireBlock, static_cast<size_t>(n)});
+                           LimbStore{limbs + b * det::kWireBlock, static_cast<size_t>(n), bw.lo});
   }
 };
 

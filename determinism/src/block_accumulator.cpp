@@ -165,9 +165,17 @@ void BlockAccumulator::encode(uint64_t total_adds) {
     const size_t b = static_cast<size_t>(bi);
     const BlockWire bw = block_wire(ranges_[b], count(b), total_adds);
     const Block& blk = blocks_[b];
-    wire_encode_block(wire_.data() + offset[b], bw, count(b), adds_, [&](int e) {
-      return wide_shl(get(blk, b, e), blk.base);
-    });
+    // The agreed lo is at most this rank's base, unless this rank's block is empty (all zeros).
+    const int up = blk.base > bw.lo ? blk.base - bw.lo : 0;
+    if (blk.words == 1 && bw.width <= 64) {  // one shift of an int64: |S / 2^lo| < 2^63, up < 64
+      const uint64_t* low = low_.data() + begin(b);
+      wire_encode_block(wire_.data() + offset[b], bw, count(b), adds_, [&](int e) {
+        return Wide192{{low[e] << up, 0, 0}};
+      });
+      continue;
+    }
+    wire_encode_block(wire_.data() + offset[b], bw, count(b), adds_,
+                      [&](int e) { return wide_shl(get(blk, b, e), up); });
   }
 }
 
@@ -192,7 +200,7 @@ void BlockAccumulator::decode(uint64_t total_adds, uint32_t total_status) {
     blk.words = static_cast<uint8_t>(words);
     blk.base = static_cast<uint8_t>(bw.lo);
     wire_decode_block(wire_.data() + offset[b], bw, count(b), total_adds,
-                      [&](int e, const Wide192& s) { set(blk, b, e, wide_sar(s, bw.lo)); });
+                      [&](int e, const Wide192& s) { set(blk, b, e, s); });
   }
   adds_ = 0;
   status_ = total_status;

@@ -110,22 +110,63 @@ SB_HD Wide192 wire_get(const uint64_t* words, const BlockWire& bw, uint64_t pos)
   return f;
 }
 
-// Encodes a block: value(e) gives element e's partial sum S in the frame (a Wide192), e < count.
-// words: (bw.words), overwritten. local_adds: this rank's adds (the bias a).
+// Writes the low `width` (<= 64) bits of f at bit `pos`: wire_put's fast path for narrow fields.
+SB_HD void wire_put64(uint64_t* words, const BlockWire& bw, uint64_t pos, uint64_t f) {
+  int done = 0;
+  while (done < bw.width) {
+    const uint64_t k = pos / static_cast<uint64_t>(bw.chunk);
+    const int off = static_cast<int>(pos % static_cast<uint64_t>(bw.chunk));
+    int len = bw.chunk - off;
+    len = len < bw.width - done ? len : bw.width - done;
+    const uint64_t piece = len == 64 ? f : (f >> done) & ((uint64_t{1} << len) - 1);
+    words[k] |= piece << off;
+    pos += static_cast<uint64_t>(len);
+    done += len;
+  }
+}
+
+// Reads `width` (<= 64) bits at bit `pos`: wire_get's fast path.
+SB_HD uint64_t wire_get64(const uint64_t* words, const BlockWire& bw, uint64_t pos) {
+  uint64_t f = 0;
+  int done = 0;
+  while (done < bw.width) {
+    const uint64_t k = pos / static_cast<uint64_t>(bw.chunk);
+    const int off = static_cast<int>(pos % static_cast<uint64_t>(bw.chunk));
+    int len = bw.chunk - off;
+    len = len < bw.width - done ? len : bw.width - done;
+    const uint64_t piece = len == 64 ? words[k] : (words[k] >> off) & ((uint64_t{1} << len) - 1);
+    f |= piece << done;
+    pos += static_cast<uint64_t>(len);
+    done += len;
+  }
+  return f;
+}
+
+// Encodes a block: value(e) gives element e's partial sum S / 2^lo (exact: S is a multiple of
+// 2^lo) as a Wide192, e < count. words: (bw.words), overwritten. local_adds: this rank's adds (a).
+// Fields of at most 64 bits take 64-bit arithmetic (S/2^lo then fits an int64, F a uint64).
 template <class Value>
 SB_HD void wire_encode_block(uint64_t* words, const BlockWire& bw, int count, uint64_t local_adds,
                              Value value) {
   for (uint64_t k = 0; k < bw.words; ++k) words[k] = 0;
   if (bw.words == 0) return;
+  if (bw.width <= 64) {
+    const uint64_t bias = local_adds << bw.span;  // a·2^span < 2^width
+    for (int e = 0; e < count; ++e) {
+      wire_put64(words, bw, static_cast<uint64_t>(e) * static_cast<uint64_t>(bw.width),
+                 value(e).w[0] + bias);
+    }
+    return;
+  }
   const Wide192 bias = wide_shl(wide_from_i64(static_cast<int64_t>(local_adds)), bw.span);
   for (int e = 0; e < count; ++e) {
-    const Wide192 f = wide_add(wide_sar(value(e), bw.lo), bias);
-    wire_put(words, bw, static_cast<uint64_t>(e) * static_cast<uint64_t>(bw.width), f);
+    wire_put(words, bw, static_cast<uint64_t>(e) * static_cast<uint64_t>(bw.width),
+             wide_add(value(e), bias));
   }
 }
 
-// Decodes a block after the int64 SUM: store(e, S) receives element e's exact total in the frame.
-// words: (bw.words), carry-propagated in place. An empty block stores zeros.
+// Decodes a block after the int64 SUM: store(e, Σ S / 2^lo) receives element e's exact total in
+// units of 2^bw.lo. words: (bw.words), carry-propagated in place. An empty block stores zeros.
 template <class Store>
 SB_HD void wire_decode_block(uint64_t* words, const BlockWire& bw, int count, uint64_t total_adds,
                              Store store) {
@@ -137,14 +178,23 @@ SB_HD void wire_decode_block(uint64_t* words, const BlockWire& bw, int count, ui
     words[k] = s & mask;
     carry = high + (bw.chunk == 64 ? 0 : s >> bw.chunk);
   }
+  if (bw.words == 0) {
+    for (int e = 0; e < count; ++e) store(e, wide_from_i64(0));
+    return;
+  }
+  if (bw.width <= 64) {
+    const uint64_t bias = total_adds << bw.span;  // A·2^span <= 2^(width-1)
+    for (int e = 0; e < count; ++e) {
+      const uint64_t g =
+          wire_get64(words, bw, static_cast<uint64_t>(e) * static_cast<uint64_t>(bw.width));
+      store(e, wide_from_i64(static_cast<int64_t>(g - bias)));  // |Σ S / 2^lo| < 2^63
+    }
+    return;
+  }
   const Wide192 bias = wide_shl(wide_from_i64(static_cast<int64_t>(total_adds)), bw.span);
   for (int e = 0; e < count; ++e) {
-    if (bw.words == 0) {
-      store(e, wide_from_i64(0));
-      continue;
-    }
     const Wide192 g = wire_get(words, bw, static_cast<uint64_t>(e) * static_cast<uint64_t>(bw.width));
-    store(e, wide_shl(wide_sub(g, bias), bw.lo));
+    store(e, wide_sub(g, bias));
   }
 }
 
