@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# bench_dist.sh — data parallelism (issue 7, docs/DISTRIBUTED.md): time per step and bytes each rank
-# passes to collectives per step, exact (int64 limbs) vs native (float) all-reduce, 1 vs 2 ranks;
-# the gradient all-reduce alone; optimizer-state bytes per rank with and without the distributed
-# optimizer (2 and 4 ranks). Uses tests/tools/mpi_train_driver (built with the tests). Times are
-# the fastest step after the first (and the fastest of REPS all-reduces), which resists the noise
-# of a shared machine; bytes and state sizes are exact counts.
+# bench_dist.sh — data parallelism (issues 7 and 16, docs/DISTRIBUTED.md §6): time per step and
+# bytes each rank passes to collectives per step, exact (block-window wire, det/block_wire.hpp) vs
+# native (float) all-reduce, 1 vs 2 ranks; the gradient all-reduce alone and the accumulator's
+# bytes; optimizer-state bytes per rank with and without the distributed optimizer (2 and 4
+# ranks). Uses tests/tools/mpi_train_driver (built with the tests). Then the byte ratios of issue
+# 16 from `samebits train` run files (series/comm_bytes): the default model at 2, 3 and 4 ranks and
+# the 85 M shape of issue 14 at 2 ranks, and the default model's step time exact/native at 2
+# ranks. Times are the fastest step after the first (and the fastest of REPS all-reduces), which
+# resists the noise of a shared machine; bytes and state sizes are exact counts.
 #   bench/bench_dist.sh [DRIVER]      (default: build/release/bin/tests/mpi_train_driver)
 #   MODEL="--layers 4 --width 128 …" STEPS=8 REPS=200 THREADS=1 bench/bench_dist.sh
+#   SAMEBITS=build/release/bin/samebits  CLI_STEPS=4  BIG=0 (skip the 85 M shape: minutes)
 set -euo pipefail
 
 DRIVER=${1:-build/release/bin/tests/mpi_train_driver}
@@ -47,12 +51,14 @@ row native2 "allreduce=native, 2 ranks" 2 --allreduce native
 row dist2 "exact + distributed optimizer, 2" 2 --dist-optimizer
 row dist4 "exact + distributed optimizer, 4" 4 --dist-optimizer
 
-read -r EB ET NB NT < <(driver 2 --bench-collectives "$REPS" |
-                        awk '/^# collectives/ { print $6, $8, $10, $12 }')
+read -r EB ET NB NT AB < <(driver 2 --bench-collectives "$REPS" |
+                           awk '/^# collectives/ { print $6, $8, $10, $12, $14 }')
 echo
-echo "gradient all-reduce alone, 2 ranks (fastest of $REPS):"
-printf '  exact  (int64 limbs): %10d bytes %9.6f s\n' "$EB" "$ET"
-printf '  native (float):       %10d bytes %9.6f s\n' "$NB" "$NT"
+echo "gradient all-reduce alone, 2 ranks (fastest of $REPS, one leaf's gradient per rank):"
+printf '  exact  (block wire): %10d bytes %9.6f s\n' "$EB" "$ET"
+printf '  native (float):      %10d bytes %9.6f s\n' "$NB" "$NT"
+printf '  accumulator:         %10d bytes = %.2f bytes/param (4-limb design: 32)\n' "$AB" \
+  "$(awk -v a="$AB" -v n="$NB" 'BEGIN { print a / (n / 4) }')"
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 echo
@@ -66,3 +72,53 @@ echo "bytes/step distributed/plain, 2 ranks:    $(ratio "${B[dist2]}" "${B[exact
 echo "step distributed/plain, 2 ranks:          $(ratio "${T[dist2]}" "${T[exact2]}")"
 echo "opt-state/rank distributed/plain, 2:      $(ratio "${S[dist2]}" "${S[exact2]}")"
 echo "opt-state/rank distributed/plain, 4:      $(ratio "${S[dist4]}" "${S[exact1]}")"
+
+# ---- issue 16: byte ratios of real training runs (samebits train; series/comm_bytes) ----------
+SAMEBITS=${SAMEBITS:-$(dirname "$DRIVER")/../samebits}
+CLI_STEPS=${CLI_STEPS:-4}
+BIG=${BIG:-1}
+[[ -x "$SAMEBITS" ]] || { echo "bench_dist.sh: no samebits at $SAMEBITS" >&2; exit 2; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# cli RANKS MODE NAME ARGS…: a run file $work/NAME.h5 (one thread per rank).
+cli() {
+  local ranks=$1 mode=$2 name=$3
+  shift 3
+  local cmd=("$SAMEBITS" train experiments/configs/default.ini --train.warmup 0 --run.threads 1
+             --train.checkpoint_every 0 --train.eval_every 0 --numerics.allreduce "$mode"
+             --out "$work/$name.h5" "$@")
+  [[ $ranks -gt 1 ]] && cmd=("${LAUNCH[@]}" -np "$ranks" "${cmd[@]}")
+  "${cmd[@]}" > "$work/$name.log" 2>&1 || { cat "$work/$name.log" >&2; exit 1; }
+}
+# summary EXACT NATIVE: "bytes_exact bytes_native ratio fastest_exact fastest_native time_ratio"
+# (bytes: mean per step; times: fastest step after the first).
+summary() {
+  /usr/bin/python3 - "$work/$1.h5" "$work/$2.h5" <<'PY'
+import sys, h5py
+def read(p):
+    f = h5py.File(p, "r")
+    b = f["series/comm_bytes"][:].sum(axis=1)
+    t = f["timing/step_seconds"][:]
+    return b.mean(), (t[1:] if len(t) > 1 else t).min()
+be, te = read(sys.argv[1]); bn, tn = read(sys.argv[2])
+print(f"{be:.0f} {bn:.0f} {be / bn:.4f} {te:.4f} {tn:.4f} {te / tn:.3f}")
+PY
+}
+echo
+echo "samebits train, default model (experiments/configs/default.ini), $CLI_STEPS steps:"
+printf '%-28s %12s %12s %8s %9s %9s %7s\n' "ranks" "exact B/step" "native B/step" "ratio" \
+  "exact s" "native s" "t ratio"
+for ranks in 2 3 4; do
+  cli "$ranks" exact "e$ranks" --train.steps "$CLI_STEPS"
+  cli "$ranks" native "n$ranks" --train.steps "$CLI_STEPS"
+  read -r be bn r te tn tr < <(summary "e$ranks" "n$ranks")
+  printf '%-28s %12s %12s %8s %9s %9s %7s\n' "default, $ranks ranks" "$be" "$bn" "$r" "$te" "$tn" "$tr"
+done
+if [[ $BIG == 1 ]]; then
+  big=(--model.n_layer 12 --model.n_embd 768 --model.n_head 12 --model.seq_len 256
+       --data.leaves 2 --data.leaf_size 1 --train.steps 2)
+  cli 2 exact ebig "${big[@]}"
+  cli 2 native nbig "${big[@]}"
+  read -r be bn r te tn tr < <(summary ebig nbig)
+  printf '%-28s %12s %12s %8s %9s %9s %7s\n' "85 M shape, 2 ranks" "$be" "$bn" "$r" "$te" "$tn" "$tr"
+fi

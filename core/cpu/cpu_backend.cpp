@@ -1,4 +1,4 @@
-// The CPU backend: host memory, the rule-4 gradient accumulator (det::FixedAccumulator) and the
+// The CPU backend: host memory, the rule-4 gradient accumulator (det::BlockAccumulator) and the
 // row-sum helpers shared by the op files. Results never depend on the OpenMP thread count.
 #include "cpu_backend.hpp"
 
@@ -9,7 +9,7 @@
 
 #include "samebits/core/ops/gradient.hpp"
 #include "samebits/det/error.hpp"
-#include "samebits/det/fixed_accumulator.hpp"
+#include "samebits/det/block_accumulator.hpp"
 #include "samebits/det/lane32.hpp"
 
 namespace sb {
@@ -30,16 +30,22 @@ class CpuGradAccumulator final : public GradAccumulator {
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; ++i) out[i] = ops::batch_gradient(out[i], divisor);
   }
-  int64_t* limbs() override { return acc_.limbs(); }
-  size_t limb_count() const override { return acc_.limb_count(); }
   uint64_t adds() const override { return acc_.adds(); }
   uint32_t status() const override { return acc_.status(); }
-  void finish_allreduce(int ranks, uint64_t total_adds, uint32_t total_status) override {
-    acc_.finish_allreduce(ranks, total_adds, total_status);
+  uint8_t* block_ranges() override { return acc_.ranges(); }
+  size_t range_bytes() const override { return acc_.range_bytes(); }
+  int64_t* encode(uint64_t total_adds, size_t* words) override {
+    acc_.encode(total_adds);
+    *words = acc_.wire_words();
+    return acc_.wire();
   }
+  void decode(uint64_t total_adds, uint32_t total_status) override {
+    acc_.decode(total_adds, total_status);
+  }
+  size_t memory_bytes() const override { return acc_.memory_bytes(); }
 
  private:
-  det::FixedAccumulator acc_;
+  det::BlockAccumulator acc_;
 };
 
 const char* simd_level() {

@@ -1,8 +1,11 @@
 // The rule-4 gradient accumulator on the GPU: det::FixedAccumulator's limbs in device memory, in
-// its limb-major layout (limb j of element i at [j·n + i]) and default window, so the limbs can be
-// all-reduced with NCCL (ncclInt64, ncclSum) and compared bitwise with the CPU's. One thread per
+// its limb-major layout (limb j of element i at [j·n + i]) and default window. One thread per
 // element runs det::fixed_add / fixed_normalize / fixed_round_f32 — integer arithmetic only; the
-// status bits meet through an integer atomicOr. Bitwise core/cpu's accumulator for any launch.
+// status bits meet through an integer atomicOr. The exact all-reduce's wire (det/block_wire.hpp):
+// one thread per block of det::kWireBlock elements runs det::wire_range / wire_encode_block /
+// wire_decode_block, the CPU's code, so the ranges and words are core/cpu's for any launch.
+#include <cub/device/device_scan.cuh>
+
 #include <memory>
 
 #include "cuda_backend.hpp"
@@ -10,7 +13,9 @@
 #include "samebits/core/ops/gradient.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/fixed_accumulator.hpp"
+#include "samebits/det/block_wire.hpp"
 #include "samebits/det/fixed_point.hpp"
+#include "samebits/det/wide_int.hpp"
 
 namespace sb::cuda {
 namespace {
@@ -27,6 +32,84 @@ __global__ void fixed_add_kernel(int64_t* limbs /* (L, n) */, const float* x /* 
     det::fixed_add(limbs + i, static_cast<size_t>(n), x[i], w, &local);
   if (local != 0) atomicOr(status, local);
 }
+
+// Elements of wire block b: [b·kWireBlock, min(n, (b+1)·kWireBlock)).
+__device__ int wire_count(int64_t b, int64_t n) {
+  const int64_t rest = n - b * det::kWireBlock;
+  return static_cast<int>(rest < det::kWireBlock ? rest : det::kWireBlock);
+}
+
+// ranges[b] = max(ranges[b], the ranges of x's values in block b).
+struct WireRanges {
+  det::WireRange* ranges;  // (blocks)
+  const float* x;          // (n)
+  int64_t n;
+  FixedWindow w;
+  __device__ void operator()(int64_t b) const {
+    det::WireRange r = ranges[b];
+    const int c = wire_count(b, n);
+    for (int e = 0; e < c; ++e) r = det::wire_range_max(r, det::wire_range(x[b * det::kWireBlock + e], w));
+    ranges[b] = r;
+  }
+};
+
+struct WireWords {
+  uint64_t* words;  // (blocks)
+  const det::WireRange* ranges;
+  int64_t n;
+  uint64_t total_adds;
+  __device__ void operator()(int64_t b) const {
+    words[b] = det::block_wire(ranges[b], wire_count(b, n), total_adds).words;
+  }
+};
+
+// Element e of a block, in units of 2^lo, from (to) the limb-major limbs.
+struct LimbValue {
+  const int64_t* limb0;  // the block's first element's limb 0
+  size_t stride;
+  int lo;
+  __device__ det::Wide192 operator()(int e) const {
+    return det::wide_sar(det::wide_from_limbs(limb0 + e, stride), lo);
+  }
+};
+struct LimbStore {
+  int64_t* limb0;
+  size_t stride;
+  int lo;
+  __device__ void operator()(int e, const det::Wide192& v) const {
+    det::wide_to_limbs(det::wide_shl(v, lo), limb0 + e, stride);
+  }
+};
+
+struct WireEncode {
+  uint64_t* wire;
+  const uint64_t* offset;  // (blocks) exclusive prefix sums of the words
+  const det::WireRange* ranges;
+  const int64_t* limbs;    // (L, n)
+  int64_t n;
+  uint64_t total_adds, local_adds;
+  __device__ void operator()(int64_t b) const {
+    const int c = wire_count(b, n);
+    const det::BlockWire bw = det::block_wire(ranges[b], c, total_adds);
+    det::wire_encode_block(wire + offset[b], bw, c, local_adds,
+                           LimbValue{limbs + b * det::kWireBlock, static_cast<size_t>(n), bw.lo});
+  }
+};
+
+struct WireDecode {
+  uint64_t* wire;
+  const uint64_t* offset;
+  const det::WireRange* ranges;
+  int64_t* limbs;  // (L, n)
+  int64_t n;
+  uint64_t total_adds;
+  __device__ void operator()(int64_t b) const {
+    const int c = wire_count(b, n);
+    const det::BlockWire bw = det::block_wire(ranges[b], c, total_adds);
+    det::wire_decode_block(wire + offset[b], bw, c, total_adds,
+                           LimbStore{limbs + b * det::kWireBlock, static_cast<size_t>(n), bw.lo});
+  }
+};
 
 struct FixedNormalize {
   int64_t* limbs;  // (L, n)
@@ -53,14 +136,18 @@ class CudaGradAccumulator final : public GradAccumulator {
   CudaGradAccumulator(CudaBackend& be, size_t n)
       : be_(be),
         n_(n),
+        blocks_((n + det::kWireBlock - 1) / det::kWireBlock),
         limbs_(be.alloc(DType::i64, {static_cast<int64_t>(n) * window_.limbs})),
-        status_dev_(be.alloc(DType::i32, {1})) {}
+        status_dev_(be.alloc(DType::i32, {1})),
+        ranges_(be.alloc(DType::i32, {static_cast<int64_t>((blocks_ * sizeof(det::WireRange) + 3) / 4)})),
+        offsets_(be.alloc(DType::i64, {static_cast<int64_t>(blocks_ + 1)})) {}
 
   size_t size() const override { return n_; }
 
   void clear() override {
     be_.zero(limbs_.data(), limbs_.bytes());
     be_.zero(status_dev_.data(), sizeof(uint32_t));
+    be_.zero(ranges_.data(), ranges_.bytes());
     status_ = 0;
     pending_ = 0;
     adds_ = 0;
@@ -76,6 +163,8 @@ class CudaGradAccumulator final : public GradAccumulator {
     fixed_add_kernel<<<grid_for(static_cast<int64_t>(n_), threads), threads, 0, be_.stream()>>>(
         limbs(), grad, static_cast<int64_t>(n_), window_, status_word());
     SB_CUDA_CHECK_LAUNCH();
+    for_each(be_, static_cast<int64_t>(blocks_),
+             WireRanges{ranges(), grad, static_cast<int64_t>(n_), window_});
   }
 
   void round(float* out, float divisor) override {
@@ -85,8 +174,6 @@ class CudaGradAccumulator final : public GradAccumulator {
              FixedRound{out, limbs(), static_cast<int64_t>(n_), window_, divisor});
   }
 
-  int64_t* limbs() override { return limbs_.data_as<int64_t>(); }
-  size_t limb_count() const override { return n_ * static_cast<size_t>(window_.limbs); }
   uint64_t adds() const override { return adds_; }
 
   // The host's bits (the add-count overflow, an all-reduced status) with the device's.
@@ -97,19 +184,70 @@ class CudaGradAccumulator final : public GradAccumulator {
     return status_ | dev;
   }
 
-  void finish_allreduce(int ranks, uint64_t total_adds, uint32_t total_status) override {
-    SB_CHECK(ranks >= 1 && ranks <= FixedAccumulator::kMaxRanks,
-             "GradAccumulator::finish_allreduce: expected 1..", FixedAccumulator::kMaxRanks,
-             " ranks (the int64 headroom of un-normalized limbs), seen ", ranks);
+  uint8_t* block_ranges() override { return static_cast<uint8_t*>(ranges_.data()); }
+  size_t range_bytes() const override { return blocks_ * sizeof(det::WireRange); }
+
+  int64_t* encode(uint64_t total_adds, size_t* words) override {
+    be_.activate();
+    const size_t total = layout(total_adds);
+    if (!wire_.defined() || wire_.bytes() < total * sizeof(int64_t)) {
+      wire_ = be_.alloc(DType::i64, {static_cast<int64_t>(total > 0 ? total : 1)});
+    }
+    if (total > 0) {
+      for_each(be_, static_cast<int64_t>(blocks_),
+               WireEncode{wire(), offsets(), ranges(), limbs(), static_cast<int64_t>(n_), total_adds,
+                          adds_});
+    }
+    wire_words_ = total;
+    *words = total;
+    return wire_.data_as<int64_t>();
+  }
+
+  void decode(uint64_t total_adds, uint32_t total_status) override {
+    be_.activate();
+    const size_t total = layout(total_adds);
+    SB_CHECK(total == wire_words_, "GradAccumulator::decode: the agreed ranges give ", total,
+             " wire words, but encode() wrote ", wire_words_,
+             "; every rank must encode with the same MAX-reduced ranges and total add count");
+    for_each(be_, static_cast<int64_t>(blocks_),
+             WireDecode{wire(), offsets(), ranges(), limbs(), static_cast<int64_t>(n_), total_adds});
     be_.zero(status_dev_.data(), sizeof(uint32_t));  // total_status already holds this rank's bits
     adds_ = 0;
     status_ = total_status;
     count_adds(total_adds);
-    normalize();
+    pending_ = 0;  // the decoded limbs are canonical
+  }
+
+  size_t memory_bytes() const override {
+    return limbs_.bytes() + ranges_.bytes() + offsets_.bytes() +
+           (wire_.defined() ? wire_.bytes() : 0) + (scan_.defined() ? scan_.bytes() : 0);
   }
 
  private:
   uint32_t* status_word() { return reinterpret_cast<uint32_t*>(status_dev_.data()); }
+  det::WireRange* ranges() { return reinterpret_cast<det::WireRange*>(ranges_.data()); }
+  uint64_t* offsets() { return reinterpret_cast<uint64_t*>(offsets_.data()); }
+  uint64_t* wire() { return reinterpret_cast<uint64_t*>(wire_.data()); }
+
+  // offsets_ = exclusive prefix sums of every block's words (cub's scan: integer, exact);
+  // returns their total.
+  size_t layout(uint64_t total_adds) {
+    be_.zero(offsets_.data(), offsets_.bytes());
+    if (blocks_ == 0) return 0;
+    for_each(be_, static_cast<int64_t>(blocks_),
+             WireWords{offsets() + 1, ranges(), static_cast<int64_t>(n_), total_adds});
+    size_t temp = 0;
+    SB_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, temp, offsets() + 1, offsets() + 1,
+                                                static_cast<int64_t>(blocks_), be_.stream()));
+    if (!scan_.defined() || scan_.bytes() < temp) {
+      scan_ = be_.alloc(DType::i64, {static_cast<int64_t>(temp / 8 + 1)});
+    }
+    SB_CUDA_CHECK(cub::DeviceScan::InclusiveSum(scan_.data(), temp, offsets() + 1, offsets() + 1,
+                                                static_cast<int64_t>(blocks_), be_.stream()));
+    uint64_t total = 0;
+    be_.download(&total, offsets() + blocks_, sizeof total);
+    return static_cast<size_t>(total);
+  }
 
   void count_adds(uint64_t more) {
     adds_ += more;
@@ -134,11 +272,19 @@ class CudaGradAccumulator final : public GradAccumulator {
             "lsb_exponent); NaN/Inf come from the values themselves.");
   }
 
+  int64_t* limbs() { return limbs_.data_as<int64_t>(); }
+
   CudaBackend& be_;
   size_t n_;
+  size_t blocks_;
   FixedWindow window_{};  // det::FixedAccumulator's default window
   Tensor limbs_;          // (limbs, n) i64, limb-major
   Tensor status_dev_;     // (1) the device's status bits (kFixed*)
+  Tensor ranges_;         // (blocks) det::WireRange
+  Tensor offsets_;        // (blocks + 1) u64: wire word offsets
+  Tensor wire_;           // (wire words) i64
+  Tensor scan_;           // cub's scan scratch
+  size_t wire_words_ = 0;
   uint32_t status_ = 0;   // host-side bits: add-count overflow, all-reduced status
   uint32_t pending_ = 0;  // adds since the last carry propagation
   uint64_t adds_ = 0;

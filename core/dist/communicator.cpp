@@ -15,6 +15,8 @@ std::string_view to_string(Collective c) {
     case Collective::broadcast: return "broadcast";
     case Collective::allgather: return "allgather";
     case Collective::barrier: return "barrier";
+    case Collective::allreduce_max: return "allreduce_max";
+    case Collective::reduce_scatter: return "reduce_scatter";
   }
   SB_FAIL("unknown collective kind ", static_cast<int>(c));
 }
@@ -58,6 +60,18 @@ void Communicator::allreduce_or_u32(uint32_t* x, size_t n) {
 void Communicator::allreduce_sum_f32(float* x, size_t n) {
   count(Collective::allreduce_f32, n * sizeof(float));
   if (n > 0) do_allreduce_sum_f32(x, n);
+}
+
+void Communicator::allreduce_max_u8(uint8_t* x, size_t n) {
+  count(Collective::allreduce_max, n);
+  if (n > 0) do_allreduce_max_u8(x, n);
+}
+
+void Communicator::reduce_scatter_sum_i64(int64_t* x, const size_t* counts) {
+  size_t total = 0;
+  for (int r = 0; r < size(); ++r) total += counts[r];
+  count(Collective::reduce_scatter, total * sizeof(int64_t));
+  if (total > 0) do_reduce_scatter_sum_i64(x, counts);
 }
 
 void Communicator::broadcast(void* data, size_t bytes, int root) {

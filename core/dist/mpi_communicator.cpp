@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "samebits/core/dist/mpi.hpp"
 #include "samebits/det/error.hpp"
@@ -113,6 +114,24 @@ class MpiCommunicator final : public Communicator {
   }
   void do_allreduce_sum_f32(float* x, size_t n) override {
     allreduce(x, n, MPI_FLOAT, MPI_SUM, "MPI_Allreduce(float SUM)");
+  }
+  void do_allreduce_max_u8(uint8_t* x, size_t n) override {
+    allreduce(x, n, MPI_UINT8_T, MPI_MAX, "MPI_Allreduce(uint8 MAX)");
+  }
+  // MPI_Reduce_scatter into a buffer of this rank's part, then in place at the part's offset.
+  void do_reduce_scatter_sum_i64(int64_t* x, const size_t* counts) override {
+    std::vector<int> c(static_cast<size_t>(size_));
+    size_t offset = 0;
+    for (int r = 0; r < size_; ++r) {
+      SB_CHECK(counts[r] <= size_t{INT_MAX}, "reduce-scatter of ", counts[r], " values to rank ", r,
+               "; at most ", INT_MAX, " per rank are supported by one MPI_Reduce_scatter");
+      c[size_t(r)] = static_cast<int>(counts[r]);
+      if (r < rank_) offset += counts[r];
+    }
+    std::vector<int64_t> mine(counts[rank_]);
+    check(MPI_Reduce_scatter(x, mine.data(), c.data(), MPI_INT64_T, MPI_SUM, comm_),
+          "MPI_Reduce_scatter(int64 SUM)");
+    std::copy(mine.begin(), mine.end(), x + offset);
   }
   void do_broadcast(void* data, size_t bytes, int root) override {
     auto* p = static_cast<unsigned char*>(data);

@@ -1,4 +1,4 @@
-// The training step (train/trainer.hpp): leaves → exact accumulator → int64 all-reduce → one
+// The training step (train/trainer.hpp): leaves → exact accumulator → exact all-reduce → one
 // rounding → fp16 skip/backoff → exact-norm clip → optimizer. Determinism: every cross-leaf and
 // cross-rank sum is integer (rule 4) or ExactSum (rule 5); the leaf order, micro-step split, thread
 // count and world size only change the order of integer additions.
@@ -11,6 +11,7 @@
 #include <limits>
 #include <utility>
 
+#include "samebits/core/dist/exact_allreduce.hpp"
 #include "samebits/core/dist/sharded_optimizer.hpp"
 #include "samebits/core/ops/gradient.hpp"
 #include "samebits/core/optim/clip.hpp"
@@ -182,8 +183,7 @@ void Trainer::round_gradient(float loss_scale, uint64_t adds, uint32_t status) {
            " is not a finite fp32 divisor; lower train.loss_scale");
   float* g = grad_.data_as<float>();
   if (config_.numerics.allreduce == AllreduceMode::exact) {
-    comm_.allreduce_sum_i64(acc_->limbs(), acc_->limb_count());
-    acc_->finish_allreduce(comm_.size(), adds, status);
+    exact_allreduce(*acc_, comm_, adds, status);
     acc_->round(g, divisor);
     return;
   }

@@ -102,8 +102,8 @@ TEST_CASE("leaves in any order, and any split over calls or ranks, give the same
     CHECK(run_batch(*be, model, data, order) == ref);
   }
 
-  // Two "ranks": leaves {3, 1} and {0, 2} in separate accumulators, limbs summed as an int64 SUM
-  // all-reduce would, then rounded once.
+  // Two "ranks": leaves {3, 1} and {0, 2} in separate accumulators, through the exact all-reduce's
+  // wire (ranges MAX-reduced, words summed as an int64 SUM all-reduce would), then rounded once.
   auto a = be->make_accumulator(model.flat_size());
   auto b = be->make_accumulator(model.flat_size());
   det::ExactSum loss_a, loss_b;
@@ -111,8 +111,20 @@ TEST_CASE("leaves in any order, and any split over calls or ranks, give the same
   const int32_t* rank1[] = {data[0].data(), data[2].data()};
   accumulate_leaves(model, rank0, *a, loss_a);
   accumulate_leaves(model, rank1, *b, loss_b);
-  for (size_t i = 0; i < a->limb_count(); ++i) a->limbs()[i] += b->limbs()[i];
-  a->finish_allreduce(2, a->adds() + b->adds(), a->status() | b->status());
+  const uint64_t adds = a->adds() + b->adds();
+  const uint32_t status = a->status() | b->status();
+  for (size_t i = 0; i < a->range_bytes(); ++i) {
+    a->block_ranges()[i] = std::max(a->block_ranges()[i], b->block_ranges()[i]);
+    b->block_ranges()[i] = a->block_ranges()[i];
+  }
+  size_t words_a = 0, words_b = 0;
+  int64_t* wa = a->encode(adds, &words_a);
+  const int64_t* wb = b->encode(adds, &words_b);
+  REQUIRE(words_a == words_b);
+  for (size_t i = 0; i < words_a; ++i) {
+    wa[i] = static_cast<int64_t>(static_cast<uint64_t>(wa[i]) + static_cast<uint64_t>(wb[i]));
+  }
+  a->decode(adds, status);
   loss_a.merge(loss_b);
   Result split;
   split.grad.resize(model.flat_size());

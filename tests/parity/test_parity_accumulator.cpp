@@ -1,7 +1,8 @@
-// Parity of the rule-4 gradient accumulator: the CUDA GradAccumulator's limbs (limb-major, the
-// CPU's layout) equal the CPU's after every add — across the periodic carry propagation after
-// FixedAccumulator::kMaxPending adds — and so do the rounded batch gradient, the status bits, the
-// refusal to round after NaN/Inf, and finish_allreduce; under every launch configuration.
+// Parity of the rule-4 gradient accumulator: the CUDA GradAccumulator's exact sums (4 limbs) and
+// the CPU's (block-local words) give the same wire — block ranges and encoded words, bitwise —
+// after many adds (across the GPU's periodic carry propagation after FixedAccumulator::kMaxPending
+// adds), and so do the rounded batch gradient before and after decode, the status bits and the
+// refusal to round after NaN/Inf; under every launch configuration.
 #include <cstring>
 
 #include "parity/parity_support.hpp"
@@ -11,13 +12,18 @@
 namespace sb::test {
 namespace {
 
-std::vector<int64_t> limbs_of(Backend& be, GradAccumulator& acc) {
-  std::vector<int64_t> host(acc.limb_count());
-  be.copy_to_host(host.data(), acc.limbs(), host.size() * sizeof(int64_t));
-  return host;
+// The accumulator's ranges and wire words (for total_adds = its own adds), as host bytes.
+std::vector<uint8_t> wire_of(Backend& be, GradAccumulator& acc) {
+  std::vector<uint8_t> out(acc.range_bytes());
+  be.copy_to_host(out.data(), acc.block_ranges(), out.size());
+  size_t words = 0;
+  const int64_t* w = acc.encode(acc.adds(), &words);
+  out.resize(out.size() + words * sizeof(int64_t));
+  be.copy_to_host(out.data() + acc.range_bytes(), w, words * sizeof(int64_t));
+  return out;
 }
 
-TEST_CASE("GradAccumulator: CUDA limbs, rounding and status equal the CPU's") {
+TEST_CASE("GradAccumulator: CUDA wire, rounding and status equal the CPU's") {
   require_gpu();
   auto cpu = make_cpu_backend(Numerics::deterministic());
   const size_t n = 10007;
@@ -25,7 +31,7 @@ TEST_CASE("GradAccumulator: CUDA limbs, rounding and status equal the CPU's") {
     auto gpu = make_parity_gpu(Numerics::deterministic(), launch);
     auto cacc = cpu->make_accumulator(n);
     auto gacc = gpu->make_accumulator(n);
-    REQUIRE(gacc->limb_count() == cacc->limb_count());
+    REQUIRE(gacc->range_bytes() == cacc->range_bytes());
     cacc->clear();
     gacc->clear();
     Guarded g(*gpu, n);
@@ -37,8 +43,8 @@ TEST_CASE("GradAccumulator: CUDA limbs, rounding and status equal the CPU's") {
       gpu->copy_from_host(g.data(), x.data(), n * sizeof(float));
       gacc->add(g.data());
       if (a % 256 == 0 || a + 1 == adds) {
-        const std::vector<int64_t> cl(cacc->limbs(), cacc->limbs() + cacc->limb_count());
-        REQUIRE_MESSAGE(limbs_of(*gpu, *gacc) == cl, "limbs differ after add ", a, " on ", gpu->describe());
+        REQUIRE_MESSAGE(wire_of(*gpu, *gacc) == wire_of(*cpu, *cacc), "wire differs after add ", a,
+                        " on ", gpu->describe());
       }
     }
     CHECK(gacc->adds() == cacc->adds());
@@ -51,11 +57,15 @@ TEST_CASE("GradAccumulator: CUDA limbs, rounding and status equal the CPU's") {
       gacc->round(gout.data(), divisor);
       check_output(gout, out, detail::concat("round / ", divisor, " on ", gpu->describe()));
     }
-    // finish_allreduce over a world of one: normalizes, records counts; limbs still equal.
-    cacc->finish_allreduce(1, cacc->adds(), cacc->status());
-    gacc->finish_allreduce(1, gacc->adds(), gacc->status());
-    const std::vector<int64_t> cl(cacc->limbs(), cacc->limbs() + cacc->limb_count());
-    CHECK(limbs_of(*gpu, *gacc) == cl);
+    // decode over a world of one (after wire_of's encode): the same sums, the same rounding.
+    cacc->decode(cacc->adds(), cacc->status());
+    gacc->decode(gacc->adds(), gacc->status());
+    CHECK(wire_of(*gpu, *gacc) == wire_of(*cpu, *cacc));
+    std::vector<float> out(n);
+    cacc->round(out.data(), 1.0f);
+    Guarded gout(*gpu, n);
+    gacc->round(gout.data(), 1.0f);
+    check_output(gout, out, detail::concat("round after decode on ", gpu->describe()));
   }
 }
 

@@ -111,9 +111,17 @@ TEST_CASE("a batch of leaves through the exact accumulator: CUDA equals the CPU 
   const float gloss = batch_gradient(gm, leaves, *gacc, ggrad.data());
   CHECK(det::bits_of(gloss) == det::bits_of(closs));
   check_output(ggrad, cgrad, "batch gradient of 3 leaves");
-  std::vector<int64_t> glimbs(gacc->limb_count());
-  gpu->copy_to_host(glimbs.data(), gacc->limbs(), glimbs.size() * sizeof(int64_t));
-  CHECK(glimbs == std::vector<int64_t>(cacc->limbs(), cacc->limbs() + cacc->limb_count()));
+  // The exact sums: the block ranges and wire words of both accumulators, bitwise.
+  std::vector<uint8_t> granges(gacc->range_bytes());
+  gpu->copy_to_host(granges.data(), gacc->block_ranges(), granges.size());
+  CHECK(granges == std::vector<uint8_t>(cacc->block_ranges(), cacc->block_ranges() + cacc->range_bytes()));
+  size_t gwords = 0, cwords = 0;
+  const int64_t* gw = gacc->encode(3, &gwords);
+  const int64_t* cw = cacc->encode(3, &cwords);
+  REQUIRE(gwords == cwords);
+  std::vector<int64_t> ghost(gwords);
+  gpu->copy_to_host(ghost.data(), gw, gwords * sizeof(int64_t));
+  CHECK(ghost == std::vector<int64_t>(cw, cw + cwords));
 }
 
 TEST_CASE("vendor numerics on the GPU (cuBLAS, float atomics) run and stay close to canonical") {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "samebits/core/config.hpp"
+#include "samebits/core/dist/exact_allreduce.hpp"
 #include "samebits/core/dist/mpi.hpp"
 #include "samebits/core/dist/sharded_optimizer.hpp"
 #include "samebits/core/train/trainer.hpp"
@@ -32,6 +33,7 @@ struct Args {
   std::string fail_mode;    // kill | error | error-abort
   bool bench = false;       // no statistics or fingerprints; timing and traffic lines
   int collective_reps = 0;  // > 0: time the gradient all-reduce alone, exact vs native, and stop
+  bool check_collectives = false;  // check MAX and reduce-scatter against their definitions, stop
 };
 
 const char* const kUsage =
@@ -40,7 +42,7 @@ const char* const kUsage =
     "  [--heads H] [--seq T] [--vocab V] [--leaves N] [--leaf-size S] [--threads N]\n"
     "  [--save-after K --save FILE] [--resume FILE]\n"
     "  [--fail-rank R --fail-step S --fail-mode kill|error|error-abort] [--bench]\n"
-    "  [--bench-collectives REPS]\n";
+    "  [--bench-collectives REPS] [--check-collectives]\n";
 
 Args parse(int argc, char** argv) {
   Args a;
@@ -110,6 +112,8 @@ Args parse(int argc, char** argv) {
       a.fail_step = std::stoll(value());
     } else if (k == "--fail-mode") {
       a.fail_mode = value();
+    } else if (k == "--check-collectives") {
+      a.check_collectives = true;
     } else if (k == "--bench-collectives") {
       a.collective_reps = std::stoi(value());
     } else if (k == "--bench") {
@@ -262,26 +266,72 @@ double fastest_of(int reps, sb::Communicator& comm, const F& collective) {
   return best;
 }
 
-// The gradient all-reduce of this model alone: the exact one (limbs, int64 SUM) and the native one
-// (floats, float SUM). The fastest run of each resists the noise of a shared machine.
+// The gradient all-reduce of this model alone, on a real gradient (the last leaf's of one step):
+// the exact one (dist/exact_allreduce.hpp: block ranges, wire words, SUM, decode) and the native
+// one (floats, float SUM). Bytes are the payload of one all-reduce; the fastest run of each
+// resists the noise of a shared machine (the accumulator is refilled, untimed, before each run).
 int bench_collectives(sb::Trainer& trainer, sb::Communicator& comm, int reps) {
+  trainer.step();
   const size_t n = trainer.model().flat_size();
+  const float* g = trainer.model().grads().data_as<float>();  // (n)
   std::unique_ptr<sb::GradAccumulator> acc = trainer.backend().make_accumulator(n);
-  std::vector<int64_t> limbs(acc->limb_count());  // (limbs, n)
-  std::vector<float> floats(n);                   // (n)
-  const double exact =
-      fastest_of(reps, comm, [&] { comm.allreduce_sum_i64(limbs.data(), limbs.size()); });
+  std::vector<float> floats(g, g + n);  // (n)
+  double exact = 0;
+  uint64_t exact_bytes = 0;
+  for (int i = 0; i < reps; ++i) {
+    acc->clear();
+    acc->add(g);
+    const sb::CommCounters before = comm.counters();
+    comm.barrier();
+    const auto start = std::chrono::steady_clock::now();
+    sb::exact_allreduce(*acc, comm, static_cast<uint64_t>(comm.size()), 0);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    exact = i == 0 ? s : std::min(exact, s);
+    exact_bytes = (comm.counters() - before).total_bytes();
+  }
   const double native = fastest_of(reps, comm, [&] { comm.allreduce_sum_f32(floats.data(), n); });
   if (comm.rank() == 0) {
     std::printf(
-        "# collectives world %d exact_bytes %zu exact_seconds %.6f native_bytes %zu "
-        "native_seconds %.6f\n",
-        comm.size(), limbs.size() * sizeof(int64_t), exact, n * sizeof(float), native);
+        "# collectives world %d exact_bytes %llu exact_seconds %.6f native_bytes %zu "
+        "native_seconds %.6f accumulator_bytes %zu\n",
+        comm.size(), static_cast<unsigned long long>(exact_bytes), exact, n * sizeof(float), native,
+        acc->memory_bytes());
   }
   return 0;
 }
 
+// allreduce_max_u8 and reduce_scatter_sum_i64 against their definitions, with uneven parts (rank
+// r receives r + 1 values, plus an empty part at 4 ranks or more when the last gets none): prints
+// "# collectives ok" on rank 0 or throws.
+int check_collectives(sb::Communicator& comm) {
+  const int w = comm.size(), me = comm.rank();
+  std::vector<uint8_t> bytes = {static_cast<uint8_t>(me * 40), static_cast<uint8_t>(200 - me), 3};
+  comm.allreduce_max_u8(bytes.data(), bytes.size());
+  SB_CHECK(bytes[0] == (w - 1) * 40 && bytes[1] == 200 && bytes[2] == 3, "allreduce_max_u8 gave ",
+           int(bytes[0]), " ", int(bytes[1]), " ", int(bytes[2]));
+  std::vector<size_t> counts(static_cast<size_t>(w));
+  for (int r = 0; r < w; ++r) counts[size_t(r)] = r == 3 ? 0 : static_cast<size_t>(r + 1);
+  size_t total = 0, offset = 0;
+  for (int r = 0; r < w; ++r) {
+    if (r < me) offset += counts[size_t(r)];
+    total += counts[size_t(r)];
+  }
+  std::vector<int64_t> x(total);
+  for (size_t i = 0; i < total; ++i) x[i] = (int64_t{1} << 62) / 8 * (me + 1) - static_cast<int64_t>(i) * me;
+  comm.reduce_scatter_sum_i64(x.data(), counts.data());
+  for (size_t i = offset; i < offset + counts[size_t(me)]; ++i) {
+    int64_t want = 0;
+    for (int r = 0; r < w; ++r) want += (int64_t{1} << 62) / 8 * (r + 1) - static_cast<int64_t>(i) * r;
+    SB_CHECK(x[i] == want, "reduce_scatter_sum_i64 on rank ", me, ": element ", i, " is ", x[i],
+             ", expected ", want);
+  }
+  comm.barrier();
+  if (me == 0) std::printf("# collectives ok world %d\n", w);
+  return 0;
+}
+
 int train(const Args& a, sb::Communicator& comm) {
+  if (a.check_collectives) return check_collectives(comm);
   std::unique_ptr<sb::Backend> backend = sb::make_cpu_backend(sb::to_numerics(a.config));
   sb::Trainer trainer(a.config, *backend, comm, a.options);
   const bool root = comm.rank() == 0;

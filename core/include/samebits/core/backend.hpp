@@ -13,28 +13,35 @@
 
 namespace sb {
 
-// Rule 4: the exact sum of many leaves' fp32 gradients, kept as fixed-point integer limbs
-// (det::FixedAccumulator's layout and window) where the backend computes. add() is exact and
-// associative, so any order or partition of the same leaves gives the same limbs; round() rounds
-// once. Across ranks: int64 SUM all-reduce of limbs(), SUM of adds(), BOR of status(), then
-// finish_allreduce() (the det::FixedAccumulator protocol).
+// Rule 4: the exact sum of many leaves' fp32 gradients, kept as fixed-point integers (the frame of
+// det::FixedAccumulator's default window) where the backend computes. add() is exact and
+// associative, so any order or partition of the same leaves gives the same sums; round() rounds
+// once, bitwise det::FixedAccumulator's rounding. Across ranks: the exact all-reduce of
+// det/block_wire.hpp (dist/exact_allreduce.hpp runs it): MAX of block_ranges(), encode(), int64
+// SUM of the words, decode().
 class GradAccumulator {
  public:
   virtual ~GradAccumulator() = default;
   virtual size_t size() const = 0;  // n: the gradient length
   virtual void clear() = 0;
-  // limbs += the exact value of grad.  grad: (n) fp32, backend memory.
+  // sums += the exact value of grad.  grad: (n) fp32, backend memory.
   virtual void add(const float* grad) = 0;
   // out[i] = ops::batch_gradient(round(Σ grads)[i], divisor): the exact sum rounded once to fp32,
   // then one IEEE division (exact when divisor is a power of two).  out: (n), backend memory.
   // Throws sb::Error when a NaN, an Inf or a value beyond the window was added.
   virtual void round(float* out, float divisor) = 0;
-  // The raw limbs (limb_count() int64, limb-major (limbs, n)), in backend memory.
-  virtual int64_t* limbs() = 0;
-  virtual size_t limb_count() const = 0;
-  virtual uint64_t adds() const = 0;    // add() calls, summed over merges and ranks
+  virtual uint64_t adds() const = 0;    // add() calls, summed over ranks after decode()
   virtual uint32_t status() const = 0;  // det::kFixed* bits
-  virtual void finish_allreduce(int ranks, uint64_t total_adds, uint32_t total_status) = 0;
+  // The bit ranges of every block (det::WireRange per det::kWireBlock elements), backend memory.
+  virtual uint8_t* block_ranges() = 0;
+  virtual size_t range_bytes() const = 0;
+  // After the MAX all-reduce of block_ranges(): this rank's sums as wire words (backend memory,
+  // *words of them, valid until the next call).
+  virtual int64_t* encode(uint64_t total_adds, size_t* words) = 0;
+  // After the int64 SUM of those words: the exact sums over all ranks, adds() = total_adds.
+  virtual void decode(uint64_t total_adds, uint32_t total_status) = 0;
+  // Bytes the accumulator holds (its sums, block descriptors and wire buffer).
+  virtual size_t memory_bytes() const = 0;
 };
 
 enum class Trans : uint8_t { no, yes };

@@ -21,9 +21,11 @@ enum class Collective : uint8_t {
   broadcast,
   allgather,
   barrier,
+  allreduce_max,   // uint8 MAX: the exact all-reduce's block ranges (det/block_wire.hpp)
+  reduce_scatter,  // int64 SUM, each rank receiving its part
 };
-constexpr size_t kCollectiveKinds = 7;
-std::string_view to_string(Collective c);  // "allreduce_i64", …, "barrier"
+constexpr size_t kCollectiveKinds = 9;
+std::string_view to_string(Collective c);  // "allreduce_i64", …, "reduce_scatter"
 
 // Per kind: calls made and payload bytes this rank passed in (a buffer of n int64 counts 8n,
 // whatever the algorithm moves on the wire; an all-gather counts the bytes this rank sends).
@@ -58,6 +60,12 @@ class Communicator {
   // x[i] ← float SUM over ranks in the implementation's order (MPI/NCCL's own): the vendor path
   // of allreduce=native, whose bits may depend on the world size.  x: (n).
   void allreduce_sum_f32(float* x, size_t n);
+  // x[i] ← max over ranks of x[i].  x: (n).
+  void allreduce_max_u8(uint8_t* x, size_t n);
+  // Rank r's part x[o_r, o_r + counts[r]) ← Σ_ranks of that part, o_r = Σ_{q<r} counts[q]; the
+  // other parts of x are left unspecified. Exact (int64 addition). x: (Σ counts), counts: (size()).
+  // The payload counted is the whole x, as for an all-reduce of it.
+  void reduce_scatter_sum_i64(int64_t* x, const size_t* counts);
   // data ← root's data on every rank.  data: (bytes).
   void broadcast(void* data, size_t bytes, int root);
   // out[r·n + i] = rank r's in[i].  in: (n), out: (size(), n).
@@ -74,6 +82,8 @@ class Communicator {
   virtual void do_allreduce_sum_u64(uint64_t* x, size_t n) = 0;
   virtual void do_allreduce_or_u32(uint32_t* x, size_t n) = 0;
   virtual void do_allreduce_sum_f32(float* x, size_t n) = 0;
+  virtual void do_allreduce_max_u8(uint8_t* x, size_t n) = 0;
+  virtual void do_reduce_scatter_sum_i64(int64_t* x, const size_t* counts) = 0;
   virtual void do_broadcast(void* data, size_t bytes, int root) = 0;
   virtual void do_allgather_u64(const uint64_t* in, size_t n, uint64_t* out) = 0;
   virtual void do_barrier() = 0;

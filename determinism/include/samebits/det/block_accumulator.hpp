@@ -1,0 +1,83 @@
+// BlockAccumulator: the exact gradient sum of DESIGN.md §1.1 rule 4 in block-local windows — the
+// same integers as FixedAccumulator's 4 limbs (the frame of block_wire.hpp), kept per block of
+// kWireBlock elements as 1, 2 or 3 int64 words per element in units of 2^base, base = the block's
+// lowest set bit seen so far. A leaf that needs a lower base shifts the block (exact); one that
+// needs more bits than the block holds widens it (exact). So the memory follows the gradients'
+// dynamic range — 8 bytes per element for ordinary blocks — and the rounding is bitwise
+// FixedAccumulator's for every input (tests/unit/test_block_wire.cpp). Integer operations only:
+// any thread count, order or partition gives the same sums.
+#pragma once
+#include <stddef.h>
+#include <stdint.h>
+
+#include <memory>
+#include <vector>
+
+#include "samebits/det/block_wire.hpp"
+#include "samebits/det/fixed_accumulator.hpp"
+#include "samebits/det/wide_int.hpp"
+
+namespace sb::det {
+
+class BlockAccumulator {
+ public:
+  static constexpr uint64_t kMaxAdds = FixedAccumulator::kMaxAdds;
+
+  explicit BlockAccumulator(size_t n);
+
+  // this[i] += q(x[i]) for i < n (x: (n)); NaN, Inf and values beyond the window are refused and
+  // set their status bit, as in fixed_add. OpenMP over blocks.
+  void add(const float* x);
+  // out[i] = the exact sum of element i rounded to fp32, bitwise FixedAccumulator::round_to_fp32.
+  void round_to_fp32(float* out) const;
+  void clear();
+
+  // The exact all-reduce (block_wire.hpp): (1) MAX all-reduce of ranges() as range_bytes() bytes;
+  // (2) encode(total_adds) into wire(); (3) int64 SUM all-reduce of wire(); (4) decode(...). After
+  // it every rank holds the exact sum over all ranks, with adds() = total_adds.
+  uint8_t* ranges() { return reinterpret_cast<uint8_t*>(ranges_.data()); }
+  size_t range_bytes() const { return ranges_.size() * sizeof(WireRange); }
+  void encode(uint64_t total_adds);
+  int64_t* wire() { return reinterpret_cast<int64_t*>(wire_.data()); }
+  size_t wire_words() const { return wire_.size(); }
+  void decode(uint64_t total_adds, uint32_t total_status);
+
+  // Element i's exact sum in the frame (units of 2^FixedWindow{}.lsb_exponent).
+  Wide192 value(size_t i) const;
+  size_t size() const { return n_; }
+  size_t blocks() const { return blocks_.size(); }
+  uint32_t status() const { return status_; }
+  uint64_t adds() const { return adds_; }
+  // Bytes held: element words, block descriptors, ranges and the wire buffer's capacity.
+  size_t memory_bytes() const;
+  // Throws sb::Error naming `what` when any status bit is set (FixedAccumulator::check's message).
+  void check(const char* what) const;
+
+ private:
+  struct Block {
+    uint8_t base = 0;   // values are in units of 2^base (the frame's bit index)
+    uint8_t words = 1;  // int64 words per element: 1, 2 or 3
+    std::unique_ptr<uint64_t[]> ext;  // (words - 1, count): the upper words, when words > 1
+  };
+  size_t begin(size_t b) const { return b * kWireBlock; }
+  int count(size_t b) const;
+  Wide192 get(const Block& blk, size_t b, int e) const;  // in units of 2^base
+  void set(Block& blk, size_t b, int e, const Wide192& v);
+  // Re-bases block b to `base` and gives it `words` words per element, keeping every value.
+  void reshape(size_t b, int base, int words);
+  uint32_t add_block(size_t b, const float* x, uint64_t adds_after);
+  void count_adds(uint64_t more);
+
+  size_t n_;
+  std::vector<uint64_t> low_;      // (n) word 0 of every element
+  std::vector<Block> blocks_;      // (blocks)
+  std::vector<WireRange> ranges_;  // (blocks) the bit ranges of every value added
+  std::vector<uint64_t> wire_;     // (wire_words) the encoded sums of the last encode()
+  uint32_t status_ = 0;
+  uint64_t adds_ = 0;
+};
+
+// Words per element a block needs for sums of `adds` values within range r (1..3).
+int block_words_needed(WireRange r, uint64_t adds);
+
+}  // namespace sb::det

@@ -1,0 +1,229 @@
+// BlockAccumulator: block-local exact sums and the host side of the exact all-reduce. Every block
+// is independent and every operation is integer arithmetic, so OpenMP's split over blocks cannot
+// change a bit; the wire layout is a function of the agreed ranges and the total add count only.
+#include "samebits/det/block_accumulator.hpp"
+
+#include <cstddef>
+
+#include "samebits/det/error.hpp"
+
+namespace sb::det {
+
+namespace {
+
+constexpr FixedWindow kFrame{};
+
+// Sign-extends the top stored word into a Wide192.
+Wide192 widen(const uint64_t* w, int words) {
+  Wide192 v = {{0, 0, 0}};
+  for (int j = 0; j < words; ++j) v.w[j] = w[j];
+  const uint64_t fill = (w[words - 1] >> 63) != 0 ? ~uint64_t{0} : 0;
+  for (int j = words; j < 3; ++j) v.w[j] = fill;
+  return v;
+}
+
+}  // namespace
+
+int block_words_needed(WireRange r, uint64_t adds) {
+  if (r.hi == 0) return 1;
+  // |sum| <= adds·(2^(hi-lo) - 1) units: hi - lo + ceil(log2 adds) magnitude bits and a sign.
+  const int bits = r.hi - (255 - r.lo_flip) + 1 + wire_ceil_log2(adds);
+  return bits <= 64 ? 1 : bits <= 128 ? 2 : 3;
+}
+
+BlockAccumulator::BlockAccumulator(size_t n)
+    : n_(n), low_(n, 0), blocks_((n + kWireBlock - 1) / kWireBlock), ranges_(blocks_.size()) {}
+
+int BlockAccumulator::count(size_t b) const {
+  const size_t end = begin(b) + kWireBlock < n_ ? begin(b) + kWireBlock : n_;
+  return static_cast<int>(end - begin(b));
+}
+
+Wide192 BlockAccumulator::get(const Block& blk, size_t b, int e) const {
+  uint64_t w[3] = {low_[begin(b) + static_cast<size_t>(e)], 0, 0};
+  const size_t c = static_cast<size_t>(count(b));
+  for (int j = 1; j < blk.words; ++j) w[j] = blk.ext[static_cast<size_t>(j - 1) * c + e];
+  return widen(w, blk.words);
+}
+
+void BlockAccumulator::set(Block& blk, size_t b, int e, const Wide192& v) {
+  low_[begin(b) + static_cast<size_t>(e)] = v.w[0];
+  const size_t c = static_cast<size_t>(count(b));
+  for (int j = 1; j < blk.words; ++j) blk.ext[static_cast<size_t>(j - 1) * c + e] = v.w[j];
+}
+
+void BlockAccumulator::reshape(size_t b, int base, int words) {
+  Block& blk = blocks_[b];
+  const int c = count(b);
+  const int shift = blk.base - base;  // >= 0: a lower base only
+  if (shift == 0 && words == blk.words) return;
+  std::vector<Wide192> v(static_cast<size_t>(c));
+  for (int e = 0; e < c; ++e) v[size_t(e)] = wide_shl(get(blk, b, e), shift);
+  if (words != blk.words) {
+    blk.ext = words > 1 ? std::make_unique<uint64_t[]>(static_cast<size_t>(words - 1) * c) : nullptr;
+    blk.words = static_cast<uint8_t>(words);
+  }
+  blk.base = static_cast<uint8_t>(base);
+  for (int e = 0; e < c; ++e) set(blk, b, e, v[size_t(e)]);
+}
+
+uint32_t BlockAccumulator::add_block(size_t b, const float* x, uint64_t adds_after) {
+  const int c = count(b);
+  const float* xb = x + begin(b);
+  uint32_t status = 0;
+  WireRange r = {0, 0};
+  for (int e = 0; e < c; ++e) {
+    const uint32_t abs_bits = bits_of(xb[e]) & 0x7FFFFFFFu;
+    if (abs_bits >= 0x7F800000u) {
+      status |= abs_bits > 0x7F800000u ? kFixedNaN : kFixedInf;
+    } else if (abs_bits >= fixed_limit_bits(kFrame)) {
+      status |= kFixedOverflow;
+    }
+    r = wire_range_max(r, wire_range(xb[e], kFrame));
+  }
+  if (r.hi == 0) return status;  // nothing but zeros and refused values
+  Block& blk = blocks_[b];
+  const bool empty = ranges_[b].hi == 0;
+  ranges_[b] = wire_range_max(ranges_[b], r);
+  const int lo = 255 - ranges_[b].lo_flip;
+  if (empty) blk.base = static_cast<uint8_t>(lo);  // every value is 0: any base holds it
+  const int words = block_words_needed(ranges_[b], adds_after);
+  reshape(b, lo < blk.base ? lo : blk.base, words > blk.words ? words : blk.words);
+  const int base = blk.base;
+  for (int e = 0; e < c; ++e) {
+    const uint32_t bits = bits_of(xb[e]);
+    const uint32_t abs_bits = bits & 0x7FFFFFFFu;
+    if (abs_bits >= fixed_limit_bits(kFrame)) continue;  // refused (NaN, Inf included)
+    const FixedDigits d = fixed_digits(abs_bits, kFrame);
+    const uint64_t v = d.lo | (d.hi << 32);
+    if (v == 0) continue;
+    // q = v·2^(32k) < 2^127, a multiple of 2^base: q / 2^base.
+    const int shift = 32 * d.k - base;
+    if (blk.words == 1) {  // the sum fits 64 bits, so q / 2^base < 2^63
+      const uint64_t u = shift >= 0 ? v << shift : v >> -shift;
+      const int64_t s = static_cast<int64_t>(u);
+      low_[begin(b) + size_t(e)] += static_cast<uint64_t>((bits >> 31) != 0 ? -s : s);
+      continue;
+    }
+    Wide192 q = {{v, 0, 0}};
+    q = shift >= 0 ? wide_shl(q, shift) : wide_sar(q, -shift);
+    if ((bits >> 31) != 0) q = wide_neg(q);
+    set(blk, b, e, wide_add(get(blk, b, e), q));
+  }
+  return status;
+}
+
+void BlockAccumulator::count_adds(uint64_t more) {
+  adds_ += more;
+  if (adds_ > kMaxAdds) status_ |= kFixedOverflow;
+}
+
+void BlockAccumulator::add(const float* x) {
+  const uint64_t adds_after = adds_ + 1;
+  const std::ptrdiff_t nb = static_cast<std::ptrdiff_t>(blocks_.size());
+  uint32_t status = 0;
+#pragma omp parallel for schedule(static) reduction(| : status) if (nb > 64)
+  for (std::ptrdiff_t b = 0; b < nb; ++b) status |= add_block(static_cast<size_t>(b), x, adds_after);
+  status_ |= status;
+  count_adds(1);
+}
+
+Wide192 BlockAccumulator::value(size_t i) const {
+  const size_t b = i / kWireBlock;
+  const Block& blk = blocks_[b];
+  return wide_shl(get(blk, b, static_cast<int>(i - begin(b))), blk.base);
+}
+
+void BlockAccumulator::round_to_fp32(float* out) const {
+  const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(n_);
+#pragma omp parallel for schedule(static) if (n > (1 << 14))
+  for (std::ptrdiff_t i = 0; i < n; ++i) {
+    int64_t limb[4];
+    wide_to_limbs(value(static_cast<size_t>(i)), limb, 1);
+    out[i] = fixed_round_f32(limb, 1, kFrame);
+  }
+}
+
+void BlockAccumulator::clear() {
+  low_.assign(n_, 0);
+  for (Block& blk : blocks_) blk = Block{};
+  ranges_.assign(ranges_.size(), WireRange{0, 0});
+  status_ = 0;
+  adds_ = 0;
+}
+
+void BlockAccumulator::encode(uint64_t total_adds) {
+  const size_t nb = blocks_.size();
+  std::vector<uint64_t> offset(nb + 1, 0);
+  for (size_t b = 0; b < nb; ++b) {
+    offset[b + 1] = offset[b] + block_wire(ranges_[b], count(b), total_adds).words;
+  }
+  wire_.resize(offset[nb]);
+  const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(nb);
+#pragma omp parallel for schedule(static) if (n > 64)
+  for (std::ptrdiff_t bi = 0; bi < n; ++bi) {
+    const size_t b = static_cast<size_t>(bi);
+    const BlockWire bw = block_wire(ranges_[b], count(b), total_adds);
+    const Block& blk = blocks_[b];
+    // The agreed lo is at most this rank's base, unless this rank's block is empty (all zeros).
+    const int up = blk.base > bw.lo ? blk.base - bw.lo : 0;
+    if (blk.words == 1 && bw.width <= 64) {  // one shift of an int64: |S / 2^lo| < 2^63, up < 64
+      const uint64_t* low = low_.data() + begin(b);
+      wire_encode_block(wire_.data() + offset[b], bw, count(b), adds_, [&](int e) {
+        return Wide192{{low[e] << up, 0, 0}};
+      });
+      continue;
+    }
+    wire_encode_block(wire_.data() + offset[b], bw, count(b), adds_,
+                      [&](int e) { return wide_shl(get(blk, b, e), up); });
+  }
+}
+
+void BlockAccumulator::decode(uint64_t total_adds, uint32_t total_status) {
+  const size_t nb = blocks_.size();
+  std::vector<uint64_t> offset(nb + 1, 0);
+  for (size_t b = 0; b < nb; ++b) {
+    offset[b + 1] = offset[b] + block_wire(ranges_[b], count(b), total_adds).words;
+  }
+  SB_CHECK(offset[nb] == wire_.size(), "BlockAccumulator::decode: the agreed ranges give ",
+           offset[nb], " wire words, but encode() wrote ", wire_.size(),
+           "; every rank must encode with the same MAX-reduced ranges and total add count");
+  const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(nb);
+#pragma omp parallel for schedule(static) if (n > 64)
+  for (std::ptrdiff_t bi = 0; bi < n; ++bi) {
+    const size_t b = static_cast<size_t>(bi);
+    const BlockWire bw = block_wire(ranges_[b], count(b), total_adds);
+    Block& blk = blocks_[b];
+    const int words = block_words_needed(ranges_[b], total_adds);
+    blk.ext = words > 1 ? std::make_unique<uint64_t[]>(static_cast<size_t>(words - 1) * count(b))
+                        : nullptr;
+    blk.words = static_cast<uint8_t>(words);
+    blk.base = static_cast<uint8_t>(bw.lo);
+    wire_decode_block(wire_.data() + offset[b], bw, count(b), total_adds,
+                      [&](int e, const Wide192& s) { set(blk, b, e, s); });
+  }
+  adds_ = 0;
+  status_ = total_status;
+  count_adds(total_adds);
+}
+
+size_t BlockAccumulator::memory_bytes() const {
+  size_t bytes = low_.capacity() * sizeof(uint64_t) + blocks_.capacity() * sizeof(Block) +
+                 ranges_.capacity() * sizeof(WireRange) + wire_.capacity() * sizeof(uint64_t);
+  for (size_t b = 0; b < blocks_.size(); ++b) {
+    bytes += static_cast<size_t>(blocks_[b].words - 1) * static_cast<size_t>(count(b)) * 8;
+  }
+  return bytes;
+}
+
+void BlockAccumulator::check(const char* what) const {
+  if (status_ == 0) return;
+  SB_FAIL(what, ": the fixed-point accumulator refused values (status ", status_, ":",
+          (status_ & kFixedOverflow) ? " overflow" : "", (status_ & kFixedNaN) ? " NaN" : "",
+          (status_ & kFixedInf) ? " Inf" : "", "); expected finite values below 2^",
+          fixed_top_exponent(kFrame), " and at most ", kMaxAdds,
+          " adds per element. NaN/Inf come from the values themselves; overflow means a gradient "
+          "of 2^27 or more: lower the learning rate or the loss scale.");
+}
+
+}  // namespace sb::det

@@ -1,0 +1,293 @@
+// The exact all-reduce's codec (det/block_wire.hpp) and BlockAccumulator against the plain 4-limb
+// FixedAccumulator: on adversarial blocks, every special value and random partitions of the leaves
+// over 1-7 simulated ranks (words summed as an int64 SUM all-reduce does, wrapping), every rank
+// decodes exactly the 4-limb sum's integers (compared as integers, bitwise) and rounds to its bits;
+// the status bits agree; the wire's size is the same for every partition and world size.
+#include <doctest/doctest.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "samebits/det/bits.hpp"
+#include "samebits/det/block_accumulator.hpp"
+#include "samebits/det/block_wire.hpp"
+#include "samebits/det/error.hpp"
+#include "samebits/det/fixed_accumulator.hpp"
+#include "samebits/det/wide_int.hpp"
+
+using sb::det::BlockAccumulator;
+using sb::det::FixedAccumulator;
+using sb::det::Wide192;
+
+namespace {
+
+using Leaves = std::vector<std::vector<float>>;  // (leaves, n)
+
+struct Reference {
+  std::vector<Wide192> sums;    // (n) exact, in the frame
+  std::vector<uint32_t> bits;   // (n) rounded
+  uint32_t status = 0;
+  uint64_t adds = 0;
+};
+
+Reference reference(const Leaves& leaves) {
+  const size_t n = leaves[0].size();
+  FixedAccumulator acc(n);
+  for (const std::vector<float>& l : leaves) acc.add(l.data());
+  acc.normalize();
+  Reference r;
+  std::vector<float> out(n);
+  acc.round_to_fp32(out.data());
+  for (size_t i = 0; i < n; ++i) {
+    r.sums.push_back(sb::det::wide_from_limbs(acc.limbs() + i, n));
+    r.bits.push_back(sb::det::bits_of(out[i]));
+  }
+  r.status = acc.status();
+  r.adds = acc.adds();
+  return r;
+}
+
+bool same(const Wide192& a, const Wide192& b) { return std::memcmp(a.w, b.w, sizeof a.w) == 0; }
+
+struct Outcome {
+  size_t words = 0;  // wire words
+  size_t range_bytes = 0;
+};
+
+// Leaves split over `ranks` accumulators by owner[l] (in leaf order within a rank), the exact
+// all-reduce simulated, every rank checked against the reference.
+Outcome all_reduce_check(const Leaves& leaves, int ranks, const std::vector<int>& owner) {
+  const size_t n = leaves[0].size();
+  const Reference ref = reference(leaves);
+  std::vector<BlockAccumulator> rank;
+  for (int r = 0; r < ranks; ++r) rank.emplace_back(n);
+  for (size_t l = 0; l < leaves.size(); ++l) rank[size_t(owner[l])].add(leaves[l].data());
+  // MAX all-reduce of the ranges; SUM of adds; OR of status.
+  std::vector<uint8_t> ranges(rank[0].range_bytes(), 0);
+  uint64_t adds = 0;
+  uint32_t status = 0;
+  for (BlockAccumulator& a : rank) {
+    for (size_t i = 0; i < ranges.size(); ++i) ranges[i] = std::max(ranges[i], a.ranges()[i]);
+    adds += a.adds();
+    status |= a.status();
+  }
+  CHECK(adds == ref.adds);
+  CHECK(status == ref.status);
+  std::vector<uint64_t> sum;
+  for (BlockAccumulator& a : rank) {
+    std::copy(ranges.begin(), ranges.end(), a.ranges());
+    a.encode(adds);
+    if (sum.empty()) sum.assign(a.wire_words(), 0);
+    REQUIRE(a.wire_words() == sum.size());
+    for (size_t k = 0; k < sum.size(); ++k) sum[k] += static_cast<uint64_t>(a.wire()[k]);
+  }
+  for (BlockAccumulator& a : rank) {
+    std::memcpy(a.wire(), sum.data(), sum.size() * sizeof(uint64_t));
+    a.decode(adds, status);
+    CHECK(a.adds() == ref.adds);
+    CHECK(a.status() == ref.status);
+    std::vector<float> out(n);
+    a.round_to_fp32(out.data());
+    size_t wrong_sums = 0, wrong_bits = 0;
+    for (size_t i = 0; i < n; ++i) {
+      wrong_sums += same(a.value(i), ref.sums[i]) ? 0 : 1;
+      wrong_bits += sb::det::bits_of(out[i]) == ref.bits[i] ? 0 : 1;
+    }
+    CHECK(wrong_sums == 0);
+    CHECK(wrong_bits == 0);
+  }
+  return {sum.size(), ranges.size()};
+}
+
+std::vector<int> contiguous(size_t leaves, int ranks) {
+  std::vector<int> owner(leaves);
+  for (size_t l = 0; l < leaves; ++l) owner[l] = static_cast<int>(l * size_t(ranks) / leaves);
+  return owner;
+}
+
+float random_float(std::mt19937_64& rng, int lo, int hi) {
+  const int e = std::uniform_int_distribution<int>(lo, hi)(rng);
+  const float m = static_cast<float>((rng() >> 40) | (1ull << 23));
+  const float x = std::ldexp(m, e - 23);
+  return (rng() & 1) ? -x : x;
+}
+
+// Gradient-like leaves: exponents in [lo, hi], zeros, cancelling pairs across leaves.
+Leaves random_leaves(std::mt19937_64& rng, size_t leaves, size_t n, int lo, int hi) {
+  Leaves out(leaves, std::vector<float>(n));
+  for (size_t l = 0; l < leaves; ++l) {
+    for (size_t i = 0; i < n; ++i) {
+      float x = random_float(rng, lo, hi);
+      if (rng() % 16 == 0) x = 0.0f;
+      if (rng() % 16 == 1) x = -0.0f;
+      if (l % 2 == 1 && rng() % 4 == 0) x = -out[l - 1][i];
+      out[l][i] = x;
+    }
+  }
+  return out;
+}
+
+const float kMax = std::numeric_limits<float>::max();
+const float kInf = std::numeric_limits<float>::infinity();
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+const float kTiny = std::numeric_limits<float>::denorm_min();
+const float kTop = std::nextafter(134217728.0f, 0.0f);  // the largest value below 2^27
+const float kLsb = std::ldexp(1.0f, -100);              // the frame's unit
+
+// Adversarial blocks, one per kWireBlock elements: (name, leaves × values of the block).
+Leaves adversarial(size_t leaves) {
+  const size_t b = sb::det::kWireBlock;
+  std::vector<std::vector<float>> kinds;
+  std::mt19937_64 rng(11);
+  auto block = [&](auto f) {
+    for (size_t l = 0; l < leaves; ++l) {
+      std::vector<float> v(b);
+      for (size_t e = 0; e < b; ++e) v[e] = f(l, e);
+      kinds.push_back(v);
+    }
+  };
+  block([](size_t, size_t) { return 0.0f; });                                    // empty
+  block([](size_t l, size_t) { return l % 2 ? -0.0f : 0.0f; });                   // signed zeros
+  block([](size_t, size_t) { return 1.0f; });                                    // all equal
+  block([](size_t, size_t e) { return e % 2 ? kTop : -kTop; });                  // top, alternating
+  block([](size_t l, size_t e) { return (l + e) % 2 ? kTop : kLsb; });            // full window span
+  block([](size_t l, size_t) { return l % 2 ? -kTop : kTop; });                  // cancelling, max
+  block([](size_t l, size_t e) { return l % 2 ? -kTiny * float(e) : kTiny * float(e); });  // subnormals
+  block([&](size_t, size_t) { return random_float(rng, -140, -95); });           // below the window
+  block([](size_t, size_t e) { return std::ldexp(1.5f, -101 - int(e % 4)); });    // below-window ties
+  block([](size_t l, size_t) { return l == 0 ? 1e6f : -1e-29f; });                // re-base, widen
+  block([](size_t l, size_t e) { return l == 0 && e == 7 ? kTop : 1e-6f; });      // one outlier
+  block([&](size_t, size_t) { return random_float(rng, -149, 26); });            // every exponent
+  // Interleave: leaf l's vector is the concatenation of every kind's leaf-l block.
+  Leaves out(leaves);
+  const size_t kinds_count = kinds.size() / leaves;
+  for (size_t l = 0; l < leaves; ++l) {
+    for (size_t k = 0; k < kinds_count; ++k) {
+      const std::vector<float>& v = kinds[k * leaves + l];
+      out[l].insert(out[l].end(), v.begin(), v.end());
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("block wire: adversarial blocks over 1-7 ranks equal the 4-limb sum") {
+  for (size_t leaves : {size_t(1), size_t(2), size_t(7), size_t(12)}) {
+    const Leaves data = adversarial(leaves);
+    size_t words = 0;
+    for (int ranks = 1; ranks <= 7; ++ranks) {
+      CAPTURE(leaves);
+      CAPTURE(ranks);
+      const Outcome o = all_reduce_check(data, ranks, contiguous(leaves, ranks));
+      if (ranks == 1) words = o.words;
+      CHECK(o.words == words);  // the wire does not depend on the world size
+    }
+  }
+}
+
+TEST_CASE("block wire: random partitions of random leaves over 1-7 ranks") {
+  std::mt19937_64 rng(2026);
+  for (int trial = 0; trial < 12; ++trial) {
+    const size_t leaves = 1 + rng() % 9;
+    const size_t n = 1 + rng() % 1500;  // partial last blocks included
+    const int lo = -150 + static_cast<int>(rng() % 120);
+    const int hi = std::min(26, lo + static_cast<int>(rng() % 60));
+    const Leaves data = random_leaves(rng, leaves, n, lo, hi);
+    const int ranks = 1 + static_cast<int>(rng() % 7);
+    std::vector<int> owner(leaves);
+    for (int& o : owner) o = static_cast<int>(rng() % size_t(ranks));  // some ranks may get none
+    CAPTURE(trial);
+    const Outcome o = all_reduce_check(data, ranks, owner);
+    CHECK(o.words == all_reduce_check(data, 1, std::vector<int>(leaves, 0)).words);
+  }
+}
+
+TEST_CASE("block wire: every special value; the status bits agree on every rank") {
+  const std::vector<float> specials = {0.0f,  -0.0f, kTiny, -kTiny, 1.17549435e-38f, kTop, -kTop,
+                                       134217728.0f, kMax,  -kMax, kInf,  -kInf, kNaN,  1.0f};
+  Leaves data(3, std::vector<float>(specials.size() * 3, 0.5f));
+  for (size_t l = 0; l < 3; ++l) {
+    for (size_t i = 0; i < specials.size(); ++i) data[l][i * 3 + l] = specials[i];
+  }
+  for (int ranks = 1; ranks <= 3; ++ranks) {
+    CAPTURE(ranks);
+    all_reduce_check(data, ranks, contiguous(3, ranks));
+  }
+  BlockAccumulator acc(specials.size());
+  acc.add(specials.data());
+  CHECK(acc.status() == (sb::det::kFixedNaN | sb::det::kFixedInf | sb::det::kFixedOverflow));
+  CHECK_THROWS_AS(acc.check("the test gradient"), sb::Error);
+}
+
+TEST_CASE("block accumulator: thread count changes no bit; memory follows the blocks' ranges") {
+  std::mt19937_64 rng(5);
+  const size_t n = 70000;
+  const Leaves data = random_leaves(rng, 4, n, -20, 0);
+  const int saved = omp_get_max_threads();
+  std::vector<Wide192> one;
+  for (int threads : {1, 2, 4}) {
+    omp_set_num_threads(threads);
+    BlockAccumulator acc(n);
+    for (const std::vector<float>& l : data) acc.add(l.data());
+    if (threads == 1) {
+      for (size_t i = 0; i < n; ++i) one.push_back(acc.value(i));
+    }
+    size_t wrong = 0;
+    for (size_t i = 0; i < n; ++i) wrong += same(acc.value(i), one[i]) ? 0 : 1;
+    CHECK(wrong == 0);
+    // Ranges of 2^20 plus 24 mantissa bits fit one word per element: 8 bytes, plus descriptors.
+    CHECK(acc.memory_bytes() < n * 9);
+  }
+  omp_set_num_threads(saved);
+  // A block spanning the whole window: 128 bits of sum for one add, 129 for two (three words).
+  BlockAccumulator wide(sb::det::kWireBlock);
+  std::vector<float> x(sb::det::kWireBlock, kLsb);
+  x[0] = kTop;
+  wide.add(x.data());
+  CHECK(wide.memory_bytes() >= 2 * 8 * sb::det::kWireBlock);
+  CHECK(wide.memory_bytes() < 3 * 8 * sb::det::kWireBlock);
+  wide.add(x.data());
+  CHECK(wide.memory_bytes() >= 3 * 8 * sb::det::kWireBlock);
+}
+
+TEST_CASE("block wire: the cost of a block is its range plus headroom, as documented") {
+  // Values ±0x800001·2^(e-23), e in [e_lo, -10]: ctz in the frame e_lo + 77, bitlength -10 + 101;
+  // 8 leaves (h = 3): width = (91 - (e_lo + 77)) + 1 + 3 bits, in chunks of 61 bits per word.
+  const size_t b = sb::det::kWireBlock, n = 16 * b;
+  for (int e_lo : {-22, -16, -10}) {
+    std::mt19937_64 rng(static_cast<uint64_t>(-e_lo));
+    Leaves data(8, std::vector<float>(n));
+    for (std::vector<float>& l : data) {
+      for (size_t i = 0; i < n; ++i) {
+        const int spread = static_cast<int>(rng() % static_cast<uint64_t>(-10 - e_lo + 1));
+        const int e = i % b == 0 ? e_lo : i % b == 1 ? -10 : e_lo + spread;
+        const float x = std::ldexp(float(0x800001), e - 23);
+        l[i] = rng() & 1 ? -x : x;
+      }
+    }
+    const Outcome o = all_reduce_check(data, 2, contiguous(8, 2));
+    const size_t width = size_t(91 - (e_lo + 77) + 1 + 3);
+    CAPTURE(e_lo);
+    CHECK(o.words == (n / b) * ((b * width + 60) / 61));
+    CHECK(o.range_bytes == 2 * (n / b));
+  }
+}
+
+TEST_CASE("wide integers: shifts, limbs round trip") {
+  const Wide192 minus_one = sb::det::wide_from_i64(-1);
+  CHECK(sb::det::wide_negative(minus_one));
+  CHECK(same(sb::det::wide_sar(sb::det::wide_shl(minus_one, 150), 150), minus_one));
+  const int64_t limbs[4] = {-5, 1ll << 40, -(1ll << 35), -(1ll << 61)};
+  const Wide192 v = sb::det::wide_from_limbs(limbs, 1);
+  int64_t back[4];
+  sb::det::wide_to_limbs(v, back, 1);
+  CHECK(same(sb::det::wide_from_limbs(back, 1), v));
+  for (int j = 0; j < 3; ++j) CHECK((back[j] >= 0 && back[j] < (1ll << 32)));
+}
