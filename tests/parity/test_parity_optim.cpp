@@ -167,14 +167,14 @@ TEST_CASE("clipping and exact sums of squares: GPU equals CPU") {
     std::vector<float> special = parity_values(1000, 8);
     special[17] = det::float_of_bits(0x7f800000u);
     Guarded with_inf(*gpu, special.size(), special);
-    CHECK(det::bits_of(k->sum_of_squares(with_inf.data(), special.size()).to_f64()) ==
+    CHECK(det::bits_of(k.sum_of_squares(with_inf.data(), special.size()).to_f64()) ==
           det::bits_of(sum_of_squares(special.data(), special.size()).to_f64()));
     special[500] = det::float_of_bits(0xffc00001u);
     Guarded with_nan(*gpu, special.size(), special);
-    const det::ExactSum nan_sum = k->sum_of_squares(with_nan.data(), special.size());
+    const det::ExactSum nan_sum = k.sum_of_squares(with_nan.data(), special.size());
     CHECK(det::bits_of(nan_sum.to_f64()) == det::bits_of(sum_of_squares(special.data(), special.size()).to_f64()));
     CHECK(nan_sum.count() == 1000);
-    CHECK(det::bits_of(k->sum_of_squares(with_nan.data(), 0).to_f64()) == 0u);
+    CHECK(det::bits_of(k.sum_of_squares(with_nan.data(), 0).to_f64()) == 0u);
   }
 }
 
