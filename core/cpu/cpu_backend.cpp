@@ -1,5 +1,6 @@
-// The CPU backend: host memory, the rule-4 gradient accumulator (det::BlockAccumulator) and the
-// row-sum helpers shared by the op files. Results never depend on the OpenMP thread count.
+// The CPU backend: host memory, the rule-4 gradient accumulator (det::BlockAccumulator), the
+// optimizers' host loops and the row-sum helpers shared by the op files. Results never depend on
+// the OpenMP thread count.
 #include "cpu_backend.hpp"
 
 #include <omp.h>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "samebits/core/ops/gradient.hpp"
+#include "samebits/core/optim/optim_kernels.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/block_accumulator.hpp"
 #include "samebits/det/lane32.hpp"
@@ -68,9 +70,11 @@ std::string CpuBackend::describe() const {
 Tensor CpuBackend::alloc(DType dtype, Shape shape) { return Tensor::host(dtype, std::move(shape)); }
 
 void CpuBackend::copy_from_host(void* dst, const void* host_src, size_t bytes) {
+  count_from_host(bytes);
   if (bytes) std::memcpy(dst, host_src, bytes);
 }
 void CpuBackend::copy_to_host(void* host_dst, const void* src, size_t bytes) {
+  count_to_host(bytes);
   if (bytes) std::memcpy(host_dst, src, bytes);
 }
 void CpuBackend::copy(void* dst, const void* src, size_t bytes) {
@@ -83,6 +87,8 @@ void CpuBackend::zero(void* dst, size_t bytes) {
 std::unique_ptr<GradAccumulator> CpuBackend::make_accumulator(size_t n) {
   return std::make_unique<CpuGradAccumulator>(n);
 }
+
+OptimKernels& CpuBackend::optim_kernels() { return host_optim_kernels(); }
 
 float row_sum(const float* x, int n, ReduceMode mode) {
   if (mode == ReduceMode::canonical) return det::lane32_sum(x, static_cast<size_t>(n));

@@ -24,6 +24,10 @@ class CpuBackend final : public Backend {
   void copy(void* dst, const void* src, size_t bytes) override;
   void zero(void* dst, size_t bytes) override;
   std::unique_ptr<GradAccumulator> make_accumulator(size_t n) override;
+  OptimKernels& optim_kernels() override;  // host_optim_kernels()
+  std::unique_ptr<TensorSums> make_tensor_sums(std::vector<TensorSpan> spans) override;
+  void fingerprints(const float* flat, const std::vector<TensorSpan>& spans,
+                    uint64_t* out) override;  // tensor_sums.cpp
 
   void gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b,
             int ldb, float* c, int ldc, bool accumulate, Precision precision) override;

@@ -3,6 +3,8 @@
 // arithmetic on values here; the ops live in their own files.
 #include "cuda_backend.hpp"
 
+#include "samebits/core/cuda/nccl_communicator.hpp"
+
 #include <charconv>
 #include <cstdlib>
 #include <utility>
@@ -150,14 +152,16 @@ Tensor CudaBackend::alloc(DType dtype, Shape shape) {
 }
 
 void CudaBackend::upload(void* dst, const void* host_src, size_t bytes) {
+  count_from_host(bytes);
   if (bytes == 0) return;
-  SB_CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_));
+  SB_CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyDefault, stream_));
   SB_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
 void CudaBackend::download(void* host_dst, const void* src, size_t bytes) {
+  count_to_host(bytes);
   if (bytes == 0) return;
-  SB_CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_));
+  SB_CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDefault, stream_));
   SB_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
@@ -198,6 +202,16 @@ void* CudaBackend::scratch(Scratch slot, size_t bytes) {
   return b.ptr;
 }
 
+std::unique_ptr<Communicator> CudaBackend::make_peer_communicator(
+    std::unique_ptr<Communicator> transport) {
+  return make_nccl_communicator(*this, std::move(transport));
+}
+
+OptimKernels& CudaBackend::optim_kernels() {
+  if (optim_kernels_ == nullptr) optim_kernels_ = make_optim_kernels(*this);
+  return *optim_kernels_;
+}
+
 cublasHandle_t CudaBackend::cublas() {
   if (cublas_ == nullptr) {
     SB_CUBLAS_CHECK(cublasCreate(&cublas_));
@@ -224,7 +238,6 @@ std::unique_ptr<Backend> make_cuda_backend(Numerics numerics, int device) {
 
 std::unique_ptr<Backend> make_cuda_backend(Numerics numerics, const CudaOptions& options,
                                            int device) {
-  register_optim_kernels(Device::cuda, &cuda::make_optim_kernels);
   return std::make_unique<cuda::CudaBackend>(numerics, options, device);
 }
 

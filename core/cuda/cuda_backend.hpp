@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "samebits/core/backend.hpp"
 #include "samebits/core/cuda/check.hpp"
@@ -29,7 +30,7 @@
 namespace sb::cuda {
 
 // Persistent device scratch buffers of the backend, one per purpose.
-enum class Scratch : uint8_t { gemm_a, gemm_b, embedding, count };
+enum class Scratch : uint8_t { gemm_a, gemm_b, embedding, fingerprint, count };
 
 class CudaBackend final : public Backend {
  public:
@@ -46,6 +47,13 @@ class CudaBackend final : public Backend {
   void zero(void* dst, size_t bytes) override;
   void synchronize() override;
   std::unique_ptr<GradAccumulator> make_accumulator(size_t n) override;
+  OptimKernels& optim_kernels() override;  // optim_kernels.cu, made on first use
+  std::unique_ptr<TensorSums> make_tensor_sums(std::vector<TensorSpan> spans) override;
+  void fingerprints(const float* flat, const std::vector<TensorSpan>& spans,
+                    uint64_t* out) override;  // tensor_sums.cu
+  // NCCL over `transport` (nccl_communicator.hpp).
+  std::unique_ptr<Communicator> make_peer_communicator(
+      std::unique_ptr<Communicator> transport) override;
 
   void gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b,
             int ldb, float* c, int ldc, bool accumulate, Precision precision) override;
@@ -86,7 +94,8 @@ class CudaBackend final : public Backend {
   const CudaLaunchConfig& launch() const { return options_.launch; }
   // Makes this backend's device the calling thread's current device (every public entry does).
   void activate() const;
-  // Host → device and device → host copies ordered on the stream; both return when done.
+  // Host → device and device → host copies ordered on the stream; both return when done and
+  // count into host_traffic(). Either side may also be host memory (cudaMemcpyDefault, UVA).
   void upload(void* dst, const void* host_src, size_t bytes);
   void download(void* host_dst, const void* src, size_t bytes);
   // A device buffer of at least `bytes` for `slot`, kept between calls (grown when needed).
@@ -109,6 +118,9 @@ class CudaBackend final : public Backend {
   std::string name_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
+  std::unique_ptr<OptimKernels> optim_kernels_;
+  Tensor xxh3_secret_;      // (192 bytes) XXH3's default secret, for fingerprints
+  Tensor fingerprint_out_;  // (tensors) u64 fingerprints computed on the device
   struct Buffer {
     void* ptr = nullptr;
     size_t bytes = 0;
@@ -116,9 +128,8 @@ class CudaBackend final : public Backend {
   std::array<Buffer, static_cast<size_t>(Scratch::count)> scratch_{};
 };
 
-// The optimizers' kernels on a CUDA backend (optim_kernels.cu); make_cuda_backend registers this
-// factory for Device::cuda (optim/optim_kernels.hpp). Throws sb::Error for another backend.
-std::unique_ptr<OptimKernels> make_optim_kernels(Backend& backend);
+// The optimizers' kernels on `backend`'s memory (optim_kernels.cu): what optim_kernels() owns.
+std::unique_ptr<OptimKernels> make_optim_kernels(CudaBackend& backend);
 
 // ---- launch helpers ----------------------------------------------------------------------------
 

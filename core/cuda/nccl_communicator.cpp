@@ -12,7 +12,9 @@
 #include <nccl.h>
 
 #include <cstdint>
+#include <memory>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "samebits/core/cuda/check.hpp"
@@ -32,8 +34,8 @@ namespace {
 
 class NcclCommunicator final : public Communicator {
  public:
-  explicit NcclCommunicator(Backend& backend)
-      : stream_(cuda_stream(backend)), device_(cuda_device(backend)) {
+  NcclCommunicator(Backend& backend, std::unique_ptr<Communicator> transport)
+      : transport_(std::move(transport)), stream_(cuda_stream(backend)), device_(cuda_device(backend)) {
     int initialized = 0;
     MPI_Initialized(&initialized);
     ncclUniqueId id{};
@@ -61,6 +63,8 @@ class NcclCommunicator final : public Communicator {
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  Communicator* transport() override { return transport_.get(); }
+
   std::string describe() const override {
     return detail::concat("nccl (", size_, " ranks, cuda:", device_, ")");
   }
@@ -203,6 +207,7 @@ class NcclCommunicator final : public Communicator {
     SB_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
 
+  std::unique_ptr<Communicator> transport_;  // destroyed after comm_ (the destructor's body)
   cudaStream_t stream_;
   int device_;
   int rank_ = 0, size_ = 1;
@@ -215,8 +220,9 @@ class NcclCommunicator final : public Communicator {
 
 bool nccl_available() { return true; }
 
-std::unique_ptr<Communicator> make_nccl_communicator(Backend& cuda_backend) {
-  return std::make_unique<NcclCommunicator>(cuda_backend);
+std::unique_ptr<Communicator> make_nccl_communicator(Backend& cuda_backend,
+                                                     std::unique_ptr<Communicator> transport) {
+  return std::make_unique<NcclCommunicator>(cuda_backend, std::move(transport));
 }
 
 }  // namespace sb
@@ -227,7 +233,8 @@ namespace sb {
 
 bool nccl_available() { return false; }
 
-std::unique_ptr<Communicator> make_nccl_communicator(Backend& cuda_backend) {
+std::unique_ptr<Communicator> make_nccl_communicator(Backend& cuda_backend,
+                                                     std::unique_ptr<Communicator>) {
   SB_FAIL("this samebits build has no NCCL communicator (it needs NCCL and MPI; install "
           "libnccl-dev and libopenmpi-dev, then reconfigure); cannot serve ",
           cuda_backend.describe());

@@ -1,9 +1,10 @@
 // The optimizers' loops as CUDA kernels (optim/optim_kernels.hpp), bitwise equal to the host loops
 // of core/optim/optim_kernels.cpp: one thread per element calls the same ops/ formulas; every sum
-// is one det::ExactSum per thread, merged as integer words (add_exact_words: shared-memory, then
-// global integer atomics) and read back once, so no grid, block size or atomic order changes a bit.
+// is one det::ExactSum per thread, merged as integer words (exact_reduce.cuh) and read back once,
+// so no grid, block size or atomic order changes a bit.
 #include "cuda_backend.hpp"
 #include "elementwise.cuh"
+#include "exact_reduce.cuh"
 #include "samebits/core/ops/adamw.hpp"
 #include "samebits/core/ops/muon.hpp"
 #include "samebits/core/optim/exact_norm.hpp"
@@ -12,41 +13,9 @@
 namespace sb::cuda {
 namespace {
 
-constexpr int kWords = det::ExactSum::kWords;
-
-// ---- exact reductions ----------------------------------------------------------------------------
-
-struct AtomicWordAdd {
-  __device__ void operator()(unsigned long long* word, unsigned long long v) const {
-    atomicAdd(word, v);
-  }
-};
-
-// S exact sums over i < n: term(i, sums) adds element i's terms into sums[0..S). Each thread sums
-// its grid-stride elements; its words go into the block's shared words, the block's into out.
-// out: (S, kWords), zero on entry.
-template <int S, class Term>
-__global__ void exact_reduce_kernel(int64_t n, Term term, unsigned long long* out) {
-  __shared__ unsigned long long block[S * kWords];
-  for (int j = threadIdx.x; j < S * kWords; j += blockDim.x) block[j] = 0;
-  __syncthreads();
-  det::ExactSum sums[S];
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-    term(i, sums);
-  for (int s = 0; s < S; ++s) add_exact_words(block + s * kWords, sums[s], AtomicWordAdd{});
-  __syncthreads();
-  for (int j = threadIdx.x; j < S * kWords; j += blockDim.x) {
-    if (block[j] != 0) atomicAdd(&out[j], block[j]);
-  }
-}
+constexpr int kWords = kExactWords;
 
 // ---- terms and elementwise functors --------------------------------------------------------------
-
-struct SumSquares {
-  const float* x;  // (n)
-  __device__ void operator()(int64_t i, det::ExactSum* s) const { s[0].add(exact_square(x[i])); }
-};
 
 struct OrthoSquares {
   const float* a;  // (r, r)
@@ -226,14 +195,7 @@ class CudaOptimKernels final : public OptimKernels {
     be_.activate();
     unsigned long long* words = static_cast<unsigned long long*>(words_.data());  // (S, kWords)
     be_.zero(words, S * kWords * sizeof(unsigned long long));
-    if (n > 0) {
-      const int threads = be_.launch().block_threads;
-      // Two blocks per SM at most: each thread then sums many elements before its words merge.
-      const unsigned blocks =
-          std::min<unsigned>(grid_for(n, threads), 2u * static_cast<unsigned>(be_.sm_count()));
-      exact_reduce_kernel<S><<<blocks, threads, 0, be_.stream()>>>(n, term, words);
-      SB_CUDA_CHECK_LAUNCH();
-    }
+    exact_reduce<S>(be_, n, term, words);
     unsigned long long host[S * kWords];
     be_.download(host, words, sizeof host);
     for (int s = 0; s < S; ++s) out[s] = exact_from_words(host + s * kWords);
@@ -245,11 +207,8 @@ class CudaOptimKernels final : public OptimKernels {
 
 }  // namespace
 
-std::unique_ptr<OptimKernels> make_optim_kernels(Backend& backend) {
-  auto* cuda = dynamic_cast<CudaBackend*>(&backend);
-  SB_CHECK(cuda != nullptr, "CUDA optimizer kernels: expected a CUDA backend, got ",
-           backend.describe());
-  return std::make_unique<CudaOptimKernels>(*cuda);
+std::unique_ptr<OptimKernels> make_optim_kernels(CudaBackend& backend) {
+  return std::make_unique<CudaOptimKernels>(backend);
 }
 
 }  // namespace sb::cuda

@@ -1,5 +1,5 @@
 // ShardedOptimizer (dist/sharded_optimizer.hpp): the inner optimizer updates this rank's tensors;
-// owners broadcast weights, statistics and, for checkpoints, state. Determinism: no arithmetic
+// owners broadcast weights (in place, in backend memory), statistics and, for checkpoints, state. Determinism: no arithmetic
 // here — only copies of bits — so the result is the unsharded optimizer's, whatever the world.
 #include "samebits/core/dist/sharded_optimizer.hpp"
 
@@ -36,30 +36,31 @@ ShardedOptimizer::ShardedOptimizer(std::unique_ptr<Optimizer> inner, std::vector
 void ShardedOptimizer::step(float* weights, const float* grads, const StepContext& ctx) {
   inner_->step(weights, grads, ctx);
   stats_ = inner_->last_stats();
-  const size_t stat_bytes = ctx.compute_stats ? sizeof(TensorUpdateStats) : 0;
   for (int root = 0; root < comm_.size(); ++root) {
     const std::vector<size_t>& tensors = owned_[size_t(root)];
-    size_t bytes = 0;
-    for (size_t i : tensors) bytes += params_[i].numel * sizeof(float) + stat_bytes;
-    staging_.resize(bytes);  // per tensor: weights (numel) f32, then its TensorUpdateStats
+    // The weights in place, where the backend keeps them (the communicator follows the backend:
+    // NCCL on device memory), one broadcast per run of tensors adjacent in the layout (the
+    // padding between them is zero on every rank).
+    for (size_t k = 0; k < tensors.size();) {
+      size_t last = k;
+      while (last + 1 < tensors.size() && tensors[last + 1] == tensors[last] + 1) ++last;
+      const ParamView& a = params_[tensors[k]];
+      const ParamView& b = params_[tensors[last]];
+      comm_.broadcast(weights + a.offset, (b.offset + b.numel - a.offset) * sizeof(float), root);
+      k = last + 1;
+    }
+    if (!ctx.compute_stats || tensors.empty()) continue;
+    staging_.resize(tensors.size() * sizeof(TensorUpdateStats));  // host: O(tensors)
     unsigned char* at = staging_.data();
     const bool mine = root == comm_.rank();
     if (mine) {
-      for (size_t i : tensors) {
-        const size_t n = params_[i].numel * sizeof(float);
-        backend_.copy_to_host(at, weights + params_[i].offset, n);
-        if (stat_bytes > 0) std::memcpy(at + n, &stats_[i], stat_bytes);
-        at += n + stat_bytes;
-      }
+      for (size_t j = 0; j < tensors.size(); ++j)
+        std::memcpy(at + j * sizeof(TensorUpdateStats), &stats_[tensors[j]], sizeof(TensorUpdateStats));
     }
-    comm_.broadcast(staging_.data(), bytes, root);
+    comm_.broadcast(staging_.data(), staging_.size(), root);
     if (mine) continue;
-    for (size_t i : tensors) {
-      const size_t n = params_[i].numel * sizeof(float);
-      backend_.copy_from_host(weights + params_[i].offset, at, n);
-      if (stat_bytes > 0) std::memcpy(&stats_[i], at + n, stat_bytes);
-      at += n + stat_bytes;
-    }
+    for (size_t j = 0; j < tensors.size(); ++j)
+      std::memcpy(&stats_[tensors[j]], at + j * sizeof(TensorUpdateStats), sizeof(TensorUpdateStats));
   }
 }
 

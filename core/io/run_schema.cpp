@@ -110,6 +110,12 @@ std::vector<SeriesColumn> make_columns() {
        [](const StepResult& r, std::size_t, std::vector<std::byte>& out) {
          for (uint64_t c : r.comm.calls) put<uint64_t>(out, c);
        }},
+      {"series/bytes_to_host", h5::DType::u64, Width::one,
+       "bytes the backend copied from its memory to the host in the step (Backend::host_traffic)", false,
+       [](const StepResult& r, std::size_t, std::vector<std::byte>& out) { put<uint64_t>(out, r.host.to_host); }},
+      {"series/bytes_from_host", h5::DType::u64, Width::one,
+       "bytes the backend copied from the host to its memory in the step", false,
+       [](const StepResult& r, std::size_t, std::vector<std::byte>& out) { put<uint64_t>(out, r.host.from_host); }},
       {"timing/step_seconds", h5::DType::f64, Width::one,
        "wall time of the step (not reproducible: the one dataset outside the run's content)", false,
        [](const StepResult& r, std::size_t, std::vector<std::byte>& out) { put<double>(out, r.seconds); }},

@@ -41,12 +41,11 @@ det::ExactSum sum_of_squares(const float* x, size_t n) {
 det::ExactSum exact_sum(const float* x, size_t n) { return reduce_blocks(x, n, binned_sum); }
 
 float max_abs(const float* x, size_t n) {
-  // For |x| the fp32 bit patterns order like the values; NaNs lie above +Inf.
   uint32_t best = 0;
   const ptrdiff_t count = static_cast<ptrdiff_t>(n);
 #pragma omp parallel for schedule(static) reduction(max : best) if (count >= kParallelMin)
-  for (ptrdiff_t i = 0; i < count; ++i) best = std::max(best, det::bits_of(x[i]) & 0x7fffffffu);
-  return best > 0x7f800000u ? det::float_of_bits(0x7fc00000u) : det::float_of_bits(best);
+  for (ptrdiff_t i = 0; i < count; ++i) best = std::max(best, abs_bits(x[i]));
+  return max_abs_of_bits(best);
 }
 
 float norm2(const float* x, size_t n) { return sqrt_rounded(sum_of_squares(x, n)); }

@@ -24,7 +24,7 @@ double newton_schulz_flops(int64_t rows, int64_t cols, int64_t steps) {
 
 NewtonSchulz::NewtonSchulz(Backend& backend, Precision precision)
     : backend_(backend),
-      kernels_(make_optim_kernels(backend)),
+      kernels_(backend.optim_kernels()),
       precision_(precision),
       scratch_(kSlots) {}
 
@@ -42,7 +42,7 @@ void NewtonSchulz::run(const float* u, float* out, int rows, int cols,
   SB_CHECK(rows > 0 && cols > 0, "Newton–Schulz: expected a non-empty matrix, got (", rows, ", ",
            cols, ")");
   const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(cols);
-  last_norm_ = sqrt_rounded(kernels_->sum_of_squares(u, n));
+  last_norm_ = sqrt_rounded(kernels_.sum_of_squares(u, n));
   const float denom = static_cast<float>(static_cast<double>(last_norm_) + eps);
   // Work on X (r, c) with r ≤ c: the transpose when rows > cols.
   const bool transpose = rows > cols;
@@ -52,21 +52,21 @@ void NewtonSchulz::run(const float* u, float* out, int rows, int cols,
   float* const BX = scratch(kBX, n);
   float* const A = scratch(kA, rr);
   float* const B = scratch(kB, rr);
-  kernels_->muon_normalize(X, u, rows, cols, denom, transpose);
+  kernels_.muon_normalize(X, u, rows, cols, denom, transpose);
   for (const NsStep& s : steps) {
     const float a = static_cast<float>(s.a), b = static_cast<float>(s.b), cc = static_cast<float>(s.c);
     backend_.syrk(Trans::no, r, c, X, c, A, r, precision_);  // A = X·Xᵀ
     backend_.syrk(Trans::no, r, r, A, r, B, r, precision_);  // A·A = A·Aᵀ (A is symmetric)
-    kernels_->ns_polynomial(B, A, rr, b, cc);
+    kernels_.ns_polynomial(B, A, rr, b, cc);
     backend_.gemm(Trans::no, Trans::no, r, c, r, B, r, X, c, BX, c, false, precision_);  // B·X
-    kernels_->ns_combine(X, BX, n, a);
+    kernels_.ns_combine(X, BX, n, a);
   }
   if (ortho_error != nullptr) {
     backend_.syrk(Trans::no, r, c, X, c, A, r, Precision::fp32);
-    const det::ExactSum sq = kernels_->ortho_squares(A, r);
+    const det::ExactSum sq = kernels_.ortho_squares(A, r);
     *ortho_error = static_cast<float>(sqrt_f64(sq.to_f64() / static_cast<double>(r)));
   }
-  kernels_->copy_oriented(out, X, rows, cols, transpose);
+  kernels_.copy_oriented(out, X, rows, cols, transpose);
 }
 
 }  // namespace sb

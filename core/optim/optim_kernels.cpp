@@ -1,10 +1,7 @@
-// The optimizers' loops on host memory (optim_kernels.hpp), and the registry that gives a backend
-// its kernels. Contract: elements are independent (OpenMP over a static partition: any thread
+// The optimizers' loops on host memory (optim_kernels.hpp): the CPU backend's OptimKernels. Contract: elements are independent (OpenMP over a static partition: any thread
 // count gives the same bits); sums are one det::ExactSum per thread, merged exactly.
 #include "samebits/core/optim/optim_kernels.hpp"
 
-#include <array>
-#include <atomic>
 #include <utility>
 
 #include "samebits/core/ops/muon.hpp"
@@ -145,33 +142,11 @@ class HostOptimKernels final : public OptimKernels {
   }
 };
 
-// Factories of the non-CPU devices, indexed by Device.
-std::array<std::atomic<OptimKernelsFactory>, 2>& registry() {
-  static std::array<std::atomic<OptimKernelsFactory>, 2> factories{};
-  return factories;
-}
-
 }  // namespace
 
 OptimKernels& host_optim_kernels() {
   static HostOptimKernels kernels;
   return kernels;
-}
-
-void register_optim_kernels(Device device, OptimKernelsFactory factory) {
-  const size_t d = static_cast<size_t>(device);
-  SB_CHECK(d < registry().size() && device != Device::cpu, "register_optim_kernels: device ",
-           device_name(device), " cannot be registered (the CPU backend uses the host loops)");
-  registry()[d].store(factory);
-}
-
-std::unique_ptr<OptimKernels> make_optim_kernels(Backend& backend) {
-  if (backend.device() == Device::cpu) return std::make_unique<HostOptimKernels>();
-  const size_t d = static_cast<size_t>(backend.device());
-  const OptimKernelsFactory factory = d < registry().size() ? registry()[d].load() : nullptr;
-  SB_CHECK(factory != nullptr, "the optimizers have no kernels for ", backend.describe(),
-           "; expected them registered by the backend (make_cuda_backend registers CUDA's)");
-  return factory(backend);
 }
 
 }  // namespace sb

@@ -17,7 +17,6 @@ TensorState::TensorState(const std::vector<ParamView>& params, Backend& backend,
                          std::vector<std::vector<std::string>> kinds)
     : params_(params),
       backend_(backend),
-      kernels_(make_optim_kernels(backend)),
       kinds_(std::move(kinds)),
       owned_(params.size(), false),
       buffers_(params.size()),

@@ -25,7 +25,7 @@ class TensorState {
 
   const std::vector<ParamView>& params() const { return params_; }
   Backend& backend() { return backend_; }
-  OptimKernels& kernels() { return *kernels_; }
+  OptimKernels& kernels() { return backend_.optim_kernels(); }
   bool owned(size_t tensor) const { return owned_[tensor]; }
   // Buffer k of an owned tensor: (numel).
   float* buffer(size_t tensor, size_t k) { return buffers_[tensor][k].data_as<float>(); }
@@ -41,7 +41,6 @@ class TensorState {
  private:
   std::vector<ParamView> params_;
   Backend& backend_;
-  std::unique_ptr<OptimKernels> kernels_;
   std::vector<std::vector<std::string>> kinds_;
   std::vector<bool> owned_;
   std::vector<std::vector<Tensor>> buffers_;  // [tensor][kind] (numel) f32, empty when unowned

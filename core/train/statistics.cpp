@@ -1,6 +1,6 @@
 // Leaf-variance sums and per-step gradient statistics (train/statistics.hpp). Every sum is an
-// exact det::ExactSum (squares exact in fp64; binned per exponent as integers, then added once per
-// block), merged across leaves and ranks as integer limbs, then rounded once; the estimators are a
+// exact det::ExactSum computed where the gradients live (Backend TensorSums), merged across
+// leaves and ranks as integer limbs, then rounded once; the estimators are a
 // fixed sequence of fp64 operations on those roundings.
 #include "samebits/core/train/statistics.hpp"
 
@@ -31,48 +31,63 @@ NoiseEstimate estimate_noise(double leaf_sq_mean, double batch_sq, double b_smal
   return e;
 }
 
-GradientStatistics::GradientStatistics(std::vector<ParamView> layout)
-    : layout_(std::move(layout)), leaf_sq_(layout_.size()) {
-  for (size_t t = 0; t < layout_.size(); ++t) {
-    const size_t begin = layout_[t].offset, end = begin + layout_[t].numel;
-    for (size_t b = begin; b < end; b += kBinnedBlock) blocks_.push_back({t, b, std::min(end, b + kBinnedBlock)});
-  }
+namespace {
+
+std::vector<TensorSpan> spans_of(const std::vector<ParamView>& layout) {
+  std::vector<TensorSpan> spans;
+  for (const ParamView& p : layout) spans.push_back({p.offset, p.numel});
+  return spans;
 }
 
-void GradientStatistics::tensor_sums(const float* flat, std::vector<det::ExactSum>& squares,
-                                     std::vector<det::ExactSum>* sums) const {
-  std::vector<det::ExactSum> sq(blocks_.size()), sm(sums != nullptr ? blocks_.size() : 0);  // (blocks)
-  const ptrdiff_t count = static_cast<ptrdiff_t>(blocks_.size());
-#pragma omp parallel for schedule(static)
-  for (ptrdiff_t b = 0; b < count; ++b) {
-    const Block& k = blocks_[size_t(b)];
-    sq[size_t(b)] = binned_sum_of_squares(flat + k.begin, k.end - k.begin);
-    if (sums != nullptr) sm[size_t(b)] = binned_sum(flat + k.begin, k.end - k.begin);
-  }
-  for (size_t b = 0; b < blocks_.size(); ++b) {
-    squares[blocks_[b].tensor].merge(sq[b]);
-    if (sums != nullptr) (*sums)[blocks_[b].tensor].merge(sm[b]);
-  }
-}
+}  // namespace
+
+GradientStatistics::GradientStatistics(std::vector<ParamView> layout,
+                                       std::unique_ptr<TensorSums> leaf,
+                                       std::unique_ptr<TensorSums> batch)
+    : layout_(std::move(layout)),
+      leaf_(std::move(leaf)),
+      batch_(std::move(batch)),
+      leaf_sq_(layout_.size()) {}
+
+GradientStatistics::GradientStatistics(std::vector<ParamView> layout)
+    : GradientStatistics(layout, make_host_tensor_sums(spans_of(layout)),
+                         make_host_tensor_sums(spans_of(layout))) {}
+
+GradientStatistics::GradientStatistics(std::vector<ParamView> layout, Backend& backend)
+    : GradientStatistics(layout, backend.make_tensor_sums(spans_of(layout)),
+                         backend.make_tensor_sums(spans_of(layout))) {}
 
 void GradientStatistics::clear() {
+  leaf_->clear();
+  leaves_pending_ = false;
   for (det::ExactSum& s : leaf_sq_) s.clear();
 }
 
-void GradientStatistics::add_leaf(const float* grad) { tensor_sums(grad, leaf_sq_, nullptr); }
+void GradientStatistics::add_leaf(const float* grad) {
+  leaf_->add(grad, false);
+  leaves_pending_ = true;
+}
 
-void GradientStatistics::to_words(int64_t* out) const {
+void GradientStatistics::read_leaves() {
+  if (!leaves_pending_) return;
+  leaf_->read(leaf_sq_.data(), nullptr, nullptr);
+  leaves_pending_ = false;
+}
+
+void GradientStatistics::to_words(int64_t* out) {
+  read_leaves();
   for (size_t t = 0; t < leaf_sq_.size(); ++t) leaf_sq_[t].to_words(out + t * det::ExactSum::kWords);
 }
 
 void GradientStatistics::from_words(const int64_t* in) {
+  leaves_pending_ = false;
   for (size_t t = 0; t < leaf_sq_.size(); ++t) {
     leaf_sq_[t] = det::ExactSum::from_words(in + t * det::ExactSum::kWords);
   }
 }
 
 void GradientStatistics::finish(const float* grad, double leaf_scale, int64_t leaves,
-                                int64_t leaf_size, StepStats& stats) const {
+                                int64_t leaf_size, StepStats& stats) {
   SB_CHECK(leaves >= 1 && leaf_size >= 1, "gradient statistics of ", leaves, " leaves of ",
            leaf_size, " sequences: both must be at least 1");
   const double unscale_sq = 1.0 / (leaf_scale * leaf_scale);  // a power of two: exact
@@ -83,8 +98,14 @@ void GradientStatistics::finish(const float* grad, double leaf_scale, int64_t le
     return s.to_f64() * unscale_sq / static_cast<double>(leaves);
   };
 
+  read_leaves();
   std::vector<det::ExactSum> tensor_sq(layout_.size()), tensor_sum(layout_.size());  // (tensors)
-  if (grad != nullptr) tensor_sums(grad, tensor_sq, &tensor_sum);
+  std::vector<float> tensor_max(layout_.size());                                     // (tensors)
+  if (grad != nullptr) {
+    batch_->clear();
+    batch_->add(grad, true);
+    batch_->read(tensor_sq.data(), tensor_sum.data(), tensor_max.data());
+  }
   det::ExactSum leaf_total, batch_total;
   stats.tensors.assign(layout_.size(), TensorStats{});
   for (size_t t = 0; t < layout_.size(); ++t) {
@@ -101,7 +122,7 @@ void GradientStatistics::finish(const float* grad, double leaf_scale, int64_t le
     // optim/clip.hpp grad_stats, bit for bit, from the same exact sums.
     const ParamView& p = layout_[t];
     ts.grad_norm = sqrt_rounded(tensor_sq[t]);
-    ts.grad_max = max_abs(grad + p.offset, p.numel);
+    ts.grad_max = tensor_max[t];
     ts.grad_mean = static_cast<float>(tensor_sum[t].to_f64() / static_cast<double>(p.numel));
     batch_total.merge(tensor_sq[t]);
     const double batch = tensor_sq[t].to_f64();

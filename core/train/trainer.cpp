@@ -39,12 +39,18 @@ std::string status_text(uint32_t status) {
 
 }  // namespace
 
-// Host copies of backend buffers, used only when the backend's memory is not host memory.
+// The tensors' spans (for the per-tensor fingerprints where the tensors live), and the host copy
+// of the gradient that only allreduce=native makes on a non-CPU backend.
 struct Trainer::Host {
-  std::vector<float> leaf;     // (flat_size) one leaf's gradient
-  std::vector<float> grad;     // (flat_size) the batch gradient
-  std::vector<float> weights;  // (flat_size)
-  std::unique_ptr<OptimKernels> kernels;  // clipping where the backend keeps the gradient
+  std::vector<TensorSpan> spans;  // (tensors) layout order
+  std::vector<float> grad;        // (flat_size) the batch gradient
+
+  // det::fingerprint of each tensor of flat, computed by the backend.  flat: backend memory.
+  std::vector<uint64_t> fingerprints(Backend& be, const float* flat) const {
+    std::vector<uint64_t> out(spans.size());
+    be.fingerprints(flat, spans, out.data());
+    return out;
+  }
 
   // p itself on a CPU backend, else a host copy of it in buf.  p: (n) backend memory.
   static const float* view(Backend& be, const float* p, size_t n, std::vector<float>& buf) {
@@ -60,7 +66,7 @@ Trainer::Trainer(const Config& config, Backend& backend, Communicator& comm, Tra
       options_(options),
       be_(backend),
       comm_(comm),
-      stats_(gpt_param_layout(config.model)) {
+      stats_(gpt_param_layout(config.model), be_) {
   build();
 }
 
@@ -75,7 +81,7 @@ Trainer::Trainer(const Config& config, std::unique_ptr<Backend> backend,
       options_(options),
       be_(*own_backend_),
       comm_(*own_comm_),
-      stats_(gpt_param_layout(config.model)) {
+      stats_(gpt_param_layout(config.model), be_) {
   build();
 }
 
@@ -113,7 +119,7 @@ void Trainer::build() {
   if (config_.train.precision == Precision::fp16) scaler_.emplace(config_.train);
   grad_ = be_.alloc(DType::f32, {static_cast<int64_t>(model_->flat_size())});
   host_ = std::make_unique<Host>();
-  host_->kernels = make_optim_kernels(be_);
+  for (const ParamView& p : model_->params()) host_->spans.push_back({p.offset, p.numel});
 }
 
 std::optional<LossScaleState> Trainer::loss_scale() const {
@@ -141,7 +147,6 @@ void Trainer::accumulate(uint64_t step, float loss_scale, det::ExactSum& loss_su
   const int micro = options_.micro_leaves > 0 ? std::min(options_.micro_leaves, count) : count;
   const size_t leaf_tokens =
       static_cast<size_t>(config_.data.leaf_size) * static_cast<size_t>(config_.model.seq_len + 1);
-  const size_t flat = model_->flat_size();
   for (int first = 0; first < count; first += micro) {
     const int n = std::min(micro, count - first);
     tokens_.resize(static_cast<size_t>(n) * leaf_tokens);  // (n, leaf_size, seq_len + 1)
@@ -154,7 +159,7 @@ void Trainer::accumulate(uint64_t step, float loss_scale, det::ExactSum& loss_su
       const float* g = model_->grads().data_as<float>();
       acc_->add(g);
       loss_sum.merge(model_->loss_sum());
-      if (options_.statistics) stats_.add_leaf(Host::view(be_, g, flat, host_->leaf));
+      if (options_.statistics) stats_.add_leaf(g);
     }
   }
 }
@@ -198,21 +203,14 @@ void Trainer::round_gradient(float loss_scale, uint64_t adds, uint32_t status) {
   if (be_.device() != Device::cpu) be_.copy_from_host(g, out, n * sizeof(float));
 }
 
-const float* Trainer::weights_on_host() {
-  return Host::view(be_, model_->weights().data_as<float>(), model_->flat_size(), host_->weights);
-}
-
 std::vector<uint64_t> Trainer::param_fingerprints() {
-  const float* w = weights_on_host();
-  std::vector<uint64_t> fps;
-  fps.reserve(model_->params().size());
-  for (const ParamView& p : model_->params()) fps.push_back(det::fingerprint(w + p.offset, p.numel));
-  return fps;
+  return host_->fingerprints(be_, model_->weights().data_as<float>());
 }
 
-void Trainer::check_replicas(const float* weights_host) {
+void Trainer::check_replicas() {
   if (comm_.size() == 1 || !options_.check_replicas) return;
-  const uint64_t mine = det::fingerprint(weights_host, model_->flat_size());
+  uint64_t mine = 0;
+  be_.fingerprints(model_->weights().data_as<float>(), {TensorSpan{0, model_->flat_size()}}, &mine);
   std::vector<uint64_t> all(static_cast<size_t>(comm_.size()));
   comm_.allgather_u64(&mine, 1, all.data());
   for (size_t r = 1; r < all.size(); ++r) {
@@ -227,6 +225,7 @@ void Trainer::check_replicas(const float* weights_host) {
 StepResult Trainer::step() {
   const auto start = std::chrono::steady_clock::now();
   const CommCounters traffic_before = comm_.counters();
+  const HostTraffic host_before = be_.host_traffic();
   const int64_t number = step_ + 1;  // 1-based: the schedule's step
   const int64_t leaves = config_.data.leaves;
   const bool muon = config_.optim.name == OptimizerName::muon;
@@ -268,19 +267,11 @@ StepResult Trainer::step() {
     if (options_.fingerprints) result.grad_fingerprints.assign(tensors, 0);
   } else {
     round_gradient(scale, adds, status);
-    // Fingerprints and statistics read a host copy (the buffer itself on a CPU backend); the clip
-    // runs where the gradient is, after them.
+    // Fingerprints, statistics and the clip run where the gradient is (O(tensors) words back).
     float* g_dev = grad_.data_as<float>();
-    const float* g = options_.fingerprints || options_.statistics
-                         ? Host::view(be_, g_dev, flat, host_->grad)
-                         : nullptr;
-    if (options_.fingerprints) {
-      for (const ParamView& p : model_->params()) {
-        result.grad_fingerprints.push_back(det::fingerprint(g + p.offset, p.numel));
-      }
-    }
-    if (options_.statistics) stats_.finish(g, scale, leaves, config_.data.leaf_size, st);
-    const ClipResult clip = clip_grad_norm(*host_->kernels, g_dev, flat, config_.optim.clip);
+    if (options_.fingerprints) result.grad_fingerprints = host_->fingerprints(be_, g_dev);
+    if (options_.statistics) stats_.finish(g_dev, scale, leaves, config_.data.leaf_size, st);
+    const ClipResult clip = clip_grad_norm(be_.optim_kernels(), g_dev, flat, config_.optim.clip);
     st.grad_norm = clip.norm;
     st.clip_scale = clip.factor;
 
@@ -305,17 +296,13 @@ StepResult Trainer::step() {
   }
   ++step_;
 
-  const float* w = weights_on_host();
-  if (options_.fingerprints) {
-    for (const ParamView& p : model_->params()) {
-      result.param_fingerprints.push_back(det::fingerprint(w + p.offset, p.numel));
-    }
-  }
-  check_replicas(w);
+  if (options_.fingerprints) result.param_fingerprints = param_fingerprints();
+  check_replicas();
   const int64_t every = config_.train.eval_every;
   if (every > 0 && (step_ % every == 0 || step_ == config_.train.steps)) st.val_loss = evaluate();
 
   result.comm = comm_.counters() - traffic_before;
+  result.host = be_.host_traffic() - host_before;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }

@@ -2,6 +2,7 @@
 // bytes in order, so the value is fixed for a given encoding on every little-endian host.
 #include "samebits/det/fingerprint.hpp"
 
+#define XXH_STATIC_LINKING_ONLY  // XXH3_generateSecret_fromSeed
 #include <xxhash.h>
 
 #include <bit>
@@ -9,6 +10,7 @@
 
 #include "samebits/det/bits.hpp"
 #include "samebits/det/selftest.hpp"
+#include "samebits/det/xxh3_blocks.hpp"
 
 namespace sb::det {
 
@@ -16,6 +18,14 @@ static_assert(std::endian::native == std::endian::little,
               "fingerprints are defined over little-endian encodings");
 
 uint64_t fingerprint(const void* data, size_t bytes) { return XXH3_64bits(data, bytes); }
+
+const unsigned char* xxh3_default_secret() {
+  static const struct Secret {
+    unsigned char bytes[kXxh3SecretSize];
+    Secret() { XXH3_generateSecret_fromSeed(bytes, 0); }  // seed 0: the default secret itself
+  } secret;
+  return secret.bytes;
+}
 uint64_t fingerprint(const float* x, size_t n) {
   return fingerprint(static_cast<const void*>(x), n * sizeof(float));
 }

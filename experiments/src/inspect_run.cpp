@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -164,6 +165,17 @@ std::string describe_run(const run::RunReader& run) {
   s << "execution    " << i.execution.backend << "; " << i.execution.communicator << ", world size "
     << i.execution.world_size << ", " << i.execution.threads << " threads, micro-leaves "
     << i.execution.micro_leaves << "\n";
+  if (rows > 0) {  // rank 0's backend ↔ host bytes and speed (not content: never compared)
+    const auto down = run.series<uint64_t>("series/bytes_to_host");
+    const auto up = run.series<uint64_t>("series/bytes_from_host");
+    const auto tokens = run.series<int64_t>("series/tokens");
+    const auto seconds = run.series<double>("timing/step_seconds");
+    double t = 0, n = 0;  // steps after the first (warm-up) when there are several
+    for (std::size_t k = rows > 1 ? 1 : 0; k < seconds.size(); ++k) t += seconds[k], n += double(tokens[k]);
+    s << "traffic      at most " << *std::max_element(down.begin(), down.end()) << " bytes/step to the host, "
+      << *std::max_element(up.begin(), up.end()) << " from it; " << fmt("%.0f", t > 0 ? n / t : 0.0)
+      << " tok/s" << (rows > 1 ? " (steps 2..)" : "") << "\n";
+  }
   s << "build        " << i.compiler << " " << i.build_type << ", simd " << i.simd << "; " << i.fp_flags << "\n";
   s << "fp env       " << i.fp_environment << "\n";
   s << "host         " << i.host << "; started " << i.time_started << ", updated " << i.time_updated << "\n";

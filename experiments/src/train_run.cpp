@@ -16,6 +16,7 @@
 #include <iostream>
 #include <optional>
 
+#include "samebits/core/dist/launch.hpp"
 #include "samebits/core/dist/mpi.hpp"
 #include "samebits/core/io/checkpoint.hpp"
 #include "samebits/core/io/run_file.hpp"
@@ -90,13 +91,24 @@ run::RunHeader make_header(const Config& config, Trainer& trainer, const TrainRu
   return h;
 }
 
-std::unique_ptr<Backend> make_backend(const Config& config) {
-  if (config.run.backend == Device::cpu) return make_cpu_backend(to_numerics(config));
+// Devices of run.backend's kind this process sees (1 for the CPU). Throws sb::Error for cuda in a
+// build without CUDA.
+int device_count(const Config& config) {
+  if (config.run.backend == Device::cpu) return 1;
 #ifdef SB_HAVE_CUDA
-  return make_cuda_backend(to_numerics(config));
+  return cuda_device_count();
 #else
   SB_FAIL("config run.backend=cuda: this samebits was built without CUDA (build the cuda preset, or use "
           "run.backend=cpu)");
+#endif
+}
+
+std::unique_ptr<Backend> make_backend(const Config& config, [[maybe_unused]] int device) {
+  if (config.run.backend == Device::cpu) return make_cpu_backend(to_numerics(config));
+#ifdef SB_HAVE_CUDA
+  return make_cuda_backend(to_numerics(config), device);
+#else
+  SB_FAIL("config run.backend=cuda: this samebits was built without CUDA");
 #endif
 }
 
@@ -181,8 +193,11 @@ void ProgressDisplay::finish() {
 TrainRunResult train_run(const Config& config, const TrainRunOptions& options, std::ostream& log) {
   // Destroyed in reverse order: the trainer before its backend and communicator. An error leaves
   // this scope as an exception, so an MPI communicator ends the job instead of finalising.
-  const std::unique_ptr<Communicator> comm = make_communicator_from_environment();
-  const std::unique_ptr<Backend> backend = make_backend(config);
+  // The communicator follows the backend (dist/launch.hpp); it is destroyed before the backend.
+  const CommunicatorPlan plan =
+      plan_communicator(config.run.backend, read_launch_environment(), device_count(config), -1);
+  const std::unique_ptr<Backend> backend = make_backend(config, plan.device);
+  const std::unique_ptr<Communicator> comm = make_planned_communicator(plan, *backend);
   TrainerOptions trainer_options;
   trainer_options.micro_leaves = options.micro_leaves;
   Trainer trainer(config, *backend, *comm, trainer_options);

@@ -13,6 +13,9 @@
 #include "samebits/core/io/run_seal.hpp"
 #include "samebits/core/io/run_store.hpp"
 #include "samebits/det/fingerprint.hpp"
+#ifdef SB_HAVE_CUDA
+#include "samebits/core/cuda/cuda_backend.hpp"
+#endif
 
 namespace {
 
@@ -114,6 +117,19 @@ TEST_CASE("config errors: one line naming the key or file, exit 2, no run file")
     CHECK_MESSAGE(r.output.find(k.names) != std::string::npos, r.output);
     CHECK_FALSE(sbt::fs::exists(out));
   }
+}
+
+TEST_CASE("run.backend=cuda without a GPU (or without CUDA): one line naming run.backend, exit 2") {
+#ifdef SB_HAVE_CUDA
+  if (sb::cuda_device_count() > 0) return;  // this case is for machines without a GPU
+#endif
+  TempDir dir;
+  sbt::write_text(dir / "c.ini", sbt::tiny_config());
+  const Result r = run({"train", dir / "c.ini", "--run.backend", "cuda", "--out", dir / "r.h5"});
+  CHECK_MESSAGE(r.code == 2, sbt::describe(r));
+  CHECK_MESSAGE(count_lines(r.output) == 1, r.output);
+  CHECK_MESSAGE(r.output.find("run.backend") != std::string::npos, r.output);
+  CHECK_FALSE(sbt::fs::exists(dir / "r.h5"));
 }
 
 TEST_CASE("train, inspect, an existing run, --resume of a finished run") {

@@ -152,12 +152,12 @@ TEST_CASE("clipping and exact sums of squares: GPU equals CPU") {
   const size_t n = 100003;
   for (const CudaLaunchConfig& launch : kLaunches) {
     const auto gpu = make_parity_gpu(Numerics::deterministic(), launch);
-    const std::unique_ptr<OptimKernels> k = make_optim_kernels(*gpu);
+    OptimKernels& k = gpu->optim_kernels();
     for (const double clip : {0.0, 1e-3, 1e30}) {
       std::vector<float> host = parity_values(n, 7, 1e15f);
       Guarded dev(*gpu, n, host);
       const ClipResult want = clip_grad_norm(host.data(), n, clip);
-      const ClipResult got = clip_grad_norm(*k, dev.data(), n, clip);
+      const ClipResult got = clip_grad_norm(k, dev.data(), n, clip);
       const std::string at = "launch " + launch.describe() + ", clip " + std::to_string(clip) + ": ";
       check_stat(got.norm, want.norm, at + "norm");
       check_stat(got.factor, want.factor, at + "factor");
@@ -167,14 +167,14 @@ TEST_CASE("clipping and exact sums of squares: GPU equals CPU") {
     std::vector<float> special = parity_values(1000, 8);
     special[17] = det::float_of_bits(0x7f800000u);
     Guarded with_inf(*gpu, special.size(), special);
-    CHECK(det::bits_of(k->sum_of_squares(with_inf.data(), special.size()).to_f64()) ==
+    CHECK(det::bits_of(k.sum_of_squares(with_inf.data(), special.size()).to_f64()) ==
           det::bits_of(sum_of_squares(special.data(), special.size()).to_f64()));
     special[500] = det::float_of_bits(0xffc00001u);
     Guarded with_nan(*gpu, special.size(), special);
-    const det::ExactSum nan_sum = k->sum_of_squares(with_nan.data(), special.size());
+    const det::ExactSum nan_sum = k.sum_of_squares(with_nan.data(), special.size());
     CHECK(det::bits_of(nan_sum.to_f64()) == det::bits_of(sum_of_squares(special.data(), special.size()).to_f64()));
     CHECK(nan_sum.count() == 1000);
-    CHECK(det::bits_of(k->sum_of_squares(with_nan.data(), 0).to_f64()) == 0u);
+    CHECK(det::bits_of(k.sum_of_squares(with_nan.data(), 0).to_f64()) == 0u);
   }
 }
 

@@ -15,6 +15,7 @@
 
 #include "samebits/core/config.hpp"
 #include "samebits/core/dist/exact_allreduce.hpp"
+#include "samebits/core/dist/launch.hpp"
 #include "samebits/core/dist/mpi.hpp"
 #include "samebits/core/dist/sharded_optimizer.hpp"
 #include "samebits/core/train/trainer.hpp"
@@ -34,11 +35,12 @@ struct Args {
   bool bench = false;       // no statistics or fingerprints; timing and traffic lines
   int collective_reps = 0;  // > 0: time the gradient all-reduce alone, exact vs native, and stop
   bool check_collectives = false;  // check MAX and reduce-scatter against their definitions, stop
+  bool staged = false;      // the collectives on host copies through the backend (dist/launch.hpp)
 };
 
 const char* const kUsage =
     "usage: mpi_train_driver [--precision fp32|bf16|fp16] [--optim muon|adamw]\n"
-    "  [--dist-optimizer] [--allreduce exact|native] [--steps N] [--layers L] [--width C]\n"
+    "  [--dist-optimizer] [--staged] [--allreduce exact|native] [--steps N] [--layers L] [--width C]\n"
     "  [--heads H] [--seq T] [--vocab V] [--leaves N] [--leaf-size S] [--threads N]\n"
     "  [--save-after K --save FILE] [--resume FILE]\n"
     "  [--fail-rank R --fail-step S --fail-mode kill|error|error-abort] [--bench]\n"
@@ -82,6 +84,8 @@ Args parse(int argc, char** argv) {
       c.numerics.allreduce = *m;
     } else if (k == "--dist-optimizer") {
       a.options.distributed_optimizer = true;
+    } else if (k == "--staged") {
+      a.staged = true;
     } else if (k == "--steps") {
       c.train.steps = std::stoll(value());
     } else if (k == "--layers") {
@@ -330,10 +334,9 @@ int check_collectives(sb::Communicator& comm) {
   return 0;
 }
 
-int train(const Args& a, sb::Communicator& comm) {
+int train(const Args& a, sb::Backend& backend, sb::Communicator& comm) {
   if (a.check_collectives) return check_collectives(comm);
-  std::unique_ptr<sb::Backend> backend = sb::make_cpu_backend(sb::to_numerics(a.config));
-  sb::Trainer trainer(a.config, *backend, comm, a.options);
+  sb::Trainer trainer(a.config, backend, comm, a.options);
   const bool root = comm.rank() == 0;
   if (!a.resume.empty()) {
     sb::TrainerState s;
@@ -406,10 +409,12 @@ int run(const Args& a) {
   // As in the samebits CLI: an error leaves train() by exception, the communicator is destroyed
   // while unwinding (no MPI_Finalize), main prints the message and exits non-zero, and mpirun
   // ends the other ranks. error-abort: the error is caught here and end_job_on_error aborts.
+  const std::unique_ptr<sb::Backend> backend = sb::make_cpu_backend(sb::to_numerics(a.config));
   std::unique_ptr<sb::Communicator> comm = sb::make_communicator_from_environment();
-  if (a.fail_mode != "error-abort") return train(a, *comm);
+  if (a.staged) comm = sb::make_staged_communicator(std::move(comm), *backend);
+  if (a.fail_mode != "error-abort") return train(a, *backend, *comm);
   try {
-    return train(a, *comm);
+    return train(a, *backend, *comm);
   } catch (const std::exception& e) {
     sb::end_job_on_error(*comm, e.what(), 3);
     throw;

@@ -7,11 +7,48 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "samebits/core/numerics.hpp"
 #include "samebits/core/tensor.hpp"
+#include "samebits/det/exact_sum.hpp"
 
 namespace sb {
+
+class Communicator;  // dist/communicator.hpp
+class OptimKernels;  // optim/optim_kernels.hpp
+
+// Elements [offset, offset + numel) of a flat buffer: one tensor of a layout.
+struct TensorSpan {
+  size_t offset = 0, numel = 0;
+};
+
+// Per-tensor exact sums over flat buffers, accumulated where the backend keeps its memory; only
+// read() brings anything (O(tensors) words) to the host. Exact (det::ExactSum, max of |x| bits),
+// so any order, partition or launch gives the same values: the statistics' inputs
+// (train/statistics.hpp).
+class TensorSums {
+ public:
+  virtual ~TensorSums() = default;
+  virtual void clear() = 0;
+  // For each span t of flat: squares[t] += Σ x² (each square exact in fp64); when `moments`
+  // also sums[t] += Σ x and max_abs[t] = max(max_abs[t], |x|).  flat: backend memory.
+  virtual void add(const float* flat, bool moments) = 0;
+  // The sums so far, to the host: squares (spans); sums (spans) and max_abs (spans) when
+  // non-null (max_abs as optim/exact_norm.hpp max_abs: NaN when any |x| was NaN; 0 when empty).
+  virtual void read(det::ExactSum* squares, det::ExactSum* sums, float* max_abs) = 0;
+};
+// The host loops (OpenMP over fixed blocks), for host memory: what the CPU backend makes.
+std::unique_ptr<TensorSums> make_host_tensor_sums(std::vector<TensorSpan> spans);
+
+// Bytes a backend copied between host memory and its own (copy_to_host, copy_from_host and its
+// internal transfers), since construction: counted on every backend, the CPU's included.
+struct HostTraffic {
+  uint64_t to_host = 0, from_host = 0;
+  HostTraffic operator-(const HostTraffic& earlier) const {
+    return {to_host - earlier.to_host, from_host - earlier.from_host};
+  }
+};
 
 // Rule 4: the exact sum of many leaves' fp32 gradients, kept as fixed-point integers (the frame of
 // det::FixedAccumulator's default window) where the backend computes. add() is exact and
@@ -68,6 +105,22 @@ class Backend {
   virtual void synchronize() {}
   // The rule-4 accumulator for gradients of n floats (det::FixedWindow's default window).
   virtual std::unique_ptr<GradAccumulator> make_accumulator(size_t n) = 0;
+  // The optimizers' loops and exact reductions on this backend's memory (optim/optim_kernels.hpp),
+  // owned by the backend: one object for every optimizer, Newton–Schulz and the clip.
+  virtual OptimKernels& optim_kernels() = 0;
+  // Per-tensor exact sums over `spans` of flat buffers of this backend (TensorSums).
+  virtual std::unique_ptr<TensorSums> make_tensor_sums(std::vector<TensorSpan> spans) = 0;
+  // out[t] = det::fingerprint(flat + spans[t].offset, spans[t].numel) (XXH3-64 of the raw bits),
+  // computed where flat lives; O(spans) words reach the host.  flat: backend memory.
+  virtual void fingerprints(const float* flat, const std::vector<TensorSpan>& spans,
+                            uint64_t* out) = 0;
+  // A communicator over the launcher's ranks that runs collectives on this backend's memory in
+  // place (NCCL for CUDA), keeping `transport` (MPI, which found the peers) alive; null when the
+  // backend has none (the CPU: MPI itself works on its memory). dist/launch.hpp chooses.
+  virtual std::unique_ptr<Communicator> make_peer_communicator(
+      std::unique_ptr<Communicator> transport);
+  // Host traffic so far (HostTraffic).
+  const HostTraffic& host_traffic() const { return host_traffic_; }
 
   // ---- GEMM (rule 1) -----------------------------------------------------------------------
   // C = op(A)·op(B): C (m, n) with leading dimension ldc; op(A) (m, k), op(B) (k, n); A is stored
@@ -195,8 +248,14 @@ class Backend {
   virtual void residual_forward(float* out, const float* a, const float* b,
                                 int64_t n) = 0;  // (n) each
 
+ protected:
+  // Implementations count every host transfer here.
+  void count_to_host(size_t bytes) { host_traffic_.to_host += bytes; }
+  void count_from_host(size_t bytes) { host_traffic_.from_host += bytes; }
+
  private:
   Numerics numerics_;
+  HostTraffic host_traffic_;
 };
 
 // The reference backend: OpenMP over independent outputs, results independent of thread count.

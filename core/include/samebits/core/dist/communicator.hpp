@@ -72,6 +72,10 @@ class Communicator {
   void allgather_u64(const uint64_t* in, size_t n, uint64_t* out);
   void barrier();
 
+  // The communicator this one runs its collectives over (the MPI transport of a host-staged or an
+  // NCCL communicator), or null; end_job_on_error follows it to the MPI communicator.
+  virtual Communicator* transport() { return nullptr; }
+
   // Traffic since construction (or reset_counters()).
   const CommCounters& counters() const { return counters_; }
   void reset_counters() { counters_ = CommCounters{}; }

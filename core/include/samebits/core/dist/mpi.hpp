@@ -14,7 +14,7 @@ namespace sb {
 // PMI_SIZE (MPICH's Hydra) or PMIX_RANK (PMIx, e.g. srun --mpi=pmix) is set.
 bool launched_by_mpi();
 
-// The job's communicator: under an MPI launcher, an MPI communicator over every rank of the job
+// The job's CPU communicator (train_run plans by backend: dist/launch.hpp): under an MPI launcher, an MPI communicator over every rank of the job
 // (MPI is initialised on the first call and finalised when the last MPI communicator is
 // destroyed normally); a local one otherwise. Throws sb::Error when a launcher started more than
 // one rank and this samebits was built without MPI (every rank would train alone and write the

@@ -55,7 +55,7 @@ class ShardedOptimizer final : public Optimizer {
   Ownership ownership_;
   std::vector<std::vector<size_t>> owned_;  // [rank] the tensors it owns, layout order
   std::vector<TensorUpdateStats> stats_;    // (tensors)
-  std::vector<unsigned char> staging_;      // one owner's broadcast message
+  std::vector<unsigned char> staging_;      // one owner's update statistics (host)
 };
 
 // Collective: the optimizer-state bytes of every rank (an all-gather of state_bytes()).

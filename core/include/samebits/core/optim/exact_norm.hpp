@@ -94,6 +94,14 @@ SB_HD float sqrt_rounded(const det::ExactSum& s) {
   return r;
 }
 
+// max |x| as fp32 bits: for |x| the bit patterns order like the values, NaNs above +Inf, so the
+// max of abs_bits over any partition, in any order, is one value; max_abs_of_bits maps it back
+// (any NaN to the quiet NaN 0x7fc00000).
+SB_HD uint32_t abs_bits(float x) { return det::bits_of(x) & 0x7fffffffu; }
+SB_HD float max_abs_of_bits(uint32_t best) {
+  return best > 0x7f800000u ? det::float_of_bits(0x7fc00000u) : det::float_of_bits(best);
+}
+
 // Σ x[i]² exactly (each square exact in fp64), by binned_sum_of_squares over blocks of
 // kBinnedBlock on OpenMP threads, merged exactly.  x: (n), host memory
 det::ExactSum sum_of_squares(const float* x, size_t n);

@@ -57,7 +57,7 @@ class NewtonSchulz {
  private:
   float* scratch(int slot, size_t numel);
   Backend& backend_;
-  std::unique_ptr<OptimKernels> kernels_;  // the elementwise parts, in backend memory
+  OptimKernels& kernels_;  // the elementwise parts, in backend memory (the backend's own)
   Precision precision_;
   std::vector<Tensor> scratch_;  // X (r, c), B·X (r, c), A (r, r), A·A then B (r, r)
   float last_norm_ = 0.0f;

@@ -1,11 +1,10 @@
 // The optimizers' elementwise loops and exact reductions, where the backend keeps its memory:
 // host loops for the CPU backend (core/optim/optim_kernels.cpp), CUDA kernels for the CUDA backend
-// (core/cuda/optim_kernels.cu). Both call the same SB_HD formulas (ops/muon.hpp, ops/adamw.hpp,
+// (core/cuda/optim_kernels.cu); each backend owns its kernels (Backend::optim_kernels()). Both call the same SB_HD formulas (ops/muon.hpp, ops/adamw.hpp,
 // optim/exact_norm.hpp) on independent elements, and every sum is exact (det::ExactSum parts merged
 // as integer words), so both give the same bits for any thread count or launch configuration.
 #pragma once
 #include <cstddef>
-#include <memory>
 
 #include "samebits/core/backend.hpp"
 #include "samebits/core/ops/adamw.hpp"
@@ -62,15 +61,8 @@ class OptimKernels {
   virtual void scale(float* x, size_t n, float factor) = 0;
 };
 
-// The kernels for `backend`'s memory: host loops (OpenMP) for the CPU backend, else the kernels
-// registered for its device. Throws sb::Error when none are registered for that device.
-std::unique_ptr<OptimKernels> make_optim_kernels(Backend& backend);
-
-// The host loops, for host memory (what make_optim_kernels gives for the CPU backend).
+// The host loops, for host memory: what the CPU backend's optim_kernels() gives. Each backend
+// owns its kernels (Backend::optim_kernels()); these are stateless, so one object serves all.
 OptimKernels& host_optim_kernels();
-
-// Registers the kernels of a non-CPU device (the CUDA backend does when it is made).
-using OptimKernelsFactory = std::unique_ptr<OptimKernels> (*)(Backend& backend);
-void register_optim_kernels(Device device, OptimKernelsFactory factory);
 
 }  // namespace sb

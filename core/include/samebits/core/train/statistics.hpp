@@ -7,8 +7,10 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
+#include "samebits/core/backend.hpp"
 #include "samebits/core/model/gpt.hpp"
 #include "samebits/core/optim/exact_norm.hpp"
 #include "samebits/det/exact_sum.hpp"
@@ -68,41 +70,43 @@ struct StepStats {
 };
 
 // The exact per-tensor leaf sums of one step: leaves add Σ_i g_l[i]² per tensor (exact,
-// optim/exact_norm.hpp); ranks all-reduce them as ExactSum words; finish() adds the batch
-// gradient's statistics (the values of optim/clip.hpp grad_stats, from binned exact sums) and
-// the noise-scale estimates.
+// optim/exact_norm.hpp) where the gradients live (Backend::make_tensor_sums); ranks all-reduce
+// them as ExactSum words; finish() adds the batch gradient's statistics (the values of
+// optim/clip.hpp grad_stats, from exact sums) and the noise-scale estimates. Only O(tensors)
+// words per step reach the host.
 class GradientStatistics {
  public:
+  // Gradients in host memory (the host TensorSums).
   explicit GradientStatistics(std::vector<ParamView> layout);
+  // Gradients in `backend`'s memory (its TensorSums); backend must outlive this object.
+  GradientStatistics(std::vector<ParamView> layout, Backend& backend);
 
   void clear();
-  // One leaf's gradient, as backward left it (times the step's loss scale).  grad: host
-  // (flat_size).
+  // One leaf's gradient, as backward left it (times the step's loss scale).  grad: (flat_size),
+  // host or backend memory as constructed.
   void add_leaf(const float* grad);
   // The per-tensor sums as ExactSum words, for an int64 SUM all-reduce: (words()).
   size_t words() const { return layout_.size() * det::ExactSum::kWords; }
-  void to_words(int64_t* out) const;   // out: (words())
+  void to_words(int64_t* out);         // out: (words())
   void from_words(const int64_t* in);  // in: (words()), the SUM over ranks
 
-  // Fills stats.tensors and the whole-model leaf-variance fields. grad: host (flat_size), the
-  // unscaled batch gradient before clipping, or nullptr on a skipped step (gradient fields NaN).
-  // leaf_scale: the loss scale the leaves were computed with (a power of two, divided out of
-  // the rounded sums exactly); `leaves` leaves of `leaf_size` sequences made the batch.
+  // Fills stats.tensors and the whole-model leaf-variance fields. grad: (flat_size) as in
+  // add_leaf, the unscaled batch gradient before clipping, or nullptr on a skipped step (gradient
+  // fields NaN). leaf_scale: the loss scale the leaves were computed with (a power of two,
+  // divided out of the rounded sums exactly); `leaves` leaves of `leaf_size` sequences made the
+  // batch.
   void finish(const float* grad, double leaf_scale, int64_t leaves, int64_t leaf_size,
-              StepStats& stats) const;
+              StepStats& stats);
 
  private:
-  // Per-tensor Σ x² (and Σ x when sums is non-null) of a flat buffer: OpenMP over fixed blocks,
-  // merged exactly into squares (tensors) and *sums (tensors).
-  void tensor_sums(const float* flat, std::vector<det::ExactSum>& squares,
-                   std::vector<det::ExactSum>* sums) const;
+  GradientStatistics(std::vector<ParamView> layout, std::unique_ptr<TensorSums> leaf,
+                     std::unique_ptr<TensorSums> batch);
+  void read_leaves();  // leaf_sq_ ← the leaf sums, when leaves were added since
 
-  struct Block {  // elements [begin, end) of tensor `tensor` in the flat buffers
-    size_t tensor, begin, end;
-  };
   std::vector<ParamView> layout_;
-  std::vector<Block> blocks_;
-  std::vector<det::ExactSum> leaf_sq_;  // (tensors) Σ_l Σ_i g_l[i]²
+  std::unique_ptr<TensorSums> leaf_, batch_;  // the step's leaves; the batch gradient
+  bool leaves_pending_ = false;               // leaves added since leaf_sq_ was read
+  std::vector<det::ExactSum> leaf_sq_;        // (tensors) Σ_l Σ_i g_l[i]²
 };
 
 }  // namespace sb

@@ -58,6 +58,7 @@ struct StepResult {
   std::vector<uint64_t> grad_fingerprints;   // (tensors) of the batch gradient (unscaled, before
                                              // clipping); 0 on a skipped step; empty when off
   CommCounters comm;                         // this step's traffic on this rank
+  HostTraffic host;                          // this step's host ↔ backend bytes on this rank
   double seconds = 0;                        // wall time of the step (not part of the bits)
 };
 
@@ -139,8 +140,7 @@ class Trainer {
   // grad_ ← the batch gradient, unscaled: the limbs all-reduced (or native float partials).
   void round_gradient(float loss_scale, uint64_t adds, uint32_t status);
   std::vector<int> leaf_order(uint64_t step) const;
-  const float* weights_on_host();
-  void check_replicas(const float* weights_host);
+  void check_replicas();  // every rank's weights fingerprint equal to rank 0's
 
   std::unique_ptr<Backend> own_backend_;
   std::unique_ptr<Communicator> own_comm_;

@@ -1,0 +1,97 @@
+// Per-tensor exact sums and fingerprints on host memory (backend.hpp TensorSums,
+// Backend::fingerprints): OpenMP over fixed blocks of kBinnedBlock elements, each block's binned
+// exact sums merged into its tensor's; max |x| as fp32 bits. Exact, so the thread count never
+// changes a bit; the fingerprints are det::fingerprint itself.
+#include <algorithm>
+#include <utility>
+
+#include "cpu_backend.hpp"
+#include "samebits/core/optim/exact_norm.hpp"
+#include "samebits/det/error.hpp"
+#include "samebits/det/fingerprint.hpp"
+
+namespace sb {
+namespace {
+
+class HostTensorSums final : public TensorSums {
+ public:
+  explicit HostTensorSums(std::vector<TensorSpan> spans)
+      : spans_(std::move(spans)), squares_(spans_.size()), sums_(spans_.size()),
+        max_bits_(spans_.size(), 0) {
+    for (size_t t = 0; t < spans_.size(); ++t) {
+      const size_t begin = spans_[t].offset, end = begin + spans_[t].numel;
+      for (size_t b = begin; b < end; b += kBinnedBlock)
+        blocks_.push_back({t, b, std::min(end, b + kBinnedBlock)});
+    }
+  }
+
+  void clear() override {
+    for (size_t t = 0; t < spans_.size(); ++t) {
+      squares_[t].clear();
+      sums_[t].clear();
+      max_bits_[t] = 0;
+    }
+  }
+
+  void add(const float* flat, bool moments) override {
+    const size_t nb = blocks_.size();
+    std::vector<det::ExactSum> sq(nb), sm(moments ? nb : 0);  // (blocks)
+    std::vector<uint32_t> mx(moments ? nb : 0);              // (blocks)
+    const ptrdiff_t count = static_cast<ptrdiff_t>(nb);
+#pragma omp parallel for schedule(static)
+    for (ptrdiff_t b = 0; b < count; ++b) {
+      const Block& k = blocks_[size_t(b)];
+      sq[size_t(b)] = binned_sum_of_squares(flat + k.begin, k.end - k.begin);
+      if (!moments) continue;
+      sm[size_t(b)] = binned_sum(flat + k.begin, k.end - k.begin);
+      uint32_t best = 0;
+      for (size_t i = k.begin; i < k.end; ++i) best = std::max(best, abs_bits(flat[i]));
+      mx[size_t(b)] = best;
+    }
+    for (size_t b = 0; b < nb; ++b) {
+      const size_t t = blocks_[b].tensor;
+      squares_[t].merge(sq[b]);
+      if (!moments) continue;
+      sums_[t].merge(sm[b]);
+      max_bits_[t] = std::max(max_bits_[t], mx[b]);
+    }
+  }
+
+  void read(det::ExactSum* squares, det::ExactSum* sums, float* max_abs) override {
+    for (size_t t = 0; t < spans_.size(); ++t) {
+      squares[t] = squares_[t];
+      if (sums != nullptr) sums[t] = sums_[t];
+      if (max_abs != nullptr) max_abs[t] = max_abs_of_bits(max_bits_[t]);
+    }
+  }
+
+ private:
+  struct Block {  // elements [begin, end) of tensor `tensor`
+    size_t tensor, begin, end;
+  };
+  std::vector<TensorSpan> spans_;
+  std::vector<Block> blocks_;
+  std::vector<det::ExactSum> squares_, sums_;  // (spans)
+  std::vector<uint32_t> max_bits_;             // (spans) max of abs_bits
+};
+
+}  // namespace
+
+std::unique_ptr<TensorSums> make_host_tensor_sums(std::vector<TensorSpan> spans) {
+  return std::make_unique<HostTensorSums>(std::move(spans));
+}
+
+namespace cpu {
+
+std::unique_ptr<TensorSums> CpuBackend::make_tensor_sums(std::vector<TensorSpan> spans) {
+  return make_host_tensor_sums(std::move(spans));
+}
+
+void CpuBackend::fingerprints(const float* flat, const std::vector<TensorSpan>& spans,
+                              uint64_t* out) {
+  for (size_t t = 0; t < spans.size(); ++t)
+    out[t] = det::fingerprint(flat + spans[t].offset, spans[t].numel);
+}
+
+}  // namespace cpu
+}  // namespace sb
