@@ -254,6 +254,7 @@ TrainRunResult train_run(const Config& config, const TrainRunOptions& options, s
       if (writes) writer->fail(why + " after step " + std::to_string(step) + "; continue with samebits train … --resume");
       out << why << " after step " << step << "; checkpoint written, continue with --resume\n";
       result.steps_done = step;
+      if (writes) result.bytes_written = writer->bytes_written();
     };
     while (!trainer.finished()) {
       // Stop requests are agreed by every rank before a step (bits: SIGINT, SIGTERM, --stop-after).
@@ -285,6 +286,7 @@ TrainRunResult train_run(const Config& config, const TrainRunOptions& options, s
     const TrainerState final_state = trainer.export_state();
     if (writes) writer->finish(final_state, wants_snapshot(config.train.steps));
     result.steps_done = trainer.steps_done();
+    if (writes) result.bytes_written = writer->bytes_written();
     return result;
   } catch (const Error& e) {
     std::string message = e.what();

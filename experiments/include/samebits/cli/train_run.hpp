@@ -30,6 +30,7 @@ struct TrainRunResult {
   bool interrupted = false;       // stopped by SIGINT/SIGTERM; resumable
   bool stopped = false;           // stopped by stop_after; resumable
   double seconds = 0;             // wall time of this session's steps
+  uint64_t bytes_written = 0;     // bytes this session wrote to the run file and its store (rank 0)
 };
 
 // Trains `config` into run_path(config) on the backend run.backend names and the communicator
