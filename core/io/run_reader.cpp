@@ -310,9 +310,10 @@ std::vector<std::byte> RunReader::series_bytes(const SeriesColumn& column) const
   return column_rows(column.path, column.dtype, 0, uint64_t(rows_));
 }
 
-TrainerState RunReader::read_final_state() const {
+const TrainerState& RunReader::read_final_state() const {
   SB_CHECK(final_state_, path_, ": no /checkpoint (the run has not finished)");
-  return read_state_isolated(path_, "checkpoint", tensors_, false);
+  if (!final_state_read_) final_state_read_ = read_state_isolated(path_, "checkpoint", tensors_, false);
+  return *final_state_read_;
 }
 
 }  // namespace sb::run

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -179,7 +180,9 @@ class RunReader {
   std::vector<int64_t> snapshot_steps() const { return snapshot_steps_; }  // ascending
   std::vector<float> read_snapshot(int64_t step) const;                     // (flat_size)
   bool has_final_state() const { return final_state_; }  // /checkpoint: a finished run's last state
-  TrainerState read_final_state() const;
+  // Read in a reader process at the first call; later calls return the same state (diff and
+  // sweep report ask for it more than once).
+  const TrainerState& read_final_state() const;
 
  private:
   RunReader() = default;
@@ -193,6 +196,7 @@ class RunReader {
   std::vector<std::vector<std::byte>> series_;  // per series_columns() entry: (rows_, width) values
   std::vector<int64_t> snapshot_steps_;
   bool final_state_ = false;
+  mutable std::optional<TrainerState> final_state_read_;
 };
 
 // The layout of a config's model as the run file records it.
