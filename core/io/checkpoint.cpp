@@ -1,11 +1,13 @@
 // checkpoint.hpp: checkpoint groups and files, their folder, and the choice of the resume point.
-// Every value read back is checked (dtype, shape, ranges) before use; a bad checkpoint is an
-// sb::Error that find_resume_point turns into a note and a fall-back to the previous state.
+// Every value read back is checked (dtype, shape, ranges) before use, in a reader process
+// (isolated_read.hpp) and again when its answer arrives; a bad checkpoint is an sb::Error that
+// find_resume_point turns into a note and a fall-back to the previous state.
 #include "samebits/core/io/checkpoint.hpp"
 
 #include <algorithm>
 #include <sstream>
 
+#include "read_values.hpp"
 #include "samebits/core/io/run_store.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/fingerprint.hpp"
@@ -16,15 +18,24 @@ namespace {
 h5::Dims dims_of(const std::vector<int64_t>& shape) { return h5::Dims(shape.begin(), shape.end()); }
 
 // An optimizer buffer name is "<tensor>/<kind>": components non-empty, not "." or "..".
-void check_buffer_name(const h5::Group& g, const std::string& name) {
-  SB_CHECK(!name.empty() && name.front() != '/' && name.back() != '/', g.where(), ": optimizer buffer name '",
-           name, "' is not of the form <tensor>/<kind>");
+// Printable ASCII only: the names are written by samebits from tensor names and kinds.
+void check_buffer_name(const std::string& where, const std::string& name) {
+  SB_CHECK(!name.empty() && name.front() != '/' && name.back() != '/' && name.size() <= 256, where,
+           ": optimizer buffer name '", name, "' is not of the form <tensor>/<kind>");
+  for (const char c : name) {
+    SB_CHECK(c > ' ' && c < 127, where, ": optimizer buffer name '", name, "' has a byte outside printable ASCII");
+  }
   std::istringstream parts(name);
   std::string part;
   while (std::getline(parts, part, '/')) {
-    SB_CHECK(!part.empty() && part != "." && part != "..", g.where(), ": optimizer buffer name '", name,
+    SB_CHECK(!part.empty() && part != "." && part != "..", where, ": optimizer buffer name '", name,
              "' has an empty, '.' or '..' component");
   }
+}
+
+void check_counters(const std::string& where, int64_t step, int64_t updates) {
+  SB_CHECK(step >= 0 && updates >= 0 && updates <= step, where, ": step ", step, " and updates ", updates,
+           " are inconsistent (need 0 <= updates <= step)");
 }
 
 }  // namespace
@@ -42,8 +53,7 @@ std::vector<float> read_params(const h5::Group& group, const std::vector<TensorI
   for (const TensorInfo& t : tensors) {
     const h5::Dataset d = group.dataset(t.name);
     d.check(h5::DType::f32, dims_of(t.shape));
-    const std::vector<float> values = d.read<float>();
-    std::copy(values.begin(), values.end(), flat.begin() + static_cast<std::ptrdiff_t>(t.offset));
+    d.read_into<float>(std::span<float>(flat).subspan(t.offset, t.numel));
   }
   return flat;
 }
@@ -72,8 +82,7 @@ TrainerState read_state(const h5::Group& group, const std::vector<TensorInfo>& t
   TrainerState s;
   s.step = group.attr_int("step");
   s.updates = group.attr_int("updates");
-  SB_CHECK(s.step >= 0 && s.updates >= 0 && s.updates <= s.step, group.where(), ": step ", s.step,
-           " and updates ", s.updates, " are inconsistent (need 0 <= updates <= step)");
+  check_counters(group.where(), s.step, s.updates);
   s.cursor.epoch = group.attr_uint("cursor_epoch");
   s.cursor.position = group.attr_uint("cursor_position");
   s.loss_scale.scale = group.attr_double("loss_scale");
@@ -84,12 +93,58 @@ TrainerState read_state(const h5::Group& group, const std::vector<TensorInfo>& t
   const h5::Group optimizer = group.group("optimizer");
   const uint64_t largest = flat_size(tensors);
   for (const std::string& name : h5::split_lines(optimizer.attr_string("names"))) {
-    check_buffer_name(optimizer, name);
+    check_buffer_name(optimizer.where(), name);
     const h5::Dataset d = optimizer.dataset(name);
     d.check(h5::DType::f32, {h5::kAny});
     SB_CHECK(d.rows() <= largest, d.where(), ": ", d.rows(), " values, more than the model's ", largest,
              " parameters");
-    s.optimizer.push_back({name, d.read<float>()});
+    std::vector<float> data(d.rows());
+    d.read_into<float>(data);
+    s.optimizer.push_back({name, std::move(data)});
+  }
+  return s;
+}
+
+void put_state(io::PlainWriter& out, const TrainerState& s) {
+  out.put(s.step);
+  out.put(s.updates);
+  out.put(s.cursor.epoch);
+  out.put(s.cursor.position);
+  out.put(s.loss_scale.scale);
+  out.put(s.loss_scale.good_steps);
+  out.put(s.loss_scale.skipped_steps);
+  out.put_string(s.experiment_id);
+  out.put_vector(s.weights);
+  out.put(uint64_t{s.optimizer.size()});
+  for (const StateArray& a : s.optimizer) {
+    out.put_string(a.name);
+    out.put_vector(a.data);
+  }
+}
+
+TrainerState get_state(io::PlainReader& in, const std::vector<TensorInfo>& tensors, const std::string& where) {
+  TrainerState s;
+  s.step = in.get<int64_t>();
+  s.updates = in.get<int64_t>();
+  check_counters(where, s.step, s.updates);
+  s.cursor.epoch = in.get<uint64_t>();
+  s.cursor.position = in.get<uint64_t>();
+  s.loss_scale.scale = in.get<double>();
+  s.loss_scale.good_steps = in.get<int64_t>();
+  s.loss_scale.skipped_steps = in.get<int64_t>();
+  s.experiment_id = in.get_string();
+  s.weights = in.get_vector<float>();
+  const uint64_t largest = flat_size(tensors);
+  SB_CHECK(s.weights.size() == largest, where, ": ", s.weights.size(), " parameters for a layout of ", largest);
+  const uint64_t buffers = in.get<uint64_t>();
+  for (uint64_t k = 0; k < buffers; ++k) {
+    StateArray a;
+    a.name = in.get_string();
+    check_buffer_name(where, a.name);
+    a.data = in.get_vector<float>();
+    SB_CHECK(a.data.size() <= largest, where, ": optimizer buffer ", a.name, " of ", a.data.size(),
+             " values, more than the model's ", largest, " parameters");
+    s.optimizer.push_back(std::move(a));
   }
   return s;
 }

@@ -1,6 +1,8 @@
-// h5.hpp: attributes of groups and datasets — UTF-8 strings (variable length, as h5py writes
-// them; fixed-length ones are read too), int64/uint64/double scalars and small 1-D arrays.
-// Reads check the stored type and shape exactly; nothing is converted except byte order.
+// h5.hpp: attributes of groups and datasets — UTF-8 strings (written fixed-length, so that no
+// global heap is involved; variable-length ones, as h5py and earlier samebits files hold them, are
+// read too), int64/uint64/double scalars and small 1-D arrays. Reads check the stored type, shape
+// and storage size before HDF5 decodes the value; nothing is converted except byte order.
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 
@@ -58,19 +60,22 @@ void Object::remove_attr(std::string_view name) {
 
 void Object::set_attr(std::string_view name, std::string_view value) {
   require_open();
-  SB_CHECK(value.find('\0') == std::string_view::npos, attr_where(*this, name),
-           ": a string attribute cannot hold a NUL character");
-  if (has_attr(name)) remove_attr(name);
   const std::string where = attr_where(*this, name);
+  SB_CHECK(value.find('\0') == std::string_view::npos, where, ": a string attribute cannot hold a NUL character");
+  SB_CHECK(value.size() <= kMaxAttrBytes, where, ": a string of ", value.size(), " bytes is too long for an attribute (",
+           kMaxAttrBytes, " at most); store it in a dataset");
+  if (has_attr(name)) remove_attr(name);
+  // Fixed length, NUL-padded (an empty string is one NUL: HDF5 has no zero-size string type).
+  std::string padded(value);
+  padded.resize(std::max<std::size_t>(1, padded.size()), '\0');
   Handle type(check_id(H5Tcopy(H5T_C_S1), where, "cannot make a string type"));
-  check_status(H5Tset_size(type.id(), H5T_VARIABLE), where, "cannot make a string type");
+  check_status(H5Tset_size(type.id(), padded.size()), where, "cannot make a string type");
+  check_status(H5Tset_strpad(type.id(), H5T_STR_NULLPAD), where, "cannot make a string type");
   check_status(H5Tset_cset(type.id(), H5T_CSET_UTF8), where, "cannot make a string type");
   Handle space(check_id(H5Screate(H5S_SCALAR), where, "cannot make a scalar dataspace"));
   Handle attr(check_id(H5Acreate2(id(), std::string(name).c_str(), type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT),
                        where, "cannot create the attribute"));
-  const std::string copy(value);
-  const char* text = copy.c_str();
-  check_status(H5Awrite(attr.id(), type.id(), &text), where, "cannot write the attribute");
+  check_status(H5Awrite(attr.id(), type.id(), padded.data()), where, "cannot write the attribute");
 }
 
 void Object::write_attr(std::string_view name, DType dtype, const void* data, std::size_t count, bool scalar) {
@@ -109,9 +114,12 @@ std::vector<std::byte> Object::read_attr(std::string_view name, DType dtype, boo
   }
   const hssize_t points = kind == H5S_NULL ? 0 : H5Sget_simple_extent_npoints(space.id());
   check_status(points < 0 ? -1 : 0, where, "cannot count the values");
-  SB_CHECK(static_cast<std::size_t>(points) * dtype_size(dtype) <= (std::size_t{1} << 30), where, ": ", points,
-           " values is implausibly large (damaged file?)");
-  std::vector<std::byte> out(static_cast<std::size_t>(points) * dtype_size(dtype));
+  SB_CHECK(static_cast<std::size_t>(points) <= kMaxAttrBytes / dtype_size(dtype), where, ": ", points,
+           " values is more than an attribute holds (damaged file)");
+  const std::size_t bytes = static_cast<std::size_t>(points) * dtype_size(dtype);
+  SB_CHECK(H5Aget_storage_size(attr.id()) == bytes, where, ": ", points, " values of ", dtype_name(dtype),
+           " stored in ", H5Aget_storage_size(attr.id()), " bytes (damaged file)");
+  std::vector<std::byte> out(bytes);
   if (points > 0) {
     check_status(H5Aread(attr.id(), detail::memory_type(dtype), out.data()), where, "cannot read the attribute");
   }
@@ -151,12 +159,14 @@ std::string Object::attr_string(std::string_view name) const {
            ", expected a string");
   Handle space(check_id(H5Aget_space(attr.id()), where, "cannot read the attribute shape"));
   SB_CHECK(H5Sget_simple_extent_type(space.id()) == H5S_SCALAR, where, ": is an array of strings, expected one string");
+  const H5T_cset_t cset = H5Tget_cset(type.id());
+  SB_CHECK(cset == H5T_CSET_ASCII || cset == H5T_CSET_UTF8, where, ": a string of an unknown character set (damaged file)");
   const htri_t variable = H5Tis_variable_str(type.id());
   check_status(variable < 0 ? -1 : 0, where, "cannot read the string type");
   if (variable > 0) {
     Handle memory(check_id(H5Tcopy(H5T_C_S1), where, "cannot make a string type"));
     check_status(H5Tset_size(memory.id(), H5T_VARIABLE), where, "cannot make a string type");
-    check_status(H5Tset_cset(memory.id(), H5Tget_cset(type.id())), where, "cannot make a string type");
+    check_status(H5Tset_cset(memory.id(), cset), where, "cannot make a string type");
     char* text = nullptr;
     check_status(H5Aread(attr.id(), memory.id(), &text), where, "cannot read the attribute");
     std::string out = text != nullptr ? text : "";
@@ -164,14 +174,15 @@ std::string Object::attr_string(std::string_view name) const {
     return out;
   }
   const std::size_t size = H5Tget_size(type.id());
-  SB_CHECK(size > 0 && size <= (std::size_t{1} << 24), where, ": fixed-length string of ", size,
-           " bytes is implausible (damaged file?)");
+  SB_CHECK(size > 0 && size <= kMaxAttrBytes && H5Aget_storage_size(attr.id()) == size, where,
+           ": fixed-length string of ", size, " bytes stored in ", H5Aget_storage_size(attr.id()),
+           " bytes (damaged file)");
   std::string out(size, '\0');
   check_status(H5Aread(attr.id(), type.id(), out.data()), where, "cannot read the attribute");
   if (H5Tget_strpad(type.id()) == H5T_STR_SPACEPAD) {
     out.erase(out.find_last_not_of(' ') + 1);
   } else {
-    out.resize(std::strlen(out.c_str()));
+    out.resize(out.find('\0') == std::string::npos ? out.size() : out.find('\0'));
   }
   return out;
 }

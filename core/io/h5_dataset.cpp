@@ -1,5 +1,7 @@
 // h5.hpp: Dataset queries, whole and row-range reads and writes, resize and truncate. Reads check
-// the stored dtype and the requested range against the file before touching memory.
+// the stored dtype, the requested range and the storage (layout, filters, external files, the
+// contiguous block or every chunk read: inside the file and of the size the extents imply) before
+// HDF5 decodes a byte of data.
 #include <limits>
 
 #include "h5_detail.hpp"
@@ -142,9 +144,94 @@ void Dataset::write_rows_raw(DType dtype, const void* data, std::size_t elements
                where(), "writing rows [" + std::to_string(first) + ", " + std::to_string(first + count) + ") failed");
 }
 
+namespace {
+
+uint64_t file_size_of(const Object& d) {
+  Handle file(check_id(H5Iget_file_id(d.id()), d.where(), "cannot find the dataset's file"));
+  hsize_t size = 0;
+  check_status(H5Fget_filesize(file.id(), &size), d.where(), "cannot read the file size");
+  return size;
+}
+
+const char* layout_name(H5D_layout_t layout) {
+  switch (layout) {
+    case H5D_COMPACT: return "compact";
+    case H5D_CONTIGUOUS: return "contiguous";
+    case H5D_CHUNKED: return "chunked";
+    case H5D_VIRTUAL: return "virtual";
+    default: return "unknown";
+  }
+}
+
+// True when [addr, addr + size) lies inside a file of `eof` bytes.
+bool inside(haddr_t addr, hsize_t size, uint64_t eof) { return addr <= eof && size <= eof - addr; }
+
+}  // namespace
+
+void Dataset::check_storage(DType dtype, const Dims& dims, uint64_t first, uint64_t count) const {
+  Handle dcpl(check_id(H5Dget_create_plist(id()), where(), "cannot read the creation properties"));
+  const H5D_layout_t layout = H5Pget_layout(dcpl.id());
+  SB_CHECK(layout == H5D_CONTIGUOUS || layout == H5D_CHUNKED, where(), ": storage layout ", layout_name(layout),
+           "; samebits reads contiguous and chunked datasets (damaged file?)");
+  SB_CHECK(H5Pget_nfilters(dcpl.id()) == 0, where(),
+           ": has a filter pipeline (compression?); samebits writes and reads unfiltered data");
+  SB_CHECK(H5Pget_external_count(dcpl.id()) == 0, where(),
+           ": keeps its data in external files; samebits reads data inside the file only");
+  const uint64_t eof = file_size_of(*this);
+  const uint64_t element = dtype_size(dtype);
+  const uint64_t elements = product(dims, 0, where());
+  SB_CHECK(elements <= eof / element, where(), ": shape ", dims_string(dims), " of ", dtype_name(dtype),
+           " needs more bytes than the file's ", eof, " (damaged file)");
+  if (layout == H5D_CONTIGUOUS) {
+    const haddr_t addr = H5Dget_offset(id());
+    const hsize_t stored = H5Dget_storage_size(id());
+    H5Eclear2(H5E_DEFAULT);  // H5Dget_offset of unallocated storage records an error
+    SB_CHECK(addr == HADDR_UNDEF ? stored == 0 : stored == elements * element && inside(addr, stored, eof), where(),
+             ": its ", elements * element, " bytes are stored as ", stored, " bytes at ", addr, " in a file of ", eof,
+             " bytes (damaged file)");
+    return;
+  }
+  const int rank = static_cast<int>(dims.size());
+  detail::HDims chunk(dims.size(), 0);
+  SB_CHECK(H5Pget_chunk(dcpl.id(), rank, chunk.data()) == rank, where(), ": its chunks are not of rank ", rank,
+           " (damaged file)");
+  uint64_t chunk_bytes = element;
+  for (const hsize_t c : chunk) {
+    SB_CHECK(c >= 1 && chunk_bytes <= (uint64_t{1} << 30) / c, where(), ": chunk shape ",
+             dims_string(Dims(chunk.begin(), chunk.end())), " is empty or over 1 GiB (damaged file)");
+    chunk_bytes *= c;
+  }
+  // Every chunk holding rows [first, first + count): unfiltered, of the chunk's size, in the file.
+  detail::HDims at(dims.size(), 0);
+  at[0] = first / chunk[0] * chunk[0];
+  for (bool done = false; !done;) {
+    unsigned mask = 0;
+    haddr_t addr = HADDR_UNDEF;
+    hsize_t size = 0;
+    check_status(H5Dget_chunk_info_by_coord(id(), at.data(), &mask, &addr, &size), where(),
+                 "cannot look up the chunk at row " + std::to_string(at[0]));
+    SB_CHECK(addr == HADDR_UNDEF || (mask == 0 && size == chunk_bytes && inside(addr, size, eof)), where(),
+             ": the chunk at row ", at[0], " is stored as ", size, " bytes at ", addr, " (filter mask ", mask,
+             "), expected ", chunk_bytes, " unfiltered bytes inside the file's ", eof, " (damaged file)");
+    for (int k = rank - 1; k >= 0; --k) {
+      at[k] += chunk[k];
+      if (at[k] < (k == 0 ? first + count : dims[k])) break;
+      if (k == 0) done = true;
+      at[k] = 0;
+    }
+  }
+}
+
+void Dataset::read_whole_raw(DType dtype, void* out, std::size_t elements) const {
+  const std::size_t stored = checked_elements(dtype, 0, rows());
+  SB_CHECK(stored == elements, where(), ": holds ", stored, " values, the schema expects ", elements);
+  read_rows_raw(dtype, out, 0, rows());
+}
+
 void Dataset::read_rows_raw(DType dtype, void* out, uint64_t first, uint64_t count) const {
   const Dims dims = shape();
   if (count == 0 || product(dims, 1, where()) == 0) return;
+  check_storage(dtype, dims, first, count);
   const RowSelection s = select_rows(*this, dims, first, count);
   check_status(H5Dread(id(), detail::memory_type(dtype), s.memory_space.id(), s.file_space.id(), H5P_DEFAULT, out),
                where(), "reading rows [" + std::to_string(first) + ", " + std::to_string(first + count) + ") failed");

@@ -1,10 +1,15 @@
 // run_file.hpp: RunReader. A run file is untrusted input (artifact evaluation reads other people's
-// files): the seal is checked before HDF5 sees the file, then every attribute, dataset dtype and
-// shape, the tensor table and the step column, so later reads cannot go out of bounds.
+// files): a reader process (isolated_read.hpp) checks the seal before HDF5 sees the file, then every
+// attribute, dataset dtype, shape and storage against the schema, the tensor table and the step
+// column, and hands back plain values; this process checks those values again (sizes, ranges,
+// consistency) before anything uses them, so later reads cannot go out of bounds. Store files are
+// read the same way (run_store.cpp).
 #include <algorithm>
 #include <cstring>
 #include <set>
+#include <type_traits>
 
+#include "read_values.hpp"
 #include "samebits/core/io/checkpoint.hpp"
 #include "samebits/core/io/run_file.hpp"
 #include "samebits/core/io/run_seal.hpp"
@@ -26,6 +31,24 @@ Status parse_status(const h5::Object& root, const std::string& text) {
   SB_FAIL(root.where(), ": attribute status is '", text, "', expected running, finished or failed");
 }
 
+// Every field of RunInfo, in the order of the reader's answer.
+template <class F>
+void info_fields(RunInfo& i, F&& f) {
+  f(i.format_version), f(i.samebits_version), f(i.samebits_commit), f(i.config_text), f(i.experiment_id);
+  f(i.experiment_text), f(i.steps), f(i.status), f(i.error), f(i.execution.backend), f(i.execution.communicator);
+  f(i.execution.threads), f(i.execution.world_size), f(i.execution.micro_leaves), f(i.compiler), f(i.build_type);
+  f(i.fp_flags), f(i.simd), f(i.fp_environment), f(i.host), f(i.time_started), f(i.time_updated);
+  f(i.time_sessions);
+}
+
+void check_info(const std::string& path, const RunInfo& i) {
+  SB_CHECK(i.format_version == kFormatVersion, path, ": run file format version ", i.format_version,
+           "; this samebits reads version ", kFormatVersion);
+  SB_CHECK(i.steps >= 1 && i.steps <= kMaxSteps, path, ": attribute steps = ", i.steps, " is outside [1, 2^32]");
+  SB_CHECK(i.status == Status::running || i.status == Status::finished || i.status == Status::failed, path,
+           ": the reader's answer holds an unknown status");
+}
+
 RunInfo read_info(const h5::File& f) {
   RunInfo i;
   const std::string format = f.attr_string("format");
@@ -44,8 +67,6 @@ RunInfo read_info(const h5::File& f) {
   i.experiment_id = f.attr_string("experiment_id");
   i.experiment_text = f.attr_string("experiment_text");
   i.steps = f.attr_int("steps");
-  SB_CHECK(i.steps >= 1 && i.steps <= kMaxSteps, f.file_name(), ": attribute steps = ", i.steps,
-           " is outside [1, 2^32]");
   i.status = parse_status(f, f.attr_string("status"));
   i.error = f.attr_string("error");
   i.execution.backend = f.attr_string("backend");
@@ -62,13 +83,42 @@ RunInfo read_info(const h5::File& f) {
   i.time_started = f.attr_string("time_started");
   i.time_updated = f.attr_string("time_updated");
   i.time_sessions = f.attr_string("time_sessions");
+  check_info(f.file_name(), i);
   return i;
 }
 
+// The tensor table's invariants: names printable, unique and usable as dataset names; shapes,
+// element counts and offsets agreeing, in order and not overlapping.
+void check_tensors(const std::string& where, const std::vector<TensorInfo>& tensors) {
+  const int64_t n = static_cast<int64_t>(tensors.size());
+  SB_CHECK(n >= 1 && n <= kMaxTensors, where, ": ", n, " tensor names; expected 1 to ", kMaxTensors);
+  std::set<std::string> seen;
+  int64_t end = 0;
+  for (const TensorInfo& t : tensors) {
+    const bool printable = std::all_of(t.name.begin(), t.name.end(), [](char c) { return c > ' ' && c < 127; });
+    SB_CHECK(!t.name.empty() && t.name.size() <= 256 && printable && t.name.find('/') == std::string::npos &&
+                 t.name != "." && t.name != ".." && seen.insert(t.name).second,
+             where, ": tensor name '", t.name, "' is empty, not printable ASCII, has a '/', or repeats");
+    const std::size_t r = t.shape.size();
+    const int64_t d0 = r >= 1 ? t.shape[0] : 0, d1 = r == 2 ? t.shape[1] : 1;
+    SB_CHECK((r == 1 || r == 2) && d0 >= 1 && d0 <= kMaxNumel && d1 >= 1 && d1 <= kMaxNumel / d0 &&
+                 uint64_t(d0 * d1) == t.numel,
+             where, ": tensor ", t.name, " has rank ", r, ", shape (", d0, ", ", d1, ") and ", t.numel,
+             " elements, which do not agree");
+    SB_CHECK(t.offset >= uint64_t(end) && t.offset % kParamAlign == 0 && t.offset <= uint64_t(kMaxNumel), where,
+             ": tensor ", t.name, " starts at ", t.offset, ", expected a multiple of ", kParamAlign, " at or after ",
+             end, " (tensors in order, not overlapping)");
+    end = int64_t(t.offset + t.numel);
+  }
+}
+
+// Reads a column of the table into a buffer of the schema's size.
 std::vector<int64_t> read_table_column(const h5::Group& g, const char* name, uint64_t rows, uint64_t cols) {
   const h5::Dataset d = g.dataset(name);
   d.check(h5::DType::i64, cols == 0 ? h5::Dims{rows} : h5::Dims{rows, cols});
-  return d.read<int64_t>();
+  std::vector<int64_t> out(rows * std::max<uint64_t>(cols, 1));
+  d.read_into<int64_t>(out);
+  return out;
 }
 
 std::vector<TensorInfo> read_tensors(const h5::File& f) {
@@ -81,62 +131,145 @@ std::vector<TensorInfo> read_tensors(const h5::File& f) {
   const auto rank = read_table_column(g, "rank", uint64_t(n), 0);
   const auto shape = read_table_column(g, "shape", uint64_t(n), 2);
   std::vector<TensorInfo> out;
-  std::set<std::string> seen;
-  int64_t end = 0;
   for (int64_t t = 0; t < n; ++t) {
-    const std::string& name = names[size_t(t)];
-    SB_CHECK(!name.empty() && name.find('/') == std::string::npos && name != "." && name != ".." &&
-                 seen.insert(name).second,
-             g.where(), ": tensor name '", name, "' is empty, has a '/', or repeats");
-    const int64_t r = rank[size_t(t)], d0 = shape[size_t(2 * t)], d1 = shape[size_t(2 * t + 1)];
-    SB_CHECK((r == 1 || r == 2) && d0 >= 1 && d0 <= kMaxNumel && d1 >= 1 && d1 <= kMaxNumel / d0 &&
-                 (r == 2 || d1 == 1) && d0 * d1 == numel[size_t(t)] && numel[size_t(t)] <= kMaxNumel,
-             g.where(), ": tensor ", name, " has rank ", r, ", shape (", d0, ", ", d1, ") and ", numel[size_t(t)],
-             " elements, which do not agree");
-    SB_CHECK(offset[size_t(t)] >= end && offset[size_t(t)] % int64_t(kParamAlign) == 0 &&
-                 offset[size_t(t)] <= kMaxNumel,
-             g.where(), ": tensor ", name, " starts at ", offset[size_t(t)], ", expected a multiple of ",
-             kParamAlign, " at or after ", end, " (tensors in order, not overlapping)");
-    end = offset[size_t(t)] + numel[size_t(t)];
-    TensorInfo info{name, r == 2 ? std::vector<int64_t>{d0, d1} : std::vector<int64_t>{d0},
-                    uint64_t(offset[size_t(t)]), uint64_t(numel[size_t(t)])};
-    out.push_back(std::move(info));
+    const std::size_t k = std::size_t(t);
+    const int64_t r = rank[k], d0 = shape[2 * k], d1 = shape[2 * k + 1];
+    SB_CHECK((r == 1 && d1 == 1) || r == 2, g.where(), ": tensor ", names[k], " has rank ", r, " and shape (", d0,
+             ", ", d1, ")");
+    SB_CHECK(offset[k] >= 0 && numel[k] >= 0, g.where(), ": tensor ", names[k], " has a negative offset or size");
+    out.push_back({names[k], r == 2 ? std::vector<int64_t>{d0, d1} : std::vector<int64_t>{d0}, uint64_t(offset[k]),
+                   uint64_t(numel[k])});
   }
+  check_tensors(g.where(), out);
   return out;
 }
 
-// Every column exists with its dtype and shape (rows, width); returns rows.
-int64_t check_series(const h5::File& f, std::size_t tensors) {
+uint64_t column_width(const SeriesColumn& c, std::size_t tensors) {
+  return c.width == Width::tensors ? tensors : c.width == Width::collectives ? kCollectiveKinds : 0;
+}
+
+// Every column exists with its dtype and shape (rows, width), rows <= steps; returns rows.
+int64_t check_series(const h5::File& f, std::size_t tensors, int64_t steps) {
   int64_t rows = -1;
   for (const SeriesColumn& c : series_columns()) {
     const h5::Dataset d = f.dataset(c.path);
-    const uint64_t width = c.width == Width::tensors ? tensors : c.width == Width::collectives ? kCollectiveKinds : 0;
+    const uint64_t width = column_width(c, tensors);
     d.check(c.dtype, width == 0 ? h5::Dims{h5::kAny} : h5::Dims{h5::kAny, width});
     const int64_t r = static_cast<int64_t>(d.rows());
     SB_CHECK(rows < 0 || r == rows, d.where(), ": ", r, " rows, but /", series_columns().front().path, " has ",
              rows);
     rows = r;
   }
+  SB_CHECK(rows <= steps, f.file_name(), ": ", rows, " steps recorded of a run of ", steps);
   return rows;
+}
+
+template <class T>
+void read_column_as(const h5::Dataset& d, std::vector<std::byte>& bytes) {
+  std::vector<T> values(bytes.size() / sizeof(T));
+  d.read_into<T>(values);
+  if (!bytes.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
+}
+
+// The whole column into `bytes`, sized by the schema.
+void read_column(const h5::Dataset& d, h5::DType dtype, std::vector<std::byte>& bytes) {
+  switch (dtype) {
+    case h5::DType::f32: return read_column_as<float>(d, bytes);
+    case h5::DType::f64: return read_column_as<double>(d, bytes);
+    case h5::DType::i32: return read_column_as<int32_t>(d, bytes);
+    case h5::DType::i64: return read_column_as<int64_t>(d, bytes);
+    case h5::DType::u64: return read_column_as<uint64_t>(d, bytes);
+    case h5::DType::u8: return read_column_as<uint8_t>(d, bytes);
+  }
+}
+
+// In the reader process: the whole structure, checked, and the values RunReader keeps.
+void read_run(const std::string& path, io::PlainWriter& out) {
+  check_seal(path);
+  const h5::File f = h5::File::open(path, h5::Mode::read_only);
+  RunInfo info = read_info(f);
+  const std::vector<TensorInfo> tensors = read_tensors(f);
+  const int64_t rows = check_series(f, tensors.size(), info.steps);
+  info_fields(info, [&](auto& v) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string>) out.put_string(v);
+    else out.put(v);
+  });
+  out.put(uint64_t{tensors.size()});
+  for (const TensorInfo& t : tensors) {
+    out.put_string(t.name);
+    out.put_vector(t.shape);
+    out.put(t.offset);
+    out.put(t.numel);
+  }
+  out.put(rows);
+  for (const SeriesColumn& c : series_columns()) {
+    const uint64_t width = std::max<uint64_t>(1, column_width(c, tensors.size()));
+    std::vector<std::byte> bytes(uint64_t(rows) * width * h5::dtype_size(c.dtype));
+    read_column(f.dataset(c.path), c.dtype, bytes);
+    out.put_vector(bytes);
+  }
+  const std::vector<StoreEntry> entries = read_store_index(f, rows);
+  out.put(uint64_t{entries.size()});
+  for (const StoreEntry& e : entries) {
+    out.put(e.step);
+    out.put(e.kind);
+    out.put(e.digest);
+    out.put(e.bytes);
+  }
 }
 
 }  // namespace
 
 RunReader RunReader::open(const std::string& path) {
-  check_seal(path);
+  const std::vector<std::byte> answer = io::read_isolated(path, [&](io::PlainWriter& out) { read_run(path, out); });
+  io::PlainReader in(answer, path);
   RunReader r;
   r.path_ = path;
-  r.file_ = h5::File::open(path, h5::Mode::read_only);
-  r.info_ = read_info(r.file_);
-  r.tensors_ = read_tensors(r.file_);
-  r.rows_ = check_series(r.file_, r.tensors_.size());
-  SB_CHECK(r.rows_ <= r.info_.steps, path, ": ", r.rows_, " steps recorded of a run of ", r.info_.steps);
+  info_fields(r.info_, [&](auto& v) {
+    using T = std::decay_t<decltype(v)>;
+    if constexpr (std::is_same_v<T, std::string>) v = in.get_string();
+    else v = in.get<T>();
+  });
+  check_info(path, r.info_);
+  const uint64_t tensors = in.get<uint64_t>();
+  SB_CHECK(tensors >= 1 && tensors <= uint64_t(kMaxTensors), path, ": ", tensors, " tensors");
+  for (uint64_t t = 0; t < tensors; ++t) {
+    TensorInfo info;
+    info.name = in.get_string();
+    info.shape = in.get_vector<int64_t>();
+    info.offset = in.get<uint64_t>();
+    info.numel = in.get<uint64_t>();
+    r.tensors_.push_back(std::move(info));
+  }
+  check_tensors(path + ":/tensors", r.tensors_);
+  r.rows_ = in.get<int64_t>();
+  SB_CHECK(r.rows_ >= 0 && r.rows_ <= r.info_.steps, path, ": ", r.rows_, " steps recorded of a run of ", r.info_.steps);
+  for (const SeriesColumn& c : series_columns()) {
+    const uint64_t width = std::max<uint64_t>(1, column_width(c, r.tensors_.size()));
+    r.series_.push_back(in.get_vector<std::byte>());
+    SB_CHECK(r.series_.back().size() == uint64_t(r.rows_) * width * h5::dtype_size(c.dtype), path, ": /", c.path,
+             " came back with ", r.series_.back().size(), " bytes for ", r.rows_, " rows of ", width);
+  }
   const std::vector<int64_t> steps = r.series<int64_t>("series/step");
   for (int64_t i = 0; i < r.rows_; ++i) {
     SB_CHECK(steps[size_t(i)] == i + 1, path, ": /series/step row ", i, " holds ", steps[size_t(i)], ", expected ",
              i + 1);
   }
-  r.entries_ = read_store_index(r.file_, r.rows_);
+  const uint64_t entries = in.get<uint64_t>();
+  SB_CHECK(entries <= uint64_t(r.rows_) + 1, path, ": ", entries, " store files for ", r.rows_, " recorded steps");
+  for (uint64_t k = 0; k < entries; ++k) {
+    StoreEntry e;
+    e.step = in.get<int64_t>();
+    e.kind = in.get<uint8_t>();
+    e.digest = in.get<uint64_t>();
+    e.bytes = in.get<uint64_t>();
+    SB_CHECK(e.step >= 0 && e.step <= r.rows_ && (k == 0 || e.step > r.entries_.back().step) && e.kind != 0 &&
+                 (e.kind & ~(kSnapshotBit | kStateBit | kKeptBit)) == 0,
+             path, ": store index entry ", k, " (step ", e.step, ", kind ", int(e.kind), ") is out of order, beyond the ",
+             r.rows_, " recorded steps or of an unknown kind");
+    r.entries_.push_back(e);
+  }
+  in.finish();
   if (r.info_.status == Status::finished) {
     SB_CHECK(r.rows_ == r.info_.steps && r.has_final_state(), path, ": status finished, but ", r.rows_, " of ",
              r.info_.steps, " steps are recorded", r.has_final_state() ? "" : " and the store has no final state");
@@ -179,31 +312,33 @@ TrainerState RunReader::read_state(int64_t step) const {
   return read_store_state(store_file(path_, *e), *e, tensors_);
 }
 
-std::vector<std::byte> RunReader::series_bytes(const SeriesColumn& column) const {
-  const auto as_bytes = [](const auto& values) {
-    std::vector<std::byte> out(values.size() * sizeof(values[0]));
-    if (!out.empty()) std::memcpy(out.data(), values.data(), out.size());
-    return out;
-  };
-  switch (column.dtype) {
-    case h5::DType::f32: return as_bytes(series<float>(column.path));
-    case h5::DType::f64: return as_bytes(series<double>(column.path));
-    case h5::DType::i32: return as_bytes(series<int32_t>(column.path));
-    case h5::DType::i64: return as_bytes(series<int64_t>(column.path));
-    case h5::DType::u64: return as_bytes(series<uint64_t>(column.path));
-    case h5::DType::u8: return as_bytes(series<uint8_t>(column.path));
-  }
-  SB_FAIL(path_, ": column ", column.path, " has an unknown dtype");
-}
-
 bool RunReader::has_final_state() const {
   const StoreEntry* e = entry(info_.steps);
   return info_.status == Status::finished && e != nullptr && e->is_state();
 }
 
-TrainerState RunReader::read_final_state() const {
+const std::vector<std::byte>& RunReader::column_rows(std::string_view column, h5::DType dtype, uint64_t first,
+                                                     uint64_t count) const {
+  const auto& columns = series_columns();
+  for (std::size_t k = 0; k < columns.size(); ++k) {
+    if (columns[k].path != column) continue;
+    SB_CHECK(columns[k].dtype == dtype, path_, ": column ", column, " holds ", h5::dtype_name(columns[k].dtype),
+             ", read as ", h5::dtype_name(dtype));
+    SB_CHECK(first <= uint64_t(rows_) && count <= uint64_t(rows_) - first, path_, ": rows [", first, ", ",
+             first, "+", count, ") of ", column, " are outside the ", rows_, " recorded");
+    return series_[k];
+  }
+  SB_FAIL(path_, ": no series column ", column);
+}
+
+std::vector<std::byte> RunReader::series_bytes(const SeriesColumn& column) const {
+  return column_rows(column.path, column.dtype, 0, uint64_t(rows_));
+}
+
+const TrainerState& RunReader::read_final_state() const {
   SB_CHECK(has_final_state(), path_, ": no final state (the run has not finished)");
-  return read_state(info_.steps);
+  if (!final_state_read_) final_state_read_ = read_state(info_.steps);
+  return *final_state_read_;
 }
 
 }  // namespace sb::run

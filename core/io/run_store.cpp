@@ -8,6 +8,7 @@
 #include <map>
 #include <utility>
 
+#include "read_values.hpp"
 #include "samebits/core/io/checkpoint.hpp"
 #include "samebits/core/io/run_seal.hpp"
 #include "samebits/det/error.hpp"
@@ -188,17 +189,30 @@ StoreEntry write_state_file(const std::string& path, const TrainerState& state,
 
 std::vector<float> read_store_params(const std::string& path, const StoreEntry& entry,
                                      const std::vector<TensorInfo>& tensors) {
-  const h5::File file = open_checked(path, entry, entry.is_state() ? kStateFormat : kSnapshotFormat);
-  const int64_t step = file.attr_int("step");
-  SB_CHECK(step == entry.step, path, ": holds step ", step, ", the index says ", entry.step);
-  return read_params(file.group("params"), tensors);
+  const std::vector<std::byte> answer = io::read_isolated(path, [&](io::PlainWriter& out) {
+    const h5::File file = open_checked(path, entry, entry.is_state() ? kStateFormat : kSnapshotFormat);
+    const int64_t step = file.attr_int("step");
+    SB_CHECK(step == entry.step, path, ": holds step ", step, ", the index says ", entry.step);
+    out.put_vector(read_params(file.group("params"), tensors));
+  });
+  io::PlainReader in(answer, path);
+  std::vector<float> flat = in.get_vector<float>();
+  in.finish();
+  SB_CHECK(flat.size() == flat_size(tensors), path, ": parameters of step ", entry.step, " came back with ",
+           flat.size(), " values, expected ", flat_size(tensors));
+  return flat;
 }
 
 TrainerState read_store_state(const std::string& path, const StoreEntry& entry,
                               const std::vector<TensorInfo>& tensors) {
   SB_CHECK(entry.is_state(), path, ": the index records a snapshot of step ", entry.step, ", not a state");
-  const h5::File file = open_checked(path, entry, kStateFormat);
-  TrainerState state = read_state(file, tensors);
+  const std::vector<std::byte> answer = io::read_isolated(path, [&](io::PlainWriter& out) {
+    const h5::File file = open_checked(path, entry, kStateFormat);
+    put_state(out, read_state(file, tensors));
+  });
+  io::PlainReader in(answer, path);
+  TrainerState state = get_state(in, tensors, path);
+  in.finish();
   SB_CHECK(state.step == entry.step, path, ": holds step ", state.step, ", the index says ", entry.step);
   return state;
 }

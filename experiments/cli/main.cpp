@@ -1,10 +1,12 @@
 // samebits: the command-line entry point. Dispatches to the registered commands; every sb::Error
-// becomes one clear line on stderr and exit code 2.
+// becomes one clear line on stderr (escaped: it may quote names and values from files) and exit
+// code 2.
 #include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <iostream>
 
+#include "samebits/core/io/untrusted_text.hpp"
 #include "samebits/cli/command.hpp"
 #include "samebits/det/build_info.hpp"
 #include "samebits/det/error.hpp"
@@ -59,10 +61,10 @@ int main(int argc, char** argv) {
         sb::det::check_fp_environment();  // rule 8: no FTZ/DAZ, round to nearest, no contraction
         return c.run(std::vector<std::string>(args.begin() + 1, args.end()));
       } catch (const sb::Error& e) {
-        std::cerr << "samebits " << c.name << ": error: " << e.what() << "\n";
+        std::cerr << "samebits " << c.name << ": error: " << sb::escape_untrusted(e.what()) << "\n";
         return kExitError;
       } catch (const std::exception& e) {
-        std::cerr << "samebits " << c.name << ": unexpected error: " << e.what() << "\n";
+        std::cerr << "samebits " << c.name << ": unexpected error: " << sb::escape_untrusted(e.what()) << "\n";
         return kExitError;
       }
     }

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "samebits/core/io/untrusted_text.hpp"
 #include "samebits/cli/diff.hpp"
 #include "samebits/cli/json.hpp"
 
@@ -48,13 +49,13 @@ std::string json_side(const RunSide& s) {
 std::string diff_text(const RunDiff& d) {
   std::ostringstream s;
   for (const auto& [label, side] : {std::pair{"A", &d.a}, std::pair{"B", &d.b}}) {
-    s << label << "  " << side->path << ": experiment " << side->experiment_id << ", " << side->status << ", "
-      << side->steps << " steps, " << side->backend << "\n";
+    s << label << "  " << side->path << ": experiment " << escape_untrusted(side->experiment_id) << ", "
+      << side->status << ", " << side->steps << " steps, " << escape_untrusted(side->backend) << "\n";
   }
-  s << "experiment   " << (d.same_experiment ? "same (" + d.a.experiment_id + ")" : "DIFFERENT");
+  s << "experiment   " << (d.same_experiment ? "same (" + escape_untrusted(d.a.experiment_id) + ")" : "DIFFERENT");
   if (!d.experiment_differences.empty()) {
     s << (d.same_experiment ? "; " : ": ") << d.experiment_differences.size() << " field(s) differ";
-    for (const auto& f : d.experiment_differences) s << "\n               " << f;
+    for (const auto& f : d.experiment_differences) s << "\n               " << escape_untrusted(f);
   }
   s << "\n";
   if (!d.same_layout) s << "layout       the tensor tables differ: per-tensor comparisons skipped\n";
@@ -97,7 +98,7 @@ std::string diff_text(const RunDiff& d) {
   if (states_differ) {
     s << distance_text(d.distance, d.growth);
     if (!d.agreement.empty()) s << agreement_text(d.agreement.back());
-    if (!d.agreement_note.empty()) s << "predictions  " << d.agreement_note << "\n";
+    if (!d.agreement_note.empty()) s << "predictions  " << escape_untrusted(d.agreement_note) << "\n";
   }
   if (d.identical()) {
     s << "result       IDENTICAL: every recorded bit of " << d.compared_steps << " steps is equal\n";

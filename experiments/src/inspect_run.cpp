@@ -1,6 +1,8 @@
 // inspect.hpp: the recorded configuration of a run file and the `samebits inspect` text. Nothing
 // here trusts the file beyond what RunReader checked: the config text is parsed like any INI file,
-// checkpoint files are read (and so checked) before they are called good.
+// checkpoint files are read (and so checked) before they are called good, and every text taken
+// from a file is printed escaped (untrusted_text.hpp).
+#include "samebits/core/io/untrusted_text.hpp"
 #include "samebits/cli/inspect.hpp"
 
 #include <stdlib.h>
@@ -60,7 +62,7 @@ std::string indent_lines(const std::string& text, const std::string& pad) {
   std::string line, out;
   bool first = true;
   while (std::getline(in, line)) {
-    out += (first ? "" : "\n" + pad) + line;
+    out += (first ? "" : "\n" + pad) + escape_untrusted(line);
     first = false;
   }
   return out;
@@ -101,7 +103,12 @@ Config recorded_config(const run::RunReader& run, const std::vector<std::string>
 }
 
 std::string describe_run(const run::RunReader& run) {
-  const run::RunInfo& i = run.info();
+  run::RunInfo i = run.info();  // its texts as printed: escaped
+  for (std::string* text : {&i.samebits_version, &i.samebits_commit, &i.experiment_id, &i.error, &i.execution.backend,
+                            &i.execution.communicator, &i.compiler, &i.build_type, &i.fp_flags, &i.simd,
+                            &i.fp_environment, &i.host, &i.time_started, &i.time_updated}) {
+    *text = escape_untrusted(*text);
+  }
   std::ostringstream s;
   s << "run          " << run.path() << "  (format " << i.format_version << ", samebits " << i.samebits_version
     << ", commit " << i.samebits_commit << ")\n";
@@ -111,7 +118,7 @@ std::string describe_run(const run::RunReader& run) {
     s << "  (" << experiment_summary(config) << ")\n";
     if (config.perturb.enabled()) s << "perturbation " << perturbation_text(config.perturb) << "\n";
   } catch (const Error& e) {
-    s << "\n             config not usable here: " << e.what() << "\n";
+    s << "\n             config not usable here: " << escape_untrusted(e.what()) << "\n";
   }
   s << "status       " << to_string(i.status) << (i.error.empty() ? "" : ": " + i.error) << "\n";
   const int64_t rows = run.steps_recorded();
@@ -158,7 +165,7 @@ std::string describe_run(const run::RunReader& run) {
       const TrainerState c = run.read_state(e.step);
       s << "good (" << c.updates << " updates)";
     } catch (const Error& err) {
-      s << "NOT USABLE: " << err.what();
+      s << "NOT USABLE: " << escape_untrusted(err.what());
     }
   }
   s << "\n";

@@ -11,6 +11,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "samebits/core/io/untrusted_text.hpp"
 #include "samebits/cli/diff.hpp"
 #include "samebits/cli/divergence.hpp"
 #include "samebits/cli/json.hpp"
@@ -35,7 +36,7 @@ struct Runs {
       try {
         readers[cell.name] = std::make_shared<run::RunReader>(run::RunReader::open(cell.run_path));
       } catch (const Error& e) {
-        errors[cell.name] = fs::exists(cell.run_path) ? e.what() : "no run file";
+        errors[cell.name] = fs::exists(cell.run_path) ? escape_untrusted(e.what()) : "no run file";
       }
     }
     return readers.count(cell.name) ? readers[cell.name].get() : nullptr;

@@ -3,6 +3,7 @@
 // snapshots grow large, and at the end; a resume imports the newest good checkpoint, so every
 // recorded bit equals the uninterrupted run's (the trainer's contract), whatever the moment the
 // earlier session died.
+#include "samebits/core/io/untrusted_text.hpp"
 #include "samebits/cli/train_run.hpp"
 
 #include <omp.h>
@@ -132,7 +133,7 @@ std::optional<run::RunWriter> open_writer(const std::string& path, const run::Ru
     if (alone) trainer.import_state(s);
     else chosen = s;
   });
-  for (const std::string& note : point.notes) log << "resume: " << note << "\n";
+  for (const std::string& note : point.notes) log << "resume: " << escape_untrusted(note) << "\n";
   if (point.finished) {  // a kill right after the last commit may have left the rolling states
     run::remove_unindexed_files(path, run::RunReader::open(path).store_entries());
     result.already_finished = true;

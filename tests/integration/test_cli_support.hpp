@@ -5,6 +5,7 @@
 #pragma once
 #include <doctest/doctest.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -41,11 +42,13 @@ struct Result {
   int code = -1;     // exit status, -1 when killed by a signal
   int signal = 0;    // the signal that ended it, 0 when it exited
   std::string output;  // stdout and stderr
+  bool timed_out = false;  // killed after SpawnOptions::timeout_seconds
 };
 
 struct SpawnOptions {
   uint64_t file_size_limit = 0;  // RLIMIT_FSIZE in bytes (0: none); SIGXFSZ ignored, so writes fail
   std::string cwd;               // working directory ("" = this one)
+  int timeout_seconds = 0;       // killed with SIGKILL after this long (0: no limit)
 };
 
 // A running samebits process whose stdout and stderr go to one pipe.
@@ -78,6 +81,7 @@ class Child {
     }
     ::close(fds[1]);
     fd_ = fds[0];
+    timeout_seconds_ = options.timeout_seconds;
   }
   Child(const Child&) = delete;
   Child& operator=(const Child&) = delete;
@@ -95,8 +99,21 @@ class Child {
     Result r;
     std::array<char, 4096> buf{};
     ssize_t n = 0;
-    while ((n = ::read(fd_, buf.data(), buf.size())) > 0 || (n < 0 && errno == EINTR)) {
-      if (n > 0) r.output.append(buf.data(), size_t(n));
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds_);
+    for (;;) {
+      if (timeout_seconds_ > 0) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        pollfd p{fd_, POLLIN, 0};
+        if (left.count() <= 0 || ::poll(&p, 1, int(left.count())) == 0) {
+          r.timed_out = true;
+          ::kill(pid_, SIGKILL);
+          break;
+        }
+      }
+      n = ::read(fd_, buf.data(), buf.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      r.output.append(buf.data(), size_t(n));
     }
     ::close(fd_);
     int status = 0;
@@ -111,6 +128,7 @@ class Child {
  private:
   pid_t pid_ = -1;
   int fd_ = -1;
+  int timeout_seconds_ = 0;
 };
 
 inline Result run(const std::vector<std::string>& args, const SpawnOptions& options = {}) {

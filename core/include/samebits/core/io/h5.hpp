@@ -2,7 +2,12 @@
 // File, Group, Dataset and attributes; every HDF5 failure becomes an sb::Error naming the file and
 // the object path, with HDF5's own error stack. No HDF5 header leaks out (handles are int64_t).
 // Contract: values are stored and read bit for bit (little-endian IEEE/two's-complement file types,
-// no conversion other than byte order); reads check dtype and shape and never trust the file.
+// no conversion other than byte order); reads check dtype and shape and never trust the file:
+// before HDF5 decodes a value, its datatype (class, size, sign, byte order), rank, extents and
+// storage (layout, no filters or external files, every chunk and the contiguous block inside the
+// file and of the size the extents imply) are checked, and values land in buffers sized by the
+// caller's schema. HDF5 may still fault on crafted metadata: parse untrusted files in a reader
+// process (isolated_read.hpp).
 // HDF5 (serial build) is not thread-safe: use these objects from one thread at a time.
 #pragma once
 #include <cstddef>
@@ -71,8 +76,9 @@ class Dataset;
 class Group;
 
 // What groups and datasets share: a name for messages, and attributes. Attribute values are
-// strings (UTF-8, variable length), int64/uint64/double scalars and 1-D arrays of them; reading
-// checks the stored type exactly (an int64 attribute does not read as double).
+// strings (UTF-8, written fixed-length: no global heap; variable-length ones, as h5py and earlier
+// samebits files hold them, are read too), int64/uint64/double scalars and 1-D arrays of
+// them; reading checks the stored type exactly (an int64 attribute does not read as double).
 class Object {
  public:
   const std::string& file_name() const { return file_; }
@@ -94,7 +100,7 @@ class Object {
   void set_attr(std::string_view name, std::span<const uint64_t> v) { write_attr(name, DType::u64, v.data(), v.size(), false); }
   void set_attr(std::string_view name, std::span<const double> v) { write_attr(name, DType::f64, v.data(), v.size(), false); }
 
-  std::string attr_string(std::string_view name) const;  // variable- or fixed-length strings
+  std::string attr_string(std::string_view name) const;  // fixed- or variable-length strings
   int64_t attr_int(std::string_view name) const;
   uint64_t attr_uint(std::string_view name) const;
   double attr_double(std::string_view name) const;
@@ -149,6 +155,13 @@ class Dataset : public Object {
     return out;
   }
 
+  // The whole dataset into `out`, a buffer sized by the caller's schema: out.size() must equal the
+  // dataset's element count (check() its dtype and shape first).
+  template <class T>
+  void read_into(std::span<T> out) const {
+    read_whole_raw(dtype_of<T>(), out.data(), out.size());
+  }
+
   // Rows [first, first + data.size() / row_size()), which must lie inside the current shape.
   template <class T>
   void write_rows(uint64_t first, std::span<const T> data) {
@@ -181,6 +194,9 @@ class Dataset : public Object {
   void write_raw(DType dtype, const void* data, std::size_t elements);
   void write_rows_raw(DType dtype, const void* data, std::size_t elements, uint64_t first);
   void read_rows_raw(DType dtype, void* out, uint64_t first, uint64_t count) const;
+  void read_whole_raw(DType dtype, void* out, std::size_t elements) const;
+  // Throws unless rows [first, first + count) are stored where and as the extents say (see top).
+  void check_storage(DType dtype, const Dims& dims, uint64_t first, uint64_t count) const;
 };
 
 // A group: named children (groups and datasets) and attributes. Paths are relative to this group

@@ -10,7 +10,9 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -182,10 +184,12 @@ class RunWriter {
 
 // ---- reading -------------------------------------------------------------------------------
 
-// A run file opened read-only after checking its seal and its whole structure: every attribute
-// with its type, every series column with its dtype and shape (steps, width), /series/step equal
-// to 1, 2, …, the tensor table consistent, the store index consistent. Store files are opened
-// (seal, content hash equal to the index's, structure) when they are read.
+// A run file read after checking its seal and its whole structure: every attribute with its type,
+// every series column with its dtype and shape (steps, width), /series/step equal to 1, 2, …, the
+// tensor table consistent, the store index consistent. The file is parsed in a reader process
+// (isolated_read.hpp) that hands back the attributes, the tensor table, the series and the index;
+// store files are read the same way (seal, content hash equal to the index's, structure) when
+// asked for. Nothing holds the file open.
 class RunReader {
  public:
   static RunReader open(const std::string& path);
@@ -198,12 +202,17 @@ class RunReader {
   // A series column, row-major (steps_recorded, width). T must be the column's dtype.
   template <class T>
   std::vector<T> series(std::string_view column) const {
-    return file_.dataset(column).read<T>();
+    return series_rows<T>(column, 0, uint64_t(rows_));
   }
   // Rows [first, first + count) of a series column.
   template <class T>
   std::vector<T> series_rows(std::string_view column, uint64_t first, uint64_t count) const {
-    return file_.dataset(column).read_rows<T>(first, count);
+    std::vector<T> out;
+    const std::vector<std::byte>& bytes = column_rows(column, h5::dtype_of<T>(), first, count);
+    const std::size_t per_row = rows_ == 0 ? 0 : bytes.size() / sizeof(T) / std::size_t(rows_);
+    out.resize(std::size_t(count) * per_row);
+    if (!out.empty()) std::memcpy(out.data(), bytes.data() + first * per_row * sizeof(T), out.size() * sizeof(T));
+    return out;
   }
   // A column's values as raw little-endian bytes: (steps_recorded, width) elements of its dtype.
   std::vector<std::byte> series_bytes(const SeriesColumn& column) const;
@@ -214,19 +223,23 @@ class RunReader {
   std::vector<float> read_snapshot(int64_t step) const;  // (flat_size)
   TrainerState read_state(int64_t step) const;           // a state of state_steps()
   bool has_final_state() const;  // a finished run's last state
-  TrainerState read_final_state() const;
-
-  const h5::File& file() const { return file_; }
+  // Read in a reader process at the first call; later calls return the same state (diff and
+  // sweep report ask for it more than once).
+  const TrainerState& read_final_state() const;
 
  private:
   RunReader() = default;
   const StoreEntry* entry(int64_t step) const;
+  // The column's bytes after checking its dtype and that rows [first, first + count) exist.
+  const std::vector<std::byte>& column_rows(std::string_view column, h5::DType dtype, uint64_t first,
+                                            uint64_t count) const;
   std::string path_;
-  h5::File file_;
   RunInfo info_;
   std::vector<TensorInfo> tensors_;
   int64_t rows_ = 0;
+  std::vector<std::vector<std::byte>> series_;  // per series_columns() entry: (rows_, width) values
   std::vector<StoreEntry> entries_;
+  mutable std::optional<TrainerState> final_state_read_;
 };
 
 // The layout of a config's model as the run file records it.
