@@ -131,7 +131,7 @@ Sealed sealed_content(const Fd& f, const std::string& path) {
 
 }  // namespace
 
-void seal_file(const std::string& path) {
+uint64_t seal_file(const std::string& path) {
   const Fd f(path, O_RDWR);
   const uint64_t size = file_size(f, path);
   if (size >= kSealBytes) {
@@ -139,8 +139,10 @@ void seal_file(const std::string& path) {
     read_at(f, path, t.data(), t.size(), size - kSealBytes);
     SB_CHECK(std::memcmp(t.data() + 24, kTailMagic, 8) != 0, "'", path, "' is already sealed");
   }
-  const auto seal = make_seal(size, hash_prefix(f, path, size));
+  const uint64_t digest = hash_prefix(f, path, size);
+  const auto seal = make_seal(size, digest);
   write_at(f, path, seal.data(), seal.size(), size);
+  return digest;
 }
 
 uint64_t write_sealed_file(const std::string& path, const std::vector<std::byte>& image) {

@@ -1,9 +1,16 @@
 // run_store.hpp: the store files beside the run file and the run file's index of them. Each store
-// file is built in memory (HDF5's core driver) and written once with its seal, atomically; its
-// content hash goes into the index, so a later read accepts exactly the file that was committed.
+// file is written once through HDF5 into its temporary file (its space reserved first), sealed,
+// fsynced and renamed; its content hash goes into the index, so a later read accepts exactly the
+// file that was committed.
 #include "samebits/core/io/run_store.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <functional>
 #include <filesystem>
 #include <map>
 #include <utility>
@@ -20,15 +27,52 @@ namespace fs = std::filesystem;
 
 constexpr uint8_t kKnownBits = kSnapshotBit | kStateBit | kKeptBit;
 
-// Seals and writes a file built in memory; its index entry.
-StoreEntry write_image(const std::string& path, h5::File& file, int64_t step, uint8_t kind) {
-  std::vector<std::byte> image = file.image();
-  file.close();
+// Reserves `bytes` of disk for the file at `path` (posix_fallocate), so that a full disk (or a
+// file-size limit) is a plain error here, before HDF5 writes: HDF5 1.10 is not safe after a failed
+// write. HDF5 trims the file to its content when it closes it.
+void reserve_space(const std::string& path, uint64_t bytes) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  SB_CHECK(fd >= 0, "cannot open '", path, "': ", std::strerror(errno));
+  const int rc = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  ::close(fd);
+  SB_CHECK(rc == 0, "cannot write '", path, "': ", std::strerror(rc), " (disk full?)");
+}
+
+// HDF5 keeps the preallocated tail when it closes the file: cut the file back to HDF5's end of
+// file, which a version-0 superblock (what File::create writes) records at byte 40.
+void trim_to_content(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  SB_CHECK(fd >= 0, "cannot open '", path, "': ", std::strerror(errno));
+  unsigned char head[48] = {0};
+  const bool read = ::pread(fd, head, sizeof head, 0) == ssize_t(sizeof head);
+  uint64_t end = 0;
+  for (int k = 7; k >= 0; --k) end = (end << 8) | head[40 + k];
+  int rc = 0;
+  if (read && head[8] == 0 && end > 0 && end <= fs::file_size(path)) rc = ::ftruncate(fd, static_cast<off_t>(end));
+  const int saved = errno;
+  ::close(fd);
+  SB_CHECK(read && rc == 0, "cannot trim '", path, "' to its content: ", std::strerror(saved));
+}
+
+// Writes a store file: fill() writes it through HDF5 straight into its temporary file (no image of
+// it in memory: a state is 8 bytes per parameter), after data_bytes plus room for the metadata are
+// reserved; then the seal, fsync and rename (h5::write_file_atomically). Its index entry.
+StoreEntry write_store(const std::string& path, uint64_t data_bytes, std::size_t datasets, int64_t step, uint8_t kind,
+                       const std::function<void(h5::File&)>& fill) {
   StoreEntry e;
   e.step = step;
   e.kind = kind;
-  e.bytes = image.size() + kSealBytes;
-  e.digest = write_sealed_file(path, image);
+  h5::write_file_atomically(path, [&](const std::string& tmp) {
+    {
+      h5::File file = h5::File::create(tmp, h5::Create::truncate);
+      reserve_space(tmp, data_bytes + (uint64_t{1} << 20) + 8192 * uint64_t(datasets));
+      fill(file);
+      file.close();
+    }
+    trim_to_content(tmp);
+    e.digest = seal_file(tmp);
+    e.bytes = fs::file_size(tmp);
+  });
   return e;
 }
 
@@ -165,26 +209,27 @@ std::vector<StoreEntry> read_store_index(const h5::File& run, int64_t rows) {
 
 StoreEntry write_snapshot_file(const std::string& path, int64_t step, const std::string& experiment_id,
                                std::span<const float> flat_weights, const std::vector<TensorInfo>& tensors) {
-  h5::File file = h5::File::create_in_memory(path);
-  file.set_attr("format", kSnapshotFormat);
-  file.set_attr("format_version", kFormatVersion);
-  file.set_attr("experiment_id", experiment_id);
-  file.set_attr("step", step);
-  h5::Group params = file.create_group("params");
-  params.set_attr("step", step);
-  write_params(params, flat_weights, tensors);
-  params = h5::Group();
-  return write_image(path, file, step, kSnapshotBit);
+  return write_store(path, flat_weights.size() * sizeof(float), tensors.size(), step, kSnapshotBit, [&](h5::File& file) {
+    file.set_attr("format", kSnapshotFormat);
+    file.set_attr("format_version", kFormatVersion);
+    file.set_attr("experiment_id", experiment_id);
+    file.set_attr("step", step);
+    h5::Group params = file.create_group("params");
+    params.set_attr("step", step);
+    write_params(params, flat_weights, tensors);
+  });
 }
 
 StoreEntry write_state_file(const std::string& path, const TrainerState& state,
                             const std::vector<TensorInfo>& tensors) {
-  h5::File file = h5::File::create_in_memory(path);
-  file.set_attr("format", kStateFormat);
-  file.set_attr("format_version", kFormatVersion);
-  write_state(file, state, tensors);
-  file.group("params").set_attr("step", state.step);
-  return write_image(path, file, state.step, kStateBit);
+  uint64_t bytes = state.weights.size() * sizeof(float);
+  for (const StateArray& a : state.optimizer) bytes += a.data.size() * sizeof(float);
+  return write_store(path, bytes, tensors.size() + state.optimizer.size(), state.step, kStateBit, [&](h5::File& file) {
+    file.set_attr("format", kStateFormat);
+    file.set_attr("format_version", kFormatVersion);
+    write_state(file, state, tensors);
+    file.group("params").set_attr("step", state.step);
+  });
 }
 
 std::vector<float> read_store_params(const std::string& path, const StoreEntry& entry,

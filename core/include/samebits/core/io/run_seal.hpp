@@ -22,7 +22,8 @@ uint64_t write_sealed_file(const std::string& path, const std::vector<std::byte>
 
 // Appends the seal to `path`, a complete and closed HDF5 file (an earlier seal is an error): the
 // way to seal a file edited by hand (after unseal_file).
-void seal_file(const std::string& path);
+// Returns the content's XXH3-64.
+uint64_t seal_file(const std::string& path);
 
 // Throws sb::Error naming the file and what is wrong (no seal: truncated or written by another
 // program; wrong length; wrong hash: bytes changed) unless `path` carries a valid seal. Returns the content's XXH3-64.
