@@ -14,6 +14,7 @@
 #include <set>
 
 #include "integration/test_cli_support.hpp"
+#include "support/run_header.hpp"
 #include "samebits/cli/diff.hpp"
 #include "samebits/cli/inspect.hpp"
 #include "samebits/core/io/checkpoint.hpp"
@@ -30,18 +31,6 @@ namespace fs = std::filesystem;
 
 Config tiny() { return cli::config_from_text(sbt::tiny_config(), {}); }
 
-run::RunHeader header_of(const Config& config, Trainer& trainer) {
-  run::RunHeader h;
-  h.config_text = to_ini_text(config);
-  h.experiment_id = experiment_id(config);
-  h.experiment_text = experiment_text(config);
-  h.steps = config.train.steps;
-  h.tensors = run::tensor_infos(trainer.model().params());
-  h.execution.backend = trainer.backend().describe();
-  h.execution.communicator = "local";
-  h.execution.threads = 1;
-  return h;
-}
 
 template <class T>
 bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
@@ -101,7 +90,7 @@ TEST_CASE("run file: rows, tensor table, snapshots and final state read back bit
   Config config = tiny();
   config.train.steps = 6;
   Trainer trainer(config);
-  const run::RunHeader header = header_of(config, trainer);
+  const run::RunHeader header = sbt::run_header(config, trainer);
   const std::string path = dir / "sub/run.h5";
   run::RunWriter w = run::RunWriter::create(path, header);
   CHECK_THROWS_WITH_AS(run::RunWriter::create(path, header), doctest::Contains("already exists"), Error);
@@ -189,7 +178,7 @@ TEST_CASE("resume: the series and later snapshots are cut back; find_resume_poin
   Config config = tiny();
   config.train.steps = 8;
   Trainer trainer(config);
-  const run::RunHeader header = header_of(config, trainer);
+  const run::RunHeader header = sbt::run_header(config, trainer);
   const std::string path = dir / "run.h5";
   run::RunWriter w = run::RunWriter::create(path, header);
   std::vector<TrainerState> states;  // states[s - 1]: after step s
@@ -324,7 +313,7 @@ TEST_CASE("docs/FORMAT.md names every series column and every attribute a run fi
   Config config = tiny();
   Trainer trainer(config);
   const std::string path = dir / "run.h5";
-  run::RunWriter w = run::RunWriter::create(path, header_of(config, trainer));
+  run::RunWriter w = run::RunWriter::create(path, sbt::run_header(config, trainer));
   w.record(trainer.step());
   w.snapshot(1, std::vector<float>(trainer.model().flat_size()));
   w.checkpoint(trainer.export_state());

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "integration/test_cli_support.hpp"
+#include "support/run_header.hpp"
 #include "samebits/cli/inspect.hpp"
 #include "samebits/core/io/run_file.hpp"
 #include "samebits/core/io/run_store.hpp"
@@ -24,18 +25,6 @@ Config tiny(int64_t steps) {
   return c;
 }
 
-run::RunHeader header_of(const Config& config, Trainer& trainer) {
-  run::RunHeader h;
-  h.config_text = to_ini_text(config);
-  h.experiment_id = experiment_id(config);
-  h.experiment_text = experiment_text(config);
-  h.steps = config.train.steps;
-  h.tensors = run::tensor_infos(trainer.model().params());
-  h.execution.backend = trainer.backend().describe();
-  h.execution.communicator = "local";
-  h.execution.threads = 1;
-  return h;
-}
 
 std::vector<float> weights(Trainer& trainer) {
   std::vector<float> v(trainer.model().flat_size());
@@ -48,7 +37,7 @@ std::vector<float> weights(Trainer& trainer) {
 std::vector<uint64_t> commit_bytes(const std::string& path, bool snapshots, uint64_t& snapshot_bytes) {
   const Config config = tiny(12);
   Trainer trainer(config);
-  run::RunWriter w = run::RunWriter::create(path, header_of(config, trainer));
+  run::RunWriter w = run::RunWriter::create(path, sbt::run_header(config, trainer));
   std::vector<uint64_t> out;
   for (int s = 1; s <= 12; ++s) {
     w.record(trainer.step());
@@ -90,7 +79,7 @@ TEST_CASE("a new run refuses a store folder that is not empty; a resume removes 
   TempDir dir;
   const Config config = tiny(6);
   Trainer trainer(config);
-  const run::RunHeader header = header_of(config, trainer);
+  const run::RunHeader header = sbt::run_header(config, trainer);
   const std::string path = dir / "run.h5";
   fs::create_directories(dir / "run.store");
   sbt::write_text(dir / "run.store/state_step_000001.h5", "someone else's");
