@@ -239,16 +239,27 @@ inline void check_readers(const std::vector<Variant>& variants, const std::strin
   }
 }
 
+// A fresh work/resume folder for --resume of the stopped run: its config, `run_file` as run.h5,
+// the stopped run's store, and `state12` (when given) in place of its newest state.
+inline std::string resume_dir(const Sources& s, const std::string& work, const std::string& run_file,
+                              const std::string& state12 = "") {
+  const std::string dir = work + "/resume";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy_file(s.ini, dir + "/run.ini");
+  fs::copy_file(run_file, dir + "/run.h5");
+  fs::copy(sb::run::store_dir(s.stopped), dir + "/run.store");
+  if (!state12.empty()) {
+    fs::copy_file(state12, dir + "/run.store/state_step_000012.h5", fs::copy_options::overwrite_existing);
+  }
+  return dir;
+}
+
 // --resume of the stopped run with its run file replaced by each variant: a clear error that
 // changes nothing, or (when the damage is harmless to resuming) the reference content.
 inline void check_resume_run_file(const Sources& s, const std::vector<Variant>& variants, const std::string& work) {
   for (const Variant& v : variants) {
-    const std::string dir = work + "/resume";
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    fs::copy_file(s.ini, dir + "/run.ini");
-    fs::copy_file(v.path, dir + "/run.h5");
-    fs::copy(sb::run::store_dir(s.stopped), dir + "/run.store");
+    const std::string dir = resume_dir(s, work, v.path);
     const std::vector<char> before = read_bytes(dir + "/run.h5");
     const Result r = run({"train", "run.ini", "--out", "run.h5", "--resume"}, SpawnOptions{0, dir});
     check_answer(r, "train", v, false);
@@ -265,13 +276,7 @@ inline void check_resume_run_file(const Sources& s, const std::vector<Variant>& 
 // checkpoint is used (and the output says why), the result is the reference content.
 inline void check_resume_checkpoint(const Sources& s, const std::vector<Variant>& variants, const std::string& work) {
   for (const Variant& v : variants) {
-    const std::string dir = work + "/resume";
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    fs::copy_file(s.ini, dir + "/run.ini");
-    fs::copy_file(s.stopped, dir + "/run.h5");
-    fs::copy(sb::run::store_dir(s.stopped), dir + "/run.store");
-    fs::copy_file(v.path, dir + "/run.store/state_step_000012.h5", fs::copy_options::overwrite_existing);
+    const std::string dir = resume_dir(s, work, s.stopped, v.path);
     const Result r = run({"train", "run.ini", "--out", "run.h5", "--resume"}, SpawnOptions{0, dir});
     INFO(v.what, ": ", describe(r));
     REQUIRE(r.code == 0);

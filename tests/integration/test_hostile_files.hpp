@@ -262,12 +262,7 @@ inline void fuzz_commands(const std::vector<Variant>& mutants, const Sources& s,
     count_answer(run({"diff", v.path, s.finished}, limited), "diff", v, true, counts);
     if (deep_every > 0 && i % std::size_t(deep_every) == 0) {
       count_answer(run({"verify", v.path, "--steps", "2"}, limited), "verify", v, true, counts);
-      const std::string dir = work + "/resume";
-      fs::remove_all(dir);
-      fs::create_directories(dir);
-      fs::copy_file(s.ini, dir + "/run.ini");
-      fs::copy_file(v.path, dir + "/run.h5");
-      fs::copy(sb::run::store_dir(s.stopped), dir + "/run.store");
+      const std::string dir = resume_dir(s, work, v.path);
       count_answer(run({"train", "run.ini", "--out", "run.h5", "--resume"}, SpawnOptions{0, dir, 120}), "train", v,
                    false, counts);
     }
@@ -294,13 +289,7 @@ inline void record_store_digest(const std::string& run_path, int64_t step, uint6
 inline void fuzz_checkpoints(const std::vector<Variant>& mutants, const Sources& s, const std::string& work,
                              FuzzCounts& counts) {
   for (const Variant& v : mutants) {
-    const std::string dir = work + "/resume";
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    fs::copy_file(s.ini, dir + "/run.ini");
-    fs::copy_file(s.stopped, dir + "/run.h5");
-    fs::copy(sb::run::store_dir(s.stopped), dir + "/run.store");
-    fs::copy_file(v.path, dir + "/run.store/state_step_000012.h5", fs::copy_options::overwrite_existing);
+    const std::string dir = resume_dir(s, work, s.stopped, v.path);
     // The run file's index records the mutant's content hash (as a forger would), so that the
     // mutant reaches HDF5's decoders instead of being refused by its hash.
     record_store_digest(dir + "/run.h5", 12, sb::run::check_seal(v.path));
