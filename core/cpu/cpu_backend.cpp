@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "parallel_zero.hpp"
 #include "samebits/core/ops/gradient.hpp"
 #include "samebits/core/optim/optim_kernels.hpp"
 #include "samebits/det/error.hpp"
@@ -81,7 +82,7 @@ void CpuBackend::copy(void* dst, const void* src, size_t bytes) {
   if (bytes) std::memmove(dst, src, bytes);
 }
 void CpuBackend::zero(void* dst, size_t bytes) {
-  if (bytes) std::memset(dst, 0, bytes);
+  cpu::parallel_zero(dst, bytes);
 }
 
 std::unique_ptr<GradAccumulator> CpuBackend::make_accumulator(size_t n) {

@@ -6,6 +6,7 @@
 #include <new>
 #include <sstream>
 
+#include "parallel_zero.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb {
@@ -62,7 +63,7 @@ Tensor Tensor::host(DType dtype, Shape shape) {
   const size_t padded = (bytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment + kHostAlignment;
   void* p = std::aligned_alloc(kHostAlignment, padded);
   if (p == nullptr) throw std::bad_alloc();
-  std::memset(p, 0, padded);
+  cpu::parallel_zero(p, padded);
   std::shared_ptr<std::byte> storage(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
   return Tensor(std::move(storage), dtype, std::move(shape), Device::cpu);
 }

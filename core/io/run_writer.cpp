@@ -239,6 +239,7 @@ void RunWriter::record(const StepResult& r) {
   const auto& columns = series_columns();
   for (std::size_t i = 0; i < columns.size(); ++i) columns[i].append(r, header_.tensors.size(), pending_[i]);
   ++pending_rows_;
+  wait_store();  // a store file started after the previous step lands with this step's row
 }
 
 void RunWriter::add_entry(const StoreEntry& entry) {
@@ -261,19 +262,64 @@ void RunWriter::drop_entries(const std::function<bool(const StoreEntry&)>& drop)
   entries_ = std::move(stay);
 }
 
+void RunWriter::start_store(std::function<StoreEntry()> write, int64_t step, uint8_t kind, bool commit) {
+  SB_CHECK(!job_, "run file '", path_, "': a store file is still being written");
+  StoreJob job;
+  job.step = step;
+  job.kind = kind;
+  job.commit = commit;
+  if (background_) {
+    job.write = std::async(std::launch::async, std::move(write));
+  } else {
+    std::promise<StoreEntry> done;
+    done.set_value(write());
+    job.write = done.get_future();
+  }
+  job_ = std::move(job);
+  if (!background_) wait_store();
+}
+
+void RunWriter::wait_store() {
+  if (!job_) return;
+  StoreJob job = std::move(*job_);
+  job_.reset();
+  StoreEntry entry = job.write.get();  // a failed write throws here, after job_ is cleared
+  entry.kind |= job.kind;
+  for (const StoreEntry& e : entries_) {  // a snapshot of this step is served by the state now
+    if (e.step == entry.step && entry.is_state()) entry.kind |= e.kind & kSnapshotBit;
+  }
+  land_store(entry);
+  if (job.commit) commit();
+}
+
+void RunWriter::land_store(StoreEntry entry) {
+  bytes_written_ += entry.bytes;
+  add_entry(entry);
+  if (!entry.is_state()) return;
+  // Keep this state and the previous one; older states go unless kept for good or snapshots.
+  int64_t previous = -1;
+  for (const StoreEntry& e : entries_) previous = e.is_state() && e.step < entry.step ? e.step : previous;
+  drop_entries([&](const StoreEntry& e) { return e.kind == kStateBit && e.step < previous; });
+}
+
 void RunWriter::snapshot(int64_t step, std::span<const float> flat_weights) {
   SB_CHECK(flat_weights.size() == flat_size(header_.tensors), "snapshot of ", flat_weights.size(),
            " values for a layout of ", flat_size(header_.tensors));
+  if (job_ && job_->step == step) {  // the state of this step, being written, serves as the snapshot
+    job_->kind |= kSnapshotBit;
+    return;
+  }
+  wait_store();
   for (StoreEntry& e : entries_) {
     if (e.step != step) continue;
     e.kind |= kSnapshotBit;  // a state of this step, or this snapshot itself, already in the store
     return;
   }
-  const StoreEntry probe{step, kSnapshotBit, 0, 0};
-  const StoreEntry entry = write_snapshot_file(store_file(path_, probe), step, header_.experiment_id, flat_weights,
-                                               header_.tensors);
-  bytes_written_ += entry.bytes;
-  add_entry(entry);
+  const std::string file = store_file(path_, StoreEntry{step, kSnapshotBit, 0, 0});
+  start_store([file, step, id = header_.experiment_id, tensors = header_.tensors,
+               weights = std::vector<float>(flat_weights.begin(), flat_weights.end())] {
+    return write_snapshot_file(file, step, id, weights, tensors);
+  }, step, 0, false);
 }
 
 std::size_t RunWriter::pending_bytes() const {
@@ -303,54 +349,57 @@ void RunWriter::commit_file(Status status, const std::string& error, int64_t fin
   unlinked_.clear();
 }
 
-void RunWriter::commit() { commit_file(Status::running, "", -1); }
+void RunWriter::commit() {
+  wait_store();
+  commit_file(Status::running, "", -1);
+}
 
-void RunWriter::store_state(const TrainerState& state, bool keep) {
+void RunWriter::store_state(TrainerState state, bool keep, bool commit) {
+  wait_store();
   SB_CHECK(state.step == steps_recorded(), "checkpoint of step ", state.step, " while ", steps_recorded(),
            " steps are recorded");
-  const StoreEntry* existing = nullptr;
-  for (const StoreEntry& e : entries_) existing = e.step == state.step && e.is_state() ? &e : existing;
-  if (existing == nullptr) {
-    const StoreEntry probe{state.step, kStateBit, 0, 0};
-    const std::string file = store_file(path_, probe);
-    StoreEntry entry;
+  const uint8_t kept = keep ? kKeptBit : 0;
+  for (StoreEntry& e : entries_) {
+    if (e.step != state.step || !e.is_state()) continue;
+    e.kind |= kept;  // the store holds this state already
+    if (commit) this->commit();
+    return;
+  }
+  const int64_t step = state.step;
+  const std::string file = store_file(path_, StoreEntry{step, kStateBit, 0, 0});
+  start_store([file, tensors = header_.tensors, state = std::move(state)] {
     try {
-      entry = write_state_file(file, state, header_.tensors);
+      return write_state_file(file, state, tensors);
     } catch (const Error& e) {
       SB_FAIL("cannot write the checkpoint ", file, " (disk full?); the earlier checkpoints are intact: ", e.what());
     }
-    bytes_written_ += entry.bytes;
-    for (const StoreEntry& e : entries_) {  // a snapshot of this step is served by the state now
-      if (e.step == state.step) entry.kind |= e.kind & kSnapshotBit;
-    }
-    add_entry(entry);
-  }
-  if (keep) {
-    for (StoreEntry& e : entries_) e.kind |= e.step == state.step ? kKeptBit : 0;
-  }
-  // Keep this state and the previous one; older states go unless kept for good or snapshots.
-  int64_t previous = -1;
-  for (const StoreEntry& e : entries_) previous = e.is_state() && e.step < state.step ? e.step : previous;
-  drop_entries([&](const StoreEntry& e) { return e.kind == kStateBit && e.step < previous; });
+  }, step, kept, commit);
 }
 
-void RunWriter::checkpoint(const TrainerState& state, bool keep) {
-  store_state(state, keep);
-  commit();
-}
+void RunWriter::checkpoint(TrainerState state, bool keep) { store_state(std::move(state), keep, true); }
 
-void RunWriter::finish(const TrainerState& state, bool snapshot) {
+void RunWriter::finish(TrainerState state, bool snapshot) {
   SB_CHECK(state.step == header_.steps && steps_recorded() == header_.steps, "run file '", path_,
            "': finishing at step ", state.step, " with ", steps_recorded(), " steps recorded, expected ",
            header_.steps);
-  store_state(state, true);  // the final state, kept; written unless the store holds it already
+  const int64_t step = state.step;
+  store_state(std::move(state), true, false);  // the final state, kept; written unless the store holds it
+  wait_store();
   if (snapshot) {
-    for (StoreEntry& e : entries_) e.kind |= e.step == state.step ? kSnapshotBit : 0;
+    for (StoreEntry& e : entries_) e.kind |= e.step == step ? kSnapshotBit : 0;
   }
   drop_entries([](const StoreEntry& e) { return e.kind == kStateBit; });  // the rolling states
-  commit_file(Status::finished, "", state.step);
+  commit_file(Status::finished, "", step);
 }
 
-void RunWriter::fail(const std::string& message) { commit_file(Status::failed, message, -1); }
+void RunWriter::fail(const std::string& message) {
+  std::string why = message;
+  try {
+    wait_store();
+  } catch (const Error& e) {
+    why += "; " + std::string(e.what());
+  }
+  commit_file(Status::failed, why, -1);
+}
 
 }  // namespace sb::run

@@ -242,10 +242,13 @@ void GPT::init(uint64_t seed) {
     }
     const uint64_t stream = det::stream_of(p.name);
     const float init_std = p.init_std;
-    const int64_t n = static_cast<int64_t>(p.numel);
-#pragma omp parallel for schedule(static) if (n >= 4096)
-    for (int64_t i = 0; i < n; ++i) {
-      dst[i] = init_std * det::philox_normal(seed, stream, static_cast<uint64_t>(i));
+    constexpr int64_t kPiece = 4096;  // even: each piece starts a pair of elements
+    const int64_t n = static_cast<int64_t>(p.numel), pieces = (n + kPiece - 1) / kPiece;
+#pragma omp parallel for schedule(static) if (pieces > 1)
+    for (int64_t k = 0; k < pieces; ++k) {
+      const int64_t first = k * kPiece, count = std::min(kPiece, n - first);
+      det::philox_normal_fill(seed, stream, static_cast<uint64_t>(first), static_cast<uint64_t>(count), init_std,
+                              dst + first);
     }
   }
   std::fill(flat + end, flat + flat_size_, 0.0f);

@@ -1,8 +1,9 @@
 // train_run.hpp: the `samebits train` loop over Trainer and RunWriter, on one process or every
-// rank of an MPI job (rank 0 writes). The run file is committed at each checkpoint, when pending
-// snapshots grow large, and at the end; a resume imports the newest good checkpoint, so every
-// recorded bit equals the uninterrupted run's (the trainer's contract), whatever the moment the
-// earlier session died.
+// rank of an MPI job (rank 0 writes). Snapshot and state files are written by the writer's
+// background thread while the next steps run; the run file is committed when a checkpoint's file
+// is complete, when pending rows grow large, and at the end; a resume imports the newest good
+// checkpoint, so every recorded bit equals the uninterrupted run's (the trainer's contract),
+// whatever the moment the earlier session died.
 #include "samebits/core/io/untrusted_text.hpp"
 #include "samebits/cli/train_run.hpp"
 
@@ -216,6 +217,7 @@ TrainRunResult train_run(const Config& config, const TrainRunOptions& options, s
   try {
     std::optional<TrainerState> chosen;
     if (writes) writer = open_writer(result.path, header, options, trainer, chosen, result, out);
+    if (writes) writer->write_in_background(true);  // store files written while the steps go on
     if (!alone) {  // rank 0's decision, shared; the import is collective
       int64_t decision[2] = {result.already_finished ? 1 : 0, result.first_step};
       comm->broadcast(decision, sizeof decision, 0);
@@ -241,8 +243,10 @@ TrainRunResult train_run(const Config& config, const TrainRunOptions& options, s
     // A checkpoint: the state is gathered by every rank, rank 0 writes it (kept for good at the
     // train.keep_states steps).
     const auto checkpoint = [&] {
-      const TrainerState state = trainer.export_state();
-      if (writes) writer->checkpoint(state, keep > 0 && state.step % keep == 0);
+      if (writes) writer->wait_store();  // one state copy at a time
+      TrainerState state = trainer.export_state();
+      const bool kept = keep > 0 && state.step % keep == 0;
+      if (writes) writer->checkpoint(std::move(state), kept);
     };
     const auto checkpoint_due = [&](int64_t step) {
       return (every > 0 && step % every == 0) || (keep > 0 && step % keep == 0);
@@ -284,8 +288,9 @@ TrainRunResult train_run(const Config& config, const TrainRunOptions& options, s
       if (wants_snapshot(step)) writer->snapshot(step, host_weights(trainer));
     }
     progress.finish();
-    const TrainerState final_state = trainer.export_state();
-    if (writes) writer->finish(final_state, wants_snapshot(config.train.steps));
+    if (writes) writer->wait_store();
+    TrainerState final_state = trainer.export_state();
+    if (writes) writer->finish(std::move(final_state), wants_snapshot(config.train.steps));
     result.steps_done = trainer.steps_done();
     if (writes) result.bytes_written = writer->bytes_written();
     return result;

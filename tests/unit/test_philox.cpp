@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "samebits/det/bits.hpp"
 #include "samebits/det/philox.hpp"
@@ -98,4 +99,20 @@ TEST_CASE("stream_of is FNV-1a 64 of the name: fixed values, usable at compile t
   static_assert(stream_of("foobar") == 0x85944171f73967e8ull);
   CHECK(stream_of("blocks.0.attn.wq") == 0x409cff4941f90b78ull);
   CHECK(stream_of("blocks.0.attn.wq") != stream_of("blocks.0.attn.wk"));
+}
+
+TEST_CASE("philox_normal_fill: bitwise scale · philox_normal of every element, any even start and length") {
+  const float scale = 0.02f;
+  for (uint64_t first : {uint64_t{0}, uint64_t{2}, uint64_t{4096}, uint64_t{1} << 33}) {
+    for (uint64_t n : {uint64_t{1}, uint64_t{63}, uint64_t{64}, uint64_t{65}, uint64_t{1001}}) {
+      std::vector<float> out(n + 1, -7.0f);
+      sb::det::philox_normal_fill(42, 0xabcdef, first, n, scale, out.data());
+      for (uint64_t i = 0; i < n; ++i) {
+        CAPTURE(first);
+        CAPTURE(i);
+        REQUIRE(sb::det::bits_of(out[i]) == sb::det::bits_of(scale * sb::det::philox_normal(42, 0xabcdef, first + i)));
+      }
+      CHECK(out[n] == -7.0f);  // nothing written past the end
+    }
+  }
 }

@@ -104,3 +104,67 @@ TEST_CASE("a new run refuses a store folder that is not empty; a resume removes 
   CHECK(files == std::vector<std::string>{"notes.txt", "state_step_000003.h5"});
   CHECK(run::RunReader::open(path).state_steps() == std::vector<int64_t>{3});
 }
+
+namespace {
+
+// A 6-step run with snapshots at 0 and 3, a checkpoint at 2, 3 and 4 (kept for good at 4) and a
+// finish, its store files written in the background or before each call returns; the index.
+std::vector<run::StoreEntry> store_run(const std::string& path, bool background) {
+  const Config config = tiny(6);
+  Trainer trainer(config);
+  run::RunWriter w = run::RunWriter::create(path, sbt::run_header(config, trainer));
+  w.write_in_background(background);
+  w.snapshot(0, weights(trainer));
+  for (int s = 1; s <= 6; ++s) {
+    w.record(trainer.step());
+    if (s >= 2 && s <= 4) {
+      w.wait_store();
+      w.checkpoint(trainer.export_state(), s == 4);
+    }
+    if (s == 3) w.snapshot(3, weights(trainer));  // served by the state of step 3, in flight
+  }
+  w.wait_store();
+  w.finish(trainer.export_state());
+  return run::RunReader::open(path).store_entries();
+}
+
+}  // namespace
+
+TEST_CASE("store files written in the background: the same files and the same index as written in place") {
+  TempDir dir;
+  const std::vector<run::StoreEntry> here = store_run(dir / "here.h5", false);
+  const std::vector<run::StoreEntry> behind = store_run(dir / "behind.h5", true);
+  REQUIRE(here.size() == 4);  // snapshot 0, state 3 (also snapshot 3), state 4 (kept), final state 6
+  REQUIRE(behind.size() == here.size());
+  for (std::size_t k = 0; k < here.size(); ++k) {
+    CAPTURE(k);
+    CHECK(behind[k].step == here[k].step);
+    CHECK(behind[k].kind == here[k].kind);
+    CHECK(behind[k].digest == here[k].digest);  // content hashes: the files are bitwise the same
+    CHECK(behind[k].bytes == here[k].bytes);
+  }
+  CHECK(here[1].step == 3);
+  CHECK(here[1].kind == (run::kStateBit | run::kSnapshotBit));
+  CHECK(here[2].kind == (run::kStateBit | run::kKeptBit));
+}
+
+TEST_CASE("a store file that fails in the background surfaces as the checkpoint's error; the run file stays committed") {
+  TempDir dir;
+  const Config config = tiny(4);
+  Trainer trainer(config);
+  const std::string path = dir / "run.h5";
+  run::RunWriter w = run::RunWriter::create(path, sbt::run_header(config, trainer));
+  w.write_in_background(true);
+  w.record(trainer.step());
+  w.checkpoint(trainer.export_state());
+  w.wait_store();
+  // The next state's file cannot be created: its name is taken by a folder.
+  fs::create_directories(dir / "run.store/state_step_000002.h5");
+  w.record(trainer.step());
+  w.checkpoint(trainer.export_state());
+  CHECK_THROWS_WITH_AS(w.wait_store(), doctest::Contains("cannot write the checkpoint"), Error);
+  w.fail("stopped by the test");
+  const run::RunReader r = run::RunReader::open(path);
+  CHECK(r.state_steps() == std::vector<int64_t>{1});
+  CHECK(r.info().status == run::Status::failed);
+}

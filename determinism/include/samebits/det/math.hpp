@@ -180,14 +180,10 @@ SB_HD float exp(float x) {
   return math_detail::exp_finite_f32(x);
 }
 
-// Natural logarithm. fp64 inside: x = 2^k·m, m in [√2/2, √2), log m = 2·atanh(s) with
-// s = (m−1)/(m+1), then k·ln2 + log m rounded once. log(±0) = −Inf, log(x<0) = NaN.
-SB_HD float log(float x) {
-  const uint32_t ix = bits_of(x);
-  if (ix - 1u >= 0x7f7fffffu) {  // not a positive finite number
-    if ((ix & ~math_detail::kSignF32) == 0) return -math_detail::inf_f32();
-    return ix == 0x7f800000u ? x : math_detail::nan_f32();  // +Inf; x < 0 and NaN
-  }
+namespace math_detail {
+// log of a positive finite float x (normal or subnormal): the body of det::log below, without its
+// special cases and branches, so that loops over many values can be vectorised (philox.hpp).
+SB_HD float log_positive_finite(float x) {
   const uint64_t id = bits_of(static_cast<double>(x));  // subnormal floats are normal doubles
   const bool high = (id & 0xfffffffffffffull) >= 0x6a09e667f3bcdull;  // mantissa ≥ √2
   const int k = static_cast<int>(id >> 52) - 1023 + (high ? 1 : 0);
@@ -205,6 +201,18 @@ SB_HD float log(float x) {
   p = fma_f64(p, z, 0x1.fffffffffff10p-1);
   const double log_m = 2.0 * s * p;
   return static_cast<float>(fma_f64(static_cast<double>(k), 0x1.62e42fefa39efp-1, log_m));
+}
+}  // namespace math_detail
+
+// Natural logarithm. fp64 inside: x = 2^k·m, m in [√2/2, √2), log m = 2·atanh(s) with
+// s = (m−1)/(m+1), then k·ln2 + log m rounded once. log(±0) = −Inf, log(x<0) = NaN.
+SB_HD float log(float x) {
+  const uint32_t ix = bits_of(x);
+  if (ix - 1u >= 0x7f7fffffu) {  // not a positive finite number
+    if ((ix & ~math_detail::kSignF32) == 0) return -math_detail::inf_f32();
+    return ix == 0x7f800000u ? x : math_detail::nan_f32();  // +Inf; x < 0 and NaN
+  }
+  return math_detail::log_positive_finite(x);
 }
 
 // Hyperbolic tangent, odd. |x| < 0.875: x + x³·P(x²); beyond: 1 − 2/(e^{2|x|} + 1) with samebits
@@ -278,17 +286,24 @@ SB_HD float erf(float x) {
 SB_HD float sin(float x) { return math_detail::sin_or_cos(x, false); }
 SB_HD float cos(float x) { return math_detail::sin_or_cos(x, true); }
 
+namespace math_detail {
+// cos(2π·a) for 0 ≤ a < 2^24: the body of det::cos_2pi below without its special cases.
+SB_HD float cos_2pi_below_2p24(float a) {
+  constexpr double kShift = 0x1.8p52;
+  const double v = 4.0 * static_cast<double>(a);  // exact
+  const double nd = (v + kShift) - kShift;        // nearest integer
+  const double r = (v - nd) * 0x1.921fb54442d18p+0;
+  const double c = sincos_of_quadrant(r, static_cast<unsigned>(nd), true);
+  return static_cast<float>(c + 0.0);  // −0 + 0 = +0
+}
+}  // namespace math_detail
+
 // cos(2πu), for Box–Muller (u in (0, 1]; any finite u works). 4u = n + f exactly with |f| ≤ 1/2,
 // then the cos/sin kernels at f·π/2. Exact zeros (u = 1/4, 3/4, …) are +0.
 SB_HD float cos_2pi(float u) {
   const float a = math_detail::abs_f32(u);
   if (!(a < 0x1p24f)) return a < math_detail::inf_f32() ? 1.0f : math_detail::nan_f32();
-  constexpr double kShift = 0x1.8p52;
-  const double v = 4.0 * static_cast<double>(a);  // exact
-  const double nd = (v + kShift) - kShift;        // nearest integer
-  const double r = (v - nd) * 0x1.921fb54442d18p+0;
-  const double c = math_detail::sincos_of_quadrant(r, static_cast<unsigned>(nd), true);
-  return static_cast<float>(c + 0.0);  // −0 + 0 = +0
+  return math_detail::cos_2pi_below_2p24(a);
 }
 
 }  // namespace sb::det

@@ -76,13 +76,33 @@ SB_HD float philox_uniform(uint64_t seed, uint64_t stream, uint64_t index) {
 
 // Standard normal by Box–Muller with samebits math: element `index` uses the pair of uniforms
 // (2·index, 2·index+1) of the stream, so every element is a pure function of its index.
+SB_HD float normal_from_uniforms(float u1, float u2) {
+  // u1, u2 in (0, 1] (uniform_from_u32): log and cos_2pi without their special cases.
+  const float r = sqrt_f32(-2.0f * math_detail::log_positive_finite(u1));
+  return r * math_detail::cos_2pi_below_2p24(u2);
+}
+
 SB_HD float philox_normal(uint64_t seed, uint64_t stream, uint64_t index) {
   const Philox4 b = philox_block(seed, stream, 2 * index);
   const unsigned lane = static_cast<unsigned>((2 * index) % 4);  // 0 or 2
-  const float u1 = uniform_from_u32(b.v[lane]);
-  const float u2 = uniform_from_u32(b.v[lane + 1]);
-  const float r = sqrt_f32(-2.0f * det::log(u1));  // qualified: never ::log from libm
-  return r * cos_2pi(u2);
+  return normal_from_uniforms(uniform_from_u32(b.v[lane]), uniform_from_u32(b.v[lane + 1]));
+}
+
+// out[i] = scale · philox_normal(seed, stream, first + i) for i < n, first even: the same values,
+// computed with one Philox block per pair of elements and in loops the compiler vectorises.
+inline void philox_normal_fill(uint64_t seed, uint64_t stream, uint64_t first, uint64_t n, float scale,
+                               float* out) {
+  constexpr uint64_t kChunk = 64;
+  float u1[kChunk], u2[kChunk];
+  for (uint64_t done = 0; done < n; done += kChunk) {
+    const uint64_t m = n - done < kChunk ? n - done : kChunk;
+    for (uint64_t i = 0; i < m; i += 2) {
+      const Philox4 b = philox_block(seed, stream, 2 * (first + done + i));  // elements i, i + 1
+      u1[i] = uniform_from_u32(b.v[0]), u2[i] = uniform_from_u32(b.v[1]);
+      u1[i + 1] = uniform_from_u32(b.v[2]), u2[i + 1] = uniform_from_u32(b.v[3]);
+    }
+    for (uint64_t i = 0; i < m; ++i) out[done + i] = scale * normal_from_uniforms(u1[i], u2[i]);
+  }
 }
 
 // 64-bit stream id of a name (FNV-1a): streams follow tensor names, not creation order.

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <future>
 #include <optional>
 #include <span>
 #include <string>
@@ -120,8 +121,12 @@ const std::vector<SeriesColumn>& series_columns();
 
 // Writes a run file and its store; used by one process (rank 0). Rows are held in memory and
 // reach the run file at each commit (checkpoint(), commit(), finish(), fail()); snapshots and
-// states are written to their store files at once and indexed at the next commit, so the run file
-// never holds a half-written step and never names a half-written file.
+// states are written to their store files and indexed at the next commit, so the run file never
+// holds a half-written step and never names a half-written file. In the background mode (what
+// `samebits train` uses) a snapshot or state file is written by a thread while training goes on
+// — one file at a time, the writer owning a copy of what it writes — during the next step: the
+// next record() (or any call that touches the run file) waits for it, indexes it and makes the
+// checkpoint's commit, so the run file still moves only from one complete commit to the next.
 class RunWriter {
  public:
   // A new run file at `path` (an error if something exists there), status running, 0 steps.
@@ -144,16 +149,24 @@ class RunWriter {
   void snapshot(int64_t step, std::span<const float> flat_weights);
   // Writes the state to the store (atomically, sealed), commits the run file, then drops the
   // states older than the previous one that are neither kept nor snapshots (the last two stay).
-  // keep: a state kept for good (train.keep_states).
-  void checkpoint(const TrainerState& state, bool keep = false);
+  // keep: a state kept for good (train.keep_states). In the background mode the write and the
+  // commit finish later (see above).
+  void checkpoint(TrainerState state, bool keep = false);
   // Pending rows and the index to the file (status running).
   void commit();
   // The last commit: status finished, `state` the final state (its store file written unless
   // this session's last checkpoint is of the same step), rolling states dropped. snapshot: the
   // final state is also a snapshot of train.snapshot_steps.
-  void finish(const TrainerState& state, bool snapshot = false);
+  void finish(TrainerState state, bool snapshot = false);
   // Status failed with `message`; pending steps are kept (a resume cuts them back).
   void fail(const std::string& message);
+
+  // Store files written by a background thread from now on (off: each is written before the
+  // call returns).
+  void write_in_background(bool on) { background_ = on; }
+  // Waits for the store file being written (if any), indexes it and makes the commit it was due;
+  // a failed write is thrown here. Call before making the next large copy (a state) to hold one.
+  void wait_store();
 
   const std::string& path() const { return path_; }
   int64_t steps_recorded() const { return committed_ + pending_rows_; }
@@ -167,7 +180,10 @@ class RunWriter {
   void commit_file(Status status, const std::string& error, int64_t final_step);
   // The state's store file (unless the store holds a state of its step) and its index entry; the
   // rolling states older than the previous one dropped.
-  void store_state(const TrainerState& state, bool keep);
+  void store_state(TrainerState state, bool keep, bool commit);
+  // A store file write (in the background mode: started on a thread), landed by wait_store().
+  void start_store(std::function<StoreEntry()> write, int64_t step, uint8_t kind, bool commit);
+  void land_store(StoreEntry entry);
   void add_entry(const StoreEntry& entry);
   // Entries no longer indexed: their files are removed after the commit that drops them.
   void drop_entries(const std::function<bool(const StoreEntry&)>& drop);
@@ -180,6 +196,15 @@ class RunWriter {
   std::vector<StoreEntry> entries_;              // the index as the next commit writes it
   std::vector<std::string> unlinked_;            // store files to remove after the next commit
   uint64_t bytes_written_ = 0;
+  bool background_ = false;
+  // The store file in flight: its write, and what its entry and the run file get when it lands.
+  struct StoreJob {
+    std::future<StoreEntry> write;
+    int64_t step = 0;
+    uint8_t kind = 0;     // kind bits for the entry (snapshot, state, kept)
+    bool commit = false;  // a checkpoint: commit the run file once the file is complete
+  };
+  std::optional<StoreJob> job_;
 };
 
 // ---- reading -------------------------------------------------------------------------------
