@@ -302,7 +302,7 @@ void RunWriter::land_store(StoreEntry entry) {
   drop_entries([&](const StoreEntry& e) { return e.kind == kStateBit && e.step < previous; });
 }
 
-void RunWriter::snapshot(int64_t step, std::span<const float> flat_weights) {
+void RunWriter::snapshot(int64_t step, std::vector<float> flat_weights) {
   SB_CHECK(flat_weights.size() == flat_size(header_.tensors), "snapshot of ", flat_weights.size(),
            " values for a layout of ", flat_size(header_.tensors));
   if (job_ && job_->step == step) {  // the state of this step, being written, serves as the snapshot
@@ -317,7 +317,7 @@ void RunWriter::snapshot(int64_t step, std::span<const float> flat_weights) {
   }
   const std::string file = store_file(path_, StoreEntry{step, kSnapshotBit, 0, 0});
   start_store([file, step, id = header_.experiment_id, tensors = header_.tensors,
-               weights = std::vector<float>(flat_weights.begin(), flat_weights.end())] {
+               weights = std::move(flat_weights)] {
     return write_snapshot_file(file, step, id, weights, tensors);
   }, step, 0, false);
 }

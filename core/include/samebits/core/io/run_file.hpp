@@ -146,7 +146,7 @@ class RunWriter {
   // The parameters after `step` (0: the initialisation), written to the store now; a state of the
   // same step already in the store serves as the snapshot (nothing is written twice).
   // flat_weights: (flat_size).
-  void snapshot(int64_t step, std::span<const float> flat_weights);
+  void snapshot(int64_t step, std::vector<float> flat_weights);
   // Writes the state to the store (atomically, sealed), commits the run file, then drops the
   // states older than the previous one that are neither kept nor snapshots (the last two stay).
   // keep: a state kept for good (train.keep_states). In the background mode the write and the
