@@ -262,9 +262,11 @@ void RunWriter::drop_entries(const std::function<bool(const StoreEntry&)>& drop)
   entries_ = std::move(stay);
 }
 
-void RunWriter::start_store(std::function<StoreEntry()> write, int64_t step, uint8_t kind, bool commit) {
+void RunWriter::start_store(std::function<StoreEntry()> write, int64_t step, uint8_t kind, bool commit,
+                            std::shared_ptr<TrainerState> state) {
   SB_CHECK(!job_, "run file '", path_, "': a store file is still being written");
   StoreJob job;
+  job.state = std::move(state);
   job.step = step;
   job.kind = kind;
   job.commit = commit;
@@ -284,6 +286,7 @@ void RunWriter::wait_store() {
   StoreJob job = std::move(*job_);
   job_.reset();
   StoreEntry entry = job.write.get();  // a failed write throws here, after job_ is cleared
+  if (job.state) spare_ = std::move(*job.state);  // the write is complete: its buffers are free
   entry.kind |= job.kind;
   for (const StoreEntry& e : entries_) {  // a snapshot of this step is served by the state now
     if (e.step == entry.step && entry.is_state()) entry.kind |= e.kind & kSnapshotBit;
@@ -319,7 +322,7 @@ void RunWriter::snapshot(int64_t step, std::vector<float> flat_weights) {
   start_store([file, step, id = header_.experiment_id, tensors = header_.tensors,
                weights = std::move(flat_weights)] {
     return write_snapshot_file(file, step, id, weights, tensors);
-  }, step, 0, false);
+  }, step, 0, false, nullptr);
 }
 
 std::size_t RunWriter::pending_bytes() const {
@@ -367,13 +370,14 @@ void RunWriter::store_state(TrainerState state, bool keep, bool commit) {
   }
   const int64_t step = state.step;
   const std::string file = store_file(path_, StoreEntry{step, kStateBit, 0, 0});
-  start_store([file, tensors = header_.tensors, state = std::move(state)] {
+  auto held = std::make_shared<TrainerState>(std::move(state));
+  start_store([file, tensors = header_.tensors, held] {
     try {
-      return write_state_file(file, state, tensors);
+      return write_state_file(file, *held, tensors);
     } catch (const Error& e) {
       SB_FAIL("cannot write the checkpoint ", file, " (disk full?); the earlier checkpoints are intact: ", e.what());
     }
-  }, step, kept, commit);
+  }, step, kept, commit, held);
 }
 
 void RunWriter::checkpoint(TrainerState state, bool keep) { store_state(std::move(state), keep, true); }

@@ -43,6 +43,11 @@ float Trainer::evaluate() {
 
 TrainerState Trainer::export_state() {
   TrainerState s;
+  export_state(s);
+  return s;
+}
+
+void Trainer::export_state(TrainerState& s) {
   s.step = step_;
   s.updates = updates_;
   s.cursor = sampler_->cursor(uint64_t(step_));
@@ -52,15 +57,17 @@ TrainerState Trainer::export_state() {
   if (sharded_ != nullptr) {
     s.optimizer = sharded_->gather_state();
   } else {
-    for (const StateBuffer& b : optimizer_->state()) {
-      StateArray a{b.name, std::vector<float>(b.numel)};
-      be_.copy_to_host(a.data.data(), b.data, b.numel * sizeof(float));
-      s.optimizer.push_back(std::move(a));
+    const auto& buffers = optimizer_->state();
+    s.optimizer.resize(buffers.size());
+    for (size_t k = 0; k < buffers.size(); ++k) {
+      StateArray& a = s.optimizer[k];
+      a.name = buffers[k].name;
+      a.data.resize(buffers[k].numel);
+      be_.copy_to_host(a.data.data(), buffers[k].data, buffers[k].numel * sizeof(float));
     }
   }
-  if (scaler_) s.loss_scale = scaler_->state();
+  s.loss_scale = scaler_ ? scaler_->state() : decltype(s.loss_scale){};
   s.experiment_id = experiment_id(config_);
-  return s;
 }
 
 void Trainer::import_state(const TrainerState& state) {

@@ -243,8 +243,12 @@ TrainRunResult train_run(const Config& config, const TrainRunOptions& options, s
     // A checkpoint: the state is gathered by every rank, rank 0 writes it (kept for good at the
     // train.keep_states steps).
     const auto checkpoint = [&] {
-      if (writes) writer->wait_store();  // one state copy at a time
-      TrainerState state = trainer.export_state();
+      TrainerState state;
+      if (writes) {  // one state copy at a time, in the buffers of the last one written
+        writer->wait_store();
+        state = writer->take_spare_state();
+      }
+      trainer.export_state(state);
       const bool kept = keep > 0 && state.step % keep == 0;
       if (writes) writer->checkpoint(std::move(state), kept);
     };
@@ -288,8 +292,12 @@ TrainRunResult train_run(const Config& config, const TrainRunOptions& options, s
       if (wants_snapshot(step)) writer->snapshot(step, host_weights(trainer));
     }
     progress.finish();
-    if (writes) writer->wait_store();
-    TrainerState final_state = trainer.export_state();
+    TrainerState final_state;
+    if (writes) {
+      writer->wait_store();
+      final_state = writer->take_spare_state();
+    }
+    trainer.export_state(final_state);
     if (writes) writer->finish(std::move(final_state), wants_snapshot(config.train.steps));
     result.steps_done = trainer.steps_done();
     if (writes) result.bytes_written = writer->bytes_written();

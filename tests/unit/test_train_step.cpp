@@ -145,3 +145,31 @@ TEST_CASE("forty steps lower the training and validation loss") {
   CHECK(val < val0 - 0.25f);
   CHECK(trainer.evaluate() == val);  // evaluation does not change the model
 }
+
+TEST_CASE("export_state into the buffers of an earlier state: bitwise the fresh export") {
+  sb::Config config = tiny_config();
+  config.train.steps = 3;
+  sb::Trainer t(config);
+  t.step();
+  sb::TrainerState reused = t.export_state();  // step 1's state, then overwritten with step 3's
+  reused.experiment_id = "stale";
+  reused.optimizer.push_back({"stale", std::vector<float>(5, 1.0f)});  // a buffer the optimizer lacks
+  const float* weights_before = reused.weights.data();
+  t.step();
+  t.step();
+  t.export_state(reused);
+  const sb::TrainerState fresh = t.export_state();
+  CHECK(reused.weights.data() == weights_before);  // the same buffer, no new allocation
+  CHECK(reused.step == fresh.step);
+  CHECK(reused.updates == fresh.updates);
+  CHECK(reused.experiment_id == fresh.experiment_id);
+  REQUIRE(reused.weights.size() == fresh.weights.size());
+  CHECK(std::memcmp(reused.weights.data(), fresh.weights.data(), fresh.weights.size() * sizeof(float)) == 0);
+  REQUIRE(reused.optimizer.size() == fresh.optimizer.size());
+  for (size_t k = 0; k < fresh.optimizer.size(); ++k) {
+    CHECK(reused.optimizer[k].name == fresh.optimizer[k].name);
+    REQUIRE(reused.optimizer[k].data.size() == fresh.optimizer[k].data.size());
+    CHECK(std::memcmp(reused.optimizer[k].data.data(), fresh.optimizer[k].data.data(),
+                      fresh.optimizer[k].data.size() * sizeof(float)) == 0);
+  }
+}

@@ -13,10 +13,12 @@
 #include <cstring>
 #include <functional>
 #include <future>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "samebits/core/io/h5.hpp"
@@ -167,6 +169,9 @@ class RunWriter {
   // Waits for the store file being written (if any), indexes it and makes the commit it was due;
   // a failed write is thrown here. Call before making the next large copy (a state) to hold one.
   void wait_store();
+  // The buffers of the last state this writer wrote (empty at first), for the next export_state
+  // to fill instead of allocating a new state.
+  TrainerState take_spare_state() { return std::exchange(spare_, TrainerState{}); }
 
   const std::string& path() const { return path_; }
   int64_t steps_recorded() const { return committed_ + pending_rows_; }
@@ -182,7 +187,8 @@ class RunWriter {
   // rolling states older than the previous one dropped.
   void store_state(TrainerState state, bool keep, bool commit);
   // A store file write (in the background mode: started on a thread), landed by wait_store().
-  void start_store(std::function<StoreEntry()> write, int64_t step, uint8_t kind, bool commit);
+  void start_store(std::function<StoreEntry()> write, int64_t step, uint8_t kind, bool commit,
+                   std::shared_ptr<TrainerState> state);
   void land_store(StoreEntry entry);
   void add_entry(const StoreEntry& entry);
   // Entries no longer indexed: their files are removed after the commit that drops them.
@@ -203,8 +209,10 @@ class RunWriter {
     int64_t step = 0;
     uint8_t kind = 0;     // kind bits for the entry (snapshot, state, kept)
     bool commit = false;  // a checkpoint: commit the run file once the file is complete
+    std::shared_ptr<TrainerState> state;  // a state job's state, kept for take_spare_state()
   };
   std::optional<StoreJob> job_;
+  TrainerState spare_;
 };
 
 // ---- reading -------------------------------------------------------------------------------
