@@ -11,15 +11,17 @@
 #   bench/bench_dist.sh [DRIVER]      (default: build/release/bin/tests/mpi_train_driver)
 #   MODEL="--layers 4 --width 128 …" STEPS=8 REPS=200 THREADS=1 bench/bench_dist.sh
 #   SAMEBITS=build/release/bin/samebits  CLI_STEPS=4  BIG=0 (skip the 85 M shape: minutes)
+#   PART=cli (only the samebits train part; no driver needed)  PART=driver (only the driver part)
 set -euo pipefail
 
 DRIVER=${1:-build/release/bin/tests/mpi_train_driver}
+PART=${PART:-all}
 MPIRUN=${MPIRUN:-mpirun}
 THREADS=${THREADS:-1}  # OpenMP threads per rank
 STEPS=${STEPS:-8}
 REPS=${REPS:-200}
 MODEL=${MODEL:---layers 2 --width 128 --heads 4 --seq 64 --vocab 256 --leaves 8 --leaf-size 2}
-[[ -x "$DRIVER" ]] || { echo "bench_dist.sh: no driver at $DRIVER (build target mpi_train_driver)" >&2; exit 2; }
+[[ $PART == cli || -x "$DRIVER" ]] || { echo "bench_dist.sh: no driver at $DRIVER (build target mpi_train_driver)" >&2; exit 2; }
 command -v "$MPIRUN" > /dev/null || { echo "bench_dist.sh: no $MPIRUN on PATH" >&2; exit 2; }
 LAUNCH=("$MPIRUN" --oversubscribe --bind-to none)
 [[ $(id -u) == 0 ]] && LAUNCH+=(--allow-run-as-root)
@@ -35,6 +37,7 @@ driver() {
 # step RANKS ARGS…: "fastest_step_seconds bytes_per_step optimizer_state_bytes_max".
 step() { driver "$@" --bench --steps "$STEPS" | awk '/^# summary/ { print $12, $8, $10 }'; }
 
+if [[ $PART != cli ]]; then
 echo "model: $MODEL; $STEPS steps, $THREADS thread(s) per rank; $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
 printf '%-36s %10s %12s %15s\n' "configuration" "step (s)" "bytes/step" "opt-state/rank"
 declare -A T B S
@@ -72,6 +75,9 @@ echo "bytes/step distributed/plain, 2 ranks:    $(ratio "${B[dist2]}" "${B[exact
 echo "step distributed/plain, 2 ranks:          $(ratio "${T[dist2]}" "${T[exact2]}")"
 echo "opt-state/rank distributed/plain, 2:      $(ratio "${S[dist2]}" "${S[exact2]}")"
 echo "opt-state/rank distributed/plain, 4:      $(ratio "${S[dist4]}" "${S[exact1]}")"
+
+fi
+[[ $PART == driver ]] && exit 0
 
 # ---- issue 16: byte ratios of real training runs (samebits train; series/comm_bytes) ----------
 SAMEBITS=${SAMEBITS:-$(dirname "$DRIVER")/../samebits}

@@ -57,6 +57,12 @@ void BlockAccumulator::reshape(size_t b, int base, int words) {
   const int c = count(b);
   const int shift = blk.base - base;  // >= 0: a lower base only
   if (shift == 0 && words == blk.words) return;
+  if (blk.words == 1 && words == 1) {  // one word stays one word: the values fit it after the shift
+    uint64_t* low = low_.data() + begin(b);
+    for (int e = 0; e < c; ++e) low[e] = shift < 64 ? low[e] << shift : 0;  // 64+: zeros
+    blk.base = static_cast<uint8_t>(base);
+    return;
+  }
   std::vector<Wide192> v(static_cast<size_t>(c));
   for (int e = 0; e < c; ++e) v[size_t(e)] = wide_shl(get(blk, b, e), shift);
   if (words != blk.words) {
@@ -71,13 +77,12 @@ uint32_t BlockAccumulator::add_block(size_t b, const float* x, uint64_t adds_aft
   const int c = count(b);
   const float* xb = x + begin(b);
   const uint32_t limit = fixed_limit_bits(kFrame);
-  uint32_t amax = 0;
-  for (int e = 0; e < c; ++e) {
-    const uint32_t a = bits_of(xb[e]) & 0x7FFFFFFFu;
-    amax = a > amax ? a : amax;
-  }
+  bool exact_only = true;  // every non-zero value added exactly by one shift (none refused)
+  // (A full block with its constant count: loops the compiler unrolls and vectorizes whole.)
+  const WireRange r = c == kWireBlock ? wire_block_range(xb, kWireBlock, kFrame, &exact_only)
+                                      : wire_block_range(xb, c, kFrame, &exact_only);
   uint32_t status = 0;
-  if (amax >= limit) {  // refused values: their status bits
+  if (!exact_only) {  // values below the window or refused: the status bits of the refused
     for (int e = 0; e < c; ++e) {
       const uint32_t a = bits_of(xb[e]) & 0x7FFFFFFFu;
       if (a >= 0x7F800000u) {
@@ -87,7 +92,6 @@ uint32_t BlockAccumulator::add_block(size_t b, const float* x, uint64_t adds_aft
       }
     }
   }
-  const WireRange r = wire_block_range(xb, c, kFrame);
   if (r.hi == 0) return status;  // nothing but zeros and refused values
   Block& blk = blocks_[b];
   const bool empty = ranges_[b].hi == 0;
@@ -97,21 +101,25 @@ uint32_t BlockAccumulator::add_block(size_t b, const float* x, uint64_t adds_aft
   const int words = block_words_needed(ranges_[b], adds_after);
   reshape(b, lo < blk.base ? lo : blk.base, words > blk.words ? words : blk.words);
   const int base = blk.base;
-  const uint32_t exact_lo = static_cast<uint32_t>(kFrame.lsb_exponent + 150) << 23;
   uint64_t* low = low_.data() + begin(b);
+  if (blk.words == 1 && exact_only) {
+    // Branch-free (SIMD): q = m·2^p exactly; the sum fits 64 bits, so q / 2^base =
+    // m·2^(p - base) < 2^63, and p - base >= -23 since 2^base divides q. Zeros add 0.
+    for (int e = 0; e < c; ++e) {
+      const uint32_t bits = bits_of(xb[e]);
+      const uint32_t abs_bits = bits & 0x7FFFFFFFu;
+      const uint64_t m = abs_bits != 0 ? (abs_bits & 0x7FFFFFu) | 0x800000u : 0;
+      const int shift = static_cast<int>(abs_bits >> 23) - 150 - kFrame.lsb_exponent - base;
+      const int left = shift > 0 ? shift : 0, right = shift < 0 ? (-shift < 31 ? -shift : 31) : 0;
+      const uint64_t u = (m << left) >> right;
+      low[e] += (bits >> 31) != 0 ? ~u + 1 : u;
+    }
+    return status;
+  }
   for (int e = 0; e < c; ++e) {
     const uint32_t bits = bits_of(xb[e]);
     const uint32_t abs_bits = bits & 0x7FFFFFFFu;
     if (abs_bits == 0 || abs_bits >= limit) continue;  // zero, or refused (NaN, Inf included)
-    if (blk.words == 1 && abs_bits >= exact_lo) {
-      // q = m·2^p exactly; the sum fits 64 bits, so q / 2^base = m·2^(p - base) < 2^63, and
-      // p - base >= -23 since 2^base divides q.
-      const uint64_t m = (abs_bits & 0x7FFFFFu) | 0x800000u;
-      const int shift = static_cast<int>(abs_bits >> 23) - 150 - kFrame.lsb_exponent - base;
-      const uint64_t u = shift >= 0 ? m << shift : m >> -shift;
-      low[e] += (bits >> 31) != 0 ? ~u + 1 : u;
-      continue;
-    }
     const FixedDigits d = fixed_digits(abs_bits, kFrame);
     const uint64_t v = d.lo | (d.hi << 32);
     if (v == 0) continue;

@@ -63,31 +63,41 @@ SB_HD void wire_range_add(WireRange& r, int e, float x, const FixedWindow& w) {
 }
 
 // The range of a block's count values x (count <= kWireBlock). Values in [2^(lsb+23), 2^top) of
-// the window take the direct formula (q = m·2^(e - lsb) exactly); any other value wire_range_add.
-SB_HD WireRange wire_block_range(const float* x, int count, const FixedWindow& w) {
-  WireRange r = {0, {0}};
+// the window (q = m·2^(biased - 150 - lsb) exactly, m the 24-bit significand) take a branch-free
+// formula, ctz(m) read off the float of m's lowest set bit (exact: a power of two); a block with
+// any other non-zero value (below the window, refused) folds every value with wire_range_add.
+// *exact (when given): whether every non-zero value lies in that range.
+SB_HD WireRange wire_block_range(const float* x, int count, const FixedWindow& w,
+                                 bool* exact = nullptr) {
   const uint32_t exact_lo = static_cast<uint32_t>(w.lsb_exponent + 150) << 23;
-  const uint32_t limit = fixed_limit_bits(w);
+  const uint32_t zone = fixed_limit_bits(w) - exact_lo;
+  const int shift = -150 - w.lsb_exponent;  // q's exponent = biased + shift
+  int top[kWireBlock], flip[kWireBlock];
+  uint32_t odd = 0;
+  for (int e = 0; e < count; ++e) {  // one element at a time, no branch: vectorizable
+    const uint32_t a = bits_of(x[e]) & 0x7FFFFFFFu;
+    const uint32_t in = a - exact_lo < zone ? ~0u : 0u;
+    odd |= ~in & (a != 0 ? 1u : 0u);
+    const int biased = static_cast<int>(a >> 23);
+    const int32_t m = static_cast<int32_t>((a & 0x7FFFFFu) | 0x800000u);
+    const int ctz = static_cast<int>(bits_of(static_cast<float>(m & -m)) >> 23) - 127;
+    top[e] = static_cast<int>(static_cast<uint32_t>(biased + shift + 24) & in);
+    flip[e] = static_cast<int>(static_cast<uint32_t>(255 - (biased + shift + ctz)) & in);
+  }
+  WireRange r = {0, {0}};
+  if (exact != nullptr) *exact = odd == 0;
+  if (odd != 0) {
+    for (int e = 0; e < count; ++e) wire_range_add(r, e, x[e], w);
+    return r;
+  }
+  int hi = 0;
+  for (int e = 0; e < count; ++e) hi = top[e] > hi ? top[e] : hi;
+  r.hi = static_cast<uint8_t>(hi);
   for (int g = 0; g * kWireGroup < count; ++g) {
     const int e1 = count < (g + 1) * kWireGroup ? count : (g + 1) * kWireGroup;
-    int flip = 0;
-    for (int e = g * kWireGroup; e < e1; ++e) {
-      const uint32_t a = bits_of(x[e]) & 0x7FFFFFFFu;
-      if (a >= exact_lo && a < limit) {  // normal, q = (m | 2^23)·2^(biased - 150 - lsb)
-        const int biased = static_cast<int>(a >> 23);
-        const uint32_t m = (a & 0x7FFFFFu) | 0x800000u;
-        const int top = biased - 150 - w.lsb_exponent + 24;
-        const int f = 255 - (biased - 150 - w.lsb_exponent + digits::msb_index(m & (~m + 1)));
-        r.hi = top > r.hi ? static_cast<uint8_t>(top) : r.hi;
-        flip = f > flip ? f : flip;
-      } else if (a != 0) {
-        WireRange one = {0, {0}};
-        wire_range_add(one, 0, x[e], w);
-        r.hi = one.hi > r.hi ? one.hi : r.hi;
-        flip = one.lo_flip[0] > flip ? one.lo_flip[0] : flip;
-      }
-    }
-    r.lo_flip[g] = static_cast<uint8_t>(flip);
+    int f = 0;
+    for (int e = g * kWireGroup; e < e1; ++e) f = flip[e] > f ? flip[e] : f;
+    r.lo_flip[g] = static_cast<uint8_t>(f);
   }
   return r;
 }
