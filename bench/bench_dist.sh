@@ -11,15 +11,19 @@
 #   bench/bench_dist.sh [DRIVER]      (default: build/release/bin/tests/mpi_train_driver)
 #   MODEL="--layers 4 --width 128 …" STEPS=8 REPS=200 THREADS=1 bench/bench_dist.sh
 #   SAMEBITS=build/release/bin/samebits  CLI_STEPS=4  BIG=0 (skip the 85 M shape: minutes)
+#   PART=cli (only the samebits train part; no driver needed)  PART=driver (only the driver part)
+#   PAIRS=3 TIME_STEPS=12: step time exact/native at 2 ranks from PAIRS interleaved exact, native
+#   runs (median step after the first of each; the ratio of medians and each pair's ratio)
 set -euo pipefail
 
 DRIVER=${1:-build/release/bin/tests/mpi_train_driver}
+PART=${PART:-all}
 MPIRUN=${MPIRUN:-mpirun}
 THREADS=${THREADS:-1}  # OpenMP threads per rank
 STEPS=${STEPS:-8}
 REPS=${REPS:-200}
 MODEL=${MODEL:---layers 2 --width 128 --heads 4 --seq 64 --vocab 256 --leaves 8 --leaf-size 2}
-[[ -x "$DRIVER" ]] || { echo "bench_dist.sh: no driver at $DRIVER (build target mpi_train_driver)" >&2; exit 2; }
+[[ $PART == cli || -x "$DRIVER" ]] || { echo "bench_dist.sh: no driver at $DRIVER (build target mpi_train_driver)" >&2; exit 2; }
 command -v "$MPIRUN" > /dev/null || { echo "bench_dist.sh: no $MPIRUN on PATH" >&2; exit 2; }
 LAUNCH=("$MPIRUN" --oversubscribe --bind-to none)
 [[ $(id -u) == 0 ]] && LAUNCH+=(--allow-run-as-root)
@@ -35,6 +39,7 @@ driver() {
 # step RANKS ARGS…: "fastest_step_seconds bytes_per_step optimizer_state_bytes_max".
 step() { driver "$@" --bench --steps "$STEPS" | awk '/^# summary/ { print $12, $8, $10 }'; }
 
+if [[ $PART != cli ]]; then
 echo "model: $MODEL; $STEPS steps, $THREADS thread(s) per rank; $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
 printf '%-36s %10s %12s %15s\n' "configuration" "step (s)" "bytes/step" "opt-state/rank"
 declare -A T B S
@@ -72,6 +77,9 @@ echo "bytes/step distributed/plain, 2 ranks:    $(ratio "${B[dist2]}" "${B[exact
 echo "step distributed/plain, 2 ranks:          $(ratio "${T[dist2]}" "${T[exact2]}")"
 echo "opt-state/rank distributed/plain, 2:      $(ratio "${S[dist2]}" "${S[exact2]}")"
 echo "opt-state/rank distributed/plain, 4:      $(ratio "${S[dist4]}" "${S[exact1]}")"
+
+fi
+[[ $PART == driver ]] && exit 0
 
 # ---- issue 16: byte ratios of real training runs (samebits train; series/comm_bytes) ----------
 SAMEBITS=${SAMEBITS:-$(dirname "$DRIVER")/../samebits}
@@ -114,6 +122,30 @@ for ranks in 2 3 4; do
   read -r be bn r te tn tr < <(summary "e$ranks" "n$ranks")
   printf '%-28s %12s %12s %8s %9s %9s %7s\n' "default, $ranks ranks" "$be" "$bn" "$r" "$te" "$tn" "$tr"
 done
+PAIRS=${PAIRS:-3}
+TIME_STEPS=${TIME_STEPS:-12}
+median_step() {
+  /usr/bin/python3 -c 'import sys, h5py, statistics as s
+t = h5py.File(sys.argv[1], "r")["timing/step_seconds"][1:]
+print(f"{s.median(t):.4f}")' "$work/$1.h5"
+}
+echo
+echo "step time, default model, 2 ranks, $PAIRS interleaved pairs of $TIME_STEPS steps (median step):"
+te_all=() tn_all=()
+for ((p = 1; p <= PAIRS; ++p)); do
+  load=$(cut -d' ' -f1 /proc/loadavg)
+  if ((p % 2)); then  # alternate which goes first
+    cli 2 exact "te$p" --train.steps "$TIME_STEPS"; cli 2 native "tn$p" --train.steps "$TIME_STEPS"
+  else
+    cli 2 native "tn$p" --train.steps "$TIME_STEPS"; cli 2 exact "te$p" --train.steps "$TIME_STEPS"
+  fi
+  te=$(median_step "te$p") tn=$(median_step "tn$p")
+  te_all+=("$te") tn_all+=("$tn")
+  printf '  pair %d (load %s): exact %s s, native %s s, ratio %s\n' "$p" "$load" "$te" "$tn" \
+    "$(awk -v a="$te" -v b="$tn" 'BEGIN { printf "%.3f", a / b }')"
+done
+med() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+echo "  step exact/native, 2 ranks (median of pairs): $(awk -v a="$(med "${te_all[@]}")" -v b="$(med "${tn_all[@]}")" 'BEGIN { printf "%.3f", a / b }')"
 if [[ $BIG == 1 ]]; then
   big=(--model.n_layer 12 --model.n_embd 768 --model.n_head 12 --model.seq_len 256
        --data.leaves 2 --data.leaf_size 1 --train.steps 2)

@@ -1,6 +1,8 @@
 // The price of determinism in the primitives, each next to its ordinary counterpart on the same
 // data: ExactSum vs a plain float loop, FixedAccumulator::add vs y[i] += x[i], lane32_sum /
-// lane32_sumsq vs naive loops; 1M and 16M floats. docs/PRIMITIVES.md records the ratios.
+// lane32_sumsq vs naive loops; 1M and 16M floats; one step of the gradient accumulator
+// (8 leaves added, rounded once): BlockAccumulator vs FixedAccumulator's 4 limbs. docs/PRIMITIVES.md
+// records the ratios.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -9,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "samebits/det/block_accumulator.hpp"
 #include "samebits/det/exact_sum.hpp"
 #include "samebits/det/fixed_accumulator.hpp"
 #include "samebits/det/lane32.hpp"
@@ -123,6 +126,40 @@ void BM_fixed_round(benchmark::State& state) {
   set_counters(state, n);
 }
 
+// A step's 8 leaves of gradient-like values: random signs, magnitudes 2^-20 .. 2^-8 (the spread
+// of a real gradient block). (8, n)
+const std::vector<float>& leaves(size_t n) {
+  static std::vector<float> x;
+  if (x.size() != 8 * n) {
+    std::mt19937_64 rng(8);
+    std::uniform_int_distribution<int> exponent(-20, -8);
+    x.resize(8 * n);
+    for (float& v : x) {
+      const float m = static_cast<float>((rng() >> 40) | (1ull << 23));
+      v = std::ldexp(m, exponent(rng) - 23) * ((rng() & 1) ? -1.0f : 1.0f);
+    }
+  }
+  return x;
+}
+
+// One step of the rule-4 accumulator: clear, add 8 leaves, round once.
+template <class Acc>
+void accumulator_step(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  const float* x = leaves(n).data();
+  Acc acc(n);
+  std::vector<float> out(n);  // (n)
+  for (auto _ : state) {
+    acc.clear();
+    for (size_t l = 0; l < 8; ++l) acc.add(x + l * n);
+    acc.round_to_fp32(out.data());
+    benchmark::ClobberMemory();
+  }
+  set_counters(state, 8 * n);
+}
+void BM_fixed_step(benchmark::State& state) { accumulator_step<sb::det::FixedAccumulator>(state); }
+void BM_block_step(benchmark::State& state) { accumulator_step<sb::det::BlockAccumulator>(state); }
+
 constexpr int64_t kSmall = int64_t{1} << 20, kLarge = int64_t{1} << 24;
 
 }  // namespace
@@ -135,5 +172,7 @@ BENCHMARK(BM_lane32_sumsq)->Arg(kSmall)->Arg(kLarge)->Unit(benchmark::kMilliseco
 BENCHMARK(BM_float_add)->Arg(kSmall)->Arg(kLarge)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_fixed_add)->Arg(kSmall)->Arg(kLarge)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_fixed_round)->Arg(kSmall)->Arg(kLarge)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_fixed_step)->Arg(kSmall)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_block_step)->Arg(kSmall)->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

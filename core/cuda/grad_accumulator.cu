@@ -2,8 +2,9 @@
 // its limb-major layout (limb j of element i at [j·n + i]) and default window. One thread per
 // element runs det::fixed_add / fixed_normalize / fixed_round_f32 — integer arithmetic only; the
 // status bits meet through an integer atomicOr. The exact all-reduce's wire (det/block_wire.hpp):
-// one thread per block of det::kWireBlock elements runs det::wire_range / wire_encode_block /
-// wire_decode_block, the CPU's code, so the ranges and words are core/cpu's for any launch.
+// one thread per block of det::kWireBlock elements runs det::wire_block_range, one thread per
+// segment det::wire_encode_segment / wire_decode_segment, the CPU's code, so the ranges and words
+// are core/cpu's for any launch.
 #include <cub/device/device_scan.cuh>
 
 #include <memory>
@@ -33,12 +34,6 @@ __global__ void fixed_add_kernel(int64_t* limbs /* (L, n) */, const float* x /* 
   if (local != 0) atomicOr(status, local);
 }
 
-// Elements of wire block b: [b·kWireBlock, min(n, (b+1)·kWireBlock)).
-__device__ int wire_count(int64_t b, int64_t n) {
-  const int64_t rest = n - b * det::kWireBlock;
-  return static_cast<int>(rest < det::kWireBlock ? rest : det::kWireBlock);
-}
-
 // ranges[b] = max(ranges[b], the ranges of x's values in block b).
 struct WireRanges {
   det::WireRange* ranges;  // (blocks)
@@ -46,53 +41,47 @@ struct WireRanges {
   int64_t n;
   FixedWindow w;
   __device__ void operator()(int64_t b) const {
-    det::WireRange r = ranges[b];
-    const int c = wire_count(b, n);
-    for (int e = 0; e < c; ++e) r = det::wire_range_max(r, det::wire_range(x[b * det::kWireBlock + e], w));
-    ranges[b] = r;
+    ranges[b] = det::wire_range_max(
+        ranges[b], det::wire_block_range(x + b * det::kWireBlock, det::wire_count(b, n), w));
   }
 };
 
 struct WireWords {
-  uint64_t* words;  // (blocks)
+  uint64_t* words;  // (segments)
   const det::WireRange* ranges;
   int64_t n;
   uint64_t total_adds;
-  __device__ void operator()(int64_t b) const {
-    words[b] = det::block_wire(ranges[b], wire_count(b, n), total_adds).words;
+  __device__ void operator()(int64_t s) const {
+    words[s] = det::wire_segment_words(ranges, s, n, total_adds);
   }
 };
 
-// Element e of a block, in units of 2^lo, from (to) the limb-major limbs.
+// Element e of block b, in units of 2^lo, from (to) the limb-major limbs.
 struct LimbValue {
-  const int64_t* limb0;  // the block's first element's limb 0
-  size_t stride;
-  int lo;
-  __device__ det::Wide192 operator()(int e) const {
-    return det::wide_sar(det::wide_from_limbs(limb0 + e, stride), lo);
+  const int64_t* limbs;  // (L, n)
+  size_t n;
+  __device__ det::Wide192 operator()(int64_t b, int e, int lo) const {
+    return det::wide_sar(det::wide_from_limbs(limbs + b * det::kWireBlock + e, n), lo);
   }
 };
 struct LimbStore {
-  int64_t* limb0;
-  size_t stride;
-  int lo;
-  __device__ void operator()(int e, const det::Wide192& v) const {
-    det::wide_to_limbs(det::wide_shl(v, lo), limb0 + e, stride);
+  int64_t* limbs;
+  size_t n;
+  __device__ void operator()(int64_t b, int e, int lo, const det::Wide192& v) const {
+    det::wide_to_limbs(det::wide_shl(v, lo), limbs + b * det::kWireBlock + e, n);
   }
 };
 
 struct WireEncode {
   uint64_t* wire;
-  const uint64_t* offset;  // (blocks) exclusive prefix sums of the words
+  const uint64_t* offset;  // (segments) exclusive prefix sums of the words
   const det::WireRange* ranges;
   const int64_t* limbs;    // (L, n)
   int64_t n;
   uint64_t total_adds, local_adds;
-  __device__ void operator()(int64_t b) const {
-    const int c = wire_count(b, n);
-    const det::BlockWire bw = det::block_wire(ranges[b], c, total_adds);
-    det::wire_encode_block(wire + offset[b], bw, c, local_adds,
-                           LimbValue{limbs + b * det::kWireBlock, static_cast<size_t>(n), bw.lo});
+  __device__ void operator()(int64_t s) const {
+    det::wire_encode_segment(wire + offset[s], ranges, s, n, total_adds, local_adds,
+                             LimbValue{limbs, static_cast<size_t>(n)});
   }
 };
 
@@ -103,11 +92,9 @@ struct WireDecode {
   int64_t* limbs;  // (L, n)
   int64_t n;
   uint64_t total_adds;
-  __device__ void operator()(int64_t b) const {
-    const int c = wire_count(b, n);
-    const det::BlockWire bw = det::block_wire(ranges[b], c, total_adds);
-    det::wire_decode_block(wire + offset[b], bw, c, total_adds,
-                           LimbStore{limbs + b * det::kWireBlock, static_cast<size_t>(n), bw.lo});
+  __device__ void operator()(int64_t s) const {
+    det::wire_decode_segment(wire + offset[s], ranges, s, n, total_adds,
+                             LimbStore{limbs, static_cast<size_t>(n)});
   }
 };
 
@@ -136,11 +123,12 @@ class CudaGradAccumulator final : public GradAccumulator {
   CudaGradAccumulator(CudaBackend& be, size_t n)
       : be_(be),
         n_(n),
-        blocks_((n + det::kWireBlock - 1) / det::kWireBlock),
+        blocks_(static_cast<size_t>(det::wire_blocks(static_cast<int64_t>(n)))),
+        segments_(static_cast<size_t>(det::wire_segments(static_cast<int64_t>(n)))),
         limbs_(be.alloc(DType::i64, {static_cast<int64_t>(n) * window_.limbs})),
         status_dev_(be.alloc(DType::i32, {1})),
         ranges_(be.alloc(DType::i32, {static_cast<int64_t>((blocks_ * sizeof(det::WireRange) + 3) / 4)})),
-        offsets_(be.alloc(DType::i64, {static_cast<int64_t>(blocks_ + 1)})) {}
+        offsets_(be.alloc(DType::i64, {static_cast<int64_t>(segments_ + 1)})) {}
 
   size_t size() const override { return n_; }
 
@@ -194,7 +182,7 @@ class CudaGradAccumulator final : public GradAccumulator {
       wire_ = be_.alloc(DType::i64, {static_cast<int64_t>(total > 0 ? total : 1)});
     }
     if (total > 0) {
-      for_each(be_, static_cast<int64_t>(blocks_),
+      for_each(be_, static_cast<int64_t>(segments_),
                WireEncode{wire(), offsets(), ranges(), limbs(), static_cast<int64_t>(n_), total_adds,
                           adds_});
     }
@@ -209,7 +197,7 @@ class CudaGradAccumulator final : public GradAccumulator {
     SB_CHECK(total == wire_words_, "GradAccumulator::decode: the agreed ranges give ", total,
              " wire words, but encode() wrote ", wire_words_,
              "; every rank must encode with the same MAX-reduced ranges and total add count");
-    for_each(be_, static_cast<int64_t>(blocks_),
+    for_each(be_, static_cast<int64_t>(segments_),
              WireDecode{wire(), offsets(), ranges(), limbs(), static_cast<int64_t>(n_), total_adds});
     be_.zero(status_dev_.data(), sizeof(uint32_t));  // total_status already holds this rank's bits
     adds_ = 0;
@@ -229,23 +217,23 @@ class CudaGradAccumulator final : public GradAccumulator {
   uint64_t* offsets() { return reinterpret_cast<uint64_t*>(offsets_.data()); }
   uint64_t* wire() { return reinterpret_cast<uint64_t*>(wire_.data()); }
 
-  // offsets_ = exclusive prefix sums of every block's words (cub's scan: integer, exact);
+  // offsets_ = exclusive prefix sums of every segment's words (cub's scan: integer, exact);
   // returns their total.
   size_t layout(uint64_t total_adds) {
     be_.zero(offsets_.data(), offsets_.bytes());
-    if (blocks_ == 0) return 0;
-    for_each(be_, static_cast<int64_t>(blocks_),
+    if (segments_ == 0) return 0;
+    for_each(be_, static_cast<int64_t>(segments_),
              WireWords{offsets() + 1, ranges(), static_cast<int64_t>(n_), total_adds});
     size_t temp = 0;
     SB_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, temp, offsets() + 1, offsets() + 1,
-                                                static_cast<int64_t>(blocks_), be_.stream()));
+                                                static_cast<int64_t>(segments_), be_.stream()));
     if (!scan_.defined() || scan_.bytes() < temp) {
       scan_ = be_.alloc(DType::i64, {static_cast<int64_t>(temp / 8 + 1)});
     }
     SB_CUDA_CHECK(cub::DeviceScan::InclusiveSum(scan_.data(), temp, offsets() + 1, offsets() + 1,
-                                                static_cast<int64_t>(blocks_), be_.stream()));
+                                                static_cast<int64_t>(segments_), be_.stream()));
     uint64_t total = 0;
-    be_.download(&total, offsets() + blocks_, sizeof total);
+    be_.download(&total, offsets() + segments_, sizeof total);
     return static_cast<size_t>(total);
   }
 
@@ -277,11 +265,12 @@ class CudaGradAccumulator final : public GradAccumulator {
   CudaBackend& be_;
   size_t n_;
   size_t blocks_;
+  size_t segments_;
   FixedWindow window_{};  // det::FixedAccumulator's default window
   Tensor limbs_;          // (limbs, n) i64, limb-major
   Tensor status_dev_;     // (1) the device's status bits (kFixed*)
   Tensor ranges_;         // (blocks) det::WireRange
-  Tensor offsets_;        // (blocks + 1) u64: wire word offsets
+  Tensor offsets_;        // (segments + 1) u64: wire word offsets
   Tensor wire_;           // (wire words) i64
   Tensor scan_;           // cub's scan scratch
   size_t wire_words_ = 0;

@@ -24,10 +24,10 @@ Wide192 widen(const uint64_t* w, int words) {
 
 }  // namespace
 
-int block_words_needed(WireRange r, uint64_t adds) {
+int block_words_needed(const WireRange& r, uint64_t adds) {
   if (r.hi == 0) return 1;
   // |sum| <= adds·(2^(hi-lo) - 1) units: hi - lo + ceil(log2 adds) magnitude bits and a sign.
-  const int bits = r.hi - (255 - r.lo_flip) + 1 + wire_ceil_log2(adds);
+  const int bits = r.hi - wire_block_lo(r) + 1 + wire_ceil_log2(adds);
   return bits <= 64 ? 1 : bits <= 128 ? 2 : 3;
 }
 
@@ -57,6 +57,12 @@ void BlockAccumulator::reshape(size_t b, int base, int words) {
   const int c = count(b);
   const int shift = blk.base - base;  // >= 0: a lower base only
   if (shift == 0 && words == blk.words) return;
+  if (blk.words == 1 && words == 1) {  // one word stays one word: the values fit it after the shift
+    uint64_t* low = low_.data() + begin(b);
+    for (int e = 0; e < c; ++e) low[e] = shift < 64 ? low[e] << shift : 0;  // 64+: zeros
+    blk.base = static_cast<uint8_t>(base);
+    return;
+  }
   std::vector<Wide192> v(static_cast<size_t>(c));
   for (int e = 0; e < c; ++e) v[size_t(e)] = wide_shl(get(blk, b, e), shift);
   if (words != blk.words) {
@@ -70,30 +76,50 @@ void BlockAccumulator::reshape(size_t b, int base, int words) {
 uint32_t BlockAccumulator::add_block(size_t b, const float* x, uint64_t adds_after) {
   const int c = count(b);
   const float* xb = x + begin(b);
+  const uint32_t limit = fixed_limit_bits(kFrame);
+  bool exact_only = true;  // every non-zero value added exactly by one shift (none refused)
+  // (A full block with its constant count: loops the compiler unrolls and vectorizes whole.)
+  const WireRange r = c == kWireBlock ? wire_block_range(xb, kWireBlock, kFrame, &exact_only)
+                                      : wire_block_range(xb, c, kFrame, &exact_only);
   uint32_t status = 0;
-  WireRange r = {0, 0};
-  for (int e = 0; e < c; ++e) {
-    const uint32_t abs_bits = bits_of(xb[e]) & 0x7FFFFFFFu;
-    if (abs_bits >= 0x7F800000u) {
-      status |= abs_bits > 0x7F800000u ? kFixedNaN : kFixedInf;
-    } else if (abs_bits >= fixed_limit_bits(kFrame)) {
-      status |= kFixedOverflow;
+  if (!exact_only) {  // values below the window or refused: the status bits of the refused
+    for (int e = 0; e < c; ++e) {
+      const uint32_t a = bits_of(xb[e]) & 0x7FFFFFFFu;
+      if (a >= 0x7F800000u) {
+        status |= a > 0x7F800000u ? kFixedNaN : kFixedInf;
+      } else if (a >= limit) {
+        status |= kFixedOverflow;
+      }
     }
-    r = wire_range_max(r, wire_range(xb[e], kFrame));
   }
   if (r.hi == 0) return status;  // nothing but zeros and refused values
   Block& blk = blocks_[b];
   const bool empty = ranges_[b].hi == 0;
   ranges_[b] = wire_range_max(ranges_[b], r);
-  const int lo = 255 - ranges_[b].lo_flip;
+  const int lo = wire_block_lo(ranges_[b]);
   if (empty) blk.base = static_cast<uint8_t>(lo);  // every value is 0: any base holds it
   const int words = block_words_needed(ranges_[b], adds_after);
   reshape(b, lo < blk.base ? lo : blk.base, words > blk.words ? words : blk.words);
   const int base = blk.base;
+  uint64_t* low = low_.data() + begin(b);
+  if (blk.words == 1 && exact_only) {
+    // Branch-free (SIMD): q = m·2^p exactly; the sum fits 64 bits, so q / 2^base =
+    // m·2^(p - base) < 2^63, and p - base >= -23 since 2^base divides q. Zeros add 0.
+    for (int e = 0; e < c; ++e) {
+      const uint32_t bits = bits_of(xb[e]);
+      const uint32_t abs_bits = bits & 0x7FFFFFFFu;
+      const uint64_t m = abs_bits != 0 ? (abs_bits & 0x7FFFFFu) | 0x800000u : 0;
+      const int shift = static_cast<int>(abs_bits >> 23) - 150 - kFrame.lsb_exponent - base;
+      const int left = shift > 0 ? shift : 0, right = shift < 0 ? (-shift < 31 ? -shift : 31) : 0;
+      const uint64_t u = (m << left) >> right;
+      low[e] += (bits >> 31) != 0 ? ~u + 1 : u;
+    }
+    return status;
+  }
   for (int e = 0; e < c; ++e) {
     const uint32_t bits = bits_of(xb[e]);
     const uint32_t abs_bits = bits & 0x7FFFFFFFu;
-    if (abs_bits >= fixed_limit_bits(kFrame)) continue;  // refused (NaN, Inf included)
+    if (abs_bits == 0 || abs_bits >= limit) continue;  // zero, or refused (NaN, Inf included)
     const FixedDigits d = fixed_digits(abs_bits, kFrame);
     const uint64_t v = d.lo | (d.hi << 32);
     if (v == 0) continue;
@@ -101,8 +127,7 @@ uint32_t BlockAccumulator::add_block(size_t b, const float* x, uint64_t adds_aft
     const int shift = 32 * d.k - base;
     if (blk.words == 1) {  // the sum fits 64 bits, so q / 2^base < 2^63
       const uint64_t u = shift >= 0 ? v << shift : v >> -shift;
-      const int64_t s = static_cast<int64_t>(u);
-      low_[begin(b) + size_t(e)] += static_cast<uint64_t>((bits >> 31) != 0 ? -s : s);
+      low[e] += (bits >> 31) != 0 ? ~u + 1 : u;
       continue;
     }
     Wide192 q = {{v, 0, 0}};
@@ -135,12 +160,27 @@ Wide192 BlockAccumulator::value(size_t i) const {
 }
 
 void BlockAccumulator::round_to_fp32(float* out) const {
-  const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(n_);
-#pragma omp parallel for schedule(static) if (n > (1 << 14))
-  for (std::ptrdiff_t i = 0; i < n; ++i) {
-    int64_t limb[4];
-    wide_to_limbs(value(static_cast<size_t>(i)), limb, 1);
-    out[i] = fixed_round_f32(limb, 1, kFrame);
+  const std::ptrdiff_t nb = static_cast<std::ptrdiff_t>(blocks_.size());
+#pragma omp parallel for schedule(static) if (nb > 512)
+  for (std::ptrdiff_t bi = 0; bi < nb; ++bi) {
+    const size_t b = static_cast<size_t>(bi);
+    const Block& blk = blocks_[b];
+    const int c = count(b);
+    float* o = out + begin(b);
+    if (blk.words == 1) {
+      // sum = v·2^(base + lsb) with v an int64: (float)v rounds to nearest even once, and the
+      // power of two 2^(base + lsb) in [2^-100, 2^27] scales it exactly (normal results only:
+      // |v| >= 1), so this is the exact sum rounded once, as fixed_round_f32 rounds it.
+      const float scale = float_of_bits(static_cast<uint32_t>(blk.base + kFrame.lsb_exponent + 127) << 23);
+      const uint64_t* low = low_.data() + begin(b);
+      for (int e = 0; e < c; ++e) o[e] = static_cast<float>(static_cast<int64_t>(low[e])) * scale;
+      continue;
+    }
+    for (int e = 0; e < c; ++e) {
+      int64_t limb[4];
+      wide_to_limbs(wide_shl(get(blk, b, e), blk.base), limb, 1);
+      o[e] = fixed_round_f32(limb, 1, kFrame);
+    }
   }
 }
 
@@ -152,55 +192,78 @@ void BlockAccumulator::clear() {
   adds_ = 0;
 }
 
-void BlockAccumulator::encode(uint64_t total_adds) {
-  const size_t nb = blocks_.size();
-  std::vector<uint64_t> offset(nb + 1, 0);
-  for (size_t b = 0; b < nb; ++b) {
-    offset[b + 1] = offset[b] + block_wire(ranges_[b], count(b), total_adds).words;
+void BlockAccumulator::wire_layout(uint64_t total_adds, std::vector<uint64_t>& offset) const {
+  const int64_t n = static_cast<int64_t>(n_), ns = wire_segments(n);
+  offset.assign(static_cast<size_t>(ns) + 1, 0);
+  for (int64_t s = 0; s < ns; ++s) {
+    offset[size_t(s) + 1] = offset[size_t(s)] + wire_segment_words(ranges_.data(), s, n, total_adds);
   }
-  wire_.resize(offset[nb]);
-  const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(nb);
-#pragma omp parallel for schedule(static) if (n > 64)
-  for (std::ptrdiff_t bi = 0; bi < n; ++bi) {
-    const size_t b = static_cast<size_t>(bi);
-    const BlockWire bw = block_wire(ranges_[b], count(b), total_adds);
-    const Block& blk = blocks_[b];
-    // The agreed lo is at most this rank's base, unless this rank's block is empty (all zeros).
-    const int up = blk.base > bw.lo ? blk.base - bw.lo : 0;
-    if (blk.words == 1 && bw.width <= 64) {  // one shift of an int64: |S / 2^lo| < 2^63, up < 64
-      const uint64_t* low = low_.data() + begin(b);
-      wire_encode_block(wire_.data() + offset[b], bw, count(b), adds_, [&](int e) {
-        return Wide192{{low[e] << up, 0, 0}};
-      });
-      continue;
+}
+
+void BlockAccumulator::encode(uint64_t total_adds) {
+  std::vector<uint64_t> offset;
+  wire_layout(total_adds, offset);
+  wire_.resize(offset.back());
+  const int64_t n = static_cast<int64_t>(n_);
+  const std::ptrdiff_t ns = static_cast<std::ptrdiff_t>(offset.size() - 1);
+  // Element e of block b in units of 2^lo: this rank's sums of the element's group are multiples
+  // of 2^lo (the agreed lo is at most their lowest bit), so every shift is exact; a right shift of
+  // 64 or more meets only zeros. One word shifted left stays one word when no bit leaves it.
+  const auto value = [&](int64_t b, int e, int lo) -> Wide192 {
+    const Block& blk = blocks_[size_t(b)];
+    const int d = blk.base - lo;
+    if (blk.words == 1) {
+      const int64_t v = static_cast<int64_t>(low_[begin(size_t(b)) + size_t(e)]);
+      if (d < 0) return wide_from_i64(d > -64 ? v >> -d : 0);
+      if (d < 64) {
+        const int64_t up = static_cast<int64_t>(static_cast<uint64_t>(v) << d);
+        if ((up >> d) == v) return wide_from_i64(up);
+      }
+      return wide_shl(wide_from_i64(v), d);
     }
-    wire_encode_block(wire_.data() + offset[b], bw, count(b), adds_,
-                      [&](int e) { return wide_shl(get(blk, b, e), up); });
+    const Wide192 v = get(blk, size_t(b), e);
+    return d >= 0 ? wide_shl(v, d) : wide_sar(v, -d);
+  };
+#pragma omp parallel for schedule(static) if (ns > 16)
+  for (std::ptrdiff_t s = 0; s < ns; ++s) {
+    wire_encode_segment(wire_.data() + offset[size_t(s)], ranges_.data(), s, n, total_adds, adds_,
+                        value);
   }
 }
 
 void BlockAccumulator::decode(uint64_t total_adds, uint32_t total_status) {
-  const size_t nb = blocks_.size();
-  std::vector<uint64_t> offset(nb + 1, 0);
-  for (size_t b = 0; b < nb; ++b) {
-    offset[b + 1] = offset[b] + block_wire(ranges_[b], count(b), total_adds).words;
-  }
-  SB_CHECK(offset[nb] == wire_.size(), "BlockAccumulator::decode: the agreed ranges give ",
-           offset[nb], " wire words, but encode() wrote ", wire_.size(),
+  std::vector<uint64_t> offset;
+  wire_layout(total_adds, offset);
+  SB_CHECK(offset.back() == wire_.size(), "BlockAccumulator::decode: the agreed ranges give ",
+           offset.back(), " wire words, but encode() wrote ", wire_.size(),
            "; every rank must encode with the same MAX-reduced ranges and total add count");
-  const std::ptrdiff_t n = static_cast<std::ptrdiff_t>(nb);
-#pragma omp parallel for schedule(static) if (n > 64)
-  for (std::ptrdiff_t bi = 0; bi < n; ++bi) {
+  const int64_t n = static_cast<int64_t>(n_);
+  const std::ptrdiff_t nb = static_cast<std::ptrdiff_t>(blocks_.size());
+#pragma omp parallel for schedule(static) if (nb > 512)
+  for (std::ptrdiff_t bi = 0; bi < nb; ++bi) {
     const size_t b = static_cast<size_t>(bi);
-    const BlockWire bw = block_wire(ranges_[b], count(b), total_adds);
     Block& blk = blocks_[b];
     const int words = block_words_needed(ranges_[b], total_adds);
     blk.ext = words > 1 ? std::make_unique<uint64_t[]>(static_cast<size_t>(words - 1) * count(b))
                         : nullptr;
     blk.words = static_cast<uint8_t>(words);
-    blk.base = static_cast<uint8_t>(bw.lo);
-    wire_decode_block(wire_.data() + offset[b], bw, count(b), total_adds,
-                      [&](int e, const Wide192& s) { set(blk, b, e, s); });
+    blk.base = static_cast<uint8_t>(wire_block_lo(ranges_[b]));
+  }
+  // Σ S / 2^lo back in units of 2^base (base = the block's lowest lo): exact left shifts; the sum
+  // fits the block's words (block_words_needed), so one word takes it whole.
+  const auto store = [&](int64_t b, int e, int lo, const Wide192& v) {
+    Block& blk = blocks_[size_t(b)];
+    const int d = lo - blk.base;
+    if (blk.words == 1) {
+      low_[begin(size_t(b)) + size_t(e)] = d < 64 ? v.w[0] << d : 0;
+      return;
+    }
+    set(blk, size_t(b), e, wide_shl(v, d));
+  };
+  const std::ptrdiff_t ns = static_cast<std::ptrdiff_t>(offset.size() - 1);
+#pragma omp parallel for schedule(static) if (ns > 16)
+  for (std::ptrdiff_t s = 0; s < ns; ++s) {
+    wire_decode_segment(wire_.data() + offset[size_t(s)], ranges_.data(), s, n, total_adds, store);
   }
   adds_ = 0;
   status_ = total_status;

@@ -88,7 +88,7 @@ Outcome all_reduce_check(const Leaves& leaves, int ranks, const std::vector<int>
     for (size_t k = 0; k < sum.size(); ++k) sum[k] += static_cast<uint64_t>(a.wire()[k]);
   }
   for (BlockAccumulator& a : rank) {
-    std::memcpy(a.wire(), sum.data(), sum.size() * sizeof(uint64_t));
+    if (!sum.empty()) std::memcpy(a.wire(), sum.data(), sum.size() * sizeof(uint64_t));
     a.decode(adds, status);
     CHECK(a.adds() == ref.adds);
     CHECK(a.status() == ref.status);
@@ -164,6 +164,9 @@ Leaves adversarial(size_t leaves) {
   block([](size_t l, size_t) { return l == 0 ? 1e6f : -1e-29f; });                // re-base, widen
   block([](size_t l, size_t e) { return l == 0 && e == 7 ? kTop : 1e-6f; });      // one outlier
   block([&](size_t, size_t) { return random_float(rng, -149, 26); });            // every exponent
+  block([](size_t l, size_t e) { return e < 8 ? 1e-20f * float(l + 1) : 3.0f * 1048576.0f; });  // groups far apart
+  block([](size_t l, size_t e) { return e == 31 ? (l % 2 ? -kLsb : kLsb) : 0.0f; });  // one group only
+  block([](size_t l, size_t e) { return e < 24 ? 0.0f : std::ldexp(1.0f, 26 - int(l % 3)); });  // last group
   // Interleave: leaf l's vector is the concatenation of every kind's leaf-l block.
   Leaves out(leaves);
   const size_t kinds_count = kinds.size() / leaves;
@@ -257,27 +260,78 @@ TEST_CASE("block accumulator: thread count changes no bit; memory follows the bl
   CHECK(wide.memory_bytes() >= 3 * 8 * sb::det::kWireBlock);
 }
 
-TEST_CASE("block wire: the cost of a block is its range plus headroom, as documented") {
-  // Values ±0x800001·2^(e-23), e in [e_lo, -10]: ctz in the frame e_lo + 77, bitlength -10 + 101;
-  // 8 leaves (h = 3): width = (91 - (e_lo + 77)) + 1 + 3 bits, in chunks of 61 bits per word.
-  const size_t b = sb::det::kWireBlock, n = 16 * b;
+TEST_CASE("block wire: the cost of a group is its range plus headroom, as documented") {
+  // Values ±0x800001·2^(e-23): ctz in the frame e + 77, bitlength e + 101. In group g of every
+  // block, element 0 has e = e_lo - g, element 1 has e = -10, the others lie between: 8 leaves
+  // (h = 3) give width_g = (91 - (e_lo - g + 77)) + 1 + 3 bits per element, all of a segment's
+  // fields in one stream of 61-bit chunks.
+  const size_t b = sb::det::kWireBlock, g = sb::det::kWireGroup, n = 16 * b;
+  static_assert(16 <= sb::det::kWireSegment, "one segment");
   for (int e_lo : {-22, -16, -10}) {
     std::mt19937_64 rng(static_cast<uint64_t>(-e_lo));
     Leaves data(8, std::vector<float>(n));
     for (std::vector<float>& l : data) {
       for (size_t i = 0; i < n; ++i) {
-        const int spread = static_cast<int>(rng() % static_cast<uint64_t>(-10 - e_lo + 1));
-        const int e = i % b == 0 ? e_lo : i % b == 1 ? -10 : e_lo + spread;
+        const int low = e_lo - static_cast<int>((i % b) / g);
+        const int spread = static_cast<int>(rng() % static_cast<uint64_t>(-10 - low + 1));
+        const int e = i % g == 0 ? low : i % g == 1 ? -10 : low + spread;
         const float x = std::ldexp(float(0x800001), e - 23);
         l[i] = rng() & 1 ? -x : x;
       }
     }
     const Outcome o = all_reduce_check(data, 2, contiguous(8, 2));
-    const size_t width = size_t(91 - (e_lo + 77) + 1 + 3);
+    size_t bits = 0;
+    for (int k = 0; k < sb::det::kWireGroups; ++k) bits += g * size_t(91 - (e_lo - k + 77) + 1 + 3);
     CAPTURE(e_lo);
-    CHECK(o.words == (n / b) * ((b * width + 60) / 61));
-    CHECK(o.range_bytes == 2 * (n / b));
+    CHECK(o.words == ((n / b) * bits + 60) / 61);
+    CHECK(o.range_bytes == sizeof(sb::det::WireRange) * (n / b));
+    CHECK(sizeof(sb::det::WireRange) == 1 + sb::det::kWireGroups);
   }
+}
+
+TEST_CASE("block wire: a block's range equals the fold of every value's range") {
+  // wire_block_range's direct formula against wire_range_add on every exponent, subnormals,
+  // values below the window (rounded), at and beyond its top, NaN, Inf and signed zeros.
+  std::mt19937_64 rng(77);
+  const sb::det::FixedWindow w{};
+  std::vector<float> x;
+  for (int e = -149; e <= 30; ++e) {
+    for (int k = 0; k < 6; ++k) x.push_back(random_float(rng, e, e));
+  }
+  for (float v : {0.0f, -0.0f, kTiny, -kTiny, kLsb, -kLsb, std::ldexp(1.5f, -101), kTop, -kTop,
+                  134217728.0f, kMax, kInf, -kInf, kNaN, 1.0f, std::ldexp(1.0f, -77)}) {
+    x.push_back(v);
+  }
+  std::shuffle(x.begin(), x.end(), rng);
+  for (size_t at = 0; at < x.size(); at += 13) {
+    const int count = static_cast<int>(std::min<size_t>(sb::det::kWireBlock, x.size() - at));
+    sb::det::WireRange fold = {0, {0}};
+    for (int e = 0; e < count; ++e) sb::det::wire_range_add(fold, e, x[at + size_t(e)], w);
+    const sb::det::WireRange r = sb::det::wire_block_range(x.data() + at, count, w);
+    CAPTURE(at);
+    CHECK(std::memcmp(&r, &fold, sizeof r) == 0);
+  }
+}
+
+TEST_CASE("block wire: many segments, random partitions over 1-7 ranks, any thread count") {
+  std::mt19937_64 rng(909);
+  const int saved = omp_get_max_threads();
+  for (int trial = 0; trial < 4; ++trial) {
+    const size_t seg = size_t(sb::det::kWireSegment) * sb::det::kWireBlock;
+    const size_t n = 17 * seg + rng() % seg;  // 17 segments and a partial one (OpenMP splits them)
+    const size_t leaves = 2 + rng() % 6;
+    const int lo = -60 + static_cast<int>(rng() % 40);
+    const Leaves data = random_leaves(rng, leaves, n, lo, lo + static_cast<int>(rng() % 30));
+    const int ranks = 1 + static_cast<int>(rng() % 7);
+    std::vector<int> owner(leaves);
+    for (int& o : owner) o = static_cast<int>(rng() % size_t(ranks));
+    CAPTURE(trial);
+    omp_set_num_threads(1 + trial % 3);
+    const Outcome o = all_reduce_check(data, ranks, owner);
+    omp_set_num_threads(4);
+    CHECK(o.words == all_reduce_check(data, 1, std::vector<int>(leaves, 0)).words);
+  }
+  omp_set_num_threads(saved);
 }
 
 TEST_CASE("wide integers: shifts, limbs round trip") {

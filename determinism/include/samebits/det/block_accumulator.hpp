@@ -67,6 +67,8 @@ class BlockAccumulator {
   void reshape(size_t b, int base, int words);
   uint32_t add_block(size_t b, const float* x, uint64_t adds_after);
   void count_adds(uint64_t more);
+  // offset[s] = the first wire word of segment s, offset.back() = the wire's words.
+  void wire_layout(uint64_t total_adds, std::vector<uint64_t>& offset) const;
 
   size_t n_;
   std::vector<uint64_t> low_;      // (n) word 0 of every element
@@ -78,6 +80,6 @@ class BlockAccumulator {
 };
 
 // Words per element a block needs for sums of `adds` values within range r (1..3).
-int block_words_needed(WireRange r, uint64_t adds);
+int block_words_needed(const WireRange& r, uint64_t adds);
 
 }  // namespace sb::det
