@@ -135,12 +135,12 @@ def main():
         S, meta = read_safetensors(os.path.join(hf_dir, "model.safetensors"))
         assert meta.get("format") == "pt", meta
         results.append(("Hugging Face directory, GPT-2 forward (float64)", rel_error(hf_gpt2_logits(S, hc, inp), sb)))
-        try:
+        try:  # transformers may be missing, or refuse this torch (an ImportError on first use)
             from transformers import GPT2LMHeadModel
-        except ImportError:
-            print("not run: transformers.GPT2LMHeadModel (this python has no transformers)")
-        else:
             model = GPT2LMHeadModel.from_pretrained(hf_dir).eval()
+        except ImportError as e:
+            print(f"not run: transformers.GPT2LMHeadModel ({str(e).strip().splitlines()[0]})")
+        else:
             with torch.no_grad():
                 results.append(("transformers GPT2LMHeadModel (float32)", rel_error(model(inp).logits, sb)))
     ok = True
