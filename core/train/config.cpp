@@ -159,6 +159,11 @@ void validate_train(const TrainConfig& t) {
     SB_CHECK(i == 0 || s > t.snapshot_steps[i - 1], "config train.snapshot_steps must be strictly "
              "ascending; ", s, " follows ", t.snapshot_steps[i == 0 ? 0 : i - 1]);
   }
+  const bool digest_ok = t.init_digest.size() == 16 &&
+                         t.init_digest.find_first_not_of("0123456789abcdef") == std::string::npos;
+  SB_CHECK(t.init.empty() ? t.init_digest.empty() : digest_ok, "config train.init_digest='", t.init_digest, "' ",
+           t.init.empty() ? "is given without train.init" : "must be the 16 lowercase hex digits of the XXH3-64 of "
+           "train.init's file (leave it out: samebits computes it)");
   require_at_least("train.eval_every", t.eval_every, 0, "use 0 to turn validation off");
   require_at_least("train.eval_leaves", t.eval_leaves, 1, "the validation set needs at least one leaf");
   require_positive("train.loss_scale", t.loss_scale, "fp16 loss scaling usually starts at 65536");
@@ -278,6 +283,8 @@ std::string ini_text(const Config& c, Keys keys) {
   w.section("train");
   w.put("steps", t.steps);
   w.put("seed", t.seed);
+  if (all) w.put("init", t.init);
+  if (all || !t.init.empty()) w.put("init_digest", t.init_digest);
   w.put_enum("precision", t.precision);
   w.put_enum("schedule", t.schedule);
   w.put("warmup", t.warmup);

@@ -13,6 +13,7 @@
 
 #include "samebits/core/dist/exact_allreduce.hpp"
 #include "samebits/core/dist/sharded_optimizer.hpp"
+#include "samebits/core/io/gpt_weights.hpp"
 #include "samebits/core/ops/gradient.hpp"
 #include "samebits/core/optim/clip.hpp"
 #include "samebits/core/optim/optim_kernels.hpp"
@@ -108,6 +109,7 @@ void Trainer::build() {
 
   model_ = std::make_unique<GPT>(config_.model, static_cast<int>(config_.data.leaf_size), be_);
   model_->init(config_.train.seed);
+  if (!config_.train.init.empty()) load_initial_weights();
   optimizer_ = make_optimizer(config_.optim, model_->params(), be_, config_.train.precision);
   if (options_.distributed_optimizer && comm_.size() > 1) {
     auto sharded =
@@ -120,6 +122,18 @@ void Trainer::build() {
   grad_ = be_.alloc(DType::f32, {static_cast<int64_t>(model_->flat_size())});
   host_ = std::make_unique<Host>();
   for (const ParamView& p : model_->params()) host_->spans.push_back({p.offset, p.numel});
+}
+
+void Trainer::load_initial_weights() {
+  const std::string file = io::init_weights_file(config_.train.init);
+  const std::string digest = io::file_digest(file);
+  SB_CHECK(digest == config_.train.init_digest, "config train.init='", config_.train.init, "': ", file,
+           " has content hash ", digest, " but the experiment was defined with train.init_digest=",
+           config_.train.init_digest, " (the file changed since, or another file is at its path)");
+  const std::vector<float> flat = io::read_gpt_weights(file, config_.model);
+  SB_CHECK(flat.size() == model_->flat_size(), file, ": ", flat.size(), " values for a parameter buffer of ",
+           model_->flat_size());
+  be_.copy_from_host(model_->weights().data(), flat.data(), flat.size() * sizeof(float));
 }
 
 std::optional<LossScaleState> Trainer::loss_scale() const {

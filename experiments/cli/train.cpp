@@ -16,7 +16,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: samebits train [CONFIG.ini] [--section.key VALUE ...] [--out RUN.h5] [--resume]\n"
-    "                      [--micro-leaves N] [--stop-after N] [--print-config]\n"
+    "                      [--init WEIGHTS] [--micro-leaves N] [--stop-after N] [--print-config]\n"
     "\n"
     "Trains the experiment CONFIG.ini describes (without one: the default experiment, every option\n"
     "at its default) and records it in a run file (docs/FORMAT.md): runs/<experiment id>.h5 unless\n"
@@ -28,6 +28,10 @@ constexpr const char* kUsage =
     "  --resume          continue RUN.h5 from its newest good checkpoint (the series are cut back\n"
     "                    to it; the finished file equals an uninterrupted run's); starts the run\n"
     "                    when RUN.h5 does not exist. Without it an existing RUN.h5 is an error.\n"
+    "  --init WEIGHTS    start from these weights instead of the seeded initialisation (the same as\n"
+    "                    --train.init WEIGHTS): a safetensors file of samebits export (either\n"
+    "                    format) or a Hugging Face GPT-2 directory; the experiment holds its content\n"
+    "                    hash (docs/EXPORT.md)\n"
     "  --micro-leaves N  leaves per micro-step (accumulation split; 0: all at once). Never changes\n"
     "                    a bit of the results.\n"
     "  --stop-after N    end this session after step N, as an interruption would (a checkpoint,\n"
@@ -80,6 +84,8 @@ TrainArgs parse_args(const std::vector<std::string>& args) {
       a.print_config = true;
     } else if (flag == "--out") {
       a.overrides.push_back("--run.out=" + value());
+    } else if (flag == "--init") {
+      a.overrides.push_back("--train.init=" + value());
     } else if (flag == "--micro-leaves") {
       a.run.micro_leaves = parse_count(flag, value());
     } else if (flag == "--stop-after") {

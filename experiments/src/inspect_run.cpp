@@ -117,6 +117,9 @@ std::string describe_run(const run::RunReader& run) {
     const Config config = recorded_config(run);
     s << "  (" << experiment_summary(config) << ")\n";
     if (config.perturb.enabled()) s << "perturbation " << perturbation_text(config.perturb) << "\n";
+    if (!config.train.init.empty()) {
+      s << "init         weights of " << escape_untrusted(config.train.init) << " (XXH3 " << config.train.init_digest << ")\n";
+    }
   } catch (const Error& e) {
     s << "\n             config not usable here: " << escape_untrusted(e.what()) << "\n";
   }

@@ -16,6 +16,7 @@
 #include <sstream>
 #include <type_traits>
 
+#include "samebits/core/io/gpt_weights.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb::cli {
@@ -226,6 +227,8 @@ std::vector<Option> build_registry() {
   // [train]
   t.push_back(bind("train.steps", SB_FIELD(train.steps), "optimizer steps"));
   t.push_back(bind("train.seed", SB_FIELD(train.seed), "seed of the parameter initialisation"));
+  t.push_back(bind("train.init", SB_FIELD(train.init), "start from the weights of this safetensors file (samebits export: samebits or Hugging Face GPT-2 names) or Hugging Face GPT-2 directory instead of the seeded initialisation; the experiment holds the file's content hash, not its path (docs/EXPORT.md); empty = none"));
+  t.push_back(bind("train.init_digest", SB_FIELD(train.init_digest), "XXH3-64 of train.init's file, 16 hex digits: computed from the file when not given (run files record it); a file with another hash is refused"));
   t.push_back(bind("train.precision", SB_FIELD(train.precision), "fp32; bf16 compute with fp32 master weights; fp16 compute with fp32 master weights and a dynamic loss scale"));
   t.push_back(bind("train.schedule", SB_FIELD(train.schedule), "learning-rate schedule after the warmup: constant, cosine to min_lr_ratio, or wsd (warmup-stable-decay)"));
   t.push_back(bind("train.warmup", SB_FIELD(train.warmup), "steps of linear warmup from 0 to the peak learning rate"));
@@ -448,6 +451,18 @@ Config parse_config(const std::string& ini_path, const std::vector<std::string>&
       o.set(config, given->value);
     } catch (const BadValue& bad) {
       SB_FAIL("config ", o.key, "='", given->value, "' ", given->origin, " is not valid: expected ", bad.expected);
+    }
+  }
+  // train.init enters the experiment by content: hash its file unless the digest is given at the
+  // same level or above (a run file's recorded config carries both).
+  const bool init_on_command_line = from_command_line.count("train.init") != 0;
+  const bool digest_given = from_command_line.count("train.init_digest") != 0 ||
+                            (!init_on_command_line && from_file.count("train.init_digest") != 0);
+  if (!config.train.init.empty() && !digest_given) {
+    try {
+      config.train.init_digest = io::file_digest(io::init_weights_file(config.train.init));
+    } catch (const Error& e) {
+      SB_FAIL("config train.init='", config.train.init, "': ", e.what());
     }
   }
   validate(config);

@@ -7,14 +7,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 
 #include "samebits/cli/sweep.hpp"
+#include "samebits/cli/train_run.hpp"
 #include "samebits/core/io/run_file.hpp"
 #include "samebits/det/error.hpp"
 
@@ -136,6 +139,20 @@ std::string last_step_line(const std::string& log_path) {
   return end == std::string::npos ? "" : tail.substr(at + 1, end - at - 1);
 }
 
+// The fraction of a cell's steps done by its log's newest progress line ("step 20/60 …"); 0 when
+// there is none yet.
+double step_fraction(const std::string& line) {
+  long long step = 0, total = 0;
+  if (std::sscanf(line.c_str(), "step %lld/%lld", &step, &total) != 2 || total <= 0) return 0;
+  return std::clamp(double(step) / double(total), 0.0, 1.0);
+}
+
+// "; sweep ETA 1:40" from the time spent and the fraction of the cells' steps done.
+std::string sweep_eta(double elapsed, double fraction) {
+  if (fraction <= 0) return "";
+  return "; sweep ETA " + duration_text(elapsed * (1 - fraction) / fraction);
+}
+
 }  // namespace
 
 std::vector<std::string> cell_command(const SweepSpec& spec, const SweepCell& cell, const std::string& self_binary) {
@@ -186,6 +203,13 @@ std::vector<CellRun> run_cells(const SweepSpec& spec, const SweepOptions& option
   std::size_t next = 0, done = 0;
   bool forwarded = false;  // a SIGINT/SIGTERM passed on to the running cells
   const int jobs = std::max(1, options.jobs);
+  const Clock::time_point sweep_started = Clock::now();
+  // The sweep's progress: finished cells count whole, running ones by their newest step line.
+  const auto progress = [&](const std::map<pid_t, std::pair<std::size_t, Clock::time_point>>& cells) {
+    double steps = double(done);
+    for (const auto& [child, cell] : cells) steps += step_fraction(last_step_line(runs[cell.first].log));
+    return pending.empty() ? 1.0 : steps / double(pending.size());
+  };
   while (next < pending.size() || !running.empty()) {
     while (g_sweep_signal == 0 && next < pending.size() && int(running.size()) < jobs) {
       const std::size_t i = pending[next++];
@@ -205,10 +229,12 @@ std::vector<CellRun> run_cells(const SweepSpec& spec, const SweepOptions& option
     }
     if (pid <= 0) {
       if (options.live) {
-        std::string line;
+        const double elapsed = std::chrono::duration<double>(Clock::now() - sweep_started).count();
+        std::string line = "  [" + std::to_string(done) + "/" + std::to_string(pending.size()) + " cells" +
+                           sweep_eta(elapsed, progress(running)) + "]";
         for (const auto& [child, cell] : running) {
           const std::string step = last_step_line(runs[cell.first].log);
-          line += (line.empty() ? "  " : "; ") + spec.cells[cell.first].name + ": " + (step.empty() ? "starting" : step);
+          line += " " + spec.cells[cell.first].name + ": " + (step.empty() ? "starting" : step);
         }
         log << "\r" << line.substr(0, 150) << "\033[K";
         log.flush();
@@ -233,8 +259,10 @@ std::vector<CellRun> run_cells(const SweepSpec& spec, const SweepOptions& option
       r.state = "failed";
       r.message = "samebits train exited with " + std::to_string(code) + " (see " + r.log + ")";
     }
+    const double elapsed = std::chrono::duration<double>(Clock::now() - sweep_started).count();
     log << "  " << spec.cells[i].name << ": " << r.state << " in " << int(r.seconds + 0.5) << " s"
-        << (r.message.empty() ? "" : ": " + r.message) << "\n";
+        << (r.message.empty() ? "" : ": " + r.message) << " (" << done << "/" << pending.size() << " cells"
+        << (done < pending.size() ? sweep_eta(elapsed, progress(running)) : "") << ")\n";
     log.flush();
   }
   for (std::size_t k = next; k < pending.size(); ++k) runs[pending[k]].state = "interrupted";

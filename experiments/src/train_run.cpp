@@ -63,14 +63,6 @@ class StopSignals {
   struct sigaction old_term_ {};
 };
 
-std::string duration_text(double seconds) {
-  if (!std::isfinite(seconds) || seconds < 0) return "?";
-  const auto s = static_cast<int64_t>(seconds + 0.5);
-  char text[32];
-  if (s >= 3600) std::snprintf(text, sizeof text, "%lld:%02lld:%02lld", (long long)(s / 3600), (long long)(s / 60 % 60), (long long)(s % 60));
-  else std::snprintf(text, sizeof text, "%lld:%02lld", (long long)(s / 60), (long long)(s % 60));
-  return text;
-}
 
 std::vector<float> host_weights(Trainer& trainer) {
   std::vector<float> w(trainer.model().flat_size());  // (flat_size)
@@ -150,6 +142,15 @@ std::optional<run::RunWriter> open_writer(const std::string& path, const run::Ru
 }
 
 }  // namespace
+
+std::string duration_text(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const auto s = static_cast<int64_t>(seconds + 0.5);
+  char text[32];
+  if (s >= 3600) std::snprintf(text, sizeof text, "%lld:%02lld:%02lld", (long long)(s / 3600), (long long)(s / 60 % 60), (long long)(s % 60));
+  else std::snprintf(text, sizeof text, "%lld:%02lld", (long long)(s / 60), (long long)(s % 60));
+  return text;
+}
 
 bool progress_bar_wanted(Progress progress) {
   return progress == Progress::on || (progress == Progress::automatic && ::isatty(STDERR_FILENO) == 1);

@@ -12,6 +12,9 @@ if missing:
     sys.exit(77)
 os.environ.setdefault("MPLBACKEND", "Agg")
 here = os.path.dirname(os.path.abspath(__file__))
+# The package from this checkout (pytest does the same through pyproject.toml's pythonpath), and
+# the tests' helper module synthetic.py.
+sys.path[:0] = [os.path.dirname(here), here]
 suite = unittest.defaultTestLoader.discover(here, pattern="test_*.py", top_level_dir=here)
 result = unittest.TextTestRunner(verbosity=2).run(suite)
 sys.exit(0 if result.wasSuccessful() else 1)

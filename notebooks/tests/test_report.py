@@ -1,15 +1,13 @@
 """samebits_nb.report on a synthetic summary.h5 (the layout `samebits sweep` writes): the cells are
 read back in the sweep's order with their series, the five PNGs are drawn, a foreign file is refused."""
 import os
-import sys
 import tempfile
 import unittest
 
 import h5py
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from samebits_nb import report  # noqa: E402
+from samebits_nb import report
 
 
 def write_summary(path, cells):

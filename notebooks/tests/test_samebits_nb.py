@@ -1,19 +1,16 @@
 """samebits_nb on synthetic run files (always) and on tiny runs trained by `samebits train`
 ($SAMEBITS_BIN, set by CTest; those tests are skipped without it)."""
 import os
-import sys
 import tempfile
 import unittest
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-import samebits_nb as nb  # noqa: E402
-from samebits_nb import plots  # noqa: E402
-import synthetic  # noqa: E402
+import samebits_nb as nb
+from samebits_nb import plots
+import synthetic
 
 
 class EmaTest(unittest.TestCase):

@@ -47,6 +47,16 @@ if(EXISTS /usr/bin/python3)
   add_test(NAME test_notebooks_execute
            COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/notebooks/tests/run_notebooks.py
                    ${CMAKE_BINARY_DIR}/notebooks_out)
+  # The same tests under pytest, on this checkout; and in a fresh venv after `pip install
+  # ./notebooks[test]` from the package index (skipped, 77, when it cannot be reached).
+  add_test(NAME test_notebooks_pytest
+           COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/notebooks/tests/run_pytest.py)
+  add_test(NAME test_notebooks_venv
+           COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/notebooks/tests/run_pytest.py
+                   --venv ${CMAKE_BINARY_DIR}/notebooks_venv)
+  set_tests_properties(test_notebooks_pytest test_notebooks_venv PROPERTIES
+                       LABELS integration SKIP_RETURN_CODE 77 TIMEOUT 1500
+                       ENVIRONMENT "SAMEBITS_BIN=$<TARGET_FILE:samebits>;OMP_WAIT_POLICY=PASSIVE")
   set_tests_properties(test_notebooks_package test_notebooks_execute PROPERTIES
                        LABELS integration SKIP_RETURN_CODE 77 TIMEOUT 300
                        ENVIRONMENT "SAMEBITS_BIN=$<TARGET_FILE:samebits>;MPLBACKEND=Agg;OMP_WAIT_POLICY=PASSIVE;PYTHONDONTWRITEBYTECODE=1")

@@ -14,3 +14,16 @@ if(EXISTS /usr/bin/python3)
 else()
   message(STATUS "samebits: /usr/bin/python3 not found; the PyTorch oracle test is not registered")
 endif()
+
+# The export oracle (label integration): `samebits export` files loaded into PyTorch give
+# samebits' logits (export_logits) within 1e-5; also through transformers when it is installed.
+add_executable(export_logits ${CMAKE_CURRENT_LIST_DIR}/export_logits.cpp)
+sb_target_defaults(export_logits)
+target_link_libraries(export_logits PRIVATE sb_experiments)
+set_target_properties(export_logits PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin/tests)
+if(EXISTS /usr/bin/python3)
+  add_test(NAME test_export_oracle
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/export_oracle.py
+                   --samebits $<TARGET_FILE:samebits> --logits $<TARGET_FILE:export_logits>)
+  set_tests_properties(test_export_oracle PROPERTIES LABELS integration SKIP_RETURN_CODE 77 TIMEOUT 300)
+endif()

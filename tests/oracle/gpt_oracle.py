@@ -38,11 +38,10 @@ def norm(x, kind, w, b):
     return x * r * w
 
 
-def leaf_loss(P, cfg, tokens):
-    """Mean cross-entropy of one leaf: tokens (B, T + 1)."""
-    B, T, C, NH = tokens.shape[0], cfg["seq_len"], cfg["n_embd"], cfg["n_head"]
+def leaf_logits(P, cfg, inp):
+    """Logits (B, T, V) of inputs inp (B, T) under samebits' tensor names and layouts."""
+    B, T, C, NH = inp.shape[0], inp.shape[1], cfg["n_embd"], cfg["n_head"]
     hs = C // NH
-    inp, tgt = tokens[:, :T], tokens[:, 1:]
     x = P["wte"][inp] + P["wpe"][:T]
     mask = torch.ones(T, T, dtype=torch.bool).tril()
     for l in range(cfg["n_layer"]):
@@ -58,7 +57,14 @@ def leaf_loss(P, cfg, tokens):
         f = F.gelu(F.linear(m, P[h + "mlp.fc.w"], P.get(h + "mlp.fc.b")), approximate="tanh")
         x = x + F.linear(f, P[h + "mlp.proj.w"], P.get(h + "mlp.proj.b"))
     f = norm(x, cfg["norm"], P["lnf.w"], P.get("lnf.b"))
-    logits = F.linear(f, P["wte"] if cfg["tied_head"] else P["lm_head.w"])
+    return F.linear(f, P["wte"] if cfg["tied_head"] else P["lm_head.w"])
+
+
+def leaf_loss(P, cfg, tokens):
+    """Mean cross-entropy of one leaf: tokens (B, T + 1)."""
+    T = cfg["seq_len"]
+    logits = leaf_logits(P, cfg, tokens[:, :T])
+    tgt = tokens[:, 1:]
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1))
 
 

@@ -111,6 +111,12 @@ struct OptimConfig {
 struct TrainConfig {
   int64_t steps = 300;
   uint64_t seed = 1;                 // parameter initialisation (Philox streams named per tensor)
+  // Initial weights from a safetensors file (or a Hugging Face directory's model.safetensors;
+  // docs/EXPORT.md) instead of the seeded initialisation; empty = none. The experiment holds the
+  // file's content hash init_digest (16 hex digits, XXH3-64), not its path: parse_config computes
+  // it from the file unless it is given, and the trainer refuses a file whose hash differs.
+  std::string init;
+  std::string init_digest;
   Precision precision = Precision::fp32;
   Schedule schedule = Schedule::cosine;
   int64_t warmup = 30;               // linear warmup steps from 0 to the peak lr (every schedule)
@@ -191,7 +197,8 @@ std::string to_ini_text(const Config& config);
 // The canonical text of the experiment: sections model, data, optim, train, perturb, numerics in
 // the same format, without the keys that cannot change the mathematics (numerics.mode, which only
 // presets the switches; train.checkpoint_every and snapshot_steps, which only record;
-// synthetic-language keys for file sources and val_path for the synthetic one; Muon keys under
+// synthetic-language keys for file sources and val_path for the synthetic one; train.init, whose
+// file enters as train.init_digest (written only when set); Muon keys under
 // adamw; wsd/cosine keys under other schedules; loss-scale keys outside fp16; data.order_seed when
 // 0 and the [perturb] section when it is off, so experiments that do not use them keep their ids).
 std::string experiment_text(const Config& config);

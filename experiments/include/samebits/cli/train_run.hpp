@@ -61,6 +61,9 @@ class ProgressDisplay {
   bool drawn_ = false;
 };
 
+// "1:05" or "1:02:03" for a number of seconds; "?" when it is not finite or negative.
+std::string duration_text(double seconds);
+
 // True when `progress` asks for a bar here (auto: stderr is a terminal).
 bool progress_bar_wanted(Progress progress);
 

@@ -136,6 +136,7 @@ class Trainer {
   struct Host;  // host staging of backend buffers (trainer.cpp)
 
   void build();  // what both constructors do once the backend and communicator are bound
+  void load_initial_weights();  // train.init: the file's weights replace the seeded ones
   void accumulate(uint64_t step, float loss_scale, det::ExactSum& loss_sum);
   // All-reduces the loss and leaf-statistics sums, the add count and the accumulator status
   // (non-zero: a leaf gradient was not finite or left the window — an fp16 overflow).
