@@ -228,7 +228,7 @@ StepResult Trainer::step() {
   const HostTraffic host_before = be_.host_traffic();
   const int64_t number = step_ + 1;  // 1-based: the schedule's step
   const int64_t leaves = config_.data.leaves;
-  const bool muon = config_.optim.name == OptimizerName::muon;
+  const bool muon = config_.optim.muon_family();
 
   // [perturb]: after perturb.step steps, before this step's forward (every rank, its replica).
   if (perturbation_due(config_.perturb, step_)) apply_perturbation(config_.perturb, *model_);

@@ -3,7 +3,10 @@
 recomputes every exported step in float64 from the published algorithms and compares.
 
   Muon:  Keller Jordan's muon.py (zeropower_via_newtonschulz5 with the exported coefficient list,
-         momentum buf = mu*buf + g, Nesterov g + mu*buf), decoupled decay W*(1 - lr*wd) - lr*scale*X.
+         momentum buf = mu*buf + g, Nesterov g + mu*buf), decoupled decay W*(1 - lr*wd) - lr*scale*X;
+         the variants from their papers: Q/K/V blocks orthogonalised separately (Megatron-Core),
+         NorMuon's per-row second moment (arXiv:2510.05491, modded-nanogpt's norm-keeping rule),
+         cautious weight decay (decay only where W and the update agree in sign).
   AdamW: torch.optim.AdamW itself on float64 tensors, its state set to the exported moments.
   Newton-Schulz: the singular values of samebits' output equal the scalar polynomial composition
          p_T(...p_1(s)) applied to the input's singular values (s of U/(|U|_F + eps), torch.linalg.svdvals),
@@ -69,29 +72,49 @@ def composition(s, coeffs):
     return s
 
 
+def normuon(X, v0, beta2):
+    """NorMuon (arXiv:2510.05491; modded-nanogpt NorMuonAndAdam): per-row second moment of X,
+    rows divided by its root, rescaled to keep the Frobenius norm of X."""
+    v = beta2 * v0 + (1 - beta2) * (X * X).mean(dim=1)
+    r = 1 / v.clamp_min(1e-10).sqrt()
+    Y = X * r[:, None]
+    return Y * (X.norm() / Y.norm().clamp_min(1e-10)), v
+
+
+def ortho_residual(X):
+    Xr = X.mT if X.size(0) > X.size(1) else X
+    return float((Xr @ Xr.mT - torch.eye(Xr.size(0), dtype=torch.float64)).norm() / Xr.size(0) ** 0.5)
+
+
 def check_muon(name, g):
     at = g.attrs
     coeffs = [tuple(row) for row in np.asarray(g["ns"])]
     W, G, M = t64(g["W"]), t64(g["G"]), t64(g["M0"])
     mu, lr, wd = at["momentum"], at["lr"], at["weight_decay"]
+    blocks = 3 if at["split_qkv"] else 1  # Megatron-Core: Q, K, V orthogonalised separately
     M = mu * M + G
     U = G + mu * M if at["nesterov"] else M
-    X = zeropower_via_newtonschulz5(U, coeffs, at["ns_eps"])
-    W_new = W * (1 - lr * wd) - lr * at["scale"] * X
-    errs = {
+    X = torch.cat([zeropower_via_newtonschulz5(b, coeffs, at["ns_eps"]) for b in U.chunk(blocks, 0)])
+    D = X
+    errs = {}
+    if at["normuon"]:
+        D, v = normuon(X, t64(g["v0"]), at["normuon_beta2"])
+        errs["v"] = rel(t64(g["v_new"]), v)
+    # Cautious weight decay (modded-nanogpt): decay where the update and the weight agree in sign.
+    mask = (W * D > 0).double() if at["cautious_wd"] else torch.ones_like(W)
+    W_new = W - lr * wd * W * mask - lr * at["scale"] * D
+    errs.update({
         "W_new": rel(t64(g["W_new"]), W_new),
         "update": rel(t64(g["W_new"]) - W, W_new - W),
         "momentum": rel(t64(g["M_new"]), M),
         "X": rel(t64(g["X"]), X),
-    }
-    Xs = t64(g["X"])
-    Xr = Xs.mT if Xs.size(0) > Xs.size(1) else Xs
-    ortho = float((Xr @ Xr.mT - torch.eye(Xr.size(0), dtype=torch.float64)).norm() / Xr.size(0) ** 0.5)
+    })
+    ortho = max(ortho_residual(b) for b in t64(g["X"]).chunk(blocks, 0))
     precision = text(at["precision"])
     limit = TOLERANCE if precision == "fp32" else BF16_TOLERANCE
     ok = all(e <= limit for e in errs.values())
     ok = ok and abs(at["ortho_error"] - ortho) <= 1e-4 * max(1.0, ortho)
-    print(f"muon  {name:26s} {precision} {text(at['table']):13s} {len(coeffs)} steps  "
+    print(f"muon  {name:26s} {precision} {text(at['table']):15s} {len(coeffs)} steps  "
           + "  ".join(f"{k} {v:.2e}" for k, v in errs.items())
           + f"  ortho {at['ortho_error']:.4f} (fp64 {ortho:.4f})  {'ok' if ok else 'FAIL'}")
     return ok

@@ -3,8 +3,10 @@
 // which recomputes them in PyTorch float64 (Keller Jordan's Muon, torch.optim.AdamW). Layout (a
 // minimal HDF5 writer; the run store of core/io formalises the format):
 //   /muon/<case>   attrs rows cols lr weight_decay momentum nesterov ns_eps scale precision table
+//                  split_qkv cautious_wd normuon normuon_beta2 (the variants, docs/OPTIM.md §1.1)
 //                  f32 (rows, cols): W G M0 (before), W_new M_new (after), X (the step's
-//                  Newton–Schulz output); f64 (steps, 3): ns; attr ortho_error (samebits' statistic)
+//                  Newton–Schulz output, per (C, C) block under split_qkv); f64 (steps, 3): ns;
+//                  attr ortho_error (samebits' statistic); NorMuon: f32 (rows) v0, v_new
 //   /adamw/<case>  attrs lr weight_decay beta1 beta2 eps step decay; f32 (shape): W G m0 v0 W_new m_new v_new
 //   /ns/<case>     attrs table eps; f32 (rows, cols): U and X = NS(U); f64 (steps, 3): ns
 #include <hdf5.h>
@@ -95,6 +97,11 @@ struct MuonCase {
   bool nesterov;
   double weight_decay;
   Precision precision;
+  // The variants (docs/OPTIM.md §1.1).
+  double extra_scale = 1.0;
+  bool split_qkv = false;
+  bool cautious_wd = false;
+  bool normuon = false;
 };
 
 void muon_case(hid_t file, const MuonCase& c, uint32_t seed) {
@@ -105,24 +112,42 @@ void muon_case(hid_t file, const MuonCase& c, uint32_t seed) {
   config.ns_steps = c.ns_steps;
   config.ns_coefficients = c.table;
   config.scale = c.scale;
+  config.extra_scale = c.extra_scale;
+  config.split_qkv = c.split_qkv;
+  config.cautious_wd = c.cautious_wd;
+  if (c.normuon) config.name = OptimizerName::normuon;
   const MuonOptions o = muon_options(config);
   const size_t n = static_cast<size_t>(c.rows) * c.cols;
-  const std::vector<ParamView> layout = {{"w", {c.rows, c.cols}, 0, n, ParamKind::matrix, 0, 0}};
+  const std::vector<ParamView> layout = {
+      {c.split_qkv ? "h.0.attn.qkv.w" : "w", {c.rows, c.cols}, 0, n, ParamKind::matrix, 0, 0}};
   auto be = make_cpu_backend();
   Muon opt(layout, *be, c.precision, o);
   const std::vector<float> w0 = normal(n, seed, 0.02f), g = normal(n, seed + 1, 1e-3f),
                            m0 = normal(n, seed + 2, 1e-3f);
   StateBuffer momentum = opt.state().at(0);
   std::memcpy(momentum.data, m0.data(), n * sizeof(float));
+  // NorMuon: a second moment from earlier steps, positive, near the rows' mean squares (1/cols).
+  std::vector<float> v0;
+  if (c.normuon) {
+    v0 = normal(static_cast<size_t>(c.rows), seed + 3, 1.0f);
+    for (float& v : v0) v = (0.5f + v * v) / static_cast<float>(c.cols);
+    std::memcpy(opt.state().at(1).data, v0.data(), v0.size() * sizeof(float));
+  }
   std::vector<float> w = w0;
   StepContext ctx;
   ctx.muon_momentum = 0.95;
   opt.step(w.data(), g.data(), ctx);
   const std::vector<float> m_new(momentum.data, momentum.data + n);
-  // The step's Newton–Schulz output, from its input U computed with the same formulas.
+  // The step's Newton–Schulz output, from its input U computed with the same formulas (per
+  // (C, C) block of rows under split_qkv).
   std::vector<float> u(n), x(n);
   for (size_t i = 0; i < n; ++i) u[i] = ops::muon_input(g[i], m_new[i], 0.95f, c.nesterov);
-  NewtonSchulz(*be, c.precision).run(u.data(), x.data(), c.rows, c.cols, o.ns, o.ns_eps);
+  const int blocks = c.split_qkv ? 3 : 1, block_rows = c.rows / blocks;
+  const size_t block = static_cast<size_t>(block_rows) * c.cols;
+  for (int b = 0; b < blocks; ++b) {
+    NewtonSchulz(*be, c.precision)
+        .run(u.data() + b * block, x.data() + b * block, block_rows, c.cols, o.ns, o.ns_eps);
+  }
 
   const Group grp(file, std::string("muon/") + c.name);
   const std::vector<hsize_t> dims = {static_cast<hsize_t>(c.rows), static_cast<hsize_t>(c.cols)};
@@ -133,7 +158,16 @@ void muon_case(hid_t file, const MuonCase& c, uint32_t seed) {
   grp.attr("momentum", 0.95);
   grp.attr("nesterov", c.nesterov ? 1.0 : 0.0);
   grp.attr("ns_eps", o.ns_eps);
-  grp.attr("scale", muon_scale(o.scale, c.rows, c.cols));
+  grp.attr("scale", muon_scale(o.scale, block_rows, c.cols) * o.extra_scale);
+  grp.attr("split_qkv", c.split_qkv ? 1.0 : 0.0);
+  grp.attr("cautious_wd", c.cautious_wd ? 1.0 : 0.0);
+  grp.attr("normuon", c.normuon ? 1.0 : 0.0);
+  grp.attr("normuon_beta2", o.normuon_beta2);
+  if (c.normuon) {
+    const float* v = opt.state().at(1).data;
+    grp.data("v0", v0, {v0.size()});
+    grp.data("v_new", std::vector<float>(v, v + c.rows), {v0.size()});
+  }
   grp.attr("scale_rule", std::string(config_name(c.scale)));
   grp.attr("table", std::string(config_name(c.table)));
   grp.attr("precision", std::string(to_string(c.precision)));
@@ -233,6 +267,16 @@ int main(int argc, char** argv) {
         {"fc_keller_moonlight", 512, 128, NsCoefficients::keller, 5, MuonScale::moonlight, true, 0.0, Precision::fp32},
         {"mlp_proj_polar_express", 128, 512, NsCoefficients::polar_express, 5, MuonScale::shape, true, 0.1, Precision::fp32},
         {"qkv_keller_bf16", 384, 128, NsCoefficients::keller, 5, MuonScale::shape, true, 0.1, Precision::bf16},
+        // The variants: Emerging-Optimizers' tables and scale modes, split Q/K/V, cautious
+        // weight decay, NorMuon (alone and with the others).
+        {"proj_polar_express_8", 128, 128, NsCoefficients::polar_express_8, 8, MuonScale::unit_rms, true, 0.0, Precision::fp32},
+        {"fc_polar_express_5_max_dim", 512, 128, NsCoefficients::polar_express_5, 5, MuonScale::max_dim, true, 0.1, Precision::fp32, 0.2},
+        {"mlp_proj_quintic", 128, 512, NsCoefficients::quintic, 5, MuonScale::shape, true, 0.0, Precision::fp32, 1.5},
+        {"qkv_split", 384, 128, NsCoefficients::keller, 5, MuonScale::shape, true, 0.1, Precision::fp32, 1.0, true},
+        {"fc_cautious_wd", 512, 128, NsCoefficients::keller, 5, MuonScale::shape, true, 0.5, Precision::fp32, 1.0, false, true},
+        {"proj_normuon", 128, 128, NsCoefficients::keller, 5, MuonScale::shape, true, 0.0, Precision::fp32, 1.0, false, false, true},
+        {"mlp_proj_normuon", 128, 512, NsCoefficients::polar_express, 5, MuonScale::moonlight, false, 0.1, Precision::fp32, 1.0, false, false, true},
+        {"qkv_normuon_split_cautious", 384, 128, NsCoefficients::polar_express_5, 5, MuonScale::shape, true, 0.5, Precision::fp32, 1.0, true, true, true},
     };
     uint32_t seed = 1000;
     for (const MuonCase& c : muon) muon_case(file, c, seed += 10);
