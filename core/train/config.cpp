@@ -131,6 +131,8 @@ void validate_optim(const OptimConfig& o) {
   }
   require_positive("optim.ns_eps", o.ns_eps, "the Newton–Schulz normalisation epsilon is usually 1e-7");
   require_positive("optim.extra_scale", o.extra_scale, "1 leaves the scale rule alone; 0.2 with scale=max_dim is Moonlight's");
+  SB_CHECK(std::isfinite(o.qk_clip) && o.qk_clip >= 0.0, "config optim.qk_clip=",
+           format_config_double(o.qk_clip), " must be zero (off) or a positive logit bound such as 100");
   require_range("optim.normuon_beta2", o.normuon_beta2, 0.0, false, 1.0, true, "NorMuon's β2 is usually 0.95");
   require_at_least("optim.momentum_warmup", o.momentum_warmup, 0, "use 0 to turn the warmup off");
   if (o.momentum_warmup > 0) {
@@ -288,6 +290,7 @@ std::string ini_text(const Config& c, Keys keys) {
   w.put_list("adam_betas", o.adam_betas, fmt_double);
   w.put("adam_eps", o.adam_eps);
   w.put("clip", o.clip);
+  if (all || o.qk_clip > 0.0) w.put("qk_clip", o.qk_clip);
 
   const TrainConfig& t = c.train;
   w.section("train");

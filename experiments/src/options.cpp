@@ -227,6 +227,7 @@ std::vector<Option> build_registry() {
   t.push_back(bind("optim.split_qkv", SB_FIELD(optim.split_qkv), "Muon: orthogonalise the Q, K and V blocks of each attn.qkv.w separately (Megatron-Core)"));
   t.push_back(bind("optim.cautious_wd", SB_FIELD(optim.cautious_wd), "Muon matrices: apply weight decay only where the update and the weight agree in sign (cautious weight decay, modded-nanogpt)"));
   t.push_back(bind("optim.normuon_beta2", SB_FIELD(optim.normuon_beta2), "normuon: EMA factor β2 of each row's mean square of the orthogonalised update"));
+  t.push_back(bind("optim.qk_clip", SB_FIELD(optim.qk_clip), "QK-clip of MuonClip (Kimi K2): after each update, scale W_q and W_k of every head whose largest attention logit of the step exceeded τ by √(τ/max); 0 = off (CPU backend)"));
   // torch.optim.Muon's name for the scale rule: an alias that sets optim.scale.
   Option adjust = bind("optim.adjust_lr_fn", SB_FIELD(optim.scale), "alias of optim.scale in torch.optim.Muon's words: original = shape, match_rms_adamw = moonlight");
   adjust.value_name = "original|match_rms_adamw";

@@ -8,6 +8,7 @@ recomputes every exported step in float64 from the published algorithms and comp
          NorMuon's per-row second moment (arXiv:2510.05491, modded-nanogpt's norm-keeping rule),
          cautious weight decay (decay only where W and the update agree in sign).
   AdamW: torch.optim.AdamW itself on float64 tensors, its state set to the exported moments.
+  QK-clip: MuonClip's per-head max logit and the rescaled W_q, W_k rows (Kimi K2, arXiv:2507.20534).
   Newton-Schulz: the singular values of samebits' output equal the scalar polynomial composition
          p_T(...p_1(s)) applied to the input's singular values (s of U/(|U|_F + eps), torch.linalg.svdvals),
          and lie in the band that composition maps the input's singular-value range to.
@@ -164,6 +165,38 @@ def check_ns(name, g):
     return ok
 
 
+def check_qk_clip(name, g):
+    """MuonClip's QK-clip (Kimi K2, arXiv:2507.20534): S_h = max causal logit q_t.k_j/sqrt(hs) of
+    head h; heads with S_h > tau get their W_q, W_k rows (and biases) times sqrt(tau / S_h)."""
+    at = g.attrs
+    nh, tau = int(at["n_head"]), at["tau"]
+    qkv = t64(g["qkv"])
+    B, T, C3 = qkv.shape
+    C = C3 // 3
+    hs = C // nh
+    q = qkv[:, :, :C].reshape(B, T, nh, hs).transpose(1, 2)
+    k = qkv[:, :, C:2 * C].reshape(B, T, nh, hs).transpose(1, 2)
+    logits = (q @ k.mT) / hs ** 0.5
+    mask = torch.ones(T, T, dtype=torch.bool).tril()
+    S = logits.masked_fill(~mask, float("-inf")).amax(dim=(0, 2, 3))
+    W, b = t64(g["W"]).clone(), t64(g["b"]).clone()
+    clipped = 0
+    for h in range(nh):
+        if S[h] > tau:
+            clipped += 1
+            gamma = (tau / S[h]) ** 0.5
+            for block in (0, 1):
+                rows = slice(block * C + h * hs, block * C + (h + 1) * hs)
+                W[rows] *= gamma
+                b[rows] *= gamma
+    errs = {"max_logits": rel(t64(g["max_logits"]), S), "W_new": rel(t64(g["W_new"]), W),
+            "b_new": rel(t64(g["b_new"]), b)}
+    ok = all(e <= TOLERANCE for e in errs.values()) and clipped == int(at["clipped"]) and 0 < clipped < nh
+    print(f"qk    {name:26s} tau {tau:.4f}  {clipped}/{nh} heads clipped  "
+          + "  ".join(f"{k} {v:.2e}" for k, v in errs.items()) + f"  {'ok' if ok else 'FAIL'}")
+    return ok
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--export", required=True, help="path of the optim_oracle_export executable")
@@ -181,6 +214,8 @@ def main():
                 ok &= check_adamw(name, g)
             for name, g in f["ns"].items():
                 ok &= check_ns(name, g)
+            for name, g in f["qk_clip"].items():
+                ok &= check_qk_clip(name, g)
     print("optim oracle:", "PASS" if ok else "FAIL")
     return 0 if ok else 1
 

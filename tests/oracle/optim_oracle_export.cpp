@@ -9,9 +9,12 @@
 //                  attr ortho_error (samebits' statistic); NorMuon: f32 (rows) v0, v_new
 //   /adamw/<case>  attrs lr weight_decay beta1 beta2 eps step decay; f32 (shape): W G m0 v0 W_new m_new v_new
 //   /ns/<case>     attrs table eps; f32 (rows, cols): U and X = NS(U); f64 (steps, 3): ns
+//   /qk_clip/<case> attrs n_head tau clipped; f32 qkv (B, T, 3C), max_logits (n_head),
+//                  W W_new (3C, C), b b_new (3C): QK-clip of one block (optim/qk_clip.hpp)
 #include <hdf5.h>
 
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <string>
@@ -20,6 +23,7 @@
 #include "samebits/core/ops/muon.hpp"
 #include "samebits/core/optim/adamw.hpp"
 #include "samebits/core/optim/muon.hpp"
+#include "samebits/core/optim/qk_clip.hpp"
 #include "samebits/det/error.hpp"
 
 namespace {
@@ -249,6 +253,54 @@ void ns_case(hid_t file, const char* name, NsCoefficients table, int rows, int c
   grp.data("ns", ns_table(steps), {steps.size(), 3});
 }
 
+// QK-clip: a block's q | k | v activations of two sequences and its qkv.w, qkv.b; the per-head
+// max logits samebits finds and the weights after the clip at τ (between the heads' maxima, so
+// some heads are clipped and some are not).
+void qk_clip_case(hid_t file, const char* name, int B, int T, int C, int NH, uint32_t seed) {
+  GPTConfig model;
+  model.n_layer = 1;
+  model.n_head = NH;
+  model.n_embd = C;
+  model.seq_len = T;
+  model.bias = true;
+  const std::vector<ParamView> layout = gpt_param_layout(model);
+  const ParamView* w = nullptr;
+  const ParamView* b = nullptr;
+  size_t flat = 0;
+  for (const ParamView& p : layout) {
+    if (p.name == "h.0.attn.qkv.w") w = &p;
+    if (p.name == "h.0.attn.qkv.b") b = &p;
+    flat = std::max(flat, p.offset + p.numel);
+  }
+  SB_CHECK(w != nullptr && b != nullptr, "qk_clip_case: no qkv tensors");
+  std::vector<float> qkv = normal(static_cast<size_t>(B) * T * 3 * C, seed, 1.0f);
+  for (int h = 0; h < NH; ++h)  // heads of growing logit range
+    for (size_t i = 0; i < qkv.size(); ++i)
+      if ((i % (3 * C)) / (C / NH) % NH == static_cast<size_t>(h)) qkv[i] *= 1.0f + h;
+  QkMaxLogits maxima(1, NH);
+  maxima.add(0, qkv.data(), B, T, C);
+  const std::vector<float> s = maxima.values();
+  std::vector<float> sorted = s;
+  std::sort(sorted.begin(), sorted.end());
+  const double tau = 0.5 * (static_cast<double>(sorted[NH / 2 - 1]) + sorted[NH / 2]);
+  std::vector<float> weights = normal(flat, seed + 1, 0.02f);
+  const std::vector<float> w0(weights.begin() + w->offset, weights.begin() + w->offset + w->numel);
+  const std::vector<float> b0(weights.begin() + b->offset, weights.begin() + b->offset + b->numel);
+  const int clipped = apply_qk_clip(weights.data(), layout, model, s, tau);
+  const Group grp(file, std::string("qk_clip/") + name);
+  grp.attr("n_head", NH);
+  grp.attr("tau", tau);
+  grp.attr("clipped", clipped);
+  grp.data("qkv", qkv, {static_cast<hsize_t>(B), static_cast<hsize_t>(T), static_cast<hsize_t>(3 * C)});
+  grp.data("max_logits", s, {static_cast<hsize_t>(NH)});
+  const std::vector<hsize_t> wdims = {static_cast<hsize_t>(3 * C), static_cast<hsize_t>(C)};
+  grp.data("W", w0, wdims);
+  grp.data("b", b0, {static_cast<hsize_t>(3 * C)});
+  grp.data("W_new", std::vector<float>(weights.begin() + w->offset, weights.begin() + w->offset + w->numel), wdims);
+  grp.data("b_new", std::vector<float>(weights.begin() + b->offset, weights.begin() + b->offset + b->numel),
+           {static_cast<hsize_t>(3 * C)});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -288,6 +340,8 @@ int main(int argc, char** argv) {
     for (const AdamWCase& c : adamw) adamw_case(file, c, seed += 10);
     ns_case(file, "keller_128x384", NsCoefficients::keller, 128, 384, seed += 10);
     ns_case(file, "polar_express_128x384", NsCoefficients::polar_express, 128, 384, seed += 10);
+    qk_clip_case(file, "c64_h4_t32", 2, 32, 64, 4, seed += 10);
+    qk_clip_case(file, "c128_h8_t16", 3, 16, 128, 8, seed += 10);
     H5Fclose(file);
     std::printf("%s: %zu Muon, %zu AdamW, 2 Newton–Schulz cases\n", argv[1], std::size(muon), std::size(adamw));
   } catch (const std::exception& e) {

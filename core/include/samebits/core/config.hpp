@@ -111,6 +111,7 @@ struct OptimConfig {
   bool split_qkv = false;            // orthogonalise the Q, K, V blocks of attn.qkv.w separately
   bool cautious_wd = false;          // Muon matrices: decay only where update and weight agree in sign
   double normuon_beta2 = 0.95;       // normuon: EMA factor of the per-row mean square of the update
+  double qk_clip = 0.0;              // MuonClip's τ: rescale W_q, W_k of a head whose max logit > τ; 0 = off
   // true for the optimizers that take Muon on the matrices (muon, normuon)
   bool muon_family() const { return name != OptimizerName::adamw; }
 };

@@ -25,6 +25,7 @@
 
 namespace sb {
 
+class QkMaxLogits;
 class ShardedOptimizer;
 
 // How to execute a step: none of these changes a bit of the results (they are not part of the
@@ -141,6 +142,8 @@ class Trainer {
   void round_gradient(float loss_scale, uint64_t adds, uint32_t status);
   std::vector<int> leaf_order(uint64_t step) const;
   void check_replicas();  // every rank's weights fingerprint equal to rank 0's
+  // optim.qk_clip: the ranks' per-head maxima merged, then the clip of the updated weights.
+  void clip_qk(StepStats& st);
 
   std::unique_ptr<Backend> own_backend_;
   std::unique_ptr<Communicator> own_comm_;
@@ -160,6 +163,7 @@ class Trainer {
   std::optional<DynamicLossScale> scaler_;
   GradientStatistics stats_;
   Tensor grad_;  // (flat_size) f32 on the backend: the step's batch gradient
+  std::unique_ptr<QkMaxLogits> qk_;  // optim.qk_clip > 0: the step's per-head max logits
   std::unique_ptr<Host> host_;
   std::vector<int32_t> tokens_;  // (micro_leaves, leaf_size, seq_len + 1) host
   int64_t step_ = 0;
