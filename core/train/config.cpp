@@ -160,6 +160,10 @@ void validate_train(const TrainConfig& t) {
              format_config_double(t.decay_fraction), " of train.steps=", t.steps,
              " exceeds the run; shorten the warmup or the decay");
   }
+  if (t.schedule == Schedule::adaptive) {
+    require_range("train.adaptive_beta", t.adaptive_beta, 0.0, false, 1.0, true,
+                  "the EMA factor of the noise estimates, e.g. 0.9");
+  }
   require_range("train.min_lr_ratio", t.min_lr_ratio, 0.0, false, 1.0, false,
                 "the final lr is min_lr_ratio × peak, e.g. 0.1");
   require_at_least("train.checkpoint_every", t.checkpoint_every, 0, "use 0 for no periodic checkpoint");
@@ -301,6 +305,7 @@ std::string ini_text(const Config& c, Keys keys) {
   w.put("warmup", t.warmup);
   if (all || t.schedule == Schedule::wsd) w.put("decay_fraction", t.decay_fraction);
   if (all || t.schedule != Schedule::constant) w.put("min_lr_ratio", t.min_lr_ratio);
+  if (all || t.schedule == Schedule::adaptive) w.put("adaptive_beta", t.adaptive_beta);
   if (all) {
     w.put("checkpoint_every", t.checkpoint_every);
     w.put_list("snapshot_steps", t.snapshot_steps, fmt_int);
@@ -345,6 +350,9 @@ std::string ini_text(const Config& c, Keys keys) {
 void validate(const Config& config) {
   validate_model(config.model);
   validate_data(config.data, config.model);
+  SB_CHECK(config.train.schedule != Schedule::adaptive || config.data.leaves >= 2,
+           "config train.schedule=adaptive measures the gradient noise from the step's leaves, but "
+           "data.leaves=", config.data.leaves, "; use at least 2 leaves");
   validate_optim(config.optim);
   validate_train(config.train);
   validate_perturbation(config.perturb, config.model, config.train.steps);

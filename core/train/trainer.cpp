@@ -14,6 +14,7 @@
 #include "samebits/core/dist/exact_allreduce.hpp"
 #include "samebits/core/dist/sharded_optimizer.hpp"
 #include "samebits/core/ops/gradient.hpp"
+#include "samebits/core/optim/adaptive_lr.hpp"
 #include "samebits/core/optim/clip.hpp"
 #include "samebits/core/optim/optim_kernels.hpp"
 #include "samebits/core/optim/qk_clip.hpp"
@@ -119,6 +120,11 @@ void Trainer::build() {
   acc_ = be_.make_accumulator(model_->flat_size());
   if (config_.train.precision == Precision::fp16) scaler_.emplace(config_.train);
   grad_ = be_.alloc(DType::f32, {static_cast<int64_t>(model_->flat_size())});
+  if (config_.train.schedule == Schedule::adaptive) {
+    SB_CHECK(options_.statistics, "config train.schedule=adaptive sets the lr from the step's "
+             "gradient statistics; they are off in this trainer (TrainerOptions::statistics)");
+    adaptive_ = std::make_unique<AdaptiveLr>(config_);
+  }
   if (config_.optim.qk_clip > 0.0) {
     SB_CHECK(be_.device() == Device::cpu, "config optim.qk_clip=", config_.optim.qk_clip,
              " runs on the CPU backend only (run.backend=", config_name(be_.device()),
@@ -306,6 +312,11 @@ StepResult Trainer::step() {
     const ClipResult clip = clip_grad_norm(be_.optim_kernels(), g_dev, flat, config_.optim.clip);
     st.grad_norm = clip.norm;
     st.clip_scale = clip.factor;
+    if (adaptive_) {  // this step's lr from this step's noise estimates (adaptive_lr.hpp)
+      st.lr_factor = st.lr_factor * adaptive_->update(st.grad_sq_est, st.trace_est);
+      st.lr = scheduled_lr(config_.optim.lr, st.lr_factor);
+      st.adam_lr = scheduled_lr(muon ? config_.optim.adam_lr : config_.optim.lr, st.lr_factor);
+    }
 
     StepContext ctx;
     ctx.step = updates_ + 1;

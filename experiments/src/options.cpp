@@ -243,7 +243,8 @@ std::vector<Option> build_registry() {
   t.push_back(bind("train.steps", SB_FIELD(train.steps), "optimizer steps"));
   t.push_back(bind("train.seed", SB_FIELD(train.seed), "seed of the parameter initialisation"));
   t.push_back(bind("train.precision", SB_FIELD(train.precision), "fp32; bf16 compute with fp32 master weights; fp16 compute with fp32 master weights and a dynamic loss scale"));
-  t.push_back(bind("train.schedule", SB_FIELD(train.schedule), "learning-rate schedule after the warmup: constant, cosine to min_lr_ratio, or wsd (warmup-stable-decay)"));
+  t.push_back(bind("train.schedule", SB_FIELD(train.schedule), "learning-rate schedule after the warmup: constant, cosine to min_lr_ratio, wsd (warmup-stable-decay), or adaptive (cosine times the AdaScale gain measured from the step's gradient noise, docs/TRAINING.md)"));
+  t.push_back(bind("train.adaptive_beta", SB_FIELD(train.adaptive_beta), "adaptive: EMA factor β of the |G|² and tr(Σ) estimates behind the gain ρ = (B_noise + leaf_size)/(B_noise + batch)"));
   t.push_back(bind("train.warmup", SB_FIELD(train.warmup), "steps of linear warmup from 0 to the peak learning rate"));
   t.push_back(bind("train.decay_fraction", SB_FIELD(train.decay_fraction), "wsd: fraction of the steps, at the end, over which the lr decays to min_lr_ratio × peak"));
   t.push_back(bind("train.min_lr_ratio", SB_FIELD(train.min_lr_ratio), "cosine and wsd: final learning rate as a fraction of the peak"));

@@ -40,6 +40,7 @@ struct Args {
 
 const char* const kUsage =
     "usage: mpi_train_driver [--precision fp32|bf16|fp16] [--optim muon|adamw|normuon] [--muon-variants]\n"
+    "  [--adaptive-lr]\n"
     "  [--dist-optimizer] [--staged] [--allreduce exact|native] [--steps N] [--layers L] [--width C]\n"
     "  [--heads H] [--seq T] [--vocab V] [--leaves N] [--leaf-size S] [--threads N]\n"
     "  [--save-after K --save FILE] [--resume FILE]\n"
@@ -88,6 +89,8 @@ Args parse(int argc, char** argv) {
       c.optim.cautious_wd = true;
       c.optim.weight_decay = 0.1;
       c.optim.qk_clip = 0.03;
+    } else if (k == "--adaptive-lr") {  // train.schedule = adaptive (optim/adaptive_lr.hpp)
+      c.train.schedule = sb::Schedule::adaptive;
     } else if (k == "--dist-optimizer") {
       a.options.distributed_optimizer = true;
     } else if (k == "--staged") {

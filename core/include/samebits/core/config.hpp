@@ -27,7 +27,7 @@ enum class DataSource { synthetic, shards, text, hdf5 };
 enum class OptimizerName { muon, adamw, normuon };
 enum class NsCoefficients { keller, polar_express, custom, polar_express_8, polar_express_5, quintic };
 enum class MuonScale { shape, moonlight, spectral, none, unit_rms, max_dim };
-enum class Schedule { constant, cosine, wsd };
+enum class Schedule { constant, cosine, wsd, adaptive };
 enum class NumericsMode { deterministic, vendor };
 enum class AllreduceMode { exact, native };
 enum class Progress { automatic, on, off };
@@ -42,7 +42,7 @@ template <> struct EnumNames<OptimizerName> { static constexpr std::array<std::s
 template <> struct EnumNames<NsCoefficients> { static constexpr std::array<std::string_view, 6> names{"keller", "polar_express", "custom", "polar_express_8", "polar_express_5", "quintic"}; };
 template <> struct EnumNames<MuonScale> { static constexpr std::array<std::string_view, 6> names{"shape", "moonlight", "spectral", "none", "unit_rms", "max_dim"}; };
 template <> struct EnumNames<Precision> { static constexpr std::array<std::string_view, 3> names{"fp32", "bf16", "fp16"}; };
-template <> struct EnumNames<Schedule> { static constexpr std::array<std::string_view, 3> names{"constant", "cosine", "wsd"}; };
+template <> struct EnumNames<Schedule> { static constexpr std::array<std::string_view, 4> names{"constant", "cosine", "wsd", "adaptive"}; };
 template <> struct EnumNames<NumericsMode> { static constexpr std::array<std::string_view, 2> names{"deterministic", "vendor"}; };
 template <> struct EnumNames<GemmMode> { static constexpr std::array<std::string_view, 2> names{"canonical", "vendor"}; };
 template <> struct EnumNames<ReduceMode> { static constexpr std::array<std::string_view, 2> names{"canonical", "native"}; };
@@ -134,6 +134,7 @@ struct TrainConfig {
   int64_t loss_scale_growth_interval = 1000;  // fp16: overflow-free steps before growing
   double loss_scale_growth = 2.0;
   double loss_scale_backoff = 0.5;   // fp16: factor applied on overflow (the step is skipped)
+  double adaptive_beta = 0.9;        // adaptive: EMA factor of the noise estimates (optim/adaptive_lr.hpp)
 };
 
 // [perturb]: one deliberate change of one weight, for divergence studies (docs/STUDIES.md): element
