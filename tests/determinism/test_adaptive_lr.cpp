@@ -137,9 +137,10 @@ TEST_CASE("adaptive lr: the factors are cosine times the gain of the EMAs, and d
 }
 
 TEST_CASE("adaptive lr: the gain's limits and the refusals") {
-  CHECK(sb::adaptive_gain(1.0, 0.0, 2.0, 8.0) == 1.0);     // no noise: the full lr
-  CHECK(sb::adaptive_gain(1.0, -3.0, 2.0, 8.0) == 1.0);    // a negative estimate counts as none
-  CHECK(sb::adaptive_gain(0.0, 1.0, 2.0, 8.0) == 0.25);    // noise only: B_s / B_b
+  CHECK(sb::adaptive_gain(1.0, 0.0, 2.0, 8.0) == 0.25);    // no noise: no gain from the batch, B_s / B_b
+  CHECK(sb::adaptive_gain(1.0, -3.0, 2.0, 8.0) == 0.25);   // a negative estimate counts as none
+  CHECK(sb::adaptive_gain(0.0, 1.0, 2.0, 8.0) == 1.0);     // noise only: the full linear scaling
+  CHECK(sb::adaptive_gain(1.0, 1e9, 2.0, 8.0) > 0.999);    // noise-dominated: ρ → 1
   CHECK(sb::adaptive_gain(1.0, 4.0, 2.0, 8.0) == 0.5);     // B_noise = 4: (4 + 2) / (4 + 8)
   sb::Config c = tiny_config();
   c.data.leaves = 1;

@@ -40,9 +40,9 @@ def cosine(step, steps, warmup, m):
 
 def gain(g, t, bs, bb):
     if not t > 0:
-        return 1.0
-    if not g > 0:
         return bs / bb
+    if not g > 0:
+        return 1.0
     noise = t / g
     return (noise + bs) / (noise + bb)
 

@@ -10,7 +10,10 @@
 //   B_noise = t / g;  r = (B_noise/B_s + 1) / (B_noise/B_b + 1)  (AdaScale's gain, 1 ≤ r ≤ S)
 //   ρ = r / S = (B_noise + B_s) / (B_noise + B_b)              (1/S ≤ ρ ≤ 1)
 //   lr_factor = cosine(step) · ρ                               (recorded as series/lr_factor)
-// t ≤ 0 (no measurable noise) gives ρ = 1, g ≤ 0 < t (noise only) ρ = B_s/B_b; a step whose
+// ρ → 1 when noise dominates (B_noise ≫ B_b: the batch is worth S leaf steps, linear scaling) and
+// ρ → 1/S when the signal does (B_noise ≪ B_s: averaging leaves gains nothing), so the peak lr is
+// the linear-scaling rate. t ≤ 0 (no measurable noise) gives ρ = B_s/B_b, g ≤ 0 < t (noise only)
+// ρ = 1; a step whose
 // estimates are not finite (a skipped fp16 step) leaves the EMAs alone. Docs: docs/TRAINING.md.
 // Contract: the inputs are exact statistics rounded once (the same bits at every thread count,
 // accumulation split and world size) and the rest a fixed sequence of fp64 operations, so the
