@@ -94,6 +94,26 @@ struct MuonApply {
   }
 };
 
+struct MuonApplyRows {
+  float* w;               // (rows, cols)
+  const float* x;         // (rows, cols)
+  const float* row_step;  // (rows) or null
+  int64_t cols;
+  float decay, step;
+  bool cautious;
+  __device__ float operator()(int64_t j) const {
+    const float before = w[j];
+    const float s = row_step != nullptr ? row_step[j / cols] : step;
+    w[j] = cautious ? ops::muon_apply_cautious(before, x[j], decay, s)
+                    : ops::muon_apply(before, x[j], decay, s);
+    return before;
+  }
+  __device__ void operator()(int64_t j, det::ExactSum* s) const {
+    const float before = (*this)(j);
+    add_update_squares(s[0], s[1], before, w[j]);
+  }
+};
+
 struct AdamWUpdate {
   float* w;        // (n)
   const float* g;  // (n)
@@ -154,6 +174,12 @@ class CudaOptimKernels final : public OptimKernels {
   void muon_apply(float* w, const float* x, size_t n, float decay, float step,
                   UpdateSums* sums) override {
     update(n, MuonApply{w, x, decay, step}, sums);
+  }
+
+  void muon_apply_rows(float* w, const float* x, int rows, int cols, float decay, float step,
+                       const float* row_step, bool cautious, UpdateSums* sums) override {
+    update(static_cast<size_t>(rows) * static_cast<size_t>(cols),
+           MuonApplyRows{w, x, row_step, cols, decay, step, cautious}, sums);
   }
 
   void adamw(float* w, const float* g, float* m, float* v, size_t n, const ops::AdamWConstants& k,

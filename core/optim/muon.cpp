@@ -1,15 +1,18 @@
 // Muon with an AdamW group (muon.hpp). Per owned matrix: momentum and Newton–Schulz input
-// (ops/muon.hpp), NewtonSchulz on the backend, then the decayed step; the other tensors take
-// AdamW. Tensors are processed in layout order; the elementwise loops run where the backend keeps
+// (ops/muon.hpp), NewtonSchulz on the backend (per Q/K/V block under split_qkv), NorMuon's row
+// steps when on, then the decayed step (cautious when on); the other tensors take AdamW. Tensors are processed in layout order; the elementwise loops run where the backend keeps
 // its memory (optim_kernels.hpp), on independent elements (any thread count or launch).
 #include "samebits/core/optim/muon.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
+#include <string>
 
 #include "samebits/core/optim/exact_norm.hpp"
 #include "samebits/core/optim/schedule.hpp"
 #include "samebits/det/error.hpp"
+#include "normuon.hpp"
 #include "tensor_state.hpp"
 
 namespace sb {
@@ -25,7 +28,19 @@ MuonOptions muon_options(const OptimConfig& optim) {
   o.ns_eps = optim.ns_eps;
   o.scale = optim.scale;
   o.adam = {optim.adam_lr, optim.weight_decay, optim.adam_betas, optim.adam_eps};
+  o.extra_scale = optim.extra_scale;
+  o.split_qkv = optim.split_qkv;
+  o.cautious_wd = optim.cautious_wd;
+  o.normuon = optim.name == OptimizerName::normuon;
+  o.normuon_beta2 = optim.normuon_beta2;
   return o;
+}
+
+bool is_fused_qkv(const ParamView& p) {
+  const std::string suffix = ".attn.qkv.w";
+  return p.kind == ParamKind::matrix && p.shape.size() == 2 && p.shape[0] == 3 * p.shape[1] &&
+         p.name.size() >= suffix.size() &&
+         p.name.compare(p.name.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 double muon_scale(MuonScale rule, int64_t rows, int64_t cols) {
@@ -33,7 +48,9 @@ double muon_scale(MuonScale rule, int64_t rows, int64_t cols) {
   switch (rule) {
     case MuonScale::shape: return sqrt_f64(std::max(1.0, r / c));
     case MuonScale::moonlight: return 0.2 * sqrt_f64(std::max(r, c));
-    case MuonScale::spectral: return sqrt_f64(r / c);
+    case MuonScale::spectral:
+    case MuonScale::unit_rms: return sqrt_f64(r / c);
+    case MuonScale::max_dim: return sqrt_f64(std::max(r, c));
     case MuonScale::none: return 1.0;
   }
   SB_FAIL("muon_scale: unknown scale rule ", static_cast<int>(rule));
@@ -41,19 +58,38 @@ double muon_scale(MuonScale rule, int64_t rows, int64_t cols) {
 
 namespace {
 
-std::vector<std::vector<std::string>> state_kinds(const std::vector<ParamView>& params) {
+std::vector<std::vector<std::string>> state_kinds(const std::vector<ParamView>& params,
+                                                  bool normuon) {
   std::vector<std::vector<std::string>> kinds;
   for (const ParamView& p : params) {
     if (p.kind == ParamKind::matrix) {
       SB_CHECK(p.shape.size() == 2, "Muon: matrix tensor ", p.name, " has shape ",
                shape_string(p.shape), "; expected two dimensions");
-      kinds.push_back({"momentum"});
+      kinds.push_back(normuon ? std::vector<std::string>{"momentum", "second_moment"}
+                              : std::vector<std::string>{"momentum"});
     } else {
       kinds.push_back({"exp_avg", "exp_avg_sq"});
     }
   }
   return kinds;
 }
+
+// The buffers' lengths: numel, except NorMuon's second moment (one value per row).
+std::vector<std::vector<size_t>> state_sizes(const std::vector<ParamView>& params, bool normuon) {
+  std::vector<std::vector<size_t>> sizes;
+  for (const ParamView& p : params) {
+    if (p.kind == ParamKind::matrix && normuon)
+      sizes.push_back({p.numel, static_cast<size_t>(p.shape[0])});
+    else if (p.kind == ParamKind::matrix)
+      sizes.push_back({p.numel});
+    else
+      sizes.push_back({p.numel, p.numel});
+  }
+  return sizes;
+}
+
+// The larger of two ortho errors, NaN when either is (an order-free max over blocks).
+float max_or_nan(float a, float b) { return std::isnan(a) || std::isnan(b) ? a + b : std::max(a, b); }
 
 size_t largest_matrix(const std::vector<ParamView>& params) {
   size_t n = 1;
@@ -66,14 +102,16 @@ size_t largest_matrix(const std::vector<ParamView>& params) {
 
 class Muon::Impl {
  public:
-  Impl(const std::vector<ParamView>& params, Backend& backend, Precision precision)
-      : state(params, backend, state_kinds(params)),
+  Impl(const std::vector<ParamView>& params, Backend& backend, Precision precision, bool normuon)
+      : state(params, backend, state_kinds(params, normuon), state_sizes(params, normuon)),
         ns(backend, precision),
+        rows(backend),
         input(backend.alloc(DType::f32, {static_cast<int64_t>(largest_matrix(params))})),
         ortho(backend.alloc(DType::f32, {static_cast<int64_t>(largest_matrix(params))})) {}
 
   TensorState state;
   NewtonSchulz ns;
+  optim_detail::NorMuonRows rows;
   Tensor input;  // U of the current matrix (rows, cols)
   Tensor ortho;  // its Newton–Schulz output X (rows, cols)
 };
@@ -82,7 +120,7 @@ Muon::Muon(const std::vector<ParamView>& params, Backend& backend, Precision pre
            const MuonOptions& options)
     : options_(options) {
   SB_CHECK(!options_.ns.empty(), "Muon: expected at least one Newton–Schulz step, got none");
-  impl_ = std::make_unique<Impl>(params, backend, precision);
+  impl_ = std::make_unique<Impl>(params, backend, precision, options_.normuon);
 }
 
 Muon::~Muon() = default;
@@ -114,11 +152,30 @@ void Muon::step(float* weights, const float* grads, const StepContext& ctx) {
     float* const u = impl_->input.data_as<float>();
     float* const x = impl_->ortho.data_as<float>();
     st.kernels().muon_momentum(st.buffer(i, 0), u, g, p.numel, mu, nesterov);
-    float ortho_error = std::numeric_limits<float>::quiet_NaN();
-    impl_->ns.run(u, x, rows, cols, options_.ns, options_.ns_eps,
-                  ctx.compute_stats ? &ortho_error : nullptr);
-    const float step = static_cast<float>(lr * muon_scale(options_.scale, rows, cols));
-    st.kernels().muon_apply(w, x, p.numel, decay, step, sums_or_null);
+    // split_qkv: the Q, K and V blocks of rows, each (C, C), orthogonalised on their own.
+    const int blocks = options_.split_qkv && is_fused_qkv(p) ? 3 : 1;
+    const int block_rows = rows / blocks;
+    const size_t block = static_cast<size_t>(block_rows) * static_cast<size_t>(cols);
+    float ortho_error = 0.0f;
+    for (int b = 0; b < blocks; ++b) {
+      float e = std::numeric_limits<float>::quiet_NaN();
+      impl_->ns.run(u + b * block, x + b * block, block_rows, cols, options_.ns, options_.ns_eps,
+                    ctx.compute_stats ? &e : nullptr);
+      ortho_error = b == 0 ? e : max_or_nan(ortho_error, e);
+    }
+    const double step64 =
+        lr * (muon_scale(options_.scale, block_rows, cols) * options_.extra_scale);
+    const float step = static_cast<float>(step64);
+    if (options_.normuon) {
+      const float* row_step = impl_->rows.row_steps(x, rows, cols, st.buffer(i, 1),
+                                                    options_.normuon_beta2, step64);
+      st.kernels().muon_apply_rows(w, x, rows, cols, decay, step, row_step, options_.cautious_wd,
+                                   sums_or_null);
+    } else if (options_.cautious_wd) {
+      st.kernels().muon_apply_rows(w, x, rows, cols, decay, step, nullptr, true, sums_or_null);
+    } else {
+      st.kernels().muon_apply(w, x, p.numel, decay, step, sums_or_null);
+    }
     st.stats()[i] = ctx.compute_stats ? sums.finish(p.numel, ortho_error) : optim_detail::not_computed();
   }
 }
@@ -131,9 +188,11 @@ void Muon::set_owned(const std::vector<bool>& owned) { impl_->state.set_owned(ow
 std::vector<double> Muon::update_cost() const {
   std::vector<double> cost;
   for (const ParamView& p : impl_->state.params()) {
+    const int64_t blocks = options_.split_qkv && is_fused_qkv(p) ? 3 : 1;
     cost.push_back(p.kind == ParamKind::matrix
-                       ? newton_schulz_flops(p.shape[0], p.shape[1],
-                                             static_cast<int64_t>(options_.ns.size()))
+                       ? static_cast<double>(blocks) *
+                             newton_schulz_flops(p.shape[0] / blocks, p.shape[1],
+                                                 static_cast<int64_t>(options_.ns.size()))
                        : static_cast<double>(p.numel));
   }
   return cost;

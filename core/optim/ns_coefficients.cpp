@@ -21,6 +21,21 @@ std::vector<NsStep> ns_schedule(const OptimConfig& config) {
       for (size_t i = 0; i < steps; ++i)
         out.push_back(kPolarExpressNs[std::min(i, kPolarExpressNs.size() - 1)]);
       break;
+    case NsCoefficients::polar_express_8:
+      SB_CHECK(steps >= kPolarExpress8Ns.size(), "config optim.ns_steps=", steps,
+               " is below the 8 triples of optim.ns_coefficients=polar_express_8");
+      for (size_t i = 0; i < steps; ++i)
+        out.push_back(kPolarExpress8Ns[std::min(i, kPolarExpress8Ns.size() - 1)]);
+      break;
+    case NsCoefficients::polar_express_5:
+      for (size_t i = 0; i < steps; ++i)
+        out.push_back(kPolarExpress5Ns[std::min(i, kPolarExpress5Ns.size() - 1)]);
+      break;
+    case NsCoefficients::quintic:
+      SB_CHECK(steps % kQuinticNs.size() == 0, "config optim.ns_steps=", steps,
+               " is not a multiple of the 5 triples of optim.ns_coefficients=quintic");
+      for (size_t i = 0; i < steps; ++i) out.push_back(kQuinticNs[i % kQuinticNs.size()]);
+      break;
     case NsCoefficients::custom: {
       const std::vector<double>& c = config.ns_custom;
       SB_CHECK(c.size() == 3 || c.size() == 3 * steps, "config optim.ns_custom has ", c.size(),

@@ -124,6 +124,18 @@ class HostOptimKernels final : public OptimKernels {
     });
   }
 
+  void muon_apply_rows(float* w, const float* x, int rows, int cols, float decay, float step,
+                       const float* row_step, bool cautious, UpdateSums* sums) override {
+    const size_t c = static_cast<size_t>(cols);
+    apply_elements(static_cast<size_t>(rows) * c, sums, [&](size_t j) {
+      const float before = w[j];
+      const float s = row_step != nullptr ? row_step[j / c] : step;
+      w[j] = cautious ? ops::muon_apply_cautious(before, x[j], decay, s)
+                      : ops::muon_apply(before, x[j], decay, s);
+      return std::pair<float, float>{before, w[j]};
+    });
+  }
+
   void adamw(float* w, const float* g, float* m, float* v, size_t n, const ops::AdamWConstants& k,
              UpdateSums* sums) override {
     apply_elements(n, sums, [&](size_t i) {

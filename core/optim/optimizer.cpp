@@ -13,12 +13,13 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& config,
                                           Precision precision) {
   switch (config.name) {
     case OptimizerName::muon:
+    case OptimizerName::normuon:
       return std::make_unique<Muon>(params, backend, precision, muon_options(config));
     case OptimizerName::adamw:
       return std::make_unique<AdamW>(params, backend, adamw_options(config));
   }
   SB_FAIL("make_optimizer: unknown optimizer ", static_cast<int>(config.name),
-          "; expected optim.name=muon or adamw");
+          "; expected optim.name=muon, normuon or adamw");
 }
 
 }  // namespace sb

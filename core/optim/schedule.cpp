@@ -18,7 +18,8 @@ double lr_factor(const TrainConfig& train, int64_t step) {
   switch (train.schedule) {
     case Schedule::constant:
       return 1.0;
-    case Schedule::cosine: {
+    case Schedule::cosine:
+    case Schedule::adaptive: {  // the trainer multiplies by the measured gain (adaptive_lr.hpp)
       const double p = static_cast<double>(s - W) / static_cast<double>(S - W);
       const double c = static_cast<double>(det::cos_2pi(static_cast<float>(p * 0.5)));
       return m + (1.0 - m) * 0.5 * (1.0 + c);

@@ -19,9 +19,11 @@ TensorUpdateStats not_computed();
 // State buffers per tensor; only owned tensors hold them (backend memory, zero at allocation).
 class TensorState {
  public:
-  // kinds[i]: the names of tensor i's buffers ("momentum", "exp_avg", ...), in order.
+  // kinds[i]: the names of tensor i's buffers ("momentum", "exp_avg", ...), in order; sizes[i][k]
+  // the length of buffer k (empty `sizes`: every buffer has its tensor's numel).
   TensorState(const std::vector<ParamView>& params, Backend& backend,
-              std::vector<std::vector<std::string>> kinds);
+              std::vector<std::vector<std::string>> kinds,
+              std::vector<std::vector<size_t>> sizes = {});
 
   const std::vector<ParamView>& params() const { return params_; }
   Backend& backend() { return backend_; }
@@ -42,6 +44,7 @@ class TensorState {
   std::vector<ParamView> params_;
   Backend& backend_;
   std::vector<std::vector<std::string>> kinds_;
+  std::vector<std::vector<size_t>> sizes_;    // [tensor][kind] buffer lengths
   std::vector<bool> owned_;
   std::vector<std::vector<Tensor>> buffers_;  // [tensor][kind] (numel) f32, empty when unowned
   std::vector<TensorUpdateStats> stats_;      // (tensors), layout order

@@ -121,7 +121,19 @@ void validate_optim(const OptimConfig& o) {
     SB_CHECK(o.ns_custom.empty(), "config optim.ns_custom is set but optim.ns_coefficients=",
              config_name(o.ns_coefficients), "; set optim.ns_coefficients=custom or remove ns_custom");
   }
+  if (o.ns_coefficients == NsCoefficients::polar_express_8) {
+    SB_CHECK(o.ns_steps >= 8, "config optim.ns_steps=", o.ns_steps, " is below the 8 triples of "
+             "optim.ns_coefficients=polar_express_8 (Emerging-Optimizers' table); use ns_steps=8 or more");
+  }
+  if (o.ns_coefficients == NsCoefficients::quintic) {
+    SB_CHECK(o.ns_steps % 5 == 0, "config optim.ns_steps=", o.ns_steps, " is not a multiple of the 5 "
+             "triples of optim.ns_coefficients=quintic (cycled, as Emerging-Optimizers does); use 5 or 10");
+  }
   require_positive("optim.ns_eps", o.ns_eps, "the Newton–Schulz normalisation epsilon is usually 1e-7");
+  require_positive("optim.extra_scale", o.extra_scale, "1 leaves the scale rule alone; 0.2 with scale=max_dim is Moonlight's");
+  SB_CHECK(std::isfinite(o.qk_clip) && o.qk_clip >= 0.0, "config optim.qk_clip=",
+           format_config_double(o.qk_clip), " must be zero (off) or a positive logit bound such as 100");
+  require_range("optim.normuon_beta2", o.normuon_beta2, 0.0, false, 1.0, true, "NorMuon's β2 is usually 0.95");
   require_at_least("optim.momentum_warmup", o.momentum_warmup, 0, "use 0 to turn the warmup off");
   if (o.momentum_warmup > 0) {
     require_range("optim.momentum_warmup_start", o.momentum_warmup_start, 0.0, false, o.momentum, false,
@@ -147,6 +159,10 @@ void validate_train(const TrainConfig& t) {
              "config train.warmup=", t.warmup, " plus train.decay_fraction=",
              format_config_double(t.decay_fraction), " of train.steps=", t.steps,
              " exceeds the run; shorten the warmup or the decay");
+  }
+  if (t.schedule == Schedule::adaptive) {
+    require_range("train.adaptive_beta", t.adaptive_beta, 0.0, false, 1.0, true,
+                  "the EMA factor of the noise estimates, e.g. 0.9");
   }
   require_range("train.min_lr_ratio", t.min_lr_ratio, 0.0, false, 1.0, false,
                 "the final lr is min_lr_ratio × peak, e.g. 0.1");
@@ -258,7 +274,7 @@ std::string ini_text(const Config& c, Keys keys) {
   }
 
   const OptimConfig& o = c.optim;
-  const bool muon = all || o.name == OptimizerName::muon;
+  const bool muon = all || o.muon_family();
   w.section("optim");
   w.put_enum("name", o.name);
   w.put("lr", o.lr);
@@ -274,10 +290,16 @@ std::string ini_text(const Config& c, Keys keys) {
     w.put("momentum_warmup", o.momentum_warmup);
     if (all || o.momentum_warmup > 0) w.put("momentum_warmup_start", o.momentum_warmup_start);
     w.put("adam_lr", o.adam_lr);
+    // The variants' keys only when set, so experiments without them keep their ids.
+    if (all || o.extra_scale != 1.0) w.put("extra_scale", o.extra_scale);
+    if (all || o.split_qkv) w.put("split_qkv", o.split_qkv);
+    if (all || o.cautious_wd) w.put("cautious_wd", o.cautious_wd);
+    if (all || o.name == OptimizerName::normuon) w.put("normuon_beta2", o.normuon_beta2);
   }
   w.put_list("adam_betas", o.adam_betas, fmt_double);
   w.put("adam_eps", o.adam_eps);
   w.put("clip", o.clip);
+  if (all || o.qk_clip > 0.0) w.put("qk_clip", o.qk_clip);
 
   const TrainConfig& t = c.train;
   w.section("train");
@@ -290,6 +312,7 @@ std::string ini_text(const Config& c, Keys keys) {
   w.put("warmup", t.warmup);
   if (all || t.schedule == Schedule::wsd) w.put("decay_fraction", t.decay_fraction);
   if (all || t.schedule != Schedule::constant) w.put("min_lr_ratio", t.min_lr_ratio);
+  if (all || t.schedule == Schedule::adaptive) w.put("adaptive_beta", t.adaptive_beta);
   if (all) {
     w.put("checkpoint_every", t.checkpoint_every);
     w.put_list("snapshot_steps", t.snapshot_steps, fmt_int);
@@ -334,6 +357,9 @@ std::string ini_text(const Config& c, Keys keys) {
 void validate(const Config& config) {
   validate_model(config.model);
   validate_data(config.data, config.model);
+  SB_CHECK(config.train.schedule != Schedule::adaptive || config.data.leaves >= 2,
+           "config train.schedule=adaptive measures the gradient noise from the step's leaves, but "
+           "data.leaves=", config.data.leaves, "; use at least 2 leaves");
   validate_optim(config.optim);
   validate_train(config.train);
   validate_perturbation(config.perturb, config.model, config.train.steps);

@@ -15,8 +15,10 @@
 #include "samebits/core/dist/sharded_optimizer.hpp"
 #include "samebits/core/io/gpt_weights.hpp"
 #include "samebits/core/ops/gradient.hpp"
+#include "samebits/core/optim/adaptive_lr.hpp"
 #include "samebits/core/optim/clip.hpp"
 #include "samebits/core/optim/optim_kernels.hpp"
+#include "samebits/core/optim/qk_clip.hpp"
 #include "samebits/core/optim/schedule.hpp"
 #include "samebits/core/train/perturbation.hpp"
 #include "samebits/data/permutation.hpp"
@@ -120,6 +122,17 @@ void Trainer::build() {
   acc_ = be_.make_accumulator(model_->flat_size());
   if (config_.train.precision == Precision::fp16) scaler_.emplace(config_.train);
   grad_ = be_.alloc(DType::f32, {static_cast<int64_t>(model_->flat_size())});
+  if (config_.train.schedule == Schedule::adaptive) {
+    SB_CHECK(options_.statistics, "config train.schedule=adaptive sets the lr from the step's "
+             "gradient statistics; they are off in this trainer (TrainerOptions::statistics)");
+    adaptive_ = std::make_unique<AdaptiveLr>(config_);
+  }
+  if (config_.optim.qk_clip > 0.0) {
+    SB_CHECK(be_.device() == Device::cpu, "config optim.qk_clip=", config_.optim.qk_clip,
+             " runs on the CPU backend only (run.backend=", config_name(be_.device()),
+             "); set optim.qk_clip=0 or run.backend=cpu");
+    qk_ = std::make_unique<QkMaxLogits>(config_.model.n_layer, config_.model.n_head);
+  }
   host_ = std::make_unique<Host>();
   for (const ParamView& p : model_->params()) host_->spans.push_back({p.offset, p.numel});
 }
@@ -169,6 +182,11 @@ void Trainer::accumulate(uint64_t step, float loss_scale, det::ExactSum& loss_su
     }
     for (int i = 0; i < n; ++i) {
       model_->forward(tokens_.data() + size_t(i) * leaf_tokens);
+      if (qk_) {
+        for (int l = 0; l < config_.model.n_layer; ++l)
+          qk_->add(l, model_->attention_qkv(l), static_cast<int>(config_.data.leaf_size),
+                   config_.model.seq_len, config_.model.n_embd);
+      }
       model_->backward(loss_scale);
       const float* g = model_->grads().data_as<float>();
       acc_->add(g);
@@ -236,13 +254,32 @@ void Trainer::check_replicas() {
   }
 }
 
+void Trainer::clip_qk(StepStats& st) {
+  if (comm_.size() > 1) {  // every rank's maxima, merged in rank order (a max: any order)
+    std::vector<int32_t>& keys = qk_->keys();
+    std::vector<uint64_t> mine(keys.begin(), keys.end());
+    std::vector<uint64_t> all(mine.size() * static_cast<size_t>(comm_.size()));
+    for (uint64_t& k : mine) k = static_cast<uint32_t>(k);
+    comm_.allgather_u64(mine.data(), mine.size(), all.data());
+    for (int r = 0; r < comm_.size(); ++r) {
+      std::vector<int32_t> theirs(keys.size());
+      for (size_t i = 0; i < keys.size(); ++i)
+        theirs[i] = static_cast<int32_t>(static_cast<uint32_t>(all[size_t(r) * keys.size() + i]));
+      qk_->merge(theirs);
+    }
+  }
+  st.qk_max_logits = qk_->values();
+  st.qk_clipped = apply_qk_clip(model_->weights().data_as<float>(), model_->params(),
+                                config_.model, st.qk_max_logits, config_.optim.qk_clip);
+}
+
 StepResult Trainer::step() {
   const auto start = std::chrono::steady_clock::now();
   const CommCounters traffic_before = comm_.counters();
   const HostTraffic host_before = be_.host_traffic();
   const int64_t number = step_ + 1;  // 1-based: the schedule's step
   const int64_t leaves = config_.data.leaves;
-  const bool muon = config_.optim.name == OptimizerName::muon;
+  const bool muon = config_.optim.muon_family();
 
   // [perturb]: after perturb.step steps, before this step's forward (every rank, its replica).
   if (perturbation_due(config_.perturb, step_)) apply_perturbation(config_.perturb, *model_);
@@ -262,6 +299,7 @@ StepResult Trainer::step() {
 
   acc_->clear();
   stats_.clear();
+  if (qk_) qk_->clear();
   det::ExactSum loss_sum;
   accumulate(static_cast<uint64_t>(step_), scale, loss_sum);
   uint64_t adds = 0;
@@ -288,6 +326,11 @@ StepResult Trainer::step() {
     const ClipResult clip = clip_grad_norm(be_.optim_kernels(), g_dev, flat, config_.optim.clip);
     st.grad_norm = clip.norm;
     st.clip_scale = clip.factor;
+    if (adaptive_) {  // this step's lr from this step's noise estimates (adaptive_lr.hpp)
+      st.lr_factor = st.lr_factor * adaptive_->update(st.grad_sq_est, st.trace_est);
+      st.lr = scheduled_lr(config_.optim.lr, st.lr_factor);
+      st.adam_lr = scheduled_lr(muon ? config_.optim.adam_lr : config_.optim.lr, st.lr_factor);
+    }
 
     StepContext ctx;
     ctx.step = updates_ + 1;
@@ -296,6 +339,7 @@ StepResult Trainer::step() {
     ctx.compute_stats = options_.statistics;
     optimizer_->step(model_->weights().data_as<float>(), g_dev, ctx);
     ++updates_;
+    if (qk_) clip_qk(st);
     if (options_.statistics) {
       const std::vector<TensorUpdateStats>& up = optimizer_->last_stats();
       for (size_t t = 0; t < tensors && t < up.size(); ++t) {

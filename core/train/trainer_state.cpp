@@ -5,6 +5,7 @@
 
 #include "samebits/core/dist/sharded_optimizer.hpp"
 #include "samebits/core/dist/state_broadcast.hpp"
+#include "samebits/core/optim/adaptive_lr.hpp"
 #include "samebits/core/train/trainer.hpp"
 #include "samebits/det/error.hpp"
 
@@ -41,6 +42,29 @@ float Trainer::evaluate() {
   return mean_loss(det::ExactSum::from_words(words), leaves * model_->leaf_tokens());
 }
 
+// Whether `state` holds the schedule's EMAs; if so, ema ← them and stripped ← a copy without that
+// entry. Throws when the state has the entry and this run does not expect it, or the reverse.
+bool Trainer::take_adaptive_state(const TrainerState& state, TrainerState& stripped,
+                                  AdaptiveLrState& ema) const {
+  size_t found = state.optimizer.size();
+  for (size_t i = 0; i < state.optimizer.size(); ++i)
+    if (state.optimizer[i].name == kAdaptiveStateName) found = i;
+  const bool has = found < state.optimizer.size();
+  SB_CHECK(has == (adaptive_ != nullptr), "checkpoint ",
+           has ? "holds" : "lacks", " the state of train.schedule=adaptive ('", kAdaptiveStateName,
+           "'), but this run's schedule is ", config_name(config_.train.schedule),
+           ": the checkpoint is from a different configuration");
+  if (!has) return false;
+  const StateArray& a = state.optimizer[found];
+  SB_CHECK(a.data.size() == 4, "checkpoint state '", kAdaptiveStateName, "' holds ", a.data.size(),
+           " values; expected 4 (two fp64 EMAs)");
+  std::memcpy(&ema.grad_sq, a.data.data(), sizeof(double));
+  std::memcpy(&ema.trace, a.data.data() + 2, sizeof(double));
+  stripped = state;
+  stripped.optimizer.erase(stripped.optimizer.begin() + static_cast<std::ptrdiff_t>(found));
+  return true;
+}
+
 TrainerState Trainer::export_state() {
   TrainerState s;
   export_state(s);
@@ -66,6 +90,13 @@ void Trainer::export_state(TrainerState& s) {
       be_.copy_to_host(a.data.data(), buffers[k].data, buffers[k].numel * sizeof(float));
     }
   }
+  if (adaptive_) {  // the two fp64 EMAs, bit for bit in four fp32 slots
+    const AdaptiveLrState& a = adaptive_->state();
+    StateArray ema{kAdaptiveStateName, std::vector<float>(4)};
+    std::memcpy(ema.data.data(), &a.grad_sq, sizeof(double));
+    std::memcpy(ema.data.data() + 2, &a.trace, sizeof(double));
+    s.optimizer.push_back(std::move(ema));
+  }
   s.loss_scale = scaler_ ? scaler_->state() : decltype(s.loss_scale){};
   s.experiment_id = experiment_id(config_);
 }
@@ -76,7 +107,10 @@ void Trainer::import_state(const TrainerState& state) {
     if (comm_.rank() == 0) from_root = state;
     broadcast_state(from_root, 0, comm_);
   }
-  const TrainerState& s = comm_.size() > 1 ? from_root : state;
+  const TrainerState& given = comm_.size() > 1 ? from_root : state;
+  TrainerState stripped;  // without the schedule's entry, which the optimizer does not know
+  AdaptiveLrState ema;
+  const TrainerState& s = take_adaptive_state(given, stripped, ema) ? stripped : given;
   const size_t flat = model_->flat_size();
   SB_CHECK(s.weights.size() == flat, "checkpoint holds ", s.weights.size(),
            " weights; this model's flat buffer has ", flat,
@@ -112,6 +146,7 @@ void Trainer::import_state(const TrainerState& state) {
   }
   be_.copy_from_host(model_->weights().data(), s.weights.data(), flat * sizeof(float));
   if (scaler_) scaler_->set_state(s.loss_scale);
+  if (adaptive_) adaptive_->set_state(ema);
   step_ = s.step;
   updates_ = s.updates;
 }

@@ -208,29 +208,46 @@ std::vector<Option> build_registry() {
   t.push_back(bind("data.span_max", SB_FIELD(data.synthetic.span_max), "synthetic: longest marked span"));
   t.push_back(bind("data.max_depth", SB_FIELD(data.synthetic.max_depth), "synthetic: deepest bracket nesting, 0 … 16"));
   // [optim]
-  t.push_back(bind("optim.name", SB_FIELD(optim.name), "muon: Muon for 2-D hidden matrices, AdamW for embeddings, head, norm gains and biases; adamw: AdamW for everything"));
+  t.push_back(bind("optim.name", SB_FIELD(optim.name), "muon: Muon for 2-D hidden matrices, AdamW for embeddings, head, norm gains and biases; normuon: the same with NorMuon's per-row normalisation of the update; adamw: AdamW for everything"));
   t.push_back(bind("optim.lr", SB_FIELD(optim.lr), "peak learning rate (of the Muon matrices, or of everything under adamw)"));
   t.push_back(bind("optim.weight_decay", SB_FIELD(optim.weight_decay), "decoupled weight decay W ← W·(1 − lr·wd); never applied to norm gains and biases"));
   t.push_back(bind("optim.momentum", SB_FIELD(optim.momentum), "Muon momentum μ (sum form M ← μ·M + G)"));
   t.push_back(bind("optim.nesterov", SB_FIELD(optim.nesterov), "Muon Nesterov momentum: orthogonalise G + μ·M instead of M"));
   t.push_back(bind("optim.ns_steps", SB_FIELD(optim.ns_steps), "Newton–Schulz iterations of Muon"));
-  t.push_back(bind("optim.ns_coefficients", SB_FIELD(optim.ns_coefficients), "Newton–Schulz coefficient table: keller (3.4445, -4.7750, 2.0315) every step, polar_express per-step tuples, or custom (optim.ns_custom)"));
+  t.push_back(bind("optim.ns_coefficients", SB_FIELD(optim.ns_coefficients), "Newton–Schulz coefficient table: keller (3.4445, -4.7750, 2.0315) every step, polar_express per-step tuples (the paper's), polar_express_8 (Emerging-Optimizers' 8 tuples; ns_steps >= 8), polar_express_5 (modded-nanogpt's 5 tuples), quintic (Emerging-Optimizers' 5 tuples, cycled), or custom (optim.ns_custom)"));
   t.push_back(bind("optim.ns_custom", SB_FIELD(optim.ns_custom), "custom coefficients a, b, c (used every step) or one triple per Newton–Schulz step; only with ns_coefficients=custom"));
   t.push_back(bind("optim.ns_eps", SB_FIELD(optim.ns_eps), "ε of the normalisation X = U / (‖U‖_F + ε)"));
-  t.push_back(bind("optim.scale", SB_FIELD(optim.scale), "Muon update scale: shape √max(1, rows/cols); moonlight 0.2·√max(rows, cols); spectral; none"));
+  t.push_back(bind("optim.scale", SB_FIELD(optim.scale), "Muon update scale: shape √max(1, rows/cols); moonlight 0.2·√max(rows, cols); spectral = unit_rms √(rows/cols); max_dim √max(rows, cols); none"));
   t.push_back(bind("optim.momentum_warmup", SB_FIELD(optim.momentum_warmup), "steps over which Muon's μ rises linearly from momentum_warmup_start to momentum; 0 = off"));
   t.push_back(bind("optim.momentum_warmup_start", SB_FIELD(optim.momentum_warmup_start), "Muon's μ at step 0 when momentum_warmup > 0"));
   t.push_back(bind("optim.adam_lr", SB_FIELD(optim.adam_lr), "peak learning rate of the AdamW group under muon (unused under adamw, where lr applies)"));
   t.push_back(bind("optim.adam_betas", SB_FIELD(optim.adam_betas), "AdamW β1, β2"));
   t.push_back(bind("optim.adam_eps", SB_FIELD(optim.adam_eps), "AdamW ε"));
   t.push_back(bind("optim.clip", SB_FIELD(optim.clip), "clip the global gradient norm (exact) to this value; 0 = off"));
+  t.push_back(bind("optim.extra_scale", SB_FIELD(optim.extra_scale), "Muon: a factor on the scale rule (Emerging-Optimizers' extra_scale_factor; 0.2 with scale=max_dim is Moonlight's rule)"));
+  t.push_back(bind("optim.split_qkv", SB_FIELD(optim.split_qkv), "Muon: orthogonalise the Q, K and V blocks of each attn.qkv.w separately (Megatron-Core)"));
+  t.push_back(bind("optim.cautious_wd", SB_FIELD(optim.cautious_wd), "Muon matrices: apply weight decay only where the update and the weight agree in sign (cautious weight decay, modded-nanogpt)"));
+  t.push_back(bind("optim.normuon_beta2", SB_FIELD(optim.normuon_beta2), "normuon: EMA factor β2 of each row's mean square of the orthogonalised update"));
+  t.push_back(bind("optim.qk_clip", SB_FIELD(optim.qk_clip), "QK-clip of MuonClip (Kimi K2): after each update, scale W_q and W_k of every head whose largest attention logit of the step exceeded τ by √(τ/max); 0 = off (CPU backend)"));
+  // torch.optim.Muon's name for the scale rule: an alias that sets optim.scale.
+  Option adjust = bind("optim.adjust_lr_fn", SB_FIELD(optim.scale), "alias of optim.scale in torch.optim.Muon's words: original = shape, match_rms_adamw = moonlight");
+  adjust.value_name = "original|match_rms_adamw";
+  adjust.set = [](Config& c, std::string_view text) {
+    const std::string v = trim(text);
+    if (v == "original") c.optim.scale = MuonScale::shape;
+    else if (v == "match_rms_adamw") c.optim.scale = MuonScale::moonlight;
+    else throw BadValue{"one of original, match_rms_adamw"};
+  };
+  adjust.default_note = "original (optim.scale=shape)";
+  t.push_back(adjust);
   // [train]
   t.push_back(bind("train.steps", SB_FIELD(train.steps), "optimizer steps"));
   t.push_back(bind("train.seed", SB_FIELD(train.seed), "seed of the parameter initialisation"));
   t.push_back(bind("train.init", SB_FIELD(train.init), "start from the weights of this safetensors file (samebits export: samebits or Hugging Face GPT-2 names) or Hugging Face GPT-2 directory instead of the seeded initialisation; the experiment holds the file's content hash, not its path (docs/EXPORT.md); empty = none"));
   t.push_back(bind("train.init_digest", SB_FIELD(train.init_digest), "XXH3-64 of train.init's file, 16 hex digits: computed from the file when not given (run files record it); a file with another hash is refused"));
   t.push_back(bind("train.precision", SB_FIELD(train.precision), "fp32; bf16 compute with fp32 master weights; fp16 compute with fp32 master weights and a dynamic loss scale"));
-  t.push_back(bind("train.schedule", SB_FIELD(train.schedule), "learning-rate schedule after the warmup: constant, cosine to min_lr_ratio, or wsd (warmup-stable-decay)"));
+  t.push_back(bind("train.schedule", SB_FIELD(train.schedule), "learning-rate schedule after the warmup: constant, cosine to min_lr_ratio, wsd (warmup-stable-decay), or adaptive (cosine times the AdaScale gain measured from the step's gradient noise, docs/TRAINING.md)"));
+  t.push_back(bind("train.adaptive_beta", SB_FIELD(train.adaptive_beta), "adaptive: EMA factor β of the |G|² and tr(Σ) estimates behind the gain ρ = (B_noise + leaf_size)/(B_noise + batch)"));
   t.push_back(bind("train.warmup", SB_FIELD(train.warmup), "steps of linear warmup from 0 to the peak learning rate"));
   t.push_back(bind("train.decay_fraction", SB_FIELD(train.decay_fraction), "wsd: fraction of the steps, at the end, over which the lr decays to min_lr_ratio × peak"));
   t.push_back(bind("train.min_lr_ratio", SB_FIELD(train.min_lr_ratio), "cosine and wsd: final learning rate as a fraction of the peak"));

@@ -27,7 +27,8 @@ set(_sb_mpiexec "")
 if(SAMEBITS_HAVE_MPI AND MPIEXEC_EXECUTABLE)
   set(_sb_mpiexec ${MPIEXEC_EXECUTABLE})
 endif()
-foreach(_test test_mpi_invariance test_mpi_resume test_mpi_native test_mpi_failure test_mpi_collectives)
+foreach(_test test_mpi_invariance test_mpi_resume test_mpi_native test_mpi_failure test_mpi_collectives
+              test_mpi_optim_variants)
   if(TARGET ${_test})
     target_compile_definitions(${_test} PRIVATE SB_MPIEXEC="${_sb_mpiexec}"
                                SB_MPI_DRIVER="$<TARGET_FILE:mpi_train_driver>")

@@ -27,3 +27,14 @@ if(EXISTS /usr/bin/python3)
                    --samebits $<TARGET_FILE:samebits> --logits $<TARGET_FILE:export_logits>)
   set_tests_properties(test_export_oracle PROPERTIES LABELS integration SKIP_RETURN_CODE 77 TIMEOUT 300)
 endif()
+
+# The adaptive schedule's oracle (label integration): adaptive_lr_oracle.py runs samebits train
+# with train.schedule=adaptive and recomputes every step's lr in float64 from the run file's
+# recorded noise estimates (optim/adaptive_lr.hpp). Exit 77 (skipped) without h5py.
+if(EXISTS /usr/bin/python3)
+  add_test(NAME test_adaptive_lr_oracle
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/adaptive_lr_oracle.py
+                   --samebits $<TARGET_FILE:samebits>
+                   --config ${CMAKE_SOURCE_DIR}/experiments/configs/default.ini)
+  set_tests_properties(test_adaptive_lr_oracle PROPERTIES LABELS integration SKIP_RETURN_CODE 77 TIMEOUT 300)
+endif()

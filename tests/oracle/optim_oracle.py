@@ -3,8 +3,12 @@
 recomputes every exported step in float64 from the published algorithms and compares.
 
   Muon:  Keller Jordan's muon.py (zeropower_via_newtonschulz5 with the exported coefficient list,
-         momentum buf = mu*buf + g, Nesterov g + mu*buf), decoupled decay W*(1 - lr*wd) - lr*scale*X.
+         momentum buf = mu*buf + g, Nesterov g + mu*buf), decoupled decay W*(1 - lr*wd) - lr*scale*X;
+         the variants from their papers: Q/K/V blocks orthogonalised separately (Megatron-Core),
+         NorMuon's per-row second moment (arXiv:2510.05491, modded-nanogpt's norm-keeping rule),
+         cautious weight decay (decay only where W and the update agree in sign).
   AdamW: torch.optim.AdamW itself on float64 tensors, its state set to the exported moments.
+  QK-clip: MuonClip's per-head max logit and the rescaled W_q, W_k rows (Kimi K2, arXiv:2507.20534).
   Newton-Schulz: the singular values of samebits' output equal the scalar polynomial composition
          p_T(...p_1(s)) applied to the input's singular values (s of U/(|U|_F + eps), torch.linalg.svdvals),
          and lie in the band that composition maps the input's singular-value range to.
@@ -69,29 +73,49 @@ def composition(s, coeffs):
     return s
 
 
+def normuon(X, v0, beta2):
+    """NorMuon (arXiv:2510.05491; modded-nanogpt NorMuonAndAdam): per-row second moment of X,
+    rows divided by its root, rescaled to keep the Frobenius norm of X."""
+    v = beta2 * v0 + (1 - beta2) * (X * X).mean(dim=1)
+    r = 1 / v.clamp_min(1e-10).sqrt()
+    Y = X * r[:, None]
+    return Y * (X.norm() / Y.norm().clamp_min(1e-10)), v
+
+
+def ortho_residual(X):
+    Xr = X.mT if X.size(0) > X.size(1) else X
+    return float((Xr @ Xr.mT - torch.eye(Xr.size(0), dtype=torch.float64)).norm() / Xr.size(0) ** 0.5)
+
+
 def check_muon(name, g):
     at = g.attrs
     coeffs = [tuple(row) for row in np.asarray(g["ns"])]
     W, G, M = t64(g["W"]), t64(g["G"]), t64(g["M0"])
     mu, lr, wd = at["momentum"], at["lr"], at["weight_decay"]
+    blocks = 3 if at["split_qkv"] else 1  # Megatron-Core: Q, K, V orthogonalised separately
     M = mu * M + G
     U = G + mu * M if at["nesterov"] else M
-    X = zeropower_via_newtonschulz5(U, coeffs, at["ns_eps"])
-    W_new = W * (1 - lr * wd) - lr * at["scale"] * X
-    errs = {
+    X = torch.cat([zeropower_via_newtonschulz5(b, coeffs, at["ns_eps"]) for b in U.chunk(blocks, 0)])
+    D = X
+    errs = {}
+    if at["normuon"]:
+        D, v = normuon(X, t64(g["v0"]), at["normuon_beta2"])
+        errs["v"] = rel(t64(g["v_new"]), v)
+    # Cautious weight decay (modded-nanogpt): decay where the update and the weight agree in sign.
+    mask = (W * D > 0).double() if at["cautious_wd"] else torch.ones_like(W)
+    W_new = W - lr * wd * W * mask - lr * at["scale"] * D
+    errs.update({
         "W_new": rel(t64(g["W_new"]), W_new),
         "update": rel(t64(g["W_new"]) - W, W_new - W),
         "momentum": rel(t64(g["M_new"]), M),
         "X": rel(t64(g["X"]), X),
-    }
-    Xs = t64(g["X"])
-    Xr = Xs.mT if Xs.size(0) > Xs.size(1) else Xs
-    ortho = float((Xr @ Xr.mT - torch.eye(Xr.size(0), dtype=torch.float64)).norm() / Xr.size(0) ** 0.5)
+    })
+    ortho = max(ortho_residual(b) for b in t64(g["X"]).chunk(blocks, 0))
     precision = text(at["precision"])
     limit = TOLERANCE if precision == "fp32" else BF16_TOLERANCE
     ok = all(e <= limit for e in errs.values())
     ok = ok and abs(at["ortho_error"] - ortho) <= 1e-4 * max(1.0, ortho)
-    print(f"muon  {name:26s} {precision} {text(at['table']):13s} {len(coeffs)} steps  "
+    print(f"muon  {name:26s} {precision} {text(at['table']):15s} {len(coeffs)} steps  "
           + "  ".join(f"{k} {v:.2e}" for k, v in errs.items())
           + f"  ortho {at['ortho_error']:.4f} (fp64 {ortho:.4f})  {'ok' if ok else 'FAIL'}")
     return ok
@@ -141,6 +165,38 @@ def check_ns(name, g):
     return ok
 
 
+def check_qk_clip(name, g):
+    """MuonClip's QK-clip (Kimi K2, arXiv:2507.20534): S_h = max causal logit q_t.k_j/sqrt(hs) of
+    head h; heads with S_h > tau get their W_q, W_k rows (and biases) times sqrt(tau / S_h)."""
+    at = g.attrs
+    nh, tau = int(at["n_head"]), at["tau"]
+    qkv = t64(g["qkv"])
+    B, T, C3 = qkv.shape
+    C = C3 // 3
+    hs = C // nh
+    q = qkv[:, :, :C].reshape(B, T, nh, hs).transpose(1, 2)
+    k = qkv[:, :, C:2 * C].reshape(B, T, nh, hs).transpose(1, 2)
+    logits = (q @ k.mT) / hs ** 0.5
+    mask = torch.ones(T, T, dtype=torch.bool).tril()
+    S = logits.masked_fill(~mask, float("-inf")).amax(dim=(0, 2, 3))
+    W, b = t64(g["W"]).clone(), t64(g["b"]).clone()
+    clipped = 0
+    for h in range(nh):
+        if S[h] > tau:
+            clipped += 1
+            gamma = (tau / S[h]) ** 0.5
+            for block in (0, 1):
+                rows = slice(block * C + h * hs, block * C + (h + 1) * hs)
+                W[rows] *= gamma
+                b[rows] *= gamma
+    errs = {"max_logits": rel(t64(g["max_logits"]), S), "W_new": rel(t64(g["W_new"]), W),
+            "b_new": rel(t64(g["b_new"]), b)}
+    ok = all(e <= TOLERANCE for e in errs.values()) and clipped == int(at["clipped"]) and 0 < clipped < nh
+    print(f"qk    {name:26s} tau {tau:.4f}  {clipped}/{nh} heads clipped  "
+          + "  ".join(f"{k} {v:.2e}" for k, v in errs.items()) + f"  {'ok' if ok else 'FAIL'}")
+    return ok
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--export", required=True, help="path of the optim_oracle_export executable")
@@ -158,6 +214,8 @@ def main():
                 ok &= check_adamw(name, g)
             for name, g in f["ns"].items():
                 ok &= check_ns(name, g)
+            for name, g in f["qk_clip"].items():
+                ok &= check_qk_clip(name, g)
     print("optim oracle:", "PASS" if ok else "FAIL")
     return 0 if ok else 1
 

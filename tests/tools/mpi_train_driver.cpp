@@ -39,7 +39,8 @@ struct Args {
 };
 
 const char* const kUsage =
-    "usage: mpi_train_driver [--precision fp32|bf16|fp16] [--optim muon|adamw]\n"
+    "usage: mpi_train_driver [--precision fp32|bf16|fp16] [--optim muon|adamw|normuon] [--muon-variants]\n"
+    "  [--adaptive-lr]\n"
     "  [--dist-optimizer] [--staged] [--allreduce exact|native] [--steps N] [--layers L] [--width C]\n"
     "  [--heads H] [--seq T] [--vocab V] [--leaves N] [--leaf-size S] [--threads N]\n"
     "  [--save-after K --save FILE] [--resume FILE]\n"
@@ -75,13 +76,21 @@ Args parse(int argc, char** argv) {
       c.train.precision = *p;
     } else if (k == "--optim") {
       const auto o = sb::config_enum<sb::OptimizerName>(value());
-      SB_CHECK(o.has_value(), "--optim takes muon or adamw");
+      SB_CHECK(o.has_value(), "--optim takes muon, normuon or adamw");
       c.optim.name = *o;
       if (*o == sb::OptimizerName::adamw) c.optim.lr = 3e-3;
     } else if (k == "--allreduce") {
       const auto m = sb::config_enum<sb::AllreduceMode>(value());
       SB_CHECK(m.has_value(), "--allreduce takes exact or native");
       c.numerics.allreduce = *m;
+    } else if (k == "--muon-variants") {  // docs/OPTIM.md §1.1, all at once
+      c.optim.name = sb::OptimizerName::normuon;
+      c.optim.split_qkv = true;
+      c.optim.cautious_wd = true;
+      c.optim.weight_decay = 0.1;
+      c.optim.qk_clip = 0.03;
+    } else if (k == "--adaptive-lr") {  // train.schedule = adaptive (optim/adaptive_lr.hpp)
+      c.train.schedule = sb::Schedule::adaptive;
     } else if (k == "--dist-optimizer") {
       a.options.distributed_optimizer = true;
     } else if (k == "--staged") {

@@ -90,6 +90,14 @@ TEST_CASE("INI values apply and the command line wins") {
   CHECK(c.model.n_embd == 128);  // untouched keys keep their defaults
 }
 
+TEST_CASE("optim.adjust_lr_fn, torch.optim.Muon's name, sets optim.scale") {
+  CHECK(sb::cli::parse_config("", {"--optim.adjust_lr_fn", "match_rms_adamw"}).optim.scale ==
+        sb::MuonScale::moonlight);
+  CHECK(sb::cli::parse_config("", {"--optim.scale", "none", "--optim.adjust_lr_fn=original"}).optim.scale ==
+        sb::MuonScale::shape);
+  CHECK_THROWS_AS(sb::cli::parse_config("", {"--optim.adjust_lr_fn", "rms"}), sb::Error);
+}
+
 TEST_CASE("numerics.mode presets the switches; an explicit switch wins wherever it is given") {
   TempDir dir;
   sb::Config c = sb::cli::parse_config("", {"--numerics.mode", "vendor"});
@@ -213,6 +221,7 @@ TEST_CASE("the registry holds exactly the keys of the resolved INI text") {
     CHECK_MESSAGE(registry_keys.insert(o.key).second, "duplicate key ", o.key);
     CHECK_MESSAGE(!o.help.empty(), "no help for ", o.key);
   }
+  registry_keys.erase("optim.adjust_lr_fn");  // torch.optim.Muon's alias of optim.scale
   CHECK(registry_keys == ini_keys);
   // The option names DESIGN.md §5 promises to scripts and notebooks.
   for (const char* key : {"model.vocab", "model.seq_len", "model.n_layer", "model.n_head", "model.n_embd", "model.norm",

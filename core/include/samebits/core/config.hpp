@@ -24,10 +24,10 @@ namespace sb {
 // belong to the code that obeys them; the others are defined here.
 
 enum class DataSource { synthetic, shards, text, hdf5 };
-enum class OptimizerName { muon, adamw };
-enum class NsCoefficients { keller, polar_express, custom };
-enum class MuonScale { shape, moonlight, spectral, none };
-enum class Schedule { constant, cosine, wsd };
+enum class OptimizerName { muon, adamw, normuon };
+enum class NsCoefficients { keller, polar_express, custom, polar_express_8, polar_express_5, quintic };
+enum class MuonScale { shape, moonlight, spectral, none, unit_rms, max_dim };
+enum class Schedule { constant, cosine, wsd, adaptive };
 enum class NumericsMode { deterministic, vendor };
 enum class AllreduceMode { exact, native };
 enum class Progress { automatic, on, off };
@@ -38,11 +38,11 @@ template <class E>
 struct EnumNames;
 template <> struct EnumNames<NormKind> { static constexpr std::array<std::string_view, 2> names{"layernorm", "rmsnorm"}; };
 template <> struct EnumNames<DataSource> { static constexpr std::array<std::string_view, 4> names{"synthetic", "shards", "text", "hdf5"}; };
-template <> struct EnumNames<OptimizerName> { static constexpr std::array<std::string_view, 2> names{"muon", "adamw"}; };
-template <> struct EnumNames<NsCoefficients> { static constexpr std::array<std::string_view, 3> names{"keller", "polar_express", "custom"}; };
-template <> struct EnumNames<MuonScale> { static constexpr std::array<std::string_view, 4> names{"shape", "moonlight", "spectral", "none"}; };
+template <> struct EnumNames<OptimizerName> { static constexpr std::array<std::string_view, 3> names{"muon", "adamw", "normuon"}; };
+template <> struct EnumNames<NsCoefficients> { static constexpr std::array<std::string_view, 6> names{"keller", "polar_express", "custom", "polar_express_8", "polar_express_5", "quintic"}; };
+template <> struct EnumNames<MuonScale> { static constexpr std::array<std::string_view, 6> names{"shape", "moonlight", "spectral", "none", "unit_rms", "max_dim"}; };
 template <> struct EnumNames<Precision> { static constexpr std::array<std::string_view, 3> names{"fp32", "bf16", "fp16"}; };
-template <> struct EnumNames<Schedule> { static constexpr std::array<std::string_view, 3> names{"constant", "cosine", "wsd"}; };
+template <> struct EnumNames<Schedule> { static constexpr std::array<std::string_view, 4> names{"constant", "cosine", "wsd", "adaptive"}; };
 template <> struct EnumNames<NumericsMode> { static constexpr std::array<std::string_view, 2> names{"deterministic", "vendor"}; };
 template <> struct EnumNames<GemmMode> { static constexpr std::array<std::string_view, 2> names{"canonical", "vendor"}; };
 template <> struct EnumNames<ReduceMode> { static constexpr std::array<std::string_view, 2> names{"canonical", "native"}; };
@@ -87,7 +87,8 @@ struct DataConfig {
 };
 
 // [optim]: Muon (Keller Jordan 2024; Moonlight 2025 scaling) with AdamW (Loshchilov & Hutter
-// 2019) for embeddings, head, norm gains and biases; or AdamW for everything.
+// 2019) for embeddings, head, norm gains and biases; NorMuon (Muon with a per-row second moment,
+// Li et al. 2025) likewise; or AdamW for everything.
 struct OptimConfig {
   OptimizerName name = OptimizerName::muon;
   double lr = 0.02;                  // peak learning rate (Muon matrices, or all tensors for adamw)
@@ -105,6 +106,14 @@ struct OptimConfig {
   std::array<double, 2> adam_betas{0.9, 0.95};
   double adam_eps = 1e-8;
   double clip = 1.0;                 // global gradient-norm clip; 0 = off
+  // Muon variants (docs/OPTIM.md §1.1); the defaults are plain Muon and leave the experiment id.
+  double extra_scale = 1.0;          // multiplies the scale rule (Emerging-Optimizers' extra_scale_factor)
+  bool split_qkv = false;            // orthogonalise the Q, K, V blocks of attn.qkv.w separately
+  bool cautious_wd = false;          // Muon matrices: decay only where update and weight agree in sign
+  double normuon_beta2 = 0.95;       // normuon: EMA factor of the per-row mean square of the update
+  double qk_clip = 0.0;              // MuonClip's τ: rescale W_q, W_k of a head whose max logit > τ; 0 = off
+  // true for the optimizers that take Muon on the matrices (muon, normuon)
+  bool muon_family() const { return name != OptimizerName::adamw; }
 };
 
 // [train]: the loop, the schedule, precision, recording points and fp16 loss scaling.
@@ -131,6 +140,7 @@ struct TrainConfig {
   int64_t loss_scale_growth_interval = 1000;  // fp16: overflow-free steps before growing
   double loss_scale_growth = 2.0;
   double loss_scale_backoff = 0.5;   // fp16: factor applied on overflow (the step is skipped)
+  double adaptive_beta = 0.9;        // adaptive: EMA factor of the noise estimates (optim/adaptive_lr.hpp)
 };
 
 // [perturb]: one deliberate change of one weight, for divergence studies (docs/STUDIES.md): element

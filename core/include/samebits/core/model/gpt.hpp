@@ -110,6 +110,8 @@ class GPT {
   const std::vector<float>& token_losses() const { return losses_host_; }
   // The last forward()'s logits, backend memory (leaf_size, seq_len, vocab) f32.
   const float* logits() const;
+  // The last forward()'s q | k | v of block `layer`, backend memory (leaf_size, seq_len, 3C) f32.
+  const float* attention_qkv(int layer) const;
 
  private:
   struct Layer;    // pointers of one block into the parameter, gradient and activation buffers

@@ -39,4 +39,17 @@ SB_HD float muon_apply(float w, float x, float decay, float step) {
   return det::fma_f32(-step, x, w * decay);
 }
 
+// Cautious weight decay (modded-nanogpt's NorMuon, 2025): the decay applies only where the step
+// W ← W − step·X moves W towards zero, i.e. where W and X have the same strict sign (no decay
+// where either is ±0 or NaN).
+SB_HD bool cautious_decays(float w, float x) {
+  return (w > 0.0f && x > 0.0f) || (w < 0.0f && x < 0.0f);
+}
+
+// muon_apply with cautious weight decay: W ← fma(−step, X, fl32(W·decay)) where cautious_decays,
+// else fma(−step, X, W).
+SB_HD float muon_apply_cautious(float w, float x, float decay, float step) {
+  return det::fma_f32(-step, x, cautious_decays(w, x) ? w * decay : w);
+}
+
 }  // namespace sb::ops

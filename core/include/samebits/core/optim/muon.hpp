@@ -26,16 +26,24 @@ struct MuonOptions {
   double ns_eps = 1e-7;                  // X = U / (‖U‖_F + ns_eps)
   MuonScale scale = MuonScale::shape;
   AdamWOptions adam{};                   // the other tensors
+  // Variants (docs/OPTIM.md §1.1); the defaults are plain Muon.
+  double extra_scale = 1.0;    // step = fl32(lr · (scale(rows, cols) · extra_scale))
+  bool split_qkv = false;      // attn.qkv.w (3C, C): Newton–Schulz on each (C, C) block of rows
+  bool cautious_wd = false;    // ops::muon_apply_cautious instead of ops::muon_apply
+  bool normuon = false;        // NorMuon: per-row steps from a second moment (optim/normuon.hpp)
+  double normuon_beta2 = 0.95;
 };
 
-// Muon with lr, weight_decay, nesterov, ns_schedule(optim), ns_eps, scale; the AdamW group with
-// lr = adam_lr, the same weight_decay, adam_betas, adam_eps (name = muon).
+// Muon with lr, weight_decay, nesterov, ns_schedule(optim), ns_eps, scale and the variants'
+// keys; the AdamW group with lr = adam_lr, the same weight_decay, adam_betas, adam_eps (name =
+// muon, or normuon with normuon = true).
 MuonOptions muon_options(const OptimConfig& optim);
 
 // The scale rule for a (rows, cols) matrix, in fp64:
 //   shape √max(1, rows/cols) (Keller Jordan); moonlight 0.2·√max(rows, cols) (matches AdamW's
 //   update RMS, Liu et al. 2025); spectral √(rows/cols) = √(fan_out/fan_in) (the spectral /
-//   modular-norm convention, Bernstein & Newhouse 2024); none 1.
+//   modular-norm convention, Bernstein & Newhouse 2024) = unit_rms (Emerging-Optimizers'
+//   unit_rms_norm); max_dim √max(rows, cols) (Emerging-Optimizers' "spectral"); none 1.
 double muon_scale(MuonScale rule, int64_t rows, int64_t cols);
 
 // Newton–Schulz orthogonalisation of one matrix on a backend (its scratch is reused across calls).
@@ -66,8 +74,12 @@ class NewtonSchulz {
 // Newton–Schulz flops of one update of a (rows, cols) matrix: steps·(4r²c + 2r³), r = min, c = max.
 double newton_schulz_flops(int64_t rows, int64_t cols, int64_t steps);
 
-// Muon on the matrices, AdamW on the rest; state "momentum" per owned matrix, "exp_avg" and
-// "exp_avg_sq" per owned other tensor.
+// Muon on the matrices, AdamW on the rest; state "momentum" per owned matrix (and under NorMuon
+// "second_moment", one value per row), "exp_avg" and "exp_avg_sq" per owned other tensor.
+
+// True for a fused attention projection h.L.attn.qkv.w of shape (3C, C), which split_qkv
+// orthogonalises as three (C, C) blocks (Q, K, V).
+bool is_fused_qkv(const ParamView& p);
 class Muon final : public Optimizer {
  public:
   Muon(const std::vector<ParamView>& params, Backend& backend, Precision precision,

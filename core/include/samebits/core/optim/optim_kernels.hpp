@@ -51,6 +51,12 @@ class OptimKernels {
   // w, x: (n)
   virtual void muon_apply(float* w, const float* x, size_t n, float decay, float step,
                           UpdateSums* sums) = 0;
+  // The Muon variants' apply: w ← ops::muon_apply_cautious when `cautious`, else ops::muon_apply,
+  // with the step row_step[i] for every element of row i when row_step is non-null (NorMuon), else
+  // `step`; the (before, after) pairs into *sums when non-null.
+  // w, x: (rows, cols); row_step: (rows) or null
+  virtual void muon_apply_rows(float* w, const float* x, int rows, int cols, float decay, float step,
+                               const float* row_step, bool cautious, UpdateSums* sums) = 0;
   // ops::adamw_update on every element; the (before, after) pairs into *sums when non-null.
   // w, m, v: (n) updated in place; g: (n)
   virtual void adamw(float* w, const float* g, float* m, float* v, size_t n,

@@ -13,7 +13,8 @@ namespace sb {
 // m = train.min_lr_ratio, s = min(step, S):
 //   s ≤ W:      s / W                                        (every schedule; 1/W at step 1)
 //   constant:   1
-//   cosine:     p = (s − W)/(S − W);  m + (1 − m)·0.5·(1 + cos(πp)),
+//   cosine and adaptive (which the trainer then multiplies by ρ, optim/adaptive_lr.hpp):
+//               p = (s − W)/(S − W);  m + (1 − m)·0.5·(1 + cos(πp)),
 //               cos(πp) = fl64(det::cos_2pi(fl32(p·0.5)))     (m at s = S)
 //   wsd:        D = max(1, ⌊decay_fraction·S⌋) decay steps, E = max(W, S − D) the end of the
 //               stable phase: 1 while s ≤ E, then 1 − (1 − m)·(s − E)/(S − E)   (m at s = S)

@@ -67,6 +67,10 @@ struct StepStats {
   // Whole-model leaf variance (sums over tensors), as in TensorStats.
   float leaf_sq_mean = 0, batch_sq = 0, grad_sq_est = 0, trace_est = 0, noise_scale = 0;
   std::vector<TensorStats> tensors;  // layout order; empty when statistics are off
+  // optim.qk_clip > 0: the step's largest attention logit per head, layer-major (n_layer ×
+  // n_head), and how many heads the clip rescaled; empty and 0 otherwise (optim/qk_clip.hpp).
+  std::vector<float> qk_max_logits;
+  int qk_clipped = 0;
 };
 
 // The exact per-tensor leaf sums of one step: leaves add Σ_i g_l[i]² per tensor (exact,

@@ -17,6 +17,7 @@
 #include "samebits/core/config.hpp"
 #include "samebits/core/dist/communicator.hpp"
 #include "samebits/core/model/gpt.hpp"
+#include "samebits/core/optim/adaptive_lr.hpp"
 #include "samebits/core/optim/loss_scale.hpp"
 #include "samebits/core/optim/optimizer.hpp"
 #include "samebits/core/train/statistics.hpp"
@@ -25,6 +26,7 @@
 
 namespace sb {
 
+class QkMaxLogits;
 class ShardedOptimizer;
 
 // How to execute a step: none of these changes a bit of the results (they are not part of the
@@ -62,11 +64,14 @@ struct StepResult {
   double seconds = 0;                        // wall time of the step (not part of the bits)
 };
 
-// A named host copy of one optimizer state buffer (Optimizer::state() order).
+// A named host copy of one optimizer state buffer (Optimizer::state() order). Under
+// train.schedule = adaptive the state ends with kAdaptiveStateName: the schedule's two fp64 EMAs
+// (optim/adaptive_lr.hpp), their bits carried in four fp32 slots.
 struct StateArray {
   std::string name;         // "<tensor>/<kind>", e.g. "h.0.attn.qkv.w/momentum"
   std::vector<float> data;  // (numel)
 };
+inline constexpr const char* kAdaptiveStateName = "schedule/adaptive_ema";
 
 // Everything needed to continue a run bitwise: a checkpoint's content. There is no RNG state:
 // initialisation and data order are counter-based (Philox keyed by seeds, streams named per
@@ -145,6 +150,10 @@ class Trainer {
   void round_gradient(float loss_scale, uint64_t adds, uint32_t status);
   std::vector<int> leaf_order(uint64_t step) const;
   void check_replicas();  // every rank's weights fingerprint equal to rank 0's
+  // optim.qk_clip: the ranks' per-head maxima merged, then the clip of the updated weights.
+  void clip_qk(StepStats& st);
+  bool take_adaptive_state(const TrainerState& state, TrainerState& stripped,
+                           AdaptiveLrState& ema) const;
 
   std::unique_ptr<Backend> own_backend_;
   std::unique_ptr<Communicator> own_comm_;
@@ -164,6 +173,8 @@ class Trainer {
   std::optional<DynamicLossScale> scaler_;
   GradientStatistics stats_;
   Tensor grad_;  // (flat_size) f32 on the backend: the step's batch gradient
+  std::unique_ptr<QkMaxLogits> qk_;  // optim.qk_clip > 0: the step's per-head max logits
+  std::unique_ptr<AdaptiveLr> adaptive_;  // train.schedule = adaptive: the noise EMAs
   std::unique_ptr<Host> host_;
   std::vector<int32_t> tokens_;  // (micro_leaves, leaf_size, seq_len + 1) host
   int64_t step_ = 0;
