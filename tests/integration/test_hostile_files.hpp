@@ -11,6 +11,8 @@
 #include <doctest/doctest.h>
 #include <hdf5.h>
 
+#include <cctype>
+#include <map>
 #include <random>
 #include <set>
 
@@ -218,13 +220,41 @@ struct FuzzCounts {
   int commands = 0, read = 0, refused = 0, unsafe = 0;  // unsafe: refused as "could not be read safely"
   int signals = 0, sanitizer = 0, hangs = 0, unclear = 0;
   std::string first_problem;
+  std::map<std::string, int> classes;  // problem (addresses and pids left out) · mutated structure → count
   std::string summary() const {
     return std::to_string(commands) + " commands: " + std::to_string(read) + " read, " + std::to_string(refused) +
            " refused (" + std::to_string(unsafe) + " of them by a failed reader process); " +
            std::to_string(signals) + " signals, " + std::to_string(sanitizer) + " sanitizer reports, " +
            std::to_string(hangs) + " hangs, " + std::to_string(unclear) + " unclear answers";
   }
+  std::string class_table() const {
+    std::string out;
+    for (const auto& [what, n] : classes) out += "\n  " + std::to_string(n) + " x " + what;
+    return out;
+  }
 };
+
+// A problem without what differs from one mutant to the next (pids, addresses, sizes in hex).
+inline std::string problem_class(const std::string& problem, const Result& r, const Variant& v) {
+  std::string said;
+  const std::size_t at = r.output.find("it reported: ");
+  if (at != std::string::npos) said = r.output.substr(at + 13, r.output.find('\n', at) - at - 13);
+  else if (r.output.find("Sanitizer") != std::string::npos) said = r.output.substr(r.output.find("Sanitizer"), 160);
+  std::string out;
+  for (std::size_t i = 0; i < said.size(); ++i) {
+    if (said.compare(i, 2, "0x") == 0) {
+      out += "0x?";
+      i += 2;
+      while (i < said.size() && std::isxdigit(static_cast<unsigned char>(said[i]))) ++i;
+      --i;
+    } else if (said[i] == '=' && i + 1 < said.size() && std::isdigit(static_cast<unsigned char>(said[i + 1]))) {
+      while (i + 1 < said.size() && said[i + 1] != '=') ++i;
+    } else {
+      out += said[i];
+    }
+  }
+  return problem + ": " + out + " [" + v.what.substr(0, v.what.find(':')) + "]";
+}
 
 inline void count_answer(const Result& r, const std::string& command, const Variant& v, bool different_allowed,
                          FuzzCounts& counts) {
@@ -245,6 +275,7 @@ inline void count_answer(const Result& r, const std::string& command, const Vari
   } else {
     ++counts.unclear, problem = "unclear answer";
   }
+  if (!problem.empty()) ++counts.classes[problem_class(problem, r, v)];
   if (!problem.empty() && counts.first_problem.empty()) {
     counts.first_problem = command + " on " + v.path + " (" + v.what + "): " + problem + ": " + describe(r);
   }

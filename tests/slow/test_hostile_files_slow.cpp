@@ -19,6 +19,7 @@ TEST_CASE("2400 resealed mutants of HDF5 metadata: no signal, no sanitizer repor
   sbt::FuzzCounts counts;
   sbt::fuzz_commands(m.runs, s, root.path.string(), 10, counts);
   sbt::fuzz_checkpoints(m.checkpoints, s, root.path.string(), counts);
-  MESSAGE("seed ", seed, ": ", m.runs.size(), " run-file and ", m.checkpoints.size(), " checkpoint mutants; ", counts.summary());
+  MESSAGE("seed ", seed, ": ", m.runs.size(), " run-file and ", m.checkpoints.size(), " checkpoint mutants; ", counts.summary(),
+          counts.class_table());
   CHECK_MESSAGE(counts.signals + counts.sanitizer + counts.hangs + counts.unclear == 0, counts.first_problem);
 }
