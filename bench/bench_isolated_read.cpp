@@ -2,7 +2,9 @@
 // untrusted files"): on the run file named by SB_BENCH_RUN_FILE (e.g. the 20-step default run, about
 // 7 MB), what `samebits inspect` reads — RunReader::open and the final state, two reader processes —
 // against the same datasets read in this process with the h5 layer, alternating, medians of wall
-// and CPU times (this process and its reader processes: robust to other work on the machine); and reader processes that read nothing and answer nothing or as many bytes as the file
+// and CPU times (this process and its reader processes: robust to other work on the machine); the
+// structure walk (h5_structure.hpp) of both files alone, which the readers do before HDF5 opens
+// them; and reader processes that read nothing and answer nothing or as many bytes as the file
 // holds (the fork, limits, pipe and wait alone).
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
@@ -15,9 +17,11 @@
 #include <vector>
 
 #include "samebits/core/io/checkpoint.hpp"
+#include "samebits/core/io/h5_structure.hpp"
 #include "samebits/core/io/isolated_read.hpp"
 #include "samebits/core/io/run_file.hpp"
 #include "samebits/core/io/run_seal.hpp"
+#include "samebits/core/io/run_store.hpp"
 
 namespace {
 
@@ -42,8 +46,10 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// The same datasets as RunReader::open + read_final_state, read here (no reader process).
-std::size_t read_in_process(const std::string& path, const std::vector<run::TensorInfo>& tensors) {
+// The same datasets as RunReader::open + read_final_state (from its store file `state`, empty when
+// none), read here (no reader process, no structure walk).
+std::size_t read_in_process(const std::string& path, const std::string& state,
+                            const std::vector<run::TensorInfo>& tensors) {
   run::check_seal(path);
   const h5::File f = h5::File::open(path);
   std::size_t bytes = f.attr_string("config").size() + f.group("tensors").attr_string("names").size();
@@ -59,8 +65,16 @@ std::size_t read_in_process(const std::string& path, const std::vector<run::Tens
       case h5::DType::u8: read_as(uint8_t{}); break;
     }
   }
-  if (f.has("checkpoint")) bytes += run::read_state(f.group("checkpoint"), tensors).weights.size();
+  if (!state.empty()) {
+    run::check_seal(state);
+    bytes += run::read_state(h5::File::open(state), tensors).weights.size();
+  }
   return bytes;
+}
+
+// The structure walks of the run file and its final state.
+void walk(const std::string& path) {
+  h5::check_structure(path, std::filesystem::file_size(path) - run::kSealBytes);
 }
 
 void BM_isolated_read(benchmark::State& state) {
@@ -71,8 +85,12 @@ void BM_isolated_read(benchmark::State& state) {
   }
   const std::string path = path_env;
   const std::size_t file_bytes = std::filesystem::file_size(path);
-  const std::vector<run::TensorInfo> tensors = run::RunReader::open(path).tensors();
-  std::vector<double> isolated_s, local_s, empty_s, full_s, isolated_cpu, local_cpu;
+  const run::RunReader opened = run::RunReader::open(path);
+  const std::vector<run::TensorInfo> tensors = opened.tensors();
+  const std::string state_file =
+      opened.has_final_state() ? run::store_file(path, run::StoreEntry{opened.info().steps, run::kStateBit, 0, 0})
+                               : std::string();
+  std::vector<double> isolated_s, local_s, empty_s, full_s, isolated_cpu, local_cpu, walk_s;
   for (auto _ : state) {
     double t = now(), c = cpu_now();
     const run::RunReader r = run::RunReader::open(path);
@@ -80,9 +98,13 @@ void BM_isolated_read(benchmark::State& state) {
     isolated_s.push_back(now() - t);
     isolated_cpu.push_back(cpu_now() - c);
     t = now(), c = cpu_now();
-    benchmark::DoNotOptimize(read_in_process(path, tensors));
+    benchmark::DoNotOptimize(read_in_process(path, state_file, tensors));
     local_s.push_back(now() - t);
     local_cpu.push_back(cpu_now() - c);
+    t = now();
+    walk(path);
+    if (!state_file.empty()) walk(state_file);
+    walk_s.push_back(now() - t);
     t = now();
     benchmark::DoNotOptimize(io::read_isolated(path, [](io::PlainWriter&) {}).size());
     empty_s.push_back(now() - t);
@@ -92,7 +114,8 @@ void BM_isolated_read(benchmark::State& state) {
     full_s.push_back(now() - t);
   }
   const double iso = median(isolated_s), local = median(local_s), empty = median(empty_s), full = median(full_s);
-  const double iso_cpu = median(isolated_cpu), local_cpu_s = median(local_cpu);
+  const double iso_cpu = median(isolated_cpu), local_cpu_s = median(local_cpu), walked = median(walk_s);
+  state.counters["structure_walk_ms"] = 1e3 * walked;
   state.counters["isolated_cpu_ms"] = 1e3 * iso_cpu;
   state.counters["in_process_cpu_ms"] = 1e3 * local_cpu_s;
   state.counters["isolated_ms"] = 1e3 * iso;
@@ -101,9 +124,9 @@ void BM_isolated_read(benchmark::State& state) {
   state.counters["answering_reader_ms"] = 1e3 * full;
   std::printf("%s (%.1f MB): open + final state %.1f ms in reader processes, %.1f ms in this process "
               "(+%.1f ms, x%.2f); CPU time %.1f ms (with the readers) vs %.1f ms; one reader process answering "
-              "nothing: %.1f ms, answering %.1f MB: %.1f ms\n",
+              "nothing: %.1f ms, answering %.1f MB: %.1f ms; the structure walks of both files: %.2f ms\n",
               path.c_str(), double(file_bytes) / 1e6, 1e3 * iso, 1e3 * local, 1e3 * (iso - local), iso / local,
-              1e3 * iso_cpu, 1e3 * local_cpu_s, 1e3 * empty, double(file_bytes) / 1e6, 1e3 * full);
+              1e3 * iso_cpu, 1e3 * local_cpu_s, 1e3 * empty, double(file_bytes) / 1e6, 1e3 * full, 1e3 * walked);
 }
 BENCHMARK(BM_isolated_read)->Iterations(30)->Unit(benchmark::kMillisecond);
 

@@ -36,6 +36,12 @@ inline void check_status(herr_t status, const std::string& where, const std::str
 using HDims = std::vector<hsize_t>;
 inline HDims hdims(const Dims& dims) { return HDims(dims.begin(), dims.end()); }
 
+// Sets a group- or file-creation property list so that the group (or the root group) keeps its
+// links as link messages in its object header, never in HDF5's dense storage (fractal heap and
+// version-2 B-trees, decoders h5::check_structure does not admit): creation order tracked, which
+// makes HDF5 write a new-style group from the start, and compact up to 65535 links.
+void compact_links(hid_t plist, const std::string& where);
+
 // Little-endian file type and native memory type of a DType.
 hid_t file_type(DType dtype);
 hid_t memory_type(DType dtype);

@@ -51,6 +51,11 @@ void fail(const std::string& where, const std::string& what) {
   SB_FAIL(where, ": ", what, stack.empty() ? "" : " (HDF5: " + stack + ")");
 }
 
+void compact_links(hid_t plist, const std::string& where) {
+  check_status(H5Pset_link_creation_order(plist, H5P_CRT_ORDER_TRACKED), where, "cannot track link creation order");
+  check_status(H5Pset_link_phase_change(plist, 65535, 6), where, "cannot keep links compact");
+}
+
 hid_t file_type(DType dtype) {
   switch (dtype) {
     case DType::f32: return H5T_IEEE_F32LE;
@@ -285,6 +290,7 @@ Group Group::create_group(std::string_view path) {
   Handle gcpl = plist(H5P_GROUP_CREATE);
   H5Pset_create_intermediate_group(lcpl.id(), 1);
   H5Pset_obj_track_times(gcpl.id(), 0);
+  detail::compact_links(gcpl.id(), file_ + ":" + full);
   Handle g(check_id(H5Gcreate2(id(), std::string(path).c_str(), lcpl.id(), gcpl.id(), H5P_DEFAULT),
                     file_ + ":" + full, "cannot create the group"));
   return Group(std::move(g), file_, full);
@@ -360,8 +366,10 @@ File File::create(const std::string& path, Create how) {
   File f;
   f.file_ = path;
   f.path_ = "/";
+  Handle fcpl = plist(H5P_FILE_CREATE);
+  detail::compact_links(fcpl.id(), path);
   f.file_handle_ = Handle(check_id(H5Fcreate(path.c_str(), how == Create::truncate ? H5F_ACC_TRUNC : H5F_ACC_EXCL,
-                                             H5P_DEFAULT, H5P_DEFAULT),
+                                             fcpl.id(), H5P_DEFAULT),
                                    path, "cannot create the HDF5 file (check the directory exists and is writable)"));
   f.handle_ = Handle(check_id(H5Gopen2(f.file_handle_.id(), "/", H5P_DEFAULT), path, "cannot open the root group"));
   return f;

@@ -42,10 +42,11 @@ void Group::link_external(std::string_view name, const std::string& target_file,
   require_open();
   const std::string full = child_path(name);
   SB_CHECK(!has_link(name), file_, ":", full, ": already exists");
-  Handle lcpl(check_id(H5Pcreate(H5P_LINK_CREATE), where(), "cannot create a property list"));
-  H5Pset_create_intermediate_group(lcpl.id(), 1);
+  // The parent made as create_group makes it (compact link storage), not as an intermediate group.
+  const std::size_t slash = name.rfind('/');
+  if (slash != std::string_view::npos && slash > 0) require_group(name.substr(0, slash));
   check_status(H5Lcreate_external(target_file.c_str(), target_object.c_str(), id(), std::string(name).c_str(),
-                                  lcpl.id(), H5P_DEFAULT),
+                                  H5P_DEFAULT, H5P_DEFAULT),
                file_ + ":" + full, "cannot create the external link to " + target_file + ":" + target_object);
 }
 

@@ -27,10 +27,12 @@ Handle core_access(const std::string& name) {
 File File::create_in_memory(const std::string& name) {
   detail::init_library();
   const Handle fapl = core_access(name);
+  const Handle fcpl(check_id(H5Pcreate(H5P_FILE_CREATE), name, "cannot make a file-creation property list"));
+  detail::compact_links(fcpl.id(), name);
   File f;
   f.file_ = name;
   f.path_ = "/";
-  f.file_handle_ = Handle(check_id(H5Fcreate(name.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.id()), name,
+  f.file_handle_ = Handle(check_id(H5Fcreate(name.c_str(), H5F_ACC_TRUNC, fcpl.id(), fapl.id()), name,
                                    "cannot create the in-memory HDF5 file"));
   f.handle_ = Handle(check_id(H5Gopen2(f.file_handle_.id(), "/", H5P_DEFAULT), name, "cannot open the root group"));
   return f;

@@ -151,19 +151,42 @@ void set_limit(int resource, rlim_t value) {
   ::_exit(0);
 }
 
-// The first line of the reader's stderr that says what went wrong (a sanitizer's summary).
+// The first line of the reader's stderr that says what went wrong (a sanitizer's summary), with the
+// functions of the first frames of its stack ("in H5HG_read <- H5T__conv_vlen <- H5Aread"), the
+// sanitizer's own frames left out: enough to tell one fault inside HDF5 from another.
 std::string stderr_digest(const std::string& text) {
   std::size_t start = 0;
-  std::string first;
+  std::string first, report, frames;
+  int kept = 0;
   while (start < text.size()) {
     std::size_t end = text.find('\n', start);
     if (end == std::string::npos) end = text.size();
     const std::string line = text.substr(start, end - start);
-    if (line.find("Sanitizer") != std::string::npos || line.find("runtime error") != std::string::npos) return line;
-    if (first.empty() && line.find_first_not_of(" \t=") != std::string::npos) first = line;
     start = end + 1;
+    if (report.empty()) {
+      if ((line.find("Sanitizer") != std::string::npos && line.find("DEADLYSIGNAL") == std::string::npos) ||
+          line.find("runtime error") != std::string::npos) {
+        report = line;
+      }
+      else if (first.empty() && line.find_first_not_of(" \t=") != std::string::npos) first = line;
+      continue;
+    }
+    const std::size_t frame = line.find_first_not_of(' '), in = line.find(" in ");
+    if (frame == std::string::npos || line[frame] != '#' || in == std::string::npos) {
+      if (kept > 0) break;
+      continue;
+    }
+    const std::string function = line.substr(in + 4, line.find(' ', in + 4) - in - 4);
+    if (function.rfind("__asan", 0) == 0 || function.rfind("__interceptor", 0) == 0 ||
+        function.rfind("__ubsan", 0) == 0 || function == "malloc" || function == "calloc" ||
+        function == "realloc" || function.rfind("__sanitizer", 0) == 0) {
+      continue;
+    }
+    frames += (kept == 0 ? " (in " : " <- ") + function;
+    if (++kept == 4) break;
   }
-  return first;
+  if (report.empty()) return first;
+  return report + (kept > 0 ? frames + ")" : "");
 }
 
 struct Collected {

@@ -6,11 +6,13 @@
 // read the same way (run_store.cpp).
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <set>
 #include <type_traits>
 
 #include "read_values.hpp"
 #include "samebits/core/io/checkpoint.hpp"
+#include "samebits/core/io/h5_structure.hpp"
 #include "samebits/core/io/run_file.hpp"
 #include "samebits/core/io/run_seal.hpp"
 #include "samebits/core/io/run_store.hpp"
@@ -186,6 +188,7 @@ void read_column(const h5::Dataset& d, h5::DType dtype, std::vector<std::byte>& 
 // In the reader process: the whole structure, checked, and the values RunReader keeps.
 void read_run(const std::string& path, io::PlainWriter& out) {
   check_seal(path);
+  h5::check_structure(path, std::filesystem::file_size(path) - kSealBytes);
   const h5::File f = h5::File::open(path, h5::Mode::read_only);
   RunInfo info = read_info(f);
   const std::vector<TensorInfo> tensors = read_tensors(f);

@@ -17,6 +17,7 @@
 
 #include "read_values.hpp"
 #include "samebits/core/io/checkpoint.hpp"
+#include "samebits/core/io/h5_structure.hpp"
 #include "samebits/core/io/run_seal.hpp"
 #include "samebits/det/error.hpp"
 
@@ -81,6 +82,7 @@ h5::File open_checked(const std::string& path, const StoreEntry& entry, std::str
   const uint64_t digest = check_seal(path);
   SB_CHECK(digest == entry.digest, "'", path, "' is not the file the run file's index names for step ", entry.step,
            " (its content hash differs: replaced or from another run)");
+  h5::check_structure(path, fs::file_size(path) - kSealBytes);
   h5::File file = h5::File::open(path, h5::Mode::read_only);
   const std::string found = file.attr_string("format");
   SB_CHECK(found == format, path, ": attribute format is '", found, "', expected '", format, "'");

@@ -12,6 +12,7 @@
 #include <filesystem>
 
 #include "samebits/core/io/checkpoint.hpp"
+#include "samebits/core/io/h5_structure.hpp"
 #include "samebits/core/io/run_file.hpp"
 #include "samebits/core/io/run_seal.hpp"
 #include "samebits/core/io/run_store.hpp"
@@ -117,6 +118,7 @@ void write_tensor_table(h5::Group& root, const std::vector<TensorInfo>& tensors)
 // written.
 uint64_t rewrite(const std::string& path, const std::function<void(h5::File&)>& edit) {
   check_seal(path);
+  h5::check_structure(path, fs::file_size(path) - kSealBytes);
   std::vector<std::byte> image;
   {
     h5::File file = h5::File::open_in_memory(path);

@@ -11,6 +11,8 @@
 #include <doctest/doctest.h>
 #include <hdf5.h>
 
+#include <cctype>
+#include <map>
 #include <random>
 #include <set>
 
@@ -131,9 +133,42 @@ class MetadataMap {
   std::set<uint64_t> seen_;
 };
 
-// A copy of a sealed samebits file whose string attributes (root, /tensors, checkpoint groups) are
-// variable-length, as files of earlier samebits and of h5py hold them: their global heap is then
-// in the file for the fuzzer to damage.
+// Rebuilds the group `name` of an open file as an old-style group (a symbol table: B-tree, symbol
+// nodes, local heap), as samebits wrote every group before it kept links compact: its datasets
+// copied over, its attributes copied byte for byte.
+inline void old_style_group(hid_t file, const std::string& name) {
+  const std::string rebuilt = name + ".old";
+  const hid_t src = H5Gopen2(file, name.c_str(), H5P_DEFAULT);
+  const hid_t dst = H5Gcreate2(file, rebuilt.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  REQUIRE((src >= 0 && dst >= 0));
+  H5G_info_t info;
+  REQUIRE(H5Gget_info(src, &info) >= 0);
+  for (hsize_t i = 0; i < info.nlinks; ++i) {
+    char member[256] = {0};
+    REQUIRE(H5Lget_name_by_idx(src, ".", H5_INDEX_NAME, H5_ITER_INC, i, member, sizeof member, H5P_DEFAULT) > 0);
+    REQUIRE(H5Ocopy(src, member, dst, member, H5P_DEFAULT, H5P_DEFAULT) >= 0);
+  }
+  H5O_info_t object;
+  REQUIRE(H5Oget_info2(src, &object, H5O_INFO_NUM_ATTRS) >= 0);
+  for (hsize_t i = 0; i < object.num_attrs; ++i) {
+    const hid_t a = H5Aopen_by_idx(src, ".", H5_INDEX_NAME, H5_ITER_INC, i, H5P_DEFAULT, H5P_DEFAULT);
+    char attr[256] = {0};
+    REQUIRE((a >= 0 && H5Aget_name(a, sizeof attr, attr) > 0));
+    const hid_t type = H5Aget_type(a), space = H5Aget_space(a);
+    std::vector<char> value(std::max<hsize_t>(1, H5Aget_storage_size(a)));
+    REQUIRE(H5Aread(a, type, value.data()) >= 0);
+    const hid_t b = H5Acreate2(dst, attr, type, space, H5P_DEFAULT, H5P_DEFAULT);
+    REQUIRE((b >= 0 && H5Awrite(b, type, value.data()) >= 0));
+    H5Aclose(b), H5Sclose(space), H5Tclose(type), H5Aclose(a);
+  }
+  H5Gclose(src), H5Gclose(dst);
+  REQUIRE(H5Ldelete(file, name.c_str(), H5P_DEFAULT) >= 0);
+  REQUIRE(H5Lmove(file, rebuilt.c_str(), file, name.c_str(), H5P_DEFAULT, H5P_DEFAULT) >= 0);
+}
+
+// A copy of a sealed samebits file as earlier samebits wrote them: /tensors and /series old-style
+// groups, and string attributes (root, /tensors, /store) variable-length, as h5py writes them too:
+// their symbol tables and global heap are then in the file for the fuzzer to damage.
 inline void vlen_string_copy(const std::string& source, const std::string& path) {
   copy_run(source, path);
   sb::run::unseal_file(path);
@@ -150,6 +185,8 @@ inline void vlen_string_copy(const std::string& source, const std::string& path)
   }
   const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
   REQUIRE(file >= 0);
+  old_style_group(file, "/tensors");
+  old_style_group(file, "/series");
   const hid_t type = H5Tcopy(H5T_C_S1);
   H5Tset_size(type, H5T_VARIABLE);
   H5Tset_cset(type, H5T_CSET_UTF8);
@@ -218,13 +255,41 @@ struct FuzzCounts {
   int commands = 0, read = 0, refused = 0, unsafe = 0;  // unsafe: refused as "could not be read safely"
   int signals = 0, sanitizer = 0, hangs = 0, unclear = 0;
   std::string first_problem;
+  std::map<std::string, int> classes;  // problem (addresses and pids left out) · mutated structure → count
   std::string summary() const {
     return std::to_string(commands) + " commands: " + std::to_string(read) + " read, " + std::to_string(refused) +
            " refused (" + std::to_string(unsafe) + " of them by a failed reader process); " +
            std::to_string(signals) + " signals, " + std::to_string(sanitizer) + " sanitizer reports, " +
            std::to_string(hangs) + " hangs, " + std::to_string(unclear) + " unclear answers";
   }
+  std::string class_table() const {
+    std::string out;
+    for (const auto& [what, n] : classes) out += "\n  " + std::to_string(n) + " x " + what;
+    return out;
+  }
 };
+
+// A problem without what differs from one mutant to the next (pids, addresses, sizes in hex).
+inline std::string problem_class(const std::string& problem, const Result& r, const Variant& v) {
+  std::string said;
+  const std::size_t at = r.output.find("it reported: ");
+  if (at != std::string::npos) said = r.output.substr(at + 13, r.output.find('\n', at) - at - 13);
+  else if (r.output.find("Sanitizer") != std::string::npos) said = r.output.substr(r.output.find("Sanitizer"), 160);
+  std::string out;
+  for (std::size_t i = 0; i < said.size(); ++i) {
+    if (said.compare(i, 2, "0x") == 0) {
+      out += "0x?";
+      i += 2;
+      while (i < said.size() && std::isxdigit(static_cast<unsigned char>(said[i]))) ++i;
+      --i;
+    } else if (said[i] == '=' && i + 1 < said.size() && std::isdigit(static_cast<unsigned char>(said[i + 1]))) {
+      while (i + 1 < said.size() && said[i + 1] != '=') ++i;
+    } else {
+      out += said[i];
+    }
+  }
+  return problem + ": " + out + " [" + v.what.substr(0, v.what.find(':')) + "]";
+}
 
 inline void count_answer(const Result& r, const std::string& command, const Variant& v, bool different_allowed,
                          FuzzCounts& counts) {
@@ -245,6 +310,7 @@ inline void count_answer(const Result& r, const std::string& command, const Vari
   } else {
     ++counts.unclear, problem = "unclear answer";
   }
+  if (!problem.empty()) ++counts.classes[problem_class(problem, r, v)];
   if (!problem.empty() && counts.first_problem.empty()) {
     counts.first_problem = command + " on " + v.path + " (" + v.what + "): " + problem + ": " + describe(r);
   }

@@ -6,8 +6,8 @@
 // before HDF5 decodes a value, its datatype (class, size, sign, byte order), rank, extents and
 // storage (layout, no filters or external files, every chunk and the contiguous block inside the
 // file and of the size the extents imply) are checked, and values land in buffers sized by the
-// caller's schema. HDF5 may still fault on crafted metadata: parse untrusted files in a reader
-// process (isolated_read.hpp).
+// caller's schema. HDF5 may still fault on crafted metadata: walk an untrusted file's structure
+// first (h5_structure.hpp) and parse it in a reader process (isolated_read.hpp).
 // HDF5 (serial build) is not thread-safe: use these objects from one thread at a time.
 #pragma once
 #include <cstddef>
