@@ -63,7 +63,7 @@ struct Type {
 // A dataspace: null, scalar (rank 0) or simple.
 struct Space {
   bool null = false;
-  std::vector<uint64_t> dims, max;
+  std::vector<uint64_t> dims;
   uint64_t points = 0;
 };
 

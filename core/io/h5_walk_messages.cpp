@@ -119,7 +119,6 @@ Space parse_space(const Block& b, uint64_t off, uint64_t limit, uint64_t& used) 
     need(d <= kMaxExtent && (m == kUndefined || (m >= d && m <= kMaxExtent)), at, "a dataspace extent of ", d,
          " (maximum ", m, ")");
     s.dims.push_back(d);
-    s.max.push_back(m);
     need(d == 0 || s.points <= kMaxExtent / d, at, "a dataspace of more than 2^48 points");
     s.points *= d;
   }
