@@ -133,12 +133,6 @@ const ParamView& GPT::param(std::string_view name) const {
 const float* GPT::logits() const { return buf_->logits; }
 const float* GPT::attention_qkv(int layer) const { return buf_->layers.at(static_cast<size_t>(layer)).qkv; }
 
-size_t GPT::num_params() const {
-  size_t n = 0;
-  for (const ParamView& p : layout_) n += p.numel;
-  return n;
-}
-
 float* GPT::wp(std::string_view name) {
   for (const ParamView& p : layout_)
     if (p.name == name) return weights_.data_as<float>() + p.offset;

@@ -42,8 +42,8 @@ void NewtonSchulz::run(const float* u, float* out, int rows, int cols,
   SB_CHECK(rows > 0 && cols > 0, "Newton–Schulz: expected a non-empty matrix, got (", rows, ", ",
            cols, ")");
   const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(cols);
-  last_norm_ = sqrt_rounded(kernels_.sum_of_squares(u, n));
-  const float denom = static_cast<float>(static_cast<double>(last_norm_) + eps);
+  const float norm = sqrt_rounded(kernels_.sum_of_squares(u, n));
+  const float denom = static_cast<float>(static_cast<double>(norm) + eps);
   // Work on X (r, c) with r ≤ c: the transpose when rows > cols.
   const bool transpose = rows > cols;
   const int r = transpose ? cols : rows, c = transpose ? rows : cols;

@@ -41,10 +41,6 @@ struct Numerics {
 std::string_view to_string(GemmMode m);    // "canonical" | "vendor"
 std::string_view to_string(ReduceMode m);  // "canonical" | "native"
 std::string_view to_string(Precision p);   // "fp32" | "bf16" | "fp16"
-// Parsers: throw sb::Error naming the accepted values on anything else.
-GemmMode parse_gemm_mode(std::string_view s);
-ReduceMode parse_reduce_mode(std::string_view s);
-Precision parse_precision(std::string_view s);
 // "gemm=canonical reduce=canonical precision=fp32"
 std::string describe(const Numerics& n);
 

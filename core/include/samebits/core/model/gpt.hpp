@@ -82,7 +82,6 @@ class GPT {
 
   const std::vector<ParamView>& params() const { return layout_; }
   const ParamView& param(std::string_view name) const;  // throws sb::Error for unknown names
-  size_t num_params() const;                            // Σ numel (without padding)
   size_t flat_size() const { return flat_size_; }       // length of the flat buffers
 
   // Flat buffers (flat_size) f32 on the backend, aligned with params(): weights, and the

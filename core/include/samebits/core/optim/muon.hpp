@@ -59,8 +59,6 @@ class NewtonSchulz {
   // in fp64, summed exactly).  u, out: (rows, cols), backend memory, distinct.
   void run(const float* u, float* out, int rows, int cols, const std::vector<NsStep>& steps,
            double eps, float* ortho_error = nullptr);
-  // The last run's ‖U‖_F (exact, correctly rounded to fp32).
-  float last_norm() const { return last_norm_; }
 
  private:
   float* scratch(int slot, size_t numel);
@@ -68,7 +66,6 @@ class NewtonSchulz {
   OptimKernels& kernels_;  // the elementwise parts, in backend memory (the backend's own)
   Precision precision_;
   std::vector<Tensor> scratch_;  // X (r, c), B·X (r, c), A (r, r), A·A then B (r, r)
-  float last_norm_ = 0.0f;
 };
 
 // Newton–Schulz flops of one update of a (rows, cols) matrix: steps·(4r²c + 2r³), r = min, c = max.
