@@ -17,6 +17,13 @@ namespace {
 
 h5::Dims dims_of(const std::vector<int64_t>& shape) { return h5::Dims(shape.begin(), shape.end()); }
 
+// An f32 dataset reserved in the file; its bytes go to `raw`.
+void reserve_floats(h5::Group& group, const std::string& name, std::span<const float> data, const h5::Dims& shape,
+                    std::vector<RawWrite>& raw) {
+  const h5::Dataset d = group.reserve_dataset(name, h5::DType::f32, shape);
+  if (!data.empty()) raw.push_back({d.file_offset(), data.data(), data.size() * sizeof(float)});
+}
+
 // An optimizer buffer name is "<tensor>/<kind>": components non-empty, not "." or "..".
 // Printable ASCII only: the names are written by samebits from tensor names and kinds.
 void check_buffer_name(const std::string& where, const std::string& name) {
@@ -40,12 +47,11 @@ void check_counters(const std::string& where, int64_t step, int64_t updates) {
 
 }  // namespace
 
-void write_params(h5::Group& group, std::span<const float> flat, const std::vector<TensorInfo>& tensors) {
+void write_params(h5::Group& group, std::span<const float> flat, const std::vector<TensorInfo>& tensors,
+                  std::vector<RawWrite>& raw) {
   SB_CHECK(flat.size() == flat_size(tensors), "parameters of ", flat.size(), " values given for a layout of ",
            flat_size(tensors));
-  for (const TensorInfo& t : tensors) {
-    group.write_dataset<float>(t.name, flat.subspan(t.offset, t.numel), dims_of(t.shape));
-  }
+  for (const TensorInfo& t : tensors) reserve_floats(group, t.name, flat.subspan(t.offset, t.numel), dims_of(t.shape), raw);
 }
 
 std::vector<float> read_params(const h5::Group& group, const std::vector<TensorInfo>& tensors) {
@@ -58,7 +64,8 @@ std::vector<float> read_params(const h5::Group& group, const std::vector<TensorI
   return flat;
 }
 
-void write_state(h5::Group& group, const TrainerState& s, const std::vector<TensorInfo>& tensors) {
+void write_state(h5::Group& group, const TrainerState& s, const std::vector<TensorInfo>& tensors,
+                 std::vector<RawWrite>& raw) {
   group.set_attr("step", s.step);
   group.set_attr("updates", s.updates);
   group.set_attr("cursor_epoch", s.cursor.epoch);
@@ -68,11 +75,11 @@ void write_state(h5::Group& group, const TrainerState& s, const std::vector<Tens
   group.set_attr("loss_scale_skipped_steps", s.loss_scale.skipped_steps);
   group.set_attr("experiment_id", s.experiment_id);
   h5::Group params = group.create_group("params");
-  write_params(params, s.weights, tensors);
+  write_params(params, s.weights, tensors, raw);
   h5::Group optimizer = group.create_group("optimizer");
   std::vector<std::string> names;
   for (const StateArray& a : s.optimizer) {
-    optimizer.write_dataset<float>(a.name, a.data);
+    reserve_floats(optimizer, a.name, a.data, {a.data.size()}, raw);
     names.push_back(a.name);
   }
   optimizer.set_attr("names", h5::join_lines(names));

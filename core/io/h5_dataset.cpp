@@ -67,6 +67,14 @@ bool Dataset::extendible() const {
   return max_dims[0] == H5S_UNLIMITED;
 }
 
+uint64_t Dataset::file_offset() const {
+  require_open();
+  const haddr_t addr = H5Dget_offset(id());
+  H5Eclear2(H5E_DEFAULT);  // H5Dget_offset of unallocated or chunked storage records an error
+  SB_CHECK(addr != HADDR_UNDEF, where(), ": has no contiguous storage allocated in the file");
+  return addr;
+}
+
 void Dataset::check(DType expected_dtype, const Dims& expected_shape) const {
   const DType actual_dtype = dtype();
   const Dims actual_shape = shape();

@@ -305,6 +305,14 @@ Dataset Group::dataset(std::string_view path) const {
 }
 
 Dataset Group::create_dataset(std::string_view path, DType dtype, const Dims& shape) {
+  return make_dataset(path, dtype, shape, false);
+}
+
+Dataset Group::reserve_dataset(std::string_view path, DType dtype, const Dims& shape) {
+  return make_dataset(path, dtype, shape, true);
+}
+
+Dataset Group::make_dataset(std::string_view path, DType dtype, const Dims& shape, bool reserved) {
   require_open();
   const std::string full = child_path(path);
   SB_CHECK(!split_path(path).empty(), where(), ": empty dataset name");
@@ -318,6 +326,11 @@ Dataset Group::create_dataset(std::string_view path, DType dtype, const Dims& sh
   Handle dcpl = plist(H5P_DATASET_CREATE);
   H5Pset_create_intermediate_group(lcpl.id(), 1);
   H5Pset_obj_track_times(dcpl.id(), 0);
+  if (reserved) {
+    check_status(H5Pset_layout(dcpl.id(), H5D_CONTIGUOUS), file_ + ":" + full, "cannot ask for contiguous storage");
+    check_status(H5Pset_alloc_time(dcpl.id(), H5D_ALLOC_TIME_EARLY), file_ + ":" + full, "cannot allocate early");
+    check_status(H5Pset_fill_time(dcpl.id(), H5D_FILL_TIME_NEVER), file_ + ":" + full, "cannot turn filling off");
+  }
   Handle d(check_id(H5Dcreate2(id(), std::string(path).c_str(), detail::file_type(dtype), space.id(), lcpl.id(),
                                dcpl.id(), H5P_DEFAULT),
                     file_ + ":" + full, "cannot create the dataset"));

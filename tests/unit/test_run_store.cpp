@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 
 #include "integration/test_cli_support.hpp"
@@ -167,4 +168,38 @@ TEST_CASE("a store file that fails in the background surfaces as the checkpoint'
   const run::RunReader r = run::RunReader::open(path);
   CHECK(r.state_steps() == std::vector<int64_t>{1});
   CHECK(r.info().status == run::Status::failed);
+}
+
+TEST_CASE("a store file's data written by 1, 2 or 5 threads: the same file, and it reads back bitwise") {
+  TempDir dir;
+  const Config config = tiny(2);
+  Trainer trainer(config);
+  trainer.step();
+  const TrainerState state = trainer.export_state();
+  const auto tensors = sbt::run_header(config, trainer).tensors;
+  std::vector<run::StoreEntry> written;
+  for (const int threads : {1, 2, 5}) {
+    const std::string file = dir / ("state_" + std::to_string(threads) + ".h5");
+    written.push_back(run::write_state_file(file, state, tensors, threads));
+    CAPTURE(threads);
+    CHECK(written.back().digest == written.front().digest);  // content hash of the whole file
+    CHECK(written.back().bytes == written.front().bytes);
+    const TrainerState back = run::read_store_state(file, written.back(), tensors);
+    REQUIRE(back.weights.size() == state.weights.size());
+    CHECK(std::memcmp(back.weights.data(), state.weights.data(), state.weights.size() * sizeof(float)) == 0);
+    REQUIRE(back.optimizer.size() == state.optimizer.size());
+    for (std::size_t k = 0; k < state.optimizer.size(); ++k) {
+      CHECK(back.optimizer[k].name == state.optimizer[k].name);
+      REQUIRE(back.optimizer[k].data.size() == state.optimizer[k].data.size());
+      CHECK(std::memcmp(back.optimizer[k].data.data(), state.optimizer[k].data.data(),
+                        state.optimizer[k].data.size() * sizeof(float)) == 0);
+    }
+  }
+  const std::vector<float> flat = weights(trainer);
+  const run::StoreEntry one = run::write_snapshot_file(dir / "snap_1.h5", 1, "id", flat, tensors, 1);
+  const run::StoreEntry three = run::write_snapshot_file(dir / "snap_3.h5", 1, "id", flat, tensors, 3);
+  CHECK(one.digest == three.digest);
+  const std::vector<float> back = run::read_store_params(dir / "snap_3.h5", three, tensors);
+  REQUIRE(back.size() == flat.size());
+  CHECK(std::memcmp(back.data(), flat.data(), flat.size() * sizeof(float)) == 0);
 }

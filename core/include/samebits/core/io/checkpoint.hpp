@@ -17,14 +17,27 @@
 
 namespace sb::run {
 
-// One dataset per tensor, named as the tensor, f32 with its shape.  flat: (flat_size(tensors)).
-void write_params(h5::Group& group, std::span<const float> flat, const std::vector<TensorInfo>& tensors);
+// A dataset's bytes, written at `offset` of the file once HDF5 has laid the file out and closed it
+// (run_store.cpp: a store file's data go in with plain pwrite, on several threads when nothing else
+// runs). `data` must live until then.
+struct RawWrite {
+  uint64_t offset = 0;
+  const void* data = nullptr;
+  uint64_t bytes = 0;
+};
+
+// One dataset per tensor, named as the tensor, f32 with its shape, reserved in the file; its bytes
+// are appended to `raw`.  flat: (flat_size(tensors)).
+void write_params(h5::Group& group, std::span<const float> flat, const std::vector<TensorInfo>& tensors,
+                  std::vector<RawWrite>& raw);
 // The flat buffer (zeros in the alignment gaps); every tensor's dataset must exist with its shape.
 std::vector<float> read_params(const h5::Group& group, const std::vector<TensorInfo>& tensors);
 
 // The state as a group (attributes step, updates, cursor_epoch, cursor_position, loss_scale*,
-// experiment_id; params/<tensor>; optimizer/<tensor>/<kind> with the order in optimizer.names).
-void write_state(h5::Group& group, const TrainerState& state, const std::vector<TensorInfo>& tensors);
+// experiment_id; params/<tensor>; optimizer/<tensor>/<kind> with the order in optimizer.names);
+// the datasets' bytes go to `raw`, as write_params.
+void write_state(h5::Group& group, const TrainerState& state, const std::vector<TensorInfo>& tensors,
+                 std::vector<RawWrite>& raw);
 TrainerState read_state(const h5::Group& group, const std::vector<TensorInfo>& tensors);
 
 // Where `--resume` continues a run: the newest state of the run file's store index that is good

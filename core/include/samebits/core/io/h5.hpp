@@ -140,6 +140,8 @@ class Dataset : public Object {
   uint64_t rows() const;    // shape()[0]
   uint64_t row_size() const;  // elements per row: product of shape()[1..]
   bool extendible() const;  // first dimension unlimited
+  // Where a contiguous dataset's bytes start in the file (Group::reserve_dataset).
+  uint64_t file_offset() const;
 
   // Throws "file:path holds i32 (10), expected f64 (*)" unless dtype and shape match (kAny
   // extents match anything; the rank must match).
@@ -226,6 +228,10 @@ class Group : public Object {
 
   // A fixed-size dataset of rank ≥ 1, zero-filled.
   Dataset create_dataset(std::string_view path, DType dtype, const Dims& shape);
+  // A fixed-size contiguous dataset whose storage is allocated now and never written by HDF5: its
+  // bytes are written at file_offset() by the caller, outside HDF5 (a store file's data, written
+  // by several threads after the file is closed; until then it reads as whatever the disk held).
+  Dataset reserve_dataset(std::string_view path, DType dtype, const Dims& shape);
   // An extendible, chunked dataset with 0 rows: 1-D when cols = 0, else (rows, cols). chunk_rows
   // = 0 chooses about 64 KiB per chunk.
   Dataset create_extendible(std::string_view path, DType dtype, uint64_t cols = 0, uint64_t chunk_rows = 0);
@@ -245,6 +251,7 @@ class Group : public Object {
   Group(Handle handle, std::string file, std::string path) : Object(std::move(handle), std::move(file), std::move(path)) {}
   std::string child_path(std::string_view path) const;
   Handle open_object(std::string_view path, const char* kind) const;
+  Dataset make_dataset(std::string_view path, DType dtype, const Dims& shape, bool reserved);
 };
 
 enum class Mode { read_only, read_write };
