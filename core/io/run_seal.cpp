@@ -145,6 +145,13 @@ uint64_t seal_file(const std::string& path) {
   return digest;
 }
 
+void append_seal(const std::string& path, uint64_t length, uint64_t hash) {
+  const Fd f(path, O_WRONLY);
+  SB_CHECK(file_size(f, path) == length, "'", path, "' is not the ", length, " bytes to be sealed");
+  const auto seal = make_seal(length, hash);
+  write_at(f, path, seal.data(), seal.size(), length);
+}
+
 uint64_t write_sealed_file(const std::string& path, const std::vector<std::byte>& image) {
   const uint64_t digest = XXH3_64bits(image.data(), image.size());
   const auto seal = make_seal(image.size(), digest);

@@ -8,19 +8,18 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <functional>
 #include <filesystem>
 #include <map>
-#include <thread>
 #include <utility>
 
 #include "read_values.hpp"
 #include "samebits/core/io/checkpoint.hpp"
 #include "samebits/core/io/h5_structure.hpp"
 #include "samebits/core/io/run_seal.hpp"
+#include "samebits/core/io/store_data.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb::run {
@@ -42,75 +41,30 @@ void reserve_space(const std::string& path, uint64_t bytes) {
 }
 
 // HDF5 keeps the preallocated tail when it closes the file: cut the file back to HDF5's end of
-// file, which a version-0 superblock (what File::create writes) records at byte 40.
-void trim_to_content(const std::string& path) {
+// file, which a version-0 superblock (what File::create writes) records at byte 40. Its length.
+uint64_t trim_to_content(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
   SB_CHECK(fd >= 0, "cannot open '", path, "': ", std::strerror(errno));
   unsigned char head[48] = {0};
   const bool read = ::pread(fd, head, sizeof head, 0) == ssize_t(sizeof head);
   uint64_t end = 0;
   for (int k = 7; k >= 0; --k) end = (end << 8) | head[40 + k];
-  int rc = 0;
-  if (read && head[8] == 0 && end > 0 && end <= fs::file_size(path)) rc = ::ftruncate(fd, static_cast<off_t>(end));
+  const bool known = read && head[8] == 0 && end > 0 && end <= fs::file_size(path);
+  const int rc = known ? ::ftruncate(fd, static_cast<off_t>(end)) : 0;
   const int saved = errno;
   ::close(fd);
-  SB_CHECK(read && rc == 0, "cannot trim '", path, "' to its content: ", std::strerror(saved));
-}
-
-// Writes the datasets' bytes at their offsets: pieces of at most 8 MiB, taken in turn by `threads`
-// threads (each byte has one place, so the file cannot depend on their order); then starts the
-// disk writes (sync_file_range) so that the fsync after the seal waits for less.
-void write_raw(const std::string& path, const std::vector<RawWrite>& raw, int threads) {
-  struct Piece {
-    uint64_t offset;
-    const char* data;
-    uint64_t bytes;
-  };
-  constexpr uint64_t kPiece = uint64_t{8} << 20;
-  std::vector<Piece> pieces;
-  for (const RawWrite& w : raw) {
-    for (uint64_t at = 0; at < w.bytes; at += kPiece) {
-      pieces.push_back({w.offset + at, static_cast<const char*>(w.data) + at, std::min(kPiece, w.bytes - at)});
-    }
-  }
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  SB_CHECK(fd >= 0, "cannot open '", path, "': ", std::strerror(errno));
-  const auto workers = static_cast<std::size_t>(std::clamp(threads, 1, 64));
-  std::atomic<std::size_t> next{0};
-  std::vector<std::pair<int, uint64_t>> failed(workers, {0, 0});  // errno and byte, per worker
-  const auto work = [&](std::size_t worker) {
-    for (std::size_t i = next++; i < pieces.size(); i = next++) {
-      const Piece& p = pieces[i];
-      for (uint64_t done = 0; done < p.bytes;) {
-        const ssize_t put = ::pwrite(fd, p.data + done, p.bytes - done, static_cast<off_t>(p.offset + done));
-        if (put < 0 && errno == EINTR) continue;
-        if (put <= 0) {
-          failed[worker] = {put < 0 ? errno : ENOSPC, p.offset + done};
-          next = pieces.size();
-          return;
-        }
-        done += static_cast<uint64_t>(put);
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (std::size_t w = 1; w < std::min(workers, pieces.size()); ++w) pool.emplace_back(work, w);
-  work(0);
-  for (std::thread& t : pool) t.join();
-  const bool written = std::all_of(failed.begin(), failed.end(), [](const auto& f) { return f.first == 0; });
-  if (written) ::sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
-  ::close(fd);
-  for (const auto& [code, at] : failed) {
-    SB_CHECK(code == 0, "cannot write '", path, "' at byte ", at, ": ", std::strerror(code), " (disk full?)");
-  }
+  SB_CHECK(known, "'", path, "': HDF5 left a superblock of a version samebits does not write");
+  SB_CHECK(rc == 0, "cannot trim '", path, "' to its content: ", std::strerror(saved));
+  return end;
 }
 
 // Writes a store file: fill() lays it out through HDF5 in its temporary file, after data_bytes
-// plus room for the metadata are reserved on disk, and names the datasets' bytes, which are then
-// written outside HDF5 by `threads` threads (no image of the file in memory: a state is 8 bytes per
-// parameter); then the seal, fsync and rename (h5::write_file_atomically). Its index entry.
+// plus room for the metadata are reserved on disk, and names where the datasets' bytes go; they
+// are written in one pass that also hashes the file (store_data.hpp: no image of the file in
+// memory, no page-cache copy of a state of 8 bytes per parameter); then the seal, fsync and rename
+// (h5::write_file_atomically). Its index entry.
 StoreEntry write_store(const std::string& path, uint64_t data_bytes, std::size_t datasets, int64_t step, uint8_t kind,
-                       int threads, const std::function<void(h5::File&, std::vector<RawWrite>&)>& fill) {
+                       const std::function<void(h5::File&, std::vector<RawWrite>&)>& fill) {
   StoreEntry e;
   e.step = step;
   e.kind = kind;
@@ -122,9 +76,9 @@ StoreEntry write_store(const std::string& path, uint64_t data_bytes, std::size_t
       fill(file, raw);
       file.close();
     }
-    write_raw(tmp, raw, threads);
-    trim_to_content(tmp);
-    e.digest = seal_file(tmp);
+    const uint64_t length = trim_to_content(tmp);
+    e.digest = write_store_data(tmp, length, std::move(raw));
+    append_seal(tmp, length, e.digest);
     e.bytes = fs::file_size(tmp);
   });
   return e;
@@ -263,10 +217,9 @@ std::vector<StoreEntry> read_store_index(const h5::File& run, int64_t rows) {
 }
 
 StoreEntry write_snapshot_file(const std::string& path, int64_t step, const std::string& experiment_id,
-                               std::span<const float> flat_weights, const std::vector<TensorInfo>& tensors,
-                               int threads) {
+                               std::span<const float> flat_weights, const std::vector<TensorInfo>& tensors) {
   const uint64_t bytes = flat_weights.size() * sizeof(float);
-  return write_store(path, bytes, tensors.size(), step, kSnapshotBit, threads, [&](h5::File& file, std::vector<RawWrite>& raw) {
+  return write_store(path, bytes, tensors.size(), step, kSnapshotBit, [&](h5::File& file, std::vector<RawWrite>& raw) {
     file.set_attr("format", kSnapshotFormat);
     file.set_attr("format_version", kFormatVersion);
     file.set_attr("experiment_id", experiment_id);
@@ -278,11 +231,11 @@ StoreEntry write_snapshot_file(const std::string& path, int64_t step, const std:
 }
 
 StoreEntry write_state_file(const std::string& path, const TrainerState& state,
-                            const std::vector<TensorInfo>& tensors, int threads) {
+                            const std::vector<TensorInfo>& tensors) {
   uint64_t bytes = state.weights.size() * sizeof(float);
   for (const StateArray& a : state.optimizer) bytes += a.data.size() * sizeof(float);
   const std::size_t datasets = tensors.size() + state.optimizer.size();
-  return write_store(path, bytes, datasets, state.step, kStateBit, threads, [&](h5::File& file, std::vector<RawWrite>& raw) {
+  return write_store(path, bytes, datasets, state.step, kStateBit, [&](h5::File& file, std::vector<RawWrite>& raw) {
     file.set_attr("format", kStateFormat);
     file.set_attr("format_version", kFormatVersion);
     write_state(file, state, tensors, raw);

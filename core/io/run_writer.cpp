@@ -5,7 +5,6 @@
 // with its seal to a temporary file, fsync, rename. After a kill at any moment the run file is the
 // complete result of the last commit and names only complete files; a full disk is a plain write
 // error; a store file leaves the index before it is deleted.
-#include <omp.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -323,8 +322,8 @@ void RunWriter::snapshot(int64_t step, std::vector<float> flat_weights) {
   }
   const std::string file = store_file(path_, StoreEntry{step, kSnapshotBit, 0, 0});
   start_store([file, step, id = header_.experiment_id, tensors = header_.tensors,
-               weights = std::move(flat_weights), threads = store_threads()] {
-    return write_snapshot_file(file, step, id, weights, tensors, threads);
+               weights = std::move(flat_weights)] {
+    return write_snapshot_file(file, step, id, weights, tensors);
   }, step, 0, false, nullptr);
 }
 
@@ -360,7 +359,7 @@ void RunWriter::commit() {
   commit_file(Status::running, "", -1);
 }
 
-void RunWriter::store_state(TrainerState state, bool keep, bool commit, int threads) {
+void RunWriter::store_state(TrainerState state, bool keep, bool commit) {
   wait_store();
   SB_CHECK(state.step == steps_recorded(), "checkpoint of step ", state.step, " while ", steps_recorded(),
            " steps are recorded");
@@ -374,28 +373,23 @@ void RunWriter::store_state(TrainerState state, bool keep, bool commit, int thre
   const int64_t step = state.step;
   const std::string file = store_file(path_, StoreEntry{step, kStateBit, 0, 0});
   auto held = std::make_shared<TrainerState>(std::move(state));
-  start_store([file, tensors = header_.tensors, held, threads] {
+  start_store([file, tensors = header_.tensors, held] {
     try {
-      return write_state_file(file, *held, tensors, threads);
+      return write_state_file(file, *held, tensors);
     } catch (const Error& e) {
       SB_FAIL("cannot write the checkpoint ", file, " (disk full?); the earlier checkpoints are intact: ", e.what());
     }
   }, step, kept, commit, held);
 }
 
-void RunWriter::checkpoint(TrainerState state, bool keep) {
-  store_state(std::move(state), keep, true, store_threads());
-}
-
-int RunWriter::store_threads() const { return background_ ? 1 : omp_get_max_threads(); }
+void RunWriter::checkpoint(TrainerState state, bool keep) { store_state(std::move(state), keep, true); }
 
 void RunWriter::finish(TrainerState state, bool snapshot) {
   SB_CHECK(state.step == header_.steps && steps_recorded() == header_.steps, "run file '", path_,
            "': finishing at step ", state.step, " with ", steps_recorded(), " steps recorded, expected ",
            header_.steps);
   const int64_t step = state.step;
-  // The final state, kept; written unless the store holds it, on every thread (no step runs beside it).
-  store_state(std::move(state), true, false, omp_get_max_threads());
+  store_state(std::move(state), true, false);  // the final state, kept; written unless the store holds it
   wait_store();
   if (snapshot) {
     for (StoreEntry& e : entries_) e.kind |= e.step == step ? kSnapshotBit : 0;

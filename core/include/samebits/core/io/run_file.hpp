@@ -185,9 +185,7 @@ class RunWriter {
   void commit_file(Status status, const std::string& error, int64_t final_step);
   // The state's store file (unless the store holds a state of its step) and its index entry; the
   // rolling states older than the previous one dropped.
-  void store_state(TrainerState state, bool keep, bool commit, int threads);
-  // Threads for a store file's data: one while steps run beside the write, else all of them.
-  int store_threads() const;
+  void store_state(TrainerState state, bool keep, bool commit);
   // A store file write (in the background mode: started on a thread), landed by wait_store().
   void start_store(std::function<StoreEntry()> write, int64_t step, uint8_t kind, bool commit,
                    std::shared_ptr<TrainerState> state);

@@ -25,6 +25,10 @@ uint64_t write_sealed_file(const std::string& path, const std::vector<std::byte>
 // Returns the content's XXH3-64.
 uint64_t seal_file(const std::string& path);
 
+// Appends the seal of content `length` bytes long with XXH3-64 `hash`, computed by the caller
+// while it wrote the file (store_data.hpp): `path` must be exactly `length` bytes.
+void append_seal(const std::string& path, uint64_t length, uint64_t hash);
+
 // Throws sb::Error naming the file and what is wrong (no seal: truncated or written by another
 // program; wrong length; wrong hash: bytes changed) unless `path` carries a valid seal. Returns the content's XXH3-64.
 uint64_t check_seal(const std::string& path);

@@ -42,14 +42,11 @@ void write_store_index(h5::File& run, const std::string& run_path, const std::ve
 std::vector<StoreEntry> read_store_index(const h5::File& run, int64_t rows);
 
 // A snapshot file: root attributes format, format_version, experiment_id, step; /params/<tensor>.
-// The data are written by `threads` threads (one while training steps run beside the write, all
-// of them when nothing else does); the file's bytes do not depend on it.
 StoreEntry write_snapshot_file(const std::string& path, int64_t step, const std::string& experiment_id,
-                               std::span<const float> flat_weights, const std::vector<TensorInfo>& tensors,
-                               int threads = 1);
-// A state file (a checkpoint): the state at the root (checkpoint.hpp write_state); `threads` as above.
+                               std::span<const float> flat_weights, const std::vector<TensorInfo>& tensors);
+// A state file (a checkpoint): the state at the root (checkpoint.hpp write_state).
 StoreEntry write_state_file(const std::string& path, const TrainerState& state,
-                            const std::vector<TensorInfo>& tensors, int threads = 1);
+                            const std::vector<TensorInfo>& tensors);
 
 // Reading a store file checks its seal, that its content hash is the index entry's, its format,
 // version and step, then its datasets against the tensor table.
