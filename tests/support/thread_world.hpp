@@ -110,7 +110,7 @@ class ThreadWorld {
 
 // Runs body(r) for r < world, each on its own thread; rethrows the first rank's exception.
 inline void run_ranks(int world, const std::function<void(int)>& body) {
-  std::vector<std::exception_ptr> errors(size_t(world));
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(world));
   std::vector<std::thread> threads;
   for (int r = 0; r < world; ++r) {
     threads.emplace_back([&, r] {

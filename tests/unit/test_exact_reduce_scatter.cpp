@@ -32,7 +32,7 @@ using Need = std::vector<std::vector<sb::TensorSpan>>;
 Leaves make_leaves(std::mt19937_64& rng, size_t n, int count, bool special) {
   std::uniform_int_distribution<int> kind(0, 15), expo(-60, 20);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  Leaves leaves(size_t(count), std::vector<float>(n));
+  Leaves leaves(static_cast<size_t>(count), std::vector<float>(n));
   for (std::vector<float>& l : leaves) {
     for (size_t i = 0; i < n; ++i) {
       const int k = kind(rng);
@@ -64,7 +64,7 @@ Need make_need(std::mt19937_64& rng, size_t n, int world) {
   std::uniform_int_distribution<size_t> cut(0, n / unit);
   for (int p = pieces(rng); p > 1; --p) cuts.push_back(std::min(n, cut(rng) * unit));
   std::sort(cuts.begin(), cuts.end());
-  Need need(size_t(world));
+  Need need(static_cast<size_t>(world));
   for (size_t k = 0; k + 1 < cuts.size(); ++k) {
     if (cuts[k + 1] > cuts[k]) need[size_t(owner(rng))].push_back({cuts[k], cuts[k + 1] - cuts[k]});
   }
@@ -86,7 +86,7 @@ std::vector<RankResult> run_world(const Leaves& leaves, const std::vector<int>& 
   sb::test::ThreadWorld threads(world);
   std::vector<std::unique_ptr<sb::Communicator>> comms;
   for (int r = 0; r < world; ++r) comms.push_back(threads.rank(r));
-  std::vector<RankResult> out(size_t(world));
+  std::vector<RankResult> out(static_cast<size_t>(world));
   sb::test::run_ranks(world, [&](int r) {
     omp_set_num_threads(1 + r % 2);
     const std::unique_ptr<sb::Backend> be = sb::make_cpu_backend();
