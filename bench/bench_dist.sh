@@ -56,7 +56,7 @@ if [[ $PART == rscatter ]]; then
     local ranks=$1
     shift
     local out
-    out=$(driver "$ranks" --config "$CONFIG" --threads "$THREADS" --steps "$RS_STEPS" "$@")
+    out=$(driver "$ranks" --config "$CONFIG" --threads "$THREADS" --steps "$RS_STEPS" --warmup 0 "$@")
     local median
     median=$(awk '/^# traffic step/ && $4 > 1 { print $6 }' <<< "$out" | sort -g |
              awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')

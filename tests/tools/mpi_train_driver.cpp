@@ -43,8 +43,8 @@ const char* const kUsage =
     "usage: mpi_train_driver [--config FILE.ini] [--precision fp32|bf16|fp16] [--optim muon|adamw|normuon]\n"
     "  [--muon-variants]\n"
     "  [--adaptive-lr]\n"
-    "  [--dist-optimizer] [--staged] [--allreduce exact|native] [--steps N] [--layers L] [--width C]\n"
-    "  [--heads H] [--seq T] [--vocab V] [--leaves N] [--leaf-size S] [--threads N]\n"
+    "  [--dist-optimizer] [--staged] [--allreduce exact|native] [--steps N] [--warmup N] [--layers L]\n"
+    "  [--width C] [--heads H] [--seq T] [--vocab V] [--leaves N] [--leaf-size S] [--threads N]\n"
     "  [--save-after K --save FILE] [--resume FILE]\n"
     "  [--fail-rank R --fail-step S --fail-mode kill|error|error-abort] [--bench]\n"
     "  [--bench-collectives REPS] [--check-collectives]\n";
@@ -101,6 +101,8 @@ Args parse(int argc, char** argv) {
       a.staged = true;
     } else if (k == "--steps") {
       c.train.steps = std::stoll(value());
+    } else if (k == "--warmup") {
+      c.train.warmup = std::stoll(value());
     } else if (k == "--layers") {
       c.model.n_layer = std::stoi(value());
     } else if (k == "--width") {
