@@ -208,3 +208,28 @@ TEST_CASE("exact reduce-scatter: the parts must match the world") {
   const std::unique_ptr<sb::GradAccumulator> acc = be->make_accumulator(100);
   CHECK_THROWS_AS(sb::exact_reduce_scatter(*acc, *comm, 0, 0, Need(2)), sb::Error);
 }
+
+TEST_CASE("encode and decode by runs: any order and repeats to encode, ascending runs inside the wire to decode") {
+  constexpr size_t S = size_t{sb::det::kWireSegment} * sb::det::kWireBlock;
+  const std::unique_ptr<sb::Backend> be = sb::make_cpu_backend();
+  const std::unique_ptr<sb::GradAccumulator> acc = be->make_accumulator(3 * S);
+  std::vector<float> g(3 * S);
+  for (size_t i = 0; i < g.size(); ++i) g[i] = float(i % 13) - 6.0f;
+  acc->add(g.data());
+  const std::vector<sb::WireRun> runs = {{2, 3}, {0, 2}, {1, 2}};
+  std::vector<uint64_t> words(runs.size());
+  acc->encode(1, runs, words.data());
+  CHECK(words[0] > 0);
+  CHECK(words[2] > 0);
+  CHECK(words[1] > words[2]);  // two segments, the second of them also in runs[2]
+  CHECK_THROWS_AS(acc->decode(1, 0, {{1, 2}, {0, 1}}, 0), sb::Error);            // not ascending
+  CHECK_THROWS_AS(acc->decode(1, 0, {{0, 3}}, words[0] + 1), sb::Error);         // beyond the wire
+  CHECK_THROWS_AS(acc->encode(1, {{0, 4}}, words.data()), sb::Error);            // beyond the segments
+  // The words of segment 1 from runs[2], decoded alone: this rank's sums again (one rank: the SUM
+  // is the identity).
+  acc->encode(1, runs, words.data());
+  acc->decode(1, 0, {{1, 2}}, words[0] + words[1]);
+  std::vector<float> out(g.size());
+  acc->round(out.data(), 1.0f);
+  CHECK(std::equal(out.begin(), out.end(), g.begin()));
+}

@@ -58,7 +58,7 @@ struct HostTraffic {
 // associative, so any order or partition of the same leaves gives the same sums; round() rounds
 // once, bitwise det::FixedAccumulator's rounding. Across ranks: the exact all-reduce of
 // det/block_wire.hpp (dist/exact_allreduce.hpp runs it): MAX of block_ranges(), encode(), int64
-// SUM of the words, decode().
+// SUM of the words, decode() — or its reduce-scatter, encode and decode by runs of segments.
 class GradAccumulator {
  public:
   virtual ~GradAccumulator() = default;
