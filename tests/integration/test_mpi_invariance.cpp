@@ -6,7 +6,7 @@
 // optimizer spreads the optimizer state (the ranks' bytes add up to one process's, and no rank
 // holds more than 3/4 of it) at the price of its owners' broadcasts, and reduce-scatters the
 // gradient; the gradient all-reduce's payload is the same at every world size. The host-staged communicator (what CUDA ranks sharing
-// a GPU use) gives the same bits under 2 and 3 ranks.
+// a GPU use) gives the same bits under 2 and 3 ranks, and so do sharded fp16 runs.
 #include <doctest/doctest.h>
 
 #include <numeric>
@@ -77,4 +77,15 @@ TEST_CASE("fp32: every step's bits are the same in 1, 2, 3 and 4 ranks, sharded 
 
 TEST_CASE("bf16: every step's bits are the same in 1, 2, 3 and 4 ranks, sharded or not") {
   check_world_sizes("bf16");
+}
+
+TEST_CASE("fp16 (loss scaling): the reduce-scattered sharded ranks have the one-process bits") {
+  const sb::test::Launch one = sb::test::train(0, "--precision fp16");
+  const std::vector<std::string> ref = sb::test::result_lines(one.output);
+  REQUIRE(ref.size() == 9);
+  for (int ranks : {2, 3}) {
+    CAPTURE(ranks);
+    const sb::test::Launch run = sb::test::train(ranks, "--precision fp16 --dist-optimizer");
+    CHECK(sb::test::result_lines(run.output) == ref);
+  }
 }
