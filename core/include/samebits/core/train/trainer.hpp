@@ -41,8 +41,9 @@ struct TrainerOptions {
   bool check_replicas = true;  // world > 1: all-gather the weights' fingerprint every step and
                                // throw when a rank's differs from rank 0's
   // Distributed optimizer (ZeRO-1 style, dist/sharded_optimizer.hpp): in a world of more than one
-  // rank each rank keeps the optimizer state of, and updates, only the tensors it owns; the
-  // owners broadcast the new weights. Off: every rank updates every tensor.
+  // rank each rank keeps the optimizer state of, and updates, only the tensors it owns, and (with
+  // allreduce=exact) receives only their gradient, an exact reduce-scatter; the owners broadcast
+  // the new weights. Off: every rank updates every tensor.
   bool distributed_optimizer = false;
   // 0: this rank processes its leaves in ascending order; otherwise in the order of a keyed
   // permutation of (seed, step) — a switch that exists to show the order does not matter.
