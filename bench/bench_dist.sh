@@ -14,6 +14,10 @@
 #   PART=cli (only the samebits train part; no driver needed)  PART=driver (only the driver part)
 #   PAIRS=3 TIME_STEPS=12: step time exact/native at 2 ranks from PAIRS interleaved exact, native
 #   runs (median step after the first of each; the ratio of medians and each pair's ratio)
+#   PART=rscatter: bytes each rank receives per step (its collectives' results) on the default
+#   model at 2, 3, 4 ranks — exact reduce-scatter (distributed optimizer) vs exact all-reduce vs
+#   native float all-reduce — and their step times at 2 ranks over RS_PAIRS interleaved triples
+#   (RS_STEPS steps each; the driver with --config experiments/configs/default.ini)
 set -euo pipefail
 
 DRIVER=${1:-build/release/bin/tests/mpi_train_driver}
@@ -28,6 +32,7 @@ command -v "$MPIRUN" > /dev/null || { echo "bench_dist.sh: no $MPIRUN on PATH" >
 LAUNCH=("$MPIRUN" --oversubscribe --bind-to none)
 [[ $(id -u) == 0 ]] && LAUNCH+=(--allow-run-as-root)
 
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 # driver RANKS ARGS…: the driver alone (1 rank) or under mpirun.
 driver() {
   local ranks=$1
@@ -38,6 +43,72 @@ driver() {
 }
 # step RANKS ARGS…: "fastest_step_seconds bytes_per_step optimizer_state_bytes_max".
 step() { driver "$@" --bench --steps "$STEPS" | awk '/^# summary/ { print $12, $8, $10 }'; }
+
+# ---- issue 16, option 3: what each rank receives, reduce-scatter vs all-reduce ----------------
+if [[ $PART == rscatter ]]; then
+  RS_STEPS=${RS_STEPS:-4}
+  RS_PAIRS=${RS_PAIRS:-3}
+  CONFIG=experiments/configs/default.ini
+  # rs RANKS ARGS…: "payload_bytes_per_step median_step recv_mean recv_max grad_mean grad_max"
+  # (received per rank per step: everything, and without the weights' broadcasts and the replica
+  # check's all-gather, i.e. the gradient and the step's scalars).
+  rs() {
+    local ranks=$1
+    shift
+    local out
+    out=$(driver "$ranks" --config "$CONFIG" --threads "$THREADS" --steps "$RS_STEPS" --warmup 0 "$@")
+    local median
+    median=$(awk '/^# traffic step/ && $4 > 1 { print $6 }' <<< "$out" | sort -g |
+             awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+    awk -v m="$median" '
+      /^# received rank/ {
+        t = $6; g = t
+        for (i = 7; i <= NF; ++i) { split($i, kv, "="); if (kv[1] == "broadcast" || kv[1] == "allgather") g -= kv[2] }
+        n += 1; st += t; sg += g; if (t > mt) mt = t; if (g > mg) mg = g
+      }
+      /^# summary/ { b = $8 }
+      END { printf "%s %s %.0f %.0f %.0f %.0f\n", b, m, st / n, mt, sg / n, mg }' <<< "$out"
+  }
+  echo "default model ($CONFIG), $RS_STEPS steps (mean of steps 2..), $THREADS thread(s) per rank; load $(cut -d' ' -f1 /proc/loadavg)"
+  echo "received per rank per step: all collectives, and gradient (without the weights' broadcasts and the replica check)"
+  printf '%-5s %-15s %12s %12s %12s %12s %12s\n' ranks path "payload B" "recv mean" "recv max" "grad mean" "grad max"
+  declare -A G
+  for ranks in 2 3 4; do
+    for mode in rscatter allreduce native; do
+      case $mode in
+        rscatter) args=(--dist-optimizer) ;;
+        allreduce) args=(--allreduce exact) ;;
+        native) args=(--allreduce native) ;;
+      esac
+      read -r b _ rm rx gm gx < <(rs "$ranks" "${args[@]}")
+      G[$mode$ranks]=$gm
+      printf '%-5s %-15s %12s %12s %12s %12s %12s\n' "$ranks" "$mode" "$b" "$rm" "$rx" "$gm" "$gx"
+    done
+    printf '      gradient received, mean per rank: reduce-scatter/all-reduce %s, reduce-scatter/native %s, all-reduce/native %s\n' \
+      "$(ratio "${G[rscatter$ranks]}" "${G[allreduce$ranks]}")" "$(ratio "${G[rscatter$ranks]}" "${G[native$ranks]}")" \
+      "$(ratio "${G[allreduce$ranks]}" "${G[native$ranks]}")"
+  done
+  echo
+  echo "step time, 2 ranks, $RS_PAIRS interleaved triples (median step after the first):"
+  for ((p = 1; p <= RS_PAIRS; ++p)); do
+    load=$(cut -d' ' -f1 /proc/loadavg)
+    order=(rscatter allreduce native)
+    ((p % 2)) || order=(native allreduce rscatter)
+    declare -A T
+    for mode in "${order[@]}"; do
+      case $mode in
+        rscatter) args=(--dist-optimizer) ;;
+        allreduce) args=(--allreduce exact) ;;
+        native) args=(--allreduce native) ;;
+      esac
+      read -r _ T[$mode] _ < <(rs 2 "${args[@]}")
+    done
+    printf '  triple %d (load %s): reduce-scatter %s s, all-reduce %s s, native %s s; rs/ar %s, rs/native %s\n' \
+      "$p" "$load" "${T[rscatter]}" "${T[allreduce]}" "${T[native]}" \
+      "$(ratio "${T[rscatter]}" "${T[allreduce]}")" "$(ratio "${T[rscatter]}" "${T[native]}")"
+  done
+  exit 0
+fi
 
 if [[ $PART != cli ]]; then
 echo "model: $MODEL; $STEPS steps, $THREADS thread(s) per rank; $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
@@ -65,7 +136,6 @@ printf '  native (float):      %10d bytes %9.6f s\n' "$NB" "$NT"
 printf '  accumulator:         %10d bytes = %.2f bytes/param (4-limb design: 32)\n' "$AB" \
   "$(awk -v a="$AB" -v n="$NB" 'BEGIN { print a / (n / 4) }')"
 
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", a / b }'; }
 echo
 echo "all-reduce bytes exact/native:            $(ratio "$EB" "$NB")"
 echo "all-reduce time exact/native:             $(ratio "$ET" "$NT")"

@@ -23,6 +23,8 @@ namespace {
 class CpuGradAccumulator final : public GradAccumulator {
  public:
   explicit CpuGradAccumulator(size_t n) : acc_(n) {}
+  using GradAccumulator::decode;
+  using GradAccumulator::encode;
   size_t size() const override { return acc_.size(); }
   void clear() override { acc_.clear(); }
   void add(const float* grad) override { acc_.add(grad); }
@@ -37,13 +39,14 @@ class CpuGradAccumulator final : public GradAccumulator {
   uint32_t status() const override { return acc_.status(); }
   uint8_t* block_ranges() override { return acc_.ranges(); }
   size_t range_bytes() const override { return acc_.range_bytes(); }
-  int64_t* encode(uint64_t total_adds, size_t* words) override {
-    acc_.encode(total_adds);
-    *words = acc_.wire_words();
+  int64_t* encode(uint64_t total_adds, const std::vector<WireRun>& runs,
+                 uint64_t* run_words) override {
+    acc_.encode(total_adds, runs, run_words);
     return acc_.wire();
   }
-  void decode(uint64_t total_adds, uint32_t total_status) override {
-    acc_.decode(total_adds, total_status);
+  void decode(uint64_t total_adds, uint32_t total_status, const std::vector<WireRun>& runs,
+              size_t first_word) override {
+    acc_.decode(total_adds, total_status, runs, first_word);
   }
   size_t memory_bytes() const override { return acc_.memory_bytes(); }
 

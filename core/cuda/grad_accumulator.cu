@@ -8,6 +8,7 @@
 #include <cub/device/device_scan.cuh>
 
 #include <memory>
+#include <vector>
 
 #include "cuda_backend.hpp"
 #include "elementwise.cuh"
@@ -72,28 +73,36 @@ struct LimbStore {
   }
 };
 
+// Segments [first, first + count) of the wire, their words at wire + (offset[s] - offset[first]):
+// one run of the reduce-scatter's order.
 struct WireEncode {
   uint64_t* wire;
-  const uint64_t* offset;  // (segments) exclusive prefix sums of the words
+  const uint64_t* offset;  // (segments + 1) exclusive prefix sums of the words
+  uint64_t first_offset;   // offset[first]
+  int64_t first;
   const det::WireRange* ranges;
   const int64_t* limbs;    // (L, n)
   int64_t n;
   uint64_t total_adds, local_adds;
-  __device__ void operator()(int64_t s) const {
-    det::wire_encode_segment(wire + offset[s], ranges, s, n, total_adds, local_adds,
-                             LimbValue{limbs, static_cast<size_t>(n)});
+  __device__ void operator()(int64_t i) const {
+    const int64_t s = first + i;
+    det::wire_encode_segment(wire + (offset[s] - first_offset), ranges, s, n, total_adds,
+                             local_adds, LimbValue{limbs, static_cast<size_t>(n)});
   }
 };
 
 struct WireDecode {
   uint64_t* wire;
   const uint64_t* offset;
+  uint64_t first_offset;
+  int64_t first;
   const det::WireRange* ranges;
   int64_t* limbs;  // (L, n)
   int64_t n;
   uint64_t total_adds;
-  __device__ void operator()(int64_t s) const {
-    det::wire_decode_segment(wire + offset[s], ranges, s, n, total_adds,
+  __device__ void operator()(int64_t i) const {
+    const int64_t s = first + i;
+    det::wire_decode_segment(wire + (offset[s] - first_offset), ranges, s, n, total_adds,
                              LimbStore{limbs, static_cast<size_t>(n)});
   }
 };
@@ -129,6 +138,8 @@ class CudaGradAccumulator final : public GradAccumulator {
         status_dev_(be.alloc(DType::i32, {1})),
         ranges_(be.alloc(DType::i32, {static_cast<int64_t>((blocks_ * sizeof(det::WireRange) + 3) / 4)})),
         offsets_(be.alloc(DType::i64, {static_cast<int64_t>(segments_ + 1)})) {}
+  using GradAccumulator::decode;
+  using GradAccumulator::encode;
 
   size_t size() const override { return n_; }
 
@@ -175,30 +186,55 @@ class CudaGradAccumulator final : public GradAccumulator {
   uint8_t* block_ranges() override { return static_cast<uint8_t*>(ranges_.data()); }
   size_t range_bytes() const override { return blocks_ * sizeof(det::WireRange); }
 
-  int64_t* encode(uint64_t total_adds, size_t* words) override {
+  int64_t* encode(uint64_t total_adds, const std::vector<WireRun>& runs,
+                 uint64_t* run_words) override {
     be_.activate();
-    const size_t total = layout(total_adds);
+    layout(total_adds);
+    size_t total = 0;
+    for (size_t k = 0; k < runs.size(); ++k) {
+      const uint64_t w = run_span(runs[k]);
+      if (run_words != nullptr) run_words[k] = w;
+      total += w;
+    }
     if (!wire_.defined() || wire_.bytes() < total * sizeof(int64_t)) {
       wire_ = be_.alloc(DType::i64, {static_cast<int64_t>(total > 0 ? total : 1)});
     }
-    if (total > 0) {
-      for_each(be_, static_cast<int64_t>(segments_),
-               WireEncode{wire(), offsets(), ranges(), limbs(), static_cast<int64_t>(n_), total_adds,
-                          adds_});
+    size_t at = 0;
+    for (const WireRun& r : runs) {
+      if (r.last > r.first) {
+        for_each(be_, r.last - r.first,
+                 WireEncode{wire() + at, offsets(), host_offsets_[size_t(r.first)], r.first,
+                            ranges(), limbs(), static_cast<int64_t>(n_), total_adds, adds_});
+      }
+      at += run_span(r);
     }
     wire_words_ = total;
-    *words = total;
     return wire_.data_as<int64_t>();
   }
 
-  void decode(uint64_t total_adds, uint32_t total_status) override {
+  void decode(uint64_t total_adds, uint32_t total_status, const std::vector<WireRun>& runs,
+              size_t first_word) override {
     be_.activate();
-    const size_t total = layout(total_adds);
-    SB_CHECK(total == wire_words_, "GradAccumulator::decode: the agreed ranges give ", total,
-             " wire words, but encode() wrote ", wire_words_,
+    layout(total_adds);
+    size_t end = first_word;
+    for (size_t k = 0; k < runs.size(); ++k) {
+      SB_CHECK(k == 0 || runs[k - 1].last <= runs[k].first, "GradAccumulator::decode: wire runs "
+               "must be ascending and disjoint; run ", k, " starts at segment ", runs[k].first,
+               " before the previous one ends (", runs[k - 1].last, ")");
+      end += run_span(runs[k]);
+    }
+    SB_CHECK(end <= wire_words_, "GradAccumulator::decode: the agreed ranges give the decoded "
+             "segments words up to ", end, ", but encode() wrote ", wire_words_,
              "; every rank must encode with the same MAX-reduced ranges and total add count");
-    for_each(be_, static_cast<int64_t>(segments_),
-             WireDecode{wire(), offsets(), ranges(), limbs(), static_cast<int64_t>(n_), total_adds});
+    size_t at = first_word;
+    for (const WireRun& r : runs) {
+      if (r.last > r.first) {
+        for_each(be_, r.last - r.first,
+                 WireDecode{wire() + at, offsets(), host_offsets_[size_t(r.first)], r.first,
+                            ranges(), limbs(), static_cast<int64_t>(n_), total_adds});
+      }
+      at += run_span(r);
+    }
     be_.zero(status_dev_.data(), sizeof(uint32_t));  // total_status already holds this rank's bits
     adds_ = 0;
     status_ = total_status;
@@ -217,11 +253,12 @@ class CudaGradAccumulator final : public GradAccumulator {
   uint64_t* offsets() { return reinterpret_cast<uint64_t*>(offsets_.data()); }
   uint64_t* wire() { return reinterpret_cast<uint64_t*>(wire_.data()); }
 
-  // offsets_ = exclusive prefix sums of every segment's words (cub's scan: integer, exact);
-  // returns their total.
-  size_t layout(uint64_t total_adds) {
+  // offsets_ = exclusive prefix sums of every segment's words (cub's scan: integer, exact), and
+  // their host copy host_offsets_ (segments + 1).
+  void layout(uint64_t total_adds) {
     be_.zero(offsets_.data(), offsets_.bytes());
-    if (segments_ == 0) return 0;
+    host_offsets_.assign(segments_ + 1, 0);
+    if (segments_ == 0) return;
     for_each(be_, static_cast<int64_t>(segments_),
              WireWords{offsets() + 1, ranges(), static_cast<int64_t>(n_), total_adds});
     size_t temp = 0;
@@ -232,9 +269,15 @@ class CudaGradAccumulator final : public GradAccumulator {
     }
     SB_CUDA_CHECK(cub::DeviceScan::InclusiveSum(scan_.data(), temp, offsets() + 1, offsets() + 1,
                                                 static_cast<int64_t>(segments_), be_.stream()));
-    uint64_t total = 0;
-    be_.download(&total, offsets() + segments_, sizeof total);
-    return static_cast<size_t>(total);
+    be_.download(host_offsets_.data(), offsets(), host_offsets_.size() * sizeof(uint64_t));
+  }
+
+  // The words of run r (after layout); throws for a run outside the wire.
+  uint64_t run_span(const WireRun& r) const {
+    SB_CHECK(0 <= r.first && r.first <= r.last && r.last <= static_cast<int64_t>(segments_),
+             "GradAccumulator: wire run [", r.first, ", ", r.last, ") outside the ", segments_,
+             " segments of the wire");
+    return host_offsets_[size_t(r.last)] - host_offsets_[size_t(r.first)];
   }
 
   void count_adds(uint64_t more) {
@@ -273,6 +316,7 @@ class CudaGradAccumulator final : public GradAccumulator {
   Tensor offsets_;        // (segments + 1) u64: wire word offsets
   Tensor wire_;           // (wire words) i64
   Tensor scan_;           // cub's scan scratch
+  std::vector<uint64_t> host_offsets_;  // (segments + 1) offsets_' host copy
   size_t wire_words_ = 0;
   uint32_t status_ = 0;   // host-side bits: add-count overflow, all-reduced status
   uint32_t pending_ = 0;  // adds since the last carry propagation

@@ -86,8 +86,37 @@ void GradientStatistics::from_words(const int64_t* in) {
   }
 }
 
+TensorBatchSums batch_sums(const det::ExactSum& squares, const det::ExactSum& sum, float max_abs,
+                           size_t numel) {
+  // optim/clip.hpp grad_stats, bit for bit, from the same exact sums.
+  TensorBatchSums b;
+  b.norm = sqrt_rounded(squares);
+  b.max_abs = max_abs;
+  b.mean = static_cast<float>(sum.to_f64() / static_cast<double>(numel));
+  b.sq = squares.to_f64();
+  return b;
+}
+
 void GradientStatistics::finish(const float* grad, double leaf_scale, int64_t leaves,
                                 int64_t leaf_size, StepStats& stats) {
+  if (grad == nullptr) return finish(nullptr, det::ExactSum{}, leaf_scale, leaves, leaf_size, stats);
+  std::vector<det::ExactSum> tensor_sq(layout_.size()), tensor_sum(layout_.size());  // (tensors)
+  std::vector<float> tensor_max(layout_.size());                                     // (tensors)
+  batch_->clear();
+  batch_->add(grad, true);
+  batch_->read(tensor_sq.data(), tensor_sum.data(), tensor_max.data());
+  std::vector<TensorBatchSums> batch(layout_.size());  // (tensors)
+  det::ExactSum batch_total;
+  for (size_t t = 0; t < layout_.size(); ++t) {
+    batch[t] = batch_sums(tensor_sq[t], tensor_sum[t], tensor_max[t], layout_[t].numel);
+    batch_total.merge(tensor_sq[t]);
+  }
+  finish(batch.data(), batch_total, leaf_scale, leaves, leaf_size, stats);
+}
+
+void GradientStatistics::finish(const TensorBatchSums* batch, const det::ExactSum& batch_squares,
+                                double leaf_scale, int64_t leaves, int64_t leaf_size,
+                                StepStats& stats) {
   SB_CHECK(leaves >= 1 && leaf_size >= 1, "gradient statistics of ", leaves, " leaves of ",
            leaf_size, " sequences: both must be at least 1");
   const double unscale_sq = 1.0 / (leaf_scale * leaf_scale);  // a power of two: exact
@@ -99,14 +128,7 @@ void GradientStatistics::finish(const float* grad, double leaf_scale, int64_t le
   };
 
   read_leaves();
-  std::vector<det::ExactSum> tensor_sq(layout_.size()), tensor_sum(layout_.size());  // (tensors)
-  std::vector<float> tensor_max(layout_.size());                                     // (tensors)
-  if (grad != nullptr) {
-    batch_->clear();
-    batch_->add(grad, true);
-    batch_->read(tensor_sq.data(), tensor_sum.data(), tensor_max.data());
-  }
-  det::ExactSum leaf_total, batch_total;
+  det::ExactSum leaf_total;
   stats.tensors.assign(layout_.size(), TensorStats{});
   for (size_t t = 0; t < layout_.size(); ++t) {
     TensorStats& ts = stats.tensors[t];
@@ -114,20 +136,17 @@ void GradientStatistics::finish(const float* grad, double leaf_scale, int64_t le
     const double leaf_sq = leaf_mean(leaf_sq_[t]);
     ts.leaf_sq_mean = static_cast<float>(leaf_sq);
     ts.update_rms = ts.update_weight_ratio = ts.ortho_error = kNaNf;
-    if (grad == nullptr) {
+    if (batch == nullptr) {
       ts.grad_norm = ts.grad_max = ts.grad_mean = ts.batch_sq = kNaNf;
       ts.grad_sq_est = ts.trace_est = ts.noise_scale = kNaNf;
       continue;
     }
-    // optim/clip.hpp grad_stats, bit for bit, from the same exact sums.
-    const ParamView& p = layout_[t];
-    ts.grad_norm = sqrt_rounded(tensor_sq[t]);
-    ts.grad_max = tensor_max[t];
-    ts.grad_mean = static_cast<float>(tensor_sum[t].to_f64() / static_cast<double>(p.numel));
-    batch_total.merge(tensor_sq[t]);
-    const double batch = tensor_sq[t].to_f64();
-    const NoiseEstimate e = estimate_noise(leaf_sq, batch, b_small, b_big);
-    ts.batch_sq = static_cast<float>(batch);
+    const TensorBatchSums& b = batch[t];
+    ts.grad_norm = b.norm;
+    ts.grad_max = b.max_abs;
+    ts.grad_mean = b.mean;
+    const NoiseEstimate e = estimate_noise(leaf_sq, b.sq, b_small, b_big);
+    ts.batch_sq = static_cast<float>(b.sq);
     ts.grad_sq_est = static_cast<float>(e.grad_sq);
     ts.trace_est = static_cast<float>(e.trace);
     ts.noise_scale = static_cast<float>(e.noise_scale);
@@ -135,11 +154,11 @@ void GradientStatistics::finish(const float* grad, double leaf_scale, int64_t le
 
   const double leaf_sq = leaf_mean(leaf_total);
   stats.leaf_sq_mean = static_cast<float>(leaf_sq);
-  if (grad == nullptr) {
+  if (batch == nullptr) {
     stats.batch_sq = stats.grad_sq_est = stats.trace_est = stats.noise_scale = kNaNf;
     return;
   }
-  const double batch_sq = batch_total.to_f64();
+  const double batch_sq = batch_squares.to_f64();
   const NoiseEstimate e = estimate_noise(leaf_sq, batch_sq, b_small, b_big);
   stats.batch_sq = static_cast<float>(batch_sq);
   stats.grad_sq_est = static_cast<float>(e.grad_sq);

@@ -12,11 +12,13 @@
 #include <utility>
 
 #include "samebits/core/dist/exact_allreduce.hpp"
+#include "samebits/core/dist/owner_gradient.hpp"
 #include "samebits/core/dist/sharded_optimizer.hpp"
 #include "samebits/core/io/gpt_weights.hpp"
 #include "samebits/core/ops/gradient.hpp"
 #include "samebits/core/optim/adaptive_lr.hpp"
 #include "samebits/core/optim/clip.hpp"
+#include "samebits/core/optim/exact_norm.hpp"
 #include "samebits/core/optim/optim_kernels.hpp"
 #include "samebits/core/optim/qk_clip.hpp"
 #include "samebits/core/optim/schedule.hpp"
@@ -118,6 +120,9 @@ void Trainer::build() {
         std::make_unique<ShardedOptimizer>(std::move(optimizer_), model_->params(), be_, comm_);
     sharded_ = sharded.get();
     optimizer_ = std::move(sharded);
+    if (config_.numerics.allreduce == AllreduceMode::exact) {
+      owner_ = std::make_unique<OwnerGradient>(model_->params(), sharded_->ownership(), be_, comm_);
+    }
   }
   acc_ = be_.make_accumulator(model_->flat_size());
   if (config_.train.precision == Precision::fp16) scaler_.emplace(config_.train);
@@ -220,7 +225,11 @@ void Trainer::round_gradient(float loss_scale, uint64_t adds, uint32_t status) {
            " is not a finite fp32 divisor; lower train.loss_scale");
   float* g = grad_.data_as<float>();
   if (config_.numerics.allreduce == AllreduceMode::exact) {
-    exact_allreduce(*acc_, comm_, adds, status);
+    if (owner_) {
+      exact_reduce_scatter(*acc_, comm_, adds, status, owner_->need());
+    } else {
+      exact_allreduce(*acc_, comm_, adds, status);
+    }
     acc_->round(g, divisor);
     return;
   }
@@ -319,13 +328,25 @@ StepResult Trainer::step() {
     if (options_.fingerprints) result.grad_fingerprints.assign(tensors, 0);
   } else {
     round_gradient(scale, adds, status);
-    // Fingerprints, statistics and the clip run where the gradient is (O(tensors) words back).
+    // Fingerprints, statistics and the clip run where the gradient is (O(tensors) words back);
+    // reduce-scattered, each owner's tensors' on their owner, shared (dist/owner_gradient.hpp).
     float* g_dev = grad_.data_as<float>();
-    if (options_.fingerprints) result.grad_fingerprints = host_->fingerprints(be_, g_dev);
-    if (options_.statistics) stats_.finish(g_dev, scale, leaves, config_.data.leaf_size, st);
-    const ClipResult clip = clip_grad_norm(be_.optim_kernels(), g_dev, flat, config_.optim.clip);
-    st.grad_norm = clip.norm;
-    st.clip_scale = clip.factor;
+    if (owner_) {
+      const SharedGradient shared = owner_->share(g_dev, options_.fingerprints, options_.statistics);
+      if (options_.fingerprints) result.grad_fingerprints = shared.fingerprints;
+      if (options_.statistics) {
+        stats_.finish(shared.tensors.data(), shared.squares, scale, leaves, config_.data.leaf_size, st);
+      }
+      st.grad_norm = sqrt_rounded(shared.squares);  // clip_grad_norm's norm, from the same sum
+      st.clip_scale = clip_factor(st.grad_norm, config_.optim.clip);
+      if (st.clip_scale < 1.0f) owner_->scale_owned(g_dev, st.clip_scale);
+    } else {
+      if (options_.fingerprints) result.grad_fingerprints = host_->fingerprints(be_, g_dev);
+      if (options_.statistics) stats_.finish(g_dev, scale, leaves, config_.data.leaf_size, st);
+      const ClipResult clip = clip_grad_norm(be_.optim_kernels(), g_dev, flat, config_.optim.clip);
+      st.grad_norm = clip.norm;
+      st.clip_scale = clip.factor;
+    }
     if (adaptive_) {  // this step's lr from this step's noise estimates (adaptive_lr.hpp)
       st.lr_factor = st.lr_factor * adaptive_->update(st.grad_sq_est, st.trace_est);
       st.lr = scheduled_lr(config_.optim.lr, st.lr_factor);

@@ -3,6 +3,7 @@
 // change a bit; the wire layout is a function of the agreed ranges and the total add count only.
 #include "samebits/det/block_accumulator.hpp"
 
+#include <algorithm>
 #include <cstddef>
 
 #include "samebits/det/error.hpp"
@@ -200,12 +201,50 @@ void BlockAccumulator::wire_layout(uint64_t total_adds, std::vector<uint64_t>& o
   }
 }
 
-void BlockAccumulator::encode(uint64_t total_adds) {
+void BlockAccumulator::encode(uint64_t total_adds) { encode(total_adds, {WireRun{0, segments()}}); }
+
+void BlockAccumulator::decode(uint64_t total_adds, uint32_t total_status) {
+  decode(total_adds, total_status, {WireRun{0, segments()}}, 0);
+}
+
+namespace {
+
+// One segment's place in the wire: segment s at word `at`.
+struct SegmentAt {
+  int64_t s;
+  uint64_t at;
+};
+
+// The segments of runs at their words from `first_word` on (offset: wire_layout's).
+std::vector<SegmentAt> place(const std::vector<WireRun>& runs, const std::vector<uint64_t>& offset,
+                             uint64_t first_word, uint64_t* run_words) {
+  const int64_t ns = static_cast<int64_t>(offset.size()) - 1;
+  std::vector<SegmentAt> out;
+  uint64_t at = first_word;
+  for (size_t k = 0; k < runs.size(); ++k) {
+    const WireRun& r = runs[k];
+    SB_CHECK(0 <= r.first && r.first <= r.last && r.last <= ns, "BlockAccumulator: wire run [",
+             r.first, ", ", r.last, ") outside the ", ns, " segments of the wire");
+    for (int64_t s = r.first; s < r.last; ++s) {
+      out.push_back({s, at});
+      at += offset[size_t(s) + 1] - offset[size_t(s)];
+    }
+    if (run_words != nullptr) run_words[k] = offset[size_t(r.last)] - offset[size_t(r.first)];
+  }
+  return out;
+}
+
+}  // namespace
+
+void BlockAccumulator::encode(uint64_t total_adds, const std::vector<WireRun>& runs,
+                              uint64_t* run_words) {
   std::vector<uint64_t> offset;
   wire_layout(total_adds, offset);
-  wire_.resize(offset.back());
+  const std::vector<SegmentAt> seg = place(runs, offset, 0, run_words);
+  wire_.resize(seg.empty() ? 0
+                           : seg.back().at + offset[size_t(seg.back().s) + 1] - offset[size_t(seg.back().s)]);
   const int64_t n = static_cast<int64_t>(n_);
-  const std::ptrdiff_t ns = static_cast<std::ptrdiff_t>(offset.size() - 1);
+  const std::ptrdiff_t ns = static_cast<std::ptrdiff_t>(seg.size());
   // Element e of block b in units of 2^lo: this rank's sums of the element's group are multiples
   // of 2^lo (the agreed lo is at most their lowest bit), so every shift is exact; a right shift of
   // 64 or more meets only zeros. One word shifted left stays one word when no bit leaves it.
@@ -225,30 +264,28 @@ void BlockAccumulator::encode(uint64_t total_adds) {
     return d >= 0 ? wide_shl(v, d) : wide_sar(v, -d);
   };
 #pragma omp parallel for schedule(static) if (ns > 16)
-  for (std::ptrdiff_t s = 0; s < ns; ++s) {
-    wire_encode_segment(wire_.data() + offset[size_t(s)], ranges_.data(), s, n, total_adds, adds_,
-                        value);
+  for (std::ptrdiff_t j = 0; j < ns; ++j) {
+    wire_encode_segment(wire_.data() + seg[size_t(j)].at, ranges_.data(), seg[size_t(j)].s, n,
+                        total_adds, adds_, value);
   }
 }
 
-void BlockAccumulator::decode(uint64_t total_adds, uint32_t total_status) {
+void BlockAccumulator::decode(uint64_t total_adds, uint32_t total_status,
+                              const std::vector<WireRun>& runs, size_t first_word) {
   std::vector<uint64_t> offset;
   wire_layout(total_adds, offset);
-  SB_CHECK(offset.back() == wire_.size(), "BlockAccumulator::decode: the agreed ranges give ",
-           offset.back(), " wire words, but encode() wrote ", wire_.size(),
+  for (size_t k = 1; k < runs.size(); ++k) {
+    SB_CHECK(runs[k - 1].last <= runs[k].first, "BlockAccumulator::decode: wire runs must be "
+             "ascending and disjoint; run ", k, " starts at segment ", runs[k].first,
+             " before the previous one ends (", runs[k - 1].last, ")");
+  }
+  const std::vector<SegmentAt> seg = place(runs, offset, first_word, nullptr);
+  const uint64_t end = seg.empty() ? first_word
+                                   : seg.back().at + offset[size_t(seg.back().s) + 1] - offset[size_t(seg.back().s)];
+  SB_CHECK(end <= wire_.size(), "BlockAccumulator::decode: the agreed ranges give the decoded "
+           "segments words up to ", end, ", but encode() wrote ", wire_.size(),
            "; every rank must encode with the same MAX-reduced ranges and total add count");
   const int64_t n = static_cast<int64_t>(n_);
-  const std::ptrdiff_t nb = static_cast<std::ptrdiff_t>(blocks_.size());
-#pragma omp parallel for schedule(static) if (nb > 512)
-  for (std::ptrdiff_t bi = 0; bi < nb; ++bi) {
-    const size_t b = static_cast<size_t>(bi);
-    Block& blk = blocks_[b];
-    const int words = block_words_needed(ranges_[b], total_adds);
-    blk.ext = words > 1 ? std::make_unique<uint64_t[]>(static_cast<size_t>(words - 1) * count(b))
-                        : nullptr;
-    blk.words = static_cast<uint8_t>(words);
-    blk.base = static_cast<uint8_t>(wire_block_lo(ranges_[b]));
-  }
   // Σ S / 2^lo back in units of 2^base (base = the block's lowest lo): exact left shifts; the sum
   // fits the block's words (block_words_needed), so one word takes it whole.
   const auto store = [&](int64_t b, int e, int lo, const Wide192& v) {
@@ -260,10 +297,23 @@ void BlockAccumulator::decode(uint64_t total_adds, uint32_t total_status) {
     }
     set(blk, size_t(b), e, wide_shl(v, d));
   };
-  const std::ptrdiff_t ns = static_cast<std::ptrdiff_t>(offset.size() - 1);
+  const std::ptrdiff_t ns = static_cast<std::ptrdiff_t>(seg.size());
+  const size_t nb = blocks_.size();
 #pragma omp parallel for schedule(static) if (ns > 16)
-  for (std::ptrdiff_t s = 0; s < ns; ++s) {
-    wire_decode_segment(wire_.data() + offset[size_t(s)], ranges_.data(), s, n, total_adds, store);
+  for (std::ptrdiff_t j = 0; j < ns; ++j) {
+    const int64_t s = seg[size_t(j)].s;
+    // The segment's blocks take the words and base of the summed ranges (their old values are
+    // overwritten by the decode below).
+    const size_t b1 = std::min(nb, static_cast<size_t>(s + 1) * kWireSegment);
+    for (size_t b = static_cast<size_t>(s) * kWireSegment; b < b1; ++b) {
+      Block& blk = blocks_[b];
+      const int words = block_words_needed(ranges_[b], total_adds);
+      blk.ext = words > 1 ? std::make_unique<uint64_t[]>(static_cast<size_t>(words - 1) * count(b))
+                          : nullptr;
+      blk.words = static_cast<uint8_t>(words);
+      blk.base = static_cast<uint8_t>(wire_block_lo(ranges_[b]));
+    }
+    wire_decode_segment(wire_.data() + seg[size_t(j)].at, ranges_.data(), s, n, total_adds, store);
   }
   adds_ = 0;
   status_ = total_status;

@@ -1,6 +1,6 @@
 // samebits train [CONFIG.ini] [--section.key VALUE …] [--out RUN.h5] [--resume] [--micro-leaves N]
-// [--print-config]: trains the configured experiment into its run file (train_run.hpp). Config
-// errors name the key and exit 2 before anything is written.
+// [--distributed-optimizer] [--print-config]: trains the configured experiment into its run file
+// (train_run.hpp). Config errors name the key and exit 2 before anything is written.
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -16,7 +16,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: samebits train [CONFIG.ini] [--section.key VALUE ...] [--out RUN.h5] [--resume]\n"
-    "                      [--init WEIGHTS] [--micro-leaves N] [--stop-after N] [--print-config]\n"
+    "                      [--init WEIGHTS] [--micro-leaves N] [--distributed-optimizer]\n"
+    "                      [--stop-after N] [--print-config]\n"
     "\n"
     "Trains the experiment CONFIG.ini describes (without one: the default experiment, every option\n"
     "at its default) and records it in a run file (docs/FORMAT.md): runs/<experiment id>.h5 unless\n"
@@ -34,6 +35,9 @@ constexpr const char* kUsage =
     "                    hash (docs/EXPORT.md)\n"
     "  --micro-leaves N  leaves per micro-step (accumulation split; 0: all at once). Never changes\n"
     "                    a bit of the results.\n"
+    "  --distributed-optimizer  under mpirun: each rank keeps the optimizer state of, and updates,\n"
+    "                    only the tensors it owns, and receives only their gradient (an exact\n"
+    "                    reduce-scatter; docs/DISTRIBUTED.md §3). Never changes a bit of the results.\n"
     "  --stop-after N    end this session after step N, as an interruption would (a checkpoint,\n"
     "                    status failed); --resume continues it\n"
     "  --print-config    print the resolved configuration (INI) and exit\n"
@@ -88,6 +92,8 @@ TrainArgs parse_args(const std::vector<std::string>& args) {
       a.overrides.push_back("--train.init=" + value());
     } else if (flag == "--micro-leaves") {
       a.run.micro_leaves = parse_count(flag, value());
+    } else if (arg == "--distributed-optimizer") {
+      a.run.distributed_optimizer = true;
     } else if (flag == "--stop-after") {
       a.run.stop_after = parse_count(flag, value());
     } else if (arg.rfind("--", 0) == 0) {

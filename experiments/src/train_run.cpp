@@ -203,6 +203,7 @@ TrainRunResult train_run(const Config& config, const TrainRunOptions& options, s
   const std::unique_ptr<Communicator> comm = make_planned_communicator(plan, *backend);
   TrainerOptions trainer_options;
   trainer_options.micro_leaves = options.micro_leaves;
+  trainer_options.distributed_optimizer = options.distributed_optimizer;
   Trainer trainer(config, *backend, *comm, trainer_options);
   const run::RunHeader header = make_header(config, trainer, options);
   const bool writes = comm->rank() == 0;  // rank 0 writes the run file and talks

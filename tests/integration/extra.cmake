@@ -21,7 +21,7 @@ endif()
 # root) and compare. They exit 77 (skipped) when this build has no MPI or no mpirun.
 add_executable(mpi_train_driver ${CMAKE_CURRENT_LIST_DIR}/../tools/mpi_train_driver.cpp)
 sb_target_defaults(mpi_train_driver)
-target_link_libraries(mpi_train_driver PRIVATE sb_core)
+target_link_libraries(mpi_train_driver PRIVATE sb_experiments)  # --config: samebits train's parser
 set_target_properties(mpi_train_driver PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin/tests)
 set(_sb_mpiexec "")
 if(SAMEBITS_HAVE_MPI AND MPIEXEC_EXECUTABLE)

@@ -1,8 +1,14 @@
 // `mpirun -np N samebits train` (docs/DISTRIBUTED.md): rank 0 writes the run file, and its every
 // recorded bit equals a one-process run's (diff exit 0); a run stopped at 2 ranks resumes at 3,
-// and one killed under mpirun resumes in one process, both to the one-process result. Skipped
-// (exit 77) without mpirun or without MPI in this build.
+// and one killed under mpirun resumes in one process, both to the one-process result. With
+// --distributed-optimizer (the exact reduce-scatter, owner-side statistics and clip) at 2-4 ranks,
+// micro-leaves 0/1/2, clipping on every step and a 2 -> 3 -> 1 rank resume: the same bits.
+// Skipped (exit 77) without mpirun or without MPI in this build.
 #include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "samebits/core/dist/communicator.hpp"
 
 #include "integration/test_cli_support.hpp"
 #include "support/skip.hpp"
@@ -83,6 +89,64 @@ TEST_CASE("mpirun samebits train: the one-process bits at 2 ranks, and a 2 -> 3 
   const Result resumed = mpi(3, d, {"train", "run.ini", "--out", "el.h5", "--resume"});
   REQUIRE_MESSAGE(resumed.code == 0, describe(resumed));
   CHECK(resumed.output.find("at step 7 (from checkpoint el.store/state_step_000007.h5)") != std::string::npos);
+  const Result elastic = run({"diff", dir / "one.h5", dir / "el.h5"});
+  CHECK_MESSAGE(elastic.code == 0, elastic.output);
+}
+
+namespace {
+
+// Σ over the run's steps of series/comm_calls' column `kind` (the collectives of each step).
+uint64_t calls_of(const std::string& path, sb::Collective kind) {
+  const sb::h5::File f = sb::h5::File::open(path);
+  const std::vector<uint64_t> calls = f.dataset("series/comm_calls").read<uint64_t>();
+  uint64_t total = 0;
+  for (size_t i = static_cast<size_t>(kind); i < calls.size(); i += sb::kCollectiveKinds) total += calls[i];
+  return total;
+}
+
+// The smallest clip_scale of the run (below 1: clipping acted).
+float smallest_clip(const std::string& path) {
+  const std::vector<float> c = sb::h5::File::open(path).dataset("series/clip_scale").read<float>();
+  return c.empty() ? 1.0f : *std::min_element(c.begin(), c.end());
+}
+
+}  // namespace
+
+TEST_CASE("mpirun samebits train --distributed-optimizer: the reduce-scattered gradient has the one-process bits") {
+  if (mpirun().empty()) sb::test::skip("no mpirun");
+  TempDir dir;
+  const std::string d = dir.path.string();
+  // optim.clip small enough that every step clips: the owners' exact norm and their multiplies.
+  write_text(dir / "run.ini", tiny_config("checkpoint_every = 5\n[optim]\nclip = 0.05\n"));
+  REQUIRE(run({"train", "run.ini", "--out", "one.h5"}, SpawnOptions{0, d}).code == 0);
+  CHECK(smallest_clip(dir / "one.h5") < 1.0f);
+  const Result plain = mpi(2, d, {"train", "run.ini", "--out", "ar2.h5"});
+  if (plain.output.find("built without MPI") != std::string::npos) sb::test::skip("samebits was built without MPI");
+  REQUIRE_MESSAGE(plain.code == 0, describe(plain));
+  CHECK(calls_of(dir / "ar2.h5", sb::Collective::reduce_scatter) == 0);
+  const struct {
+    int ranks;
+    const char* micro;
+  } cells[] = {{2, "0"}, {3, "1"}, {4, "2"}};
+  for (const auto& c : cells) {
+    CAPTURE(c.ranks);
+    const std::string out = "rs" + std::to_string(c.ranks) + ".h5";
+    const Result r = mpi(c.ranks, d, {"train", "run.ini", "--out", out, "--distributed-optimizer",
+                                      "--micro-leaves", c.micro});
+    REQUIRE_MESSAGE(r.code == 0, describe(r));
+    CHECK(calls_of(dir / out, sb::Collective::reduce_scatter) == 20);  // one per step
+    const Result same = run({"diff", dir / "one.h5", dir / out});
+    CHECK_MESSAGE(same.code == 0, same.output);
+    const Result as_allreduce = run({"diff", dir / "ar2.h5", dir / out});
+    CHECK_MESSAGE(as_allreduce.code == 0, as_allreduce.output);
+  }
+  // Stopped at 2 sharded ranks, resumed at 3 sharded, then finished in one process.
+  const Result stopped = mpi(2, d, {"train", "run.ini", "--out", "el.h5", "--distributed-optimizer", "--stop-after", "7"});
+  REQUIRE_MESSAGE(stopped.code == 0, describe(stopped));
+  const Result resumed = mpi(3, d, {"train", "run.ini", "--out", "el.h5", "--distributed-optimizer", "--resume",
+                                    "--stop-after", "13"});
+  REQUIRE_MESSAGE(resumed.code == 0, describe(resumed));
+  REQUIRE(run({"train", "run.ini", "--out", "el.h5", "--resume"}, SpawnOptions{0, d}).code == 0);
   const Result elastic = run({"diff", dir / "one.h5", dir / "el.h5"});
   CHECK_MESSAGE(elastic.code == 0, elastic.output);
 }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "samebits/cli/options.hpp"
 #include "samebits/core/config.hpp"
 #include "samebits/core/dist/exact_allreduce.hpp"
 #include "samebits/core/dist/launch.hpp"
@@ -39,10 +40,11 @@ struct Args {
 };
 
 const char* const kUsage =
-    "usage: mpi_train_driver [--precision fp32|bf16|fp16] [--optim muon|adamw|normuon] [--muon-variants]\n"
+    "usage: mpi_train_driver [--config FILE.ini] [--precision fp32|bf16|fp16] [--optim muon|adamw|normuon]\n"
+    "  [--muon-variants]\n"
     "  [--adaptive-lr]\n"
-    "  [--dist-optimizer] [--staged] [--allreduce exact|native] [--steps N] [--layers L] [--width C]\n"
-    "  [--heads H] [--seq T] [--vocab V] [--leaves N] [--leaf-size S] [--threads N]\n"
+    "  [--dist-optimizer] [--staged] [--allreduce exact|native] [--steps N] [--warmup N] [--layers L]\n"
+    "  [--width C] [--heads H] [--seq T] [--vocab V] [--leaves N] [--leaf-size S] [--threads N]\n"
     "  [--save-after K --save FILE] [--resume FILE]\n"
     "  [--fail-rank R --fail-step S --fail-mode kill|error|error-abort] [--bench]\n"
     "  [--bench-collectives REPS] [--check-collectives]\n";
@@ -70,7 +72,9 @@ Args parse(int argc, char** argv) {
       SB_CHECK(i + 1 < argc, "option ", k, " needs a value\n", kUsage);
       return argv[++i];
     };
-    if (k == "--precision") {
+    if (k == "--config") {  // an experiment file (samebits train's), instead of the tiny GPT
+      c = sb::cli::parse_config(value(), {});
+    } else if (k == "--precision") {
       const auto p = sb::config_enum<sb::Precision>(value());
       SB_CHECK(p.has_value(), "--precision takes fp32, bf16 or fp16");
       c.train.precision = *p;
@@ -97,6 +101,8 @@ Args parse(int argc, char** argv) {
       a.staged = true;
     } else if (k == "--steps") {
       c.train.steps = std::stoll(value());
+    } else if (k == "--warmup") {
+      c.train.warmup = std::stoll(value());
     } else if (k == "--layers") {
       c.model.n_layer = std::stoi(value());
     } else if (k == "--width") {
@@ -242,8 +248,9 @@ uint32_t bits_of(float x) {
 }
 
 void print_traffic(int64_t step, const sb::CommCounters& c, double seconds) {
-  std::printf("# traffic step %lld seconds %.6f total_bytes %llu", static_cast<long long>(step),
-              seconds, static_cast<unsigned long long>(c.total_bytes()));
+  std::printf("# traffic step %lld seconds %.6f total_bytes %llu received %llu",
+              static_cast<long long>(step), seconds, static_cast<unsigned long long>(c.total_bytes()),
+              static_cast<unsigned long long>(c.total_received()));
   for (size_t k = 0; k < sb::kCollectiveKinds; ++k) {
     if (c.calls[k] == 0) continue;
     std::printf(" %s=%llux%llu", std::string(sb::to_string(static_cast<sb::Collective>(k))).c_str(),
@@ -364,6 +371,7 @@ int train(const Args& a, sb::Backend& backend, sb::Communicator& comm) {
   if (a.collective_reps > 0) return bench_collectives(trainer, comm, a.collective_reps);
   double seconds = 0, fastest = 0;
   uint64_t bytes = 0;
+  std::vector<uint64_t> received(sb::kCollectiveKinds, 0);  // per kind, of the timed steps
   int64_t timed = 0;
   while (!trainer.finished()) {
     if (comm.rank() == a.fail_rank && trainer.steps_done() == a.fail_step) {
@@ -385,6 +393,7 @@ int train(const Args& a, sb::Backend& backend, sb::Communicator& comm) {
       seconds += r.seconds;
       fastest = timed == 0 ? r.seconds : std::min(fastest, r.seconds);
       bytes += r.comm.total_bytes();
+      for (size_t k = 0; k < sb::kCollectiveKinds; ++k) received[k] += r.comm.received[k];
       ++timed;
     }
     std::fflush(stdout);
@@ -401,7 +410,24 @@ int train(const Args& a, sb::Backend& backend, sb::Communicator& comm) {
         static_cast<unsigned long long>(sb::det::fingerprint(s.weights.data(), s.weights.size())),
         static_cast<unsigned long long>(state_fingerprint(s)));
   }
+  // Every rank's received bytes per timed step, per kind (ranks receive different parts of a
+  // reduce-scatter and of the owners' broadcasts): "# received rank R total B kind=B …".
+  for (uint64_t& b : received) b = timed > 0 ? b / uint64_t(timed) : 0;
+  std::vector<uint64_t> received_by(sb::kCollectiveKinds * static_cast<size_t>(comm.size()));
+  comm.allgather_u64(received.data(), received.size(), received_by.data());
   if (root && timed > 0) {
+    for (int q = 0; q < comm.size(); ++q) {
+      const uint64_t* b = received_by.data() + size_t(q) * sb::kCollectiveKinds;
+      uint64_t total = 0;
+      for (size_t k = 0; k < sb::kCollectiveKinds; ++k) total += b[k];
+      std::printf("# received rank %d total %llu", q, static_cast<unsigned long long>(total));
+      for (size_t k = 0; k < sb::kCollectiveKinds; ++k) {
+        if (b[k] == 0) continue;
+        std::printf(" %s=%llu", std::string(sb::to_string(static_cast<sb::Collective>(k))).c_str(),
+                    static_cast<unsigned long long>(b[k]));
+      }
+      std::printf("\n");
+    }
     uint64_t most = 0;
     for (uint64_t b : state_bytes) most = std::max(most, b);
     std::printf(

@@ -11,12 +11,15 @@
 
 #include "samebits/core/numerics.hpp"
 #include "samebits/core/tensor.hpp"
+#include "samebits/det/block_wire.hpp"
 #include "samebits/det/exact_sum.hpp"
 
 namespace sb {
 
 class Communicator;  // dist/communicator.hpp
 class OptimKernels;  // optim/optim_kernels.hpp
+
+using det::WireRun;  // segments [first, last) of the exact all-reduce's wire (det/block_wire.hpp)
 
 // Elements [offset, offset + numel) of a flat buffer: one tensor of a layout.
 struct TensorSpan {
@@ -55,7 +58,7 @@ struct HostTraffic {
 // associative, so any order or partition of the same leaves gives the same sums; round() rounds
 // once, bitwise det::FixedAccumulator's rounding. Across ranks: the exact all-reduce of
 // det/block_wire.hpp (dist/exact_allreduce.hpp runs it): MAX of block_ranges(), encode(), int64
-// SUM of the words, decode().
+// SUM of the words, decode() — or its reduce-scatter, encode and decode by runs of segments.
 class GradAccumulator {
  public:
   virtual ~GradAccumulator() = default;
@@ -73,10 +76,23 @@ class GradAccumulator {
   virtual uint8_t* block_ranges() = 0;
   virtual size_t range_bytes() const = 0;
   // After the MAX all-reduce of block_ranges(): this rank's sums as wire words (backend memory,
-  // *words of them, valid until the next call).
-  virtual int64_t* encode(uint64_t total_adds, size_t* words) = 0;
+  // *words of them, valid until the next call) — every segment in order (the all-reduce's wire).
+  int64_t* encode(uint64_t total_adds, size_t* words);
   // After the int64 SUM of those words: the exact sums over all ranks, adds() = total_adds.
-  virtual void decode(uint64_t total_adds, uint32_t total_status) = 0;
+  void decode(uint64_t total_adds, uint32_t total_status);
+  // The reduce-scatter's form of the two (dist/exact_allreduce.hpp): the wire of the segments of
+  // runs[0], runs[1], … one after another (a segment may appear in several runs); run_words[k]
+  // (host) ← the words of runs[k]. Returns the buffer (backend memory, Σ run_words of them).
+  virtual int64_t* encode(uint64_t total_adds, const std::vector<WireRun>& runs,
+                          uint64_t* run_words) = 0;
+  // After an int64 SUM of (at least) the words decoded here: the segments of `runs` (ascending,
+  // disjoint), read from the buffer at word first_word on, their words one after another, hold
+  // the exact sums over all ranks; the other elements keep this rank's own sums. adds() =
+  // total_adds, status() = total_status.
+  virtual void decode(uint64_t total_adds, uint32_t total_status, const std::vector<WireRun>& runs,
+                      size_t first_word) = 0;
+  // The wire's segments: det::wire_segments(size()).
+  int64_t segments() const;
   // Bytes the accumulator holds (its sums, block descriptors and wire buffer).
   virtual size_t memory_bytes() const = 0;
 };

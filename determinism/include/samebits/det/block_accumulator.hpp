@@ -41,6 +41,16 @@ class BlockAccumulator {
   int64_t* wire() { return reinterpret_cast<int64_t*>(wire_.data()); }
   size_t wire_words() const { return wire_.size(); }
   void decode(uint64_t total_adds, uint32_t total_status);
+  // The reduce-scatter's form: (2) the segments of runs[0], runs[1], … one after another into
+  // wire() (a segment may appear in several runs), run_words[k] (when given) = the words of
+  // runs[k]; (3) an int64 SUM of at least the words decoded next; (4) the segments of `runs`
+  // (ascending, disjoint) decoded from wire() at word first_word on, their words one after
+  // another. The elements of those segments then hold the exact sums over all ranks; the others
+  // keep this rank's own sums. Throws sb::Error for runs outside the wire or out of order.
+  void encode(uint64_t total_adds, const std::vector<WireRun>& runs, uint64_t* run_words = nullptr);
+  void decode(uint64_t total_adds, uint32_t total_status, const std::vector<WireRun>& runs,
+              size_t first_word);
+  int64_t segments() const { return wire_segments(static_cast<int64_t>(n_)); }
 
   // Element i's exact sum in the frame (units of 2^FixedWindow{}.lsb_exponent).
   Wide192 value(size_t i) const;

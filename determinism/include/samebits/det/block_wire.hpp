@@ -143,6 +143,13 @@ SB_HD int wire_count(int64_t b, int64_t n) {
 SB_HD int64_t wire_blocks(int64_t n) { return (n + kWireBlock - 1) / kWireBlock; }
 SB_HD int64_t wire_segments(int64_t n) { return (wire_blocks(n) + kWireSegment - 1) / kWireSegment; }
 
+// Segments [first, last) of a vector's wire: the unit a reduce-scatter hands out (a segment covers
+// elements [s·kWireSegment·kWireBlock, (s+1)·kWireSegment·kWireBlock); its words encode and decode
+// on their own).
+struct WireRun {
+  int64_t first = 0, last = 0;
+};
+
 // int64 words of segment s of a vector of n (ranges: (wire_blocks(n))): a function of the agreed
 // ranges and total_adds only.
 SB_HD uint64_t wire_segment_words(const WireRange* ranges, int64_t s, int64_t n, uint64_t total_adds) {

@@ -19,6 +19,7 @@ struct TrainRunOptions {
   bool resume = false;   // continue the run file at run_path(config) if it exists
   int micro_leaves = 0;  // TrainerOptions::micro_leaves (accumulation split; no effect on the bits)
   int64_t stop_after = 0;  // > 0: end the session after this step as an interruption would
+  bool distributed_optimizer = false;  // TrainerOptions::distributed_optimizer (no effect on the bits)
 };
 
 struct TrainRunResult {

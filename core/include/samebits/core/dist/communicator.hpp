@@ -28,11 +28,16 @@ constexpr size_t kCollectiveKinds = 9;
 std::string_view to_string(Collective c);  // "allreduce_i64", …, "reduce_scatter"
 
 // Per kind: calls made and payload bytes this rank passed in (a buffer of n int64 counts 8n,
-// whatever the algorithm moves on the wire; an all-gather counts the bytes this rank sends).
+// whatever the algorithm moves on the wire; an all-gather counts the bytes this rank sends), and
+// the result bytes the collectives delivered to this rank: an all-reduce's whole buffer, a
+// reduce-scatter's own part, a broadcast's bytes on the other ranks (0 on the root), an
+// all-gather's every rank's part. Both are counted alike at every world size, one included.
 struct CommCounters {
   std::array<uint64_t, kCollectiveKinds> calls{};
   std::array<uint64_t, kCollectiveKinds> bytes{};
+  std::array<uint64_t, kCollectiveKinds> received{};
   uint64_t total_bytes() const;
+  uint64_t total_received() const;
   CommCounters operator-(const CommCounters& earlier) const;  // the traffic since `earlier`
 };
 
@@ -64,7 +69,7 @@ class Communicator {
   void allreduce_max_u8(uint8_t* x, size_t n);
   // Rank r's part x[o_r, o_r + counts[r]) ← Σ_ranks of that part, o_r = Σ_{q<r} counts[q]; the
   // other parts of x are left unspecified. Exact (int64 addition). x: (Σ counts), counts: (size()).
-  // The payload counted is the whole x, as for an all-reduce of it.
+  // The payload counted is the whole x, as for an all-reduce of it; received: rank r's part.
   void reduce_scatter_sum_i64(int64_t* x, const size_t* counts);
   // data ← root's data on every rank.  data: (bytes).
   void broadcast(void* data, size_t bytes, int root);
@@ -93,7 +98,7 @@ class Communicator {
   virtual void do_barrier() = 0;
 
  private:
-  void count(Collective c, size_t bytes);
+  void count(Collective c, size_t bytes, size_t received);
   CommCounters counters_;
 };
 

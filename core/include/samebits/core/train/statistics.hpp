@@ -73,6 +73,18 @@ struct StepStats {
   int qk_clipped = 0;
 };
 
+// One tensor's batch-gradient sums, each rounded once from its exact sum: what the per-tensor
+// statistics are made of (optim/clip.hpp grad_stats' values and ‖G_t‖² in fp64). A rank that holds
+// only some tensors' gradients computes theirs and shares them (dist/owner_gradient.hpp).
+struct TensorBatchSums {
+  float norm = 0;     // sqrt_rounded(Σ g²)
+  float max_abs = 0;  // max |g| (NaN when any g is NaN)
+  float mean = 0;     // fl32(fl64(Σ g) / numel)
+  double sq = 0;      // fl64(Σ g²)
+};
+TensorBatchSums batch_sums(const det::ExactSum& squares, const det::ExactSum& sum, float max_abs,
+                           size_t numel);
+
 // The exact per-tensor leaf sums of one step: leaves add Σ_i g_l[i]² per tensor (exact,
 // optim/exact_norm.hpp) where the gradients live (Backend::make_tensor_sums); ranks all-reduce
 // them as ExactSum words; finish() adds the batch gradient's statistics (the values of
@@ -101,6 +113,11 @@ class GradientStatistics {
   // batch.
   void finish(const float* grad, double leaf_scale, int64_t leaves, int64_t leaf_size,
               StepStats& stats);
+  // The same from the batch gradient's sums instead of the gradient: batch (tensors) every
+  // tensor's, batch_squares = Σ_t Σ_i G_t[i]² exact (the whole model's); batch null on a skipped
+  // step. finish(grad, …) is this with the sums of grad, bit for bit.
+  void finish(const TensorBatchSums* batch, const det::ExactSum& batch_squares, double leaf_scale,
+              int64_t leaves, int64_t leaf_size, StepStats& stats);
 
  private:
   GradientStatistics(std::vector<ParamView> layout, std::unique_ptr<TensorSums> leaf,

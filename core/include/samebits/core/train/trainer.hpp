@@ -26,6 +26,7 @@
 
 namespace sb {
 
+class OwnerGradient;
 class QkMaxLogits;
 class ShardedOptimizer;
 
@@ -40,8 +41,9 @@ struct TrainerOptions {
   bool check_replicas = true;  // world > 1: all-gather the weights' fingerprint every step and
                                // throw when a rank's differs from rank 0's
   // Distributed optimizer (ZeRO-1 style, dist/sharded_optimizer.hpp): in a world of more than one
-  // rank each rank keeps the optimizer state of, and updates, only the tensors it owns; the
-  // owners broadcast the new weights. Off: every rank updates every tensor.
+  // rank each rank keeps the optimizer state of, and updates, only the tensors it owns, and (with
+  // allreduce=exact) receives only their gradient, an exact reduce-scatter; the owners broadcast
+  // the new weights. Off: every rank updates every tensor.
   bool distributed_optimizer = false;
   // 0: this rank processes its leaves in ascending order; otherwise in the order of a keyed
   // permutation of (seed, step) — a switch that exists to show the order does not matter.
@@ -146,7 +148,8 @@ class Trainer {
   // All-reduces the loss and leaf-statistics sums, the add count and the accumulator status
   // (non-zero: a leaf gradient was not finite or left the window — an fp16 overflow).
   uint32_t reduce_scalars(det::ExactSum& loss_sum, uint64_t* adds);
-  // grad_ ← the batch gradient, unscaled: the limbs all-reduced (or native float partials).
+  // grad_ ← the batch gradient, unscaled: the wire all-reduced (or native float partials), or
+  // with owner_ reduce-scattered: exact on this rank's tensors only.
   void round_gradient(float loss_scale, uint64_t adds, uint32_t status);
   std::vector<int> leaf_order(uint64_t step) const;
   void check_replicas();  // every rank's weights fingerprint equal to rank 0's
@@ -169,6 +172,9 @@ class Trainer {
   std::unique_ptr<GPT> model_;
   std::unique_ptr<Optimizer> optimizer_;
   ShardedOptimizer* sharded_ = nullptr;  // optimizer_ itself when the distributed optimizer runs
+  // With the distributed optimizer and allreduce=exact: the gradient is reduce-scattered (each
+  // owner receives its tensors' sums) and its fingerprints, statistics and norm are owner-side.
+  std::unique_ptr<OwnerGradient> owner_;
   std::unique_ptr<GradAccumulator> acc_;
   std::optional<DynamicLossScale> scaler_;
   GradientStatistics stats_;
