@@ -86,7 +86,7 @@ void add_setting(Arguments& args, const std::string& text) {
   std::string key = text.substr(0, eq);
   const std::string value = text.substr(eq + 1);
   auto* target = &args.set_both;
-  const bool sided = std::count(key.begin(), key.end(), '.') >= 2;
+  const bool sided = key.find('.', key.find('.') + 1) != std::string::npos;  // two dots or more
   if (sided && key.rfind("a.", 0) == 0) target = &args.set_a;
   else if (sided && key.rfind("b.", 0) == 0) target = &args.set_b;
   else SB_CHECK(!sided, "samebits diff --set '", text, "': a key with a side starts with a. or b.");
