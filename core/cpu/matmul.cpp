@@ -256,10 +256,11 @@ struct Packed {
   }
 };
 
-// Every tile of C, in tasks of TI × TJ tiles (static: called inside the parallel region).
+// Every tile of C, in tasks of TI × TJ tiles (static: called inside the parallel region, whose
+// end is the barrier).
 void all_tiles(const Packed& pk, bool accumulate) {
   const int ti = (pk.mp + TI - 1) / TI, tj = (pk.np + TJ - 1) / TJ;
-#pragma omp for schedule(static) collapse(2)
+#pragma omp for schedule(static) collapse(2) nowait
   for (int bj = 0; bj < tj; ++bj) {
     for (int bi = 0; bi < ti; ++bi) {
       const int ip1 = std::min(pk.mp, (bi + 1) * TI), jp1 = std::min(pk.np, (bj + 1) * TJ);
@@ -273,13 +274,13 @@ void all_tiles(const Packed& pk, bool accumulate) {
 
 // syrk: the tiles that reach the upper triangle j ≥ i (column panels from ip·MR / NR on), one
 // task per row panel, longest first; then C[i][j] = C[j][i] below the diagonal — the same chain
-// (Backend::syrk). Fresh chains (called inside the parallel region).
+// (Backend::syrk). Fresh chains (called inside the parallel region, whose end is the last barrier).
 void upper_tiles_mirrored(const Packed& pk) {
 #pragma omp for schedule(dynamic, 1)
   for (int ip = 0; ip < pk.mp; ++ip)
     for (int p0 = 0; p0 < pk.k; p0 += KC)
       for (int jp = ip * MR / NR; jp < pk.np; ++jp) pk.tile(ip, jp, p0, std::min(KC, pk.k - p0), p0 > 0);
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
   for (int i = 1; i < pk.m; ++i)
     for (int j = 0; j < i; ++j)
       pk.c[static_cast<size_t>(i) * pk.ldc + j] = pk.c[static_cast<size_t>(j) * pk.ldc + i];
@@ -317,10 +318,11 @@ void finish_rows_to_diagonal(const Packed& pk, int ip, bool fresh) {
 }
 
 // GemmPart::lower, k_to_row and k_from_row: one task per row panel, with the panel's own k range
-// and column panels; fresh chains (called inside the parallel region). k_to_row's tiles stop at
-// the panel's first row; finish_rows_to_diagonal ends each row's chains at the row itself.
+// and column panels; fresh chains (called inside the parallel region, whose end is the barrier).
+// k_to_row's tiles stop at the panel's first row; finish_rows_to_diagonal ends each row's chains
+// at the row itself.
 void causal_tiles(const Packed& pk, GemmPart part) {
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, 1) nowait
   for (int ip = 0; ip < pk.mp; ++ip) {
     auto [kb, ke] = panel_k_range(part, ip, pk.k);
     if (part == GemmPart::k_to_row) ke = std::min(ke, ip * MR);
