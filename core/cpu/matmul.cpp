@@ -257,8 +257,10 @@ struct Packed {
 };
 
 // Every tile of C, in tasks of TI × TJ tiles (static: called inside the parallel region, whose
-// end is the barrier).
-void all_tiles(const Packed& pk, bool accumulate) {
+// end is the barrier). bias (n) or null: once a task's chains are complete, C[i][j] ←
+// ops::linear_out(C[i][j], bias[j]) over its elements (the linear layer's output, in the same
+// fork/join).
+void all_tiles(const Packed& pk, bool accumulate, const float* bias) {
   const int ti = (pk.mp + TI - 1) / TI, tj = (pk.np + TJ - 1) / TJ;
 #pragma omp for schedule(static) collapse(2) nowait
   for (int bj = 0; bj < tj; ++bj) {
@@ -268,6 +270,13 @@ void all_tiles(const Packed& pk, bool accumulate) {
         for (int jp = bj * TJ; jp < jp1; ++jp)
           for (int ip = bi * TI; ip < ip1; ++ip)
             pk.tile(ip, jp, p0, std::min(KC, pk.k - p0), accumulate || p0 > 0);
+      if (bias == nullptr) continue;
+      const int i1 = std::min(pk.m, ip1 * MR), j0 = bj * TJ * NR, j1 = std::min(pk.n, jp1 * NR);
+      for (int i = bi * TI * MR; i < i1; ++i) {
+        float* row = pk.c + static_cast<size_t>(i) * pk.ldc;
+#pragma omp simd
+        for (int j = j0; j < j1; ++j) row[j] = ops::linear_out(row[j], bias[j]);
+      }
     }
   }
 }
@@ -335,10 +344,12 @@ void causal_tiles(const Packed& pk, GemmPart part) {
 }
 
 // part: full (accumulate or not), or one of the structured products (fresh chains; syrk: m = n,
-// op(A) = op(B)ᵀ). serial: on the calling thread only.
+// op(A) = op(B)ᵀ). serial: on the calling thread only. bias (n), full only: C ← C + bias per row
+// after the chains (all_tiles).
 void gemm_canonical(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda,
                     const float* b, int ldb, float* c, int ldc, bool accumulate, Precision prec,
-                    GemmPart part = GemmPart::full, bool serial = false) {
+                    GemmPart part = GemmPart::full, bool serial = false,
+                    const float* bias = nullptr) {
   const int mp = (m + MR - 1) / MR, np = (n + NR - 1) / NR;
   if (k == 0) {
     if (!accumulate)
@@ -368,7 +379,7 @@ void gemm_canonical(Trans ta, Trans tb, int m, int n, int k, const float* a, int
 #pragma omp for schedule(static)
     for (int jp = 0; jp < np; ++jp) pack.b(bpack + jp * b_panel, tb, b, ldb, jp * NR, n, k);
     if (part == GemmPart::full)
-      all_tiles(pk, accumulate);
+      all_tiles(pk, accumulate, bias);
     else if (part == GemmPart::syrk)
       upper_tiles_mirrored(pk);
     else
@@ -430,6 +441,12 @@ void canonical_gemm_serial(GemmPart part, Trans ta, Trans tb, int m, int n, int 
 
 void CpuBackend::matmul_forward(float* out, const float* inp, const float* w, const float* bias,
                                 int N, int C, int OC) {
+  if (numerics().gemm == GemmMode::canonical && N > 0 && OC > 0 && C > 0) {
+    // The bias in the GEMM's own fork/join (all_tiles), after each output's chain.
+    gemm_canonical(Trans::no, Trans::yes, N, OC, C, inp, C, w, C, out, OC, false,
+                   numerics().precision, GemmPart::full, false, bias);
+    return;
+  }
   gemm(Trans::no, Trans::yes, N, OC, C, inp, C, w, C, out, OC, false, numerics().precision);
   if (bias == nullptr) return;
 #pragma omp parallel for schedule(static)
