@@ -94,22 +94,30 @@ float row_dot(const float* x, const float* y, int n, ReduceMode mode);  // Î£ xÂ
 // n. Canonical (rule 3): one chain per column from +0, n ascending, OpenMP over column blocks.
 // Native: OpenMP over tokens, per-thread partials added into out in thread arrival order (the
 // result depends on the thread count and on timing).
+// The canonical form as a worksharing loop of the enclosing parallel region, without a barrier at
+// its end: for ops that run it beside their other loops in one fork/join.
+template <class Step>
+void token_reduce_canonical_nowait(float* out /* (C) */, int N, int C, Step step) {
+  constexpr int kBlock = 64;
+  const int blocks = (C + kBlock - 1) / kBlock;
+#pragma omp for schedule(static) nowait
+  for (int blk = 0; blk < blocks; ++blk) {
+    const int c0 = blk * kBlock, c1 = c0 + kBlock < C ? c0 + kBlock : C;
+    float acc[kBlock];
+    for (int c = c0; c < c1; ++c) acc[c - c0] = 0.0f;
+    for (int n = 0; n < N; ++n) {
+#pragma omp simd
+      for (int c = c0; c < c1; ++c) acc[c - c0] = step(acc[c - c0], n, c);
+    }
+    for (int c = c0; c < c1; ++c) out[c] = acc[c - c0];
+  }
+}
+
 template <class Step>
 void token_reduce(float* out /* (C) */, int N, int C, ReduceMode mode, Step step) {
   if (mode == ReduceMode::canonical) {
-    constexpr int kBlock = 64;
-    const int blocks = (C + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static)
-    for (int blk = 0; blk < blocks; ++blk) {
-      const int c0 = blk * kBlock, c1 = c0 + kBlock < C ? c0 + kBlock : C;
-      float acc[kBlock];
-      for (int c = c0; c < c1; ++c) acc[c - c0] = 0.0f;
-      for (int n = 0; n < N; ++n) {
-#pragma omp simd
-        for (int c = c0; c < c1; ++c) acc[c - c0] = step(acc[c - c0], n, c);
-      }
-      for (int c = c0; c < c1; ++c) out[c] = acc[c - c0];
-    }
+#pragma omp parallel
+    token_reduce_canonical_nowait(out, N, C, step);
     return;
   }
   for (int c = 0; c < C; ++c) out[c] = 0.0f;

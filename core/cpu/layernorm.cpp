@@ -1,5 +1,5 @@
 // LayerNorm on the CPU: OpenMP over rows (forward, dinp) and over channel blocks (dw, db: chains
-// over tokens ascending, rule 3). Row statistics via det::lane32 (rule 2), formulas from
+// over tokens ascending, rule 3; canonical: in dinp's fork/join). Row statistics via det::lane32 (rule 2), formulas from
 // ops/layernorm.hpp, elementwise loops SIMD across channels: bitwise equal to
 // ops::layernorm_row_* and to core/cuda/layernorm.cu.
 #include <vector>
@@ -39,10 +39,19 @@ void CpuBackend::layernorm_backward(float* dinp, float* dw, float* db, const flo
                                     const float* inp, const float* w, const float* mean,
                                     const float* rstd, int N, int C) {
   const ReduceMode mode = numerics().reduce;
+  const auto dw_step = [&](float acc, int n, int c) {
+    const size_t i = static_cast<size_t>(n) * C + c;
+    return ops::norm_gain_grad_step(acc, dout[i], ops::layernorm_xhat(inp[i], mean[n], rstd[n]));
+  };
+  const auto db_step = [&](float acc, int n, int c) {
+    return ops::token_sum_step(acc, dout[static_cast<size_t>(n) * C + c]);
+  };
+  // Canonical: dinp's rows and the dw, db column chains (independent of dinp) in one fork/join.
+  const bool fused = mode == ReduceMode::canonical;
 #pragma omp parallel
   {
     std::vector<float> dnorm(C), xhat(C);  // (C) each
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
     for (int n = 0; n < N; ++n) {
       const float* x = inp + static_cast<size_t>(n) * C;
       const float* dy = dout + static_cast<size_t>(n) * C;
@@ -57,16 +66,14 @@ void CpuBackend::layernorm_backward(float* dinp, float* dw, float* db, const flo
 #pragma omp simd
       for (int i = 0; i < C; ++i) dx[i] = ops::layernorm_dinp(dnorm[i], xhat[i], m1, m2, rstd[n]);
     }
+    if (fused) {
+      token_reduce_canonical_nowait(dw, N, C, dw_step);
+      if (db) token_reduce_canonical_nowait(db, N, C, db_step);
+    }
   }
-  token_reduce(dw, N, C, mode, [&](float acc, int n, int c) {
-    const size_t i = static_cast<size_t>(n) * C + c;
-    return ops::norm_gain_grad_step(acc, dout[i], ops::layernorm_xhat(inp[i], mean[n], rstd[n]));
-  });
-  if (db) {
-    token_reduce(db, N, C, mode, [&](float acc, int n, int c) {
-      return ops::token_sum_step(acc, dout[static_cast<size_t>(n) * C + c]);
-    });
-  }
+  if (fused) return;
+  token_reduce(dw, N, C, mode, dw_step);
+  if (db) token_reduce(db, N, C, mode, db_step);
 }
 
 }  // namespace sb::cpu

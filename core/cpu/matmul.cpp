@@ -256,10 +256,13 @@ struct Packed {
   }
 };
 
-// Every tile of C, in tasks of TI × TJ tiles (static: called inside the parallel region).
-void all_tiles(const Packed& pk, bool accumulate) {
+// Every tile of C, in tasks of TI × TJ tiles (static: called inside the parallel region, whose
+// end is the barrier). bias (n) or null: once a task's chains are complete, C[i][j] ←
+// ops::linear_out(C[i][j], bias[j]) over its elements (the linear layer's output, in the same
+// fork/join).
+void all_tiles(const Packed& pk, bool accumulate, const float* bias) {
   const int ti = (pk.mp + TI - 1) / TI, tj = (pk.np + TJ - 1) / TJ;
-#pragma omp for schedule(static) collapse(2)
+#pragma omp for schedule(static) collapse(2) nowait
   for (int bj = 0; bj < tj; ++bj) {
     for (int bi = 0; bi < ti; ++bi) {
       const int ip1 = std::min(pk.mp, (bi + 1) * TI), jp1 = std::min(pk.np, (bj + 1) * TJ);
@@ -267,19 +270,26 @@ void all_tiles(const Packed& pk, bool accumulate) {
         for (int jp = bj * TJ; jp < jp1; ++jp)
           for (int ip = bi * TI; ip < ip1; ++ip)
             pk.tile(ip, jp, p0, std::min(KC, pk.k - p0), accumulate || p0 > 0);
+      if (bias == nullptr) continue;
+      const int i1 = std::min(pk.m, ip1 * MR), j0 = bj * TJ * NR, j1 = std::min(pk.n, jp1 * NR);
+      for (int i = bi * TI * MR; i < i1; ++i) {
+        float* row = pk.c + static_cast<size_t>(i) * pk.ldc;
+#pragma omp simd
+        for (int j = j0; j < j1; ++j) row[j] = ops::linear_out(row[j], bias[j]);
+      }
     }
   }
 }
 
 // syrk: the tiles that reach the upper triangle j ≥ i (column panels from ip·MR / NR on), one
 // task per row panel, longest first; then C[i][j] = C[j][i] below the diagonal — the same chain
-// (Backend::syrk). Fresh chains (called inside the parallel region).
+// (Backend::syrk). Fresh chains (called inside the parallel region, whose end is the last barrier).
 void upper_tiles_mirrored(const Packed& pk) {
 #pragma omp for schedule(dynamic, 1)
   for (int ip = 0; ip < pk.mp; ++ip)
     for (int p0 = 0; p0 < pk.k; p0 += KC)
       for (int jp = ip * MR / NR; jp < pk.np; ++jp) pk.tile(ip, jp, p0, std::min(KC, pk.k - p0), p0 > 0);
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait
   for (int i = 1; i < pk.m; ++i)
     for (int j = 0; j < i; ++j)
       pk.c[static_cast<size_t>(i) * pk.ldc + j] = pk.c[static_cast<size_t>(j) * pk.ldc + i];
@@ -317,10 +327,11 @@ void finish_rows_to_diagonal(const Packed& pk, int ip, bool fresh) {
 }
 
 // GemmPart::lower, k_to_row and k_from_row: one task per row panel, with the panel's own k range
-// and column panels; fresh chains (called inside the parallel region). k_to_row's tiles stop at
-// the panel's first row; finish_rows_to_diagonal ends each row's chains at the row itself.
+// and column panels; fresh chains (called inside the parallel region, whose end is the barrier).
+// k_to_row's tiles stop at the panel's first row; finish_rows_to_diagonal ends each row's chains
+// at the row itself.
 void causal_tiles(const Packed& pk, GemmPart part) {
-#pragma omp for schedule(dynamic, 1)
+#pragma omp for schedule(dynamic, 1) nowait
   for (int ip = 0; ip < pk.mp; ++ip) {
     auto [kb, ke] = panel_k_range(part, ip, pk.k);
     if (part == GemmPart::k_to_row) ke = std::min(ke, ip * MR);
@@ -333,10 +344,12 @@ void causal_tiles(const Packed& pk, GemmPart part) {
 }
 
 // part: full (accumulate or not), or one of the structured products (fresh chains; syrk: m = n,
-// op(A) = op(B)ᵀ). serial: on the calling thread only.
+// op(A) = op(B)ᵀ). serial: on the calling thread only. bias (n), full only: C ← C + bias per row
+// after the chains (all_tiles).
 void gemm_canonical(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda,
                     const float* b, int ldb, float* c, int ldc, bool accumulate, Precision prec,
-                    GemmPart part = GemmPart::full, bool serial = false) {
+                    GemmPart part = GemmPart::full, bool serial = false,
+                    const float* bias = nullptr) {
   const int mp = (m + MR - 1) / MR, np = (n + NR - 1) / NR;
   if (k == 0) {
     if (!accumulate)
@@ -366,7 +379,7 @@ void gemm_canonical(Trans ta, Trans tb, int m, int n, int k, const float* a, int
 #pragma omp for schedule(static)
     for (int jp = 0; jp < np; ++jp) pack.b(bpack + jp * b_panel, tb, b, ldb, jp * NR, n, k);
     if (part == GemmPart::full)
-      all_tiles(pk, accumulate);
+      all_tiles(pk, accumulate, bias);
     else if (part == GemmPart::syrk)
       upper_tiles_mirrored(pk);
     else
@@ -428,6 +441,12 @@ void canonical_gemm_serial(GemmPart part, Trans ta, Trans tb, int m, int n, int 
 
 void CpuBackend::matmul_forward(float* out, const float* inp, const float* w, const float* bias,
                                 int N, int C, int OC) {
+  if (numerics().gemm == GemmMode::canonical && N > 0 && OC > 0 && C > 0) {
+    // The bias in the GEMM's own fork/join (all_tiles), after each output's chain.
+    gemm_canonical(Trans::no, Trans::yes, N, OC, C, inp, C, w, C, out, OC, false,
+                   numerics().precision, GemmPart::full, false, bias);
+    return;
+  }
   gemm(Trans::no, Trans::yes, N, OC, C, inp, C, w, C, out, OC, false, numerics().precision);
   if (bias == nullptr) return;
 #pragma omp parallel for schedule(static)

@@ -1,7 +1,7 @@
 // Per-tensor exact sums and fingerprints on host memory (backend.hpp TensorSums,
 // Backend::fingerprints): OpenMP over fixed blocks of kBinnedBlock elements, each block's binned
 // exact sums merged into its tensor's; max |x| as fp32 bits. Exact, so the thread count never
-// changes a bit; the fingerprints are det::fingerprint itself.
+// changes a bit; the fingerprints are det::fingerprint itself, one tensor per OpenMP task.
 #include <algorithm>
 #include <utility>
 
@@ -38,7 +38,9 @@ class HostTensorSums final : public TensorSums {
     std::vector<det::ExactSum> sq(nb), sm(moments ? nb : 0);  // (blocks)
     std::vector<uint32_t> mx(moments ? nb : 0);              // (blocks)
     const ptrdiff_t count = static_cast<ptrdiff_t>(nb);
-#pragma omp parallel for schedule(static)
+    // Dynamic: the blocks range from a bias (C floats) to kBinnedBlock; each block's sums land in
+    // its own slot, merged in block order below, so the schedule cannot change a bit.
+#pragma omp parallel for schedule(dynamic, 1)
     for (ptrdiff_t b = 0; b < count; ++b) {
       const Block& k = blocks_[size_t(b)];
       sq[size_t(b)] = binned_sum_of_squares(flat + k.begin, k.end - k.begin);
@@ -89,8 +91,11 @@ std::unique_ptr<TensorSums> CpuBackend::make_tensor_sums(std::vector<TensorSpan>
 
 void CpuBackend::fingerprints(const float* flat, const std::vector<TensorSpan>& spans,
                               uint64_t* out) {
-  for (size_t t = 0; t < spans.size(); ++t)
-    out[t] = det::fingerprint(flat + spans[t].offset, spans[t].numel);
+  // One tensor per task (dynamic: tensors from C floats to the embedding), each its own slot.
+  const ptrdiff_t count = static_cast<ptrdiff_t>(spans.size());
+#pragma omp parallel for schedule(dynamic, 1) if (count > 1)
+  for (ptrdiff_t t = 0; t < count; ++t)
+    out[t] = det::fingerprint(flat + spans[size_t(t)].offset, spans[size_t(t)].numel);
 }
 
 }  // namespace cpu

@@ -1,12 +1,22 @@
 // Muon with an AdamW group (muon.hpp). Per owned matrix: momentum and Newton–Schulz input
 // (ops/muon.hpp), NewtonSchulz on the backend (per Q/K/V block under split_qkv), NorMuon's row
-// steps when on, then the decayed step (cautious when on); the other tensors take AdamW. Tensors are processed in layout order; the elementwise loops run where the backend keeps
-// its memory (optim_kernels.hpp), on independent elements (any thread count or launch).
+// steps when on, then the decayed step (cautious when on); the other tensors take AdamW. The
+// elementwise loops run where the backend keeps its memory (optim_kernels.hpp), on independent
+// elements (any thread count or launch). Every tensor's update reads and writes only its own
+// weights, gradient and state, so the order of tensors is free: on the CPU with canonical GEMMs
+// the matrices go to the OpenMP threads whole (largest Newton–Schulz cost first, each on one
+// thread with its own scratch; the GEMMs and loops inside run on that thread): the same
+// operations as on one thread, so the same bits for any thread count and schedule, without a
+// fork/join per small GEMM and loop.
 #include "samebits/core/optim/muon.hpp"
+
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <limits>
+#include <memory>
 #include <string>
 
 #include "samebits/core/optim/exact_norm.hpp"
@@ -98,22 +108,86 @@ size_t largest_matrix(const std::vector<ParamView>& params) {
   return n;
 }
 
-}  // namespace
-
-class Muon::Impl {
- public:
-  Impl(const std::vector<ParamView>& params, Backend& backend, Precision precision, bool normuon)
-      : state(params, backend, state_kinds(params, normuon), state_sizes(params, normuon)),
-        ns(backend, precision),
+// One worker's scratch: Newton–Schulz, NorMuon's rows, U and X of its current matrix.
+struct MuonLane {
+  MuonLane(Backend& backend, Precision precision, size_t largest)
+      : ns(backend, precision),
         rows(backend),
-        input(backend.alloc(DType::f32, {static_cast<int64_t>(largest_matrix(params))})),
-        ortho(backend.alloc(DType::f32, {static_cast<int64_t>(largest_matrix(params))})) {}
-
-  TensorState state;
+        input(backend.alloc(DType::f32, {static_cast<int64_t>(largest)})),
+        ortho(backend.alloc(DType::f32, {static_cast<int64_t>(largest)})) {}
   NewtonSchulz ns;
   optim_detail::NorMuonRows rows;
   Tensor input;  // U of the current matrix (rows, cols)
   Tensor ortho;  // its Newton–Schulz output X (rows, cols)
+};
+
+// Muon's update of matrix i (momentum, Newton–Schulz, the decayed step) with lane's scratch; the
+// GEMMs and loops run on the calling thread's team.
+void update_matrix(TensorState& st, const MuonOptions& options, size_t i, float* weights,
+                   const float* grads, const StepContext& ctx, float decay, MuonLane& lane) {
+  const ParamView& p = st.params()[i];
+  float* const w = weights + p.offset;
+  const float* const g = grads + p.offset;
+  UpdateSums sums;
+  UpdateSums* const sums_or_null = ctx.compute_stats ? &sums : nullptr;
+  const double lr = scheduled_lr(options.lr, ctx.lr_factor);
+  const int rows = static_cast<int>(p.shape[0]), cols = static_cast<int>(p.shape[1]);
+  float* const u = lane.input.data_as<float>();
+  float* const x = lane.ortho.data_as<float>();
+  st.kernels().muon_momentum(st.buffer(i, 0), u, g, p.numel, static_cast<float>(ctx.muon_momentum),
+                             options.nesterov);
+  // split_qkv: the Q, K and V blocks of rows, each (C, C), orthogonalised on their own.
+  const int blocks = options.split_qkv && is_fused_qkv(p) ? 3 : 1;
+  const int block_rows = rows / blocks;
+  const size_t block = static_cast<size_t>(block_rows) * static_cast<size_t>(cols);
+  float ortho_error = 0.0f;
+  for (int b = 0; b < blocks; ++b) {
+    float e = std::numeric_limits<float>::quiet_NaN();
+    lane.ns.run(u + b * block, x + b * block, block_rows, cols, options.ns, options.ns_eps,
+                ctx.compute_stats ? &e : nullptr);
+    ortho_error = b == 0 ? e : max_or_nan(ortho_error, e);
+  }
+  const double step64 = lr * (muon_scale(options.scale, block_rows, cols) * options.extra_scale);
+  const float step = static_cast<float>(step64);
+  if (options.normuon) {
+    const float* row_step =
+        lane.rows.row_steps(x, rows, cols, st.buffer(i, 1), options.normuon_beta2, step64);
+    st.kernels().muon_apply_rows(w, x, rows, cols, decay, step, row_step, options.cautious_wd,
+                                 sums_or_null);
+  } else if (options.cautious_wd) {
+    st.kernels().muon_apply_rows(w, x, rows, cols, decay, step, nullptr, true, sums_or_null);
+  } else {
+    st.kernels().muon_apply(w, x, p.numel, decay, step, sums_or_null);
+  }
+  st.stats()[i] = ctx.compute_stats ? sums.finish(p.numel, ortho_error) : optim_detail::not_computed();
+}
+
+}  // namespace
+
+class Muon::Impl {
+ public:
+  Impl(const std::vector<ParamView>& params, Backend& be, Precision prec, bool normuon)
+      : state(params, be, state_kinds(params, normuon), state_sizes(params, normuon)),
+        backend(be),
+        precision(prec),
+        largest(largest_matrix(params)),
+        // Matrices on threads: host memory and canonical GEMMs (vendor GEMMs thread themselves);
+        // not NorMuon, whose row steps count host traffic on the backend (one shared counter).
+        host_threads(be.device() == Device::cpu && be.numerics().gemm == GemmMode::canonical &&
+                     !normuon) {
+    lanes.push_back(std::make_unique<MuonLane>(backend, precision, largest));
+  }
+  // At least n lanes (created before a parallel region, never inside one).
+  void reserve_lanes(size_t n) {
+    while (lanes.size() < n) lanes.push_back(std::make_unique<MuonLane>(backend, precision, largest));
+  }
+
+  TensorState state;
+  Backend& backend;
+  Precision precision;
+  size_t largest;
+  bool host_threads;
+  std::vector<std::unique_ptr<MuonLane>> lanes;
 };
 
 Muon::Muon(const std::vector<ParamView>& params, Backend& backend, Precision precision,
@@ -128,56 +202,52 @@ Muon::~Muon() = default;
 void Muon::step(float* weights, const float* grads, const StepContext& ctx) {
   TensorState& st = impl_->state;
   const std::vector<ParamView>& params = st.params();
-  const float mu = static_cast<float>(ctx.muon_momentum);
-  const bool nesterov = options_.nesterov;
   const double lr = scheduled_lr(options_.lr, ctx.lr_factor);
   const float decay = static_cast<float>(1.0 - lr * options_.weight_decay);
+  std::vector<size_t> matrices;
   for (size_t i = 0; i < params.size(); ++i) {
     if (!st.owned(i)) continue;
     const ParamView& p = params[i];
-    float* const w = weights + p.offset;
-    const float* const g = grads + p.offset;
-    UpdateSums sums;
-    UpdateSums* const sums_or_null = ctx.compute_stats ? &sums : nullptr;
-    if (p.kind != ParamKind::matrix) {
-      const ops::AdamWConstants k =
-          adamw_constants(options_.adam, ctx.lr_factor, ctx.step, decays_weight(p));
-      st.kernels().adamw(w, g, st.buffer(i, 0), st.buffer(i, 1), p.numel, k, sums_or_null);
-      st.stats()[i] = ctx.compute_stats
-                          ? sums.finish(p.numel, std::numeric_limits<float>::quiet_NaN())
-                          : optim_detail::not_computed();
+    if (p.kind == ParamKind::matrix) {
+      matrices.push_back(i);
       continue;
     }
-    const int rows = static_cast<int>(p.shape[0]), cols = static_cast<int>(p.shape[1]);
-    float* const u = impl_->input.data_as<float>();
-    float* const x = impl_->ortho.data_as<float>();
-    st.kernels().muon_momentum(st.buffer(i, 0), u, g, p.numel, mu, nesterov);
-    // split_qkv: the Q, K and V blocks of rows, each (C, C), orthogonalised on their own.
-    const int blocks = options_.split_qkv && is_fused_qkv(p) ? 3 : 1;
-    const int block_rows = rows / blocks;
-    const size_t block = static_cast<size_t>(block_rows) * static_cast<size_t>(cols);
-    float ortho_error = 0.0f;
-    for (int b = 0; b < blocks; ++b) {
-      float e = std::numeric_limits<float>::quiet_NaN();
-      impl_->ns.run(u + b * block, x + b * block, block_rows, cols, options_.ns, options_.ns_eps,
-                    ctx.compute_stats ? &e : nullptr);
-      ortho_error = b == 0 ? e : max_or_nan(ortho_error, e);
-    }
-    const double step64 =
-        lr * (muon_scale(options_.scale, block_rows, cols) * options_.extra_scale);
-    const float step = static_cast<float>(step64);
-    if (options_.normuon) {
-      const float* row_step = impl_->rows.row_steps(x, rows, cols, st.buffer(i, 1),
-                                                    options_.normuon_beta2, step64);
-      st.kernels().muon_apply_rows(w, x, rows, cols, decay, step, row_step, options_.cautious_wd,
-                                   sums_or_null);
-    } else if (options_.cautious_wd) {
-      st.kernels().muon_apply_rows(w, x, rows, cols, decay, step, nullptr, true, sums_or_null);
-    } else {
-      st.kernels().muon_apply(w, x, p.numel, decay, step, sums_or_null);
-    }
-    st.stats()[i] = ctx.compute_stats ? sums.finish(p.numel, ortho_error) : optim_detail::not_computed();
+    UpdateSums sums;
+    const ops::AdamWConstants k =
+        adamw_constants(options_.adam, ctx.lr_factor, ctx.step, decays_weight(p));
+    st.kernels().adamw(weights + p.offset, grads + p.offset, st.buffer(i, 0), st.buffer(i, 1),
+                       p.numel, k, ctx.compute_stats ? &sums : nullptr);
+    st.stats()[i] = ctx.compute_stats
+                        ? sums.finish(p.numel, std::numeric_limits<float>::quiet_NaN())
+                        : optim_detail::not_computed();
   }
+  const int threads = impl_->host_threads
+                          ? std::min(omp_get_max_threads(), static_cast<int>(matrices.size()))
+                          : 1;
+  if (threads <= 1) {
+    for (const size_t i : matrices)
+      update_matrix(st, options_, i, weights, grads, ctx, decay, *impl_->lanes[0]);
+    return;
+  }
+  // Largest Newton–Schulz cost first (a stable order: the schedule only balances the threads).
+  const std::vector<double> cost = update_cost();
+  std::stable_sort(matrices.begin(), matrices.end(),
+                   [&](size_t a, size_t b) { return cost[a] > cost[b]; });
+  impl_->reserve_lanes(static_cast<size_t>(threads));
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(threads));
+  const ptrdiff_t count = static_cast<ptrdiff_t>(matrices.size());
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (ptrdiff_t m = 0; m < count; ++m) {
+    const size_t t = static_cast<size_t>(omp_get_thread_num());
+    try {
+      update_matrix(st, options_, matrices[size_t(m)], weights, grads, ctx, decay,
+                    *impl_->lanes[t]);
+    } catch (...) {
+      errors[t] = std::current_exception();
+    }
+  }
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
 }
 
 std::vector<StateBuffer> Muon::state() { return impl_->state.state(); }

@@ -328,6 +328,52 @@ TEST_CASE("muon and adamw: the same bits on 1, 2, 3 and 4 threads") {
   omp_set_num_threads(saved);
 }
 
+// Matrices on threads (muon.cpp): whole matrices per thread, in any order — the weights, the
+// state and every update statistic (ortho error included) keep their bits for 1..4 threads, for
+// the variants whose update differs per matrix (split_qkv, cautious wd, normuon, unit_rms).
+TEST_CASE("muon: matrices on threads keep the bits of weights, state and statistics") {
+  const int saved = omp_get_max_threads();
+  auto stats_bits = [](const std::vector<sb::TensorUpdateStats>& s) {
+    std::vector<float> v;
+    for (const auto& t : s) v.insert(v.end(), {t.update_rms, t.update_weight_ratio, t.ortho_error});
+    return v;
+  };
+  auto run = [&](int threads, const sb::OptimConfig& config) {
+    size_t flat = 0;
+    const auto l = invariance_layout(&flat);
+    omp_set_num_threads(threads);
+    auto be = sb::make_cpu_backend();
+    auto opt = sb::make_optimizer(config, l, *be, sb::Precision::fp32);
+    std::vector<float> w = random_flat(l, flat, 2, 0.05f);
+    for (int s = 1; s <= 2; ++s) {
+      const std::vector<float> g = random_flat(l, flat, 40 + s, 1.0f);
+      sb::StepContext ctx;
+      ctx.step = s;
+      ctx.compute_stats = true;
+      opt->step(w.data(), g.data(), ctx);
+    }
+    RunResult r{w, state_values(opt->state())};
+    return std::pair{r, stats_bits(opt->last_stats())};
+  };
+  for (int variant = 0; variant < 4; ++variant) {
+    CAPTURE(variant);
+    sb::OptimConfig config;
+    config.weight_decay = 0.1;
+    if (variant == 1) config.split_qkv = config.cautious_wd = true;
+    if (variant == 2) config.name = sb::OptimizerName::normuon;
+    if (variant == 3) config.scale = sb::MuonScale::unit_rms;
+    const auto [one, one_stats] = run(1, config);
+    for (int t = 2; t <= 4; ++t) {
+      CAPTURE(t);
+      const auto [r, stats] = run(t, config);
+      CHECK(sb::test::same_bits(r.weights, one.weights, "weights"));
+      CHECK(sb::test::same_bits(r.state, one.state, "state"));
+      CHECK(sb::test::same_bits(stats, one_stats, "update statistics"));
+    }
+  }
+  omp_set_num_threads(saved);
+}
+
 TEST_CASE("muon: two instances owning halves give the bits of one owning all") {
   size_t flat = 0;
   const auto l = invariance_layout(&flat);
