@@ -1,7 +1,6 @@
 // samebits diff A.h5 B.h5 [--json]: compares two run files (diff.hpp); samebits diff
 // --side-by-side A.ini [B.ini] …: trains two configurations side by side in this process and
 // compares them as they go (divergence.hpp). Exit 0 identical, 1 different, 2 error.
-#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <iostream>
