@@ -1,5 +1,5 @@
 // GPT forward and backward (llm.c style), written once against sb::Backend: the model chooses
-// the op sequence and buffers, the backend the order of every reduction (DESIGN.md §1.1). The
+// the op sequence and buffers, the backend the order of every reduction (docs/CONTRACT.md). The
 // leaf's mean loss is an exact sum (rule 5); leaves are combined exactly by the caller's
 // GradAccumulator (rule 4, see accumulate_leaves).
 #include "samebits/core/model/gpt.hpp"

@@ -1,4 +1,4 @@
-// Resume (DESIGN.md §1 "time" axis): 20 uninterrupted steps equal 10 steps, export_state, a new
+// Resume (docs/CONTRACT.md, "time"): 20 uninterrupted steps equal 10 steps, export_state, a new
 // Trainer, import_state, 10 more — weights, optimizer state, loss-scale state and every step's
 // loss and fingerprints bitwise — in fp32, bf16 and fp16 (with skipped steps before the split).
 // Bad states are refused with a message.

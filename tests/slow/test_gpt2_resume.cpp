@@ -1,4 +1,4 @@
-// GPT-2 small at full width (issue 14): experiments/configs/gpt2_124m.ini — 12 layers, 768 wide,
+// GPT-2 small at full width: experiments/configs/gpt2_124m.ini — 12 layers, 768 wide,
 // 12 heads, vocabulary 50257, Muon on the 48 hidden matrices and AdamW on the rest — trained for 2
 // steps on generated llm.c shards (context 64 instead of 1024, 2 leaves), stopped after step 1,
 // resumed in a new Trainer, equals the uninterrupted run bit for bit: every step's loss, validation

@@ -1,6 +1,6 @@
 // mpi_train_driver: runs the Trainer on a tiny GPT in this process's communicator (MPI under
 // mpirun, local otherwise) and prints, on rank 0, one line of fingerprints per step and the final
-// state's — lines that must be identical for every world size (DESIGN.md §1: the distribution
+// state's — lines that must be identical for every world size (docs/CONTRACT.md: the distribution
 // axis). Lines starting with '#' describe the execution (world size, bytes, times) and differ.
 // Also: save/resume a checkpoint (elastic resume), and fail on purpose (failure handling tests).
 #include <algorithm>

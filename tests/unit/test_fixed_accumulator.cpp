@@ -1,4 +1,4 @@
-// FixedAccumulator and fixed_point.hpp (DESIGN.md §1.1 rule 4): every partition, merge tree,
+// FixedAccumulator and fixed_point.hpp (docs/CONTRACT.md rule 4): every partition, merge tree,
 // thread count and SIMD path gives the same limbs, bitwise; the rounded sums equal ExactSum
 // (checked against MPFR in test_exact_sum) where the window covers the values; the below-window
 // rounding rule; overflow, NaN and Inf reported, never wrapped.

@@ -1,4 +1,4 @@
-// [perturb] and data.order_seed (issue 8): ULP stepping on the float line (through zero, refused
+// [perturb] and data.order_seed: ULP stepping on the float line (through zero, refused
 // at inf/NaN and past FLT_MAX), the config's checks and experiment id, the perturbation applied
 // once before step s+1 (fingerprints equal through step s, different at s+1), resume on either
 // side of s bitwise equal to the uninterrupted run, and the default experiment's bits unchanged.

@@ -1,5 +1,5 @@
 // Backend: the only way the model (and the trainer) computes. It owns memory on its device and
-// runs each op's forward and backward in the canonical orders of DESIGN.md §1.1 (or the vendor
+// runs each op's forward and backward in the canonical orders of docs/CONTRACT.md (or the vendor
 // orders its Numerics select). Every pointer argument is memory of this backend; shapes are given
 // in the comments, row-major, outermost first. N = B·T tokens of one leaf, in (b, t) order.
 #pragma once

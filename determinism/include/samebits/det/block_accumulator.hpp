@@ -1,4 +1,4 @@
-// BlockAccumulator: the exact gradient sum of DESIGN.md §1.1 rule 4 in block-local windows — the
+// BlockAccumulator: the exact gradient sum of docs/CONTRACT.md rule 4 in block-local windows — the
 // same integers as FixedAccumulator's 4 limbs (the frame of block_wire.hpp), kept per block of
 // kWireBlock elements as 1, 2 or 3 int64 words per element in units of 2^base, base = the block's
 // lowest set bit seen so far. A leaf that needs a lower base shifts the block (exact); one that

@@ -1,4 +1,4 @@
-// FixedAccumulator: a host tensor of fixed-point sums (DESIGN.md §1.1 rule 4) — the exact gradient
+// FixedAccumulator: a host tensor of fixed-point sums (docs/CONTRACT.md rule 4) — the exact gradient
 // sum across leaves, ranks and accumulation steps. add, merge and normalize are integer operations,
 // so any partition, order, thread count or SIMD width gives the same limbs and the same rounding.
 #pragma once

@@ -1,4 +1,4 @@
-// The GPT of DESIGN.md §3: token + position embeddings, n_layer pre-norm blocks (LayerNorm or
+// The GPT of docs/CORE.md: token + position embeddings, n_layer pre-norm blocks (LayerNorm or
 // RMSNorm, causal multi-head attention, GELU MLP), final norm, LM head (tied or not), mean
 // cross-entropy; manual backward (llm.c style). Written once against sb::Backend: it knows neither
 // the device nor the world size. Leaves' gradients are summed exactly (rule 4) and rounded once.

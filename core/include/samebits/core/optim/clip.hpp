@@ -1,5 +1,5 @@
 // Global gradient-norm clipping and the per-tensor gradient statistics the trainer records.
-// Contract (DESIGN.md §1.1 rule 5): every sum is exact (det::ExactSum of squares computed exactly
+// Contract (docs/CONTRACT.md rule 5): every sum is exact (det::ExactSum of squares computed exactly
 // in fp64) and rounded once, every max is order-free, so results are independent of threads and
 // partitions. Pointers are host memory unless stated; shapes in comments.
 #pragma once
