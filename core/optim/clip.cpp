@@ -6,8 +6,6 @@
 
 namespace sb {
 
-float global_grad_norm(const float* grads, size_t n) { return norm2(grads, n); }
-
 float clip_factor(float norm, double clip) {
   if (!(clip > 0.0) || !(norm < det::float_of_bits(0x7f800000u))) return 1.0f;
   const double f = clip / (static_cast<double>(norm) + kClipNormEps);

@@ -15,10 +15,6 @@ namespace sb {
 // clip_grad_norm_ convention).
 constexpr double kClipNormEps = 1e-6;
 
-// ‖g‖₂ over the whole flat gradient: √(Σ g[i]²) with the sum exact, correctly rounded to fp32
-// (optim/exact_norm.hpp). Padding zeros add nothing.  grads: (n)
-float global_grad_norm(const float* grads, size_t n);
-
 // The factor of the clip rule for this norm: fl32(clip / (fl64(norm) + 1e-6)) in fp64 when that
 // is below 1, else exactly 1. 1 when clip ≤ 0 (clipping off) or the norm is not finite (the
 // step's overflow handling decides what happens then).

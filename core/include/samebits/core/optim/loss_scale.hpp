@@ -49,8 +49,4 @@ class DynamicLossScale {
   double growth_, backoff_;
 };
 
-// True when any element is NaN or ±Inf: the overflow test of a rounded gradient (an OR over
-// elements, the same answer in any order and on any thread count).  x: (n), host memory
-bool has_nonfinite(const float* x, size_t n);
-
 }  // namespace sb
