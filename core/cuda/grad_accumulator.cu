@@ -9,7 +9,7 @@
 
 #include <memory>
 
-#include "cuda_backend.hpp"
+#include "cuda_backend_class.hpp"
 #include "elementwise.cuh"
 #include "samebits/core/ops/gradient.hpp"
 #include "samebits/det/error.hpp"

@@ -8,7 +8,7 @@
 #include <array>
 #include <cstdint>
 
-#include "cuda_backend.hpp"
+#include "cuda_backend_class.hpp"
 #include "elementwise.cuh"
 #include "gemm_tile.cuh"
 #include "samebits/core/ops/matmul.hpp"

@@ -2,7 +2,7 @@
 // maxima, one fp32 multiply per clipped element (on host memory, or the optimizers' kernels').
 #include "samebits/core/optim/clip.hpp"
 
-#include "samebits/core/optim/exact_norm.hpp"
+#include "samebits/core/exact_norm.hpp"
 
 namespace sb {
 

@@ -9,7 +9,7 @@
 #include <limits>
 #include <string>
 
-#include "samebits/core/optim/exact_norm.hpp"
+#include "samebits/core/exact_norm.hpp"
 #include "samebits/core/optim/schedule.hpp"
 #include "samebits/det/error.hpp"
 #include "normuon.hpp"

@@ -9,7 +9,7 @@
 #include <limits>
 
 #include "samebits/core/optim/clip.hpp"
-#include "samebits/core/optim/exact_norm.hpp"
+#include "samebits/core/exact_norm.hpp"
 #include "test_op_support.hpp"
 
 namespace {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "samebits/core/config.hpp"
-#include "samebits/core/optim/exact_norm.hpp"
+#include "samebits/core/exact_norm.hpp"
 #include "samebits/core/train/trainer.hpp"
 #include "samebits/data/sampler.hpp"
 #include "samebits/det/fingerprint.hpp"

@@ -35,7 +35,7 @@ class TensorSums {
   // also sums[t] += Σ x and max_abs[t] = max(max_abs[t], |x|).  flat: backend memory.
   virtual void add(const float* flat, bool moments) = 0;
   // The sums so far, to the host: squares (spans); sums (spans) and max_abs (spans) when
-  // non-null (max_abs as optim/exact_norm.hpp max_abs: NaN when any |x| was NaN; 0 when empty).
+  // non-null (max_abs as core/exact_norm.hpp max_abs: NaN when any |x| was NaN; 0 when empty).
   virtual void read(det::ExactSum* squares, det::ExactSum* sums, float* max_abs) = 0;
 };
 // The host loops (OpenMP over fixed blocks), for host memory: what the CPU backend makes.

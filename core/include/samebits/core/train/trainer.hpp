@@ -138,7 +138,7 @@ class Trainer {
  private:
   Trainer(const Config& config, std::unique_ptr<Backend> backend,
           std::unique_ptr<Communicator> comm, TrainerOptions options);
-  struct Host;  // host staging of backend buffers (trainer.cpp)
+  struct Host;  // the tensors' spans, and the host gradient of allreduce=native (trainer.cpp)
 
   void build();  // what both constructors do once the backend and communicator are bound
   void load_initial_weights();  // train.init: the file's weights replace the seeded ones

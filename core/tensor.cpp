@@ -6,7 +6,7 @@
 #include <new>
 #include <sstream>
 
-#include "parallel_zero.hpp"
+#include "cpu/parallel_zero.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb {

@@ -2,7 +2,7 @@
 // kBinnedBlock, one det::ExactSum per OpenMP thread over a static partition of the blocks, merged
 // exactly, so the result does not depend on the thread count; max |x| by
 // an integer max over the sign-cleared bits, which is order-free.
-#include "samebits/core/optim/exact_norm.hpp"
+#include "samebits/core/exact_norm.hpp"
 
 #include <algorithm>
 
