@@ -33,10 +33,8 @@ class CpuBackend final : public Backend {
             int ldb, float* c, int ldc, bool accumulate, Precision precision) override;
   void syrk(Trans ta, int n, int k, const float* a, int lda, float* c, int ldc,
             Precision precision) override;
-  void matmul_forward(float* out, const float* inp, const float* w, const float* bias, int N,
-                      int C, int OC) override;
-  void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp,
-                       const float* w, int N, int C, int OC) override;
+  void bias_forward(float* out, const float* bias, int N, int OC) override;
+  void bias_backward(float* dbias, const float* dout, int N, int OC) override;
   void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w,
                          const float* b, int N, int C) override;
   void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp,

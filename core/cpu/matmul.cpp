@@ -426,10 +426,7 @@ void canonical_gemm_serial(GemmPart part, Trans ta, Trans tb, int m, int n, int 
   gemm_canonical(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, false, Precision::fp32, part, true);
 }
 
-void CpuBackend::matmul_forward(float* out, const float* inp, const float* w, const float* bias,
-                                int N, int C, int OC) {
-  gemm(Trans::no, Trans::yes, N, OC, C, inp, C, w, C, out, OC, false, numerics().precision);
-  if (bias == nullptr) return;
+void CpuBackend::bias_forward(float* out, const float* bias, int N, int OC) {
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     float* row = out + static_cast<size_t>(n) * OC;
@@ -438,16 +435,10 @@ void CpuBackend::matmul_forward(float* out, const float* inp, const float* w, co
   }
 }
 
-void CpuBackend::matmul_backward(float* dinp, float* dw, float* dbias, const float* dout,
-                                 const float* inp, const float* w, int N, int C, int OC) {
-  const Precision prec = numerics().precision;
-  if (dinp) gemm(Trans::no, Trans::no, N, C, OC, dout, OC, w, C, dinp, C, false, prec);
-  gemm(Trans::yes, Trans::no, OC, C, N, dout, OC, inp, C, dw, C, false, prec);
-  if (dbias) {
-    token_reduce(dbias, N, OC, numerics().reduce, [&](float acc, int n, int o) {
-      return ops::token_sum_step(acc, dout[static_cast<size_t>(n) * OC + o]);
-    });
-  }
+void CpuBackend::bias_backward(float* dbias, const float* dout, int N, int OC) {
+  token_reduce(dbias, N, OC, numerics().reduce, [&](float acc, int n, int o) {
+    return ops::token_sum_step(acc, dout[static_cast<size_t>(n) * OC + o]);
+  });
 }
 
 }  // namespace sb::cpu

@@ -24,21 +24,12 @@
 #include "samebits/data/permutation.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/fingerprint.hpp"
-#include "samebits/det/fixed_point.hpp"
+#include "samebits/det/fixed_status.hpp"
 
 namespace sb {
 namespace {
 
 constexpr float kNaNf = std::numeric_limits<float>::quiet_NaN();
-
-// What a non-zero accumulator status means, for messages.
-std::string status_text(uint32_t status) {
-  std::string s;
-  if (status & det::kFixedNaN) s += " NaN";
-  if (status & det::kFixedInf) s += " Inf";
-  if (status & det::kFixedOverflow) s += " beyond-the-accumulator-window";
-  return s;
-}
 
 }  // namespace
 
@@ -305,7 +296,8 @@ StepResult Trainer::step() {
   uint64_t adds = 0;
   const uint32_t status = reduce_scalars(loss_sum, &adds);
   st.loss = mean_loss(loss_sum, leaves * model_->leaf_tokens());
-  SB_CHECK(status == 0 || scaler_, "step ", number, ": a leaf gradient held", status_text(status),
+  SB_CHECK(status == 0 || scaler_, "step ", number, ": a leaf gradient held",
+           det::fixed_status_names(status),
            " values (loss ", st.loss, "); the run diverged in ", to_string(config_.train.precision),
            " — lower optim.lr / optim.adam_lr, or use train.precision=fp16 with loss scaling");
   const bool apply = scaler_ ? scaler_->update(status != 0) : true;

@@ -146,21 +146,27 @@ class Backend {
 
   // ---- ops: forward and backward. Backward ops overwrite their outputs unless stated. -------
   // out = inp·Wᵀ (+ bias): out[n][o] = canonical_dot(inp[n], W[o]) (+ bias[o], one addition).
-  // GEMM operands in numerics().precision.
-  virtual void matmul_forward(float* out,         // (N, OC)
-                              const float* inp,   // (N, C)
-                              const float* w,     // (OC, C)
-                              const float* bias,  // (OC) or null
-                              int N, int C, int OC) = 0;
-  // dinp = dout·W; dw = doutᵀ·inp (chain over tokens n ascending, rule 3);
-  // dbias[o] = Σ_n dout[n][o] (additions over n ascending from +0). dinp, dbias may be null.
-  virtual void matmul_backward(float* dinp,         // (N, C) or null
-                               float* dw,           // (OC, C)
-                               float* dbias,        // (OC) or null
-                               const float* dout,   // (N, OC)
-                               const float* inp,    // (N, C)
-                               const float* w,      // (OC, C)
-                               int N, int C, int OC) = 0;
+  // GEMM operands in numerics().precision. Written once (core/backend.cpp): the gemm, then
+  // bias_forward.
+  void matmul_forward(float* out,         // (N, OC)
+                      const float* inp,   // (N, C)
+                      const float* w,     // (OC, C)
+                      const float* bias,  // (OC) or null
+                      int N, int C, int OC);
+  // dinp = dout·W; dw = doutᵀ·inp (chain over tokens n ascending, rule 3); dbias by
+  // bias_backward. dinp, dbias may be null. Written once (core/backend.cpp).
+  void matmul_backward(float* dinp,         // (N, C) or null
+                       float* dw,           // (OC, C)
+                       float* dbias,        // (OC) or null
+                       const float* dout,   // (N, OC)
+                       const float* inp,    // (N, C)
+                       const float* w,      // (OC, C)
+                       int N, int C, int OC);
+  // out[n][o] = ops::linear_out(out[n][o], bias[o]).  out: (N, OC); bias: (OC)
+  virtual void bias_forward(float* out, const float* bias, int N, int OC) = 0;
+  // dbias[o] = Σ_n dout[n][o] (ops::token_sum_step over n ascending from +0; numerics().reduce
+  // selects the vendor order).  dbias: (OC); dout: (N, OC)
+  virtual void bias_backward(float* dbias, const float* dout, int N, int OC) = 0;
 
   // LayerNorm (ops/layernorm.hpp): row statistics in the 32-lane form; eps = kNormEps.
   virtual void layernorm_forward(float* out,        // (N, C)
