@@ -114,7 +114,7 @@ struct FixedRound {
   FixedWindow w;
   float divisor;
   __device__ void operator()(int64_t i) const {
-    out[i] = ops::batch_gradient(det::fixed_round_f32(limbs + i, static_cast<size_t>(n), w), divisor);
+    out[i] = ops::leaf_mean(det::fixed_round_f32(limbs + i, static_cast<size_t>(n), w), divisor);
   }
 };
 

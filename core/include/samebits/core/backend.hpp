@@ -63,7 +63,7 @@ class GradAccumulator {
   virtual void clear() = 0;
   // sums += the exact value of grad.  grad: (n) fp32, backend memory.
   virtual void add(const float* grad) = 0;
-  // out[i] = ops::batch_gradient(round(Σ grads)[i], divisor): the exact sum rounded once to fp32,
+  // out[i] = ops::leaf_mean(round(Σ grads)[i], divisor): the exact sum rounded once to fp32,
   // then one IEEE division (exact when divisor is a power of two).  out: (n), backend memory.
   // Throws sb::Error when a NaN, an Inf or a value beyond the window was added.
   virtual void round(float* out, float divisor) = 0;
