@@ -21,6 +21,7 @@
 #include "samebits/core/train/trainer.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/fingerprint.hpp"
+#include "support/tiny_gpt.hpp"
 
 namespace {
 
@@ -50,20 +51,8 @@ const char* const kUsage =
 Args parse(int argc, char** argv) {
   Args a;
   sb::Config& c = a.config;
-  c.model.vocab = 64;
-  c.model.seq_len = 16;
-  c.model.n_layer = 2;
-  c.model.n_head = 2;
-  c.model.n_embd = 32;
-  c.data.leaf_size = 1;
-  c.data.leaves = 12;
-  c.data.synthetic.doc_len = 32;
-  c.train.steps = 8;
-  c.train.warmup = 2;
-  c.train.eval_every = 4;
-  c.train.eval_leaves = 3;
+  c = sb::test::tiny_gpt_config({.leaves = 12, .steps = 8, .eval_every = 4, .eval_leaves = 3});
   c.optim.momentum_warmup = 3;
-  c.run.threads = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
     auto value = [&]() -> std::string {
