@@ -1,4 +1,4 @@
-// bench_gemm: the issue-9 ratios, each measured side by side in one process — the two variants of a
+// bench_gemm: the GEMM ratios of docs/PERFORMANCE.md, each measured side by side in one process — the two variants of a
 // comparison alternate, block after block, and the figure is the median over repetitions of the
 // per-repetition ratio (a burst of outside load hits both sides of one repetition alike). Times are
 // process CPU time (steady on a loaded machine) and wall time. Prints one JSON object (bench/run

@@ -1,4 +1,4 @@
-// GPT-2 scale on the host (issue 14 §6): where start-up goes (data, model buffers, initialisation,
+// GPT-2 scale on the host (docs/PERFORMANCE.md, GPT-2 scale): where start-up goes (data, model buffers, initialisation,
 // optimizer state, accumulator), the first and second training step, tokens/s, and Newton–Schulz's
 // share of the step with the tokens per step at which it falls under 5 %. A plain program (no
 // Google Benchmark: one step of GPT-2 small takes tens of seconds on two cores). It also checks

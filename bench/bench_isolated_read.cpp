@@ -56,14 +56,7 @@ std::size_t read_in_process(const std::string& path, const std::string& state,
   for (const run::SeriesColumn& c : run::series_columns()) {
     const h5::Dataset d = f.dataset(c.path);
     const auto read_as = [&](auto zero) { bytes += d.read<decltype(zero)>().size() * sizeof(zero); };
-    switch (c.dtype) {
-      case h5::DType::f32: read_as(float{}); break;
-      case h5::DType::f64: read_as(double{}); break;
-      case h5::DType::i32: read_as(int32_t{}); break;
-      case h5::DType::i64: read_as(int64_t{}); break;
-      case h5::DType::u64: read_as(uint64_t{}); break;
-      case h5::DType::u8: read_as(uint8_t{}); break;
-    }
+    h5::visit_element(c.dtype, read_as);
   }
   if (!state.empty()) {
     run::check_seal(state);

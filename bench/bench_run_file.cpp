@@ -15,6 +15,7 @@
 
 #include "samebits/core/config.hpp"
 #include "samebits/core/io/run_file.hpp"
+#include "samebits/core/train/run_header.hpp"
 #include "samebits/core/train/trainer.hpp"
 
 namespace {
@@ -39,18 +40,6 @@ Config default_config(int leaf_size) {
   return c;
 }
 
-run::RunHeader header_of(const Config& config, Trainer& trainer) {
-  run::RunHeader h;
-  h.config_text = to_ini_text(config);
-  h.experiment_id = experiment_id(config);
-  h.experiment_text = experiment_text(config);
-  h.steps = config.train.steps;
-  h.tensors = run::tensor_infos(trainer.model().params());
-  h.execution.backend = trainer.backend().describe();
-  h.execution.communicator = trainer.communicator().describe();
-  return h;
-}
-
 double seconds_since(double t) { return Clock::now() - t; }
 
 void BM_logging_overhead(benchmark::State& state) {
@@ -63,8 +52,8 @@ void BM_logging_overhead(benchmark::State& state) {
   Trainer quiet(config, off), plain(config, rows), full(config);
   const std::string dir = (std::filesystem::temp_directory_path() / ("sb_bench_run_" + std::to_string(::getpid()))).string();
   std::filesystem::create_directories(dir);
-  run::RunWriter plain_writer = run::RunWriter::create(dir + "/plain.h5", header_of(config, plain));
-  run::RunWriter full_writer = run::RunWriter::create(dir + "/full.h5", header_of(config, full));
+  run::RunWriter plain_writer = run::RunWriter::create(dir + "/plain.h5", run_header(config, plain));
+  run::RunWriter full_writer = run::RunWriter::create(dir + "/full.h5", run_header(config, full));
   quiet.step();  // first touch of every buffer
   plain_writer.record(plain.step());
   full_writer.record(full.step());

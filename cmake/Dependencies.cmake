@@ -89,7 +89,7 @@ if(SAMEBITS_HAVE_CUDA)
   endif()
 endif()
 
-# cuRAND's host generator is the reference for samebits' Philox (DESIGN.md §1.1 rule 9); it runs
+# cuRAND's host generator is the reference for samebits' Philox (docs/CONTRACT.md rule 9); it runs
 # without a GPU, so the CPU tests use it whenever the toolkit is installed.
 find_package(CUDAToolkit QUIET)
 if(TARGET CUDA::curand)

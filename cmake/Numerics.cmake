@@ -1,4 +1,4 @@
-# The only place floating-point flags are set (DESIGN.md §1.1 rule 8).
+# The only place floating-point flags are set (docs/CONTRACT.md rule 8).
 # Host: no fast-math, no FMA contraction. CUDA: no fmad, IEEE division and sqrt, no flush-to-zero.
 # Configuring with a flag that breaks the contract in any flags variable is an error.
 
@@ -17,7 +17,7 @@ foreach(_var IN LISTS _sb_flag_vars)
       if(_word IN_LIST SAMEBITS_FORBIDDEN_FP_FLAGS)
         message(FATAL_ERROR
           "samebits: ${_var} contains '${_word}', which breaks the numerical contract "
-          "(DESIGN.md §1.1 rule 8: no fast-math, no FMA contraction, no flush-to-zero). "
+          "(docs/CONTRACT.md rule 8: no fast-math, no FMA contraction, no flush-to-zero). "
           "Remove it; floating-point flags are set only in cmake/Numerics.cmake.")
       endif()
     endforeach()
@@ -58,7 +58,7 @@ elseif(SAMEBITS_SIMD_LEVEL STREQUAL "AVX2")
   target_compile_definitions(sb_numerics INTERFACE SB_HAVE_AVX2=1)
 endif()
 
-# Recorded in every run file (DESIGN.md §4): what the compiler was told about floating point.
+# Recorded in every run file (docs/FORMAT.md): what the compiler was told about floating point.
 set(SAMEBITS_FP_FLAGS_TEXT
   "host: -ffp-contract=off -fno-fast-math -fno-math-errno; simd: ${SAMEBITS_SIMD_LEVEL}; cuda: --fmad=false --prec-div=true --prec-sqrt=true --ftz=false"
   CACHE INTERNAL "floating-point flags, as text")

@@ -33,7 +33,7 @@ class CpuGradAccumulator final : public GradAccumulator {
     acc_.round_to_fp32(out);
     const int64_t n = static_cast<int64_t>(acc_.size());
 #pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; ++i) out[i] = ops::batch_gradient(out[i], divisor);
+    for (int64_t i = 0; i < n; ++i) out[i] = ops::leaf_mean(out[i], divisor);
   }
   uint64_t adds() const override { return acc_.adds(); }
   uint32_t status() const override { return acc_.status(); }

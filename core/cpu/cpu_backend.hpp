@@ -33,34 +33,9 @@ class CpuBackend final : public Backend {
             int ldb, float* c, int ldc, bool accumulate, Precision precision) override;
   void syrk(Trans ta, int n, int k, const float* a, int lda, float* c, int ldc,
             Precision precision) override;
-  void matmul_forward(float* out, const float* inp, const float* w, const float* bias, int N,
-                      int C, int OC) override;
-  void matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp,
-                       const float* w, int N, int C, int OC) override;
-  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w,
-                         const float* b, int N, int C) override;
-  void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
-                          const float* w, const float* mean, const float* rstd, int N,
-                          int C) override;
-  void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int N,
-                       int C) override;
-  void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp,
-                        const float* w, const float* rstd, int N, int C) override;
-  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
-                         int NH) override;
-  void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
-                          const float* att, int B, int T, int C, int NH) override;
-  void gelu_forward(float* out, const float* inp, int64_t n) override;
-  void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) override;
-  void softmax_xent_forward(float* losses, float* stats, const float* logits,
-                            const int32_t* targets, int N, int V) override;
-  void softmax_xent_backward(float* dlogits, const float* logits, const float* stats,
-                             const int32_t* targets, int N, int V, float loss_scale) override;
-  void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,
-                         int B, int T, int C) override;
-  void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,
-                          int B, int T, int C, int V) override;
-  void residual_forward(float* out, const float* a, const float* b, int64_t n) override;
+  bool gemm_bias(float* out, const float* inp, const float* w, const float* bias, int N, int C,
+                 int OC) override;  // matmul.cpp
+  SB_BACKEND_OP_OVERRIDES  // one file per op: matmul.cpp, layernorm.cpp, …
 };
 
 // ---- helpers shared by the op files ----------------------------------------------------------

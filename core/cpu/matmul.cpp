@@ -439,16 +439,15 @@ void canonical_gemm_serial(GemmPart part, Trans ta, Trans tb, int m, int n, int 
   gemm_canonical(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, false, Precision::fp32, part, true);
 }
 
-void CpuBackend::matmul_forward(float* out, const float* inp, const float* w, const float* bias,
-                                int N, int C, int OC) {
-  if (numerics().gemm == GemmMode::canonical && N > 0 && OC > 0 && C > 0) {
-    // The bias in the GEMM's own fork/join (all_tiles), after each output's chain.
-    gemm_canonical(Trans::no, Trans::yes, N, OC, C, inp, C, w, C, out, OC, false,
-                   numerics().precision, GemmPart::full, false, bias);
-    return;
-  }
-  gemm(Trans::no, Trans::yes, N, OC, C, inp, C, w, C, out, OC, false, numerics().precision);
-  if (bias == nullptr) return;
+bool CpuBackend::gemm_bias(float* out, const float* inp, const float* w, const float* bias, int N, int C, int OC) {
+  if (numerics().gemm != GemmMode::canonical || N <= 0 || OC <= 0 || C <= 0) return false;
+  // The bias in the GEMM's own fork/join (all_tiles), after each output's chain.
+  gemm_canonical(Trans::no, Trans::yes, N, OC, C, inp, C, w, C, out, OC, false, numerics().precision, GemmPart::full,
+                 false, bias);
+  return true;
+}
+
+void CpuBackend::bias_forward(float* out, const float* bias, int N, int OC) {
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     float* row = out + static_cast<size_t>(n) * OC;
@@ -457,16 +456,10 @@ void CpuBackend::matmul_forward(float* out, const float* inp, const float* w, co
   }
 }
 
-void CpuBackend::matmul_backward(float* dinp, float* dw, float* dbias, const float* dout,
-                                 const float* inp, const float* w, int N, int C, int OC) {
-  const Precision prec = numerics().precision;
-  if (dinp) gemm(Trans::no, Trans::no, N, C, OC, dout, OC, w, C, dinp, C, false, prec);
-  gemm(Trans::yes, Trans::no, OC, C, N, dout, OC, inp, C, dw, C, false, prec);
-  if (dbias) {
-    token_reduce(dbias, N, OC, numerics().reduce, [&](float acc, int n, int o) {
-      return ops::token_sum_step(acc, dout[static_cast<size_t>(n) * OC + o]);
-    });
-  }
+void CpuBackend::bias_backward(float* dbias, const float* dout, int N, int OC) {
+  token_reduce(dbias, N, OC, numerics().reduce, [&](float acc, int n, int o) {
+    return ops::token_sum_step(acc, dout[static_cast<size_t>(n) * OC + o]);
+  });
 }
 
 }  // namespace sb::cpu

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "cpu_backend.hpp"
-#include "samebits/core/optim/exact_norm.hpp"
+#include "samebits/core/exact_norm.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/fingerprint.hpp"
 

@@ -4,7 +4,7 @@
 // chain over j ascending). Backward: one warp per row for d(scores) (the Σ p·dp row sum in the
 // 32-lane form), then one thread per (b, h, row, channel) for dq, dk, dv — chains over j or t
 // ascending. Formulas: ops/attention.hpp; bitwise core/cpu/attention.cpp for any launch.
-#include "cuda_backend.hpp"
+#include "cuda_backend_class.hpp"
 #include "samebits/core/cuda/lane32_warp.cuh"
 #include "samebits/core/ops/attention.hpp"
 #include "samebits/det/bits.hpp"

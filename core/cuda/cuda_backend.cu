@@ -1,7 +1,7 @@
 // The CUDA backend: device, stream, device memory (cudaMalloc, 256-byte aligned, zero-filled on
 // the stream), copies, scratch buffers, the cuBLAS handle and the launch configuration. No
 // arithmetic on values here; the ops live in their own files.
-#include "cuda_backend.hpp"
+#include "cuda_backend_class.hpp"
 
 #include "samebits/core/cuda/nccl_communicator.hpp"
 

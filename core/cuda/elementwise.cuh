@@ -3,7 +3,7 @@
 #pragma once
 #include <cstdint>
 
-#include "cuda_backend.hpp"
+#include "cuda_backend_class.hpp"
 
 namespace sb::cuda {
 

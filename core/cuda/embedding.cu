@@ -6,7 +6,7 @@
 // per (token, channel), in arrival order. Formulas: ops/embedding.hpp.
 #include <vector>
 
-#include "cuda_backend.hpp"
+#include "cuda_backend_class.hpp"
 #include "elementwise.cuh"
 #include "samebits/core/ops/embedding.hpp"
 #include "samebits/det/error.hpp"

@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "cuda_backend.hpp"
-#include "samebits/core/optim/exact_norm.hpp"
+#include "cuda_backend_class.hpp"
+#include "samebits/core/exact_norm.hpp"
 
 namespace sb::cuda {
 

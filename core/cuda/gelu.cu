@@ -1,6 +1,6 @@
 // GELU (tanh form) on the GPU: elementwise, one thread per element; the formula is ops/gelu.hpp
 // (samebits tanh), bitwise core/cpu/gelu.cpp.
-#include "cuda_backend.hpp"
+#include "cuda_backend_class.hpp"
 #include "elementwise.cuh"
 #include "samebits/core/ops/gelu.hpp"
 

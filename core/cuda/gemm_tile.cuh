@@ -1,4 +1,4 @@
-// The canonical SIMT GEMM kernel (DESIGN.md §1.1 rule 1), parameterised by its tile shape: a block
+// The canonical SIMT GEMM kernel (docs/CONTRACT.md rule 1), parameterised by its tile shape: a block
 // computes a BM × BN tile of C, each thread TM × TN outputs in registers, operands staged through
 // double-buffered shared memory BK values of k at a time. Every output is one fma chain over k
 // ascending that starts at +0 (or at C's value when accumulating) and continues across k-tiles —

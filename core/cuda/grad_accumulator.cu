@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "cuda_backend.hpp"
+#include "cuda_backend_class.hpp"
 #include "elementwise.cuh"
 #include "samebits/core/ops/gradient.hpp"
 #include "samebits/det/error.hpp"
@@ -123,7 +123,7 @@ struct FixedRound {
   FixedWindow w;
   float divisor;
   __device__ void operator()(int64_t i) const {
-    out[i] = ops::batch_gradient(det::fixed_round_f32(limbs + i, static_cast<size_t>(n), w), divisor);
+    out[i] = ops::leaf_mean(det::fixed_round_f32(limbs + i, static_cast<size_t>(n), w), divisor);
   }
 };
 
@@ -147,16 +147,15 @@ class CudaGradAccumulator final : public GradAccumulator {
     be_.zero(limbs_.data(), limbs_.bytes());
     be_.zero(status_dev_.data(), sizeof(uint32_t));
     be_.zero(ranges_.data(), ranges_.bytes());
-    status_ = 0;
+    status_.clear();
     pending_ = 0;
-    adds_ = 0;
   }
 
   void add(const float* grad) override {
     be_.activate();
     if (pending_ >= FixedAccumulator::kMaxPending) normalize();
     pending_ += 1;
-    count_adds(1);
+    status_.count_adds(1);
     if (n_ == 0) return;
     const int threads = be_.launch().block_threads;
     fixed_add_kernel<<<grid_for(static_cast<int64_t>(n_), threads), threads, 0, be_.stream()>>>(
@@ -173,14 +172,14 @@ class CudaGradAccumulator final : public GradAccumulator {
              FixedRound{out, limbs(), static_cast<int64_t>(n_), window_, divisor});
   }
 
-  uint64_t adds() const override { return adds_; }
+  uint64_t adds() const override { return status_.adds; }
 
   // The host's bits (the add-count overflow, an all-reduced status) with the device's.
   uint32_t status() const override {
     uint32_t dev = 0;
     be_.activate();
     be_.download(&dev, status_dev_.data(), sizeof dev);
-    return status_ | dev;
+    return status_.bits | dev;
   }
 
   uint8_t* block_ranges() override { return static_cast<uint8_t*>(ranges_.data()); }
@@ -204,7 +203,7 @@ class CudaGradAccumulator final : public GradAccumulator {
       if (r.last > r.first) {
         for_each(be_, r.last - r.first,
                  WireEncode{wire() + at, offsets(), host_offsets_[size_t(r.first)], r.first,
-                            ranges(), limbs(), static_cast<int64_t>(n_), total_adds, adds_});
+                            ranges(), limbs(), static_cast<int64_t>(n_), total_adds, status_.adds});
       }
       at += run_span(r);
     }
@@ -236,9 +235,7 @@ class CudaGradAccumulator final : public GradAccumulator {
       at += run_span(r);
     }
     be_.zero(status_dev_.data(), sizeof(uint32_t));  // total_status already holds this rank's bits
-    adds_ = 0;
-    status_ = total_status;
-    count_adds(total_adds);
+    status_.reduced(total_adds, total_status);
     pending_ = 0;  // the decoded limbs are canonical
   }
 
@@ -280,27 +277,14 @@ class CudaGradAccumulator final : public GradAccumulator {
     return host_offsets_[size_t(r.last)] - host_offsets_[size_t(r.first)];
   }
 
-  void count_adds(uint64_t more) {
-    adds_ += more;
-    if (adds_ > FixedAccumulator::kMaxAdds) status_ |= det::kFixedOverflow;
-  }
-
   void normalize() {
     be_.activate();
     for_each(be_, static_cast<int64_t>(n_), FixedNormalize{limbs(), static_cast<int64_t>(n_), window_});
     pending_ = 0;
   }
 
-  // det::FixedAccumulator::check's rule and message.
   void check(const char* what) const {
-    const uint32_t s = status();
-    if (s == 0) return;
-    SB_FAIL(what, ": the fixed-point accumulator refused values (status ", s, ":",
-            (s & det::kFixedOverflow) ? " overflow" : "", (s & det::kFixedNaN) ? " NaN" : "",
-            (s & det::kFixedInf) ? " Inf" : "", "); expected finite values below 2^",
-            det::fixed_top_exponent(window_), " and at most ", FixedAccumulator::kMaxAdds,
-            " adds per element. For overflow, widen the window (more limbs or a higher "
-            "lsb_exponent); NaN/Inf come from the values themselves.");
+    det::check_fixed_status(what, status(), window_, det::kGradientOverflowAdvice);
   }
 
   int64_t* limbs() { return limbs_.data_as<int64_t>(); }
@@ -309,7 +293,7 @@ class CudaGradAccumulator final : public GradAccumulator {
   size_t n_;
   size_t blocks_;
   size_t segments_;
-  FixedWindow window_{};  // det::FixedAccumulator's default window
+  FixedWindow window_ = det::kGradientWindow;
   Tensor limbs_;          // (limbs, n) i64, limb-major
   Tensor status_dev_;     // (1) the device's status bits (kFixed*)
   Tensor ranges_;         // (blocks) det::WireRange
@@ -318,9 +302,8 @@ class CudaGradAccumulator final : public GradAccumulator {
   Tensor scan_;           // cub's scan scratch
   std::vector<uint64_t> host_offsets_;  // (segments + 1) offsets_' host copy
   size_t wire_words_ = 0;
-  uint32_t status_ = 0;   // host-side bits: add-count overflow, all-reduced status
-  uint32_t pending_ = 0;  // adds since the last carry propagation
-  uint64_t adds_ = 0;
+  det::FixedStatus status_;  // host-side bits (add-count overflow, all-reduced status), adds
+  uint32_t pending_ = 0;     // adds since the last carry propagation
 };
 
 }  // namespace

@@ -2,7 +2,7 @@
 // lane l sums elements l, l+32, ... ascending, then det::lane32_fold's tree by shuffles (rule 2);
 // dw and db are chains over tokens ascending, one thread per channel (rule 3). Formulas from
 // ops/layernorm.hpp: bitwise core/cpu/layernorm.cpp for any launch configuration.
-#include "cuda_backend.hpp"
+#include "cuda_backend_class.hpp"
 #include "samebits/core/cuda/lane32_warp.cuh"
 #include "samebits/core/ops/layernorm.hpp"
 #include "samebits/core/ops/matmul.hpp"

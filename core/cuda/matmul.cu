@@ -8,7 +8,7 @@
 #include <array>
 #include <cstdint>
 
-#include "cuda_backend.hpp"
+#include "cuda_backend_class.hpp"
 #include "elementwise.cuh"
 #include "gemm_tile.cuh"
 #include "samebits/core/ops/matmul.hpp"
@@ -175,23 +175,14 @@ void CudaBackend::gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, 
     gemm_canonical(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate, precision);
 }
 
-void CudaBackend::matmul_forward(float* out, const float* inp, const float* w, const float* bias,
-                                 int N, int C, int OC) {
-  gemm(Trans::no, Trans::yes, N, OC, C, inp, C, w, C, out, OC, false, numerics().precision);
-  if (bias == nullptr) return;
+void CudaBackend::bias_forward(float* out, const float* bias, int N, int OC) {
   activate();
   for_each(*this, static_cast<int64_t>(N) * OC, AddBias{out, bias, OC});
 }
 
-void CudaBackend::matmul_backward(float* dinp, float* dw, float* dbias, const float* dout,
-                                  const float* inp, const float* w, int N, int C, int OC) {
-  const Precision prec = numerics().precision;
-  if (dinp) gemm(Trans::no, Trans::no, N, C, OC, dout, OC, w, C, dinp, C, false, prec);
-  gemm(Trans::yes, Trans::no, OC, C, N, dout, OC, inp, C, dw, C, false, prec);
-  if (dbias) {
-    activate();
-    token_reduce(*this, dbias, N, OC, BiasGradStep{dout, OC});
-  }
+void CudaBackend::bias_backward(float* dbias, const float* dout, int N, int OC) {
+  activate();
+  token_reduce(*this, dbias, N, OC, BiasGradStep{dout, OC});
 }
 
 }  // namespace cuda

@@ -2,12 +2,12 @@
 // of core/optim/optim_kernels.cpp: one thread per element calls the same ops/ formulas; every sum
 // is one det::ExactSum per thread, merged as integer words (exact_reduce.cuh) and read back once,
 // so no grid, block size or atomic order changes a bit.
-#include "cuda_backend.hpp"
+#include "cuda_backend_class.hpp"
 #include "elementwise.cuh"
 #include "exact_reduce.cuh"
 #include "samebits/core/ops/adamw.hpp"
 #include "samebits/core/ops/muon.hpp"
-#include "samebits/core/optim/exact_norm.hpp"
+#include "samebits/core/exact_norm.hpp"
 #include "samebits/core/optim/optim_kernels.hpp"
 
 namespace sb::cuda {

@@ -1,6 +1,6 @@
 // Residual addition on the GPU: elementwise, one thread per element (ops/residual.hpp), bitwise
 // core/cpu/residual.cpp. out may alias a or b: each thread reads its element before writing it.
-#include "cuda_backend.hpp"
+#include "cuda_backend_class.hpp"
 #include "elementwise.cuh"
 #include "samebits/core/ops/residual.hpp"
 

@@ -2,7 +2,7 @@
 // (lane l: elements l, l+32, ... ascending by fma, then det::lane32_fold's tree by shuffles, rule
 // 2); dw a chain over tokens ascending per channel (rule 3). Formulas from ops/rmsnorm.hpp:
 // bitwise core/cpu/rmsnorm.cpp for any launch configuration.
-#include "cuda_backend.hpp"
+#include "cuda_backend_class.hpp"
 #include "samebits/core/cuda/lane32_warp.cuh"
 #include "samebits/core/ops/rmsnorm.hpp"
 #include "token_reduce.cuh"

@@ -4,7 +4,7 @@
 // ops/softmax_xent.hpp: bitwise core/cpu/softmax_xent.cpp for any launch configuration.
 #include <vector>
 
-#include "cuda_backend.hpp"
+#include "cuda_backend_class.hpp"
 #include "elementwise.cuh"
 #include "samebits/core/cuda/lane32_warp.cuh"
 #include "samebits/core/ops/softmax_xent.hpp"

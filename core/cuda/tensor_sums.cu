@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "cuda_backend.hpp"
+#include "cuda_backend_class.hpp"
 #include "exact_reduce.cuh"
 #include "samebits/det/fingerprint.hpp"
 #include "samebits/det/xxh3_blocks.hpp"

@@ -6,7 +6,7 @@
 #pragma once
 #include <algorithm>
 
-#include "cuda_backend.hpp"
+#include "cuda_backend_class.hpp"
 
 namespace sb::cuda {
 

@@ -81,8 +81,8 @@ void Object::set_attr(std::string_view name, std::string_view value) {
 void Object::write_attr(std::string_view name, DType dtype, const void* data, std::size_t count, bool scalar) {
   require_open();
   const std::string where = attr_where(*this, name);
-  SB_CHECK(count * dtype_size(dtype) <= kMaxAttrBytes, where, ": ", count, " values are too many for an attribute (",
-           kMaxAttrBytes / dtype_size(dtype), " at most); store them in a dataset");
+  SB_CHECK(count * dtype_bytes(dtype) <= kMaxAttrBytes, where, ": ", count, " values are too many for an attribute (",
+           kMaxAttrBytes / dtype_bytes(dtype), " at most); store them in a dataset");
   if (has_attr(name)) remove_attr(name);
   const hsize_t n = count;
   Handle space(check_id(scalar ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &n, nullptr), where,
@@ -114,9 +114,9 @@ std::vector<std::byte> Object::read_attr(std::string_view name, DType dtype, boo
   }
   const hssize_t points = kind == H5S_NULL ? 0 : H5Sget_simple_extent_npoints(space.id());
   check_status(points < 0 ? -1 : 0, where, "cannot count the values");
-  SB_CHECK(static_cast<std::size_t>(points) <= kMaxAttrBytes / dtype_size(dtype), where, ": ", points,
+  SB_CHECK(static_cast<std::size_t>(points) <= kMaxAttrBytes / dtype_bytes(dtype), where, ": ", points,
            " values is more than an attribute holds (damaged file)");
-  const std::size_t bytes = static_cast<std::size_t>(points) * dtype_size(dtype);
+  const std::size_t bytes = static_cast<std::size_t>(points) * dtype_bytes(dtype);
   SB_CHECK(H5Aget_storage_size(attr.id()) == bytes, where, ": ", points, " values of ", dtype_name(dtype),
            " stored in ", H5Aget_storage_size(attr.id()), " bytes (damaged file)");
   std::vector<std::byte> out(bytes);

@@ -100,7 +100,7 @@ std::size_t Dataset::checked_elements(DType wanted, uint64_t first, uint64_t cou
   SB_CHECK(first <= dims[0] && count <= dims[0] - first, where(), ": rows [", first, ", ", first, "+", count,
            ") are outside the ", dims[0], " rows of shape ", dims_string(dims));
   const uint64_t per_row = product(dims, 1, where());
-  SB_CHECK(per_row == 0 || count <= std::numeric_limits<std::size_t>::max() / per_row / dtype_size(wanted), where(),
+  SB_CHECK(per_row == 0 || count <= std::numeric_limits<std::size_t>::max() / per_row / dtype_bytes(wanted), where(),
            ": reading ", count, " rows of ", per_row, " values does not fit in memory");
   return static_cast<std::size_t>(count * per_row);
 }
@@ -186,7 +186,7 @@ void Dataset::check_storage(DType dtype, const Dims& dims, uint64_t first, uint6
   SB_CHECK(H5Pget_external_count(dcpl.id()) == 0, where(),
            ": keeps its data in external files; samebits reads data inside the file only");
   const uint64_t eof = file_size_of(*this);
-  const uint64_t element = dtype_size(dtype);
+  const uint64_t element = dtype_bytes(dtype);
   const uint64_t elements = product(dims, 0, where());
   SB_CHECK(elements <= eof / element, where(), ": shape ", dims_string(dims), " of ", dtype_name(dtype),
            " needs more bytes than the file's ", eof, " (damaged file)");

@@ -64,8 +64,10 @@ hid_t file_type(DType dtype) {
     case DType::i64: return H5T_STD_I64LE;
     case DType::u64: return H5T_STD_U64LE;
     case DType::u8: return H5T_STD_U8LE;
+    case DType::bf16:
+    case DType::fp16: break;
   }
-  SB_FAIL("h5: unknown dtype ", static_cast<int>(dtype));
+  SB_FAIL("h5: a dataset cannot hold dtype ", dtype_name(dtype));
 }
 
 hid_t memory_type(DType dtype) {
@@ -76,8 +78,10 @@ hid_t memory_type(DType dtype) {
     case DType::i64: return H5T_NATIVE_INT64;
     case DType::u64: return H5T_NATIVE_UINT64;
     case DType::u8: return H5T_NATIVE_UINT8;
+    case DType::bf16:
+    case DType::fp16: break;
   }
-  SB_FAIL("h5: unknown dtype ", static_cast<int>(dtype));
+  SB_FAIL("h5: a dataset cannot hold dtype ", dtype_name(dtype));
 }
 
 bool classify(hid_t type, DType& out) {
@@ -118,16 +122,6 @@ std::string describe_type(hid_t type) {
 using detail::check_id;
 using detail::check_status;
 using detail::fail;
-
-std::string_view dtype_name(DType dtype) {
-  constexpr std::string_view names[] = {"f32", "f64", "i32", "i64", "u64", "u8"};
-  return names[static_cast<int>(dtype)];
-}
-
-std::size_t dtype_size(DType dtype) {
-  constexpr std::size_t sizes[] = {4, 8, 4, 8, 8, 1};
-  return sizes[static_cast<int>(dtype)];
-}
 
 std::string dims_string(const Dims& dims) {
   std::string out = "(";
@@ -342,7 +336,7 @@ Dataset Group::create_extendible(std::string_view path, DType dtype, uint64_t co
   const std::string full = child_path(path);
   SB_CHECK(!split_path(path).empty(), where(), ": empty dataset name");
   SB_CHECK(!has(path), file_, ":", full, ": already exists");
-  const uint64_t row_bytes = dtype_size(dtype) * (cols == 0 ? 1 : cols);
+  const uint64_t row_bytes = dtype_bytes(dtype) * (cols == 0 ? 1 : cols);
   if (chunk_rows == 0) chunk_rows = std::max<uint64_t>(1, (uint64_t{64} << 10) / row_bytes);
   SB_CHECK(chunk_rows * row_bytes <= (uint64_t{1} << 30), file_, ":", full, ": chunk of ", chunk_rows,
            " rows of ", row_bytes, " bytes exceeds 1 GiB; choose fewer chunk rows");

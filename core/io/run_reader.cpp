@@ -175,14 +175,7 @@ void read_column_as(const h5::Dataset& d, std::vector<std::byte>& bytes) {
 
 // The whole column into `bytes`, sized by the schema.
 void read_column(const h5::Dataset& d, h5::DType dtype, std::vector<std::byte>& bytes) {
-  switch (dtype) {
-    case h5::DType::f32: return read_column_as<float>(d, bytes);
-    case h5::DType::f64: return read_column_as<double>(d, bytes);
-    case h5::DType::i32: return read_column_as<int32_t>(d, bytes);
-    case h5::DType::i64: return read_column_as<int64_t>(d, bytes);
-    case h5::DType::u64: return read_column_as<uint64_t>(d, bytes);
-    case h5::DType::u8: return read_column_as<uint8_t>(d, bytes);
-  }
+  h5::visit_element(dtype, [&](auto zero) { read_column_as<decltype(zero)>(d, bytes); });
 }
 
 // In the reader process: the whole structure, checked, and the values RunReader keeps.
@@ -207,7 +200,7 @@ void read_run(const std::string& path, io::PlainWriter& out) {
   out.put(rows);
   for (const SeriesColumn& c : series_columns()) {
     const uint64_t width = std::max<uint64_t>(1, column_width(c, tensors.size()));
-    std::vector<std::byte> bytes(uint64_t(rows) * width * h5::dtype_size(c.dtype));
+    std::vector<std::byte> bytes(uint64_t(rows) * width * dtype_bytes(c.dtype));
     read_column(f.dataset(c.path), c.dtype, bytes);
     out.put_vector(bytes);
   }
@@ -250,7 +243,7 @@ RunReader RunReader::open(const std::string& path) {
   for (const SeriesColumn& c : series_columns()) {
     const uint64_t width = std::max<uint64_t>(1, column_width(c, r.tensors_.size()));
     r.series_.push_back(in.get_vector<std::byte>());
-    SB_CHECK(r.series_.back().size() == uint64_t(r.rows_) * width * h5::dtype_size(c.dtype), path, ": /", c.path,
+    SB_CHECK(r.series_.back().size() == uint64_t(r.rows_) * width * dtype_bytes(c.dtype), path, ": /", c.path,
              " came back with ", r.series_.back().size(), " bytes for ", r.rows_, " rows of ", width);
   }
   const std::vector<int64_t> steps = r.series<int64_t>("series/step");
@@ -325,8 +318,8 @@ const std::vector<std::byte>& RunReader::column_rows(std::string_view column, h5
   const auto& columns = series_columns();
   for (std::size_t k = 0; k < columns.size(); ++k) {
     if (columns[k].path != column) continue;
-    SB_CHECK(columns[k].dtype == dtype, path_, ": column ", column, " holds ", h5::dtype_name(columns[k].dtype),
-             ", read as ", h5::dtype_name(dtype));
+    SB_CHECK(columns[k].dtype == dtype, path_, ": column ", column, " holds ", dtype_name(columns[k].dtype),
+             ", read as ", dtype_name(dtype));
     SB_CHECK(first <= uint64_t(rows_) && count <= uint64_t(rows_) - first, path_, ": rows [", first, ", ",
              first, "+", count, ") of ", column, " are outside the ", rows_, " recorded");
     return series_[k];

@@ -51,7 +51,7 @@ uint64_t column_width(const SeriesColumn& c, std::size_t tensors) {
 
 // About 4 KiB per chunk: small files for short runs, not too many chunks for long ones.
 uint64_t chunk_rows(const SeriesColumn& c, std::size_t tensors) {
-  const uint64_t row_bytes = h5::dtype_size(c.dtype) * std::max<uint64_t>(1, column_width(c, tensors));
+  const uint64_t row_bytes = dtype_bytes(c.dtype) * std::max<uint64_t>(1, column_width(c, tensors));
   return std::max<uint64_t>(1, 4096 / row_bytes);
 }
 
@@ -64,14 +64,7 @@ void append_typed(h5::Dataset& d, const std::vector<std::byte>& bytes) {
 }
 
 void append_bytes(h5::Dataset& d, h5::DType dtype, const std::vector<std::byte>& bytes) {
-  switch (dtype) {
-    case h5::DType::f32: return append_typed<float>(d, bytes);
-    case h5::DType::f64: return append_typed<double>(d, bytes);
-    case h5::DType::i32: return append_typed<int32_t>(d, bytes);
-    case h5::DType::i64: return append_typed<int64_t>(d, bytes);
-    case h5::DType::u64: return append_typed<uint64_t>(d, bytes);
-    case h5::DType::u8: return append_typed<uint8_t>(d, bytes);
-  }
+  h5::visit_element(dtype, [&](auto zero) { append_typed<decltype(zero)>(d, bytes); });
 }
 
 // The session's execution configuration, build and host (overwritten by every session).

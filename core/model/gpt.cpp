@@ -1,5 +1,5 @@
 // GPT forward and backward (llm.c style), written once against sb::Backend: the model chooses
-// the op sequence and buffers, the backend the order of every reduction (DESIGN.md §1.1). The
+// the op sequence and buffers, the backend the order of every reduction (docs/CONTRACT.md). The
 // leaf's mean loss is an exact sum (rule 5); leaves are combined exactly by the caller's
 // GradAccumulator (rule 4, see accumulate_leaves).
 #include "samebits/core/model/gpt.hpp"
@@ -346,16 +346,17 @@ float mean_loss(const det::ExactSum& loss_sum, int64_t tokens) {
 }
 
 void accumulate_leaves(GPT& model, std::span<const int32_t* const> leaves, GradAccumulator& acc,
-                       det::ExactSum& loss_sum, const LeafObserver& on_leaf) {
+                       det::ExactSum& loss_sum, const LeafPass& pass) {
   SB_CHECK(acc.size() == model.flat_size(), "gradient accumulator of ", acc.size(),
            " elements given for a model whose flat gradient has ", model.flat_size());
   for (size_t i = 0; i < leaves.size(); ++i) {
     const float loss = model.forward(leaves[i]);
-    model.backward();
+    if (pass.after_forward) pass.after_forward(i);
+    model.backward(pass.loss_scale);
     const float* g = model.grads().data_as<float>();
     acc.add(g);
     loss_sum.merge(model.loss_sum());
-    if (on_leaf) on_leaf(i, loss, g);
+    if (pass.on_leaf) pass.on_leaf(i, loss, g);
   }
 }
 
@@ -364,7 +365,7 @@ float batch_gradient(GPT& model, std::span<const int32_t* const> leaves, GradAcc
   SB_CHECK(!leaves.empty(), "a batch needs at least one leaf");
   acc.clear();
   det::ExactSum loss_sum;
-  accumulate_leaves(model, leaves, acc, loss_sum, on_leaf);
+  accumulate_leaves(model, leaves, acc, loss_sum, LeafPass{1.0f, {}, on_leaf});
   acc.round(grad_out, static_cast<float>(leaves.size()));
   return mean_loss(loss_sum, static_cast<int64_t>(leaves.size()) * model.leaf_tokens());
 }

@@ -5,7 +5,7 @@
 
 #include <limits>
 
-#include "samebits/core/optim/exact_norm.hpp"
+#include "samebits/core/exact_norm.hpp"
 #include "samebits/core/optim/schedule.hpp"
 #include "samebits/det/error.hpp"
 #include "tensor_state.hpp"

@@ -2,11 +2,9 @@
 // maxima, one fp32 multiply per clipped element (on host memory, or the optimizers' kernels').
 #include "samebits/core/optim/clip.hpp"
 
-#include "samebits/core/optim/exact_norm.hpp"
+#include "samebits/core/exact_norm.hpp"
 
 namespace sb {
-
-float global_grad_norm(const float* grads, size_t n) { return norm2(grads, n); }
 
 float clip_factor(float norm, double clip) {
   if (!(clip > 0.0) || !(norm < det::float_of_bits(0x7f800000u))) return 1.0f;

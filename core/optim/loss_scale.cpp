@@ -1,5 +1,5 @@
 // The fp16 dynamic loss scale (loss_scale.hpp): powers of two only, so every product with the
-// scale is exact; decisions from an order-free non-finite test.
+// scale is exact; decisions from the step's order-free non-finite status (the accumulator's).
 #include "samebits/core/optim/loss_scale.hpp"
 
 #include <algorithm>
@@ -63,15 +63,6 @@ void DynamicLossScale::set_state(const LossScaleState& state) {
            growth_interval_, ") and skipped_steps ", state.skipped_steps,
            " must be non-negative; the checkpoint does not match train.loss_scale_growth_interval");
   state_ = state;
-}
-
-bool has_nonfinite(const float* x, size_t n) {
-  int found = 0;
-  const ptrdiff_t count = static_cast<ptrdiff_t>(n);
-#pragma omp parallel for schedule(static) reduction(| : found) if (count >= 16384)
-  for (ptrdiff_t i = 0; i < count; ++i)
-    found |= (det::bits_of(x[i]) & 0x7f800000u) == 0x7f800000u ? 1 : 0;
-  return found != 0;
 }
 
 }  // namespace sb

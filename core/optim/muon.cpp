@@ -19,7 +19,7 @@
 #include <memory>
 #include <string>
 
-#include "samebits/core/optim/exact_norm.hpp"
+#include "samebits/core/exact_norm.hpp"
 #include "samebits/core/optim/schedule.hpp"
 #include "samebits/det/error.hpp"
 #include "normuon.hpp"

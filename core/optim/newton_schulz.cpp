@@ -4,7 +4,7 @@
 // same bits on any thread count, backend or launch configuration.
 #include <algorithm>
 
-#include "samebits/core/optim/exact_norm.hpp"
+#include "samebits/core/exact_norm.hpp"
 #include "samebits/core/optim/muon.hpp"
 #include "samebits/det/error.hpp"
 

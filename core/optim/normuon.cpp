@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "samebits/core/ops/normuon.hpp"
-#include "samebits/core/optim/exact_norm.hpp"
+#include "samebits/core/exact_norm.hpp"
 #include "samebits/det/exact_sum.hpp"
 
 namespace sb::optim_detail {

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "samebits/core/ops/muon.hpp"
-#include "samebits/core/optim/exact_norm.hpp"
+#include "samebits/core/exact_norm.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "samebits/core/ops/qk_clip.hpp"
-#include "samebits/core/optim/exact_norm.hpp"
+#include "samebits/core/exact_norm.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb {

@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "samebits/core/optim/clip.hpp"
-#include "samebits/core/optim/exact_norm.hpp"
+#include "samebits/core/exact_norm.hpp"
 #include "samebits/det/bits.hpp"
 #include "samebits/det/error.hpp"
 

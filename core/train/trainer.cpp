@@ -18,7 +18,7 @@
 #include "samebits/core/ops/gradient.hpp"
 #include "samebits/core/optim/adaptive_lr.hpp"
 #include "samebits/core/optim/clip.hpp"
-#include "samebits/core/optim/exact_norm.hpp"
+#include "samebits/core/exact_norm.hpp"
 #include "samebits/core/optim/optim_kernels.hpp"
 #include "samebits/core/optim/qk_clip.hpp"
 #include "samebits/core/optim/schedule.hpp"
@@ -26,21 +26,12 @@
 #include "samebits/data/permutation.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/fingerprint.hpp"
-#include "samebits/det/fixed_point.hpp"
+#include "samebits/det/fixed_status.hpp"
 
 namespace sb {
 namespace {
 
 constexpr float kNaNf = std::numeric_limits<float>::quiet_NaN();
-
-// What a non-zero accumulator status means, for messages.
-std::string status_text(uint32_t status) {
-  std::string s;
-  if (status & det::kFixedNaN) s += " NaN";
-  if (status & det::kFixedInf) s += " Inf";
-  if (status & det::kFixedOverflow) s += " beyond-the-accumulator-window";
-  return s;
-}
 
 }  // namespace
 
@@ -179,25 +170,25 @@ void Trainer::accumulate(uint64_t step, float loss_scale, det::ExactSum& loss_su
   const int micro = options_.micro_leaves > 0 ? std::min(options_.micro_leaves, count) : count;
   const size_t leaf_tokens =
       static_cast<size_t>(config_.data.leaf_size) * static_cast<size_t>(config_.model.seq_len + 1);
+  LeafPass pass;
+  pass.loss_scale = loss_scale;
+  if (qk_) {
+    pass.after_forward = [&](size_t) {
+      for (int l = 0; l < config_.model.n_layer; ++l)
+        qk_->add(l, model_->attention_qkv(l), static_cast<int>(config_.data.leaf_size),
+                 config_.model.seq_len, config_.model.n_embd);
+    };
+  }
+  if (options_.statistics) pass.on_leaf = [&](size_t, float, const float* g) { stats_.add_leaf(g); };
   for (int first = 0; first < count; first += micro) {
     const int n = std::min(micro, count - first);
     tokens_.resize(static_cast<size_t>(n) * leaf_tokens);  // (n, leaf_size, seq_len + 1)
     for (int i = 0; i < n; ++i) {
       sampler_->leaf(step, order[size_t(first + i)], tokens_.data() + size_t(i) * leaf_tokens);
     }
-    for (int i = 0; i < n; ++i) {
-      model_->forward(tokens_.data() + size_t(i) * leaf_tokens);
-      if (qk_) {
-        for (int l = 0; l < config_.model.n_layer; ++l)
-          qk_->add(l, model_->attention_qkv(l), static_cast<int>(config_.data.leaf_size),
-                   config_.model.seq_len, config_.model.n_embd);
-      }
-      model_->backward(loss_scale);
-      const float* g = model_->grads().data_as<float>();
-      acc_->add(g);
-      loss_sum.merge(model_->loss_sum());
-      if (options_.statistics) stats_.add_leaf(g);
-    }
+    std::vector<const int32_t*> leaves(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) leaves[size_t(i)] = tokens_.data() + size_t(i) * leaf_tokens;
+    accumulate_leaves(*model_, leaves, *acc_, loss_sum, pass);
   }
 }
 
@@ -240,7 +231,7 @@ void Trainer::round_gradient(float loss_scale, uint64_t adds, uint32_t status) {
   comm_.allreduce_sum_f32(g, n);
   const float* view = Host::view(be_, g, n, host_->grad);
   float* out = const_cast<float*>(view);
-  for (size_t i = 0; i < n; ++i) out[i] = ops::batch_gradient(view[i], divisor);
+  for (size_t i = 0; i < n; ++i) out[i] = ops::leaf_mean(view[i], divisor);
   if (be_.device() != Device::cpu) be_.copy_from_host(g, out, n * sizeof(float));
 }
 
@@ -314,7 +305,8 @@ StepResult Trainer::step() {
   uint64_t adds = 0;
   const uint32_t status = reduce_scalars(loss_sum, &adds);
   st.loss = mean_loss(loss_sum, leaves * model_->leaf_tokens());
-  SB_CHECK(status == 0 || scaler_, "step ", number, ": a leaf gradient held", status_text(status),
+  SB_CHECK(status == 0 || scaler_, "step ", number, ": a leaf gradient held",
+           det::fixed_status_names(status),
            " values (loss ", st.loss, "); the run diverged in ", to_string(config_.train.precision),
            " — lower optim.lr / optim.adam_lr, or use train.precision=fp16 with loss scaling");
   const bool apply = scaler_ ? scaler_->update(status != 0) : true;

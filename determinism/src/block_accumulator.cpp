@@ -12,7 +12,7 @@ namespace sb::det {
 
 namespace {
 
-constexpr FixedWindow kFrame{};
+constexpr FixedWindow kFrame = kGradientWindow;
 
 // Sign-extends the top stored word into a Wide192.
 Wide192 widen(const uint64_t* w, int words) {
@@ -139,19 +139,14 @@ uint32_t BlockAccumulator::add_block(size_t b, const float* x, uint64_t adds_aft
   return status;
 }
 
-void BlockAccumulator::count_adds(uint64_t more) {
-  adds_ += more;
-  if (adds_ > kMaxAdds) status_ |= kFixedOverflow;
-}
-
 void BlockAccumulator::add(const float* x) {
-  const uint64_t adds_after = adds_ + 1;
+  const uint64_t adds_after = status_.adds + 1;
   const std::ptrdiff_t nb = static_cast<std::ptrdiff_t>(blocks_.size());
   uint32_t status = 0;
 #pragma omp parallel for schedule(static) reduction(| : status) if (nb > 64)
   for (std::ptrdiff_t b = 0; b < nb; ++b) status |= add_block(static_cast<size_t>(b), x, adds_after);
-  status_ |= status;
-  count_adds(1);
+  status_.bits |= status;
+  status_.count_adds(1);
 }
 
 Wide192 BlockAccumulator::value(size_t i) const {
@@ -189,8 +184,7 @@ void BlockAccumulator::clear() {
   low_.assign(n_, 0);
   for (Block& blk : blocks_) blk = Block{};
   ranges_.assign(ranges_.size(), WireRange{0, 0});
-  status_ = 0;
-  adds_ = 0;
+  status_.clear();
 }
 
 void BlockAccumulator::wire_layout(uint64_t total_adds, std::vector<uint64_t>& offset) const {
@@ -266,7 +260,7 @@ void BlockAccumulator::encode(uint64_t total_adds, const std::vector<WireRun>& r
 #pragma omp parallel for schedule(static) if (ns > 16)
   for (std::ptrdiff_t j = 0; j < ns; ++j) {
     wire_encode_segment(wire_.data() + seg[size_t(j)].at, ranges_.data(), seg[size_t(j)].s, n,
-                        total_adds, adds_, value);
+                        total_adds, status_.adds, value);
   }
 }
 
@@ -315,9 +309,7 @@ void BlockAccumulator::decode(uint64_t total_adds, uint32_t total_status,
     }
     wire_decode_segment(wire_.data() + seg[size_t(j)].at, ranges_.data(), s, n, total_adds, store);
   }
-  adds_ = 0;
-  status_ = total_status;
-  count_adds(total_adds);
+  status_.reduced(total_adds, total_status);
 }
 
 size_t BlockAccumulator::memory_bytes() const {
@@ -330,13 +322,7 @@ size_t BlockAccumulator::memory_bytes() const {
 }
 
 void BlockAccumulator::check(const char* what) const {
-  if (status_ == 0) return;
-  SB_FAIL(what, ": the fixed-point accumulator refused values (status ", status_, ":",
-          (status_ & kFixedOverflow) ? " overflow" : "", (status_ & kFixedNaN) ? " NaN" : "",
-          (status_ & kFixedInf) ? " Inf" : "", "); expected finite values below 2^",
-          fixed_top_exponent(kFrame), " and at most ", kMaxAdds,
-          " adds per element. NaN/Inf come from the values themselves; overflow means a gradient "
-          "of 2^27 or more: lower the learning rate or the loss scale.");
+  check_fixed_status(what, status_.bits, kFrame, kGradientOverflowAdvice);
 }
 
 }  // namespace sb::det

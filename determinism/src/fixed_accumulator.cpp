@@ -45,15 +45,10 @@ FixedAccumulator::FixedAccumulator(size_t n, FixedWindow window) : n_(n), window
   limbs_.assign(n * static_cast<size_t>(window.limbs), 0);
 }
 
-void FixedAccumulator::count_adds(uint64_t more) {
-  adds_ += more;
-  if (adds_ > kMaxAdds) status_ |= kFixedOverflow;
-}
-
 void FixedAccumulator::add(const float* x) {
   if (pending_ >= kMaxPending) normalize();
   pending_ += 1;
-  count_adds(1);
+  status_.count_adds(1);
   int64_t* limbs = limbs_.data();
   const size_t n = n_;
   const FixedWindow w = window_;
@@ -65,7 +60,7 @@ void FixedAccumulator::add(const float* x) {
     const size_t end = begin + kChunk < n ? begin + kChunk : n;
     status |= add_range(limbs, n, x, begin, end, w);
   }
-  status_ |= status;
+  status_.bits |= status;
 }
 
 void FixedAccumulator::merge(const FixedAccumulator& other) {
@@ -83,8 +78,8 @@ void FixedAccumulator::merge(const FixedAccumulator& other) {
   for (std::ptrdiff_t i = 0; i < count; ++i) dst[i] += src[i];
   pending_ += other.pending_ + 1;
   if (pending_ > kMaxPending) normalize();
-  status_ |= other.status_;
-  count_adds(other.adds_);
+  status_.bits |= other.status_.bits;
+  status_.count_adds(other.status_.adds);
 }
 
 void FixedAccumulator::normalize() {
@@ -106,28 +101,20 @@ void FixedAccumulator::round_to_fp32(float* out) const {
 
 void FixedAccumulator::clear() {
   limbs_.assign(limbs_.size(), 0);
-  status_ = 0;
+  status_.clear();
   pending_ = 0;
-  adds_ = 0;
 }
 
 void FixedAccumulator::finish_allreduce(int ranks, uint64_t total_adds, uint32_t total_status) {
   SB_CHECK(ranks >= 1 && ranks <= kMaxRanks, "FixedAccumulator::finish_allreduce: expected 1..",
            kMaxRanks, " ranks (the int64 headroom of un-normalized limbs), seen ", ranks);
-  adds_ = 0;
-  status_ = total_status;
-  count_adds(total_adds);
+  status_.reduced(total_adds, total_status);
   normalize();
 }
 
 void FixedAccumulator::check(const char* what) const {
-  if (status_ == 0) return;
-  SB_FAIL(what, ": the fixed-point accumulator refused values (status ", status_, ":",
-          (status_ & kFixedOverflow) ? " overflow" : "", (status_ & kFixedNaN) ? " NaN" : "",
-          (status_ & kFixedInf) ? " Inf" : "", "); expected finite values below 2^",
-          fixed_top_exponent(window_), " and at most ", kMaxAdds,
-          " adds per element. For overflow, widen the window (more limbs or a higher "
-          "lsb_exponent); NaN/Inf come from the values themselves.");
+  check_fixed_status(what, status_.bits, window_,
+                     "for overflow, widen the window (more limbs or a higher lsb_exponent).");
 }
 
 }  // namespace sb::det

@@ -146,7 +146,7 @@ RunDiff diff_runs(const run::RunReader& a, const run::RunReader& b, const DiffOp
   for (const run::SeriesColumn& c : run::series_columns()) {
     if (!c.experiment || (c.width == run::Width::tensors && !d.same_layout)) continue;
     const std::vector<std::byte> va = a.series_bytes(c), vb = b.series_bytes(c);
-    const std::size_t row = column_width(c, tensors) * h5::dtype_size(c.dtype);
+    const std::size_t row = column_width(c, tensors) * dtype_bytes(c.dtype);
     for (uint64_t r = 0; r < n; ++r) {
       if (std::memcmp(va.data() + r * row, vb.data() + r * row, row) != 0) {
         first_row[std::string(c.path)] = int64_t(r);

@@ -7,7 +7,6 @@
 #include "samebits/core/io/untrusted_text.hpp"
 #include "samebits/cli/train_run.hpp"
 
-#include <omp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +22,7 @@
 #include "samebits/core/io/checkpoint.hpp"
 #include "samebits/core/io/run_file.hpp"
 #include "samebits/core/io/run_store.hpp"
+#include "samebits/core/train/run_header.hpp"
 #include "samebits/det/error.hpp"
 
 #ifdef SB_HAVE_CUDA
@@ -68,21 +68,6 @@ std::vector<float> host_weights(Trainer& trainer) {
   std::vector<float> w(trainer.model().flat_size());  // (flat_size)
   trainer.backend().copy_to_host(w.data(), trainer.model().weights().data(), w.size() * sizeof(float));
   return w;
-}
-
-run::RunHeader make_header(const Config& config, Trainer& trainer, const TrainRunOptions& options) {
-  run::RunHeader h;
-  h.config_text = to_ini_text(config);
-  h.experiment_id = experiment_id(config);
-  h.experiment_text = experiment_text(config);
-  h.steps = config.train.steps;
-  h.tensors = run::tensor_infos(trainer.model().params());
-  h.execution.backend = trainer.backend().describe();
-  h.execution.communicator = trainer.communicator().describe();
-  h.execution.threads = omp_get_max_threads();
-  h.execution.world_size = trainer.communicator().size();
-  h.execution.micro_leaves = options.micro_leaves;
-  return h;
 }
 
 // Devices of run.backend's kind this process sees (1 for the CPU). Throws sb::Error for cuda in a
@@ -205,7 +190,7 @@ TrainRunResult train_run(const Config& config, const TrainRunOptions& options, s
   trainer_options.micro_leaves = options.micro_leaves;
   trainer_options.distributed_optimizer = options.distributed_optimizer;
   Trainer trainer(config, *backend, *comm, trainer_options);
-  const run::RunHeader header = make_header(config, trainer, options);
+  const run::RunHeader header = run_header(config, trainer);
   const bool writes = comm->rank() == 0;  // rank 0 writes the run file and talks
   const bool alone = comm->size() == 1;
   std::ostream silent(nullptr);

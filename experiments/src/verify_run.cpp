@@ -143,7 +143,7 @@ VerifyResult verify_run(const std::string& path, const VerifyOptions& options, s
   for (const run::SeriesColumn& c : run::series_columns()) {
     if (!c.experiment) continue;
     const std::size_t width = c.width == run::Width::tensors ? tensors : c.width == run::Width::collectives ? kCollectiveKinds : 1;
-    columns.push_back({&c, run.series_bytes(c), width * h5::dtype_size(c.dtype)});
+    columns.push_back({&c, run.series_bytes(c), width * dtype_bytes(c.dtype)});
   }
   log << "verifying " << steps << " of " << rows << " recorded steps of experiment " << info.experiment_id << " ("
       << path << ")" << (from > 0 ? ", from the state of step " + std::to_string(from) : std::string()) << ", on "

@@ -1,6 +1,6 @@
 # Determinism tests that need more than the default registration (included by tests/CMakeLists.txt).
 
-# Build invariance of the CPU training core (DESIGN.md §1: -O0 or -O3, scalar or any SIMD width):
+# Build invariance of the CPU training core (docs/CONTRACT.md, CPU: -O0 or -O3, scalar or any SIMD):
 # core_fingerprint prints the fingerprints of a tiny GPT's loss and gradients; the test configures
 # the `scalar` preset's build (-O0, no SIMD) in its own folder, builds only that tool there, and
 # requires the same text as this build's tool.

@@ -13,25 +13,17 @@
 
 #include "samebits/core/config.hpp"
 #include "samebits/core/train/trainer.hpp"
+#include "support/train_bits.hpp"
 
 namespace {
 
+using sb::test::RunBits;
+using sb::test::run_bits;
+using sb::test::same_bits;
+
 sb::Config tiny_config() {
-  sb::Config c;
-  c.model.vocab = 64;
-  c.model.seq_len = 16;
-  c.model.n_layer = 2;
-  c.model.n_head = 2;
-  c.model.n_embd = 32;
-  c.data.leaf_size = 1;
-  c.data.leaves = 4;
-  c.data.synthetic.doc_len = 32;
+  sb::Config c = sb::test::tiny_gpt_config({.eval_every = 5, .eval_leaves = 2});
   c.optim.weight_decay = 0.1;
-  c.train.steps = 10;
-  c.train.warmup = 2;
-  c.train.eval_every = 5;
-  c.train.eval_leaves = 2;
-  c.run.threads = 1;
   return c;
 }
 
@@ -64,107 +56,17 @@ const Variant kVariants[] = {
      }},
 };
 
-template <class T>
-void append(std::vector<unsigned char>& out, const T& v) {
-  const auto* p = reinterpret_cast<const unsigned char*>(&v);
-  out.insert(out.end(), p, p + sizeof(T));
-}
-
-// Every step's recorded bits: loss, validation loss, lr, norms, noise statistics, per-tensor
-// statistics, parameter and gradient fingerprints.
-void record(std::vector<unsigned char>& out, const sb::StepResult& r) {
-  const sb::StepStats& s = r.stats;
-  append(out, s.loss);
-  append(out, s.val_loss);
-  append(out, s.lr);
-  append(out, s.grad_norm);
-  append(out, s.clip_scale);
-  append(out, s.leaf_sq_mean);
-  append(out, s.batch_sq);
-  append(out, s.noise_scale);
-  for (const sb::TensorStats& t : s.tensors) append(out, t);
-  for (uint64_t f : r.param_fingerprints) append(out, f);
-  for (uint64_t f : r.grad_fingerprints) append(out, f);
-}
-
-struct RunBits {
-  std::vector<unsigned char> series;
-  std::vector<float> weights, state;
-  std::vector<std::string> state_names;
-};
-
-void finish(RunBits& bits, sb::Trainer& trainer) {
-  const sb::TrainerState s = trainer.export_state();
-  bits.weights = s.weights;
-  for (const sb::StateArray& a : s.optimizer) {
-    bits.state.insert(bits.state.end(), a.data.begin(), a.data.end());
-    bits.state_names.push_back(a.name);
-  }
-}
-
-RunBits run(const sb::Config& config, const sb::TrainerOptions& options) {
-  sb::Trainer trainer(config, options);
-  RunBits bits;
-  while (!trainer.finished()) record(bits.series, trainer.step());
-  finish(bits, trainer);
-  return bits;
-}
-
-// 5 steps, export, a new Trainer on 2 threads in micro-steps of 1 leaf, import, the rest.
-RunBits run_resumed(const sb::Config& config) {
-  RunBits bits;
-  sb::TrainerState middle;
-  {
-    sb::Trainer first(config);
-    for (int i = 0; i < 5; ++i) record(bits.series, first.step());
-    middle = first.export_state();
-  }
-  sb::Config second_config = config;
-  second_config.run.threads = 2;
-  sb::TrainerOptions second_options;
-  second_options.micro_leaves = 1;
-  sb::Trainer second(second_config, second_options);
-  second.import_state(middle);
-  while (!second.finished()) record(bits.series, second.step());
-  finish(bits, second);
-  return bits;
-}
-
-template <class T>
-bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
-}
-
-void check_same(const RunBits& ref, const RunBits& got) {
-  CHECK(same_bits(ref.series, got.series));
-  CHECK(same_bits(ref.weights, got.weights));
-  CHECK(same_bits(ref.state, got.state));
-  CHECK(ref.state_names == got.state_names);
-}
-
 }  // namespace
 
 TEST_CASE("Muon variants: bitwise invariant to threads, accumulation split and resume") {
-  const RunBits plain = run(tiny_config(), {});
+  const RunBits plain = run_bits(tiny_config());
   for (const Variant& v : kVariants) {
     CAPTURE(std::string(v.name));
     sb::Config base = tiny_config();
     v.apply(base.optim);
-    const RunBits ref = run(base, {});
+    const RunBits ref = run_bits(base);
     CHECK_FALSE(same_bits(ref.weights, plain.weights));  // the switch changes the training
-    for (int threads : {2, 3}) {
-      CAPTURE(threads);
-      sb::Config c = base;
-      c.run.threads = threads;
-      check_same(ref, run(c, {}));
-    }
-    for (int micro : {1, 2}) {
-      CAPTURE(micro);
-      sb::TrainerOptions o;
-      o.micro_leaves = micro;
-      check_same(ref, run(base, o));
-    }
-    check_same(ref, run_resumed(base));
+    sb::test::check_invariance(base, ref, {.threads = {2, 3}, .micro = {1, 2}, .resume_after = 5});
   }
 }
 

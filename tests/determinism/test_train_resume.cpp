@@ -1,75 +1,33 @@
-// Resume (DESIGN.md §1 "time" axis): 20 uninterrupted steps equal 10 steps, export_state, a new
+// Resume (docs/CONTRACT.md, "time"): 20 uninterrupted steps equal 10 steps, export_state, a new
 // Trainer, import_state, 10 more — weights, optimizer state, loss-scale state and every step's
 // loss and fingerprints bitwise — in fp32, bf16 and fp16 (with skipped steps before the split).
 // Bad states are refused with a message.
 #include <doctest/doctest.h>
 
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "samebits/core/config.hpp"
 #include "samebits/core/train/trainer.hpp"
 #include "samebits/det/error.hpp"
+#include "support/train_bits.hpp"
 
 namespace {
 
+using sb::test::check_same_state;
+using sb::test::same_bits;
+
 sb::Config tiny_config(sb::Precision precision) {
-  sb::Config c;
-  c.model.vocab = 64;
-  c.model.seq_len = 16;
-  c.model.n_layer = 2;
-  c.model.n_head = 2;
-  c.model.n_embd = 32;
-  c.data.leaf_size = 1;
-  c.data.leaves = 4;
-  c.data.synthetic.doc_len = 32;
-  c.train.steps = 20;
-  c.train.warmup = 3;
+  sb::Config c =
+      sb::test::tiny_gpt_config({.steps = 20, .warmup = 3, .eval_every = 5, .eval_leaves = 2, .threads = 2});
   c.train.precision = precision;
-  c.train.eval_every = 5;
-  c.train.eval_leaves = 2;
   c.optim.momentum_warmup = 6;
   if (precision == sb::Precision::fp16) {
     c.train.loss_scale = 0x1p22;  // a few skipped steps, then growth every 3 good steps
     c.train.loss_scale_backoff = 0.25;
     c.train.loss_scale_growth_interval = 3;
   }
-  c.run.threads = 2;
   return c;
-}
-
-struct Series {
-  std::vector<float> losses, val_losses;
-  std::vector<uint64_t> fingerprints;
-};
-
-void record(Series& s, const sb::StepResult& r) {
-  s.losses.push_back(r.stats.loss);
-  s.val_losses.push_back(r.stats.val_loss);
-  s.fingerprints.insert(s.fingerprints.end(), r.param_fingerprints.begin(), r.param_fingerprints.end());
-  s.fingerprints.insert(s.fingerprints.end(), r.grad_fingerprints.begin(), r.grad_fingerprints.end());
-}
-
-template <class T>
-bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
-}
-
-void check_same_state(const sb::TrainerState& a, const sb::TrainerState& b) {
-  CHECK(a.step == b.step);
-  CHECK(a.updates == b.updates);
-  CHECK(a.cursor == b.cursor);
-  CHECK(same_bits(a.weights, b.weights));
-  REQUIRE(a.optimizer.size() == b.optimizer.size());
-  for (size_t i = 0; i < a.optimizer.size(); ++i) {
-    CHECK(a.optimizer[i].name == b.optimizer[i].name);
-    CHECK(same_bits(a.optimizer[i].data, b.optimizer[i].data));
-  }
-  CHECK(a.loss_scale.scale == b.loss_scale.scale);
-  CHECK(a.loss_scale.good_steps == b.loss_scale.good_steps);
-  CHECK(a.loss_scale.skipped_steps == b.loss_scale.skipped_steps);
-  CHECK(a.experiment_id == b.experiment_id);
 }
 
 }  // namespace
@@ -80,15 +38,15 @@ TEST_CASE("10 steps, export, import into a new Trainer, 10 more: bitwise the 20-
     const sb::Config config = tiny_config(p);
 
     sb::Trainer straight(config);
-    Series whole;
-    while (!straight.finished()) record(whole, straight.step());
+    sb::test::RunBits whole;
+    while (!straight.finished()) sb::test::record(whole, straight.step());
     const sb::TrainerState end = straight.export_state();
 
-    Series parts;
+    sb::test::RunBits parts;
     sb::TrainerState middle;
     {
       sb::Trainer first(config);
-      for (int i = 0; i < 10; ++i) record(parts, first.step());
+      for (int i = 0; i < 10; ++i) sb::test::record(parts, first.step());
       middle = first.export_state();
     }
     CHECK(middle.step == 10);
@@ -104,12 +62,10 @@ TEST_CASE("10 steps, export, import into a new Trainer, 10 more: bitwise the 20-
     sb::Trainer second(second_config, second_options);
     second.import_state(middle);
     CHECK(second.steps_done() == 10);
-    while (!second.finished()) record(parts, second.step());
+    while (!second.finished()) sb::test::record(parts, second.step());
 
     check_same_state(end, second.export_state());
-    CHECK(same_bits(whole.losses, parts.losses));
-    CHECK(same_bits(whole.val_losses, parts.val_losses));
-    CHECK(same_bits(whole.fingerprints, parts.fingerprints));
+    CHECK(same_bits(whole.series, parts.series));
   }
 }
 

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "samebits/core/cuda/cuda_backend.hpp"
-#include "samebits/core/cuda/curand_init.hpp"
 #include "samebits/core/model/gpt.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/philox.hpp"
+#include "support/curand_init.cuh"
 #include "support/gpu.hpp"
 
 namespace {
@@ -68,7 +68,7 @@ TEST_CASE("cuRAND vendor initialisation: GPT::init's layout, cuRAND's normal dra
   cfg.vocab = 512;
   cfg.n_layer = 1;
   sb::GPT model(cfg, 1, *be);
-  sb::curand_init_gpt(model, 1234);
+  sbt::curand_init_gpt(model, 1234);
   std::vector<float> w(model.flat_size());
   be->copy_to_host(w.data(), model.weights().data(), w.size() * sizeof(float));
   for (const sb::ParamView& p : model.params()) {

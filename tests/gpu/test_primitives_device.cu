@@ -1,4 +1,4 @@
-// The determinism primitives on the device (issue 2 item 9): each runs in kernels over >= 10^6
+// The determinism primitives on the device: each runs in kernels over >= 10^6
 // inputs and must give the host's bits exactly — samebits math, the fp formats, Philox (and
 // cuRAND's device API stream), the 32-lane row reductions (scalar form and warp shuffles), the
 // fixed-point accumulator, ExactSum and the canonical dot. Exits 77 without a GPU.

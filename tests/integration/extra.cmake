@@ -15,13 +15,14 @@ if(EXISTS /usr/bin/python3)
   set_tests_properties(test_optim_oracle_pytorch PROPERTIES LABELS integration SKIP_RETURN_CODE 77 TIMEOUT 300)
 endif()
 
-# MPI data parallelism (issue 7). mpi_train_driver trains a tiny GPT in its process's
+# MPI data parallelism. mpi_train_driver trains a tiny GPT in its process's
 # communicator (MPI under mpirun, local alone) and prints per-step fingerprints on rank 0; the
 # test_mpi_* doctests launch it alone and under mpirun --oversubscribe (--allow-run-as-root when
 # root) and compare. They exit 77 (skipped) when this build has no MPI or no mpirun.
 add_executable(mpi_train_driver ${CMAKE_CURRENT_LIST_DIR}/../tools/mpi_train_driver.cpp)
 sb_target_defaults(mpi_train_driver)
 target_link_libraries(mpi_train_driver PRIVATE sb_experiments)  # --config: samebits train's parser
+target_include_directories(mpi_train_driver PRIVATE ${CMAKE_CURRENT_LIST_DIR}/..)
 set_target_properties(mpi_train_driver PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin/tests)
 set(_sb_mpiexec "")
 if(SAMEBITS_HAVE_MPI AND MPIEXEC_EXECUTABLE)
@@ -38,7 +39,7 @@ foreach(_test test_mpi_invariance test_mpi_resume test_mpi_native test_mpi_failu
   endif()
 endforeach()
 
-# Notebooks (issue 8): samebits_nb's unit tests (synthetic run files written with h5py, and tiny
+# Notebooks: samebits_nb's unit tests (synthetic run files written with h5py, and tiny
 # runs trained with `samebits train`), then the three notebooks executed headless with nbconvert
 # on runs the test trains itself (into <build>/notebooks_out/). Debian's /usr/bin/python3
 # (python3-h5py, -matplotlib, -nbconvert, -ipykernel); exit 77 (skipped) when it lacks them.
@@ -63,13 +64,13 @@ if(EXISTS /usr/bin/python3)
                        ENVIRONMENT "SAMEBITS_BIN=$<TARGET_FILE:samebits>;MPLBACKEND=Agg;OMP_WAIT_POLICY=PASSIVE;PYTHONDONTWRITEBYTECODE=1")
 endif()
 
-# samebits sweep (issue 8): its last case runs a ranks = 2 cell under mpirun, so it shares the MPI
+# samebits sweep: its last case runs a ranks = 2 cell under mpirun, so it shares the MPI
 # tests' lock (they measure time).
 if(TARGET test_sweep)
   set_tests_properties(test_sweep PROPERTIES RESOURCE_LOCK mpi_ranks)
 endif()
 
-# The resealing fuzzer (issue 17) writes variable-length strings with the HDF5 C API itself (the
+# The resealing fuzzer writes variable-length strings with the HDF5 C API itself (the
 # layout of older run files, which samebits no longer writes).
 if(TARGET test_hostile_files)
   target_link_libraries(test_hostile_files PRIVATE sb_hdf5)

@@ -233,15 +233,8 @@ inline void collect_content(const sb::h5::Group& g, std::map<std::string, std::s
     }
     if (path.rfind("/timing/", 0) == 0) continue;
     const sb::h5::Dataset d = g.dataset(name);
-    std::string content = std::string(sb::h5::dtype_name(d.dtype())) + sb::h5::dims_string(d.shape()) + ":";
-    switch (d.dtype()) {
-      case sb::h5::DType::f32: content += raw_bytes<float>(d); break;
-      case sb::h5::DType::f64: content += raw_bytes<double>(d); break;
-      case sb::h5::DType::i32: content += raw_bytes<int32_t>(d); break;
-      case sb::h5::DType::i64: content += raw_bytes<int64_t>(d); break;
-      case sb::h5::DType::u64: content += raw_bytes<uint64_t>(d); break;
-      case sb::h5::DType::u8: content += raw_bytes<uint8_t>(d); break;
-    }
+    std::string content = std::string(sb::dtype_name(d.dtype())) + sb::h5::dims_string(d.shape()) + ":";
+    content += sb::h5::visit_element(d.dtype(), [&](auto zero) { return raw_bytes<decltype(zero)>(d); });
     out[path] = content;
     for (const std::string& a : d.attr_names()) out[path + "@" + a] = attribute_text(d, a);
   }

@@ -1,4 +1,4 @@
-// World-size invariance (DESIGN.md §1 "distribution", §1.1 rule 4): a tiny GPT trained 8 steps
+// World-size invariance (docs/CONTRACT.md rule 4): a tiny GPT trained 8 steps
 // with Muon (+ AdamW for the rest) on 12 leaves gives, after every step, the same loss,
 // validation loss, parameter and gradient fingerprints and statistics, and the same final
 // weights and optimizer state, in one process and under mpirun with 2, 3 and 4 ranks (uneven

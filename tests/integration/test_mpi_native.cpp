@@ -1,4 +1,4 @@
-// allreduce=native, the vendor switch (DESIGN.md §1: measured against): each rank's partial
+// allreduce=native, the vendor switch (docs/CONTRACT.md, vendor mode): each rank's partial
 // gradient is rounded to fp32 and summed by MPI's float SUM, so the bits depend on the world size.
 // The test reports whether 1 and 3 ranks differ and at which step (expected: they do, from the
 // first step's gradients), and checks that the exact all-reduce keeps them equal meanwhile.

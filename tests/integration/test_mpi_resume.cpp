@@ -1,4 +1,4 @@
-// Elastic resume (DESIGN.md §1 "time" and "distribution" axes together): a run checkpointed after
+// Elastic resume (docs/CONTRACT.md, "time" and "distribution"): a run checkpointed after
 // step 4 at 2 ranks with the distributed optimizer (the owners' state gathered into the full
 // state) and resumed at 3 ranks (rank 0 reads the checkpoint; each rank takes the state of the
 // tensors it owns in a world of 3) ends bitwise as the uninterrupted one-process run: steps 5–8

@@ -13,12 +13,32 @@
 #include <vector>
 
 #include "samebits/core/backend.hpp"
+#include "samebits/core/config.hpp"
 #include "samebits/core/cuda/cuda_backend.hpp"
 #include "samebits/det/bits.hpp"
 #include "samebits/det/error.hpp"
 #include "support/gpu.hpp"
 
 namespace sb::test {
+
+// The parity tests' tiny GPT: odd sizes (vocabulary 67, 19 tokens, 3 heads of 16) so that every
+// kernel meets partial tiles and warps; 4 leaves of 2 sequences, 20 steps.
+inline Config parity_gpt_config() {
+  Config c;
+  c.model.vocab = 67;
+  c.model.seq_len = 19;
+  c.model.n_layer = 2;
+  c.model.n_head = 3;
+  c.model.n_embd = 48;
+  c.data.leaf_size = 2;
+  c.data.leaves = 4;
+  c.data.synthetic.doc_len = 40;
+  c.train.steps = 20;
+  c.train.warmup = 3;
+  c.train.eval_every = 0;
+  c.run.threads = 2;
+  return c;
+}
 
 // Launch configurations that must all give the CPU's bits: every GEMM tile, 1..32 rows per block,
 // block sizes from one warp to 1024 threads (some not powers of two).

@@ -11,22 +11,7 @@
 namespace sb::test {
 namespace {
 
-Config tiny_config() {
-  Config c;
-  c.model.vocab = 67;
-  c.model.seq_len = 19;
-  c.model.n_layer = 2;
-  c.model.n_head = 3;
-  c.model.n_embd = 48;
-  c.data.leaf_size = 2;
-  c.data.leaves = 4;
-  c.data.synthetic.doc_len = 40;
-  c.train.steps = 20;
-  c.train.warmup = 3;
-  c.train.eval_every = 0;
-  c.run.threads = 2;
-  return c;
-}
+Config tiny_config() { return parity_gpt_config(); }
 
 // Leaf `l` of step 0 of the tiny config's data: (leaf_size, seq_len + 1) tokens.
 std::vector<int32_t> leaf_tokens(const Config& c, int l) {

@@ -9,7 +9,7 @@
 
 #include "parity/parity_support.hpp"
 #include "samebits/core/optim/clip.hpp"
-#include "samebits/core/optim/exact_norm.hpp"
+#include "samebits/core/exact_norm.hpp"
 #include "samebits/core/optim/optim_kernels.hpp"
 #include "samebits/core/optim/optimizer.hpp"
 #include "unit/test_optim_support.hpp"

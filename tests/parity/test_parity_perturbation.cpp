@@ -12,23 +12,13 @@
 #include "samebits/core/cuda/cuda_backend.hpp"
 #include "samebits/core/train/trainer.hpp"
 #include "support/gpu.hpp"
+#include "support/train_bits.hpp"
 
 namespace {
 
 sb::Config tiny_config() {
-  sb::Config c;
-  c.model.vocab = 64;
-  c.model.seq_len = 16;
-  c.model.n_layer = 1;
-  c.model.n_head = 2;
-  c.model.n_embd = 32;
-  c.data.leaf_size = 1;
-  c.data.leaves = 4;
-  c.train.steps = 8;
-  c.train.warmup = 2;
-  c.train.eval_every = 4;
-  c.train.eval_leaves = 2;
-  c.run.threads = 2;
+  sb::Config c = sb::test::tiny_gpt_config(
+      {.n_layer = 1, .steps = 8, .eval_every = 4, .eval_leaves = 2, .doc_len = std::nullopt, .threads = 2});
   c.perturb = {"h.0.attn.qkv.w", 17, 1, 5};
   return c;
 }

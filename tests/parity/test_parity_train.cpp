@@ -13,21 +13,10 @@ namespace sb::test {
 namespace {
 
 Config tiny_config() {
-  Config c;
-  c.model.vocab = 67;
-  c.model.seq_len = 19;
-  c.model.n_layer = 2;
-  c.model.n_head = 3;
-  c.model.n_embd = 48;
-  c.data.leaf_size = 2;
-  c.data.leaves = 4;
-  c.data.synthetic.doc_len = 40;
-  c.train.steps = 20;
-  c.train.warmup = 3;
+  Config c = parity_gpt_config();
   c.train.eval_every = 10;
   c.train.eval_leaves = 2;
   c.optim.clip = 0.5;  // some steps clip, some do not
-  c.run.threads = 2;
   return c;
 }
 

@@ -1,4 +1,4 @@
-// GPT-2 small at full width (issue 14): experiments/configs/gpt2_124m.ini — 12 layers, 768 wide,
+// GPT-2 small at full width: experiments/configs/gpt2_124m.ini — 12 layers, 768 wide,
 // 12 heads, vocabulary 50257, Muon on the 48 hidden matrices and AdamW on the rest — trained for 2
 // steps on generated llm.c shards (context 64 instead of 1024, 2 leaves), stopped after step 1,
 // resumed in a new Trainer, equals the uninterrupted run bit for bit: every step's loss, validation
@@ -7,7 +7,6 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
-#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -16,6 +15,7 @@
 #include "samebits/core/train/trainer.hpp"
 #include "samebits/data/shards.hpp"
 #include "samebits/data/synthetic.hpp"
+#include "support/train_bits.hpp"
 
 namespace fs = std::filesystem;
 
@@ -50,10 +50,7 @@ void record(Series& s, const sb::StepResult& r) {
   s.fingerprints.insert(s.fingerprints.end(), r.grad_fingerprints.begin(), r.grad_fingerprints.end());
 }
 
-template <class T>
-bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
-}
+using sb::test::same_bits;
 
 }  // namespace
 
@@ -124,15 +121,6 @@ TEST_CASE("gpt2_124m.ini: 2 steps on generated shards equal 1 step, stop, resume
   CHECK(full.fingerprints.size() == 2 * 2 * sb::gpt_param_layout(config.model).size());
   CHECK(same_bits(full.fingerprints, split.fingerprints));
   CHECK(full.losses[1] != full.losses[0]);  // the first update moved the model
-  CHECK(resumed_end.step == full_end.step);
-  CHECK(resumed_end.cursor.epoch == full_end.cursor.epoch);
-  CHECK(resumed_end.cursor.position == full_end.cursor.position);
-  CHECK(same_bits(resumed_end.weights, full_end.weights));
-  REQUIRE(resumed_end.optimizer.size() == full_end.optimizer.size());
-  for (size_t i = 0; i < full_end.optimizer.size(); ++i) {
-    INFO(full_end.optimizer[i].name);
-    CHECK(resumed_end.optimizer[i].name == full_end.optimizer[i].name);
-    CHECK(same_bits(resumed_end.optimizer[i].data, full_end.optimizer[i].data));
-  }
+  sb::test::check_same_state(full_end, resumed_end);
   fs::remove_all(dir);
 }

@@ -1,4 +1,4 @@
-// Training works (issue 5): the default model (GPT 4×128, seq 128, vocab 256; 8 leaves of one
+// Training works: the default model (GPT 4×128, seq 128, vocab 256; 8 leaves of one
 // sequence per step) trained with Muon on the synthetic language gets its validation loss clearly
 // below the language's unigram entropy within 150 steps, and Muon reaches the validation loss that
 // AdamW ends with in fewer steps. Learning rates, each the best of a short sweep (docs/TRAINING.md

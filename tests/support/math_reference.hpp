@@ -1,6 +1,6 @@
 // Tests only: the error of samebits' fp32 math (samebits/det/math.hpp) in ULPs against MPFR's
 // correctly rounded value of the exact function, and the input sets the ULP sweeps run over.
-// Not part of any computation: the reference of the math tests (DESIGN.md §1.1 rule 7).
+// Not part of any computation: the reference of the math tests (docs/CONTRACT.md rule 7).
 #pragma once
 #include <mpfr.h>
 #include <stdint.h>

@@ -1,6 +1,6 @@
 // mpi_train_driver: runs the Trainer on a tiny GPT in this process's communicator (MPI under
 // mpirun, local otherwise) and prints, on rank 0, one line of fingerprints per step and the final
-// state's — lines that must be identical for every world size (DESIGN.md §1: the distribution
+// state's — lines that must be identical for every world size (docs/CONTRACT.md: the distribution
 // axis). Lines starting with '#' describe the execution (world size, bytes, times) and differ.
 // Also: save/resume a checkpoint (elastic resume), and fail on purpose (failure handling tests).
 #include <algorithm>
@@ -22,6 +22,7 @@
 #include "samebits/core/train/trainer.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/fingerprint.hpp"
+#include "support/tiny_gpt.hpp"
 
 namespace {
 
@@ -52,20 +53,8 @@ const char* const kUsage =
 Args parse(int argc, char** argv) {
   Args a;
   sb::Config& c = a.config;
-  c.model.vocab = 64;
-  c.model.seq_len = 16;
-  c.model.n_layer = 2;
-  c.model.n_head = 2;
-  c.model.n_embd = 32;
-  c.data.leaf_size = 1;
-  c.data.leaves = 12;
-  c.data.synthetic.doc_len = 32;
-  c.train.steps = 8;
-  c.train.warmup = 2;
-  c.train.eval_every = 4;
-  c.train.eval_leaves = 3;
+  c = sb::test::tiny_gpt_config({.leaves = 12, .steps = 8, .eval_every = 4, .eval_leaves = 3});
   c.optim.momentum_warmup = 3;
-  c.run.threads = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
     auto value = [&]() -> std::string {

@@ -12,6 +12,7 @@
 #include "samebits/core/backend.hpp"
 #include "samebits/core/ops/attention.hpp"
 #include "test_op_support.hpp"
+#include "support/row_reference.hpp"
 
 using namespace sb;
 
@@ -44,9 +45,9 @@ bool check(int B, int T, int C, int NH, uint32_t seed, bool underflow = false) {
       const float* P = &att_ref[head];
       float* dS = &datt_ref[head];
       for (int t = 0; t < T; ++t) {
-        ops::attention_row_forward(&y_ref[(static_cast<size_t>(b) * T + t) * C + h * hs], &att_ref[head + static_cast<size_t>(t) * T],
+        test::attention_row_forward(&y_ref[(static_cast<size_t>(b) * T + t) * C + h * hs], &att_ref[head + static_cast<size_t>(t) * T],
                                    &qkv[base + static_cast<size_t>(t) * ld], &qkv[base + C], &qkv[base + 2 * C], ld, t, T, hs);
-        ops::attention_row_dscores(&dS[static_cast<size_t>(t) * T], &P[static_cast<size_t>(t) * T],
+        test::attention_row_dscores(&dS[static_cast<size_t>(t) * T], &P[static_cast<size_t>(t) * T],
                                    &dy[(static_cast<size_t>(b) * T + t) * C + h * hs], &qkv[base + 2 * C], ld, t, T, hs);
       }
       for (int t = 0; t < T; ++t)

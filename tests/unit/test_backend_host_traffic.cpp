@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "samebits/core/backend.hpp"
-#include "samebits/core/optim/exact_norm.hpp"
+#include "samebits/core/exact_norm.hpp"
 #include "samebits/core/train/statistics.hpp"
 
 TEST_CASE("the CPU backend counts the bytes of every host copy, each way") {

@@ -20,6 +20,7 @@
 #include "samebits/det/error.hpp"
 #include "samebits/det/fixed_accumulator.hpp"
 #include "samebits/det/wide_int.hpp"
+#include "support/random_leaves.hpp"
 
 using sb::det::BlockAccumulator;
 using sb::det::FixedAccumulator;
@@ -27,7 +28,9 @@ using sb::det::Wide192;
 
 namespace {
 
-using Leaves = std::vector<std::vector<float>>;  // (leaves, n)
+using sb::test::Leaves;
+using sb::test::random_float;
+using sb::test::random_leaves;
 
 struct Reference {
   std::vector<Wide192> sums;    // (n) exact, in the frame
@@ -109,28 +112,6 @@ std::vector<int> contiguous(size_t leaves, int ranks) {
   std::vector<int> owner(leaves);
   for (size_t l = 0; l < leaves; ++l) owner[l] = static_cast<int>(l * size_t(ranks) / leaves);
   return owner;
-}
-
-float random_float(std::mt19937_64& rng, int lo, int hi) {
-  const int e = std::uniform_int_distribution<int>(lo, hi)(rng);
-  const float m = static_cast<float>((rng() >> 40) | (1ull << 23));
-  const float x = std::ldexp(m, e - 23);
-  return (rng() & 1) ? -x : x;
-}
-
-// Gradient-like leaves: exponents in [lo, hi], zeros, cancelling pairs across leaves.
-Leaves random_leaves(std::mt19937_64& rng, size_t leaves, size_t n, int lo, int hi) {
-  Leaves out(leaves, std::vector<float>(n));
-  for (size_t l = 0; l < leaves; ++l) {
-    for (size_t i = 0; i < n; ++i) {
-      float x = random_float(rng, lo, hi);
-      if (rng() % 16 == 0) x = 0.0f;
-      if (rng() % 16 == 1) x = -0.0f;
-      if (l % 2 == 1 && rng() % 4 == 0) x = -out[l - 1][i];
-      out[l][i] = x;
-    }
-  }
-  return out;
 }
 
 const float kMax = std::numeric_limits<float>::max();

@@ -1,5 +1,5 @@
 // Token files: llm.c shards (both versions, several files read as one stream, atomic writing), text
-// as bytes, HDF5 token datasets, open_source — and every bad input of the issue as a clear sb::Error
+// as bytes, HDF5 token datasets, open_source — and every bad input as a clear sb::Error
 // naming the file and what was wrong (run under ASan/UBSan in the debug preset: nothing crashes).
 #include <doctest/doctest.h>
 #include <hdf5.h>

@@ -1,4 +1,4 @@
-// The sampler's contract (DESIGN.md §1.1 rule 10): the keyed permutation is a bijection fixed by
+// The sampler's contract (docs/CONTRACT.md rule 10): the keyed permutation is a bijection fixed by
 // its key; an epoch visits every window once; for world sizes 1–4 the ranks' leaves, concatenated
 // in rank order, equal the single-process global batch bit for bit; resuming from the cursor of any
 // step continues the identical sequence; bad cursors and too-small data are errors.

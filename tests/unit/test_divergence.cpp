@@ -16,24 +16,12 @@
 #include "samebits/core/train/perturbation.hpp"
 #include "samebits/data/sampler.hpp"
 #include "samebits/det/error.hpp"
+#include "support/train_bits.hpp"
 
 namespace {
 
 sb::Config tiny_config() {
-  sb::Config c;
-  c.model.vocab = 64;
-  c.model.seq_len = 16;
-  c.model.n_layer = 1;
-  c.model.n_head = 2;
-  c.model.n_embd = 32;
-  c.data.leaf_size = 1;
-  c.data.leaves = 4;
-  c.train.steps = 10;
-  c.train.warmup = 2;
-  c.train.eval_every = 0;
-  c.train.eval_leaves = 2;
-  c.run.threads = 1;
-  return c;
+  return sb::test::tiny_gpt_config({.n_layer = 1, .eval_leaves = 2, .doc_len = std::nullopt});
 }
 
 // Initial weights of the tiny model with `seed`.  Returns (flat_size).

@@ -1,4 +1,4 @@
-// ExactSum (DESIGN.md §1.1 rule 5): order and partition invariance, bitwise; the correctly rounded
+// ExactSum (docs/CONTRACT.md rule 5): order and partition invariance, bitwise; the correctly rounded
 // result against an MPFR exact reference on ill-conditioned sums; the special-value rules.
 #include <doctest/doctest.h>
 #include <mpfr.h>

@@ -1,4 +1,4 @@
-// FixedAccumulator and fixed_point.hpp (DESIGN.md §1.1 rule 4): every partition, merge tree,
+// FixedAccumulator and fixed_point.hpp (docs/CONTRACT.md rule 4): every partition, merge tree,
 // thread count and SIMD path gives the same limbs, bitwise; the rounded sums equal ExactSum
 // (checked against MPFR in test_exact_sum) where the window covers the values; the below-window
 // rounding rule; overflow, NaN and Inf reported, never wrapped.
@@ -17,6 +17,7 @@
 #include "samebits/det/error.hpp"
 #include "samebits/det/exact_sum.hpp"
 #include "samebits/det/fixed_accumulator.hpp"
+#include "support/random_leaves.hpp"
 
 using sb::det::bits_of;
 using sb::det::ExactSum;
@@ -25,31 +26,9 @@ using sb::det::FixedWindow;
 
 namespace {
 
-using Leaves = std::vector<std::vector<float>>;  // (leaves, n)
-
-// A float with a random 24-bit mantissa and exponent uniform in [lo, hi], random sign.
-float random_float(std::mt19937_64& rng, int lo, int hi) {
-  const int e = std::uniform_int_distribution<int>(lo, hi)(rng);
-  const float m = static_cast<float>((rng() >> 40) | (1ull << 23));
-  const float x = std::ldexp(m, e - 23);
-  return (rng() & 1) ? -x : x;
-}
-
-// Gradient-like leaves: mostly moderate values, some tiny, some below the window, some zeros, and
-// cancelling pairs across leaves.
-Leaves random_leaves(std::mt19937_64& rng, size_t leaves, size_t n, int lo, int hi) {
-  Leaves out(leaves, std::vector<float>(n));
-  for (size_t l = 0; l < leaves; ++l) {
-    for (size_t i = 0; i < n; ++i) {
-      float x = random_float(rng, lo, hi);
-      if (rng() % 16 == 0) x = 0.0f;
-      if (rng() % 16 == 1) x = -0.0f;
-      if (l % 2 == 1 && rng() % 4 == 0) x = -out[l - 1][i];
-      out[l][i] = x;
-    }
-  }
-  return out;
-}
+using sb::test::Leaves;
+using sb::test::random_float;
+using sb::test::random_leaves;
 
 std::vector<int64_t> normalized_limbs(FixedAccumulator acc) {
   acc.normalize();

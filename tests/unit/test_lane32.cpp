@@ -1,4 +1,4 @@
-// The 32-lane row reduction (DESIGN.md §1.1 rule 2): every host form (the dispatched entry points
+// The 32-lane row reduction (docs/CONTRACT.md rule 2): every host form (the dispatched entry points
 // and each compiled SIMD form) gives the bits of the scalar definition, for lengths that are and
 // are not multiples of 32, on data with subnormals, signed zeros, cancellation, Inf and NaN.
 #include <doctest/doctest.h>

@@ -20,24 +20,14 @@
 #include "samebits/core/train/statistics.hpp"
 #include "samebits/core/train/trainer.hpp"
 #include "samebits/data/sampler.hpp"
+#include "support/train_bits.hpp"
 
 namespace {
 
 sb::Config tiny_config() {
-  sb::Config c;
-  c.model.vocab = 64;
-  c.model.seq_len = 16;
-  c.model.n_layer = 1;
-  c.model.n_head = 2;
-  c.model.n_embd = 32;
-  c.data.leaf_size = 1;  // one sequence per leaf: leaf gradients are per-example gradients
-  c.data.leaves = 8;
-  c.data.synthetic.doc_len = 32;
-  c.train.steps = 3;
-  c.train.warmup = 1;
-  c.train.eval_every = 0;
-  c.run.threads = 1;  // never changes a bit; one thread keeps the test fast on a loaded machine
-  return c;
+  // One sequence per leaf: leaf gradients are per-example gradients. One thread never changes a
+  // bit and keeps the test fast on a loaded machine.
+  return sb::test::tiny_gpt_config({.n_layer = 1, .leaves = 8, .steps = 3, .warmup = 1});
 }
 
 // Per-example gradients of the sequences `tokens` (n rows of seq_len + 1) at `model`'s weights:

@@ -12,6 +12,7 @@
 #include "samebits/core/ops/matmul.hpp"
 #include "samebits/core/ops/rmsnorm.hpp"
 #include "test_op_support.hpp"
+#include "support/row_reference.hpp"
 
 using namespace sb;
 
@@ -60,8 +61,8 @@ TEST_CASE("layernorm: CPU equals the row reference and token chains, bitwise") {
                              w.data(), mean.data(), rstd.data(), N, C);
       std::vector<float> y_ref(x.size()), mean_ref(N), rstd_ref(N), dx_ref(x.size()), dw_ref(C), db_ref(C);
       for (int n = 0; n < N; ++n) {
-        ops::layernorm_row_forward(&y_ref[n * C], &mean_ref[n], &rstd_ref[n], &x[n * C], w.data(), bp, C);
-        ops::layernorm_row_backward(&dx_ref[n * C], &dy[n * C], &x[n * C], w.data(), mean_ref[n], rstd_ref[n], C);
+        test::layernorm_row_forward(&y_ref[n * C], &mean_ref[n], &rstd_ref[n], &x[n * C], w.data(), bp, C);
+        test::layernorm_row_backward(&dx_ref[n * C], &dy[n * C], &x[n * C], w.data(), mean_ref[n], rstd_ref[n], C);
       }
       for (int c = 0; c < C; ++c) {
         float gw = 0.0f, gb = 0.0f;
@@ -96,8 +97,8 @@ TEST_CASE("rmsnorm: CPU equals the row reference and token chains, bitwise") {
     be->rmsnorm_backward(dx.data(), dw.data(), dy.data(), x.data(), w.data(), rstd.data(), N, C);
     std::vector<float> y_ref(x.size()), rstd_ref(N), dx_ref(x.size()), dw_ref(C);
     for (int n = 0; n < N; ++n) {
-      ops::rmsnorm_row_forward(&y_ref[n * C], &rstd_ref[n], &x[n * C], w.data(), C);
-      ops::rmsnorm_row_backward(&dx_ref[n * C], &dy[n * C], &x[n * C], w.data(), rstd_ref[n], C);
+      test::rmsnorm_row_forward(&y_ref[n * C], &rstd_ref[n], &x[n * C], w.data(), C);
+      test::rmsnorm_row_backward(&dx_ref[n * C], &dy[n * C], &x[n * C], w.data(), rstd_ref[n], C);
     }
     for (int c = 0; c < C; ++c) {
       float gw = 0.0f;

@@ -9,7 +9,7 @@
 #include <limits>
 
 #include "samebits/core/optim/clip.hpp"
-#include "samebits/core/optim/exact_norm.hpp"
+#include "samebits/core/exact_norm.hpp"
 #include "test_op_support.hpp"
 
 namespace {
@@ -54,7 +54,7 @@ TEST_CASE("exact norm: global norm, max and mean against fp64") {
     sum += x;
     mx = std::max(mx, std::fabs(static_cast<double>(x)));
   }
-  CHECK(sb::global_grad_norm(g.data(), g.size()) == doctest::Approx(std::sqrt(sq)).epsilon(1e-7));
+  CHECK(sb::norm2(g.data(), g.size()) == doctest::Approx(std::sqrt(sq)).epsilon(1e-7));
   const sb::GradStats s = sb::grad_stats(g.data(), g.size());
   CHECK(s.max_abs == static_cast<float>(mx));
   CHECK(s.mean == doctest::Approx(sum / g.size()).epsilon(1e-6));

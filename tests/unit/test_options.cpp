@@ -223,7 +223,7 @@ TEST_CASE("the registry holds exactly the keys of the resolved INI text") {
   }
   registry_keys.erase("optim.adjust_lr_fn");  // torch.optim.Muon's alias of optim.scale
   CHECK(registry_keys == ini_keys);
-  // The option names DESIGN.md §5 promises to scripts and notebooks.
+  // The option names docs/CONFIG.md promises to scripts and notebooks.
   for (const char* key : {"model.vocab", "model.seq_len", "model.n_layer", "model.n_head", "model.n_embd", "model.norm",
                           "model.tied_head", "data.source", "data.path", "data.seed", "data.leaf_size", "data.leaves",
                           "optim.name", "optim.lr", "optim.weight_decay", "optim.momentum", "optim.nesterov",
@@ -232,7 +232,7 @@ TEST_CASE("the registry holds exactly the keys of the resolved INI text") {
                           "train.schedule", "train.warmup", "train.checkpoint_every", "train.snapshot_steps",
                           "train.eval_every", "numerics.mode", "numerics.gemm", "numerics.reduce", "numerics.allreduce",
                           "run.backend", "run.threads", "run.out"}) {
-    CHECK_MESSAGE(registry_keys.count(key) == 1, "DESIGN.md §5 key missing: ", key);
+    CHECK_MESSAGE(registry_keys.count(key) == 1, "docs/CONFIG.md key missing: ", key);
   }
 }
 

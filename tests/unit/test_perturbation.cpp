@@ -1,4 +1,4 @@
-// [perturb] and data.order_seed (issue 8): ULP stepping on the float line (through zero, refused
+// [perturb] and data.order_seed: ULP stepping on the float line (through zero, refused
 // at inf/NaN and past FLT_MAX), the config's checks and experiment id, the perturbation applied
 // once before step s+1 (fingerprints equal through step s, different at s+1), resume on either
 // side of s bitwise equal to the uninterrupted run, and the default experiment's bits unchanged.
@@ -17,6 +17,7 @@
 #include "samebits/core/train/perturbation.hpp"
 #include "samebits/core/train/trainer.hpp"
 #include "samebits/det/error.hpp"
+#include "support/train_bits.hpp"
 
 namespace {
 
@@ -62,20 +63,8 @@ class CountingSource : public sb::data::TokenSource {
 // The tiny experiment of tests/integration/test_cli_support.hpp with 8 steps (its golden values
 // below were recorded by `samebits train` before [perturb] and data.order_seed existed).
 sb::Config tiny_config() {
-  sb::Config c;
-  c.model.vocab = 64;
-  c.model.seq_len = 16;
-  c.model.n_layer = 1;
-  c.model.n_head = 2;
-  c.model.n_embd = 32;
-  c.data.leaf_size = 1;
-  c.data.leaves = 4;
-  c.train.steps = 8;
-  c.train.warmup = 2;
-  c.train.eval_every = 4;
-  c.train.eval_leaves = 2;
-  c.run.threads = 1;
-  return c;
+  return sb::test::tiny_gpt_config(
+      {.n_layer = 1, .steps = 8, .eval_every = 4, .eval_leaves = 2, .doc_len = std::nullopt});
 }
 
 // Every step's loss bits and parameter and gradient fingerprints.

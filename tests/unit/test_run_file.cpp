@@ -14,13 +14,13 @@
 #include <set>
 
 #include "integration/test_cli_support.hpp"
-#include "support/run_header.hpp"
 #include "samebits/cli/diff.hpp"
 #include "samebits/cli/inspect.hpp"
 #include "samebits/core/io/checkpoint.hpp"
 #include "samebits/core/io/run_file.hpp"
 #include "samebits/core/io/run_seal.hpp"
 #include "samebits/core/io/run_store.hpp"
+#include "samebits/core/train/run_header.hpp"
 #include "samebits/det/fingerprint.hpp"
 
 namespace {
@@ -90,7 +90,7 @@ TEST_CASE("run file: rows, tensor table, snapshots and final state read back bit
   Config config = tiny();
   config.train.steps = 6;
   Trainer trainer(config);
-  const run::RunHeader header = sbt::run_header(config, trainer);
+  const run::RunHeader header = sb::run_header(config, trainer);
   const std::string path = dir / "sub/run.h5";
   run::RunWriter w = run::RunWriter::create(path, header);
   CHECK_THROWS_WITH_AS(run::RunWriter::create(path, header), doctest::Contains("already exists"), Error);
@@ -178,7 +178,7 @@ TEST_CASE("resume: the series and later snapshots are cut back; find_resume_poin
   Config config = tiny();
   config.train.steps = 8;
   Trainer trainer(config);
-  const run::RunHeader header = sbt::run_header(config, trainer);
+  const run::RunHeader header = sb::run_header(config, trainer);
   const std::string path = dir / "run.h5";
   run::RunWriter w = run::RunWriter::create(path, header);
   std::vector<TrainerState> states;  // states[s - 1]: after step s
@@ -313,7 +313,7 @@ TEST_CASE("docs/FORMAT.md names every series column and every attribute a run fi
   Config config = tiny();
   Trainer trainer(config);
   const std::string path = dir / "run.h5";
-  run::RunWriter w = run::RunWriter::create(path, sbt::run_header(config, trainer));
+  run::RunWriter w = run::RunWriter::create(path, sb::run_header(config, trainer));
   w.record(trainer.step());
   w.snapshot(1, std::vector<float>(trainer.model().flat_size()));
   w.checkpoint(trainer.export_state());

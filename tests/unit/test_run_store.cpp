@@ -11,12 +11,12 @@
 #include <iterator>
 
 #include "integration/test_cli_support.hpp"
-#include "support/run_header.hpp"
 #include "samebits/cli/inspect.hpp"
 #include "samebits/core/io/run_file.hpp"
 #include "samebits/core/io/run_seal.hpp"
 #include "samebits/core/io/run_store.hpp"
 #include "samebits/core/io/store_data.hpp"
+#include "samebits/core/train/run_header.hpp"
 
 namespace {
 
@@ -42,7 +42,7 @@ std::vector<float> weights(Trainer& trainer) {
 std::vector<uint64_t> commit_bytes(const std::string& path, bool snapshots, uint64_t& snapshot_bytes) {
   const Config config = tiny(12);
   Trainer trainer(config);
-  run::RunWriter w = run::RunWriter::create(path, sbt::run_header(config, trainer));
+  run::RunWriter w = run::RunWriter::create(path, sb::run_header(config, trainer));
   std::vector<uint64_t> out;
   for (int s = 1; s <= 12; ++s) {
     w.record(trainer.step());
@@ -84,7 +84,7 @@ TEST_CASE("a new run refuses a store folder that is not empty; a resume removes 
   TempDir dir;
   const Config config = tiny(6);
   Trainer trainer(config);
-  const run::RunHeader header = sbt::run_header(config, trainer);
+  const run::RunHeader header = sb::run_header(config, trainer);
   const std::string path = dir / "run.h5";
   fs::create_directories(dir / "run.store");
   sbt::write_text(dir / "run.store/state_step_000001.h5", "someone else's");
@@ -117,7 +117,7 @@ namespace {
 std::vector<run::StoreEntry> store_run(const std::string& path, bool background) {
   const Config config = tiny(6);
   Trainer trainer(config);
-  run::RunWriter w = run::RunWriter::create(path, sbt::run_header(config, trainer));
+  run::RunWriter w = run::RunWriter::create(path, sb::run_header(config, trainer));
   w.write_in_background(background);
   w.snapshot(0, weights(trainer));
   for (int s = 1; s <= 6; ++s) {
@@ -158,7 +158,7 @@ TEST_CASE("a store file that fails in the background surfaces as the checkpoint'
   const Config config = tiny(4);
   Trainer trainer(config);
   const std::string path = dir / "run.h5";
-  run::RunWriter w = run::RunWriter::create(path, sbt::run_header(config, trainer));
+  run::RunWriter w = run::RunWriter::create(path, sb::run_header(config, trainer));
   w.write_in_background(true);
   w.record(trainer.step());
   w.checkpoint(trainer.export_state());
@@ -217,7 +217,7 @@ TEST_CASE("a state file and a snapshot read back bitwise") {
   Trainer trainer(config);
   trainer.step();
   const TrainerState state = trainer.export_state();
-  const auto tensors = sbt::run_header(config, trainer).tensors;
+  const auto tensors = sb::run_header(config, trainer).tensors;
   const std::string file = dir / "state.h5";
   const run::StoreEntry entry = run::write_state_file(file, state, tensors);
   const TrainerState back = run::read_store_state(file, entry, tensors);

@@ -1,7 +1,7 @@
 // The vectorised softmax loops of the CPU backend (core/cpu/softmax_xent.cpp, attention.cpp: samebits
 // exp inlined, its range branches selected per SIMD lane) over inputs wide enough to reach every
 // branch of exp (e^x rounding to 0 below -104, the finite range), bitwise against the shared row
-// formulas (ops::xent_row_forward, ops::xent_dlogit, ops::attention_row_forward).
+// formulas (ops::xent_row_forward, ops::xent_dlogit, test::attention_row_forward).
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -11,6 +11,7 @@
 #include "samebits/core/ops/attention.hpp"
 #include "samebits/core/ops/softmax_xent.hpp"
 #include "test_op_support.hpp"
+#include "support/row_reference.hpp"
 
 using namespace sb;
 
@@ -48,7 +49,7 @@ TEST_CASE("attention: scores hundreds apart (probabilities that underflow to 0),
   be->attention_forward(y.data(), att.data(), qkv.data(), B, T, C, NH);
   std::vector<float> y_ref(y.size()), att_ref(att.size());
   for (int t = 0; t < T; ++t)
-    ops::attention_row_forward(&y_ref[static_cast<size_t>(t) * C], &att_ref[static_cast<size_t>(t) * T],
+    test::attention_row_forward(&y_ref[static_cast<size_t>(t) * C], &att_ref[static_cast<size_t>(t) * T],
                                &qkv[static_cast<size_t>(t) * ld], &qkv[C], &qkv[2 * C], ld, t, T, hs);
   bool underflow = false;  // the test reaches exp's zero branch (causal entries j ≤ t only)
   for (int t = 0; t < T; ++t)

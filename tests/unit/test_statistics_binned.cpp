@@ -13,7 +13,7 @@
 
 #include "samebits/core/model/gpt.hpp"
 #include "samebits/core/optim/clip.hpp"
-#include "samebits/core/optim/exact_norm.hpp"
+#include "samebits/core/exact_norm.hpp"
 #include "samebits/core/train/statistics.hpp"
 #include "samebits/det/philox.hpp"
 

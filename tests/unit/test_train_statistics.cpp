@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "samebits/core/optim/exact_norm.hpp"
+#include "samebits/core/exact_norm.hpp"
 #include "samebits/core/train/statistics.hpp"
 #include "samebits/det/philox.hpp"
 

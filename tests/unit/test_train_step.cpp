@@ -9,28 +9,16 @@
 #include <vector>
 
 #include "samebits/core/config.hpp"
-#include "samebits/core/optim/exact_norm.hpp"
+#include "samebits/core/exact_norm.hpp"
 #include "samebits/core/train/trainer.hpp"
 #include "samebits/data/sampler.hpp"
 #include "samebits/det/fingerprint.hpp"
+#include "support/train_bits.hpp"
 
 namespace {
 
 sb::Config tiny_config() {
-  sb::Config c;
-  c.model.vocab = 64;
-  c.model.seq_len = 16;
-  c.model.n_layer = 2;
-  c.model.n_head = 2;
-  c.model.n_embd = 32;
-  c.data.leaf_size = 2;
-  c.data.leaves = 4;
-  c.data.synthetic.doc_len = 32;
-  c.train.steps = 40;
-  c.train.warmup = 2;
-  c.train.eval_every = 0;
-  c.run.threads = 2;
-  return c;
+  return sb::test::tiny_gpt_config({.leaf_size = 2, .steps = 40, .threads = 2});
 }
 
 }  // namespace

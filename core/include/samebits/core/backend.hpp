@@ -1,5 +1,5 @@
 // Backend: the only way the model (and the trainer) computes. It owns memory on its device and
-// runs each op's forward and backward in the canonical orders of DESIGN.md §1.1 (or the vendor
+// runs each op's forward and backward in the canonical orders of docs/CONTRACT.md (or the vendor
 // orders its Numerics select). Every pointer argument is memory of this backend; shapes are given
 // in the comments, row-major, outermost first. N = B·T tokens of one leaf, in (b, t) order.
 #pragma once
@@ -38,7 +38,7 @@ class TensorSums {
   // also sums[t] += Σ x and max_abs[t] = max(max_abs[t], |x|).  flat: backend memory.
   virtual void add(const float* flat, bool moments) = 0;
   // The sums so far, to the host: squares (spans); sums (spans) and max_abs (spans) when
-  // non-null (max_abs as optim/exact_norm.hpp max_abs: NaN when any |x| was NaN; 0 when empty).
+  // non-null (max_abs as core/exact_norm.hpp max_abs: NaN when any |x| was NaN; 0 when empty).
   virtual void read(det::ExactSum* squares, det::ExactSum* sums, float* max_abs) = 0;
 };
 // The host loops (OpenMP over fixed blocks), for host memory: what the CPU backend makes.
@@ -66,7 +66,7 @@ class GradAccumulator {
   virtual void clear() = 0;
   // sums += the exact value of grad.  grad: (n) fp32, backend memory.
   virtual void add(const float* grad) = 0;
-  // out[i] = ops::batch_gradient(round(Σ grads)[i], divisor): the exact sum rounded once to fp32,
+  // out[i] = ops::leaf_mean(round(Σ grads)[i], divisor): the exact sum rounded once to fp32,
   // then one IEEE division (exact when divisor is a power of two).  out: (n), backend memory.
   // Throws sb::Error when a NaN, an Inf or a value beyond the window was added.
   virtual void round(float* out, float divisor) = 0;
@@ -162,21 +162,34 @@ class Backend {
 
   // ---- ops: forward and backward. Backward ops overwrite their outputs unless stated. -------
   // out = inp·Wᵀ (+ bias): out[n][o] = canonical_dot(inp[n], W[o]) (+ bias[o], one addition).
-  // GEMM operands in numerics().precision.
-  virtual void matmul_forward(float* out,         // (N, OC)
-                              const float* inp,   // (N, C)
-                              const float* w,     // (OC, C)
-                              const float* bias,  // (OC) or null
-                              int N, int C, int OC) = 0;
-  // dinp = dout·W; dw = doutᵀ·inp (chain over tokens n ascending, rule 3);
-  // dbias[o] = Σ_n dout[n][o] (additions over n ascending from +0). dinp, dbias may be null.
-  virtual void matmul_backward(float* dinp,         // (N, C) or null
-                               float* dw,           // (OC, C)
-                               float* dbias,        // (OC) or null
-                               const float* dout,   // (N, OC)
-                               const float* inp,    // (N, C)
-                               const float* w,      // (OC, C)
-                               int N, int C, int OC) = 0;
+  // GEMM operands in numerics().precision. Written once (core/backend.cpp): gemm_bias, or the
+  // gemm then bias_forward.
+  void matmul_forward(float* out,         // (N, OC)
+                      const float* inp,   // (N, C)
+                      const float* w,     // (OC, C)
+                      const float* bias,  // (OC) or null
+                      int N, int C, int OC);
+  // dinp = dout·W; dw = doutᵀ·inp (chain over tokens n ascending, rule 3); dbias by
+  // bias_backward. dinp, dbias may be null. Written once (core/backend.cpp).
+  void matmul_backward(float* dinp,         // (N, C) or null
+                       float* dw,           // (OC, C)
+                       float* dbias,        // (OC) or null
+                       const float* dout,   // (N, OC)
+                       const float* inp,    // (N, C)
+                       const float* w,      // (OC, C)
+                       int N, int C, int OC);
+  // out[n][o] = ops::linear_out(out[n][o], bias[o]).  out: (N, OC); bias: (OC)
+  virtual void bias_forward(float* out, const float* bias, int N, int OC) = 0;
+  // matmul_forward with a bias in one pass, where a backend can (the CPU's canonical GEMM adds
+  // the bias after each output's chain, inside its own fork/join): the same bits as the gemm then
+  // bias_forward. false: not done here, matmul_forward runs those two.
+  virtual bool gemm_bias(float* out, const float* inp, const float* w, const float* bias, int N, int C, int OC) {
+    (void)out, (void)inp, (void)w, (void)bias, (void)N, (void)C, (void)OC;
+    return false;
+  }
+  // dbias[o] = Σ_n dout[n][o] (ops::token_sum_step over n ascending from +0; numerics().reduce
+  // selects the vendor order).  dbias: (OC); dout: (N, OC)
+  virtual void bias_backward(float* dbias, const float* dout, int N, int OC) = 0;
 
   // LayerNorm (ops/layernorm.hpp): row statistics in the 32-lane form; eps = kNormEps.
   virtual void layernorm_forward(float* out,        // (N, C)
@@ -278,3 +291,34 @@ class Backend {
 std::unique_ptr<Backend> make_cpu_backend(Numerics numerics = Numerics::deterministic());
 
 }  // namespace sb
+
+// The op overrides of a backend class, declared once for every backend: CpuBackend and
+// CudaBackend write SB_BACKEND_OP_OVERRIDES in their class body and define each op in the op's
+// own file (core/cpu/X.cpp, core/cuda/X.cu). A new op is one virtual above and one line here.
+#define SB_BACKEND_OP_OVERRIDES                                                                    \
+  void bias_forward(float* out, const float* bias, int N, int OC) override;                        \
+  void bias_backward(float* dbias, const float* dout, int N, int OC) override;                     \
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w,   \
+                         const float* b, int N, int C) override;                                   \
+  void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp,  \
+                          const float* w, const float* mean, const float* rstd, int N,             \
+                          int C) override;                                                         \
+  void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int N,           \
+                       int C) override;                                                            \
+  void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp,               \
+                        const float* w, const float* rstd, int N, int C) override;                 \
+  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,            \
+                         int NH) override;                                                         \
+  void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,           \
+                          const float* att, int B, int T, int C, int NH) override;                 \
+  void gelu_forward(float* out, const float* inp, int64_t n) override;                             \
+  void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) override;        \
+  void softmax_xent_forward(float* losses, float* stats, const float* logits,                      \
+                            const int32_t* targets, int N, int V) override;                        \
+  void softmax_xent_backward(float* dlogits, const float* logits, const float* stats,              \
+                             const int32_t* targets, int N, int V, float loss_scale) override;     \
+  void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,    \
+                         int B, int T, int C) override;                                            \
+  void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,      \
+                          int B, int T, int C, int V) override;                                    \
+  void residual_forward(float* out, const float* a, const float* b, int64_t n) override;

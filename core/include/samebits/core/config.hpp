@@ -1,4 +1,4 @@
-// The experiment's configuration as plain structs (DESIGN.md §5 names), with validation, the
+// The experiment's configuration as plain structs (docs/CONFIG.md names), with validation, the
 // resolved INI text and the experiment id. Contract: the id hashes only the fields that define the
 // mathematics (model, data, optim, train, perturb, numerics), so the execution configuration
 // (run.*) never changes it. Core knows no command line: experiments/ maps INI keys and --section.key onto these.
@@ -67,9 +67,9 @@ constexpr std::optional<E> config_enum(std::string_view text) {
 
 // ---- the sections ----------------------------------------------------------------------------
 
-// [model]: the GPT of DESIGN.md §3 is configured by its own GPTConfig (model/gpt.hpp).
+// [model]: the GPT of docs/CORE.md is configured by its own GPTConfig (model/gpt.hpp).
 
-// [data]: the token source and the leaves of the global batch (DESIGN.md §1.1 rule 10). The
+// [data]: the token source and the leaves of the global batch (docs/CONTRACT.md rule 10). The
 // tokens' vocabulary is model.vocab; to_data_config() gives the datasets library its DataConfig.
 struct DataConfig {
   DataSource source = DataSource::synthetic;
@@ -158,7 +158,7 @@ struct PerturbConfig {
   bool enabled() const { return !tensor.empty(); }
 };
 
-// [numerics]: DESIGN.md §1. `mode` is a preset for the three switches, which are what the code
+// [numerics]: docs/CONTRACT.md. `mode` is a preset for the three switches, which are what the code
 // obeys: deterministic → gemm=canonical reduce=canonical allreduce=exact; vendor → gemm=vendor
 // reduce=native allreduce=native. A switch given explicitly (file or command line) overrides the
 // preset, so a study can turn on one source of nondeterminism at a time.
@@ -171,7 +171,7 @@ struct NumericsConfig {
 
 // The switches of a mode's preset (its `mode` field set to `mode`).
 NumericsConfig numerics_preset(NumericsMode mode);
-// True when every switch is at its canonical/exact setting: the contract of DESIGN.md §1 holds.
+// True when every switch is at its canonical/exact setting: the contract of docs/CONTRACT.md holds.
 bool is_deterministic(const NumericsConfig& numerics);
 
 // [run]: the execution configuration; none of it is part of the experiment id.

@@ -1,5 +1,5 @@
-// The numerics mode of an experiment (DESIGN.md §1): each source of nondeterminism is its own
-// switch. Canonical settings follow the contract (§1.1); vendor/native ones behave like ordinary
+// The numerics mode of an experiment (docs/CONTRACT.md): each source of nondeterminism is its own
+// switch. Canonical settings follow its rules; vendor/native ones behave like ordinary
 // frameworks and exist to be measured against.
 #pragma once
 #include <string>

@@ -11,14 +11,12 @@
 #include <type_traits>
 #include <vector>
 
+#include "samebits/core/dtype.hpp"
+
 namespace sb {
 
-enum class DType : uint8_t { f32, bf16, fp16, i32, i64 };
 enum class Device : uint8_t { cpu, cuda };
 
-// Bytes per element: 4, 2, 2, 4, 8.
-size_t dtype_bytes(DType t);
-std::string_view dtype_name(DType t);    // "f32", "bf16", "fp16", "i32", "i64"
 std::string_view device_name(Device d);  // "cpu", "cuda"
 
 // Row-major shape, outermost dimension first: {B, T, C}.

@@ -1,4 +1,4 @@
-// The sampler (DESIGN.md §1.1 rule 10): which tokens every leaf of every step trains on, as a pure
+// The sampler (docs/CONTRACT.md rule 10): which tokens every leaf of every step trains on, as a pure
 // function of (source, seq_len, leaf_size, leaves, seed, step) — the same for every world size,
 // thread count and backend. Ranks take contiguous leaf ranges; the cursor restores a run exactly.
 //

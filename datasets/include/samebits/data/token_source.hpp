@@ -29,7 +29,7 @@ struct SyntheticConfig {
   int max_depth = 3;         // deepest bracket nesting of a sentence, 0..16
 };
 
-// What the [data] section of an experiment configures (DESIGN.md §5).
+// What the [data] section of an experiment configures (docs/CONFIG.md, docs/DATA.md).
 struct DataConfig {
   std::string source = "synthetic";  // synthetic | shards | text | hdf5
   std::string path;       // training data: a glob of .bin shards, a text file, or FILE.h5:/dataset

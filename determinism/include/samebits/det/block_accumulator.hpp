@@ -1,4 +1,4 @@
-// BlockAccumulator: the exact gradient sum of DESIGN.md §1.1 rule 4 in block-local windows — the
+// BlockAccumulator: the exact gradient sum of docs/CONTRACT.md rule 4 in block-local windows — the
 // same integers as FixedAccumulator's 4 limbs (the frame of block_wire.hpp), kept per block of
 // kWireBlock elements as 1, 2 or 3 int64 words per element in units of 2^base, base = the block's
 // lowest set bit seen so far. A leaf that needs a lower base shifts the block (exact); one that
@@ -56,11 +56,11 @@ class BlockAccumulator {
   Wide192 value(size_t i) const;
   size_t size() const { return n_; }
   size_t blocks() const { return blocks_.size(); }
-  uint32_t status() const { return status_; }
-  uint64_t adds() const { return adds_; }
+  uint32_t status() const { return status_.bits; }
+  uint64_t adds() const { return status_.adds; }
   // Bytes held: element words, block descriptors, ranges and the wire buffer's capacity.
   size_t memory_bytes() const;
-  // Throws sb::Error naming `what` when any status bit is set (FixedAccumulator::check's message).
+  // Throws sb::Error naming `what` when any status bit is set (check_fixed_status).
   void check(const char* what) const;
 
  private:
@@ -76,7 +76,6 @@ class BlockAccumulator {
   // Re-bases block b to `base` and gives it `words` words per element, keeping every value.
   void reshape(size_t b, int base, int words);
   uint32_t add_block(size_t b, const float* x, uint64_t adds_after);
-  void count_adds(uint64_t more);
   // offset[s] = the first wire word of segment s, offset.back() = the wire's words.
   void wire_layout(uint64_t total_adds, std::vector<uint64_t>& offset) const;
 
@@ -85,8 +84,7 @@ class BlockAccumulator {
   std::vector<Block> blocks_;      // (blocks)
   std::vector<WireRange> ranges_;  // (blocks) the bit ranges of every value added
   std::vector<uint64_t> wire_;     // (wire_words) the encoded sums of the last encode()
-  uint32_t status_ = 0;
-  uint64_t adds_ = 0;
+  FixedStatus status_;
 };
 
 // Words per element a block needs for sums of `adds` values within range r (1..3).

@@ -1,4 +1,4 @@
-// ExactSum: the superaccumulator of DESIGN.md §1.1 rule 5. Sums fp32 and fp64 values exactly over
+// ExactSum: the superaccumulator of docs/CONTRACT.md rule 5. Sums fp32 and fp64 values exactly over
 // the whole fp64 range (subnormals included) and rounds once, to nearest with ties to even. Any
 // order, any partition into merged parts, host or device: the same bits
 // (tests/unit/test_exact_sum).

@@ -1,4 +1,4 @@
-// FixedAccumulator: a host tensor of fixed-point sums (DESIGN.md §1.1 rule 4) — the exact gradient
+// FixedAccumulator: a host tensor of fixed-point sums (docs/CONTRACT.md rule 4) — the exact gradient
 // sum across leaves, ranks and accumulation steps. add, merge and normalize are integer operations,
 // so any partition, order, thread count or SIMD width gives the same limbs and the same rounding.
 #pragma once
@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "samebits/det/fixed_point.hpp"
+#include "samebits/det/fixed_status.hpp"
 
 namespace sb::det {
 
@@ -17,10 +18,8 @@ class FixedAccumulator {
   // (kMaxPending + 1)·2^32 = 2^42, so a SUM all-reduce of up to 2^20 un-normalized accumulators
   // (2^62) cannot overflow int64.
   static constexpr uint32_t kMaxPending = 1023;
-  // Total values per element, over every add, merge and rank: each moves the top limb by < 2^31,
-  // so the top stays below 2^61 (+ 2^31 of carries over 2^20 ranks). Beyond it, status() reports
-  // kFixedOverflow.
-  static constexpr uint64_t kMaxAdds = uint64_t{1} << 30;
+  // Total values per element (fixed_status.hpp); beyond it, status() reports kFixedOverflow.
+  static constexpr uint64_t kMaxAdds = FixedStatus::kMaxAdds;
   // Ranks a SUM all-reduce may combine (see finish_allreduce).
   static constexpr int kMaxRanks = 1 << 20;
 
@@ -52,21 +51,18 @@ class FixedAccumulator {
 
   size_t size() const { return n_; }
   const FixedWindow& window() const { return window_; }
-  uint32_t status() const { return status_; }  // kFixed* bits: sticky until clear()
-  bool overflowed() const { return (status_ & kFixedOverflow) != 0; }
-  uint64_t adds() const { return adds_; }  // add() calls summed over merges and ranks
+  uint32_t status() const { return status_.bits; }  // kFixed* bits: sticky until clear()
+  bool overflowed() const { return (status_.bits & kFixedOverflow) != 0; }
+  uint64_t adds() const { return status_.adds; }  // add() calls summed over merges and ranks
   // Throws sb::Error naming `what` when any status bit is set (overflow, NaN or Inf added).
   void check(const char* what) const;
 
  private:
-  void count_adds(uint64_t more);
-
   size_t n_;
   FixedWindow window_;
   std::vector<int64_t> limbs_;  // (limbs, n) limb-major
-  uint32_t status_ = 0;
+  FixedStatus status_;
   uint32_t pending_ = 0;  // adds and merges since the last normalize
-  uint64_t adds_ = 0;
 };
 
 namespace detail {

@@ -1,4 +1,4 @@
-// Fixed-point accumulation of fp32 values (DESIGN.md §1.1 rule 4), one element at a time, host and
+// Fixed-point accumulation of fp32 values (docs/CONTRACT.md rule 4), one element at a time, host and
 // device. An element is `limbs` int64 limbs of 32-bit digits (carry-save) over a static exponent
 // window; integer addition makes every order, partition and world size give the same integers.
 //

@@ -1,4 +1,4 @@
-// The floating-point environment guard (DESIGN.md §1.1 rule 8): the contract needs subnormals
+// The floating-point environment guard (docs/CONTRACT.md rule 8): the contract needs subnormals
 // kept (no FTZ, no DAZ), rounding to nearest-even, and a*b+c never contracted into an FMA outside
 // the explicit sb::det::fma_f32. check_fp_environment() is called at program start.
 #pragma once

@@ -1,5 +1,5 @@
 // SB_HD marks a function as callable from host and device: one source for every formula
-// (DESIGN.md §2). Under nvcc it is __host__ __device__; elsewhere plain inline.
+// (docs/CONTRACT.md rule 7). Under nvcc it is __host__ __device__; elsewhere plain inline.
 #pragma once
 #include <math.h>
 

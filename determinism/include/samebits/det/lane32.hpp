@@ -1,4 +1,4 @@
-// The 32-lane row reduction of DESIGN.md §1.1 rule 2, host and device, one definition.
+// The 32-lane row reduction of docs/CONTRACT.md rule 2, host and device, one definition.
 // Lane l (0..31) accumulates elements l, l+32, l+64, ... in ascending order from +0; then the fixed
 // tree s[l] += s[l+16] (l<16), s[l] += s[l+8] (l<8), ..., s[0] += s[1]. A warp, four AVX2 vectors
 // or this plain loop give the same bits (tests/unit/test_lane32.cpp).

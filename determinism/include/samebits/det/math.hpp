@@ -1,5 +1,5 @@
 // samebits' own fp32 elementary functions: exp, log, tanh, erf, sin, cos and cos_2pi, built only
-// from + − × ÷ √ fma, conversions and bit operations (DESIGN.md §1.1 rule 7). One SB_HD source for
+// from + − × ÷ √ fma, conversions and bit operations (docs/CONTRACT.md rule 7). One SB_HD source for
 // host and device, IEEE operations only, so every configuration returns the same bits. Never libm.
 // Algorithms, coefficients (scripts/math_coefficients.py) and measured ULP errors: docs/MATH.md.
 #pragma once

@@ -1,4 +1,4 @@
-// Divergence analysis of two run files (`samebits diff`, and the sweeps and notebooks of issue 8):
+// Divergence analysis of two run files (`samebits diff`, and the sweeps and notebooks):
 // whether they are the same experiment, the first step where any recorded bit differs (which
 // fingerprints, which tensors), the loss gap over the steps, and per-tensor distances of the
 // parameters wherever both files hold them (snapshots, final states): max ULP distance, fraction

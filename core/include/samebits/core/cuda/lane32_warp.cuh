@@ -1,4 +1,4 @@
-// The warp forms of the row reductions (DESIGN.md §1.1 rules 2 and 6), device only: lane l of a
+// The warp forms of the row reductions (docs/CONTRACT.md rules 2 and 6), device only: lane l of a
 // warp holds the partial s[l] of det::lane32's lane l; the fixed tree s[l] += s[l+16] (l < 16),
 // s[l] += s[l+8] (l < 8), ..., is __shfl_down by 16, 8, 4, 2, 1. Bitwise det::lane32_fold
 // (tests/gpu/test_primitives_device.cu). Every lane of the warp must call these together.

@@ -1,4 +1,4 @@
-// The NCCL Communicator (DESIGN.md §2 core/dist): one rank per GPU, launched by mpirun; the NCCL
+// The NCCL Communicator (docs/DISTRIBUTED.md): one rank per GPU, launched by mpirun; the NCCL
 // unique id travels from rank 0 by MPI_Bcast (a process started without mpirun and without MPI
 // is a world of one). The exact all-reduce is ncclInt64 ncclSum (two's-complement addition: any
 // world size, any ring or tree order, the same integers).

@@ -1,6 +1,6 @@
-// Communicator: the only way the trainer talks to other ranks (DESIGN.md §2: the trainer knows
-// neither the backend nor the world size). Integer collectives are exact, so results do not depend
-// on the world size or arrival order (rule 4); the float SUM exists only for allreduce=native.
+// Communicator: the only way the trainer talks to other ranks (docs/ARCHITECTURE.md: the trainer
+// knows neither the backend nor the world size). Integer collectives are exact, so results do not
+// depend on the world size or arrival order (rule 4); the float SUM exists only for allreduce=native.
 // Implementations: local (one process, here), MPI and NCCL (core/dist/mpi_*.cpp, nccl_*.cpp).
 #pragma once
 #include <array>
@@ -12,7 +12,7 @@
 
 namespace sb {
 
-// The collective kinds, for byte accounting (issue 7: bytes per collective kind per step).
+// The collective kinds, for byte accounting (series/comm_bytes: bytes per collective kind per step).
 enum class Collective : uint8_t {
   allreduce_i64,  // int64 SUM: gradient limbs, exact-sum words
   allreduce_u64,  // uint64 SUM: counts

@@ -1,6 +1,6 @@
 // The communicator a process gets from its launcher: MPI (OpenMPI, MPICH, srun with PMI) across
 // the ranks of `mpirun -np N samebits …`, the local one otherwise. The exact collectives make
-// the results independent of the world size (DESIGN.md §1.1 rule 4); this file only decides
+// the results independent of the world size (docs/CONTRACT.md rule 4); this file only decides
 // who talks to whom and how a failing rank ends the job.
 #pragma once
 #include <memory>

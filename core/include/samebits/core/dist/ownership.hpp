@@ -1,4 +1,4 @@
-// Which rank updates which tensor under the distributed optimizer (ZeRO-1 style, DESIGN.md §3):
+// Which rank updates which tensor under the distributed optimizer (ZeRO-1 style, docs/DISTRIBUTED.md):
 // whole tensors, balanced by update cost (Newton–Schulz flops for Muon matrices, element counts
 // for AdamW tensors). Contract: a pure function of (costs, world size) — every rank computes the
 // same assignment, and a run resumed at another world size recomputes it from the same inputs.

@@ -1,4 +1,4 @@
-// The distributed optimizer (ZeRO-1 style, DESIGN.md §3 "Distributed Muon"): each rank owns whole
+// The distributed optimizer (ZeRO-1 style, docs/DISTRIBUTED.md): each rank owns whole
 // tensors (dist/ownership.hpp), keeps optimizer state only for them, runs their update (Muon's
 // Newton–Schulz, AdamW), and then every owner broadcasts its tensors' new weights and update
 // statistics. Contract: bitwise identical to one process running the unsharded optimizer — an

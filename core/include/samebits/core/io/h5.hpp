@@ -19,12 +19,13 @@
 #include <type_traits>
 #include <vector>
 
+#include "samebits/core/dtype.hpp"
+#include "samebits/det/error.hpp"
+
 namespace sb::h5 {
 
-enum class DType { f32, f64, i32, i64, u64, u8 };
-
-std::string_view dtype_name(DType dtype);  // "f32", "f64", "i32", "i64", "u64", "u8"
-std::size_t dtype_size(DType dtype);       // bytes per element
+// Datasets and attributes hold f32, f64, i32, i64, u64 and u8 (core/dtype.hpp).
+using sb::DType;
 
 template <class T>
 constexpr bool kIsElement = std::is_same_v<T, float> || std::is_same_v<T, double> ||
@@ -40,6 +41,23 @@ constexpr DType dtype_of() {
   else if constexpr (std::is_same_v<T, int64_t>) return DType::i64;
   else if constexpr (std::is_same_v<T, uint64_t>) return DType::u64;
   else return DType::u8;
+}
+
+// f(T{}) for the C++ element type T of a stored dtype; throws sb::Error for bf16 and fp16,
+// which no dataset holds.
+template <class F>
+decltype(auto) visit_element(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::f32: return f(float{});
+    case DType::f64: return f(double{});
+    case DType::i32: return f(int32_t{});
+    case DType::i64: return f(int64_t{});
+    case DType::u64: return f(uint64_t{});
+    case DType::u8: return f(uint8_t{});
+    case DType::bf16:
+    case DType::fp16: break;
+  }
+  SB_FAIL("h5: a dataset cannot hold dtype ", dtype_name(dtype));
 }
 
 // Extents, outermost first. In Dataset::check, kAny matches any extent.

@@ -1,4 +1,4 @@
-// The GPT of DESIGN.md §3: token + position embeddings, n_layer pre-norm blocks (LayerNorm or
+// The GPT of docs/CORE.md: token + position embeddings, n_layer pre-norm blocks (LayerNorm or
 // RMSNorm, causal multi-head attention, GELU MLP), final norm, LM head (tied or not), mean
 // cross-entropy; manual backward (llm.c style). Written once against sb::Backend: it knows neither
 // the device nor the world size. Leaves' gradients are summed exactly (rule 4) and rounded once.
@@ -66,6 +66,15 @@ std::vector<ParamView> gpt_param_layout(const GPTConfig& cfg);
 // (leaf index in the list given, the leaf's mean loss, its gradient: flat (flat_size), backend
 // memory, valid during the call only).
 using LeafObserver = std::function<void(size_t leaf, float loss, const float* grad)>;
+
+// How accumulate_leaves runs each leaf beyond forward, backward and the add.
+struct LeafPass {
+  float loss_scale = 1.0f;  // backward's (fp16 loss scaling; a power of two, so exact)
+  // Called between a leaf's forward and backward, with its index (the trainer's QK-clip reads the
+  // leaf's attention inputs there).
+  std::function<void(size_t leaf)> after_forward;
+  LeafObserver on_leaf;  // called after the leaf's gradient was added
+};
 
 class GPT {
  public:
@@ -145,11 +154,12 @@ class GPT {
 // all tokens. The value is independent of the leaves' order, their split across calls and ranks,
 // and the thread count.
 
-// For each leaf in order: forward, backward, add its gradient into acc (not cleared here), call
-// on_leaf; the per-token losses are merged exactly into loss_sum. leaves: host pointers, each
-// (leaf_size, seq_len + 1) int32.
+// For each leaf in order: forward, pass.after_forward, backward(pass.loss_scale), add its
+// gradient into acc (not cleared here), pass.on_leaf; the per-token losses are merged exactly into
+// loss_sum. The one leaf loop: the trainer's step and batch_gradient below both run it. leaves:
+// host pointers, each (leaf_size, seq_len + 1) int32.
 void accumulate_leaves(GPT& model, std::span<const int32_t* const> leaves, GradAccumulator& acc,
-                       det::ExactSum& loss_sum, const LeafObserver& on_leaf = {});
+                       det::ExactSum& loss_sum, const LeafPass& pass = {});
 
 // The mean loss of `tokens` tokens whose per-token losses sum (exactly) to loss_sum: rounded to
 // fp64, divided in fp64, rounded to fp32.

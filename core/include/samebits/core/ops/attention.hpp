@@ -28,35 +28,4 @@ SB_HD float attention_dscore(float p, float dp, float sum_p_dp, float scale) {
   return (p * (dp - sum_p_dp)) * scale;
 }
 
-// Row t of one head: att row (T) gets the probabilities (0 beyond t), out (hs) the weighted sum.
-SB_HD void attention_row_forward(float* out /* (hs) */, float* att /* (T) */,
-                                 const float* q /* (hs) */, const float* k /* (T, ld) */,
-                                 const float* v /* (T, ld) */, ptrdiff_t ld, int t, int T,
-                                 int hs) {
-  const float scale = attention_scale(hs);
-  for (int j = 0; j <= t; ++j)
-    att[j] = attention_score(canonical_dot(q, 1, k + j * ld, 1, hs, 0.0f), scale);
-  const float m = row_max(att, t + 1);
-  const float den = softmax_denominator(att, t + 1, m);
-  for (int j = 0; j <= t; ++j) att[j] = softmax_prob(softmax_numerator(att[j], m), den);
-  for (int j = t + 1; j < T; ++j) att[j] = 0.0f;
-  for (int d = 0; d < hs; ++d) out[d] = canonical_dot(att, 1, v + d, ld, t + 1, 0.0f);
-}
-
-// Row t of one head's d(scores): datt row (T) (0 beyond t) from the probabilities and dy.
-SB_HD void attention_row_dscores(float* datt /* (T) */, const float* att /* (T) */,
-                                 const float* dy /* (hs) */, const float* v /* (T, ld) */,
-                                 ptrdiff_t ld, int t, int T, int hs) {
-  const float scale = attention_scale(hs);
-  float s[det::kLanes];
-  for (int l = 0; l < det::kLanes; ++l) s[l] = 0.0f;
-  for (int j = 0; j <= t; ++j) {
-    datt[j] = canonical_dot(dy, 1, v + j * ld, 1, hs, 0.0f);
-    s[j % det::kLanes] = det::fma_f32(att[j], datt[j], s[j % det::kLanes]);
-  }
-  const float sum_p_dp = det::lane32_fold(s);
-  for (int j = 0; j <= t; ++j) datt[j] = attention_dscore(att[j], datt[j], sum_p_dp, scale);
-  for (int j = t + 1; j < T; ++j) datt[j] = 0.0f;
-}
-
 }  // namespace sb::ops

@@ -6,6 +6,8 @@
 
 namespace sb::ops {
 
-SB_HD float batch_gradient(float rounded_leaf_sum, float leaves) { return rounded_leaf_sum / leaves; }
+// The batch gradient's element: the rounded leaf sum over the divisor (the leaves, times the loss
+// scale when one is used).
+SB_HD float leaf_mean(float rounded_leaf_sum, float divisor) { return rounded_leaf_sum / divisor; }
 
 }  // namespace sb::ops

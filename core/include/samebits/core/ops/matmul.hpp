@@ -1,4 +1,4 @@
-// The canonical dot product of DESIGN.md §1.1 rule 1, host and device, one definition: an fp32
+// The canonical dot product of docs/CONTRACT.md rule 1, host and device, one definition: an fp32
 // accumulator, one fma per k in ascending k. Every GEMM, attention score and attention-weighted
 // sum in samebits is this chain; blocked kernels continue it (load the running acc), never sum
 // partial blocks. Operands are rounded to the GEMM precision on load (round_operand).

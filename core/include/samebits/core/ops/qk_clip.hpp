@@ -1,6 +1,6 @@
 // QK-clip's per-element formulas (MuonClip, Kimi Team 2025, "Kimi K2: Open Agentic
 // Intelligence", arXiv:2507.20534 §2.1), host and device, one definition. The logit is the
-// forward pass's own (ops::attention_row_forward): fl32(canonical_dot(q_t, k_j)·scale). A max is
+// forward pass's own (ops::attention_score): fl32(canonical_dot(q_t, k_j)·scale). A max is
 // taken over ordered keys, so it is one value in any order (±0 and NaN included).
 #pragma once
 #include <cstdint>

@@ -1,5 +1,5 @@
 // Global gradient-norm clipping and the per-tensor gradient statistics the trainer records.
-// Contract (DESIGN.md §1.1 rule 5): every sum is exact (det::ExactSum of squares computed exactly
+// Contract (docs/CONTRACT.md rule 5): every sum is exact (det::ExactSum of squares computed exactly
 // in fp64) and rounded once, every max is order-free, so results are independent of threads and
 // partitions. Pointers are host memory unless stated; shapes in comments.
 #pragma once
@@ -14,10 +14,6 @@ namespace sb {
 // The clip rule's added constant: factor = min(1, clip / (norm + kClipNormEps)) (PyTorch's
 // clip_grad_norm_ convention).
 constexpr double kClipNormEps = 1e-6;
-
-// ‖g‖₂ over the whole flat gradient: √(Σ g[i]²) with the sum exact, correctly rounded to fp32
-// (optim/exact_norm.hpp). Padding zeros add nothing.  grads: (n)
-float global_grad_norm(const float* grads, size_t n);
 
 // The factor of the clip rule for this norm: fl32(clip / (fl64(norm) + 1e-6)) in fp64 when that
 // is below 1, else exactly 1. 1 when clip ≤ 0 (clipping off) or the norm is not finite (the

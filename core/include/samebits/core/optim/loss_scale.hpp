@@ -1,4 +1,4 @@
-// The dynamic loss scale of fp16 training (DESIGN.md §1.1 rule 11; PyTorch GradScaler's rule):
+// The dynamic loss scale of fp16 training (docs/CONTRACT.md rule 11; PyTorch GradScaler's rule):
 // grow after `growth_interval` overflow-free steps, back off and skip the step on overflow.
 // Contract: every decision is a function of the rounded batch gradient only (any non-finite
 // element, an order-free OR), so it is identical on every configuration; the scale is always a
@@ -48,9 +48,5 @@ class DynamicLossScale {
   int64_t growth_interval_;
   double growth_, backoff_;
 };
-
-// True when any element is NaN or ±Inf: the overflow test of a rounded gradient (an OR over
-// elements, the same answer in any order and on any thread count).  x: (n), host memory
-bool has_nonfinite(const float* x, size_t n);
 
 }  // namespace sb

@@ -1,7 +1,7 @@
 // The optimizers' elementwise loops and exact reductions, where the backend keeps its memory:
 // host loops for the CPU backend (core/optim/optim_kernels.cpp), CUDA kernels for the CUDA backend
 // (core/cuda/optim_kernels.cu); each backend owns its kernels (Backend::optim_kernels()). Both call the same SB_HD formulas (ops/muon.hpp, ops/adamw.hpp,
-// optim/exact_norm.hpp) on independent elements, and every sum is exact (det::ExactSum parts merged
+// core/exact_norm.hpp) on independent elements, and every sum is exact (det::ExactSum parts merged
 // as integer words), so both give the same bits for any thread count or launch configuration.
 #pragma once
 #include <cstddef>

@@ -1,7 +1,7 @@
 // The optimizer interface the trainer calls: Muon (Keller Jordan 2024; Moonlight 2025 scaling)
 // for 2-D hidden matrices with AdamW (Loshchilov & Hutter 2019) for the rest, or AdamW for all.
 // Contract: an update is a pure function of (weights, gradient, state, step context) computed in
-// the canonical orders (DESIGN.md §1.1) — identical bits on every backend, thread count and rank.
+// the canonical orders (docs/CONTRACT.md) — identical bits on every backend, thread count and rank.
 #pragma once
 #include <cstddef>
 #include <cstdint>

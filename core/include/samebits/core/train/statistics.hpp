@@ -12,7 +12,7 @@
 
 #include "samebits/core/backend.hpp"
 #include "samebits/core/model/gpt.hpp"
-#include "samebits/core/optim/exact_norm.hpp"
+#include "samebits/core/exact_norm.hpp"
 #include "samebits/det/exact_sum.hpp"
 
 namespace sb {
@@ -86,7 +86,7 @@ TensorBatchSums batch_sums(const det::ExactSum& squares, const det::ExactSum& su
                            size_t numel);
 
 // The exact per-tensor leaf sums of one step: leaves add Σ_i g_l[i]² per tensor (exact,
-// optim/exact_norm.hpp) where the gradients live (Backend::make_tensor_sums); ranks all-reduce
+// core/exact_norm.hpp) where the gradients live (Backend::make_tensor_sums); ranks all-reduce
 // them as ExactSum words; finish() adds the batch gradient's statistics (the values of
 // optim/clip.hpp grad_stats, from exact sums) and the noise-scale estimates. Only O(tensors)
 // words per step reach the host.

@@ -1,4 +1,4 @@
-// The training loop (DESIGN.md §1.1 rules 4, 5, 11; docs/TRAINING.md): per step, this rank's
+// The training loop (docs/CONTRACT.md rules 4, 5, 11; docs/TRAINING.md): per step, this rank's
 // contiguous range of the step's leaves, each leaf's gradient added into the fixed-point
 // accumulator, an exact int64 all-reduce, one rounding g = fl(fl(Σ_l g_l)/L), fp16 loss scaling,
 // exact-norm clipping, the optimizer update; statistics, fingerprints and validation on the way.
@@ -54,7 +54,7 @@ struct TrainerOptions {
   const data::TokenSource* validation_source = nullptr;
 };
 
-// One step's outcome, for the run store (issue 6) and the CLI.
+// One step's outcome, for the run store and the CLI.
 struct StepResult {
   StepStats stats;
   std::vector<uint64_t> param_fingerprints;  // (tensors) det::fingerprint of each tensor after
@@ -140,7 +140,7 @@ class Trainer {
  private:
   Trainer(const Config& config, std::unique_ptr<Backend> backend,
           std::unique_ptr<Communicator> comm, TrainerOptions options);
-  struct Host;  // host staging of backend buffers (trainer.cpp)
+  struct Host;  // the tensors' spans, and the host gradient of allreduce=native (trainer.cpp)
 
   void build();  // what both constructors do once the backend and communicator are bound
   void load_initial_weights();  // train.init: the file's weights replace the seeded ones

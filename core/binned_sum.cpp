@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "samebits/core/optim/exact_norm.hpp"
+#include "samebits/core/exact_norm.hpp"
 #include "samebits/det/bits.hpp"
 
 namespace sb {

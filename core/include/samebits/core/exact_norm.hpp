@@ -1,4 +1,4 @@
-// Exact norms (DESIGN.md §1.1 rule 5): squares of fp32 values are exact in fp64, so Σ x² is an
+// Exact norms (docs/CONTRACT.md rule 5): squares of fp32 values are exact in fp64, so Σ x² is an
 // exact det::ExactSum; its square root is then rounded once, correctly, to fp32. Host reductions
 // over arrays run on OpenMP threads, each with its own ExactSum, merged exactly: the same bits
 // on any thread count. Used by Muon's normalisation, clipping and every statistic.

@@ -1,4 +1,4 @@
-// Tensor bookkeeping and zero-filled, 64-byte aligned host storage. No arithmetic on values.
+// DType and Tensor bookkeeping and zero-filled, 64-byte aligned host storage. No arithmetic on values.
 #include "samebits/core/tensor.hpp"
 
 #include <cstdlib>
@@ -6,7 +6,7 @@
 #include <new>
 #include <sstream>
 
-#include "parallel_zero.hpp"
+#include "cpu/parallel_zero.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb {
@@ -18,6 +18,9 @@ size_t dtype_bytes(DType t) {
     case DType::fp16: return 2;
     case DType::i32: return 4;
     case DType::i64: return 8;
+    case DType::f64: return 8;
+    case DType::u64: return 8;
+    case DType::u8: return 1;
   }
   SB_FAIL("unknown dtype ", static_cast<int>(t));
 }
@@ -29,6 +32,9 @@ std::string_view dtype_name(DType t) {
     case DType::fp16: return "fp16";
     case DType::i32: return "i32";
     case DType::i64: return "i64";
+    case DType::f64: return "f64";
+    case DType::u64: return "u64";
+    case DType::u8: return "u8";
   }
   SB_FAIL("unknown dtype ", static_cast<int>(t));
 }

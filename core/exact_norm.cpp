@@ -3,7 +3,7 @@
 // exactly, so the result does not depend on the thread count (nor on the block size: every sum is
 // exact); max |x| by
 // an integer max over the sign-cleared bits, which is order-free.
-#include "samebits/core/optim/exact_norm.hpp"
+#include "samebits/core/exact_norm.hpp"
 
 #include <algorithm>
 
