@@ -134,10 +134,7 @@ TEST_CASE("every case's resolved INI text parses back to the identical config") 
     const std::string path =
         *c.config == '\0' ? "" : (kSourceRoot / "experiments" / "configs" / (std::string(c.config) + ".ini")).string();
     const sb::Config config = sb::cli::parse_config(path, c.overrides);
-    const fs::path resolved = fs::temp_directory_path() / "sb_test_config_text.ini";
-    std::ofstream(resolved, std::ios::binary) << sb::to_ini_text(config);
-    const sb::Config back = sb::cli::parse_config(resolved.string(), {});
-    fs::remove(resolved);
+    const sb::Config back = sb::cli::parse_config_text(sb::to_ini_text(config), "the resolved text", {});
     CHECK(back == config);
     CHECK(sb::experiment_text(back) == sb::experiment_text(config));
   }
