@@ -118,15 +118,19 @@ std::vector<ConfigField> build_fields() {
             "biases in the linear layers and the norms"),
       // [data]
       field("data.source", SB_MEMBER(data.source), yes,
-            "synthetic: the embedded synthetic language; shards: llm.c/nanoGPT .bin token files (path is a glob); text: a file read as bytes; hdf5: a 1-D integer token dataset"),
+            "synthetic: the embedded synthetic language; shards: llm.c/nanoGPT .bin token files (path is a "
+            "glob); text: a file read as bytes; hdf5: a 1-D integer token dataset"),
       field("data.path", SB_MEMBER(data.path), yes,
             "the file or glob to read; empty for synthetic"),
       field("data.val_path", SB_MEMBER(data.val_path), file_source,
-            "validation data of a file source, in the same form as path; empty for synthetic (its validation stream is separate)"),
+            "validation data of a file source, in the same form as path; empty for synthetic (its validation "
+            "stream is separate)"),
       field("data.seed", SB_MEMBER(data.seed), yes,
             "seed of the data order and of the synthetic language"),
       field("data.order_seed", SB_MEMBER(data.order_seed), reordered,
-            "reseeds the sampling order alone: 0 = the order data.seed gives; n > 0 = a file source's epochs permuted by n, the synthetic source's first steps × leaves × leaf_size windows read in an order permuted by n (the language and the validation set stay)"),
+            "reseeds the sampling order alone: 0 = the order data.seed gives; n > 0 = a file source's epochs "
+            "permuted by n, the synthetic source's first steps × leaves × leaf_size windows read in an order "
+            "permuted by n (the language and the validation set stay)"),
       field("data.leaf_size", SB_MEMBER(data.leaf_size), yes,
             "sequences per leaf, the unit of exact gradient accumulation (DESIGN.md §1.1)"),
       field("data.leaves", SB_MEMBER(data.leaves), yes,
@@ -151,7 +155,8 @@ std::vector<ConfigField> build_fields() {
             "synthetic: deepest bracket nesting, 0 … 16"),
       // [optim]
       field("optim.name", SB_MEMBER(optim.name), yes,
-            "muon: Muon for 2-D hidden matrices, AdamW for embeddings, head, norm gains and biases; normuon: the same with NorMuon's per-row normalisation of the update; adamw: AdamW for everything"),
+            "muon: Muon for 2-D hidden matrices, AdamW for embeddings, head, norm gains and biases; normuon: "
+            "the same with NorMuon's per-row normalisation of the update; adamw: AdamW for everything"),
       field("optim.lr", SB_MEMBER(optim.lr), yes,
             "peak learning rate (of the Muon matrices, or of everything under adamw)"),
       field("optim.weight_decay", SB_MEMBER(optim.weight_decay), yes,
@@ -163,13 +168,18 @@ std::vector<ConfigField> build_fields() {
       field("optim.ns_steps", SB_MEMBER(optim.ns_steps), muon,
             "Newton–Schulz iterations of Muon"),
       field("optim.ns_coefficients", SB_MEMBER(optim.ns_coefficients), muon,
-            "Newton–Schulz coefficient table: keller (3.4445, -4.7750, 2.0315) every step, polar_express per-step tuples (the paper's), polar_express_8 (Emerging-Optimizers' 8 tuples; ns_steps >= 8), polar_express_5 (modded-nanogpt's 5 tuples), quintic (Emerging-Optimizers' 5 tuples, cycled), or custom (optim.ns_custom)"),
+            "Newton–Schulz coefficient table: keller (3.4445, -4.7750, 2.0315) every step, polar_express "
+            "per-step tuples (the paper's), polar_express_8 (Emerging-Optimizers' 8 tuples; ns_steps >= 8), "
+            "polar_express_5 (modded-nanogpt's 5 tuples), quintic (Emerging-Optimizers' 5 tuples, cycled), "
+            "or custom (optim.ns_custom)"),
       field("optim.ns_custom", SB_MEMBER(optim.ns_custom), muon,
-            "custom coefficients a, b, c (used every step) or one triple per Newton–Schulz step; only with ns_coefficients=custom"),
+            "custom coefficients a, b, c (used every step) or one triple per Newton–Schulz step; only with "
+            "ns_coefficients=custom"),
       field("optim.ns_eps", SB_MEMBER(optim.ns_eps), muon,
             "ε of the normalisation X = U / (‖U‖_F + ε)"),
       field("optim.scale", SB_MEMBER(optim.scale), muon,
-            "Muon update scale: shape √max(1, rows/cols); moonlight 0.2·√max(rows, cols); spectral = unit_rms √(rows/cols); max_dim √max(rows, cols); none"),
+            "Muon update scale: shape √max(1, rows/cols); moonlight 0.2·√max(rows, cols); spectral = "
+            "unit_rms √(rows/cols); max_dim √max(rows, cols); none"),
       // torch.optim.Muon's name for the scale rule: sets optim.scale, which the texts write.
       alias("optim.adjust_lr_fn", "optim.scale", "original|match_rms_adamw", "original (optim.scale=shape)",
             "alias of optim.scale in torch.optim.Muon's words: original = shape, match_rms_adamw = moonlight",
@@ -186,11 +196,13 @@ std::vector<ConfigField> build_fields() {
       field("optim.adam_lr", SB_MEMBER(optim.adam_lr), muon,
             "peak learning rate of the AdamW group under muon (unused under adamw, where lr applies)"),
       field("optim.extra_scale", SB_MEMBER(optim.extra_scale), extra_scale,
-            "Muon: a factor on the scale rule (Emerging-Optimizers' extra_scale_factor; 0.2 with scale=max_dim is Moonlight's rule)"),
+            "Muon: a factor on the scale rule (Emerging-Optimizers' extra_scale_factor; 0.2 with "
+            "scale=max_dim is Moonlight's rule)"),
       field("optim.split_qkv", SB_MEMBER(optim.split_qkv), split_qkv,
             "Muon: orthogonalise the Q, K and V blocks of each attn.qkv.w separately (Megatron-Core)"),
       field("optim.cautious_wd", SB_MEMBER(optim.cautious_wd), cautious_wd,
-            "Muon matrices: apply weight decay only where the update and the weight agree in sign (cautious weight decay, modded-nanogpt)"),
+            "Muon matrices: apply weight decay only where the update and the weight agree in sign (cautious "
+            "weight decay, modded-nanogpt)"),
       field("optim.normuon_beta2", SB_MEMBER(optim.normuon_beta2), normuon,
             "normuon: EMA factor β2 of each row's mean square of the orthogonalised update"),
       field("optim.adam_betas", SB_MEMBER(optim.adam_betas), yes,
@@ -200,20 +212,27 @@ std::vector<ConfigField> build_fields() {
       field("optim.clip", SB_MEMBER(optim.clip), yes,
             "clip the global gradient norm (exact) to this value; 0 = off"),
       field("optim.qk_clip", SB_MEMBER(optim.qk_clip), qk_clip,
-            "QK-clip of MuonClip (Kimi K2): after each update, scale W_q and W_k of every head whose largest attention logit of the step exceeded τ by √(τ/max); 0 = off (CPU backend)"),
+            "QK-clip of MuonClip (Kimi K2): after each update, scale W_q and W_k of every head whose largest "
+            "attention logit of the step exceeded τ by √(τ/max); 0 = off (CPU backend)"),
       // [train]
       field("train.steps", SB_MEMBER(train.steps), yes,
             "optimizer steps"),
       field("train.seed", SB_MEMBER(train.seed), yes,
             "seed of the parameter initialisation"),
       field("train.init", SB_MEMBER(train.init), no,
-            "start from the weights of this safetensors file (samebits export: samebits or Hugging Face GPT-2 names) or Hugging Face GPT-2 directory instead of the seeded initialisation; the experiment holds the file's content hash, not its path (docs/EXPORT.md); empty = none"),
+            "start from the weights of this safetensors file (samebits export: samebits or Hugging Face "
+            "GPT-2 names) or Hugging Face GPT-2 directory instead of the seeded initialisation; the "
+            "experiment holds the file's content hash, not its path (docs/EXPORT.md); empty = none"),
       field("train.init_digest", SB_MEMBER(train.init_digest), init,
-            "XXH3-64 of train.init's file, 16 hex digits: computed from the file when not given (run files record it); a file with another hash is refused"),
+            "XXH3-64 of train.init's file, 16 hex digits: computed from the file when not given (run files "
+            "record it); a file with another hash is refused"),
       field("train.precision", SB_MEMBER(train.precision), yes,
-            "fp32; bf16 compute with fp32 master weights; fp16 compute with fp32 master weights and a dynamic loss scale"),
+            "fp32; bf16 compute with fp32 master weights; fp16 compute with fp32 master weights and a "
+            "dynamic loss scale"),
       field("train.schedule", SB_MEMBER(train.schedule), yes,
-            "learning-rate schedule after the warmup: constant, cosine to min_lr_ratio, wsd (warmup-stable-decay), or adaptive (cosine times the AdaScale gain measured from the step's gradient noise, docs/TRAINING.md)"),
+            "learning-rate schedule after the warmup: constant, cosine to min_lr_ratio, wsd "
+            "(warmup-stable-decay), or adaptive (cosine times the AdaScale gain measured from the step's "
+            "gradient noise, docs/TRAINING.md)"),
       field("train.warmup", SB_MEMBER(train.warmup), yes,
             "steps of linear warmup from 0 to the peak learning rate"),
       field("train.decay_fraction", SB_MEMBER(train.decay_fraction), wsd,
@@ -221,13 +240,15 @@ std::vector<ConfigField> build_fields() {
       field("train.min_lr_ratio", SB_MEMBER(train.min_lr_ratio), decaying,
             "cosine and wsd: final learning rate as a fraction of the peak"),
       field("train.adaptive_beta", SB_MEMBER(train.adaptive_beta), adaptive,
-            "adaptive: EMA factor β of the |G|² and tr(Σ) estimates behind the gain ρ = (B_noise + leaf_size)/(B_noise + batch)"),
+            "adaptive: EMA factor β of the |G|² and tr(Σ) estimates behind the gain ρ = (B_noise + "
+            "leaf_size)/(B_noise + batch)"),
       field("train.checkpoint_every", SB_MEMBER(train.checkpoint_every), no,
             "steps between checkpoints (resume points); 0 = none"),
       field("train.snapshot_steps", SB_MEMBER(train.snapshot_steps), no,
             "steps after which all parameters are stored in full, ascending (e.g. 0, 100, 300); empty = none"),
       field("train.keep_states", SB_MEMBER(train.keep_states), no,
-            "keep the full state (parameters, optimizer, data cursor) every N steps for good, for samebits verify --from; 0 = none"),
+            "keep the full state (parameters, optimizer, data cursor) every N steps for good, for samebits "
+            "verify --from; 0 = none"),
       field("train.eval_every", SB_MEMBER(train.eval_every), yes,
             "steps between validation losses; 0 = no validation"),
       field("train.eval_leaves", SB_MEMBER(train.eval_leaves), yes,
@@ -242,21 +263,26 @@ std::vector<ConfigField> build_fields() {
             "fp16: factor applied to the scale when gradients overflow (that step is skipped)"),
       // [perturb]
       field("perturb.tensor", SB_MEMBER(perturb.tensor), perturbed,
-            "the weight tensor to perturb, a name of the tensor table (e.g. h.0.attn.qkv.w; an unknown name is refused with the list of valid ones); empty = no perturbation"),
+            "the weight tensor to perturb, a name of the tensor table (e.g. h.0.attn.qkv.w; an unknown name "
+            "is refused with the list of valid ones); empty = no perturbation"),
       field("perturb.index", SB_MEMBER(perturb.index), perturbed,
             "flat (row-major) element index in that tensor, 0 … numel-1"),
       field("perturb.ulps", SB_MEMBER(perturb.ulps), perturbed,
-            "move the element this many representable fp32 values: up when positive, down when negative, through zero like the float line; non-zero"),
+            "move the element this many representable fp32 values: up when positive, down when negative, "
+            "through zero like the float line; non-zero"),
       field("perturb.step", SB_MEMBER(perturb.step), perturbed,
-            "apply it after this many steps, just before the forward pass of the next (0 = the initial weights); the first step that can differ is step + 1"),
+            "apply it after this many steps, just before the forward pass of the next (0 = the initial "
+            "weights); the first step that can differ is step + 1"),
       // [numerics]: mode presets the three switches; a switch given explicitly (applied after it) wins.
       preset(field("numerics.mode", SB_MEMBER(numerics.mode), no,
-                   "deterministic: the reproducibility contract; vendor: ordinary framework numerics. Presets gemm, reduce and allreduce; a switch given explicitly overrides it")),
+                   "deterministic: the reproducibility contract; vendor: ordinary framework numerics. "
+                   "Presets gemm, reduce and allreduce; a switch given explicitly overrides it")),
       noted(field("numerics.gemm", SB_MEMBER(numerics.gemm), yes,
                   "matrix products: canonical ascending-k fma chains, or vendor BLAS (OpenBLAS, cuBLAS)"),
             "canonical (vendor under mode=vendor)"),
       noted(field("numerics.reduce", SB_MEMBER(numerics.reduce), yes,
-                  "row and scalar reductions: canonical orders, or native float sums in thread order and atomics"),
+                  "row and scalar reductions: canonical orders, or native float sums in thread order and "
+                  "atomics"),
             "canonical (native under mode=vendor)"),
       noted(field("numerics.allreduce", SB_MEMBER(numerics.allreduce), yes,
                   "gradient sum across ranks: exact fixed-point integers, or native float all-reduce"),
