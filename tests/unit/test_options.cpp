@@ -265,32 +265,23 @@ TEST_CASE("the table: sections contiguous in order, rules described, aliases of 
 
 TEST_CASE("INI text in memory: messages name its source; text from it is printed escaped") {
   CHECK(sb::cli::parse_config_text("[optim]\nlr = 0.01\n", "the recorded config", {"--train.steps=70"}).optim.lr == 0.01);
-  std::string e;
-  try {
-    sb::cli::parse_config_text("[optim]\nlrr = 0.1\n", "the recorded config", {});
-  } catch (const sb::Error& err) {
-    e = err.what();
-  }
-  CHECK(contains(e, "unknown config key 'optim.lrr' in the recorded config (did you mean optim.lr?)"));
-  try {
-    sb::cli::parse_config_text("[model]\nnorm = \x1b[31mred\n", "the recorded config", {});
-  } catch (const sb::Error& err) {
-    e = err.what();
-  }
+  const auto text_error = [](const std::string& text) {
+    try {
+      sb::cli::parse_config_text(text, "the recorded config", {});
+    } catch (const sb::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(contains(text_error("[optim]\nlrr = 0.1\n"),
+                 "unknown config key 'optim.lrr' in the recorded config (did you mean optim.lr?)"));
+  std::string e = text_error("[model]\nnorm = \x1b[31mred\n");
   CHECK(contains(e, "config model.norm='\\x1b[31mred' in the recorded config is not valid"));
   CHECK_FALSE(contains(e, "\x1b"));
-  try {
-    sb::cli::parse_config_text("[model]\n\x07" "bell = 1\n", "the recorded config", {});
-  } catch (const sb::Error& err) {
-    e = err.what();
-  }
+  e = text_error("[model]\n\x07" "bell = 1\n");
   CHECK(contains(e, "unknown config key 'model.\\x07bell' in the recorded config"));
   CHECK_FALSE(contains(e, "\x07"));
-  try {
-    sb::cli::parse_config_text("[model]\njust \x1b words\n", "the recorded config", {});
-  } catch (const sb::Error& err) {
-    e = err.what();
-  }
+  e = text_error("[model]\njust \x1b words\n");
   CHECK(contains(e, "the recorded config: "));
   CHECK_FALSE(contains(e, "\x1b"));
 }
