@@ -20,24 +20,24 @@ std::string trim(std::string_view s) {
   return std::string(s);
 }
 
-int64_t parse_int(std::string_view text) {
+namespace {
+
+// The whole of `text` (blanks trimmed) as an integer of type T, or BadConfigValue{expected}.
+template <class T>
+T parse_integer(std::string_view text, const char* expected) {
   const std::string s = trim(text);
-  int64_t v = 0;
+  T v = 0;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) {
-    throw BadConfigValue{"an integer such as 4"};
-  }
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) throw BadConfigValue{expected};
   return v;
 }
 
+}  // namespace
+
+int64_t parse_int(std::string_view text) { return parse_integer<int64_t>(text, "an integer such as 4"); }
+
 uint64_t parse_u64(std::string_view text) {
-  const std::string s = trim(text);
-  uint64_t v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || end != s.data() + s.size()) {
-    throw BadConfigValue{"an integer from 0 to 18446744073709551615"};
-  }
-  return v;
+  return parse_integer<uint64_t>(text, "an integer from 0 to 18446744073709551615");
 }
 
 double parse_double(std::string_view text) {
