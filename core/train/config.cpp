@@ -3,9 +3,6 @@
 // experiment_id hashes only experiment_text, so equal experiments get equal ids on every machine.
 #include "samebits/core/config.hpp"
 
-#include "config_value.hpp"
-#include "samebits/core/config_fields.hpp"
-
 #include <xxhash.h>
 
 #include <cinttypes>
@@ -13,6 +10,9 @@
 #include <cstdio>
 #include <sstream>
 
+#include "config_value.hpp"
+#include "samebits/core/config_fields.hpp"
+#include "samebits/core/io/untrusted_text.hpp"
 #include "samebits/core/train/perturbation.hpp"
 #include "samebits/det/error.hpp"
 
@@ -59,8 +59,8 @@ void require_ini_safe(const char* key, const std::string& value) {
   const bool blank_edge = !value.empty() && (std::isspace(static_cast<unsigned char>(value.front())) ||
                                               std::isspace(static_cast<unsigned char>(value.back())));
   SB_CHECK(value.find_first_of("#\n\r") == std::string::npos && !blank_edge, "config ", key, "='",
-           value, "' contains '#', a line break or surrounding blanks, which INI files cannot keep; "
-           "rename the file or directory");
+           escape_untrusted(value), "' contains '#', a line break or surrounding blanks, which INI files "
+           "cannot keep; rename the file or directory");
 }
 
 void validate_model(const GPTConfig& m) {
@@ -84,9 +84,9 @@ void validate_data(const DataConfig& d, const GPTConfig& m) {
   require_ini_safe("data.path", d.path);
   require_ini_safe("data.val_path", d.val_path);
   if (d.source == DataSource::synthetic) {
-    SB_CHECK(d.path.empty() && d.val_path.empty(), "config data.path='", d.path, "', data.val_path='",
-             d.val_path, "': data.source=synthetic reads no file; remove them or set data.source "
-             "to shards, text or hdf5");
+    SB_CHECK(d.path.empty() && d.val_path.empty(), "config data.path='", escape_untrusted(d.path),
+             "', data.val_path='", escape_untrusted(d.val_path), "': data.source=synthetic reads no file; "
+             "remove them or set data.source to shards, text or hdf5");
   } else {
     SB_CHECK(!d.path.empty(), "config data.source=", config_name(d.source),
              " needs data.path (the file or glob to read)");
@@ -174,7 +174,8 @@ void validate_train(const TrainConfig& t) {
   }
   const bool digest_ok = t.init_digest.size() == 16 &&
                          t.init_digest.find_first_not_of("0123456789abcdef") == std::string::npos;
-  SB_CHECK(t.init.empty() ? t.init_digest.empty() : digest_ok, "config train.init_digest='", t.init_digest, "' ",
+  SB_CHECK(t.init.empty() ? t.init_digest.empty() : digest_ok, "config train.init_digest='",
+           escape_untrusted(t.init_digest), "' ",
            t.init.empty() ? "is given without train.init" : "must be the 16 lowercase hex digits of the XXH3-64 of "
            "train.init's file (leave it out: samebits computes it)");
   require_at_least("train.eval_every", t.eval_every, 0, "use 0 to turn validation off");

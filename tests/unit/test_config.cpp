@@ -73,6 +73,9 @@ TEST_CASE("validation errors name the key, the value and what to do") {
   c.data.source = sb::DataSource::shards;
   c.data.path = "data # comment.bin";
   CHECK(contains(validation_error(c), "config data.path='data # comment.bin' contains '#'"));
+  c.data.path = "a\x1b[2Jb\n";  // printed escaped, never raw
+  CHECK(contains(validation_error(c), "config data.path='a\\x1b[2Jb\\x0a' contains"));
+  CHECK_FALSE(contains(validation_error(c), "\x1b"));
 
   c = sb::Config{};
   c.optim.momentum = 1.0;
