@@ -1,17 +1,13 @@
-// Names of the numerics switches as they appear in config files and run files.
+// The numerics switches named for messages, in their config spellings (EnumNames, numerics.hpp).
 #include "samebits/core/numerics.hpp"
 
 #include "samebits/det/error.hpp"
 
 namespace sb {
 
-std::string_view to_string(GemmMode m) { return m == GemmMode::canonical ? "canonical" : "vendor"; }
-std::string_view to_string(ReduceMode m) {
-  return m == ReduceMode::canonical ? "canonical" : "native";
-}
-std::string_view to_string(Precision p) {
-  return p == Precision::fp32 ? "fp32" : p == Precision::bf16 ? "bf16" : "fp16";
-}
+std::string_view to_string(GemmMode m) { return config_name(m); }
+std::string_view to_string(ReduceMode m) { return config_name(m); }
+std::string_view to_string(Precision p) { return config_name(p); }
 
 std::string describe(const Numerics& n) {
   return detail::concat("gemm=", to_string(n.gemm), " reduce=", to_string(n.reduce),

@@ -1,16 +1,18 @@
 // Validation, resolved INI text and experiment id of sb::Config. Contract: to_ini_text is a pure
-// function of the Config (fixed key order, shortest exact numbers), and experiment_id hashes only
-// experiment_text, so equal experiments get equal ids on every machine.
+// function of the Config (the table's key order, shortest exact numbers; config_fields.hpp), and
+// experiment_id hashes only experiment_text, so equal experiments get equal ids on every machine.
 #include "samebits/core/config.hpp"
 
 #include <xxhash.h>
 
-#include <charconv>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
 
+#include "config_value.hpp"
+#include "samebits/core/config_fields.hpp"
+#include "samebits/core/io/untrusted_text.hpp"
 #include "samebits/core/train/perturbation.hpp"
 #include "samebits/det/error.hpp"
 
@@ -30,12 +32,7 @@ bool is_deterministic(const NumericsConfig& n) {
 
 namespace {
 
-// Shortest decimal text that parses back to exactly `value` (std::to_chars).
-std::string format_config_double(double value) {
-  char buf[64];
-  const auto result = std::to_chars(buf, buf + sizeof buf, value);
-  return std::string(buf, result.ptr);
-}
+using config_value::double_text;
 
 // ---- validation ------------------------------------------------------------------------------
 
@@ -44,7 +41,7 @@ void require_at_least(const char* key, int64_t value, int64_t minimum, const cha
 }
 
 void require_positive(const char* key, double value, const char* what_to_do) {
-  SB_CHECK(std::isfinite(value) && value > 0.0, "config ", key, "=", format_config_double(value),
+  SB_CHECK(std::isfinite(value) && value > 0.0, "config ", key, "=", double_text(value),
            " must be a positive finite number; ", what_to_do);
 }
 
@@ -52,8 +49,8 @@ void require_range(const char* key, double value, double lo, bool lo_open, doubl
                    const char* what_to_do) {
   const bool ok = std::isfinite(value) && (lo_open ? value > lo : value >= lo) &&
                   (hi_open ? value < hi : value <= hi);
-  SB_CHECK(ok, "config ", key, "=", format_config_double(value), " must lie in ", lo_open ? "(" : "[",
-           format_config_double(lo), ", ", format_config_double(hi), hi_open ? ")" : "]", "; ",
+  SB_CHECK(ok, "config ", key, "=", double_text(value), " must lie in ", lo_open ? "(" : "[",
+           double_text(lo), ", ", double_text(hi), hi_open ? ")" : "]", "; ",
            what_to_do);
 }
 
@@ -62,8 +59,8 @@ void require_ini_safe(const char* key, const std::string& value) {
   const bool blank_edge = !value.empty() && (std::isspace(static_cast<unsigned char>(value.front())) ||
                                               std::isspace(static_cast<unsigned char>(value.back())));
   SB_CHECK(value.find_first_of("#\n\r") == std::string::npos && !blank_edge, "config ", key, "='",
-           value, "' contains '#', a line break or surrounding blanks, which INI files cannot keep; "
-           "rename the file or directory");
+           escape_untrusted(value), "' contains '#', a line break or surrounding blanks, which INI files "
+           "cannot keep; rename the file or directory");
 }
 
 void validate_model(const GPTConfig& m) {
@@ -87,9 +84,9 @@ void validate_data(const DataConfig& d, const GPTConfig& m) {
   require_ini_safe("data.path", d.path);
   require_ini_safe("data.val_path", d.val_path);
   if (d.source == DataSource::synthetic) {
-    SB_CHECK(d.path.empty() && d.val_path.empty(), "config data.path='", d.path, "', data.val_path='",
-             d.val_path, "': data.source=synthetic reads no file; remove them or set data.source "
-             "to shards, text or hdf5");
+    SB_CHECK(d.path.empty() && d.val_path.empty(), "config data.path='", escape_untrusted(d.path),
+             "', data.val_path='", escape_untrusted(d.val_path), "': data.source=synthetic reads no file; "
+             "remove them or set data.source to shards, text or hdf5");
   } else {
     SB_CHECK(!d.path.empty(), "config data.source=", config_name(d.source),
              " needs data.path (the file or glob to read)");
@@ -105,7 +102,7 @@ void validate_data(const DataConfig& d, const GPTConfig& m) {
 void validate_optim(const OptimConfig& o) {
   require_positive("optim.lr", o.lr, "use a learning rate such as 0.02 (muon) or 3e-3 (adamw)");
   SB_CHECK(std::isfinite(o.weight_decay) && o.weight_decay >= 0.0, "config optim.weight_decay=",
-           format_config_double(o.weight_decay), " must be zero or positive");
+           double_text(o.weight_decay), " must be zero or positive");
   require_range("optim.momentum", o.momentum, 0.0, false, 1.0, true, "Muon's momentum is usually 0.95");
   require_at_least("optim.ns_steps", o.ns_steps, 1, "Newton–Schulz needs at least one iteration (default 5)");
   SB_CHECK(o.ns_steps <= 100, "config optim.ns_steps=", o.ns_steps, " exceeds 100; 5 is usual");
@@ -132,7 +129,7 @@ void validate_optim(const OptimConfig& o) {
   require_positive("optim.ns_eps", o.ns_eps, "the Newton–Schulz normalisation epsilon is usually 1e-7");
   require_positive("optim.extra_scale", o.extra_scale, "1 leaves the scale rule alone; 0.2 with scale=max_dim is Moonlight's");
   SB_CHECK(std::isfinite(o.qk_clip) && o.qk_clip >= 0.0, "config optim.qk_clip=",
-           format_config_double(o.qk_clip), " must be zero (off) or a positive logit bound such as 100");
+           double_text(o.qk_clip), " must be zero (off) or a positive logit bound such as 100");
   require_range("optim.normuon_beta2", o.normuon_beta2, 0.0, false, 1.0, true, "NorMuon's β2 is usually 0.95");
   require_at_least("optim.momentum_warmup", o.momentum_warmup, 0, "use 0 to turn the warmup off");
   if (o.momentum_warmup > 0) {
@@ -143,7 +140,7 @@ void validate_optim(const OptimConfig& o) {
   require_range("optim.adam_betas[0]", o.adam_betas[0], 0.0, false, 1.0, true, "usual betas are 0.9, 0.95");
   require_range("optim.adam_betas[1]", o.adam_betas[1], 0.0, false, 1.0, true, "usual betas are 0.9, 0.95");
   require_positive("optim.adam_eps", o.adam_eps, "AdamW's epsilon is usually 1e-8");
-  SB_CHECK(std::isfinite(o.clip) && o.clip >= 0.0, "config optim.clip=", format_config_double(o.clip),
+  SB_CHECK(std::isfinite(o.clip) && o.clip >= 0.0, "config optim.clip=", double_text(o.clip),
            " must be zero (off) or a positive gradient-norm limit such as 1");
 }
 
@@ -157,7 +154,7 @@ void validate_train(const TrainConfig& t) {
     const double decay_steps = t.decay_fraction * static_cast<double>(t.steps);
     SB_CHECK(static_cast<double>(t.warmup) + decay_steps <= static_cast<double>(t.steps),
              "config train.warmup=", t.warmup, " plus train.decay_fraction=",
-             format_config_double(t.decay_fraction), " of train.steps=", t.steps,
+             double_text(t.decay_fraction), " of train.steps=", t.steps,
              " exceeds the run; shorten the warmup or the decay");
   }
   if (t.schedule == Schedule::adaptive) {
@@ -177,7 +174,8 @@ void validate_train(const TrainConfig& t) {
   }
   const bool digest_ok = t.init_digest.size() == 16 &&
                          t.init_digest.find_first_not_of("0123456789abcdef") == std::string::npos;
-  SB_CHECK(t.init.empty() ? t.init_digest.empty() : digest_ok, "config train.init_digest='", t.init_digest, "' ",
+  SB_CHECK(t.init.empty() ? t.init_digest.empty() : digest_ok, "config train.init_digest='",
+           escape_untrusted(t.init_digest), "' ",
            t.init.empty() ? "is given without train.init" : "must be the 16 lowercase hex digits of the XXH3-64 of "
            "train.init's file (leave it out: samebits computes it)");
   require_at_least("train.eval_every", t.eval_every, 0, "use 0 to turn validation off");
@@ -199,157 +197,25 @@ void validate_run(const RunConfig& r) {
 
 // ---- INI text --------------------------------------------------------------------------------
 
-class IniWriter {
- public:
-  void section(const char* name) {
-    if (!text_.empty()) text_ += '\n';
-    text_ += '[';
-    text_ += name;
-    text_ += "]\n";
-  }
-  void put(const char* key, const std::string& value) {
-    text_ += key;
-    text_ += value.empty() ? " =\n" : " = " + value + "\n";
-  }
-  void put(const char* key, int64_t v) { put(key, std::to_string(v)); }
-  void put(const char* key, int v) { put(key, std::to_string(v)); }
-  void put(const char* key, uint64_t v) { put(key, std::to_string(v)); }
-  void put(const char* key, bool v) { put(key, std::string(v ? "true" : "false")); }
-  void put(const char* key, double v) { put(key, format_config_double(v)); }
-  template <class E>
-  void put_enum(const char* key, E v) { put(key, std::string(config_name(v))); }
-  template <class T, class Format>
-  void put_list(const char* key, const T& values, Format format) {
-    std::string joined;
-    for (const auto& v : values) {
-      if (!joined.empty()) joined += ", ";
-      joined += format(v);
+// The fields of the table in its order, each section under its header: every field
+// (experiment_only false) or the fields the experiment rules include for `c`.
+std::string ini_text(const Config& c, bool experiment_only) {
+  std::string text;
+  std::string_view section;
+  for (const ConfigField& f : config_fields()) {
+    if (f.is_alias() || (experiment_only && !f.experiment.includes(c))) continue;
+    if (f.section() != section) {
+      section = f.section();
+      if (!text.empty()) text += '\n';
+      text += '[';
+      text += section;
+      text += "]\n";
     }
-    put(key, joined);
+    const std::string value = f.text(c);
+    text += f.name();
+    text += value.empty() ? " =\n" : " = " + value + "\n";
   }
-  const std::string& text() const { return text_; }
-
- private:
-  std::string text_;
-};
-
-// Which keys to write: everything (to_ini_text) or only what can change the numbers.
-enum class Keys { all, experiment };
-
-std::string ini_text(const Config& c, Keys keys) {
-  const bool all = keys == Keys::all;
-  const auto fmt_double = [](double v) { return format_config_double(v); };
-  const auto fmt_int = [](int64_t v) { return std::to_string(v); };
-  IniWriter w;
-  w.section("model");
-  w.put("vocab", c.model.vocab);
-  w.put("seq_len", c.model.seq_len);
-  w.put("n_layer", c.model.n_layer);
-  w.put("n_head", c.model.n_head);
-  w.put("n_embd", c.model.n_embd);
-  w.put_enum("norm", c.model.norm);
-  w.put("tied_head", c.model.tied_head);
-  w.put("bias", c.model.bias);
-
-  const DataConfig& d = c.data;
-  const bool synthetic = d.source == DataSource::synthetic;
-  w.section("data");
-  w.put_enum("source", d.source);
-  w.put("path", d.path);
-  if (all || !synthetic) w.put("val_path", d.val_path);
-  w.put("seed", d.seed);
-  if (all || d.order_seed != 0) w.put("order_seed", d.order_seed);
-  w.put("leaf_size", d.leaf_size);
-  w.put("leaves", d.leaves);
-  if (all || synthetic) {
-    w.put("doc_len", d.synthetic.doc_len);
-    w.put("mix_markov", d.synthetic.mix_markov);
-    w.put("mix_grammar", d.synthetic.mix_grammar);
-    w.put("mix_mark", d.synthetic.mix_mark);
-    w.put("mix_recall", d.synthetic.mix_recall);
-    w.put("markov_run", d.synthetic.markov_run);
-    w.put("span_min", d.synthetic.span_min);
-    w.put("span_max", d.synthetic.span_max);
-    w.put("max_depth", d.synthetic.max_depth);
-  }
-
-  const OptimConfig& o = c.optim;
-  const bool muon = all || o.muon_family();
-  w.section("optim");
-  w.put_enum("name", o.name);
-  w.put("lr", o.lr);
-  w.put("weight_decay", o.weight_decay);
-  if (muon) {
-    w.put("momentum", o.momentum);
-    w.put("nesterov", o.nesterov);
-    w.put("ns_steps", o.ns_steps);
-    w.put_enum("ns_coefficients", o.ns_coefficients);
-    w.put_list("ns_custom", o.ns_custom, fmt_double);
-    w.put("ns_eps", o.ns_eps);
-    w.put_enum("scale", o.scale);
-    w.put("momentum_warmup", o.momentum_warmup);
-    if (all || o.momentum_warmup > 0) w.put("momentum_warmup_start", o.momentum_warmup_start);
-    w.put("adam_lr", o.adam_lr);
-    // The variants' keys only when set, so experiments without them keep their ids.
-    if (all || o.extra_scale != 1.0) w.put("extra_scale", o.extra_scale);
-    if (all || o.split_qkv) w.put("split_qkv", o.split_qkv);
-    if (all || o.cautious_wd) w.put("cautious_wd", o.cautious_wd);
-    if (all || o.name == OptimizerName::normuon) w.put("normuon_beta2", o.normuon_beta2);
-  }
-  w.put_list("adam_betas", o.adam_betas, fmt_double);
-  w.put("adam_eps", o.adam_eps);
-  w.put("clip", o.clip);
-  if (all || o.qk_clip > 0.0) w.put("qk_clip", o.qk_clip);
-
-  const TrainConfig& t = c.train;
-  w.section("train");
-  w.put("steps", t.steps);
-  w.put("seed", t.seed);
-  if (all) w.put("init", t.init);
-  if (all || !t.init.empty()) w.put("init_digest", t.init_digest);
-  w.put_enum("precision", t.precision);
-  w.put_enum("schedule", t.schedule);
-  w.put("warmup", t.warmup);
-  if (all || t.schedule == Schedule::wsd) w.put("decay_fraction", t.decay_fraction);
-  if (all || t.schedule != Schedule::constant) w.put("min_lr_ratio", t.min_lr_ratio);
-  if (all || t.schedule == Schedule::adaptive) w.put("adaptive_beta", t.adaptive_beta);
-  if (all) {
-    w.put("checkpoint_every", t.checkpoint_every);
-    w.put_list("snapshot_steps", t.snapshot_steps, fmt_int);
-    w.put("keep_states", t.keep_states);
-  }
-  w.put("eval_every", t.eval_every);
-  w.put("eval_leaves", t.eval_leaves);
-  if (all || t.precision == Precision::fp16) {
-    w.put("loss_scale", t.loss_scale);
-    w.put("loss_scale_growth_interval", t.loss_scale_growth_interval);
-    w.put("loss_scale_growth", t.loss_scale_growth);
-    w.put("loss_scale_backoff", t.loss_scale_backoff);
-  }
-
-  if (all || c.perturb.enabled()) {
-    w.section("perturb");
-    w.put("tensor", c.perturb.tensor);
-    w.put("index", c.perturb.index);
-    w.put("ulps", c.perturb.ulps);
-    w.put("step", c.perturb.step);
-  }
-
-  w.section("numerics");
-  if (all) w.put_enum("mode", c.numerics.mode);
-  w.put_enum("gemm", c.numerics.gemm);
-  w.put_enum("reduce", c.numerics.reduce);
-  w.put_enum("allreduce", c.numerics.allreduce);
-
-  if (all) {
-    w.section("run");
-    w.put_enum("backend", c.run.backend);
-    w.put("threads", c.run.threads);
-    w.put("out", c.run.out);
-    w.put("log_every", c.run.log_every);
-    w.put_enum("progress", c.run.progress);
-  }
-  return w.text();
+  return text;
 }
 
 }  // namespace
@@ -366,10 +232,10 @@ void validate(const Config& config) {
   validate_run(config.run);
 }
 
-std::string to_ini_text(const Config& config) { return ini_text(config, Keys::all); }
+std::string to_ini_text(const Config& config) { return ini_text(config, false); }
 
 std::string experiment_text(const Config& config) {
-  return "# samebits experiment v1\n" + ini_text(config, Keys::experiment);
+  return "# samebits experiment v1\n" + ini_text(config, true);
 }
 
 std::string experiment_id(const Config& config) {

@@ -5,13 +5,8 @@
 #include "samebits/core/io/untrusted_text.hpp"
 #include "samebits/cli/inspect.hpp"
 
-#include <stdlib.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <sstream>
 
 #include "samebits/cli/json.hpp"
@@ -22,29 +17,6 @@
 
 namespace sb::cli {
 namespace {
-
-namespace fs = std::filesystem;
-
-// A temporary file holding `text`, removed on scope exit.
-struct TempText {
-  std::string path;
-  explicit TempText(const std::string& text) {
-    std::string tmpl = (fs::temp_directory_path() / "samebits-config-XXXXXX").string();
-    const int fd = ::mkstemp(tmpl.data());
-    SB_CHECK(fd >= 0, "cannot create a temporary file in ", fs::temp_directory_path().string());
-    ::close(fd);
-    path = tmpl;
-    std::ofstream out(path, std::ios::binary);
-    out << text;
-    SB_CHECK(out.good(), "cannot write the temporary file ", path);
-  }
-  ~TempText() {
-    std::error_code ec;
-    fs::remove(path, ec);
-  }
-  TempText(const TempText&) = delete;
-  TempText& operator=(const TempText&) = delete;
-};
 
 std::string experiment_summary(const Config& c) {
   std::ostringstream s;
@@ -71,17 +43,7 @@ std::string indent_lines(const std::string& text, const std::string& pad) {
 }  // namespace
 
 Config config_from_text(const std::string& ini_text, const std::vector<std::string>& cli_overrides) {
-  const TempText file(ini_text);
-  try {
-    return parse_config(file.path, cli_overrides);
-  } catch (const Error& e) {
-    // Name the run's config, not the temporary file.
-    std::string message = e.what();
-    for (std::size_t at = message.find(file.path); at != std::string::npos; at = message.find(file.path)) {
-      message.replace(at, file.path.size(), "the recorded config");
-    }
-    throw Error(message);
-  }
+  return parse_config_text(ini_text, "the recorded config", cli_overrides);
 }
 
 Config recorded_config(const run::RunReader& run, const std::vector<std::string>& cli_overrides) {

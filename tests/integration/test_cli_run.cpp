@@ -9,6 +9,7 @@
 
 #include "integration/test_cli_support.hpp"
 #include "samebits/cli/options.hpp"
+#include "samebits/core/config_fields.hpp"
 #include "samebits/core/io/run_file.hpp"
 #include "samebits/core/io/run_seal.hpp"
 #include "samebits/core/io/run_store.hpp"
@@ -70,7 +71,7 @@ std::string train(const TempDir& dir, const std::string& name, const std::string
 TEST_CASE("train --help lists every option; --print-config prints the resolved config and writes nothing") {
   const Result help = run({"train", "--help"});
   CHECK(help.code == 0);
-  for (const auto& o : sb::cli::option_table()) CHECK_MESSAGE(help.output.find("--" + o.key + " ") != std::string::npos, o.key);
+  for (const auto& f : sb::config_fields()) CHECK_MESSAGE(help.output.find("--" + f.key + " ") != std::string::npos, f.key);
   for (const char* flag : {"--resume", "--out", "--micro-leaves", "--print-config", "--stop-after"}) {
     CHECK(help.output.find(flag) != std::string::npos);
   }

@@ -1,6 +1,6 @@
-// The options registry: INI files and --section.key overrides resolve to one Config (command
-// line wins), every bad input is one error naming the key, and the shipped configs, --help and
-// docs/CONFIG.md agree with the registry.
+// The table of configuration fields as options: INI files and --section.key overrides resolve to
+// one Config (command line wins), every bad input is one error naming the key, and the shipped
+// configs, --help and docs/CONFIG.md agree with the table.
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "samebits/cli/options.hpp"
+#include "samebits/core/config_fields.hpp"
 #include "samebits/det/error.hpp"
 
 namespace fs = std::filesystem;
@@ -204,7 +205,7 @@ TEST_CASE("the resolved INI text parses back to the identical config") {
   CHECK(sb::experiment_id(back) == sb::experiment_id(c));
 }
 
-TEST_CASE("the registry holds exactly the keys of the resolved INI text") {
+TEST_CASE("the table holds exactly the keys of the resolved INI text") {
   std::set<std::string> ini_keys;
   std::istringstream in(sb::to_ini_text(sb::Config{}));
   std::string line, section;
@@ -216,13 +217,13 @@ TEST_CASE("the registry holds exactly the keys of the resolved INI text") {
       ini_keys.insert(section + "." + line.substr(0, line.find(' ')));
     }
   }
-  std::set<std::string> registry_keys;
-  for (const auto& o : sb::cli::option_table()) {
-    CHECK_MESSAGE(registry_keys.insert(o.key).second, "duplicate key ", o.key);
-    CHECK_MESSAGE(!o.help.empty(), "no help for ", o.key);
+  std::set<std::string> table_keys;
+  for (const auto& f : sb::config_fields()) {
+    CHECK_MESSAGE(!f.help.empty(), "no help for ", f.key);
+    if (f.is_alias()) continue;  // optim.adjust_lr_fn: torch.optim.Muon's name of optim.scale
+    CHECK_MESSAGE(table_keys.insert(f.key).second, "duplicate key ", f.key);
   }
-  registry_keys.erase("optim.adjust_lr_fn");  // torch.optim.Muon's alias of optim.scale
-  CHECK(registry_keys == ini_keys);
+  CHECK(table_keys == ini_keys);
   // The option names docs/CONFIG.md promises to scripts and notebooks.
   for (const char* key : {"model.vocab", "model.seq_len", "model.n_layer", "model.n_head", "model.n_embd", "model.norm",
                           "model.tied_head", "data.source", "data.path", "data.seed", "data.leaf_size", "data.leaves",
@@ -232,8 +233,57 @@ TEST_CASE("the registry holds exactly the keys of the resolved INI text") {
                           "train.schedule", "train.warmup", "train.checkpoint_every", "train.snapshot_steps",
                           "train.eval_every", "numerics.mode", "numerics.gemm", "numerics.reduce", "numerics.allreduce",
                           "run.backend", "run.threads", "run.out"}) {
-    CHECK_MESSAGE(registry_keys.count(key) == 1, "docs/CONFIG.md key missing: ", key);
+    CHECK_MESSAGE(table_keys.count(key) == 1, "docs/CONFIG.md key missing: ", key);
   }
+}
+
+TEST_CASE("the table: sections contiguous in order, rules described, aliases of real keys") {
+  std::vector<std::string> order;
+  for (const auto& f : sb::config_fields()) {
+    INFO(f.key);
+    if (order.empty() || order.back() != f.section()) order.emplace_back(f.section());
+    CHECK(sb::find_config_field(f.key) == &f);
+    CHECK(f.set);
+    if (f.is_alias()) {
+      CHECK_FALSE(f.text);
+      REQUIRE(sb::find_config_field(f.alias_of) != nullptr);
+      CHECK_FALSE(sb::find_config_field(f.alias_of)->is_alias());
+      CHECK(f.experiment.kind == sb::ExperimentRule::Kind::never);
+    } else {
+      CHECK(f.text);
+    }
+    if (f.experiment.kind == sb::ExperimentRule::Kind::when) {
+      CHECK(static_cast<bool>(f.experiment.holds));
+      CHECK(f.experiment.describe().size() > 5);
+    }
+  }
+  std::vector<std::string> sections;
+  for (const auto& s : sb::config_sections()) sections.emplace_back(s.name);
+  CHECK(order == sections);  // each section once, in config_sections' order
+  CHECK(sb::find_config_field("optim.lrr") == nullptr);
+}
+
+TEST_CASE("INI text in memory: messages name its source; text from it is printed escaped") {
+  CHECK(sb::cli::parse_config_text("[optim]\nlr = 0.01\n", "the recorded config", {"--train.steps=70"}).optim.lr == 0.01);
+  const auto text_error = [](const std::string& text) {
+    try {
+      sb::cli::parse_config_text(text, "the recorded config", {});
+    } catch (const sb::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(contains(text_error("[optim]\nlrr = 0.1\n"),
+                 "unknown config key 'optim.lrr' in the recorded config (did you mean optim.lr?)"));
+  std::string e = text_error("[model]\nnorm = \x1b[31mred\n");
+  CHECK(contains(e, "config model.norm='\\x1b[31mred' in the recorded config is not valid"));
+  CHECK_FALSE(contains(e, "\x1b"));
+  e = text_error("[model]\n\x07" "bell = 1\n");
+  CHECK(contains(e, "unknown config key 'model.\\x07bell' in the recorded config"));
+  CHECK_FALSE(contains(e, "\x07"));
+  e = text_error("[model]\njust \x1b words\n");
+  CHECK(contains(e, "the recorded config: "));
+  CHECK_FALSE(contains(e, "\x1b"));
 }
 
 TEST_CASE("--help lists every option with its default, grouped by section") {
@@ -241,7 +291,7 @@ TEST_CASE("--help lists every option with its default, grouped by section") {
   for (const char* section : {"[model]", "[data]", "[optim]", "[train]", "[numerics]", "[run]"}) {
     CHECK(contains(help, section));
   }
-  for (const auto& o : sb::cli::option_table()) CHECK_MESSAGE(contains(help, "--" + o.key + " "), o.key);
+  for (const auto& f : sb::config_fields()) CHECK_MESSAGE(contains(help, "--" + f.key + " "), f.key);
   CHECK(contains(help, "--optim.name muon|adamw"));
   CHECK(contains(help, "default 0.02"));
   CHECK(help.find("[model]") < help.find("[data]"));
@@ -250,7 +300,7 @@ TEST_CASE("--help lists every option with its default, grouped by section") {
 
 TEST_CASE("docs/CONFIG.md holds the generated option reference") {
   const fs::path doc = kSourceRoot / "docs" / "CONFIG.md";
-  const std::string begin = "<!-- options: generated from the registry by tests/unit/test_options.cpp -->\n";
+  const std::string begin = "<!-- options: generated from the table of fields by tests/unit/test_options.cpp -->\n";
   const std::string end = "<!-- end of options -->\n";
   std::string text = read_text(doc);
   const std::size_t b = text.find(begin);
@@ -267,7 +317,7 @@ TEST_CASE("docs/CONFIG.md holds the generated option reference") {
   }
   const bool up_to_date = current == generated;
   CHECK_MESSAGE(up_to_date, doc.string(),
-                " is out of date with the registry: run this test with SB_UPDATE_DOCS=1 to regenerate it");
+                " is out of date with the table of fields: run this test with SB_UPDATE_DOCS=1 to regenerate it");
 }
 
 TEST_CASE("the shipped configs parse, validate and say what they are") {

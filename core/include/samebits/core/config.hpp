@@ -1,7 +1,8 @@
 // The experiment's configuration as plain structs (docs/CONFIG.md names), with validation, the
 // resolved INI text and the experiment id. Contract: the id hashes only the fields that define the
 // mathematics (model, data, optim, train, perturb, numerics), so the execution configuration
-// (run.*) never changes it. Core knows no command line: experiments/ maps INI keys and --section.key onto these.
+// (run.*) never changes it. Each member's key, type, help and experiment rule: the table of
+// config_fields.hpp, which experiments/ reads INI files and --section.key options through.
 #pragma once
 #include <array>
 #include <cstddef>
@@ -11,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "samebits/core/enum_names.hpp"
 #include "samebits/core/model/gpt.hpp"
 #include "samebits/core/numerics.hpp"
 #include "samebits/core/tensor.hpp"
@@ -32,38 +34,18 @@ enum class NumericsMode { deterministic, vendor };
 enum class AllreduceMode { exact, native };
 enum class Progress { automatic, on, off };
 
-// EnumNames<E>::names[i] is the config spelling of the enumerator with value i. Where the owning
-// header also names its enumerators (to_string(GemmMode) …), a unit test checks both agree.
-template <class E>
-struct EnumNames;
+// Their config spellings (enum_names.hpp); GemmMode, ReduceMode and Precision spell theirs in
+// numerics.hpp. Device's must equal device_name (tensor.hpp): a unit test checks it.
 template <> struct EnumNames<NormKind> { static constexpr std::array<std::string_view, 2> names{"layernorm", "rmsnorm"}; };
 template <> struct EnumNames<DataSource> { static constexpr std::array<std::string_view, 4> names{"synthetic", "shards", "text", "hdf5"}; };
 template <> struct EnumNames<OptimizerName> { static constexpr std::array<std::string_view, 3> names{"muon", "adamw", "normuon"}; };
 template <> struct EnumNames<NsCoefficients> { static constexpr std::array<std::string_view, 6> names{"keller", "polar_express", "custom", "polar_express_8", "polar_express_5", "quintic"}; };
 template <> struct EnumNames<MuonScale> { static constexpr std::array<std::string_view, 6> names{"shape", "moonlight", "spectral", "none", "unit_rms", "max_dim"}; };
-template <> struct EnumNames<Precision> { static constexpr std::array<std::string_view, 3> names{"fp32", "bf16", "fp16"}; };
 template <> struct EnumNames<Schedule> { static constexpr std::array<std::string_view, 4> names{"constant", "cosine", "wsd", "adaptive"}; };
 template <> struct EnumNames<NumericsMode> { static constexpr std::array<std::string_view, 2> names{"deterministic", "vendor"}; };
-template <> struct EnumNames<GemmMode> { static constexpr std::array<std::string_view, 2> names{"canonical", "vendor"}; };
-template <> struct EnumNames<ReduceMode> { static constexpr std::array<std::string_view, 2> names{"canonical", "native"}; };
 template <> struct EnumNames<AllreduceMode> { static constexpr std::array<std::string_view, 2> names{"exact", "native"}; };
 template <> struct EnumNames<Device> { static constexpr std::array<std::string_view, 2> names{"cpu", "cuda"}; };
 template <> struct EnumNames<Progress> { static constexpr std::array<std::string_view, 3> names{"auto", "on", "off"}; };
-
-// The config spelling of `value`.
-template <class E>
-constexpr std::string_view config_name(E value) {
-  return EnumNames<E>::names[static_cast<std::size_t>(value)];
-}
-
-// The enumerator spelled `text`, or nullopt (exact, case-sensitive match).
-template <class E>
-constexpr std::optional<E> config_enum(std::string_view text) {
-  for (std::size_t i = 0; i < EnumNames<E>::names.size(); ++i) {
-    if (EnumNames<E>::names[i] == text) return static_cast<E>(i);
-  }
-  return std::nullopt;
-}
 
 // ---- the sections ----------------------------------------------------------------------------
 
@@ -204,13 +186,10 @@ void validate(const Config& config);
 // in their shortest exact form (parsing the text gives back the identical Config).
 std::string to_ini_text(const Config& config);
 
-// The canonical text of the experiment: sections model, data, optim, train, perturb, numerics in
-// the same format, without the keys that cannot change the mathematics (numerics.mode, which only
-// presets the switches; train.checkpoint_every and snapshot_steps, which only record;
-// synthetic-language keys for file sources and val_path for the synthetic one; train.init, whose
-// file enters as train.init_digest (written only when set); Muon keys under
-// adamw; wsd/cosine keys under other schedules; loss-scale keys outside fp16; data.order_seed when
-// 0 and the [perturb] section when it is off, so experiments that do not use them keep their ids).
+// The canonical text of the experiment: "# samebits experiment v1", then the resolved text of the
+// keys whose experiment rule (config_fields.hpp) includes them for `config` — never [run],
+// numerics.mode or the recording keys; others only where they can act or away from their defaults,
+// so that experiments that do not use a key keep the ids they had before it existed.
 std::string experiment_text(const Config& config);
 
 // XXH3-64 of experiment_text, as 16 lowercase hex digits.

@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "samebits/core/enum_names.hpp"
+
 namespace sb {
 
 // gemm=canonical: rule 1 (one ascending-k fma chain per output from +0, no split-K).
@@ -37,7 +39,12 @@ struct Numerics {
   }
 };
 
-// Names as in the config file ([numerics] gemm, reduce; [train] precision).
+// The spellings of config and run files ([numerics] gemm, reduce; [train] precision).
+template <> struct EnumNames<GemmMode> { static constexpr std::array<std::string_view, 2> names{"canonical", "vendor"}; };
+template <> struct EnumNames<ReduceMode> { static constexpr std::array<std::string_view, 2> names{"canonical", "native"}; };
+template <> struct EnumNames<Precision> { static constexpr std::array<std::string_view, 3> names{"fp32", "bf16", "fp16"}; };
+
+// config_name under the name the kernels' messages use.
 std::string_view to_string(GemmMode m);    // "canonical" | "vendor"
 std::string_view to_string(ReduceMode m);  // "canonical" | "native"
 std::string_view to_string(Precision p);   // "fp32" | "bf16" | "fp16"

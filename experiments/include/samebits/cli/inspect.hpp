@@ -10,7 +10,8 @@
 
 namespace sb::cli {
 
-// parse_config over INI text instead of a file (cli_overrides as in parse_config).
+// A run file's recorded INI text parsed (parse_config_text), then cli_overrides; messages call it
+// "the recorded config".
 Config config_from_text(const std::string& ini_text, const std::vector<std::string>& cli_overrides);
 
 // The run's resolved configuration (its `config` attribute, then cli_overrides), checked to be the
