@@ -257,14 +257,8 @@ void RunWriter::drop_entries(const std::function<bool(const StoreEntry&)>& drop)
   entries_ = std::move(stay);
 }
 
-void RunWriter::start_store(std::function<StoreEntry()> write, int64_t step, uint8_t kind, bool commit,
-                            std::shared_ptr<TrainerState> state) {
+void RunWriter::start_store(std::function<StoreEntry()> write, StoreJob job) {
   SB_CHECK(!job_, "run file '", path_, "': a store file is still being written");
-  StoreJob job;
-  job.state = std::move(state);
-  job.step = step;
-  job.kind = kind;
-  job.commit = commit;
   if (background_) {
     job.write = std::async(std::launch::async, std::move(write));
   } else {
@@ -282,6 +276,7 @@ void RunWriter::wait_store() {
   job_.reset();
   StoreEntry entry = job.write.get();  // a failed write throws here, after job_ is cleared
   if (job.state) spare_ = std::move(*job.state);  // the write is complete: its buffers are free
+  if (job.weights && spare_.weights.empty()) spare_.weights = std::move(*job.weights);
   entry.kind |= job.kind;
   for (const StoreEntry& e : entries_) {  // a snapshot of this step is served by the state now
     if (e.step == entry.step && entry.is_state()) entry.kind |= e.kind & kSnapshotBit;
@@ -300,9 +295,7 @@ void RunWriter::land_store(StoreEntry entry) {
   drop_entries([&](const StoreEntry& e) { return e.kind == kStateBit && e.step < previous; });
 }
 
-void RunWriter::snapshot(int64_t step, std::vector<float> flat_weights) {
-  SB_CHECK(flat_weights.size() == flat_size(header_.tensors), "snapshot of ", flat_weights.size(),
-           " values for a layout of ", flat_size(header_.tensors));
+void RunWriter::snapshot(int64_t step, const std::function<std::vector<float>()>& flat_weights) {
   if (job_ && job_->step == step) {  // the state of this step, being written, serves as the snapshot
     job_->kind |= kSnapshotBit;
     return;
@@ -313,11 +306,16 @@ void RunWriter::snapshot(int64_t step, std::vector<float> flat_weights) {
     e.kind |= kSnapshotBit;  // a state of this step, or this snapshot itself, already in the store
     return;
   }
+  auto weights = std::make_shared<std::vector<float>>(flat_weights());
+  SB_CHECK(weights->size() == flat_size(header_.tensors), "snapshot of ", weights->size(), " values for a layout of ",
+           flat_size(header_.tensors));
   const std::string file = store_file(path_, StoreEntry{step, kSnapshotBit, 0, 0});
-  start_store([file, step, id = header_.experiment_id, tensors = header_.tensors,
-               weights = std::move(flat_weights)] {
-    return write_snapshot_file(file, step, id, weights, tensors);
-  }, step, 0, false, nullptr);
+  StoreJob job;
+  job.step = step;
+  job.weights = weights;
+  start_store([file, step, id = header_.experiment_id, tensors = header_.tensors, weights] {
+    return write_snapshot_file(file, step, id, *weights, tensors);
+  }, std::move(job));
 }
 
 std::size_t RunWriter::pending_bytes() const {
@@ -366,13 +364,18 @@ void RunWriter::store_state(TrainerState state, bool keep, bool commit) {
   const int64_t step = state.step;
   const std::string file = store_file(path_, StoreEntry{step, kStateBit, 0, 0});
   auto held = std::make_shared<TrainerState>(std::move(state));
+  StoreJob job;
+  job.step = step;
+  job.kind = kept;
+  job.commit = commit;
+  job.state = held;
   start_store([file, tensors = header_.tensors, held] {
     try {
       return write_state_file(file, *held, tensors);
     } catch (const Error& e) {
       SB_FAIL("cannot write the checkpoint ", file, " (disk full?); the earlier checkpoints are intact: ", e.what());
     }
-  }, step, kept, commit, held);
+  }, std::move(job));
 }
 
 void RunWriter::checkpoint(TrainerState state, bool keep) { store_state(std::move(state), keep, true); }

@@ -220,7 +220,7 @@ TrainRunResult train_run(const Config& config, const TrainRunOptions& options, s
     const auto wants_snapshot = [&](int64_t step) {
       return writes && std::find(snapshot_steps.begin(), snapshot_steps.end(), step) != snapshot_steps.end();
     };
-    if (wants_snapshot(result.first_step)) writer->snapshot(result.first_step, host_weights(trainer));
+    if (wants_snapshot(result.first_step)) writer->snapshot(result.first_step, [&] { return host_weights(trainer); });
 
     const bool bar = writes && progress_bar_wanted(config.run.progress);
     ProgressDisplay progress(bar ? std::cerr : out, bar, config.run.log_every, result.first_step,
@@ -276,7 +276,7 @@ TrainRunResult train_run(const Config& config, const TrainRunOptions& options, s
       // The state first: a snapshot of the same step is then served by the state's file.
       if (checkpoint_due(step)) checkpoint();
       else if (writes && writer->pending_bytes() > kCommitBytes) writer->commit();
-      if (wants_snapshot(step)) writer->snapshot(step, host_weights(trainer));
+      if (wants_snapshot(step)) writer->snapshot(step, [&] { return host_weights(trainer); });
     }
     progress.finish();
     TrainerState final_state;

@@ -147,8 +147,12 @@ class RunWriter {
   void record(const StepResult& r);
   // The parameters after `step` (0: the initialisation), written to the store now; a state of the
   // same step already in the store serves as the snapshot (nothing is written twice).
-  // flat_weights: (flat_size).
-  void snapshot(int64_t step, std::vector<float> flat_weights);
+  // flat_weights: (flat_size), asked for only when the snapshot is written (a copy of gigabytes
+  // saved when the state serves); once written, its buffer serves the next state (take_spare_state).
+  void snapshot(int64_t step, const std::function<std::vector<float>()>& flat_weights);
+  void snapshot(int64_t step, std::vector<float> flat_weights) {
+    snapshot(step, [&] { return std::move(flat_weights); });
+  }
   // Writes the state to the store (atomically, sealed), commits the run file, then drops the
   // states older than the previous one that are neither kept nor snapshots (the last two stay).
   // keep: a state kept for good (train.keep_states). In the background mode the write and the
@@ -181,14 +185,23 @@ class RunWriter {
   const std::vector<StoreEntry>& store_entries() const { return entries_; }
 
  private:
+  // The store file in flight: its write, and what its entry and the run file get when it lands.
+  struct StoreJob {
+    std::future<StoreEntry> write;
+    int64_t step = 0;
+    uint8_t kind = 0;     // kind bits for the entry (snapshot, state, kept)
+    bool commit = false;  // a checkpoint: commit the run file once the file is complete
+    std::shared_ptr<TrainerState> state;  // a state job's state, kept for take_spare_state()
+    std::shared_ptr<std::vector<float>> weights;  // a snapshot job's parameters, likewise
+  };
+
   RunWriter(std::string path, RunHeader header, int64_t committed, std::vector<StoreEntry> entries);
   void commit_file(Status status, const std::string& error, int64_t final_step);
   // The state's store file (unless the store holds a state of its step) and its index entry; the
   // rolling states older than the previous one dropped.
   void store_state(TrainerState state, bool keep, bool commit);
   // A store file write (in the background mode: started on a thread), landed by wait_store().
-  void start_store(std::function<StoreEntry()> write, int64_t step, uint8_t kind, bool commit,
-                   std::shared_ptr<TrainerState> state);
+  void start_store(std::function<StoreEntry()> write, StoreJob job);
   void land_store(StoreEntry entry);
   void add_entry(const StoreEntry& entry);
   // Entries no longer indexed: their files are removed after the commit that drops them.
@@ -203,14 +216,6 @@ class RunWriter {
   std::vector<std::string> unlinked_;            // store files to remove after the next commit
   uint64_t bytes_written_ = 0;
   bool background_ = false;
-  // The store file in flight: its write, and what its entry and the run file get when it lands.
-  struct StoreJob {
-    std::future<StoreEntry> write;
-    int64_t step = 0;
-    uint8_t kind = 0;     // kind bits for the entry (snapshot, state, kept)
-    bool commit = false;  // a checkpoint: commit the run file once the file is complete
-    std::shared_ptr<TrainerState> state;  // a state job's state, kept for take_spare_state()
-  };
   std::optional<StoreJob> job_;
   TrainerState spare_;
 };
