@@ -4,7 +4,6 @@
 #include "samebits/core/io/run_seal.hpp"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -15,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "posix_file.hpp"
 #include "samebits/core/io/h5.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/fingerprint.hpp"
@@ -24,53 +24,6 @@ namespace {
 
 constexpr char kHeadMagic[8] = {'S', 'B', 'S', 'E', 'A', 'L', '0', '1'};
 constexpr char kTailMagic[8] = {'S', 'A', 'M', 'E', 'B', 'I', 'T', 'S'};
-
-// An open file descriptor, closed on scope exit.
-struct Fd {
-  int fd = -1;
-  Fd(const std::string& path, int flags) : fd(::open(path.c_str(), flags | O_CLOEXEC, 0644)) {
-    SB_CHECK(fd >= 0, "cannot open '", path, "': ", std::strerror(errno));
-  }
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-};
-
-uint64_t file_size(const Fd& f, const std::string& path) {
-  struct stat st {};
-  SB_CHECK(::fstat(f.fd, &st) == 0, "cannot stat '", path, "': ", std::strerror(errno));
-  SB_CHECK(S_ISREG(st.st_mode), "'", path, "' is not a regular file");
-  return static_cast<uint64_t>(st.st_size);
-}
-
-// Reads exactly n bytes at offset, or throws.
-void read_at(const Fd& f, const std::string& path, void* out, std::size_t n, uint64_t offset) {
-  auto* p = static_cast<char*>(out);
-  while (n > 0) {
-    const ssize_t got = ::pread(f.fd, p, n, static_cast<off_t>(offset));
-    if (got < 0 && errno == EINTR) continue;
-    SB_CHECK(got > 0, "cannot read '", path, "' at byte ", offset, ": ",
-             got == 0 ? "unexpected end of file" : std::strerror(errno));
-    p += got;
-    n -= static_cast<std::size_t>(got);
-    offset += static_cast<uint64_t>(got);
-  }
-}
-
-void write_at(const Fd& f, const std::string& path, const void* data, std::size_t n, uint64_t offset) {
-  const auto* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t put = ::pwrite(f.fd, p, n, static_cast<off_t>(offset));
-    if (put < 0 && errno == EINTR) continue;
-    SB_CHECK(put > 0, "cannot write '", path, "' at byte ", offset, ": ", std::strerror(errno),
-             " (disk full?)");
-    p += put;
-    n -= static_cast<std::size_t>(put);
-    offset += static_cast<uint64_t>(put);
-  }
-}
 
 // XXH3-64 of bytes [0, n) of the file.
 uint64_t hash_prefix(const Fd& f, const std::string& path, uint64_t n) {
