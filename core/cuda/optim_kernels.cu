@@ -38,15 +38,10 @@ struct MuonMomentum {
 };
 
 struct MuonNormalize {
-  float* x;        // (rows, cols), or (cols, rows) when transpose
-  const float* u;  // (rows, cols)
-  int64_t rows, cols;
+  float* x;        // (n)
+  const float* u;  // (n)
   float denom;
-  bool transpose;
-  __device__ void operator()(int64_t k) const {
-    const int64_t dst = transpose ? (k % cols) * rows + k / cols : k;
-    x[dst] = ops::muon_normalize(u[k], denom);
-  }
+  __device__ void operator()(int64_t k) const { x[k] = ops::muon_normalize(u[k], denom); }
 };
 
 struct NsPolynomial {
@@ -61,16 +56,6 @@ struct NsCombine {
   const float* bx;  // (n)
   float pa;
   __device__ void operator()(int64_t k) const { x[k] = ops::ns_combine(x[k], bx[k], pa); }
-};
-
-struct CopyOriented {
-  float* out;      // (rows, cols)
-  const float* x;  // (cols, rows) when transpose, else (rows, cols)
-  int64_t rows, cols;
-  bool transpose;
-  __device__ void operator()(int64_t k) const {
-    out[k] = transpose ? x[(k % cols) * rows + k / cols] : x[k];
-  }
 };
 
 struct Scale {
@@ -144,10 +129,9 @@ class CudaOptimKernels final : public OptimKernels {
     for_each(be_, count(n), MuonMomentum{m, u, g, mu, nesterov});
   }
 
-  void muon_normalize(float* x, const float* u, int rows, int cols, float denom,
-                      bool transpose) override {
+  void muon_normalize(float* x, const float* u, size_t n, float denom) override {
     be_.activate();
-    for_each(be_, int64_t{rows} * cols, MuonNormalize{x, u, rows, cols, denom, transpose});
+    for_each(be_, count(n), MuonNormalize{x, u, denom});
   }
 
   void ns_polynomial(float* b, const float* a, size_t n, float pb, float pc) override {
@@ -158,11 +142,6 @@ class CudaOptimKernels final : public OptimKernels {
   void ns_combine(float* x, const float* bx, size_t n, float pa) override {
     be_.activate();
     for_each(be_, count(n), NsCombine{x, bx, pa});
-  }
-
-  void copy_oriented(float* out, const float* x, int rows, int cols, bool transpose) override {
-    be_.activate();
-    for_each(be_, int64_t{rows} * cols, CopyOriented{out, x, rows, cols, transpose});
   }
 
   det::ExactSum ortho_squares(const float* a, int r) override {

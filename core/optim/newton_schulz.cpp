@@ -12,7 +12,7 @@ namespace sb {
 
 namespace {
 
-enum Slot { kX, kBX, kA, kB, kSlots };
+enum Slot { kBY, kA, kB, kSlots };
 
 }  // namespace
 
@@ -44,29 +44,35 @@ void NewtonSchulz::run(const float* u, float* out, int rows, int cols,
   const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(cols);
   const float norm = sqrt_rounded(kernels_.sum_of_squares(u, n));
   const float denom = static_cast<float>(static_cast<double>(norm) + eps);
-  // Work on X (r, c) with r ≤ c: the transpose when rows > cols.
-  const bool transpose = rows > cols;
-  const int r = transpose ? cols : rows, c = transpose ? rows : cols;
+  // The iteration is on Y (r, c) with r ≤ c: Y = X, or Y = Xᵀ when rows > cols. X stays in out,
+  // (rows, cols) with leading dimension cols, and the GEMMs read Y through their transposition
+  // flags. The chains are those of the iteration on a transposed copy, bit for bit: op(A)'s
+  // elements are the same values in the same k order, and fma(x, y, acc) = fma(y, x, acc).
+  const bool tall = rows > cols;
+  const Trans y = tall ? Trans::yes : Trans::no;  // Y = op(X)
+  const int r = tall ? cols : rows, c = tall ? rows : cols;
   const size_t rr = static_cast<size_t>(r) * static_cast<size_t>(r);
-  float* const X = scratch(kX, n);
-  float* const BX = scratch(kBX, n);
+  float* const X = out;
+  float* const BY = scratch(kBY, n);
   float* const A = scratch(kA, rr);
   float* const B = scratch(kB, rr);
-  kernels_.muon_normalize(X, u, rows, cols, denom, transpose);
+  kernels_.muon_normalize(X, u, n, denom);
   for (const NsStep& s : steps) {
     const float a = static_cast<float>(s.a), b = static_cast<float>(s.b), cc = static_cast<float>(s.c);
-    backend_.syrk(Trans::no, r, c, X, c, A, r, precision_);  // A = X·Xᵀ
+    backend_.syrk(y, r, c, X, cols, A, r, precision_);       // A = Y·Yᵀ
     backend_.syrk(Trans::no, r, r, A, r, B, r, precision_);  // A·A = A·Aᵀ (A is symmetric)
     kernels_.ns_polynomial(B, A, rr, b, cc);
-    backend_.gemm(Trans::no, Trans::no, r, c, r, B, r, X, c, BX, c, false, precision_);  // B·X
-    kernels_.ns_combine(X, BX, n, a);
+    if (tall)  // (B·Y)ᵀ = X·Bᵀ: element (j, i) is B·Y's (i, j) chain
+      backend_.gemm(Trans::no, Trans::yes, c, r, r, X, cols, B, r, BY, cols, false, precision_);
+    else
+      backend_.gemm(Trans::no, Trans::no, r, c, r, B, r, X, cols, BY, cols, false, precision_);
+    kernels_.ns_combine(X, BY, n, a);
   }
   if (ortho_error != nullptr) {
-    backend_.syrk(Trans::no, r, c, X, c, A, r, Precision::fp32);
+    backend_.syrk(y, r, c, X, cols, A, r, Precision::fp32);
     const det::ExactSum sq = kernels_.ortho_squares(A, r);
     *ortho_error = static_cast<float>(sqrt_f64(sq.to_f64() / static_cast<double>(r)));
   }
-  kernels_.copy_oriented(out, X, rows, cols, transpose);
 }
 
 }  // namespace sb

@@ -36,14 +36,6 @@ void parallel_for(size_t n, const F& f) {
   for (ptrdiff_t i = 0; i < count; ++i) f(static_cast<size_t>(i));
 }
 
-// row(i) for each of n rows on OpenMP threads (a row is enough work to share out).
-template <class F>
-void parallel_rows(size_t n, const F& row) {
-  const ptrdiff_t count = static_cast<ptrdiff_t>(n);
-#pragma omp parallel for schedule(static) if (count >= 64)
-  for (ptrdiff_t i = 0; i < count; ++i) row(static_cast<size_t>(i));
-}
-
 // update(i) for i < n on OpenMP threads; update applies element i and returns {weight before,
 // weight after}. When sums is non-null the pairs are added into it exactly.
 template <class Update>
@@ -76,16 +68,8 @@ class HostOptimKernels final : public OptimKernels {
     });
   }
 
-  void muon_normalize(float* x, const float* u, int rows, int cols, float denom,
-                      bool transpose) override {
-    const size_t r = static_cast<size_t>(rows), c = static_cast<size_t>(cols);
-    if (!transpose) {
-      parallel_for(r * c, [&](size_t k) { x[k] = ops::muon_normalize(u[k], denom); });
-      return;
-    }
-    parallel_rows(r, [&](size_t i) {  // x (cols, rows) ← uᵀ, u (rows, cols)
-      for (size_t j = 0; j < c; ++j) x[j * r + i] = ops::muon_normalize(u[i * c + j], denom);
-    });
+  void muon_normalize(float* x, const float* u, size_t n, float denom) override {
+    parallel_for(n, [&](size_t k) { x[k] = ops::muon_normalize(u[k], denom); });
   }
 
   void ns_polynomial(float* b, const float* a, size_t n, float pb, float pc) override {
@@ -94,17 +78,6 @@ class HostOptimKernels final : public OptimKernels {
 
   void ns_combine(float* x, const float* bx, size_t n, float pa) override {
     parallel_for(n, [&](size_t k) { x[k] = ops::ns_combine(x[k], bx[k], pa); });
-  }
-
-  void copy_oriented(float* out, const float* x, int rows, int cols, bool transpose) override {
-    const size_t r = static_cast<size_t>(rows), c = static_cast<size_t>(cols);
-    if (!transpose) {
-      parallel_for(r * c, [&](size_t k) { out[k] = x[k]; });
-      return;
-    }
-    parallel_rows(r, [&](size_t i) {  // out (rows, cols) ← xᵀ, x (cols, rows)
-      for (size_t j = 0; j < c; ++j) out[i * c + j] = x[j * r + i];
-    });
   }
 
   det::ExactSum ortho_squares(const float* a, int r) override {

@@ -52,9 +52,9 @@ class NewtonSchulz {
   // `precision`: the GEMM operands' precision (the experiment's; fp32 in fp32 experiments).
   NewtonSchulz(Backend& backend, Precision precision);
   ~NewtonSchulz();
-  // out ← NS(u): denom = fl32(fl64(‖U‖_F) + eps) with the exact norm; X₀ = U / denom (transposed
-  // when rows > cols, so X is r × c with r ≤ c); then one iteration per entry of `steps`;
-  // written back in the (rows, cols) orientation. When ortho_error is non-null it receives
+  // out ← NS(u): denom = fl32(fl64(‖U‖_F) + eps) with the exact norm; X₀ = U / denom; then one
+  // iteration per entry of `steps` on Y = X, or Y = Xᵀ when rows > cols, so that Y is r × c with
+  // r ≤ c (read through the GEMMs' transposition flags, in place in out). When ortho_error is non-null it receives
   // ‖XXᵀ − I‖_F / √r of the output (one more GEMM, fp32 operands; the squares (A − I)² rounded
   // in fp64, summed exactly).  u, out: (rows, cols), backend memory, distinct.
   void run(const float* u, float* out, int rows, int cols, const std::vector<NsStep>& steps,
@@ -65,7 +65,7 @@ class NewtonSchulz {
   Backend& backend_;
   OptimKernels& kernels_;  // the elementwise parts, in backend memory (the backend's own)
   Precision precision_;
-  std::vector<Tensor> scratch_;  // X (r, c), B·X (r, c), A (r, r), A·A then B (r, r)
+  std::vector<Tensor> scratch_;  // B·Y (r, c), A (r, r), A·A then B (r, r)
 };
 
 // Newton–Schulz flops of one update of a (rows, cols) matrix: steps·(4r²c + 2r³), r = min, c = max.

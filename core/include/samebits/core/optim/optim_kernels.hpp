@@ -35,16 +35,12 @@ class OptimKernels {
   // m ← ops::muon_momentum(m, g, mu); u ← ops::muon_input(g, m, mu, nesterov).  m, u, g: (n)
   virtual void muon_momentum(float* m, float* u, const float* g, size_t n, float mu,
                              bool nesterov) = 0;
-  // x ← ops::muon_normalize(u, denom), stored transposed (cols, rows) when `transpose`.
-  // u: (rows, cols); x: (rows, cols) or (cols, rows)
-  virtual void muon_normalize(float* x, const float* u, int rows, int cols, float denom,
-                              bool transpose) = 0;
+  // x ← ops::muon_normalize(u, denom).  x, u: (n)
+  virtual void muon_normalize(float* x, const float* u, size_t n, float denom) = 0;
   // b ← ops::ns_polynomial(a, b, pb, pc); b holds A·A on entry.  a, b: (n)
   virtual void ns_polynomial(float* b, const float* a, size_t n, float pb, float pc) = 0;
   // x ← ops::ns_combine(x, bx, pa).  x, bx: (n)
   virtual void ns_combine(float* x, const float* bx, size_t n, float pa) = 0;
-  // out ← x in the (rows, cols) orientation; x is (cols, rows) when `transpose`, else (rows, cols).
-  virtual void copy_oriented(float* out, const float* x, int rows, int cols, bool transpose) = 0;
   // Σ ops::ortho_square(a[i][j], i == j) exactly.  a: (r, r)
   virtual det::ExactSum ortho_squares(const float* a, int r) = 0;
   // w ← ops::muon_apply(w, x, decay, step); the (before, after) pairs into *sums when non-null.
