@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -61,17 +62,20 @@ Ratio compare(const std::string& name, const std::string& a_label, const std::fu
               double block_seconds) {
   a();  // warm: first touch, packing buffers, thread pools
   b();
-  const Times probe = time_block(a, 1);
-  const int calls = std::max(1, static_cast<int>(block_seconds / std::max(probe.wall, 1e-6)));
+  // Calls per block for each side (an update alone is far shorter than a step).
+  const auto calls_for = [&](const std::function<void()>& f) {
+    return std::max(1, static_cast<int>(block_seconds / std::max(time_block(f, 1).wall, 1e-6)));
+  };
+  const int calls = calls_for(a), calls_b = calls_for(b);
   std::vector<double> rc, rw, ac, bc, aw, bw;
   for (int r = 0; r < reps; ++r) {
     // Alternate which side goes first, so neither always follows the other's cache state.
     Times ta, tb;
     if (r % 2 == 0) {
       ta = time_block(a, calls);
-      tb = time_block(b, calls);
+      tb = time_block(b, calls_b);
     } else {
-      tb = time_block(b, calls);
+      tb = time_block(b, calls_b);
       ta = time_block(a, calls);
     }
     rc.push_back(ta.cpu / tb.cpu);
@@ -128,6 +132,38 @@ std::function<void()> openblas(GemmCase& g) {
                 g.lda(), g.b.data(), g.ldb(), 0.0f, g.c.data(), g.n);
   };
 }
+
+// One optimizer's update alone on the default model's parameters (random weights and gradient),
+// on the backend the Trainer's default numerics use.
+class LoneUpdate {
+ public:
+  LoneUpdate(OptimizerName name, Backend& be) : layout_(gpt_param_layout(GPTConfig{})) {
+    size_t flat = 0;
+    for (const ParamView& p : layout_) flat = std::max(flat, p.offset + p.numel);
+    w_.resize(flat), g_.resize(flat);
+    uint32_t x = 777u;
+    auto next = [&] { return static_cast<float>((x = x * 1664525u + 1013904223u) >> 8) / 8.0e8f - 0.01f; };
+    for (float& v : w_) v = next();
+    for (float& v : g_) v = next();
+    OptimConfig config;
+    config.name = name;
+    if (name == OptimizerName::adamw) config.lr = 3e-3;
+    opt_ = make_optimizer(config, layout_, be, Precision::fp32);
+    ctx_.compute_stats = false;  // as in the compared steps (statistics off)
+  }
+  std::function<void()> call() {
+    return [this] {
+      opt_->step(w_.data(), g_.data(), ctx_);
+      ++ctx_.step;
+    };
+  }
+
+ private:
+  std::vector<ParamView> layout_;
+  std::vector<float> w_, g_;
+  std::unique_ptr<Optimizer> opt_;
+  StepContext ctx_;
+};
 
 // The default experiment (experiments/configs/default.ini: 8 leaves of 4 sequences of 128 tokens).
 Config default_config() {
@@ -241,14 +277,22 @@ int main(int argc, char** argv) {
     adamw.optim.lr = 3e-3;
     Trainer t_det(det, fast), t_vendor(vendor, fast), t_adamw(adamw, fast), t_full(det, full);
     auto step = [](Trainer& t) { return [&t] { t.step(); }; };
-    const int step_reps = quick ? 3 : 5;
-    const double block = quick ? 0.3 : 1.0;
+    const int step_reps = quick ? 3 : 9;  // steps of ~0.3 s: more blocks than the GEMMs' medians
+    const double block = quick ? 0.3 : 1.5;
     ratios.push_back(compare("step deterministic / vendor", "deterministic", step(t_det), "vendor",
                              step(t_vendor), step_reps, block));
     ratios.push_back(compare("step muon / adamw", "muon", step(t_det), "adamw", step(t_adamw),
                              step_reps, block));
     ratios.push_back(compare("step statistics on / off", "statistics on", step(t_full),
                              "statistics off", step(t_det), step_reps, block));
+    // The floor of Muon / AdamW: both steps do the same forward, backward and sums; Muon's differs
+    // by its update (momentum, Newton–Schulz, the step) in place of AdamW's, so it cannot be
+    // cheaper than 1 + (Muon update − AdamW update) / AdamW step (bench/run reports it).
+    LoneUpdate muon_update(OptimizerName::muon, *be), adamw_update(OptimizerName::adamw, *be);
+    ratios.push_back(compare("muon update / adamw step", "muon update", muon_update.call(),
+                             "adamw step", step(t_adamw), step_reps, block));
+    ratios.push_back(compare("adamw update / adamw step", "adamw update", adamw_update.call(),
+                             "adamw step", step(t_adamw), step_reps, block));
     muon_bytes = static_cast<double>(t_det.optimizer().state_bytes());
     adamw_bytes = static_cast<double>(t_adamw.optimizer().state_bytes());
   }
