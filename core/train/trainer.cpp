@@ -269,6 +269,7 @@ void Trainer::clip_qk(StepStats& st) {
     }
   }
   st.qk_max_logits = qk_->values();
+  if (st.skipped) return;  // no update this step: nothing to clip (the maxima are still recorded)
   st.qk_clipped = apply_qk_clip(model_->weights().data_as<float>(), model_->params(),
                                 config_.model, st.qk_max_logits, config_.optim.qk_clip);
 }
@@ -352,7 +353,6 @@ StepResult Trainer::step() {
     ctx.compute_stats = options_.statistics;
     optimizer_->step(model_->weights().data_as<float>(), g_dev, ctx);
     ++updates_;
-    if (qk_) clip_qk(st);
     if (options_.statistics) {
       const std::vector<TensorUpdateStats>& up = optimizer_->last_stats();
       for (size_t t = 0; t < tensors && t < up.size(); ++t) {
@@ -362,6 +362,7 @@ StepResult Trainer::step() {
       }
     }
   }
+  if (qk_) clip_qk(st);
   if (!options_.statistics) {
     st.leaf_sq_mean = st.batch_sq = st.grad_sq_est = st.trace_est = st.noise_scale = kNaNf;
   }
