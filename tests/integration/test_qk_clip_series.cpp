@@ -1,7 +1,9 @@
 // The QK-clip series of the run file (docs/FORMAT.md: series/qk_max_logit, series/qk_clipped): a
 // tiny run with optim.qk_clip low enough to clip records every step's per-head maxima and clipped
 // count bit for bit as the Trainer returned them (memcmp); `samebits train` stopped mid-run and
-// resumed writes the same bits as an uninterrupted run (and `samebits diff` says identical); a run
+// resumed writes the same bits as an uninterrupted run (`samebits diff` says identical, `samebits
+// verify` recomputes them); an
+// fp16 step skipped for an overflow records its maxima and clips nothing; a run
 // without QK-clip has neither dataset; files whose QK-clip datasets are damaged (wrong shape,
 // one missing, attribute n_head wrong) are refused with an error naming the dataset.
 #include <doctest/doctest.h>
@@ -90,6 +92,34 @@ TEST_CASE("qk_clip: the run file records every step's per-head maxima and clippe
   CHECK_THROWS_WITH_AS(r0.series<float>("series/qk_max_logit"), doctest::Contains("series/qk_max_logit"), sb::Error);
 }
 
+TEST_CASE("qk_clip in fp16: a skipped step records its maxima and clips nothing") {
+  TempDir dir;
+  sb::Config config = sb::cli::config_from_text(kQkConfig, {});
+  config.train.precision = sb::Precision::fp16;
+  config.train.loss_scale = 16777216.0;  // 2^24: the first steps overflow and are skipped
+  config.train.steps = 6;
+  sb::Trainer trainer(config);
+  sb::run::RunWriter w = sb::run::RunWriter::create(dir / "fp16.h5", sb::run_header(config, trainer));
+  Recorded expected;
+  int skipped = 0;
+  while (!trainer.finished()) {
+    const sb::StepResult r = trainer.step();
+    REQUIRE(r.stats.qk_max_logits.size() == size_t(config.model.n_layer * config.model.n_head));
+    if (r.stats.skipped) {
+      ++skipped;
+      CHECK(r.stats.qk_clipped == 0);
+    }
+    expected.maxima.insert(expected.maxima.end(), r.stats.qk_max_logits.begin(), r.stats.qk_max_logits.end());
+    expected.clipped.push_back(r.stats.qk_clipped);
+    w.record(r);
+  }
+  w.commit();
+  CHECK(skipped > 0);
+  const Recorded got = read_series(dir / "fp16.h5");
+  CHECK(same_bits(got.maxima, expected.maxima));
+  CHECK(same_bits(got.clipped, expected.clipped));
+}
+
 TEST_CASE("qk_clip: samebits train stopped and resumed writes the uninterrupted run's QK-clip series") {
   TempDir dir;
   write_text(dir / "qk.ini", kQkConfig);
@@ -107,6 +137,8 @@ TEST_CASE("qk_clip: samebits train stopped and resumed writes the uninterrupted 
   CHECK(same_bits(whole.clipped, resumed.clipped));
   const Result diff = run({"diff", dir / "whole.h5", dir / "resumed.h5"});
   CHECK_MESSAGE(diff.code == 0, describe(diff));
+  const Result verify = run({"verify", dir / "whole.h5"});  // recomputes every row, the QK-clip columns too
+  CHECK_MESSAGE(verify.code == 0, describe(verify));
   const Result inspect = run({"inspect", dir / "whole.h5"});
   CHECK_MESSAGE(inspect.output.find("qk-clip      largest logit") != std::string::npos, inspect.output);
 
