@@ -199,10 +199,11 @@ RunWriter RunWriter::create(const std::string& path, const RunHeader& header) {
 RunWriter RunWriter::resume(const std::string& path, const RunHeader& header, int64_t step,
                             const std::string& note) {
   std::vector<StoreEntry> kept, dropped;
+  const SeriesShape shape = series_shape(header.tensors, header.qk_n_head);
   {
     const RunReader run = RunReader::open(path);
     SB_CHECK(run.info().experiment_id == header.experiment_id && run.tensors() == header.tensors &&
-                 run.shape().heads == series_shape(header.tensors, header.qk_n_head).heads,
+                 run.shape().heads == shape.heads,
              "cannot resume '", path, "': it records another experiment (", run.info().experiment_id, ")");
     SB_CHECK(step >= 0 && step <= run.steps_recorded(), "cannot resume '", path, "' at step ", step,
              ": it records ", run.steps_recorded(), " steps");
@@ -210,10 +211,9 @@ RunWriter RunWriter::resume(const std::string& path, const RunHeader& header, in
   }
   remove_stale_temporaries(path);
   const std::string now = utc_now();
-  const SeriesShape w_shape = series_shape(header.tensors, header.qk_n_head);
   const uint64_t bytes = rewrite(path, [&](h5::File& f) {
     for (const SeriesColumn& c : series_columns()) {
-      if (column_recorded(c, w_shape)) f.dataset(c.path).truncate(uint64_t(step));
+      if (column_recorded(c, shape)) f.dataset(c.path).truncate(uint64_t(step));
     }
     write_store_index(f, path, kept, -1);
     f.set_attr("status", to_string(Status::running));
