@@ -162,6 +162,8 @@ SeriesShape read_shape(const h5::File& f, const std::vector<TensorInfo>& tensors
   } catch (const Error& e) {
     SB_FAIL(f.file_name(), ":/series/qk_max_logit: attribute n_head = ", n_head, ": ", e.what());
   }
+  SB_CHECK(shape.heads <= uint64_t(kMaxTensors), f.file_name(), ":/series/qk_max_logit: ", shape.heads,
+           " heads per step; expected at most ", kMaxTensors);
   for (const SeriesColumn& c : series_columns()) {
     SB_CHECK(!c.qk_clip || f.has(c.path) == (shape.heads > 0), f.file_name(), ":/", c.path,
              shape.heads > 0 ? " is missing, but /series/qk_max_logit records QK-clip maxima"
