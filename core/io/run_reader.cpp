@@ -146,16 +146,44 @@ std::vector<TensorInfo> read_tensors(const h5::File& f) {
   return out;
 }
 
-uint64_t column_width(const SeriesColumn& c, std::size_t tensors) {
-  return c.width == Width::tensors ? tensors : c.width == Width::collectives ? kCollectiveKinds : 0;
+// The file's row widths: the QK-clip columns are there (both, with /series/qk_max_logit's attribute
+// n_head agreeing with the tensor table) or neither is.
+SeriesShape read_shape(const h5::File& f, const std::vector<TensorInfo>& tensors) {
+  int64_t n_head = 0;
+  for (const SeriesColumn& c : series_columns()) {
+    if (c.width != Width::heads || !f.has(c.path)) continue;
+    const h5::Dataset d = f.dataset(c.path);
+    n_head = d.attr_int("n_head");
+    SB_CHECK(n_head >= 1, d.where(), ": attribute n_head = ", n_head, ", expected at least 1");
+  }
+  SeriesShape shape;
+  try {
+    shape = series_shape(tensors, n_head);
+  } catch (const Error& e) {
+    SB_FAIL(f.file_name(), ":/series/qk_max_logit: attribute n_head = ", n_head, ": ", e.what());
+  }
+  SB_CHECK(shape.heads <= uint64_t(kMaxTensors), f.file_name(), ":/series/qk_max_logit: ", shape.heads,
+           " heads per step; expected at most ", kMaxTensors);
+  for (const SeriesColumn& c : series_columns()) {
+    SB_CHECK(!c.qk_clip || f.has(c.path) == (shape.heads > 0), f.file_name(), ":/", c.path,
+             shape.heads > 0 ? " is missing, but /series/qk_max_logit records QK-clip maxima"
+                             : " is present without /series/qk_max_logit (the QK-clip columns come together)");
+  }
+  return shape;
 }
 
-// Every column exists with its dtype and shape (rows, width), rows <= steps; returns rows.
-int64_t check_series(const h5::File& f, std::size_t tensors, int64_t steps) {
+// The dataset's row extent: 0 for a rank-1 column (Width::one), else its values per row.
+uint64_t column_width(const SeriesColumn& c, const SeriesShape& shape) {
+  return c.width == Width::one ? 0 : column_values(c, shape);
+}
+
+// Every recorded column exists with its dtype and shape (rows, width), rows <= steps; returns rows.
+int64_t check_series(const h5::File& f, const SeriesShape& shape, int64_t steps) {
   int64_t rows = -1;
   for (const SeriesColumn& c : series_columns()) {
+    if (!column_recorded(c, shape)) continue;
     const h5::Dataset d = f.dataset(c.path);
-    const uint64_t width = column_width(c, tensors);
+    const uint64_t width = column_width(c, shape);
     d.check(c.dtype, width == 0 ? h5::Dims{h5::kAny} : h5::Dims{h5::kAny, width});
     const int64_t r = static_cast<int64_t>(d.rows());
     SB_CHECK(rows < 0 || r == rows, d.where(), ": ", r, " rows, but /", series_columns().front().path, " has ",
@@ -185,7 +213,8 @@ void read_run(const std::string& path, io::PlainWriter& out) {
   const h5::File f = h5::File::open(path, h5::Mode::read_only);
   RunInfo info = read_info(f);
   const std::vector<TensorInfo> tensors = read_tensors(f);
-  const int64_t rows = check_series(f, tensors.size(), info.steps);
+  const SeriesShape shape = read_shape(f, tensors);
+  const int64_t rows = check_series(f, shape, info.steps);
   info_fields(info, [&](auto& v) {
     if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string>) out.put_string(v);
     else out.put(v);
@@ -198,10 +227,13 @@ void read_run(const std::string& path, io::PlainWriter& out) {
     out.put(t.numel);
   }
   out.put(rows);
+  out.put(uint64_t{shape.heads});
   for (const SeriesColumn& c : series_columns()) {
-    const uint64_t width = std::max<uint64_t>(1, column_width(c, tensors.size()));
-    std::vector<std::byte> bytes(uint64_t(rows) * width * dtype_bytes(c.dtype));
-    read_column(f.dataset(c.path), c.dtype, bytes);
+    std::vector<std::byte> bytes;
+    if (column_recorded(c, shape)) {
+      bytes.resize(uint64_t(rows) * column_values(c, shape) * dtype_bytes(c.dtype));
+      read_column(f.dataset(c.path), c.dtype, bytes);
+    }
     out.put_vector(bytes);
   }
   const std::vector<StoreEntry> entries = read_store_index(f, rows);
@@ -240,8 +272,10 @@ RunReader RunReader::open(const std::string& path) {
   check_tensors(path + ":/tensors", r.tensors_);
   r.rows_ = in.get<int64_t>();
   SB_CHECK(r.rows_ >= 0 && r.rows_ <= r.info_.steps, path, ": ", r.rows_, " steps recorded of a run of ", r.info_.steps);
+  r.shape_ = {r.tensors_.size(), std::size_t(in.get<uint64_t>())};
+  SB_CHECK(r.shape_.heads <= uint64_t(kMaxTensors), path, ": ", r.shape_.heads, " QK-clip heads per step");
   for (const SeriesColumn& c : series_columns()) {
-    const uint64_t width = std::max<uint64_t>(1, column_width(c, r.tensors_.size()));
+    const uint64_t width = column_recorded(c, r.shape_) ? column_values(c, r.shape_) : 0;
     r.series_.push_back(in.get_vector<std::byte>());
     SB_CHECK(r.series_.back().size() == uint64_t(r.rows_) * width * dtype_bytes(c.dtype), path, ": /", c.path,
              " came back with ", r.series_.back().size(), " bytes for ", r.rows_, " rows of ", width);
@@ -318,6 +352,8 @@ const std::vector<std::byte>& RunReader::column_rows(std::string_view column, h5
   const auto& columns = series_columns();
   for (std::size_t k = 0; k < columns.size(); ++k) {
     if (columns[k].path != column) continue;
+    SB_CHECK(column_recorded(columns[k], shape_), path_, ": the run does not record ", column,
+             " (a QK-clip column: only runs with optim.qk_clip > 0 have it)");
     SB_CHECK(columns[k].dtype == dtype, path_, ": column ", column, " holds ", dtype_name(columns[k].dtype),
              ", read as ", dtype_name(dtype));
     SB_CHECK(first <= uint64_t(rows_) && count <= uint64_t(rows_) - first, path_, ": rows [", first, ", ",

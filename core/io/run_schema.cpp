@@ -2,6 +2,7 @@
 // and the series columns, each bound to the StepResult field it records. A column's dtype is
 // deduced from the field's type, so the file holds exactly the bits the trainer computed.
 #include <cstring>
+#include <string>
 #include <limits>
 #include <type_traits>
 
@@ -101,6 +102,18 @@ std::vector<SeriesColumn> make_columns() {
        [](const StepResult& r, std::size_t n, std::vector<std::byte>& out) {
          append_fingerprints(r.grad_fingerprints, n, out);
        }},
+      {"series/qk_max_logit", h5::DType::f32, Width::heads,
+       "QK-clip (optim.qk_clip > 0 only): the step's largest attention logit S_h of every head, layer-major", true,
+       [](const StepResult& r, std::size_t, std::vector<std::byte>& out) {
+         for (float s : r.stats.qk_max_logits) put<float>(out, s);
+       },
+       true},
+      {"series/qk_clipped", h5::DType::i64, Width::one,
+       "QK-clip (optim.qk_clip > 0 only): heads whose W_q, W_k rows the step rescaled (S_h > τ)", true,
+       [](const StepResult& r, std::size_t, std::vector<std::byte>& out) {
+         put<int64_t>(out, r.stats.qk_clipped);
+       },
+       true},
       {"series/comm_bytes", h5::DType::u64, Width::collectives,
        "payload bytes this rank passed to each collective kind in the step", false,
        [](const StepResult& r, std::size_t, std::vector<std::byte>& out) {
@@ -146,6 +159,35 @@ std::string_view to_string(Status status) {
     case Status::failed: return "failed";
   }
   SB_FAIL("unknown run status ", static_cast<int>(status));
+}
+
+SeriesShape series_shape(const std::vector<TensorInfo>& tensors, int64_t qk_n_head) {
+  SeriesShape shape{tensors.size(), 0};
+  if (qk_n_head == 0) return shape;
+  std::size_t blocks = 0;
+  for (const TensorInfo& t : tensors) {
+    if (t.name != "h." + std::to_string(blocks) + ".attn.qkv.w") continue;
+    SB_CHECK(t.shape.size() == 2 && t.shape[1] >= 1 && qk_n_head >= 1 && qk_n_head <= t.shape[1] &&
+                 t.shape[1] % qk_n_head == 0,
+             "QK-clip columns of ", qk_n_head, " heads per block, but tensor ", t.name, " has shape (",
+             t.shape[0], t.shape.size() == 2 ? ", " + std::to_string(t.shape[1]) : std::string(),
+             "): the heads must divide its width C");
+    ++blocks;
+  }
+  SB_CHECK(blocks >= 1, "QK-clip columns of ", qk_n_head, " heads per block, but the tensor table has no "
+           "h.0.attn.qkv.w");
+  shape.heads = blocks * std::size_t(qk_n_head);
+  return shape;
+}
+
+uint64_t column_values(const SeriesColumn& c, const SeriesShape& shape) {
+  switch (c.width) {
+    case Width::one: return 1;
+    case Width::tensors: return shape.tensors;
+    case Width::collectives: return kCollectiveKinds;
+    case Width::heads: return shape.heads;
+  }
+  SB_FAIL("unknown series width ", static_cast<int>(c.width));
 }
 
 const std::vector<SeriesColumn>& series_columns() {

@@ -40,18 +40,14 @@ std::string host_name() {
   return name;
 }
 
-uint64_t column_width(const SeriesColumn& c, std::size_t tensors) {
-  switch (c.width) {
-    case Width::one: return 0;
-    case Width::tensors: return tensors;
-    case Width::collectives: return kCollectiveKinds;
-  }
-  return 0;
+// The dataset's row extent: 0 for a rank-1 column (Width::one), else its values per row.
+uint64_t column_width(const SeriesColumn& c, const SeriesShape& shape) {
+  return c.width == Width::one ? 0 : column_values(c, shape);
 }
 
 // About 4 KiB per chunk: small files for short runs, not too many chunks for long ones.
-uint64_t chunk_rows(const SeriesColumn& c, std::size_t tensors) {
-  const uint64_t row_bytes = dtype_bytes(c.dtype) * std::max<uint64_t>(1, column_width(c, tensors));
+uint64_t chunk_rows(const SeriesColumn& c, const SeriesShape& shape) {
+  const uint64_t row_bytes = dtype_bytes(c.dtype) * column_values(c, shape);
   return std::max<uint64_t>(1, 4096 / row_bytes);
 }
 
@@ -139,7 +135,8 @@ void remove_stale_temporaries(const std::string& path) {
 }  // namespace
 
 RunWriter::RunWriter(std::string path, RunHeader header, int64_t committed, std::vector<StoreEntry> entries)
-    : path_(std::move(path)), header_(std::move(header)), committed_(committed), entries_(std::move(entries)) {
+    : path_(std::move(path)), header_(std::move(header)), shape_(series_shape(header_.tensors, header_.qk_n_head)),
+      committed_(committed), entries_(std::move(entries)) {
   pending_.resize(series_columns().size());
 }
 
@@ -182,10 +179,12 @@ RunWriter RunWriter::create(const std::string& path, const RunHeader& header) {
     for (std::size_t k = 0; k < kCollectiveKinds; ++k) {
       kinds += (k ? "\n" : "") + std::string(to_string(static_cast<Collective>(k)));
     }
+    const SeriesShape shape = series_shape(header.tensors, header.qk_n_head);
     for (const SeriesColumn& c : series_columns()) {
-      h5::Dataset d = f.create_extendible(c.path, c.dtype, column_width(c, header.tensors.size()),
-                                          chunk_rows(c, header.tensors.size()));
+      if (!column_recorded(c, shape)) continue;
+      h5::Dataset d = f.create_extendible(c.path, c.dtype, column_width(c, shape), chunk_rows(c, shape));
       if (c.width == Width::collectives) d.set_attr("columns", kinds);
+      if (c.width == Width::heads) d.set_attr("n_head", header.qk_n_head);
     }
     write_store_index(f, path, {}, -1);
     image = f.image();
@@ -200,9 +199,11 @@ RunWriter RunWriter::create(const std::string& path, const RunHeader& header) {
 RunWriter RunWriter::resume(const std::string& path, const RunHeader& header, int64_t step,
                             const std::string& note) {
   std::vector<StoreEntry> kept, dropped;
+  const SeriesShape shape = series_shape(header.tensors, header.qk_n_head);
   {
     const RunReader run = RunReader::open(path);
-    SB_CHECK(run.info().experiment_id == header.experiment_id && run.tensors() == header.tensors,
+    SB_CHECK(run.info().experiment_id == header.experiment_id && run.tensors() == header.tensors &&
+                 run.shape().heads == shape.heads,
              "cannot resume '", path, "': it records another experiment (", run.info().experiment_id, ")");
     SB_CHECK(step >= 0 && step <= run.steps_recorded(), "cannot resume '", path, "' at step ", step,
              ": it records ", run.steps_recorded(), " steps");
@@ -211,7 +212,9 @@ RunWriter RunWriter::resume(const std::string& path, const RunHeader& header, in
   remove_stale_temporaries(path);
   const std::string now = utc_now();
   const uint64_t bytes = rewrite(path, [&](h5::File& f) {
-    for (const SeriesColumn& c : series_columns()) f.dataset(c.path).truncate(uint64_t(step));
+    for (const SeriesColumn& c : series_columns()) {
+      if (column_recorded(c, shape)) f.dataset(c.path).truncate(uint64_t(step));
+    }
     write_store_index(f, path, kept, -1);
     f.set_attr("status", to_string(Status::running));
     f.set_attr("error", "");
@@ -231,8 +234,12 @@ RunWriter RunWriter::resume(const std::string& path, const RunHeader& header, in
 void RunWriter::record(const StepResult& r) {
   SB_CHECK(r.stats.step == steps_recorded() + 1, "run file '", path_, "': step ", r.stats.step,
            " recorded after step ", steps_recorded());
+  SB_CHECK(r.stats.qk_max_logits.size() == shape_.heads, "run file '", path_, "': step ", r.stats.step, " has ",
+           r.stats.qk_max_logits.size(), " QK-clip maxima, the file records ", shape_.heads, " per step");
   const auto& columns = series_columns();
-  for (std::size_t i = 0; i < columns.size(); ++i) columns[i].append(r, header_.tensors.size(), pending_[i]);
+  for (std::size_t i = 0; i < columns.size(); ++i) {
+    if (column_recorded(columns[i], shape_)) columns[i].append(r, header_.tensors.size(), pending_[i]);
+  }
   ++pending_rows_;
   wait_store();  // a store file started after the previous step lands with this step's row
 }
@@ -329,6 +336,7 @@ void RunWriter::commit_file(Status status, const std::string& error, int64_t fin
   bytes_written_ += rewrite(path_, [&](h5::File& f) {
     const auto& columns = series_columns();
     for (std::size_t i = 0; i < columns.size(); ++i) {
+      if (!column_recorded(columns[i], shape_)) continue;
       h5::Dataset d = f.dataset(columns[i].path);
       append_bytes(d, columns[i].dtype, pending_[i]);
     }

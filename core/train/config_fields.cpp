@@ -213,7 +213,7 @@ std::vector<ConfigField> build_fields() {
             "clip the global gradient norm (exact) to this value; 0 = off"),
       field("optim.qk_clip", SB_MEMBER(optim.qk_clip), qk_clip,
             "QK-clip of MuonClip (Kimi K2): after each update, scale W_q and W_k of every head whose largest "
-            "attention logit of the step exceeded τ by √(τ/max); 0 = off (CPU backend)"),
+            "attention logit of the step exceeded τ by √(τ/max); 0 = off; maxima recorded as series/qk_max_logit"),
       // [train]
       field("train.steps", SB_MEMBER(train.steps), yes,
             "optimizer steps"),

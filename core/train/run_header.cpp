@@ -12,6 +12,7 @@ run::RunHeader run_header(const Config& config, Trainer& trainer) {
   h.experiment_text = experiment_text(config);
   h.steps = config.train.steps;
   h.tensors = run::tensor_infos(trainer.model().params());
+  h.qk_n_head = config.optim.qk_clip > 0.0 ? config.model.n_head : 0;
   h.execution.backend = trainer.backend().describe();
   h.execution.communicator = trainer.communicator().describe();
   h.execution.threads = omp_get_max_threads();

@@ -124,10 +124,7 @@ void Trainer::build() {
     adaptive_ = std::make_unique<AdaptiveLr>(config_);
   }
   if (config_.optim.qk_clip > 0.0) {
-    SB_CHECK(be_.device() == Device::cpu, "config optim.qk_clip=", config_.optim.qk_clip,
-             " runs on the CPU backend only (run.backend=", config_name(be_.device()),
-             "); set optim.qk_clip=0 or run.backend=cpu");
-    qk_ = std::make_unique<QkMaxLogits>(config_.model.n_layer, config_.model.n_head);
+    qk_ = std::make_unique<QkMaxLogits>(be_, config_.model.n_layer, config_.model.n_head);
   }
   host_ = std::make_unique<Host>();
   for (const ParamView& p : model_->params()) host_->spans.push_back({p.offset, p.numel});
@@ -255,8 +252,8 @@ void Trainer::check_replicas() {
 }
 
 void Trainer::clip_qk(StepStats& st) {
+  std::vector<int32_t> keys = qk_->keys();
   if (comm_.size() > 1) {  // every rank's maxima, merged in rank order (a max: any order)
-    std::vector<int32_t>& keys = qk_->keys();
     std::vector<uint64_t> mine(keys.begin(), keys.end());
     std::vector<uint64_t> all(mine.size() * static_cast<size_t>(comm_.size()));
     for (uint64_t& k : mine) k = static_cast<uint32_t>(k);
@@ -265,11 +262,12 @@ void Trainer::clip_qk(StepStats& st) {
       std::vector<int32_t> theirs(keys.size());
       for (size_t i = 0; i < keys.size(); ++i)
         theirs[i] = static_cast<int32_t>(static_cast<uint32_t>(all[size_t(r) * keys.size() + i]));
-      qk_->merge(theirs);
+      QkMaxLogits::merge(keys, theirs);
     }
   }
-  st.qk_max_logits = qk_->values();
-  st.qk_clipped = apply_qk_clip(model_->weights().data_as<float>(), model_->params(),
+  st.qk_max_logits = QkMaxLogits::values(keys);
+  if (st.skipped) return;  // no update this step: nothing to clip (the maxima are still recorded)
+  st.qk_clipped = apply_qk_clip(be_, model_->weights().data_as<float>(), model_->params(),
                                 config_.model, st.qk_max_logits, config_.optim.qk_clip);
 }
 
@@ -352,7 +350,6 @@ StepResult Trainer::step() {
     ctx.compute_stats = options_.statistics;
     optimizer_->step(model_->weights().data_as<float>(), g_dev, ctx);
     ++updates_;
-    if (qk_) clip_qk(st);
     if (options_.statistics) {
       const std::vector<TensorUpdateStats>& up = optimizer_->last_stats();
       for (size_t t = 0; t < tensors && t < up.size(); ++t) {
@@ -362,6 +359,7 @@ StepResult Trainer::step() {
       }
     }
   }
+  if (qk_) clip_qk(st);
   if (!options_.statistics) {
     st.leaf_sq_mean = st.batch_sq = st.grad_sq_est = st.trace_est = st.noise_scale = kNaNf;
   }

@@ -27,10 +27,6 @@ uint32_t bits_of(float x) {
   return u;
 }
 
-uint64_t column_width(const run::SeriesColumn& c, std::size_t tensors) {
-  return c.width == run::Width::tensors ? tensors : c.width == run::Width::collectives ? kCollectiveKinds : 1;
-}
-
 // The parameters of `run` after `step`: its snapshot, or its final state.  Returns (flat_size).
 std::vector<float> state_weights(const run::RunReader& run, const StateDistance& state) {
   return state.source == "snapshot" ? run.read_snapshot(state.step) : run.read_final_state().weights;
@@ -140,13 +136,19 @@ RunDiff diff_runs(const run::RunReader& a, const run::RunReader& b, const DiffOp
   d.compared_steps = std::min(d.a.steps, d.b.steps);
   const auto n = uint64_t(d.compared_steps);
 
-  // The first row where any experiment column differs; per-tensor columns need equal layouts.
-  const std::size_t tensors = a.tensors().size();
+  // The first row where any experiment column differs; per-tensor columns need equal layouts. A
+  // column one run records and the other does not (QK-clip's), or of other widths, differs at once.
   std::map<std::string, int64_t> first_row;  // column → first differing row
   for (const run::SeriesColumn& c : run::series_columns()) {
     if (!c.experiment || (c.width == run::Width::tensors && !d.same_layout)) continue;
+    const bool in_a = run::column_recorded(c, a.shape()), in_b = run::column_recorded(c, b.shape());
+    if (!in_a && !in_b) continue;
+    if (in_a != in_b || run::column_values(c, a.shape()) != run::column_values(c, b.shape())) {
+      if (n > 0) first_row[std::string(c.path)] = 0;
+      continue;
+    }
     const std::vector<std::byte> va = a.series_bytes(c), vb = b.series_bytes(c);
-    const std::size_t row = column_width(c, tensors) * dtype_bytes(c.dtype);
+    const std::size_t row = run::column_values(c, a.shape()) * dtype_bytes(c.dtype);
     for (uint64_t r = 0; r < n; ++r) {
       if (std::memcmp(va.data() + r * row, vb.data() + r * row, row) != 0) {
         first_row[std::string(c.path)] = int64_t(r);

@@ -106,6 +106,24 @@ std::string describe_run(const run::RunReader& run) {
     }
     s << "\n";
   }
+  if (rows > 0 && run.shape().heads > 0) {  // optim.qk_clip > 0 (series/qk_max_logit, qk_clipped)
+    const auto maxima = run.series<float>("series/qk_max_logit");
+    const auto clipped = run.series<int64_t>("series/qk_clipped");
+    const std::size_t heads = run.shape().heads;
+    auto largest = [&](int64_t row) {  // NaN-propagating: a NaN maximum is shown
+      float m = maxima[std::size_t(row) * heads];
+      for (std::size_t h = 1; h < heads; ++h) {
+        const float x = maxima[std::size_t(row) * heads + h];
+        if (x > m || std::isnan(x)) m = x;
+      }
+      return m;
+    };
+    int64_t total = 0, steps = 0;
+    for (int64_t c : clipped) total += c, steps += c > 0 ? 1 : 0;
+    s << "qk-clip      largest logit " << fmt("%.6g", largest(0)) << " (step 1), " << fmt("%.6g", largest(rows - 1))
+      << " (step " << rows << ") over " << heads << " heads; " << total << " head clips in " << steps << " of "
+      << rows << " steps\n";
+  }
   if (run.has_final_state()) {
     const TrainerState f = run.read_final_state();
     s << "final state  step " << f.step << ", " << f.updates << " updates\n";

@@ -139,11 +139,13 @@ VerifyResult verify_run(const std::string& path, const VerifyOptions& options, s
   if (from > 0) trainer.import_state(run.read_state(from));
   result.from = from;
   const std::size_t tensors = run.tensors().size();
+  const uint64_t heads = config.optim.qk_clip > 0.0 ? uint64_t(config.model.n_layer) * config.model.n_head : 0;
+  SB_CHECK(run.shape().heads == heads, path, ": records QK-clip maxima of ", run.shape().heads,
+           " heads per step, but its config (optim.qk_clip = ", config.optim.qk_clip, ") has ", heads);
   std::vector<Column> columns;
   for (const run::SeriesColumn& c : run::series_columns()) {
-    if (!c.experiment) continue;
-    const std::size_t width = c.width == run::Width::tensors ? tensors : c.width == run::Width::collectives ? kCollectiveKinds : 1;
-    columns.push_back({&c, run.series_bytes(c), width * dtype_bytes(c.dtype)});
+    if (!c.experiment || !run::column_recorded(c, run.shape())) continue;
+    columns.push_back({&c, run.series_bytes(c), run::column_values(c, run.shape()) * dtype_bytes(c.dtype)});
   }
   log << "verifying " << steps << " of " << rows << " recorded steps of experiment " << info.experiment_id << " ("
       << path << ")" << (from > 0 ? ", from the state of step " + std::to_string(from) : std::string()) << ", on "

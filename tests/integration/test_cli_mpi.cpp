@@ -2,7 +2,8 @@
 // recorded bit equals a one-process run's (diff exit 0); a run stopped at 2 ranks resumes at 3,
 // and one killed under mpirun resumes in one process, both to the one-process result. With
 // --distributed-optimizer (the exact reduce-scatter, owner-side statistics and clip) at 2-4 ranks,
-// micro-leaves 0/1/2, clipping on every step and a 2 -> 3 -> 1 rank resume: the same bits.
+// micro-leaves 0/1/2, clipping on every step and a 2 -> 3 -> 1 rank resume: the same bits; and
+// with QK-clip (the ranks' maxima merged) at 2 and 3 ranks, its series included.
 // Skipped (exit 77) without mpirun or without MPI in this build.
 #include <doctest/doctest.h>
 
@@ -91,6 +92,24 @@ TEST_CASE("mpirun samebits train: the one-process bits at 2 ranks, and a 2 -> 3 
   CHECK(resumed.output.find("at step 7 (from checkpoint el.store/state_step_000007.h5)") != std::string::npos);
   const Result elastic = run({"diff", dir / "one.h5", dir / "el.h5"});
   CHECK_MESSAGE(elastic.code == 0, elastic.output);
+}
+
+TEST_CASE("mpirun samebits train with optim.qk_clip: the one-process run file, QK-clip series included") {
+  if (mpirun().empty()) sb::test::skip("no mpirun");
+  TempDir dir;
+  const std::string d = dir.path.string();
+  write_text(dir / "run.ini", tiny_config() + "[optim]\nqk_clip = 0.02\n");
+  REQUIRE(run({"train", "run.ini", "--out", "one.h5"}, SpawnOptions{0, d}).code == 0);
+  for (int ranks : {2, 3}) {
+    const std::string out = "np" + std::to_string(ranks) + ".h5";
+    const Result r = mpi(ranks, d, {"train", "run.ini", "--out", out});
+    if (r.output.find("built without MPI") != std::string::npos) sb::test::skip("samebits was built without MPI");
+    REQUIRE_MESSAGE(r.code == 0, describe(r));
+    const Result same = run({"diff", dir / "one.h5", dir / out});  // every experiment column, bitwise
+    CHECK_MESSAGE(same.code == 0, same.output);
+  }
+  const sb::h5::File f = sb::h5::File::open(dir / "np3.h5");
+  CHECK(f.dataset("series/qk_max_logit").shape() == sb::h5::Dims{20, 2});
 }
 
 namespace {

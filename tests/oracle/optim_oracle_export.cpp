@@ -277,16 +277,17 @@ void qk_clip_case(hid_t file, const char* name, int B, int T, int C, int NH, uin
   for (int h = 0; h < NH; ++h)  // heads of growing logit range
     for (size_t i = 0; i < qkv.size(); ++i)
       if ((i % (3 * C)) / (C / NH) % NH == static_cast<size_t>(h)) qkv[i] *= 1.0f + h;
-  QkMaxLogits maxima(1, NH);
+  auto be = make_cpu_backend();  // host memory: the qkv and weights below are plain vectors
+  QkMaxLogits maxima(*be, 1, NH);
   maxima.add(0, qkv.data(), B, T, C);
-  const std::vector<float> s = maxima.values();
+  const std::vector<float> s = QkMaxLogits::values(maxima.keys());
   std::vector<float> sorted = s;
   std::sort(sorted.begin(), sorted.end());
   const double tau = 0.5 * (static_cast<double>(sorted[NH / 2 - 1]) + sorted[NH / 2]);
   std::vector<float> weights = normal(flat, seed + 1, 0.02f);
   const std::vector<float> w0(weights.begin() + w->offset, weights.begin() + w->offset + w->numel);
   const std::vector<float> b0(weights.begin() + b->offset, weights.begin() + b->offset + b->numel);
-  const int clipped = apply_qk_clip(weights.data(), layout, model, s, tau);
+  const int clipped = apply_qk_clip(*be, weights.data(), layout, model, s, tau);
   const Group grp(file, std::string("qk_clip/") + name);
   grp.attr("n_head", NH);
   grp.attr("tau", tau);

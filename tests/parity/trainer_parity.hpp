@@ -1,6 +1,7 @@
 // The real sb::Trainer on the CPU backend and on the CUDA backend (run.backend=cuda: model,
 // accumulator, clipping and optimizer update all on the GPU), compared step by step: the loss,
-// every statistic, the gradient and weight fingerprints of every tensor — bitwise. On the first
+// every statistic (QK-clip's maxima included), the gradient and weight fingerprints of every
+// tensor — bitwise. On the first
 // step that differs, the full states (weights and optimizer buffers) are copied back and the first
 // differing element of each tensor is named, with both bit patterns. Used by test_parity_train
 // and by parity_train (scripts/gpu-check).
@@ -74,6 +75,12 @@ inline std::vector<std::string> step_differences(const StepResult& gpu, const St
   scalar("grad_sq_est", g.grad_sq_est, c.grad_sq_est);
   scalar("trace_est", g.trace_est, c.trace_est);
   scalar("noise_scale", g.noise_scale, c.noise_scale);
+  if (g.qk_max_logits.size() != c.qk_max_logits.size() || g.qk_clipped != c.qk_clipped)
+    out.push_back(at + "QK-clip: " + std::to_string(g.qk_max_logits.size()) + " maxima, " +
+                  std::to_string(g.qk_clipped) + " clipped on the gpu; " + std::to_string(c.qk_max_logits.size()) +
+                  ", " + std::to_string(c.qk_clipped) + " on the cpu");
+  for (size_t i = 0; i < c.qk_max_logits.size() && i < g.qk_max_logits.size(); ++i)
+    scalar("qk_max_logit[" + std::to_string(i) + "]", g.qk_max_logits[i], c.qk_max_logits[i]);
   if (g.tensors.size() != c.tensors.size()) out.push_back(at + "per-tensor statistics count differs");
   for (size_t t = 0; t < c.tensors.size() && t < g.tensors.size(); ++t) {
     const TensorStats &a = g.tensors[t], &b = c.tensors[t];

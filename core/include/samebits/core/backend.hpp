@@ -238,6 +238,16 @@ class Backend {
                                   const float* att,   // (B, NH, T, T)
                                   int B, int T, int C, int NH) = 0;
 
+  // QK-clip (optim/qk_clip.hpp, ops/qk_clip.hpp): keys[h] ← max(keys[h], the largest
+  // ops::qk_row_max_key of head h over every sequence b and token t) for h < NH — an integer max
+  // over ordered keys, so one value in any order of sequences, tokens and threads.
+  virtual void qk_max_keys(int32_t* keys,       // (NH), accumulated into
+                           const float* qkv,    // (B, T, 3C)
+                           int B, int T, int C, int NH) = 0;
+  // x[i] ← ops::qk_clip_apply(x[i], factor) for i < n: the W_q / W_k rows (or bias entries) of
+  // a clipped head.
+  virtual void qk_clip_scale(float* x, int64_t n, float factor) = 0;  // (n)
+
   // GELU, tanh form (ops/gelu.hpp), elementwise.
   virtual void gelu_forward(float* out, const float* inp, int64_t n) = 0;  // (n) each
   virtual void gelu_backward(float* dinp, const float* inp, const float* dout,
@@ -311,6 +321,8 @@ std::unique_ptr<Backend> make_cpu_backend(Numerics numerics = Numerics::determin
                          int NH) override;                                                         \
   void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,           \
                           const float* att, int B, int T, int C, int NH) override;                 \
+  void qk_max_keys(int32_t* keys, const float* qkv, int B, int T, int C, int NH) override;        \
+  void qk_clip_scale(float* x, int64_t n, float factor) override;                                \
   void gelu_forward(float* out, const float* inp, int64_t n) override;                             \
   void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) override;        \
   void softmax_xent_forward(float* losses, float* stats, const float* logits,                      \

@@ -78,6 +78,9 @@ struct RunHeader {
   std::string experiment_text;  // experiment_text(config)
   int64_t steps = 0;            // train.steps: the rows a finished run has
   std::vector<TensorInfo> tensors;
+  // optim.qk_clip > 0: model.n_head (the QK-clip columns are recorded, /series/qk_max_logit with
+  // attribute n_head); 0: they are not (the file has no such datasets).
+  int64_t qk_n_head = 0;
   Execution execution;
 };
 
@@ -100,8 +103,16 @@ struct RunInfo {
 
 // ---- the series --------------------------------------------------------------------------
 
-// Columns of a series row: one value, one per tensor (layout order), or one per collective kind.
-enum class Width { one, tensors, collectives };
+// Columns of a series row: one value, one per tensor (layout order), one per collective kind, or
+// one per attention head of every block (n_layer × n_head, layer-major).
+enum class Width { one, tensors, collectives, heads };
+
+// The row widths of one run file: its tensor count, and its blocks' heads (n_layer × n_head, 0
+// when the file has no QK-clip columns).
+struct SeriesShape {
+  std::size_t tensors = 0;
+  std::size_t heads = 0;
+};
 
 // One /series (or /timing) dataset: f32/f64/i64/u64/u8, shape (steps) or (steps, width).
 struct SeriesColumn {
@@ -115,9 +126,20 @@ struct SeriesColumn {
   bool experiment;
   // Appends this column's row for `r` (width × dtype bytes) to out.
   void (*append)(const StepResult& r, std::size_t tensors, std::vector<std::byte>& out);
+  // Recorded only in runs with optim.qk_clip > 0 (SeriesShape::heads > 0); absent otherwise.
+  bool qk_clip = false;
 };
 // Every column, in a fixed order (the one docs/FORMAT.md lists).
 const std::vector<SeriesColumn>& series_columns();
+// The shape of a run file of these tensors: heads = (blocks with an attn.qkv.w) × qk_n_head
+// (0: no QK-clip columns). A qk_n_head that does not divide the blocks' width C is an error.
+SeriesShape series_shape(const std::vector<TensorInfo>& tensors, int64_t qk_n_head);
+// Whether a run file of `shape` holds the column.
+inline bool column_recorded(const SeriesColumn& c, const SeriesShape& shape) {
+  return !c.qk_clip || shape.heads > 0;
+}
+// Values per row of the column in a run file of `shape` (1 for Width::one).
+uint64_t column_values(const SeriesColumn& c, const SeriesShape& shape);
 
 // ---- writing -------------------------------------------------------------------------------
 
@@ -209,6 +231,7 @@ class RunWriter {
 
   std::string path_;
   RunHeader header_;
+  SeriesShape shape_;         // of header_
   int64_t committed_ = 0;     // rows in the file
   int64_t pending_rows_ = 0;  // rows held in pending_
   std::vector<std::vector<std::byte>> pending_;  // per series column: (pending_rows_, width)
@@ -236,6 +259,8 @@ class RunReader {
   const RunInfo& info() const { return info_; }
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   int64_t steps_recorded() const { return rows_; }
+  // The row widths of this file; shape().heads > 0: it records the QK-clip columns.
+  const SeriesShape& shape() const { return shape_; }
 
   // A series column, row-major (steps_recorded, width). T must be the column's dtype.
   template <class T>
@@ -253,6 +278,7 @@ class RunReader {
     return out;
   }
   // A column's values as raw little-endian bytes: (steps_recorded, width) elements of its dtype.
+  // A column the file does not record (column_recorded) is an error naming it.
   std::vector<std::byte> series_bytes(const SeriesColumn& column) const;
 
   const std::vector<StoreEntry>& store_entries() const { return entries_; }  // ascending steps
@@ -275,7 +301,9 @@ class RunReader {
   RunInfo info_;
   std::vector<TensorInfo> tensors_;
   int64_t rows_ = 0;
-  std::vector<std::vector<std::byte>> series_;  // per series_columns() entry: (rows_, width) values
+  SeriesShape shape_;
+  // per series_columns() entry: (rows_, width) values (empty for a column the file lacks)
+  std::vector<std::vector<std::byte>> series_;
   std::vector<StoreEntry> entries_;
   mutable std::optional<TrainerState> final_state_read_;
 };

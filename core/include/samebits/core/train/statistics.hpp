@@ -68,7 +68,9 @@ struct StepStats {
   float leaf_sq_mean = 0, batch_sq = 0, grad_sq_est = 0, trace_est = 0, noise_scale = 0;
   std::vector<TensorStats> tensors;  // layout order; empty when statistics are off
   // optim.qk_clip > 0: the step's largest attention logit per head, layer-major (n_layer ×
-  // n_head), and how many heads the clip rescaled; empty and 0 otherwise (optim/qk_clip.hpp).
+  // n_head), and how many heads the clip rescaled (0 on a skipped fp16 step, whose maxima are
+  // still reported); empty and 0 otherwise (optim/qk_clip.hpp). The run file records both
+  // (series/qk_max_logit, series/qk_clipped; docs/FORMAT.md).
   std::vector<float> qk_max_logits;
   int qk_clipped = 0;
 };

@@ -153,7 +153,8 @@ class Trainer {
   void round_gradient(float loss_scale, uint64_t adds, uint32_t status);
   std::vector<int> leaf_order(uint64_t step) const;
   void check_replicas();  // every rank's weights fingerprint equal to rank 0's
-  // optim.qk_clip: the ranks' per-head maxima merged, then the clip of the updated weights.
+  // optim.qk_clip: the ranks' per-head maxima merged, then (unless the step was skipped) the clip
+  // of the updated weights.
   void clip_qk(StepStats& st);
   bool take_adaptive_state(const TrainerState& state, TrainerState& stripped,
                            AdaptiveLrState& ema) const;
