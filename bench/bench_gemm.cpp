@@ -275,25 +275,32 @@ int main(int argc, char** argv) {
     Config adamw = default_config();
     adamw.optim.name = OptimizerName::adamw;
     adamw.optim.lr = 3e-3;
-    Trainer t_det(det, fast), t_vendor(vendor, fast), t_adamw(adamw, fast), t_full(det, full);
-    auto step = [](Trainer& t) { return [&t] { t.step(); }; };
-    const int step_reps = quick ? 3 : 9;  // steps of ~0.3 s: more blocks than the GEMMs' medians
-    const double block = quick ? 0.3 : 1.5;
-    ratios.push_back(compare("step deterministic / vendor", "deterministic", step(t_det), "vendor",
-                             step(t_vendor), step_reps, block));
-    ratios.push_back(compare("step muon / adamw", "muon", step(t_det), "adamw", step(t_adamw),
-                             step_reps, block));
-    ratios.push_back(compare("step statistics on / off", "statistics on", step(t_full),
-                             "statistics off", step(t_det), step_reps, block));
+    // One step per block, alternating, and the median of many per-pair ratios: this VM's step time
+    // drifts by ±20 % over seconds, which moves a ratio of longer blocks by several percent. Each
+    // comparison trains two fresh Trainers from step 0, so both sides are at the same point of
+    // training (the same data and the same schedule) step for step.
+    const int step_reps = quick ? 7 : 41;
+    const double block = 0.0;
+    auto steps = [&](const std::string& name, const std::string& a_label, const Config& a_config,
+                     const TrainerOptions& a_options, const std::string& b_label,
+                     const Config& b_config, const TrainerOptions& b_options) {
+      Trainer a(a_config, a_options), b(b_config, b_options);
+      ratios.push_back(compare(name, a_label, [&] { a.step(); }, b_label, [&] { b.step(); },
+                               step_reps, block));
+    };
+    steps("step deterministic / vendor", "deterministic", det, fast, "vendor", vendor, fast);
+    steps("step muon / adamw", "muon", det, fast, "adamw", adamw, fast);
+    steps("step statistics on / off", "statistics on", det, full, "statistics off", det, fast);
     // The floor of Muon / AdamW: both steps do the same forward, backward and sums; Muon's differs
     // by its update (momentum, Newton–Schulz, the step) in place of AdamW's, so it cannot be
     // cheaper than 1 + (Muon update − AdamW update) / AdamW step (bench/run reports it).
+    Trainer t_adamw(adamw, fast);
     LoneUpdate muon_update(OptimizerName::muon, *be), adamw_update(OptimizerName::adamw, *be);
     ratios.push_back(compare("muon update / adamw step", "muon update", muon_update.call(),
-                             "adamw step", step(t_adamw), step_reps, block));
+                             "adamw step", [&] { t_adamw.step(); }, step_reps, block));
     ratios.push_back(compare("adamw update / adamw step", "adamw update", adamw_update.call(),
-                             "adamw step", step(t_adamw), step_reps, block));
-    muon_bytes = static_cast<double>(t_det.optimizer().state_bytes());
+                             "adamw step", [&] { t_adamw.step(); }, step_reps, block));
+    muon_bytes = static_cast<double>(Trainer(det, fast).optimizer().state_bytes());
     adamw_bytes = static_cast<double>(t_adamw.optimizer().state_bytes());
   }
   print_json(ratios, muon_bytes, adamw_bytes);
