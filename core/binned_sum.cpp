@@ -14,6 +14,16 @@ namespace {
 // 2^e for e in [-1022, 1023], exactly.
 double pow2(int e) { return det::double_of_bits(static_cast<uint64_t>(e + 1023) << 52); }
 
+// The bin v of fp32 exponent e < 255 (a sum of m² of its elements) into sum: x = m·2^(max(e,1) −
+// 150), so x² = m²·2^(2·max(e,1) − 300); v = hi·2^32 + lo goes in as two doubles that are exact
+// (hi, lo < 2^32 times a power of two in fp64's normal range).
+void add_square_bin(det::ExactSum& sum, int e, uint64_t v) {
+  if (v == 0) return;
+  const int s = 2 * std::max(e, 1) - 300;
+  sum.add(static_cast<double>(v >> 32) * pow2(s + 32));
+  sum.add(static_cast<double>(v & 0xFFFFFFFFu) * pow2(s));
+}
+
 }  // namespace
 
 det::ExactSum binned_sum_of_squares(const float* x, size_t n) {
@@ -28,15 +38,8 @@ det::ExactSum binned_sum_of_squares(const float* x, size_t n) {
       const uint64_t m = (b & 0x7FFFFFu) | (e != 0 ? 0x800000u : 0u);
       bins[i & 3][e] += m * m;
     }
-    // x = m·2^(max(e,1) − 150), so x² = m²·2^(2·max(e,1) − 300); a bin v = hi·2^32 + lo goes in
-    // as two doubles that are exact (hi, lo < 2^32 times a power of two in fp64's normal range).
-    for (int e = 0; e < 255; ++e) {
-      const uint64_t v = bins[0][e] + bins[1][e] + bins[2][e] + bins[3][e];
-      if (v == 0) continue;
-      const int s = 2 * std::max(e, 1) - 300;
-      sum.add(static_cast<double>(v >> 32) * pow2(s + 32));
-      sum.add(static_cast<double>(v & 0xFFFFFFFFu) * pow2(s));
-    }
+    for (int e = 0; e < 255; ++e)
+      add_square_bin(sum, e, bins[0][e] + bins[1][e] + bins[2][e] + bins[3][e]);
     // NaN and ±Inf (exponent 255; m ≠ 0 for both): the ExactSum's own rules.
     if ((bins[0][255] | bins[1][255] | bins[2][255] | bins[3][255]) != 0) {
       for (size_t i = start; i < end; ++i) {
@@ -76,6 +79,21 @@ det::ExactSum binned_sum(const float* x, size_t n) {
     sum.add(not_neg_zero != 0 ? 0.0 : -0.0);
   }
   return sum;
+}
+
+BinnedSquares::BinnedSquares() { std::memset(bins_, 0, sizeof bins_); }
+
+void BinnedSquares::flush() {
+  for (int e = 0; e < 255; ++e) {
+    add_square_bin(sum_, e, bins_[0][e] + bins_[1][e]);
+    bins_[0][e] = bins_[1][e] = 0;
+  }
+  pending_ = 0;
+}
+
+const det::ExactSum& BinnedSquares::sum() {
+  if (pending_ != 0) flush();
+  return sum_;
 }
 
 }  // namespace sb

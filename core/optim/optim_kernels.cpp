@@ -1,5 +1,6 @@
 // The optimizers' loops on host memory (optim_kernels.hpp): the CPU backend's OptimKernels. Contract: elements are independent (OpenMP over a static partition: any thread
-// count gives the same bits); sums are one det::ExactSum per thread, merged exactly.
+// count gives the same bits); sums are one det::ExactSum per thread (binned: exact_norm.hpp
+// BinnedSquares), merged exactly.
 #include "samebits/core/optim/optim_kernels.hpp"
 
 #include <utility>
@@ -47,12 +48,17 @@ void apply_elements(size_t n, UpdateSums* sums, const Update& update) {
   const ptrdiff_t count = static_cast<ptrdiff_t>(n);
 #pragma omp parallel if (count >= kParallelMin)
   {
-    UpdateSums local;
+    // UpdateSums::add's two exact sums, binned (the same exact values, about 3× faster).
+    BinnedSquares delta_sq, weight_sq;
 #pragma omp for schedule(static) nowait
     for (ptrdiff_t i = 0; i < count; ++i) {
       const auto [before, after] = update(static_cast<size_t>(i));
-      local.add(before, after);
+      delta_sq.add_difference_square(before, after);
+      weight_sq.add_square(before);
     }
+    UpdateSums local;
+    local.delta_sq = delta_sq.sum();
+    local.weight_sq = weight_sq.sum();
 #pragma omp critical(sb_update_sums)
     sums->merge(local);
   }

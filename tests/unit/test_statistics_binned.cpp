@@ -94,6 +94,50 @@ TEST_CASE("binned_sum is exactly exact_sum: every exponent, block edges, zeros, 
   CHECK(same(sb::binned_sum(nan.data(), nan.size()), plain_exact_sum(nan.data(), nan.size())));
 }
 
+// The update statistics' sums, binned (BinnedSquares) against add_update_squares's two ExactSums,
+// fed the same (before, after) pairs.
+void check_update_squares(const std::vector<float>& before, const std::vector<float>& after) {
+  sb::det::ExactSum delta, weight;
+  sb::BinnedSquares bdelta, bweight;
+  for (size_t i = 0; i < before.size(); ++i) {
+    sb::add_update_squares(delta, weight, before[i], after[i]);
+    bdelta.add_difference_square(before[i], after[i]);
+    bweight.add_square(before[i]);
+  }
+  CHECK(same(bdelta.sum(), delta));
+  CHECK(same(bweight.sum(), weight));
+  if (delta.is_finite()) CHECK(same_value(bdelta.sum(), delta));
+  if (weight.is_finite()) CHECK(same_value(bweight.sum(), weight));
+}
+
+TEST_CASE("BinnedSquares has exactly the values of add_update_squares's sums") {
+  // Optimizer-like steps (after within a factor 2 of before: the binned path), then random bit
+  // patterns of every exponent (sign changes, huge gaps: the fallback path), subnormals, zeros,
+  // block edges (> 2^16 terms), Inf and NaN.
+  const size_t n = 140001;
+  std::vector<float> before(n), after(n);
+  for (size_t i = 0; i < n; ++i) {
+    before[i] = sb::det::philox_normal(9, 6, i) * 2e-2f;
+    after[i] = before[i] + sb::det::philox_normal(9, 7, i) * 1e-4f;
+  }
+  check_update_squares(before, after);
+  const std::vector<float> rb = random_finite(n, 11), ra = random_finite(n, 12);
+  check_update_squares(rb, ra);
+  std::vector<float> mixed_b(rb), mixed_a(after);
+  mixed_b[1] = 0x1p-149f, mixed_a[1] = -0x1p-149f;  // a subnormal step across zero
+  mixed_b[2] = -0.0f, mixed_a[2] = 0.0f;
+  mixed_b[3] = 0.0f, mixed_a[3] = -0.0f;
+  mixed_b[4] = 0x1.fffffep127f, mixed_a[4] = -0x1.fffffep127f;  // d = −2^129: beyond fp32
+  mixed_b[5] = 1.0f, mixed_a[5] = 0x1p-140f;  // fl32(after − before) rounds: the fallback
+  check_update_squares(mixed_b, mixed_a);
+  std::vector<float> inf_b = {1.0f, INFINITY, 2.0f}, inf_a = {1.5f, INFINITY, 2.5f};
+  check_update_squares(inf_b, inf_a);  // Inf − Inf: a NaN step
+  inf_a[0] = INFINITY;
+  check_update_squares(inf_b, inf_a);
+  std::vector<float> nan_b = {2.0f, NAN}, nan_a = {3.0f, 1.0f};
+  check_update_squares(nan_b, nan_a);
+}
+
 TEST_CASE("binned_sum_of_squares has exactly the value of sum_of_squares") {
   // Gradient-like values, then some 60 binades smaller, subnormals, zeros and Inf, at lengths
   // around the 2^16-element blocks and not multiples of 4 (the interleaved bin sets).

@@ -118,6 +118,48 @@ constexpr size_t kBinnedBlock = size_t{1} << 16;
 // Single-threaded (callers parallelise over blocks).  x: (n), host memory.
 det::ExactSum binned_sum_of_squares(const float* x, size_t n);
 
+// A running Σ of squares, exactly (the exact value of one det::ExactSum::add per term), binned as
+// in binned_sum_of_squares: an exact square x² of an fp32 x goes in as the integer m² into its
+// exponent's bin (two interleaved sets; flushed into the ExactSum every kBinnedBlock terms).
+// add_difference_square(before, after) adds add_update_squares's d² = fl64(fl64(after − before)²):
+// when fl32(after − before) equals fl64(after − before) (always when after is within a factor 2
+// of before, by Sterbenz's lemma), d is that fp32 value and d² is its exact square, binned;
+// otherwise fl64(d·d) goes into the ExactSum. NaN and ±Inf go into the ExactSum. Host only.
+class BinnedSquares {
+ public:
+  BinnedSquares();
+  void add_square(float x) {
+    const uint32_t b = det::bits_of(x);
+    const uint32_t e = (b >> 23) & 0xFFu;
+    if (e == 0xFFu) {
+      sum_.add(exact_square(x));
+      return;
+    }
+    const uint64_t m = (b & 0x7FFFFFu) | (e != 0 ? 0x800000u : 0u);
+    bins_[parity_][e] += m * m;
+    parity_ ^= 1u;
+    if (++pending_ == kBinnedBlock) flush();
+  }
+  void add_difference_square(float before, float after) {
+    const double d = static_cast<double>(after) - static_cast<double>(before);
+    const float d32 = after - before;
+    if (static_cast<double>(d32) == d) {
+      add_square(d32);
+    } else {
+      sum_.add(d * d);
+    }
+  }
+  // The exact sum of every term added so far.
+  const det::ExactSum& sum();
+
+ private:
+  void flush();
+  uint64_t bins_[2][256];
+  uint32_t parity_ = 0;
+  size_t pending_ = 0;
+  det::ExactSum sum_;
+};
+
 // Σ x[i] exactly (the exact value, zero sign and NaN/Inf rules of ExactSum::add per element): x = ±m·2^(max(e,1)−150), so the signed 24-bit m are added as integers into one bin
 // per exponent (≤ 2^16 adds per bin: |bin| < 2^40), and each bin goes into the ExactSum as one
 // exact double once per block. Single-threaded.  x: (n), host memory.
