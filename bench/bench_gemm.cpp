@@ -101,15 +101,20 @@ struct GemmCase {
   int ldb() const { return tb == Trans::no ? n : k; }
 };
 
+// v ← fixed pseudo-random values in [-scale/2, scale/2), continuing the generator `state`.
+void fill_uniform(std::vector<float>& v, uint32_t& state, float scale) {
+  for (float& x : v)
+    x = scale * (static_cast<float>((state = state * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f);
+}
+
 GemmCase make_case(Trans ta, Trans tb, int m, int n, int k) {
   GemmCase g{ta, tb, m, n, k, {}, {}, {}};
   g.a.resize(static_cast<size_t>(m) * k);
   g.b.resize(static_cast<size_t>(k) * n);
   g.c.resize(static_cast<size_t>(m) * n);
-  uint32_t x = 12345u;
-  auto next = [&] { return static_cast<float>((x = x * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f; };
-  for (float& v : g.a) v = next();
-  for (float& v : g.b) v = next();
+  uint32_t state = 12345u;
+  fill_uniform(g.a, state, 1.0f);
+  fill_uniform(g.b, state, 1.0f);
   return g;
 }
 
@@ -141,10 +146,9 @@ class LoneUpdate {
     size_t flat = 0;
     for (const ParamView& p : layout_) flat = std::max(flat, p.offset + p.numel);
     w_.resize(flat), g_.resize(flat);
-    uint32_t x = 777u;
-    auto next = [&] { return static_cast<float>((x = x * 1664525u + 1013904223u) >> 8) / 8.0e8f - 0.01f; };
-    for (float& v : w_) v = next();
-    for (float& v : g_) v = next();
+    uint32_t state = 777u;
+    fill_uniform(w_, state, 0.02f);
+    fill_uniform(g_, state, 0.02f);
     OptimConfig config;
     config.name = name;
     if (name == OptimizerName::adamw) config.lr = 3e-3;

@@ -33,9 +33,7 @@ det::ExactSum binned_sum_of_squares(const float* x, size_t n) {
     const size_t end = std::min(n, start + kBinnedBlock);
     std::memset(bins, 0, sizeof bins);
     for (size_t i = start; i < end; ++i) {
-      const uint32_t b = det::bits_of(x[i]);
-      const uint32_t e = (b >> 23) & 0xFFu;
-      const uint64_t m = (b & 0x7FFFFFu) | (e != 0 ? 0x800000u : 0u);
+      const auto [e, m] = fp32_bin(det::bits_of(x[i]));
       bins[i & 3][e] += m * m;
     }
     for (int e = 0; e < 255; ++e)
@@ -59,8 +57,8 @@ det::ExactSum binned_sum(const float* x, size_t n) {
     size_t specials = 0, not_neg_zero = 0;  // NaN/±Inf; elements other than -0
     for (size_t i = start; i < end; ++i) {
       const uint32_t b = det::bits_of(x[i]);
-      const uint32_t e = (b >> 23) & 0xFFu;
-      const int64_t m = (b & 0x7FFFFFu) | (e != 0 ? 0x800000u : 0u);
+      const auto [e, mu] = fp32_bin(b);
+      const int64_t m = static_cast<int64_t>(mu);
       bins[i & 3][e] += (b >> 31) != 0 ? -m : m;
       specials += e == 0xFFu;
       not_neg_zero += b != 0x80000000u;

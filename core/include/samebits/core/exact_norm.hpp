@@ -102,6 +102,17 @@ SB_HD float max_abs_of_bits(uint32_t best) {
   return best > 0x7f800000u ? det::float_of_bits(0x7fc00000u) : det::float_of_bits(best);
 }
 
+// The binned sums' view of an fp32 with bits b: its biased exponent e (the bin) and its 24-bit
+// integer significand m, so that |x| = m·2^(max(e,1) − 150) for e < 255.
+struct Fp32Bin {
+  uint32_t e;
+  uint64_t m;
+};
+inline Fp32Bin fp32_bin(uint32_t b) {
+  const uint32_t e = (b >> 23) & 0xFFu;
+  return {e, (b & 0x7FFFFFu) | (e != 0 ? 0x800000u : 0u)};
+}
+
 // Σ x[i]² exactly (each square exact in fp64), by binned_sum_of_squares over blocks of
 // kBinnedBlock on OpenMP threads, merged exactly.  x: (n), host memory
 det::ExactSum sum_of_squares(const float* x, size_t n);
@@ -129,13 +140,11 @@ class BinnedSquares {
  public:
   BinnedSquares();
   void add_square(float x) {
-    const uint32_t b = det::bits_of(x);
-    const uint32_t e = (b >> 23) & 0xFFu;
+    const auto [e, m] = fp32_bin(det::bits_of(x));
     if (e == 0xFFu) {
       sum_.add(exact_square(x));
       return;
     }
-    const uint64_t m = (b & 0x7FFFFFu) | (e != 0 ? 0x800000u : 0u);
     bins_[parity_][e] += m * m;
     parity_ ^= 1u;
     if (++pending_ == kBinnedBlock) flush();
