@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/backend.hpp"
 #include "samebits/core/config.hpp"
 #include "samebits/core/optim/optimizer.hpp"

@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/optim/optimizer.hpp"
 
 namespace {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/config.hpp"
 #include "samebits/core/optim/optimizer.hpp"
 #include "samebits/core/train/trainer.hpp"

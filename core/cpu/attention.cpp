@@ -4,7 +4,7 @@
 // softmax uses the exact max and det::lane32 sums (rule 2). Bitwise equal to ops::attention_row_*
 // and to core/cuda/attention.cu for finite q, k, v, dy (a non-finite one makes the rows it reaches
 // NaN either way, though not always the same entries). Formulas: ops/attention.hpp.
-#include "cpu_backend.hpp"
+#include "cpu_backend_class.hpp"
 #include "samebits/core/ops/attention.hpp"
 
 namespace sb::cpu {

@@ -1,16 +1,17 @@
 // The CPU backend: host memory, the rule-4 gradient accumulator (det::BlockAccumulator), the
 // optimizers' host loops and the row-sum helpers shared by the op files. Results never depend on
 // the OpenMP thread count.
-#include "cpu_backend.hpp"
+#include "cpu_backend_class.hpp"
 
 #include <omp.h>
 
 #include <cstring>
 #include <vector>
 
-#include "parallel_zero.hpp"
+#include "samebits/core/parallel_zero.hpp"
 #include "samebits/core/ops/gradient.hpp"
-#include "samebits/core/optim/optim_kernels.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
+#include "samebits/core/optim_kernels.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/block_accumulator.hpp"
 #include "samebits/det/lane32.hpp"

@@ -4,7 +4,7 @@
 // with atomic float adds (order depends on timing). Formulas: ops/embedding.hpp.
 #include <vector>
 
-#include "cpu_backend.hpp"
+#include "cpu_backend_class.hpp"
 #include "samebits/core/ops/embedding.hpp"
 #include "samebits/det/error.hpp"
 

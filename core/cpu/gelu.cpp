@@ -4,7 +4,7 @@
 // as the scalar formula, and tanh's two branches are both computed and one selected per lane.
 #include <algorithm>
 
-#include "cpu_backend.hpp"
+#include "cpu_backend_class.hpp"
 #include "samebits/core/ops/gelu.hpp"
 
 namespace sb::cpu {

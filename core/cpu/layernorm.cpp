@@ -4,7 +4,7 @@
 // ops::layernorm_row_* and to core/cuda/layernorm.cu.
 #include <vector>
 
-#include "cpu_backend.hpp"
+#include "cpu_backend_class.hpp"
 #include "samebits/core/ops/layernorm.hpp"
 #include "samebits/core/ops/matmul.hpp"
 

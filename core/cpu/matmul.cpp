@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "cpu_backend.hpp"
+#include "cpu_backend_class.hpp"
 #include "samebits/core/ops/matmul.hpp"
 #include "samebits/det/error.hpp"
 
@@ -296,7 +296,7 @@ void upper_tiles_mirrored(const Packed& pk) {
 }
 
 // The k range [begin, end) of row panel ip's chains: all of k, or cut at the panel (k_to_row,
-// k_from_row; cpu_backend.hpp).
+// k_from_row; cpu_backend_class.hpp).
 std::pair<int, int> panel_k_range(GemmPart part, int ip, int k) {
   const int row0 = ip * MR;
   return {part == GemmPart::k_from_row ? std::min(row0, k - 1) : 0,

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "cpu_backend.hpp"
+#include "cpu_backend_class.hpp"
 #include "samebits/core/ops/qk_clip.hpp"
 
 namespace sb::cpu {

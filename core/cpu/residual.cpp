@@ -1,6 +1,6 @@
 // Residual addition on the CPU: elementwise, OpenMP over elements (ops/residual.hpp), bitwise
 // equal to core/cuda/residual.cu.
-#include "cpu_backend.hpp"
+#include "cpu_backend_class.hpp"
 #include "samebits/core/ops/residual.hpp"
 
 namespace sb::cpu {

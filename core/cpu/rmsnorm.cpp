@@ -4,7 +4,7 @@
 // core/cuda/rmsnorm.cu.
 #include <vector>
 
-#include "cpu_backend.hpp"
+#include "cpu_backend_class.hpp"
 #include "samebits/core/ops/matmul.hpp"
 #include "samebits/core/ops/rmsnorm.hpp"
 

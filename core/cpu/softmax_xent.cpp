@@ -4,7 +4,7 @@
 // Formulas: ops/softmax_xent.hpp.
 #include <vector>
 
-#include "cpu_backend.hpp"
+#include "cpu_backend_class.hpp"
 #include "samebits/core/ops/softmax_xent.hpp"
 #include "samebits/det/error.hpp"
 

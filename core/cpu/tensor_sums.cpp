@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "cpu_backend.hpp"
+#include "cpu_backend_class.hpp"
 #include "samebits/core/exact_norm.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/fingerprint.hpp"

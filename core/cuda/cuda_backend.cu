@@ -3,7 +3,6 @@
 // arithmetic on values here; the ops live in their own files.
 #include "cuda_backend_class.hpp"
 
-#include "samebits/core/cuda/nccl_communicator.hpp"
 
 #include <charconv>
 #include <cstdlib>
@@ -200,11 +199,6 @@ void* CudaBackend::scratch(Scratch slot, size_t bytes) {
     b.bytes = bytes;
   }
   return b.ptr;
-}
-
-std::unique_ptr<Communicator> CudaBackend::make_peer_communicator(
-    std::unique_ptr<Communicator> transport) {
-  return make_nccl_communicator(*this, std::move(transport));
 }
 
 OptimKernels& CudaBackend::optim_kernels() {

@@ -16,7 +16,7 @@
 #include "samebits/core/backend.hpp"
 #include "samebits/core/cuda/check.hpp"
 #include "samebits/core/cuda/cuda_backend.hpp"
-#include "samebits/core/optim/optim_kernels.hpp"
+#include "samebits/core/optim_kernels.hpp"
 
 // SB_CUBLAS_CHECK(call): a cuBLAS status other than success throws sb::Error naming the call.
 #define SB_CUBLAS_CHECK(call)                                                                \
@@ -51,9 +51,6 @@ class CudaBackend final : public Backend {
   std::unique_ptr<TensorSums> make_tensor_sums(std::vector<TensorSpan> spans) override;
   void fingerprints(const float* flat, const std::vector<TensorSpan>& spans,
                     uint64_t* out) override;  // tensor_sums.cu
-  // NCCL over `transport` (nccl_communicator.hpp).
-  std::unique_ptr<Communicator> make_peer_communicator(
-      std::unique_ptr<Communicator> transport) override;
 
   void gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b,
             int ldb, float* c, int ldc, bool accumulate, Precision precision) override;

@@ -8,7 +8,7 @@
 #include "samebits/core/ops/adamw.hpp"
 #include "samebits/core/ops/muon.hpp"
 #include "samebits/core/exact_norm.hpp"
-#include "samebits/core/optim/optim_kernels.hpp"
+#include "samebits/core/optim_kernels.hpp"
 
 namespace sb::cuda {
 namespace {

@@ -14,7 +14,7 @@
 #include <map>
 #include <memory>
 
-#include "samebits/core/io/untrusted_text.hpp"
+#include "samebits/core/untrusted_text.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb::io {
@@ -215,6 +215,16 @@ std::vector<float> read_gpt_weights(const std::string& file, const GPTConfig& cf
              escape_untrusted(lm_head->name), "' differs from the token embedding, but GPT-2's head is tied to it");
   }
   return flat;
+}
+
+std::vector<float> load_initial_weights(const Config& config) {
+  if (config.train.init.empty()) return {};
+  const std::string file = init_weights_file(config.train.init);
+  const std::string digest = file_digest(file);
+  SB_CHECK(digest == config.train.init_digest, "config train.init='", escape_untrusted(config.train.init), "': ",
+           escape_untrusted(file), " has content hash ", digest, " but the experiment was defined with "
+           "train.init_digest=", config.train.init_digest, " (the file changed since, or another file is at its path)");
+  return read_gpt_weights(file, config.model);
 }
 
 }  // namespace sb::io

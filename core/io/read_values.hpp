@@ -7,7 +7,8 @@
 
 #include "samebits/core/io/isolated_read.hpp"
 #include "samebits/core/io/run_file.hpp"
-#include "samebits/core/train/trainer.hpp"
+#include "samebits/core/step_stats.hpp"
+#include "samebits/core/train_state.hpp"
 
 namespace sb::run {
 

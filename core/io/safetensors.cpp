@@ -10,7 +10,7 @@
 
 #include "samebits/core/io/h5.hpp"
 #include "samebits/core/io/json_value.hpp"
-#include "samebits/core/io/untrusted_text.hpp"
+#include "samebits/core/untrusted_text.hpp"
 #include "samebits/det/error.hpp"
 
 static_assert(std::endian::native == std::endian::little, "safetensors I/O copies little-endian bytes as they are");

@@ -2,6 +2,7 @@
 // maxima, one fp32 multiply per clipped element (on host memory, or the optimizers' kernels').
 #include "samebits/core/optim/clip.hpp"
 
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/exact_norm.hpp"
 
 namespace sb {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "samebits/core/backend.hpp"
-#include "samebits/core/optim/optim_kernels.hpp"
+#include "samebits/core/optim_kernels.hpp"
 
 namespace sb::optim_detail {
 

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "samebits/core/optim/optim_kernels.hpp"
+#include "samebits/core/optim_kernels.hpp"
 #include "samebits/core/optim/optimizer.hpp"
 
 namespace sb::optim_detail {

@@ -1,12 +1,11 @@
-// The [perturb] section (train/perturbation.hpp): ULP stepping on the fp32 bit pattern, the
-// config's checks against the tensor table, and the one-element edit of a model's weights.
+// The [perturb] section (train/perturbation.hpp): ULP stepping on the fp32 bit pattern and the
+// one-element edit of a model's weights (the config's checks: core/base/perturb_config.cpp).
 // Determinism: integer arithmetic on the bits only; the element is read from and written to the
 // backend by a 4-byte copy, so every backend and every rank writes the same new bits.
 #include "samebits/core/train/perturbation.hpp"
 
 #include <cstring>
 #include <limits>
-#include <sstream>
 
 #include "samebits/det/error.hpp"
 
@@ -22,19 +21,6 @@ int64_t ordered(uint32_t bits) {
 
 uint32_t bits_of_ordered(int64_t v) {
   return v < 0 ? 0x80000000u | uint32_t(-v) : uint32_t(v);
-}
-
-const ParamView* find_param(const std::vector<ParamView>& layout, const std::string& name) {
-  for (const ParamView& p : layout) {
-    if (p.name == name) return &p;
-  }
-  return nullptr;
-}
-
-std::string name_list(const std::vector<ParamView>& layout) {
-  std::string out;
-  for (const ParamView& p : layout) out += (out.empty() ? "" : ", ") + p.name;
-  return out;
 }
 
 }  // namespace
@@ -61,32 +47,10 @@ bool perturbation_due(const PerturbConfig& perturb, int64_t steps_done) {
   return perturb.enabled() && perturb.step == steps_done;
 }
 
-void validate_perturbation(const PerturbConfig& p, const GPTConfig& model, int64_t steps) {
-  if (!p.enabled()) {
-    const PerturbConfig off;
-    SB_CHECK(p.index == off.index && p.ulps == off.ulps && p.step == off.step, "config perturb.index=",
-             p.index, ", perturb.ulps=", p.ulps, ", perturb.step=", p.step,
-             " are set but perturb.tensor is empty (no perturbation); name the tensor to perturb, "
-             "e.g. perturb.tensor=h.0.attn.qkv.w, or remove them");
-    return;
-  }
-  const std::vector<ParamView> layout = gpt_param_layout(model);
-  const ParamView* param = find_param(layout, p.tensor);
-  SB_CHECK(param != nullptr, "config perturb.tensor='", p.tensor, "' is not a tensor of this model; "
-           "valid names: ", name_list(layout));
-  SB_CHECK(p.index >= 0 && uint64_t(p.index) < param->numel, "config perturb.index=", p.index,
-           " is outside tensor ", p.tensor, ", which has ", param->numel, " elements (index 0 … ",
-           param->numel - 1, ")");
-  SB_CHECK(p.ulps != 0, "config perturb.ulps=0 changes nothing; use a signed non-zero number of "
-           "ULPs such as 1 or -1, or leave perturb.tensor empty");
-  SB_CHECK(p.step >= 0 && p.step < steps, "config perturb.step=", p.step, " must lie in [0, train.steps=",
-           steps, "): the perturbation is applied after perturb.step steps, before the next one");
-}
-
 PerturbationApplied apply_perturbation(const PerturbConfig& perturb, GPT& model) {
   const ParamView* param = find_param(model.params(), perturb.tensor);
   SB_CHECK(param != nullptr, "perturb.tensor='", perturb.tensor, "' is not a tensor of this model; "
-           "valid names: ", name_list(model.params()));
+           "valid names: ", param_names(model.params()));
   SB_CHECK(perturb.index >= 0 && uint64_t(perturb.index) < param->numel, "perturb.index=", perturb.index,
            " is outside tensor ", perturb.tensor, " (", param->numel, " elements)");
   PerturbationApplied applied;

@@ -86,17 +86,6 @@ void GradientStatistics::from_words(const int64_t* in) {
   }
 }
 
-TensorBatchSums batch_sums(const det::ExactSum& squares, const det::ExactSum& sum, float max_abs,
-                           size_t numel) {
-  // optim/clip.hpp grad_stats, bit for bit, from the same exact sums.
-  TensorBatchSums b;
-  b.norm = sqrt_rounded(squares);
-  b.max_abs = max_abs;
-  b.mean = static_cast<float>(sum.to_f64() / static_cast<double>(numel));
-  b.sq = squares.to_f64();
-  return b;
-}
-
 void GradientStatistics::finish(const float* grad, double leaf_scale, int64_t leaves,
                                 int64_t leaf_size, StepStats& stats) {
   if (grad == nullptr) return finish(nullptr, det::ExactSum{}, leaf_scale, leaves, leaf_size, stats);

@@ -11,17 +11,18 @@
 #include <limits>
 #include <utility>
 
-#include "samebits/core/dist/exact_allreduce.hpp"
-#include "samebits/core/dist/owner_gradient.hpp"
-#include "samebits/core/dist/sharded_optimizer.hpp"
-#include "samebits/core/io/gpt_weights.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
+#include "samebits/core/parallel/exact_allreduce.hpp"
+#include "samebits/core/parallel/owner_gradient.hpp"
+#include "samebits/core/parallel/sharded_optimizer.hpp"
 #include "samebits/core/ops/gradient.hpp"
 #include "samebits/core/optim/adaptive_lr.hpp"
 #include "samebits/core/optim/clip.hpp"
 #include "samebits/core/exact_norm.hpp"
-#include "samebits/core/optim/optim_kernels.hpp"
+#include "samebits/core/optim_kernels.hpp"
 #include "samebits/core/optim/qk_clip.hpp"
 #include "samebits/core/optim/schedule.hpp"
+#include "samebits/core/untrusted_text.hpp"
 #include "samebits/core/train/perturbation.hpp"
 #include "samebits/data/permutation.hpp"
 #include "samebits/det/error.hpp"
@@ -104,6 +105,9 @@ void Trainer::build() {
 
   model_ = std::make_unique<GPT>(config_.model, static_cast<int>(config_.data.leaf_size), be_);
   model_->init(config_.train.seed);
+  SB_CHECK(options_.initial_weights == nullptr || !config_.train.init.empty(),
+           "TrainerOptions::initial_weights given, but config train.init is empty: the experiment "
+           "would not say where its weights came from; set train.init to their file");
   if (!config_.train.init.empty()) load_initial_weights();
   optimizer_ = make_optimizer(config_.optim, model_->params(), be_, config_.train.precision);
   if (options_.distributed_optimizer && comm_.size() > 1) {
@@ -131,15 +135,14 @@ void Trainer::build() {
 }
 
 void Trainer::load_initial_weights() {
-  const std::string file = io::init_weights_file(config_.train.init);
-  const std::string digest = io::file_digest(file);
-  SB_CHECK(digest == config_.train.init_digest, "config train.init='", config_.train.init, "': ", file,
-           " has content hash ", digest, " but the experiment was defined with train.init_digest=",
-           config_.train.init_digest, " (the file changed since, or another file is at its path)");
-  const std::vector<float> flat = io::read_gpt_weights(file, config_.model);
-  SB_CHECK(flat.size() == model_->flat_size(), file, ": ", flat.size(), " values for a parameter buffer of ",
-           model_->flat_size());
-  be_.copy_from_host(model_->weights().data(), flat.data(), flat.size() * sizeof(float));
+  const std::vector<float>* flat = options_.initial_weights;
+  SB_CHECK(flat != nullptr, "config train.init='", escape_untrusted(config_.train.init), "' names initial weights, "
+           "but the trainer was given none: load them with io::load_initial_weights(config) and pass "
+           "them as TrainerOptions::initial_weights");
+  SB_CHECK(flat->size() == model_->flat_size(), "initial weights of ", flat->size(),
+           " values for a parameter buffer of ", model_->flat_size());
+  be_.copy_from_host(model_->weights().data(), flat->data(), flat->size() * sizeof(float));
+  options_.initial_weights = nullptr;  // read during construction only
 }
 
 std::optional<LossScaleState> Trainer::loss_scale() const {
@@ -319,7 +322,7 @@ StepResult Trainer::step() {
   } else {
     round_gradient(scale, adds, status);
     // Fingerprints, statistics and the clip run where the gradient is (O(tensors) words back);
-    // reduce-scattered, each owner's tensors' on their owner, shared (dist/owner_gradient.hpp).
+    // reduce-scattered, each owner's tensors' on their owner, shared (parallel/owner_gradient.hpp).
     float* g_dev = grad_.data_as<float>();
     if (owner_) {
       const SharedGradient shared = owner_->share(g_dev, options_.fingerprints, options_.statistics);

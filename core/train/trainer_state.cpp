@@ -3,8 +3,8 @@
 // the state is copied bit for bit, so a run resumed from it continues bitwise.
 #include <cstring>
 
-#include "samebits/core/dist/sharded_optimizer.hpp"
-#include "samebits/core/dist/state_broadcast.hpp"
+#include "samebits/core/parallel/sharded_optimizer.hpp"
+#include "samebits/core/parallel/state_broadcast.hpp"
 #include "samebits/core/optim/adaptive_lr.hpp"
 #include "samebits/core/train/trainer.hpp"
 #include "samebits/det/error.hpp"

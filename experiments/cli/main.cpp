@@ -6,7 +6,7 @@
 #include <exception>
 #include <iostream>
 
-#include "samebits/core/io/untrusted_text.hpp"
+#include "samebits/core/untrusted_text.hpp"
 #include "samebits/cli/command.hpp"
 #include "samebits/det/build_info.hpp"
 #include "samebits/det/error.hpp"

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "samebits/core/io/untrusted_text.hpp"
+#include "samebits/core/untrusted_text.hpp"
 #include "samebits/cli/diff.hpp"
 #include "samebits/cli/json.hpp"
 

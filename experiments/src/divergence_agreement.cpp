@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/cli/divergence.hpp"
 #include "samebits/core/model/gpt.hpp"
 #include "samebits/data/sampler.hpp"

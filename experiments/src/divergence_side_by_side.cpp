@@ -10,6 +10,7 @@
 
 #include "samebits/cli/divergence.hpp"
 #include "samebits/cli/json.hpp"
+#include "samebits/core/io/gpt_weights.hpp"
 #include "samebits/core/train/trainer.hpp"
 #include "samebits/det/error.hpp"
 
@@ -67,10 +68,13 @@ SideBySide side_by_side(const Config& a, const Config& b, int64_t steps, int64_t
   s.experiment_differences = experiment_field_differences(experiment_text(a), experiment_text(b));
   s.steps = n;
   s.every = every;
-  TrainerOptions trainer_options;
-  trainer_options.statistics = false;  // not compared; fingerprints and losses are
-  Trainer ta(a, trainer_options);
-  Trainer tb(b, trainer_options);
+  TrainerOptions options_a, options_b;
+  options_a.statistics = options_b.statistics = false;  // not compared; fingerprints and losses are
+  const std::vector<float> init_a = io::load_initial_weights(a), init_b = io::load_initial_weights(b);
+  if (!a.train.init.empty()) options_a.initial_weights = &init_a;
+  if (!b.train.init.empty()) options_b.initial_weights = &init_b;
+  Trainer ta(a, options_a);
+  Trainer tb(b, options_b);
   s.distance.push_back(distance_point(0, tensors, weights(ta), weights(tb)));
   if (options.progress) options.progress(0, NAN, NAN, &s.distance.back());
   for (int64_t k = 1; k <= n; ++k) {

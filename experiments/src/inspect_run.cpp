@@ -2,7 +2,7 @@
 // here trusts the file beyond what RunReader checked: the config text is parsed like any INI file,
 // checkpoint files are read (and so checked) before they are called good, and every text taken
 // from a file is printed escaped (untrusted_text.hpp).
-#include "samebits/core/io/untrusted_text.hpp"
+#include "samebits/core/untrusted_text.hpp"
 #include "samebits/cli/inspect.hpp"
 
 #include <algorithm>

@@ -14,7 +14,7 @@
 
 #include "samebits/core/config_fields.hpp"
 #include "samebits/core/io/gpt_weights.hpp"
-#include "samebits/core/io/untrusted_text.hpp"
+#include "samebits/core/untrusted_text.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb::cli {

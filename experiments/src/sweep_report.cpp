@@ -11,7 +11,7 @@
 #include <numeric>
 #include <sstream>
 
-#include "samebits/core/io/untrusted_text.hpp"
+#include "samebits/core/untrusted_text.hpp"
 #include "samebits/cli/diff.hpp"
 #include "samebits/cli/divergence.hpp"
 #include "samebits/cli/json.hpp"

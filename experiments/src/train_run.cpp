@@ -4,7 +4,9 @@
 // is complete, when pending rows grow large, and at the end; a resume imports the newest good
 // checkpoint, so every recorded bit equals the uninterrupted run's (the trainer's contract),
 // whatever the moment the earlier session died.
-#include "samebits/core/io/untrusted_text.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
+#include "samebits/core/io/gpt_weights.hpp"
+#include "samebits/core/untrusted_text.hpp"
 #include "samebits/cli/train_run.hpp"
 
 #include <unistd.h>
@@ -17,8 +19,8 @@
 #include <iostream>
 #include <optional>
 
-#include "samebits/core/dist/launch.hpp"
-#include "samebits/core/dist/mpi.hpp"
+#include "samebits/core/parallel/launch.hpp"
+#include "samebits/core/parallel/mpi.hpp"
 #include "samebits/core/io/checkpoint.hpp"
 #include "samebits/core/io/run_file.hpp"
 #include "samebits/core/io/run_store.hpp"
@@ -181,7 +183,7 @@ void ProgressDisplay::finish() {
 TrainRunResult train_run(const Config& config, const TrainRunOptions& options, std::ostream& log) {
   // Destroyed in reverse order: the trainer before its backend and communicator. An error leaves
   // this scope as an exception, so an MPI communicator ends the job instead of finalising.
-  // The communicator follows the backend (dist/launch.hpp); it is destroyed before the backend.
+  // The communicator follows the backend (parallel/launch.hpp); it is destroyed before the backend.
   const CommunicatorPlan plan =
       plan_communicator(config.run.backend, read_launch_environment(), device_count(config), -1);
   const std::unique_ptr<Backend> backend = make_backend(config, plan.device);
@@ -189,6 +191,8 @@ TrainRunResult train_run(const Config& config, const TrainRunOptions& options, s
   TrainerOptions trainer_options;
   trainer_options.micro_leaves = options.micro_leaves;
   trainer_options.distributed_optimizer = options.distributed_optimizer;
+  const std::vector<float> initial_weights = io::load_initial_weights(config);
+  if (!config.train.init.empty()) trainer_options.initial_weights = &initial_weights;
   Trainer trainer(config, *backend, *comm, trainer_options);
   const run::RunHeader header = run_header(config, trainer);
   const bool writes = comm->rank() == 0;  // rank 0 writes the run file and talks

@@ -13,6 +13,7 @@
 #include "samebits/cli/diff.hpp"
 #include "samebits/cli/inspect.hpp"
 #include "samebits/cli/train_run.hpp"
+#include "samebits/core/io/gpt_weights.hpp"
 #include "samebits/core/io/checkpoint.hpp"
 #include "samebits/core/io/run_file.hpp"
 #include "samebits/core/io/run_store.hpp"
@@ -135,7 +136,10 @@ VerifyResult verify_run(const std::string& path, const VerifyOptions& options, s
                               build::kGitCommit + "); the contract holds for one samebits version");
   }
 
-  Trainer trainer(config);
+  const std::vector<float> initial_weights = io::load_initial_weights(config);
+  TrainerOptions trainer_options;
+  if (!config.train.init.empty()) trainer_options.initial_weights = &initial_weights;
+  Trainer trainer(config, trainer_options);
   if (from > 0) trainer.import_state(run.read_state(from));
   result.from = from;
   const std::size_t tensors = run.tensors().size();

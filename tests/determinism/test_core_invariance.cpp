@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/backend.hpp"
 #include "samebits/core/model/gpt.hpp"
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/cuda/cuda_backend.hpp"
 #include "samebits/core/model/gpt.hpp"
 #include "samebits/det/error.hpp"

@@ -9,7 +9,7 @@
 
 #include <algorithm>
 
-#include "samebits/core/dist/communicator.hpp"
+#include "samebits/core/parallel/communicator.hpp"
 
 #include "integration/test_cli_support.hpp"
 #include "support/skip.hpp"

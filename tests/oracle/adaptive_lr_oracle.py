@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Oracle of train.schedule = adaptive (core/include/samebits/core/optim/adaptive_lr.hpp): runs
+"""Oracle of train.schedule = adaptive (core/optim/include/samebits/core/optim/adaptive_lr.hpp): runs
 `samebits train` with the adaptive schedule on a small model, then recomputes every step's lr
 factor in float64 from what the run file records — series/grad_sq_est and series/trace_est (the
 exact noise estimates, McCandlish et al. 2018) — with AdaScale's gain ratio (Johnson et al. 2020)

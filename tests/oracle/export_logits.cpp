@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/cli/inspect.hpp"
 #include "samebits/core/backend.hpp"
 #include "samebits/core/io/run_file.hpp"

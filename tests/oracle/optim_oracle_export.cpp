@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/ops/muon.hpp"
 #include "samebits/core/optim/adamw.hpp"
 #include "samebits/core/optim/muon.hpp"

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "parity/parity_support.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/det/fixed_accumulator.hpp"
 #include "samebits/det/fixed_point.hpp"
 

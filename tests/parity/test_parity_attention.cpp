@@ -2,6 +2,7 @@
 // canonical dots, exact max, 32-lane sums; per-(row, channel) chains for dq, dk, dv) equals the
 // CPU bit for bit, for sequence lengths and head sizes below, at and above 32, under every launch
 // configuration; outputs inside guard bands.
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "parity/parity_support.hpp"
 
 namespace sb::test {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "parity/parity_support.hpp"
 
 namespace sb::test {

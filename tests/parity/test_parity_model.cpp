@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "parity/parity_support.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/train/trainer.hpp"
 
 namespace sb::test {

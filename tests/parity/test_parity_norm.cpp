@@ -2,6 +2,7 @@
 // det::lane32_fold's order; per-channel token chains) equals the CPU bit for bit, for row lengths
 // below, at and above multiples of 32, with and without bias, under every launch configuration;
 // outputs inside guard bands.
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "parity/parity_support.hpp"
 
 namespace sb::test {

@@ -8,9 +8,10 @@
 #include <vector>
 
 #include "parity/parity_support.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/optim/clip.hpp"
 #include "samebits/core/exact_norm.hpp"
-#include "samebits/core/optim/optim_kernels.hpp"
+#include "samebits/core/optim_kernels.hpp"
 #include "samebits/core/optim/optimizer.hpp"
 #include "unit/test_optim_support.hpp"
 

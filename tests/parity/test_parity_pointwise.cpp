@@ -4,6 +4,7 @@
 // configuration, for lengths that are not multiples of any block size; outputs inside guard bands.
 #include <random>
 
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "parity/parity_support.hpp"
 
 namespace sb::test {

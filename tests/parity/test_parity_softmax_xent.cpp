@@ -4,6 +4,7 @@
 // launch configuration; outputs inside guard bands.
 #include <random>
 
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "parity/parity_support.hpp"
 
 namespace sb::test {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "parity/parity_support.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/det/fingerprint.hpp"
 
 using namespace sb;

@@ -12,9 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/config.hpp"
 #include "samebits/core/cuda/cuda_backend.hpp"
-#include "samebits/core/dist/communicator.hpp"
+#include "samebits/core/parallel/communicator.hpp"
 #include "samebits/core/train/trainer.hpp"
 #include "samebits/det/bits.hpp"
 #include "samebits/det/error.hpp"

@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "samebits/core/dist/communicator.hpp"
+#include "samebits/core/parallel/communicator.hpp"
 
 namespace sb::test {
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/backend.hpp"
 #include "samebits/core/model/gpt.hpp"
 #include "samebits/det/fingerprint.hpp"

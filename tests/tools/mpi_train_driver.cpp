@@ -13,12 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/cli/options.hpp"
 #include "samebits/core/config.hpp"
-#include "samebits/core/dist/exact_allreduce.hpp"
-#include "samebits/core/dist/launch.hpp"
-#include "samebits/core/dist/mpi.hpp"
-#include "samebits/core/dist/sharded_optimizer.hpp"
+#include "samebits/core/parallel/exact_allreduce.hpp"
+#include "samebits/core/parallel/launch.hpp"
+#include "samebits/core/parallel/mpi.hpp"
+#include "samebits/core/parallel/sharded_optimizer.hpp"
 #include "samebits/core/train/trainer.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/fingerprint.hpp"
@@ -37,7 +38,7 @@ struct Args {
   bool bench = false;       // no statistics or fingerprints; timing and traffic lines
   int collective_reps = 0;  // > 0: time the gradient all-reduce alone, exact vs native, and stop
   bool check_collectives = false;  // check MAX and reduce-scatter against their definitions, stop
-  bool staged = false;      // the collectives on host copies through the backend (dist/launch.hpp)
+  bool staged = false;      // the collectives on host copies through the backend (parallel/launch.hpp)
 };
 
 const char* const kUsage =
@@ -276,7 +277,7 @@ double fastest_of(int reps, sb::Communicator& comm, const F& collective) {
 }
 
 // The gradient all-reduce of this model alone, on a real gradient (the last leaf's of one step):
-// the exact one (dist/exact_allreduce.hpp: block ranges, wire words, SUM, decode) and the native
+// the exact one (parallel/exact_allreduce.hpp: block ranges, wire words, SUM, decode) and the native
 // one (floats, float SUM). Bytes are the payload of one all-reduce; the fastest run of each
 // resists the noise of a shared machine (the accumulator is refilled, untimed, before each run).
 int bench_collectives(sb::Trainer& trainer, sb::Communicator& comm, int reps) {

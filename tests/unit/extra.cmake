@@ -40,3 +40,32 @@ set_tests_properties(test_fast_math_refused PROPERTIES LABELS unit TIMEOUT 300)
 if(TARGET test_h5_structure)
   target_link_libraries(test_h5_structure PRIVATE sb_hdf5)
 endif()
+
+# The layers of core/ (docs/ARCHITECTURE.md): no part can include, or link against, a part above
+# it or beside it. check_layers.py takes each part's archive and include directories from here.
+if(EXISTS /usr/bin/python3)
+  set(_parts_json "")
+  foreach(_part determinism datasets base cpu cuda model optim parallel io train)
+    if(NOT TARGET sb_${_part})
+      continue()
+    endif()
+    get_target_property(_type sb_${_part} TYPE)
+    if(NOT _type STREQUAL "STATIC_LIBRARY")
+      continue()
+    endif()
+    if(_part STREQUAL "determinism" OR _part STREQUAL "datasets")
+      set(_own "${CMAKE_SOURCE_DIR}/${_part}/include")
+    else()
+      set(_own "${CMAKE_SOURCE_DIR}/core/${_part}/include")
+    endif()
+    string(APPEND _parts_json "${_sep}\"${_part}\": {\"archive\": \"$<TARGET_FILE:sb_${_part}>\", "
+           "\"include\": \"${_own}\", "
+           "\"include_dirs\": \"$<TARGET_PROPERTY:sb_${_part},INCLUDE_DIRECTORIES>\"}")
+    set(_sep ",\n  ")
+  endforeach()
+  file(GENERATE OUTPUT ${CMAKE_BINARY_DIR}/layers.json
+       CONTENT "{\"cxx\": \"${CMAKE_CXX_COMPILER}\", \"nm\": \"${CMAKE_NM}\",\n \"parts\": {\n  ${_parts_json}}}\n")
+  add_test(NAME test_layers
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/check_layers.py ${CMAKE_BINARY_DIR}/layers.json)
+  set_tests_properties(test_layers PROPERTIES LABELS unit TIMEOUT 120)
+endif()

@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/backend.hpp"
 #include "samebits/core/exact_norm.hpp"
 #include "samebits/core/train/statistics.hpp"

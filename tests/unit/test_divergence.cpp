@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/cli/divergence.hpp"
 #include "samebits/core/model/gpt.hpp"
 #include "samebits/core/train/perturbation.hpp"

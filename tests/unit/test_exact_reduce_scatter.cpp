@@ -1,4 +1,4 @@
-// The exact reduce-scatter (dist/exact_allreduce.hpp) on 1-7 simulated ranks (support/
+// The exact reduce-scatter (parallel/exact_allreduce.hpp) on 1-7 simulated ranks (support/
 // thread_world.hpp), directly and through the host-staged communicator: random partitions of the
 // leaves over the ranks and of the gradient into owned spans; every rank's elements of its spans
 // round to the bits of one accumulator holding every leaf, and of the exact all-reduce; NaN, Inf
@@ -14,9 +14,10 @@
 #include <random>
 #include <vector>
 
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/backend.hpp"
-#include "samebits/core/dist/exact_allreduce.hpp"
-#include "samebits/core/dist/launch.hpp"
+#include "samebits/core/parallel/exact_allreduce.hpp"
+#include "samebits/core/parallel/launch.hpp"
 #include "samebits/det/bits.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/fixed_point.hpp"

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/backend.hpp"
 #include "samebits/det/fingerprint.hpp"
 #include "samebits/det/xxh3_blocks.hpp"

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/backend.hpp"
 #include "samebits/core/ops/gelu.hpp"
 #include "samebits/det/bits.hpp"

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "samebits/core/io/isolated_read.hpp"
-#include "samebits/core/io/untrusted_text.hpp"
+#include "samebits/core/untrusted_text.hpp"
 #include "samebits/det/error.hpp"
 
 using sb::io::PlainReader;

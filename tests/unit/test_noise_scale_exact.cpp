@@ -16,6 +16,7 @@
 #include <random>
 #include <vector>
 
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/config.hpp"
 #include "samebits/core/train/statistics.hpp"
 #include "samebits/core/train/trainer.hpp"

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/backend.hpp"
 #include "samebits/core/ops/layernorm.hpp"
 #include "samebits/core/ops/matmul.hpp"

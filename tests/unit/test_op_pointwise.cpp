@@ -6,6 +6,7 @@
 #include <cmath>
 #include <vector>
 
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/backend.hpp"
 #include "samebits/core/ops/embedding.hpp"
 #include "samebits/core/ops/gelu.hpp"

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/backend.hpp"
 #include "samebits/core/ops/softmax_xent.hpp"
 #include "samebits/det/bits.hpp"

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/optim/adamw.hpp"
 #include "test_optim_support.hpp"
 

@@ -14,10 +14,11 @@
 #include <string>
 #include <vector>
 
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/ops/adamw.hpp"
 #include "samebits/core/ops/muon.hpp"
 #include "samebits/core/exact_norm.hpp"
-#include "samebits/core/optim/optim_kernels.hpp"
+#include "samebits/core/optim_kernels.hpp"
 #include "samebits/det/bits.hpp"
 
 namespace {

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/optim/muon.hpp"
 #include "samebits/core/optim/schedule.hpp"
 #include "samebits/det/error.hpp"

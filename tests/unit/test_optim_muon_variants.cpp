@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/config.hpp"
 #include "samebits/core/ops/muon.hpp"
 #include "samebits/core/optim/muon.hpp"

@@ -10,7 +10,9 @@
 #include <limits>
 
 #include "integration/test_cli_support.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/io/gpt_weights.hpp"
+#include "samebits/core/model/gpt.hpp"
 #include "samebits/core/io/json_value.hpp"
 #include "samebits/core/io/safetensors.hpp"
 #include "samebits/det/error.hpp"

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "samebits/core/dist/communicator.hpp"
+#include "samebits/core/parallel/communicator.hpp"
 #include "samebits/det/error.hpp"
 
 TEST_CASE("the local communicator is rank 0 of 1 and leaves buffers unchanged") {

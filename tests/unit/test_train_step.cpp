@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/config.hpp"
 #include "samebits/core/exact_norm.hpp"
 #include "samebits/core/train/trainer.hpp"

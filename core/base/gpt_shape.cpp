@@ -1,0 +1,80 @@
+// The GPT's shape (gpt_shape.hpp): its config's validation and the tensor table, in flat-buffer
+// order with GPT-2 initialisation. Pure functions of the config: every layer and every rank builds
+// the same table.
+#include "samebits/core/gpt_shape.hpp"
+
+#include "samebits/det/error.hpp"
+#include "samebits/det/hd.hpp"
+
+namespace sb {
+
+void GPTConfig::validate() const {
+  SB_CHECK(vocab >= 2, "model.vocab=", vocab, " must be at least 2");
+  SB_CHECK(seq_len >= 1, "model.seq_len=", seq_len, " must be at least 1");
+  SB_CHECK(n_layer >= 1, "model.n_layer=", n_layer, " must be at least 1");
+  SB_CHECK(n_head >= 1, "model.n_head=", n_head, " must be at least 1");
+  SB_CHECK(n_embd >= 1 && n_embd % n_head == 0, "model.n_embd=", n_embd,
+           " is not a positive multiple of model.n_head=", n_head, "; choose n_embd = k·n_head");
+}
+
+std::string_view to_string(ParamKind k) {
+  switch (k) {
+    case ParamKind::embedding: return "embedding";
+    case ParamKind::matrix: return "matrix";
+    case ParamKind::head: return "head";
+    case ParamKind::norm: return "norm";
+    case ParamKind::bias: return "bias";
+  }
+  SB_FAIL("unknown parameter kind ", static_cast<int>(k));
+}
+
+std::vector<ParamView> gpt_param_layout(const GPTConfig& cfg) {
+  cfg.validate();
+  const int64_t V = cfg.vocab, T = cfg.seq_len, C = cfg.n_embd;
+  const float std_w = 0.02f;
+  const float std_proj = 0.02f / det::sqrt_f32(static_cast<float>(2 * cfg.n_layer));
+  const bool norm_bias = cfg.bias && cfg.norm == NormKind::layernorm;
+  std::vector<ParamView> out;
+  size_t offset = 0;
+  auto add = [&](std::string name, Shape shape, ParamKind kind, float init_std, float init_value) {
+    const size_t n = static_cast<size_t>(shape_numel(shape));
+    out.push_back(ParamView{std::move(name), std::move(shape), offset, n, kind, init_std, init_value});
+    offset += (n + kParamAlign - 1) / kParamAlign * kParamAlign;
+  };
+  add("wte", {V, C}, ParamKind::embedding, std_w, 0.0f);
+  add("wpe", {T, C}, ParamKind::embedding, std_w, 0.0f);
+  for (int l = 0; l < cfg.n_layer; ++l) {
+    const std::string h = "h." + std::to_string(l) + ".";
+    add(h + "ln1.w", {C}, ParamKind::norm, 0.0f, 1.0f);
+    if (norm_bias) add(h + "ln1.b", {C}, ParamKind::bias, 0.0f, 0.0f);
+    add(h + "attn.qkv.w", {3 * C, C}, ParamKind::matrix, std_w, 0.0f);
+    if (cfg.bias) add(h + "attn.qkv.b", {3 * C}, ParamKind::bias, 0.0f, 0.0f);
+    add(h + "attn.proj.w", {C, C}, ParamKind::matrix, std_proj, 0.0f);
+    if (cfg.bias) add(h + "attn.proj.b", {C}, ParamKind::bias, 0.0f, 0.0f);
+    add(h + "ln2.w", {C}, ParamKind::norm, 0.0f, 1.0f);
+    if (norm_bias) add(h + "ln2.b", {C}, ParamKind::bias, 0.0f, 0.0f);
+    add(h + "mlp.fc.w", {4 * C, C}, ParamKind::matrix, std_w, 0.0f);
+    if (cfg.bias) add(h + "mlp.fc.b", {4 * C}, ParamKind::bias, 0.0f, 0.0f);
+    add(h + "mlp.proj.w", {C, 4 * C}, ParamKind::matrix, std_proj, 0.0f);
+    if (cfg.bias) add(h + "mlp.proj.b", {C}, ParamKind::bias, 0.0f, 0.0f);
+  }
+  add("lnf.w", {C}, ParamKind::norm, 0.0f, 1.0f);
+  if (norm_bias) add("lnf.b", {C}, ParamKind::bias, 0.0f, 0.0f);
+  if (!cfg.tied_head) add("lm_head.w", {V, C}, ParamKind::head, std_w, 0.0f);
+  return out;
+}
+
+const ParamView* find_param(const std::vector<ParamView>& layout, const std::string& name) {
+  for (const ParamView& p : layout) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+std::string param_names(const std::vector<ParamView>& layout) {
+  std::string out;
+  for (const ParamView& p : layout) out += (out.empty() ? "" : ", ") + p.name;
+  return out;
+}
+
+}  // namespace sb

@@ -1,0 +1,327 @@
+// Backend: the only way the model (and the trainer) computes. It owns memory on its device and
+// runs each op's forward and backward in the canonical orders of docs/CONTRACT.md (or the vendor
+// orders its Numerics select). Every pointer argument is memory of this backend; shapes are given
+// in the comments, row-major, outermost first. N = B·T tokens of one leaf, in (b, t) order.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "samebits/core/numerics.hpp"
+#include "samebits/core/tensor.hpp"
+#include "samebits/det/block_wire.hpp"
+#include "samebits/det/exact_sum.hpp"
+
+namespace sb {
+
+class OptimKernels;  // optim/optim_kernels.hpp
+
+using det::WireRun;  // segments [first, last) of the exact all-reduce's wire (det/block_wire.hpp)
+
+// Elements [offset, offset + numel) of a flat buffer: one tensor of a layout.
+struct TensorSpan {
+  size_t offset = 0, numel = 0;
+};
+
+// Per-tensor exact sums over flat buffers, accumulated where the backend keeps its memory; only
+// read() brings anything (O(tensors) words) to the host. Exact (det::ExactSum, max of |x| bits),
+// so any order, partition or launch gives the same values: the statistics' inputs
+// (train/statistics.hpp).
+class TensorSums {
+ public:
+  virtual ~TensorSums() = default;
+  virtual void clear() = 0;
+  // For each span t of flat: squares[t] += Σ x² (each square exact in fp64); when `moments`
+  // also sums[t] += Σ x and max_abs[t] = max(max_abs[t], |x|).  flat: backend memory.
+  virtual void add(const float* flat, bool moments) = 0;
+  // The sums so far, to the host: squares (spans); sums (spans) and max_abs (spans) when
+  // non-null (max_abs as core/exact_norm.hpp max_abs: NaN when any |x| was NaN; 0 when empty).
+  virtual void read(det::ExactSum* squares, det::ExactSum* sums, float* max_abs) = 0;
+};
+// The host loops (OpenMP over fixed blocks), for host memory: what the CPU backend makes.
+std::unique_ptr<TensorSums> make_host_tensor_sums(std::vector<TensorSpan> spans);
+
+// Bytes a backend copied between host memory and its own (copy_to_host, copy_from_host and its
+// internal transfers), since construction: counted on every backend, the CPU's included.
+struct HostTraffic {
+  uint64_t to_host = 0, from_host = 0;
+  HostTraffic operator-(const HostTraffic& earlier) const {
+    return {to_host - earlier.to_host, from_host - earlier.from_host};
+  }
+};
+
+// Rule 4: the exact sum of many leaves' fp32 gradients, kept as fixed-point integers (the frame of
+// det::FixedAccumulator's default window) where the backend computes. add() is exact and
+// associative, so any order or partition of the same leaves gives the same sums; round() rounds
+// once, bitwise det::FixedAccumulator's rounding. Across ranks: the exact all-reduce of
+// det/block_wire.hpp (parallel/exact_allreduce.hpp runs it): MAX of block_ranges(), encode(), int64
+// SUM of the words, decode() — or its reduce-scatter, encode and decode by runs of segments.
+class GradAccumulator {
+ public:
+  virtual ~GradAccumulator() = default;
+  virtual size_t size() const = 0;  // n: the gradient length
+  virtual void clear() = 0;
+  // sums += the exact value of grad.  grad: (n) fp32, backend memory.
+  virtual void add(const float* grad) = 0;
+  // out[i] = ops::leaf_mean(round(Σ grads)[i], divisor): the exact sum rounded once to fp32,
+  // then one IEEE division (exact when divisor is a power of two).  out: (n), backend memory.
+  // Throws sb::Error when a NaN, an Inf or a value beyond the window was added.
+  virtual void round(float* out, float divisor) = 0;
+  virtual uint64_t adds() const = 0;    // add() calls, summed over ranks after decode()
+  virtual uint32_t status() const = 0;  // det::kFixed* bits
+  // The bit ranges of every block (det::WireRange per det::kWireBlock elements), backend memory.
+  virtual uint8_t* block_ranges() = 0;
+  virtual size_t range_bytes() const = 0;
+  // After the MAX all-reduce of block_ranges(): this rank's sums as wire words (backend memory,
+  // *words of them, valid until the next call) — every segment in order (the all-reduce's wire).
+  int64_t* encode(uint64_t total_adds, size_t* words);
+  // After the int64 SUM of those words: the exact sums over all ranks, adds() = total_adds.
+  void decode(uint64_t total_adds, uint32_t total_status);
+  // The reduce-scatter's form of the two (parallel/exact_allreduce.hpp): the wire of the segments of
+  // runs[0], runs[1], … one after another (a segment may appear in several runs); run_words[k]
+  // (host) ← the words of runs[k]. Returns the buffer (backend memory, Σ run_words of them).
+  virtual int64_t* encode(uint64_t total_adds, const std::vector<WireRun>& runs,
+                          uint64_t* run_words) = 0;
+  // After an int64 SUM of (at least) the words decoded here: the segments of `runs` (ascending,
+  // disjoint), read from the buffer at word first_word on, their words one after another, hold
+  // the exact sums over all ranks; the other elements keep this rank's own sums. adds() =
+  // total_adds, status() = total_status.
+  virtual void decode(uint64_t total_adds, uint32_t total_status, const std::vector<WireRun>& runs,
+                      size_t first_word) = 0;
+  // The wire's segments: det::wire_segments(size()).
+  int64_t segments() const;
+  // Bytes the accumulator holds (its sums, block descriptors and wire buffer).
+  virtual size_t memory_bytes() const = 0;
+};
+
+enum class Trans : uint8_t { no, yes };
+
+class Backend {
+ public:
+  explicit Backend(Numerics numerics) : numerics_(numerics) {}
+  virtual ~Backend() = default;
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+
+  virtual Device device() const = 0;
+  virtual std::string describe() const = 0;  // "cpu (8 OpenMP threads, AVX512)", "cuda:0 H100 ..."
+  const Numerics& numerics() const { return numerics_; }
+  void set_numerics(const Numerics& n) { numerics_ = n; }
+
+  // ---- memory -------------------------------------------------------------------------------
+  // Zero-filled storage on this backend's device (64-byte aligned at least).
+  virtual Tensor alloc(DType dtype, Shape shape) = 0;
+  virtual void copy_from_host(void* dst, const void* host_src, size_t bytes) = 0;
+  virtual void copy_to_host(void* host_dst, const void* src, size_t bytes) = 0;
+  virtual void copy(void* dst, const void* src, size_t bytes) = 0;
+  virtual void zero(void* dst, size_t bytes) = 0;
+  virtual void synchronize() {}
+  // The rule-4 accumulator for gradients of n floats (det::FixedWindow's default window).
+  virtual std::unique_ptr<GradAccumulator> make_accumulator(size_t n) = 0;
+  // The optimizers' loops and exact reductions on this backend's memory (optim/optim_kernels.hpp),
+  // owned by the backend: one object for every optimizer, Newton–Schulz and the clip.
+  virtual OptimKernels& optim_kernels() = 0;
+  // Per-tensor exact sums over `spans` of flat buffers of this backend (TensorSums).
+  virtual std::unique_ptr<TensorSums> make_tensor_sums(std::vector<TensorSpan> spans) = 0;
+  // out[t] = det::fingerprint(flat + spans[t].offset, spans[t].numel) (XXH3-64 of the raw bits),
+  // computed where flat lives; O(spans) words reach the host.  flat: backend memory.
+  virtual void fingerprints(const float* flat, const std::vector<TensorSpan>& spans,
+                            uint64_t* out) = 0;
+  // Host traffic so far (HostTraffic).
+  const HostTraffic& host_traffic() const { return host_traffic_; }
+
+  // ---- GEMM (rule 1) -----------------------------------------------------------------------
+  // C = op(A)·op(B): C (m, n) with leading dimension ldc; op(A) (m, k), op(B) (k, n); A is stored
+  // (m, k) with lda, or (k, m) when ta == yes; B is (k, n) with ldb, or (n, k) when tb == yes.
+  // Canonical: C[i][j] = fma chain over p = 0..k-1 ascending of round(A[i][p]), round(B[p][j])
+  // (ops/matmul.hpp canonical_dot), starting from +0, or from C's value when accumulate
+  // (the chain continues). round = to `precision` (RNE), the identity for fp32.
+  // Vendor: sgemm with beta = accumulate ? 1 : 0.
+  virtual void gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda,
+                    const float* b, int ldb, float* c, int ldc, bool accumulate,
+                    Precision precision) = 0;
+  // C = op(A)·op(A)ᵀ (BLAS ssyrk's product, the whole matrix): C (n, n) with ldc; op(A) (n, k), A
+  // stored (n, k) with lda, or (k, n) when ta == yes. Canonical: C[i][j] = the fma chain over
+  // p = 0..k-1 ascending of round(op(A)[i][p]), round(op(A)[j][p]) from +0 — the gemm of op(A) and
+  // op(A)ᵀ, bit for bit. Since fma(x, y, acc) = fma(y, x, acc), C[j][i]'s chain is C[i][j]'s:
+  // a backend may compute one triangle and mirror it (half the multiply-adds). For a symmetric S,
+  // syrk(S) is S·S, bitwise. Default and vendor GEMM mode: the plain gemm.
+  virtual void syrk(Trans ta, int n, int k, const float* a, int lda, float* c, int ldc,
+                    Precision precision) {
+    gemm(ta, ta == Trans::no ? Trans::yes : Trans::no, n, n, k, a, lda, a, lda, c, ldc, false,
+         precision);
+  }
+
+  // ---- ops: forward and backward. Backward ops overwrite their outputs unless stated. -------
+  // out = inp·Wᵀ (+ bias): out[n][o] = canonical_dot(inp[n], W[o]) (+ bias[o], one addition).
+  // GEMM operands in numerics().precision. Written once (core/backend.cpp): gemm_bias, or the
+  // gemm then bias_forward.
+  void matmul_forward(float* out,         // (N, OC)
+                      const float* inp,   // (N, C)
+                      const float* w,     // (OC, C)
+                      const float* bias,  // (OC) or null
+                      int N, int C, int OC);
+  // dinp = dout·W; dw = doutᵀ·inp (chain over tokens n ascending, rule 3); dbias by
+  // bias_backward. dinp, dbias may be null. Written once (core/backend.cpp).
+  void matmul_backward(float* dinp,         // (N, C) or null
+                       float* dw,           // (OC, C)
+                       float* dbias,        // (OC) or null
+                       const float* dout,   // (N, OC)
+                       const float* inp,    // (N, C)
+                       const float* w,      // (OC, C)
+                       int N, int C, int OC);
+  // out[n][o] = ops::linear_out(out[n][o], bias[o]).  out: (N, OC); bias: (OC)
+  virtual void bias_forward(float* out, const float* bias, int N, int OC) = 0;
+  // matmul_forward with a bias in one pass, where a backend can (the CPU's canonical GEMM adds
+  // the bias after each output's chain, inside its own fork/join): the same bits as the gemm then
+  // bias_forward. false: not done here, matmul_forward runs those two.
+  virtual bool gemm_bias(float* out, const float* inp, const float* w, const float* bias, int N, int C, int OC) {
+    (void)out, (void)inp, (void)w, (void)bias, (void)N, (void)C, (void)OC;
+    return false;
+  }
+  // dbias[o] = Σ_n dout[n][o] (ops::token_sum_step over n ascending from +0; numerics().reduce
+  // selects the vendor order).  dbias: (OC); dout: (N, OC)
+  virtual void bias_backward(float* dbias, const float* dout, int N, int OC) = 0;
+
+  // LayerNorm (ops/layernorm.hpp): row statistics in the 32-lane form; eps = kNormEps.
+  virtual void layernorm_forward(float* out,        // (N, C)
+                                 float* mean,       // (N)
+                                 float* rstd,       // (N)
+                                 const float* inp,  // (N, C)
+                                 const float* w,    // (C)
+                                 const float* b,    // (C) or null
+                                 int N, int C) = 0;
+  // dw[c] = Σ_n dout·xhat, db[c] = Σ_n dout (n ascending).
+  virtual void layernorm_backward(float* dinp,        // (N, C)
+                                  float* dw,          // (C)
+                                  float* db,          // (C) or null
+                                  const float* dout,  // (N, C)
+                                  const float* inp,   // (N, C)
+                                  const float* w,     // (C)
+                                  const float* mean,  // (N)
+                                  const float* rstd,  // (N)
+                                  int N, int C) = 0;
+
+  // RMSNorm (ops/rmsnorm.hpp): out = x·rstd·w, rstd = 1/√(mean(x²) + eps).
+  virtual void rmsnorm_forward(float* out,        // (N, C)
+                               float* rstd,       // (N)
+                               const float* inp,  // (N, C)
+                               const float* w,    // (C)
+                               int N, int C) = 0;
+  virtual void rmsnorm_backward(float* dinp,        // (N, C)
+                                float* dw,          // (C)
+                                const float* dout,  // (N, C)
+                                const float* inp,   // (N, C)
+                                const float* w,     // (C)
+                                const float* rstd,  // (N)
+                                int N, int C) = 0;
+
+  // Causal multi-head self-attention (ops/attention.hpp). qkv rows are [q | k | v], each C wide,
+  // head h at columns h·hs .. h·hs+hs-1 (hs = C / NH). att holds the softmax probabilities
+  // (entries t2 > t are written as 0).
+  virtual void attention_forward(float* out,        // (B, T, C)
+                                 float* att,        // (B, NH, T, T)
+                                 const float* qkv,  // (B, T, 3C)
+                                 int B, int T, int C, int NH) = 0;
+  virtual void attention_backward(float* dqkv,        // (B, T, 3C)
+                                  float* datt,        // (B, NH, T, T) scratch: d(scores)
+                                  const float* dout,  // (B, T, C)
+                                  const float* qkv,   // (B, T, 3C)
+                                  const float* att,   // (B, NH, T, T)
+                                  int B, int T, int C, int NH) = 0;
+
+  // QK-clip (optim/qk_clip.hpp, ops/qk_clip.hpp): keys[h] ← max(keys[h], the largest
+  // ops::qk_row_max_key of head h over every sequence b and token t) for h < NH — an integer max
+  // over ordered keys, so one value in any order of sequences, tokens and threads.
+  virtual void qk_max_keys(int32_t* keys,       // (NH), accumulated into
+                           const float* qkv,    // (B, T, 3C)
+                           int B, int T, int C, int NH) = 0;
+  // x[i] ← ops::qk_clip_apply(x[i], factor) for i < n: the W_q / W_k rows (or bias entries) of
+  // a clipped head.
+  virtual void qk_clip_scale(float* x, int64_t n, float factor) = 0;  // (n)
+
+  // GELU, tanh form (ops/gelu.hpp), elementwise.
+  virtual void gelu_forward(float* out, const float* inp, int64_t n) = 0;  // (n) each
+  virtual void gelu_backward(float* dinp, const float* inp, const float* dout,
+                             int64_t n) = 0;  // (n) each
+
+  // Softmax + cross-entropy, fused (ops/softmax_xent.hpp). Per row n: max (rule 6), denominator
+  // Σ exp(logit - max) (32-lane), losses[n] = log(den) - (logits[n][target] - max).
+  virtual void softmax_xent_forward(float* losses,          // (N)
+                                    float* stats,           // (N, 2): row max, denominator
+                                    const float* logits,    // (N, V)
+                                    const int32_t* targets, // (N)
+                                    int N, int V) = 0;
+  // dlogits = ((softmax - onehot) / N) · loss_scale: the gradient of the mean loss over the N
+  // rows, times loss_scale (a power of two: 1 except under fp16 loss scaling).
+  virtual void softmax_xent_backward(float* dlogits,         // (N, V)
+                                     const float* logits,    // (N, V)
+                                     const float* stats,     // (N, 2)
+                                     const int32_t* targets, // (N)
+                                     int N, int V, float loss_scale) = 0;
+
+  // Token + position embedding: out[b][t] = wte[tokens[b][t]] + wpe[t].
+  virtual void embedding_forward(float* out,              // (B, T, C)
+                                 const int32_t* tokens,   // (B, T)
+                                 const float* wte,        // (V, C)
+                                 const float* wpe,        // (T_max, C), T <= T_max
+                                 int B, int T, int C) = 0;
+  // dwte[v] += dout[n] for every token n with tokens[n] == v, n ascending (accumulates into dwte,
+  // which the tied LM head may already hold); dwpe[t] = Σ_b dout[b][t], b ascending from +0
+  // (overwrites rows 0..T-1).
+  virtual void embedding_backward(float* dwte,             // (V, C)
+                                  float* dwpe,             // (T_max, C)
+                                  const float* dout,       // (B, T, C)
+                                  const int32_t* tokens,   // (B, T)
+                                  int B, int T, int C, int V) = 0;
+
+  // out = a + b elementwise (out may alias a or b): the residual stream and its gradient.
+  virtual void residual_forward(float* out, const float* a, const float* b,
+                                int64_t n) = 0;  // (n) each
+
+ protected:
+  // Implementations count every host transfer here.
+  void count_to_host(size_t bytes) { host_traffic_.to_host += bytes; }
+  void count_from_host(size_t bytes) { host_traffic_.from_host += bytes; }
+
+ private:
+  Numerics numerics_;
+  HostTraffic host_traffic_;
+};
+
+}  // namespace sb
+
+// The op overrides of a backend class, declared once for every backend: CpuBackend and
+// CudaBackend write SB_BACKEND_OP_OVERRIDES in their class body and define each op in the op's
+// own file (core/cpu/X.cpp, core/cuda/X.cu). A new op is one virtual above and one line here.
+#define SB_BACKEND_OP_OVERRIDES                                                                    \
+  void bias_forward(float* out, const float* bias, int N, int OC) override;                        \
+  void bias_backward(float* dbias, const float* dout, int N, int OC) override;                     \
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w,   \
+                         const float* b, int N, int C) override;                                   \
+  void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp,  \
+                          const float* w, const float* mean, const float* rstd, int N,             \
+                          int C) override;                                                         \
+  void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int N,           \
+                       int C) override;                                                            \
+  void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp,               \
+                        const float* w, const float* rstd, int N, int C) override;                 \
+  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,            \
+                         int NH) override;                                                         \
+  void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,           \
+                          const float* att, int B, int T, int C, int NH) override;                 \
+  void qk_max_keys(int32_t* keys, const float* qkv, int B, int T, int C, int NH) override;        \
+  void qk_clip_scale(float* x, int64_t n, float factor) override;                                \
+  void gelu_forward(float* out, const float* inp, int64_t n) override;                             \
+  void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) override;        \
+  void softmax_xent_forward(float* losses, float* stats, const float* logits,                      \
+                            const int32_t* targets, int N, int V) override;                        \
+  void softmax_xent_backward(float* dlogits, const float* logits, const float* stats,              \
+                             const int32_t* targets, int N, int V, float loss_scale) override;     \
+  void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,    \
+                         int B, int T, int C) override;                                            \
+  void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,      \
+                          int B, int T, int C, int V) override;                                    \
+  void residual_forward(float* out, const float* a, const float* b, int64_t n) override;

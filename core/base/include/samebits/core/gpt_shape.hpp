@@ -1,0 +1,64 @@
+// The GPT's shape, below every layer that needs it: its config ([model], docs/CONFIG.md) and the
+// table of its named tensors inside the flat parameter buffer. Contract: the table is a pure
+// function of the config, so every backend, layer and rank lays the parameters out the same way.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "samebits/core/tensor.hpp"
+
+namespace sb {
+
+enum class NormKind { layernorm, rmsnorm };
+
+struct GPTConfig {
+  int vocab = 256;
+  int seq_len = 128;  // T: tokens per sequence; a leaf row holds seq_len + 1 tokens
+  int n_layer = 4;
+  int n_head = 4;
+  int n_embd = 128;   // C, a multiple of n_head
+  NormKind norm = NormKind::layernorm;
+  bool tied_head = true;  // lm_head.w is wte
+  bool bias = true;       // biases of linear layers and LayerNorms (RMSNorm has none)
+
+  // Throws sb::Error naming the bad field, its value and what to do.
+  void validate() const;
+};
+
+// What a tensor is, for the optimizers (Muon takes `matrix`, AdamW the rest) and the statistics.
+enum class ParamKind { embedding, matrix, head, norm, bias };
+std::string_view to_string(ParamKind k);
+
+// One named tensor inside the flat parameter (and gradient) buffer.
+struct ParamView {
+  std::string name;  // "wte", "h.0.attn.qkv.w", "lnf.w", ...
+  Shape shape;       // e.g. (3C, C) for h.L.attn.qkv.w
+  size_t offset;     // first element in the flat buffers; a multiple of kParamAlign
+  size_t numel;
+  ParamKind kind;
+  float init_std;  // normal(0, init_std) at init; 0: constant init_value
+  float init_value;
+};
+
+// Flat-buffer offsets are multiples of this many floats (64 bytes); the gaps hold zeros, in the
+// parameters and in every gradient.
+constexpr size_t kParamAlign = 16;
+
+// The tensors of a config, in flat-buffer order:
+//   wte (V, C) · wpe (T, C) · per layer L: h.L.ln1.w (C) [h.L.ln1.b (C)] · h.L.attn.qkv.w (3C, C)
+//   [h.L.attn.qkv.b (3C)] · h.L.attn.proj.w (C, C) [h.L.attn.proj.b (C)] · h.L.ln2.w [h.L.ln2.b]
+//   · h.L.mlp.fc.w (4C, C) [h.L.mlp.fc.b (4C)] · h.L.mlp.proj.w (C, 4C) [h.L.mlp.proj.b (C)]
+//   · lnf.w [lnf.b] · lm_head.w (V, C) when untied. [..]: with bias (norm biases: LayerNorm only).
+// GPT-2 initialisation: weights normal(0, 0.02), the residual projections (attn.proj.w,
+// mlp.proj.w) normal(0, 0.02/√(2·n_layer)); norm gains 1, biases 0.
+std::vector<ParamView> gpt_param_layout(const GPTConfig& cfg);
+
+// The tensor called `name` in `layout`, or null.
+const ParamView* find_param(const std::vector<ParamView>& layout, const std::string& name);
+// The tensors' names, comma-separated (for error messages that list the valid names).
+std::string param_names(const std::vector<ParamView>& layout);
+
+}  // namespace sb

@@ -1,0 +1,42 @@
+// A training run's state as plain data: what a checkpoint holds and every layer that moves it
+// reads or writes (the trainer exports and imports it, the run store saves it, the parallel layer
+// broadcasts it). Contract: these values are all a run needs to continue bitwise.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "samebits/data/sampler.hpp"
+
+namespace sb {
+
+// The dynamic fp16 loss scale's state (optim/loss_scale.hpp).
+struct LossScaleState {
+  double scale = 65536.0;     // the current scale (a power of two)
+  int64_t good_steps = 0;     // overflow-free steps since the last change of scale
+  int64_t skipped_steps = 0;  // steps skipped for overflow since the start of the run
+};
+
+// A named host copy of one optimizer state buffer (Optimizer::state() order). Under
+// train.schedule = adaptive the state ends with kAdaptiveStateName: the schedule's two fp64 EMAs
+// (optim/adaptive_lr.hpp), their bits carried in four fp32 slots.
+struct StateArray {
+  std::string name;         // "<tensor>/<kind>", e.g. "h.0.attn.qkv.w/momentum"
+  std::vector<float> data;  // (numel)
+};
+inline constexpr const char* kAdaptiveStateName = "schedule/adaptive_ema";
+
+// Everything needed to continue a run bitwise: a checkpoint's content. There is no RNG state:
+// initialisation and data order are counter-based (Philox keyed by seeds, streams named per
+// tensor; the sampler a pure function of the step), so (step, cursor) is all the "randomness".
+struct TrainerState {
+  int64_t step = 0;                 // steps completed
+  int64_t updates = 0;              // optimizer updates applied (fewer after skipped fp16 steps)
+  data::DataCursor cursor;          // where step `step` begins in the data (Sampler::cursor)
+  std::vector<float> weights;       // (flat_size) flat parameters, padding included
+  std::vector<StateArray> optimizer;
+  LossScaleState loss_scale;        // fp16 only; the default elsewhere
+  std::string experiment_id;        // experiment_id(config) of the run that wrote it
+};
+
+}  // namespace sb

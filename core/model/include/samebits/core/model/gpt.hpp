@@ -1,0 +1,130 @@
+// The GPT of docs/CORE.md: token + position embeddings, n_layer pre-norm blocks (LayerNorm or
+// RMSNorm, causal multi-head attention, GELU MLP), final norm, LM head (tied or not), mean
+// cross-entropy; manual backward (llm.c style). Written once against sb::Backend: it knows neither
+// the device nor the world size. Leaves' gradients are summed exactly (rule 4) and rounded once.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "samebits/core/backend.hpp"
+#include "samebits/core/gpt_shape.hpp"
+#include "samebits/core/tensor.hpp"
+#include "samebits/det/exact_sum.hpp"
+
+namespace sb {
+
+// Observer of each leaf's gradient (the trainer's leaf statistics, e.g. Σ_l ‖g_l‖²):
+// (leaf index in the list given, the leaf's mean loss, its gradient: flat (flat_size), backend
+// memory, valid during the call only).
+using LeafObserver = std::function<void(size_t leaf, float loss, const float* grad)>;
+
+// How accumulate_leaves runs each leaf beyond forward, backward and the add.
+struct LeafPass {
+  float loss_scale = 1.0f;  // backward's (fp16 loss scaling; a power of two, so exact)
+  // Called between a leaf's forward and backward, with its index (the trainer's QK-clip reads the
+  // leaf's attention inputs there).
+  std::function<void(size_t leaf)> after_forward;
+  LeafObserver on_leaf;  // called after the leaf's gradient was added
+};
+
+class GPT {
+ public:
+  // Allocates parameters, gradients and activations for leaves of `leaf_size` sequences on
+  // `backend` (which must outlive the model). Parameters start at zero: call init() or load them.
+  GPT(const GPTConfig& cfg, int leaf_size, Backend& backend);
+  ~GPT();
+  GPT(const GPT&) = delete;
+  GPT& operator=(const GPT&) = delete;
+
+  const GPTConfig& config() const { return cfg_; }
+  int leaf_size() const { return B_; }
+  Backend& backend() { return be_; }
+
+  const std::vector<ParamView>& params() const { return layout_; }
+  const ParamView& param(std::string_view name) const;  // throws sb::Error for unknown names
+  size_t flat_size() const { return flat_size_; }       // length of the flat buffers
+
+  // Flat buffers (flat_size) f32 on the backend, aligned with params(): weights, and the
+  // gradient of the last backward() (the leaf's mean-loss gradient, times loss_scale).
+  Tensor& weights() { return weights_; }
+  const Tensor& weights() const { return weights_; }
+  Tensor& grads() { return grads_; }
+  const Tensor& grads() const { return grads_; }
+
+  // GPT-2 initialisation: element i of tensor `name` = init_std · det::philox_normal(seed,
+  // det::stream_of(name), i) (one product), or its constant; padding zero.
+  void init(uint64_t seed);
+
+  // One leaf. tokens: host (leaf_size, seq_len + 1) int32; inputs are columns 0..T-1, targets
+  // 1..T. Returns the leaf's mean loss over its leaf_size·T tokens: the exact sum (rule 5)
+  // rounded to fp64, divided by the count in fp64, rounded to fp32 (reduce=native: a plain
+  // float sum in token order, divided in fp32). Keeps the activations for backward().
+  float forward(const int32_t* tokens);
+  // Gradient of the last forward()'s mean loss, times loss_scale (a power of two), into grads().
+  void backward(float loss_scale = 1.0f);
+  // The exact sum of the last forward()'s per-token losses (for batch means and ranks).
+  const det::ExactSum& loss_sum() const { return loss_sum_; }
+  int64_t leaf_tokens() const { return static_cast<int64_t>(B_) * cfg_.seq_len; }
+  // The last forward()'s per-token losses, host (leaf_size, seq_len).
+  const std::vector<float>& token_losses() const { return losses_host_; }
+  // The last forward()'s logits, backend memory (leaf_size, seq_len, vocab) f32.
+  const float* logits() const;
+  // The last forward()'s q | k | v of block `layer`, backend memory (leaf_size, seq_len, 3C) f32.
+  const float* attention_qkv(int layer) const;
+
+ private:
+  struct Layer;    // pointers of one block into the parameter, gradient and activation buffers
+  struct Buffers;  // every block's Layer and the model-level pointers (gpt.cpp)
+  void bind_buffers();
+  void norm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w,
+                    const float* b);
+  void norm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
+                     const float* w, const float* mean, const float* rstd);
+  float* wp(std::string_view name);  // weights_ of a tensor (null when absent)
+  float* gp(std::string_view name);  // grads_ of a tensor (null when absent)
+
+  GPTConfig cfg_;
+  int B_;
+  Backend& be_;
+  std::vector<ParamView> layout_;
+  size_t flat_size_ = 0;
+  Tensor weights_, grads_;
+  Tensor acts_;     // all forward activations, one allocation (see gpt.cpp for the layout)
+  Tensor scratch_;  // backward temporaries
+  Tensor tokens_;   // (2, B, T) i32: inputs, then targets
+  std::unique_ptr<Buffers> buf_;
+  std::vector<float> losses_host_;  // (B, T)
+  det::ExactSum loss_sum_;
+};
+
+// ---- batches of leaves (rule 4) ---------------------------------------------------------------
+// The batch gradient is the mean over leaves of each leaf's mean-loss gradient:
+//   g = fl( fl(Σ_l g_l) / L ),  L = total leaves of the global batch,
+// where Σ is exact (the accumulator) and rounded once, then one IEEE division (exact when L is a
+// power of two). Every leaf holds the same token count, so g is the gradient of the mean loss over
+// all tokens. The value is independent of the leaves' order, their split across calls and ranks,
+// and the thread count.
+
+// For each leaf in order: forward, pass.after_forward, backward(pass.loss_scale), add its
+// gradient into acc (not cleared here), pass.on_leaf; the per-token losses are merged exactly into
+// loss_sum. The one leaf loop: the trainer's step and batch_gradient below both run it. leaves:
+// host pointers, each (leaf_size, seq_len + 1) int32.
+void accumulate_leaves(GPT& model, std::span<const int32_t* const> leaves, GradAccumulator& acc,
+                       det::ExactSum& loss_sum, const LeafPass& pass = {});
+
+// The mean loss of `tokens` tokens whose per-token losses sum (exactly) to loss_sum: rounded to
+// fp64, divided in fp64, rounded to fp32.
+float mean_loss(const det::ExactSum& loss_sum, int64_t tokens);
+
+// One global batch on one process: clears acc, accumulates every leaf, rounds into grad_out
+// (flat (flat_size), backend memory) dividing by leaves.size(); returns the batch mean loss.
+float batch_gradient(GPT& model, std::span<const int32_t* const> leaves, GradAccumulator& acc,
+                     float* grad_out, const LeafObserver& on_leaf = {});
+
+}  // namespace sb

@@ -1,0 +1,65 @@
+// The Communicator's shared part: argument checks and byte accounting around each collective.
+// No arithmetic on the payload happens here (implementations own the reductions).
+#include "samebits/core/parallel/communicator.hpp"
+
+#include "samebits/det/error.hpp"
+
+namespace sb {
+
+void Communicator::count(Collective c, size_t bytes, size_t received) {
+  const auto k = static_cast<size_t>(c);
+  counters_.calls[k] += 1;
+  counters_.bytes[k] += bytes;
+  counters_.received[k] += received;
+}
+
+void Communicator::allreduce_sum_i64(int64_t* x, size_t n) {
+  count(Collective::allreduce_i64, n * sizeof(int64_t), n * sizeof(int64_t));
+  if (n > 0) do_allreduce_sum_i64(x, n);
+}
+
+void Communicator::allreduce_sum_u64(uint64_t* x, size_t n) {
+  count(Collective::allreduce_u64, n * sizeof(uint64_t), n * sizeof(uint64_t));
+  if (n > 0) do_allreduce_sum_u64(x, n);
+}
+
+void Communicator::allreduce_or_u32(uint32_t* x, size_t n) {
+  count(Collective::allreduce_or, n * sizeof(uint32_t), n * sizeof(uint32_t));
+  if (n > 0) do_allreduce_or_u32(x, n);
+}
+
+void Communicator::allreduce_sum_f32(float* x, size_t n) {
+  count(Collective::allreduce_f32, n * sizeof(float), n * sizeof(float));
+  if (n > 0) do_allreduce_sum_f32(x, n);
+}
+
+void Communicator::allreduce_max_u8(uint8_t* x, size_t n) {
+  count(Collective::allreduce_max, n, n);
+  if (n > 0) do_allreduce_max_u8(x, n);
+}
+
+void Communicator::reduce_scatter_sum_i64(int64_t* x, const size_t* counts) {
+  size_t total = 0;
+  for (int r = 0; r < size(); ++r) total += counts[r];
+  count(Collective::reduce_scatter, total * sizeof(int64_t), counts[rank()] * sizeof(int64_t));
+  if (total > 0) do_reduce_scatter_sum_i64(x, counts);
+}
+
+void Communicator::broadcast(void* data, size_t bytes, int root) {
+  SB_CHECK(root >= 0 && root < size(), "broadcast from root ", root, " in a world of ", size(),
+           " ranks; the root must be in [0, ", size(), ")");
+  count(Collective::broadcast, bytes, root == rank() ? 0 : bytes);
+  if (bytes > 0) do_broadcast(data, bytes, root);
+}
+
+void Communicator::allgather_u64(const uint64_t* in, size_t n, uint64_t* out) {
+  count(Collective::allgather, n * sizeof(uint64_t), n * sizeof(uint64_t) * static_cast<size_t>(size()));
+  if (n > 0) do_allgather_u64(in, n, out);
+}
+
+void Communicator::barrier() {
+  count(Collective::barrier, 0, 0);
+  do_barrier();
+}
+
+}  // namespace sb
