@@ -42,6 +42,11 @@ inline HDims hdims(const Dims& dims) { return HDims(dims.begin(), dims.end()); }
 // makes HDF5 write a new-style group from the start, and compact up to 65535 links.
 void compact_links(hid_t plist, const std::string& where);
 
+// Pins the file-format versions on a file-access list to what core/io/h5_structure.cpp walks
+// (superblock 0, object headers 1, layout 3): low bound EARLIEST, high bound V18. HDF5 1.12 and
+// 1.14 write the same structures as 1.10 then, instead of newer ones a later default might pick.
+void pin_format_versions(hid_t fapl, const std::string& where);
+
 // Little-endian file type and native memory type of a DType.
 hid_t file_type(DType dtype);
 hid_t memory_type(DType dtype);

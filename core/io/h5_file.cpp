@@ -56,6 +56,11 @@ void compact_links(hid_t plist, const std::string& where) {
   check_status(H5Pset_link_phase_change(plist, 65535, 6), where, "cannot keep links compact");
 }
 
+void pin_format_versions(hid_t fapl, const std::string& where) {
+  check_status(H5Pset_libver_bounds(fapl, H5F_LIBVER_EARLIEST, H5F_LIBVER_V18), where,
+               "cannot pin the file-format versions");
+}
+
 hid_t file_type(DType dtype) {
   switch (dtype) {
     case DType::f32: return H5T_IEEE_F32LE;
@@ -375,8 +380,10 @@ File File::create(const std::string& path, Create how) {
   f.path_ = "/";
   Handle fcpl = plist(H5P_FILE_CREATE);
   detail::compact_links(fcpl.id(), path);
+  Handle fapl = plist(H5P_FILE_ACCESS);
+  detail::pin_format_versions(fapl.id(), path);
   f.file_handle_ = Handle(check_id(H5Fcreate(path.c_str(), how == Create::truncate ? H5F_ACC_TRUNC : H5F_ACC_EXCL,
-                                             fcpl.id(), H5P_DEFAULT),
+                                             fcpl.id(), fapl.id()),
                                    path, "cannot create the HDF5 file (check the directory exists and is writable)"));
   f.handle_ = Handle(check_id(H5Gopen2(f.file_handle_.id(), "/", H5P_DEFAULT), path, "cannot open the root group"));
   return f;
@@ -393,8 +400,10 @@ File File::open(const std::string& path, Mode mode) {
   File f;
   f.file_ = path;
   f.path_ = "/";
+  Handle fapl = plist(H5P_FILE_ACCESS);
+  detail::pin_format_versions(fapl.id(), path);  // what an append adds keeps the walk's versions
   f.file_handle_ = Handle(check_id(H5Fopen(path.c_str(), mode == Mode::read_only ? H5F_ACC_RDONLY : H5F_ACC_RDWR,
-                                           H5P_DEFAULT),
+                                           fapl.id()),
                                    path, "cannot open the HDF5 file (damaged, or locked by a process writing it)"));
   f.handle_ = Handle(check_id(H5Gopen2(f.file_handle_.id(), "/", H5P_DEFAULT), path,
                               "cannot open the root group (damaged file)"));

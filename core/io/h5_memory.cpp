@@ -14,11 +14,13 @@ using detail::check_status;
 namespace {
 
 // A file-access property list selecting the core driver without backing store, and no file lock:
-// the file on disk is only read, so readers holding it open (h5py, another samebits) do not block.
+// the file on disk is only read, so readers holding it open (h5py, another samebits) do not block;
+// the format versions pinned as for files on disk.
 Handle core_access(const std::string& name) {
   Handle fapl(check_id(H5Pcreate(H5P_FILE_ACCESS), name, "cannot make a file-access property list"));
   check_status(H5Pset_fapl_core(fapl.id(), std::size_t{1} << 20, 0), name, "cannot select the in-memory driver");
   check_status(H5Pset_file_locking(fapl.id(), false, true), name, "cannot turn off file locking");
+  detail::pin_format_versions(fapl.id(), name);
   return fapl;
 }
 

@@ -112,6 +112,27 @@ TEST_CASE("files samebits writes and files of the older layout pass the walk") {
   CHECK(f.group("snapshots").is_external_link("step_39", "store.h5", "/params"));
 }
 
+// The format versions the walk reads are pinned on every file samebits creates or opens, so a
+// build against a newer HDF5 (1.12, 1.14, 2.x) writes the same structures (EARLIEST .. V18).
+TEST_CASE("files are created and opened with the format versions the walk is written for") {
+  TempDir t;
+  const auto bounds = [](const sb::h5::File& f) {
+    const hid_t file = H5Iget_file_id(f.id());
+    const hid_t fapl = H5Fget_access_plist(file);
+    H5F_libver_t low{}, high{};
+    REQUIRE(H5Pget_libver_bounds(fapl, &low, &high) >= 0);
+    H5Pclose(fapl);
+    H5Fclose(file);
+    return std::pair{low, high};
+  };
+  const auto pinned = std::pair{H5F_LIBVER_EARLIEST, H5F_LIBVER_V18};
+  sb::h5::File made = sb::h5::File::create(t.file("pinned.h5"), sb::h5::Create::truncate);
+  CHECK(bounds(made) == pinned);
+  made.close();
+  CHECK(bounds(sb::h5::File::open(t.file("pinned.h5"), sb::h5::Mode::read_write)) == pinned);
+  CHECK(bounds(sb::h5::File::create_in_memory("memory.h5")) == pinned);
+}
+
 TEST_CASE("a local heap whose size points far past the file is refused before HDF5 allocates it") {
   TempDir t;
   older_file(t.file("old.h5"));
