@@ -18,6 +18,8 @@ import tempfile
 
 here = os.path.dirname(os.path.abspath(__file__))
 notebooks = os.path.dirname(here)
+sys.path.insert(0, os.path.join(os.path.dirname(notebooks), "tests", "support"))
+from fresh_venv import fresh_venv  # noqa: E402
 env = dict(os.environ, MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1")
 
 
@@ -43,24 +45,10 @@ def main():
         return run_tests(sys.executable, notebooks, False)
     if len(sys.argv) != 3 or sys.argv[1] != "--venv":
         sys.exit("usage: run_pytest.py [--venv DIR]")
-    venv = os.path.abspath(sys.argv[2])
-    shutil.rmtree(venv, ignore_errors=True)
-    made = subprocess.run([sys.executable, "-m", "venv", venv], capture_output=True, text=True)
-    if made.returncode != 0:
-        print(f"skipped: {sys.executable} -m venv failed (apt-get install python3-venv): {made.stderr.strip()}")
-        return 77
-    python = os.path.join(venv, "bin", "python")
-    pip = [python, "-m", "pip", "--disable-pip-version-check", "--no-input"]
+    python = fresh_venv(sys.argv[2], [notebooks + "[test]"])
+    if isinstance(python, int):
+        return python
     with tempfile.TemporaryDirectory() as tmp:
-        # A tiny download first: a failure here means no package index, not a broken package.
-        probe = subprocess.run(pip + ["download", "--no-deps", "--no-cache-dir", "-d", tmp, "iniconfig"],
-                               capture_output=True, text=True, timeout=300)
-        if probe.returncode != 0:
-            print("skipped: the package index cannot be reached:", probe.stderr.strip().splitlines()[-1:])
-            return 77
-        if subprocess.run(pip + ["install", "-q", notebooks + "[test]"], timeout=1200).returncode != 0:
-            print("FAIL: pip install", notebooks + "[test]")
-            return 1
         shutil.copytree(here, os.path.join(tmp, "tests"), ignore=shutil.ignore_patterns("__pycache__"))
         return run_tests(python, tmp, True)
 

@@ -13,10 +13,12 @@ its run file and checkpoints is hashed by both h5pys: the digests must be equal.
 import argparse
 import glob
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from fresh_venv import fresh_venv  # noqa: E402
 
 WRITE_TOKENS = r'''
 import sys, h5py, numpy as np
@@ -62,22 +64,10 @@ def main():
     ap.add_argument("--samebits", required=True)
     ap.add_argument("--venv", required=True)
     args = ap.parse_args()
-    venv = os.path.abspath(args.venv)
-    shutil.rmtree(venv, ignore_errors=True)
-    made = run([sys.executable, "-m", "venv", venv])
-    if made.returncode != 0:
-        print(f"skipped: {sys.executable} -m venv failed (apt-get install python3-venv): {made.stderr.strip()}")
-        return 77
-    python = os.path.join(venv, "bin", "python")
-    pip = [python, "-m", "pip", "--disable-pip-version-check", "--no-input"]
+    python = fresh_venv(args.venv, ["h5py", "numpy"])
+    if isinstance(python, int):
+        return python
     with tempfile.TemporaryDirectory() as tmp:
-        probe = run(pip + ["download", "--no-deps", "--no-cache-dir", "-d", tmp, "iniconfig"], timeout=300)
-        if probe.returncode != 0:
-            print("skipped: the package index cannot be reached:", probe.stderr.strip().splitlines()[-1:])
-            return 77
-        if subprocess.run(pip + ["install", "-q", "h5py", "numpy"], timeout=1200).returncode != 0:
-            print("FAIL: pip install h5py numpy")
-            return 1
         wrote = run([python, "-c", WRITE_TOKENS, tmp])
         if wrote.returncode != 0:
             print("FAIL: the wheel's h5py could not write token files:", wrote.stderr)
