@@ -100,18 +100,7 @@ double vs_reference(const sb::MuonOptions& o) {
       w64[t] = ref_step(w64[t], gt, m64[t], v64[t], l[t], o, 0.9, o.lr * ctx.lr_factor);
     }
   }
-  double worst = 0.0;
-  for (size_t t = 0; t < l.size(); ++t) {
-    const auto& p = l[t];
-    if (p.kind != sb::ParamKind::matrix) continue;
-    std::vector<double> d_sb(p.numel), d_ref(p.numel);
-    for (size_t i = 0; i < p.numel; ++i) {
-      d_sb[i] = static_cast<double>(w[p.offset + i]) - w0[p.offset + i];
-      d_ref[i] = w64[t][i] - w0[p.offset + i];
-    }
-    worst = std::max(worst, sb::test::rel_error(d_sb, d_ref));
-  }
-  return worst;
+  return sb::test::worst_matrix_update_error(l, w, w0, w64);
 }
 
 sb::MuonOptions base() {

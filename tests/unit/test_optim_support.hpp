@@ -107,4 +107,23 @@ inline double rel_error(const std::vector<double>& a, const std::vector<double>&
   return num / den;
 }
 
+// The worst rel_error, over the matrices of `layout`, of the total update W_T − W_0: samebits'
+// fp32 weights `w` against the fp64 reference `w64` (one vector per tensor), both from `w0`.
+inline double worst_matrix_update_error(const std::vector<ParamView>& layout, const std::vector<float>& w,
+                                        const std::vector<float>& w0,
+                                        const std::vector<std::vector<double>>& w64) {
+  double worst = 0.0;
+  for (size_t t = 0; t < layout.size(); ++t) {
+    const auto& p = layout[t];
+    if (p.kind != ParamKind::matrix) continue;
+    std::vector<double> d_sb(p.numel), d_ref(p.numel);
+    for (size_t i = 0; i < p.numel; ++i) {
+      d_sb[i] = static_cast<double>(w[p.offset + i]) - w0[p.offset + i];
+      d_ref[i] = w64[t][i] - w0[p.offset + i];
+    }
+    worst = std::max(worst, rel_error(d_sb, d_ref));
+  }
+  return worst;
+}
+
 }  // namespace sb::test
