@@ -90,6 +90,14 @@ std::vector<int32_t> decode_hdf5_tokens(const std::string& file_name, const std:
   SB_CHECK(rank == 1, where, " has rank ", rank, ", expected a 1-D dataset of token ids");
   hsize_t n = 0;
   H5Sget_simple_extent_dims(space.get(), &n, nullptr);
+  // Every token of a dataset without filters (samebits reads no other: the structure walk before
+  // this refuses them) is stored in the file: a count the file cannot hold is damage (or chunks
+  // never written), refused before it sizes an allocation.
+  const std::size_t element = H5Tget_size(type.get());
+  struct stat st {};
+  SB_CHECK(::stat(file_name.c_str(), &st) == 0 && element > 0 && n <= uint64_t(st.st_size) / element, where,
+           " claims ", n, " tokens of ", element, " bytes, more than the file's ", st.st_size,
+           " bytes hold (damaged, or written with gaps)");
   std::vector<int32_t> tokens(n);
 
   constexpr hsize_t kChunk = hsize_t{1} << 20;
