@@ -28,11 +28,14 @@ TEST_CASE("2400 resealed mutants of HDF5 metadata: no signal, no sanitizer repor
 
 TEST_CASE("1000 damaged token files (HDF5 metadata, shard headers and sizes): no signal, no sanitizer report, no hang") {
   sbt::TempDir root;
-  // SB_HOSTILE_TOKEN_MUTANTS: mutants of each HDF5 token file (the shard gets half as many).
+  // SB_HOSTILE_TOKEN_MUTANTS: mutants of each HDF5 token file (the shard gets half as many);
+  // SB_HOSTILE_SEED as above.
   const char* count_env = std::getenv("SB_HOSTILE_TOKEN_MUTANTS");
+  const char* seed_env = std::getenv("SB_HOSTILE_SEED");
   const int count = count_env != nullptr ? std::atoi(count_env) : 400;
+  const uint64_t seed = seed_env != nullptr ? std::strtoull(seed_env, nullptr, 10) : 2026;
   sbt::FuzzCounts counts;
-  const int mutants = sbt::fuzz_token_sources(root.path.string(), count, count / 2, 10, 2026, counts);
-  MESSAGE(mutants, " token-file mutants; ", counts.summary(), counts.class_table());
+  const int mutants = sbt::fuzz_token_sources(root.path.string(), count, count / 2, 10, seed, counts);
+  MESSAGE("seed ", seed, ": ", mutants, " token-file mutants; ", counts.summary(), counts.class_table());
   CHECK_MESSAGE(counts.signals + counts.sanitizer + counts.hangs + counts.unclear == 0, counts.first_problem);
 }

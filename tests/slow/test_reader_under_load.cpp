@@ -4,7 +4,7 @@
 // HDF5 on its background thread at every step of a training loop (whose steps are OpenMP regions
 // too). A reader forked from this process could inherit one of those locks held and hang until its
 // deadline; a spawned one cannot. Every read must answer the right tokens, none may take long.
-// Label slow: 90 s on 2 shared cores (the spinning threads take most of them).
+// Label slow: 90-120 s in release on 2 shared cores (the spinning threads take most of them).
 #include <doctest/doctest.h>
 #include <omp.h>
 
