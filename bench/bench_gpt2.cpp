@@ -21,6 +21,7 @@
 #include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/cli/options.hpp"
 #include "samebits/core/backend.hpp"
+#include "samebits/core/io/token_files.hpp"
 #include "samebits/core/model/gpt.hpp"
 #include "samebits/core/optim/muon.hpp"
 #include "samebits/core/optim/ns_coefficients.hpp"
@@ -147,7 +148,7 @@ int main(int argc, char** argv) try {
   {
     auto be = make_cpu_backend(to_numerics(c));
     std::unique_ptr<data::TokenSource> src;
-    report("open data source", timed([&] { src = data::open_source(to_data_config(c), data::Split::train); }));
+    report("open data source", timed([&] { src = data::open_source(to_data_config(c), data::Split::train, io::isolated_hdf5_decoder()); }));
     std::unique_ptr<GPT> model;
     report("model buffers (weights, gradients, activations)",
            timed([&] { model = std::make_unique<GPT>(c.model, int(c.data.leaf_size), *be); }));

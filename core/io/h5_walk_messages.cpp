@@ -1,7 +1,7 @@
 // h5_walk.hpp: the object-header messages of the files samebits writes, each checked field by field
 // before HDF5 decodes it (HDF5 1.10's decoders do not bound their reads by the message's size):
-// dataspace (versions 1, 2), datatype (integers and IEEE floats as samebits writes them, fixed- and
-// variable-length strings), fill value (old and new), layout (version 3, contiguous or chunked),
+// dataspace (versions 1, 2), datatype (integers of 1, 2, 4 or 8 bytes, IEEE floats as samebits
+// writes them, fixed- and variable-length strings), fill value (old and new), layout (version 3, contiguous or chunked),
 // attribute (versions 1 to 3, nothing shared), symbol table, link info (compact storage only),
 // group info, link (hard, soft, external), continuation and modification time. Every size, count
 // and address is checked against the message and the file; anything else is refused.
@@ -38,7 +38,7 @@ constexpr uint64_t kMaxAttributeBytes = 65536;
 bool address_ok(uint64_t addr, uint64_t n, uint64_t eof) { return addr == kUndefined || (addr <= eof && n <= eof - addr); }
 
 Type integer(const Block& b, uint64_t off, uint64_t size, uint64_t bits) {
-  need((bits & ~uint64_t{0x09}) == 0 && (size == 1 || size == 4 || size == 8) && b.u(off + 8, 2) == 0 &&
+  need((bits & ~uint64_t{0x09}) == 0 && (size == 1 || size == 2 || size == 4 || size == 8) && b.u(off + 8, 2) == 0 &&
            b.u(off + 10, 2) == 8 * size,
        b.at() + off, "an integer datatype samebits does not write (", size, " bytes, bit field ", bits, ")");
   return {Type::number, size};

@@ -1,25 +1,26 @@
-// isolated_read.hpp: the forked reader process. The child gets /dev/null as stdin and stdout, a pipe
-// as stderr (a sanitizer report comes back as text), the answer pipe as fd 3 and nothing else,
-// then limits: no core dump, no file growth (RLIMIT_FSIZE 0), no new processes, a few descriptors,
-// CPU time and (without AddressSanitizer, which reserves terabytes) address space scaled to the file.
-// The parent reads both pipes with a wall-clock deadline and turns every way the child can fail
-// into one sb::Error. The child leaves with _exit: no atexit handler, no flush of copied buffers.
+// isolated_read.hpp: the caller's side. The request is written into its pipe before the spawn; the
+// reader (reader_executable()) is started with posix_spawn — glibc's clone + exec, whose child runs
+// only system calls before the exec, so a lock another thread holds (malloc, HDF5, OpenMP, MPI)
+// cannot be inherited held — with /dev/null as stdin and stdout, a pipe as stderr (a sanitizer
+// report comes back as text), the answer pipe as fd 3, the request as fd 4 and nothing else,
+// default signal dispositions and an empty signal mask. Both pipes are read with a wall-clock
+// deadline, and every way the reader can fail becomes one sb::Error.
 #include "samebits/core/io/isolated_read.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/resource.h>
+#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <cstdio>
-#include <new>
+#include <filesystem>
 
+#include "reader_request.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb::io {
@@ -45,111 +46,7 @@ void PlainReader::take(void* out, std::size_t n) {
 
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kAddressSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kAddressSanitizer = true;
-#else
-constexpr bool kAddressSanitizer = false;
-#endif
-#else
-constexpr bool kAddressSanitizer = false;
-#endif
-
-constexpr char kValues = 'V', kError = 'E';
 constexpr std::size_t kStderrKept = 64 << 10;
-
-// What the reader of a file of `file_bytes` may use. Hashing and decoding run at hundreds of MB/s,
-// so the CPU allowance is generous; the answer is never larger than the file's values plus the
-// alignment gaps of the flat parameter buffer.
-struct Limits {
-  rlim_t cpu_seconds;
-  uint64_t address_bytes;  // on top of what the process had mapped at the fork
-  std::size_t answer_bytes;
-  std::size_t expected_bytes;  // what an answer usually is: reserved, so that buffers do not regrow
-  int wall_seconds;
-};
-
-Limits limits_for(uint64_t file_bytes) {
-  Limits l;
-  l.cpu_seconds = 20 + file_bytes / (16 << 20);
-  l.address_bytes = (uint64_t{1} << 30) + 4 * file_bytes;
-  l.answer_bytes = (std::size_t{64} << 20) + 4 * file_bytes;
-  l.expected_bytes = (std::size_t{1} << 20) + 2 * file_bytes;
-  l.wall_seconds = static_cast<int>(3 * l.cpu_seconds);
-  return l;
-}
-
-void write_all(int fd, const void* data, std::size_t n) {
-  const auto* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) ::_exit(3);
-    p += w;
-    n -= static_cast<std::size_t>(w);
-  }
-}
-
-uint64_t mapped_bytes() {
-  unsigned long pages = 0;
-  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%lu", &pages) != 1) pages = 0;
-    std::fclose(f);
-  }
-  return uint64_t{pages} * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-}
-
-void set_limit(int resource, rlim_t value) {
-  const rlimit l{value, value};
-  ::setrlimit(resource, &l);  // best effort: a hard limit already lower stays
-}
-
-// In the child: descriptors, limits, the read, the answer, _exit.
-[[noreturn]] void reader_process(int answer_fd, int stderr_fd, const Limits& limits, const std::string& path,
-                                 const std::function<void(PlainWriter&)>& read) {
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  const int high_answer = ::fcntl(answer_fd, F_DUPFD, 100);
-  const int high_stderr = ::fcntl(stderr_fd, F_DUPFD, 100);
-  const int null = ::open("/dev/null", O_RDWR);
-  if (high_answer < 0 || high_stderr < 0 || null < 0) ::_exit(4);
-  ::dup2(null, 0);
-  ::dup2(null, 1);
-  ::dup2(high_stderr, 2);
-  ::dup2(high_answer, 3);
-  ::close_range(4, ~0U, 0);
-  set_limit(RLIMIT_CORE, 0);
-  set_limit(RLIMIT_FSIZE, 0);
-  set_limit(RLIMIT_NPROC, 0);
-  set_limit(RLIMIT_NOFILE, 16);
-  const rlimit cpu{limits.cpu_seconds, limits.cpu_seconds + 1};
-  ::setrlimit(RLIMIT_CPU, &cpu);
-  if (!kAddressSanitizer) set_limit(RLIMIT_AS, mapped_bytes() + limits.address_bytes);
-
-  PlainWriter answer;
-  answer.bytes().reserve(limits.expected_bytes);  // untouched until written: no page is spent on growth
-  char kind = kValues;
-  const auto refuse = [&](const std::string& message) {
-    kind = kError;
-    answer = PlainWriter();
-    answer.put_string(message);
-  };
-  try {
-    read(answer);
-  } catch (const Error& e) {
-    refuse(e.what());
-  } catch (const std::bad_alloc&) {
-    refuse(path + " could not be read safely: the reader exceeded its memory limit (sizes in the file are damaged?)");
-  } catch (const std::exception& e) {
-    refuse(path + " could not be read safely: " + e.what());
-  }
-  const uint64_t size = answer.bytes().size();
-  write_all(3, &kind, 1);
-  write_all(3, &size, sizeof size);
-  write_all(3, answer.bytes().data(), answer.bytes().size());
-  ::_exit(0);
-}
 
 // The first line of the reader's stderr that says what went wrong (a sanitizer's summary), with the
 // functions of the first frames of its stack ("in H5HG_read <- H5T__conv_vlen <- H5Aread"), the
@@ -197,7 +94,7 @@ struct Collected {
 };
 
 // Reads both pipes until the child closes them, the deadline passes or the answer grows too large.
-Collected collect(int answer_fd, int stderr_fd, const Limits& limits) {
+Collected collect(int answer_fd, int stderr_fd, const detail::Limits& limits) {
   Collected c;
   c.answer.reserve(limits.expected_bytes);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(limits.wall_seconds);
@@ -248,17 +145,93 @@ struct Pipe {
   }
 };
 
+// A copy of `fd` at 10 or above (close-on-exec), so that no source of the spawn's dup2s is one of
+// the targets 0–4 that an earlier dup2 replaces.
+struct HighFd {
+  int fd;
+  explicit HighFd(int low) : fd(::fcntl(low, F_DUPFD_CLOEXEC, 10)) {
+    SB_CHECK(fd >= 0, "cannot set up the reader process: ", std::strerror(errno));
+  }
+  ~HighFd() { ::close(fd); }
+  HighFd(const HighFd&) = delete;
+  HighFd& operator=(const HighFd&) = delete;
+};
+
+// The request into its pipe, whole, before the reader exists: the pipe is made large enough
+// (a request is a few kB: a path, a tensor table), and a write that would block is an error.
+void write_request(Pipe& pipe, const detail::Request& request) {
+  PlainWriter bytes;
+  detail::put_request(bytes, request);
+  const std::size_t n = bytes.bytes().size();
+  if (n > 65536) ::fcntl(pipe.fd[1], F_SETPIPE_SZ, static_cast<int>(std::min<std::size_t>(n, 1 << 20)));
+  const int capacity = ::fcntl(pipe.fd[1], F_GETPIPE_SZ);
+  SB_CHECK(capacity >= 0 && n <= static_cast<std::size_t>(capacity), "the request for the reader of ", request.path,
+           " is ", n, " bytes, more than its pipe holds (", capacity, ")");
+  ::fcntl(pipe.fd[1], F_SETFL, O_NONBLOCK);
+  const ssize_t w = ::write(pipe.fd[1], bytes.bytes().data(), n);
+  SB_CHECK(w == static_cast<ssize_t>(n), "cannot write the request for the reader of ", request.path, ": ",
+           std::strerror(errno));
+  pipe.close_end(1);
+}
+
+// Starts `reader` with the descriptors of the file comment; its pid.
+pid_t spawn_reader(const std::string& reader, const std::string& path, int request_fd, int answer_fd,
+                   int stderr_fd) {
+  const HighFd request(request_fd), answer(answer_fd), errors(stderr_fd);
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawnattr_init(&attr);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, errors.fd, 2);
+  posix_spawn_file_actions_adddup2(&actions, answer.fd, detail::kAnswerFd);
+  posix_spawn_file_actions_adddup2(&actions, request.fd, detail::kRequestFd);
+  posix_spawn_file_actions_addclosefrom_np(&actions, detail::kRequestFd + 1);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  std::string name = reader;
+  char* argv[] = {name.data(), nullptr};
+  pid_t pid = -1;
+  const int rc = ::posix_spawn(&pid, reader.c_str(), &actions, &attr, argv, environ);
+  posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attr);
+  SB_CHECK(rc == 0, "cannot start the reader process ", reader, " for ", path, ": ", std::strerror(rc));
+  return pid;
+}
+
 }  // namespace
 
-std::vector<std::byte> read_isolated(const std::string& path, const std::function<void(PlainWriter&)>& read) {
+std::string reader_executable() {
+  constexpr const char* kName = "samebits-reader";
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const std::string beside = (self.parent_path() / kName).string();
+  if (!ec && ::access(beside.c_str(), X_OK) == 0) return beside;
+  const std::string built = SB_READER_BUILD_PATH;
+  if (::access(built.c_str(), X_OK) == 0) return built;
+  SB_FAIL("the reader executable ", kName, " is neither beside ", self.string(), " nor at ", built,
+          "; files from others are read only by it (install it beside samebits)");
+}
+
+std::vector<std::byte> read_isolated(const std::string& kind, const std::string& path, const PlainWriter& params) {
+  return read_isolated(kind, path, params, reader_executable());
+}
+
+std::vector<std::byte> read_isolated(const std::string& kind, const std::string& path, const PlainWriter& params,
+                                     const std::string& reader) {
   struct stat st {};
   const uint64_t file_bytes = ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
-  const Limits limits = limits_for(file_bytes);
-  Pipe answer, errors;
+  const detail::Limits limits = detail::limits_for(file_bytes);
+  Pipe request, answer, errors;
+  write_request(request, {static_cast<int64_t>(::getpid()), limits, kind, path, params.bytes()});
   ::fcntl(answer.fd[1], F_SETPIPE_SZ, 1 << 20);  // best effort: fewer context switches for a large answer
-  const pid_t pid = ::fork();
-  SB_CHECK(pid >= 0, "cannot start the reader process for ", path, ": ", std::strerror(errno));
-  if (pid == 0) reader_process(answer.fd[1], errors.fd[1], limits, path, read);
+  const pid_t pid = spawn_reader(reader, path, request.fd[0], answer.fd[1], errors.fd[1]);
+  request.close_both();
   answer.close_end(1);
   errors.close_end(1);
   Collected c = collect(answer.fd[0], errors.fd[0], limits);
@@ -279,6 +252,8 @@ std::vector<std::byte> read_isolated(const std::string& path, const std::functio
     SB_FAIL(path, " could not be read safely: the reader process was killed by signal ", sig, " (", strsignal(sig),
             "), a fault inside HDF5 on damaged or crafted metadata", said);
   }
+  SB_CHECK(!WIFEXITED(status) || WEXITSTATUS(status) != 4, path, " could not be read safely: the reader ", reader,
+           " is of another samebits build (it refused the request)");
   SB_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, path,
            " could not be read safely: the reader process failed with exit status ", WEXITSTATUS(status), said);
   uint64_t size = 0;
@@ -287,15 +262,15 @@ std::vector<std::byte> read_isolated(const std::string& path, const std::functio
   std::memcpy(&size, c.answer.data() + 1, sizeof size);
   SB_CHECK(size == c.answer.size() - 1 - sizeof size, path,
            " could not be read safely: the reader's answer is incomplete");
-  const char kind = static_cast<char>(c.answer[0]);
+  const char answer_kind = static_cast<char>(c.answer[0]);
   std::vector<std::byte> payload = std::move(c.answer);
   payload.erase(payload.begin(), payload.begin() + 1 + sizeof size);
-  if (kind == kError) {
+  if (answer_kind == detail::kError) {
     PlainReader message(payload, path);
     const std::string text = message.get_string();
     throw Error(text);
   }
-  SB_CHECK(kind == kValues, path, " could not be read safely: the reader's answer is malformed");
+  SB_CHECK(answer_kind == detail::kValues, path, " could not be read safely: the reader's answer is malformed");
   return payload;
 }
 

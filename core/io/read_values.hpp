@@ -1,6 +1,7 @@
-// Internal to core/io: the plain values a reader process hands back (isolated_read.hpp) for the
-// states of the run store (checkpoints, kept and final states). The child reads and checks them with HDF5; the
-// parent decodes them and checks them again, since a subverted child could send anything.
+// Internal to core/io: the plain values that cross to and from a reader process (isolated_read.hpp)
+// for run files and the states of the run store (checkpoints, kept and final states), and the
+// reader kinds that read them (reader_kinds.cpp). The reader reads and checks them with HDF5; the
+// caller decodes them and checks them again, since a subverted reader could send anything.
 #pragma once
 #include <string>
 #include <vector>
@@ -17,4 +18,43 @@ void put_state(io::PlainWriter& out, const TrainerState& state);
 // updates); `where` names the file and group for messages.
 TrainerState get_state(io::PlainReader& in, const std::vector<TensorInfo>& tensors, const std::string& where);
 
+// A tensor table, unchecked (the receiving side checks it: check_tensors or the store file's own).
+inline void put_tensors(io::PlainWriter& out, const std::vector<TensorInfo>& tensors) {
+  out.put(uint64_t{tensors.size()});
+  for (const TensorInfo& t : tensors) {
+    out.put_string(t.name);
+    out.put_vector(t.shape);
+    out.put(t.offset);
+    out.put(t.numel);
+  }
+}
+// At most `limit` tensors (more is an error naming `where`).
+std::vector<TensorInfo> get_tensors(io::PlainReader& in, uint64_t limit, const std::string& where);
+
+inline void put_entry(io::PlainWriter& out, const StoreEntry& e) {
+  out.put(e.step);
+  out.put(e.kind);
+  out.put(e.digest);
+  out.put(e.bytes);
+}
+inline StoreEntry get_entry(io::PlainReader& in) {
+  StoreEntry e;
+  e.step = in.get<int64_t>();
+  e.kind = in.get<uint8_t>();
+  e.digest = in.get<uint64_t>();
+  e.bytes = in.get<uint64_t>();
+  return e;
+}
+
+// Reader kinds (reader_process.hpp): a run file (run_reader.cpp); a store file's parameters or
+// state, with its index entry and the run's tensor table as parameters (run_store.cpp).
+void read_run_kind(const std::string& path, io::PlainReader& params, io::PlainWriter& answer);
+void read_store_params_kind(const std::string& path, io::PlainReader& params, io::PlainWriter& answer);
+void read_store_state_kind(const std::string& path, io::PlainReader& params, io::PlainWriter& answer);
+
 }  // namespace sb::run
+
+namespace sb::io {
+// An HDF5 token dataset, with the dataset and the vocabulary as parameters (token_files.cpp).
+void read_hdf5_tokens_kind(const std::string& path, PlainReader& params, PlainWriter& answer);
+}  // namespace sb::io

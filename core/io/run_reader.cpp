@@ -219,13 +219,7 @@ void read_run(const std::string& path, io::PlainWriter& out) {
     if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::string>) out.put_string(v);
     else out.put(v);
   });
-  out.put(uint64_t{tensors.size()});
-  for (const TensorInfo& t : tensors) {
-    out.put_string(t.name);
-    out.put_vector(t.shape);
-    out.put(t.offset);
-    out.put(t.numel);
-  }
+  put_tensors(out, tensors);
   out.put(rows);
   out.put(uint64_t{shape.heads});
   for (const SeriesColumn& c : series_columns()) {
@@ -238,18 +232,33 @@ void read_run(const std::string& path, io::PlainWriter& out) {
   }
   const std::vector<StoreEntry> entries = read_store_index(f, rows);
   out.put(uint64_t{entries.size()});
-  for (const StoreEntry& e : entries) {
-    out.put(e.step);
-    out.put(e.kind);
-    out.put(e.digest);
-    out.put(e.bytes);
-  }
+  for (const StoreEntry& e : entries) put_entry(out, e);
 }
 
 }  // namespace
 
+std::vector<TensorInfo> get_tensors(io::PlainReader& in, uint64_t limit, const std::string& where) {
+  const uint64_t n = in.get<uint64_t>();
+  SB_CHECK(n <= limit, where, ": ", n, " tensors, more than ", limit);
+  std::vector<TensorInfo> tensors;
+  for (uint64_t t = 0; t < n; ++t) {
+    TensorInfo info;
+    info.name = in.get_string();
+    info.shape = in.get_vector<int64_t>();
+    info.offset = in.get<uint64_t>();
+    info.numel = in.get<uint64_t>();
+    tensors.push_back(std::move(info));
+  }
+  return tensors;
+}
+
+void read_run_kind(const std::string& path, io::PlainReader& params, io::PlainWriter& answer) {
+  params.finish();
+  read_run(path, answer);
+}
+
 RunReader RunReader::open(const std::string& path) {
-  const std::vector<std::byte> answer = io::read_isolated(path, [&](io::PlainWriter& out) { read_run(path, out); });
+  const std::vector<std::byte> answer = io::read_isolated("run", path);
   io::PlainReader in(answer, path);
   RunReader r;
   r.path_ = path;
@@ -259,16 +268,8 @@ RunReader RunReader::open(const std::string& path) {
     else v = in.get<T>();
   });
   check_info(path, r.info_);
-  const uint64_t tensors = in.get<uint64_t>();
-  SB_CHECK(tensors >= 1 && tensors <= uint64_t(kMaxTensors), path, ": ", tensors, " tensors");
-  for (uint64_t t = 0; t < tensors; ++t) {
-    TensorInfo info;
-    info.name = in.get_string();
-    info.shape = in.get_vector<int64_t>();
-    info.offset = in.get<uint64_t>();
-    info.numel = in.get<uint64_t>();
-    r.tensors_.push_back(std::move(info));
-  }
+  r.tensors_ = get_tensors(in, uint64_t(kMaxTensors), path);
+  SB_CHECK(!r.tensors_.empty(), path, ": 0 tensors");
   check_tensors(path + ":/tensors", r.tensors_);
   r.rows_ = in.get<int64_t>();
   SB_CHECK(r.rows_ >= 0 && r.rows_ <= r.info_.steps, path, ": ", r.rows_, " steps recorded of a run of ", r.info_.steps);
@@ -288,11 +289,7 @@ RunReader RunReader::open(const std::string& path) {
   const uint64_t entries = in.get<uint64_t>();
   SB_CHECK(entries <= uint64_t(r.rows_) + 1, path, ": ", entries, " store files for ", r.rows_, " recorded steps");
   for (uint64_t k = 0; k < entries; ++k) {
-    StoreEntry e;
-    e.step = in.get<int64_t>();
-    e.kind = in.get<uint8_t>();
-    e.digest = in.get<uint64_t>();
-    e.bytes = in.get<uint64_t>();
+    const StoreEntry e = get_entry(in);
     SB_CHECK(e.step >= 0 && e.step <= r.rows_ && (k == 0 || e.step > r.entries_.back().step) && e.kind != 0 &&
                  (e.kind & ~(kSnapshotBit | kStateBit | kKeptBit)) == 0,
              path, ": store index entry ", k, " (step ", e.step, ", kind ", int(e.kind), ") is out of order, beyond the ",

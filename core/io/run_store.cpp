@@ -243,14 +243,37 @@ StoreEntry write_state_file(const std::string& path, const TrainerState& state,
   });
 }
 
+void read_store_params_kind(const std::string& path, io::PlainReader& params, io::PlainWriter& answer) {
+  const StoreEntry entry = get_entry(params);
+  const std::vector<TensorInfo> tensors = get_tensors(params, UINT64_MAX, path);
+  params.finish();
+  const h5::File file = open_checked(path, entry, entry.is_state() ? kStateFormat : kSnapshotFormat);
+  const int64_t step = file.attr_int("step");
+  SB_CHECK(step == entry.step, path, ": holds step ", step, ", the index says ", entry.step);
+  answer.put_vector(read_params(file.group("params"), tensors));
+}
+
+void read_store_state_kind(const std::string& path, io::PlainReader& params, io::PlainWriter& answer) {
+  const StoreEntry entry = get_entry(params);
+  const std::vector<TensorInfo> tensors = get_tensors(params, UINT64_MAX, path);
+  params.finish();
+  const h5::File file = open_checked(path, entry, kStateFormat);
+  put_state(answer, read_state(file, tensors));
+}
+
+namespace {
+// The request of a store kind: the file's index entry and the run's tensor table.
+io::PlainWriter store_request(const StoreEntry& entry, const std::vector<TensorInfo>& tensors) {
+  io::PlainWriter params;
+  put_entry(params, entry);
+  put_tensors(params, tensors);
+  return params;
+}
+}  // namespace
+
 std::vector<float> read_store_params(const std::string& path, const StoreEntry& entry,
                                      const std::vector<TensorInfo>& tensors) {
-  const std::vector<std::byte> answer = io::read_isolated(path, [&](io::PlainWriter& out) {
-    const h5::File file = open_checked(path, entry, entry.is_state() ? kStateFormat : kSnapshotFormat);
-    const int64_t step = file.attr_int("step");
-    SB_CHECK(step == entry.step, path, ": holds step ", step, ", the index says ", entry.step);
-    out.put_vector(read_params(file.group("params"), tensors));
-  });
+  const std::vector<std::byte> answer = io::read_isolated("store-params", path, store_request(entry, tensors));
   io::PlainReader in(answer, path);
   std::vector<float> flat = in.get_vector<float>();
   in.finish();
@@ -262,10 +285,7 @@ std::vector<float> read_store_params(const std::string& path, const StoreEntry& 
 TrainerState read_store_state(const std::string& path, const StoreEntry& entry,
                               const std::vector<TensorInfo>& tensors) {
   SB_CHECK(entry.is_state(), path, ": the index records a snapshot of step ", entry.step, ", not a state");
-  const std::vector<std::byte> answer = io::read_isolated(path, [&](io::PlainWriter& out) {
-    const h5::File file = open_checked(path, entry, kStateFormat);
-    put_state(out, read_state(file, tensors));
-  });
+  const std::vector<std::byte> answer = io::read_isolated("store-state", path, store_request(entry, tensors));
   io::PlainReader in(answer, path);
   TrainerState state = get_state(in, tensors, path);
   in.finish();

@@ -2,6 +2,7 @@
 // rounding → fp16 skip/backoff → exact-norm clip → optimizer. Determinism: every cross-leaf and
 // cross-rank sum is integer (rule 4) or ExactSum (rule 5); the leaf order, micro-step split, thread
 // count and world size only change the order of integer additions.
+#include "samebits/core/io/token_files.hpp"
 #include "samebits/core/train/trainer.hpp"
 
 #include <omp.h>
@@ -96,7 +97,7 @@ void Trainer::build() {
   const data::DataConfig data_config = to_data_config(config_);
   train_source_ = options_.train_source;
   if (train_source_ == nullptr) {
-    train_owned_ = data::open_source(data_config, data::Split::train);
+    train_owned_ = data::open_source(data_config, data::Split::train, io::isolated_hdf5_decoder());
     train_source_ = train_owned_.get();
   }
   sampler_ = std::make_unique<data::Sampler>(

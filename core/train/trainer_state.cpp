@@ -3,6 +3,7 @@
 // the state is copied bit for bit, so a run resumed from it continues bitwise.
 #include <cstring>
 
+#include "samebits/core/io/token_files.hpp"
 #include "samebits/core/parallel/sharded_optimizer.hpp"
 #include "samebits/core/parallel/state_broadcast.hpp"
 #include "samebits/core/optim/adaptive_lr.hpp"
@@ -19,7 +20,7 @@ float Trainer::evaluate() {
   if (!validation_) {
     if (validation_source_ == nullptr) validation_source_ = options_.validation_source;
     if (validation_source_ == nullptr) {
-      validation_owned_ = data::open_source(to_data_config(config_), data::Split::validation);
+      validation_owned_ = data::open_source(to_data_config(config_), data::Split::validation, io::isolated_hdf5_decoder());
       validation_source_ = validation_owned_.get();
     }
     validation_ = std::make_unique<data::ValidationSet>(*validation_source_, T,

@@ -1,6 +1,6 @@
-// Hdf5Tokens: a minimal, self-contained read of a 1-D integer dataset with the HDF5 C API. Every
-// HDF5 failure becomes an sb::Error naming the file and the dataset; HDF5's own error printing is
-// silenced while we work and restored after.
+// decode_hdf5_tokens: a minimal, self-contained read of a 1-D integer dataset with the HDF5 C API.
+// Every HDF5 failure becomes an sb::Error naming the file and the dataset; HDF5's own error printing
+// is silenced while we work and restored after. Hdf5Tokens: the decoded tokens, checked again.
 #include "samebits/data/hdf5_tokens.hpp"
 
 #include <hdf5.h>
@@ -58,6 +58,11 @@ const char* class_name(H5T_class_t c) {
   }
 }
 
+void check_token(const std::string& where, int64_t v, uint64_t position, uint64_t vocab) {
+  SB_CHECK(v >= 0 && uint64_t(v) < vocab, where, ": token ", v, " at position ", position,
+           " is outside the vocabulary [0, ", vocab, ") (model.vocab)");
+}
+
 }  // namespace
 
 std::pair<std::string, std::string> split_hdf5_path(const std::string& spec) {
@@ -67,16 +72,13 @@ std::pair<std::string, std::string> split_hdf5_path(const std::string& spec) {
   return {spec.substr(0, colon), spec.substr(colon + 1)};
 }
 
-Hdf5Tokens::Hdf5Tokens(const std::string& spec, uint64_t vocab) : vocab_(vocab) {
-  std::tie(file_, dataset_) = split_hdf5_path(spec);
-  const std::string where = "hdf5 '" + file_ + "', dataset '" + dataset_ + "'";
-  struct stat st {};
-  SB_CHECK(::stat(file_.c_str(), &st) == 0, "hdf5 '", file_, "': no such file");
+std::vector<int32_t> decode_hdf5_tokens(const std::string& file_name, const std::string& dataset, uint64_t vocab) {
+  const std::string where = "hdf5 '" + file_name + "', dataset '" + dataset + "'";
   QuietHdf5 quiet;
-  Handle file(H5Fopen(file_.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
-  SB_CHECK(file.ok(), "hdf5 '", file_, "' cannot be opened: not an HDF5 file, or not readable");
-  Handle ds(H5Dopen2(file.get(), dataset_.c_str(), H5P_DEFAULT), H5Dclose);
-  SB_CHECK(ds.ok(), "hdf5 '", file_, "' has no dataset '", dataset_, "'");
+  Handle file(H5Fopen(file_name.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  SB_CHECK(file.ok(), "hdf5 '", file_name, "' cannot be opened: not an HDF5 file, or not readable");
+  Handle ds(H5Dopen2(file.get(), dataset.c_str(), H5P_DEFAULT), H5Dclose);
+  SB_CHECK(ds.ok(), "hdf5 '", file_name, "' has no dataset '", dataset, "'");
   Handle type(H5Dget_type(ds.get()), H5Tclose);
   SB_CHECK(type.ok(), where, ": cannot read the datatype");
   const H5T_class_t cls = H5Tget_class(type.get());
@@ -88,7 +90,15 @@ Hdf5Tokens::Hdf5Tokens(const std::string& spec, uint64_t vocab) : vocab_(vocab) 
   SB_CHECK(rank == 1, where, " has rank ", rank, ", expected a 1-D dataset of token ids");
   hsize_t n = 0;
   H5Sget_simple_extent_dims(space.get(), &n, nullptr);
-  tokens_.resize(n);
+  // Every token of a dataset without filters (samebits reads no other: the structure walk before
+  // this refuses them) is stored in the file: a count the file cannot hold is damage (or chunks
+  // never written), refused before it sizes an allocation.
+  const std::size_t element = H5Tget_size(type.get());
+  struct stat st {};
+  SB_CHECK(::stat(file_name.c_str(), &st) == 0 && element > 0 && n <= uint64_t(st.st_size) / element, where,
+           " claims ", n, " tokens of ", element, " bytes, more than the file's ", st.st_size,
+           " bytes hold (damaged, or written with gaps)");
+  std::vector<int32_t> tokens(n);
 
   constexpr hsize_t kChunk = hsize_t{1} << 20;
   std::vector<int64_t> buffer(std::min<hsize_t>(n, kChunk));  // (chunk,)
@@ -101,12 +111,20 @@ Hdf5Tokens::Hdf5Tokens(const std::string& spec, uint64_t vocab) : vocab_(vocab) 
     SB_CHECK(H5Dread(ds.get(), H5T_NATIVE_INT64, mem.get(), space.get(), H5P_DEFAULT, buffer.data()) >= 0,
              where, ": cannot read elements [", start, ", ", start + count, ")");
     for (hsize_t i = 0; i < count; ++i) {
-      const int64_t v = buffer[i];
-      SB_CHECK(v >= 0 && uint64_t(v) < vocab_, where, ": token ", v, " at position ", start + i,
-               " is outside the vocabulary [0, ", vocab_, ") (model.vocab)");
-      tokens_[start + i] = int32_t(v);
+      check_token(where, buffer[i], start + i, vocab);
+      tokens[start + i] = int32_t(buffer[i]);
     }
   }
+  return tokens;
+}
+
+Hdf5Tokens::Hdf5Tokens(const std::string& spec, uint64_t vocab, const Hdf5Decoder& decode) : vocab_(vocab) {
+  std::tie(file_, dataset_) = split_hdf5_path(spec);
+  struct stat st {};
+  SB_CHECK(::stat(file_.c_str(), &st) == 0, "hdf5 '", file_, "': no such file");
+  tokens_ = decode(file_, dataset_, vocab_);
+  const std::string where = "hdf5 '" + file_ + "', dataset '" + dataset_ + "'";
+  for (std::size_t i = 0; i < tokens_.size(); ++i) check_token(where, tokens_[i], i, vocab_);
 }
 
 std::string Hdf5Tokens::describe() const {

@@ -10,7 +10,7 @@ namespace sb::data {
 
 const char* split_name(Split split) { return split == Split::train ? "train" : "validation"; }
 
-std::unique_ptr<TokenSource> open_source(const DataConfig& config, Split split) {
+std::unique_ptr<TokenSource> open_source(const DataConfig& config, Split split, const Hdf5Decoder& decode_hdf5) {
   SB_CHECK(config.vocab >= 1 && uint64_t(config.vocab) <= kMaxVocab, "model.vocab=", config.vocab,
            " is outside [1, 2^31]");
   const uint64_t vocab = uint64_t(config.vocab);
@@ -22,7 +22,7 @@ std::unique_ptr<TokenSource> open_source(const DataConfig& config, Split split) 
            split == Split::train ? "path" : "val_path", " (the ", split_name(split), " data)");
   if (config.source == "shards") return std::make_unique<ShardFiles>(path, vocab);
   if (config.source == "text") return std::make_unique<TextFile>(path, vocab);
-  if (config.source == "hdf5") return std::make_unique<Hdf5Tokens>(path, vocab);
+  if (config.source == "hdf5") return std::make_unique<Hdf5Tokens>(path, vocab, decode_hdf5);
   SB_FAIL("data.source='", config.source, "' is not a source; use synthetic, shards, text or hdf5");
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "samebits/cli/command.hpp"
+#include "samebits/core/io/token_files.hpp"
 #include "samebits/data/hdf5_tokens.hpp"
 #include "samebits/data/ngram.hpp"
 #include "samebits/data/shards.hpp"
@@ -171,7 +172,7 @@ int inspect(const Options& o) {
   }
   std::printf("file:        %s\n", path.c_str());
   if (path.find(":/") != std::string::npos) {
-    const data::Hdf5Tokens src(path, data::kMaxVocab);
+    const data::Hdf5Tokens src(path, data::kMaxVocab, io::isolated_hdf5_decoder());
     std::printf("format:      HDF5 1-D integer dataset\n");
     print_common(src, o.sample, false);
     return kExitOk;

@@ -9,6 +9,7 @@
 
 #include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/cli/divergence.hpp"
+#include "samebits/core/io/token_files.hpp"
 #include "samebits/core/model/gpt.hpp"
 #include "samebits/data/sampler.hpp"
 #include "samebits/det/error.hpp"
@@ -43,7 +44,7 @@ AgreementProbe::AgreementProbe(const Config& config, int64_t sequences) : impl_(
   p.backend = make_cpu_backend(Numerics::deterministic(config.train.precision));
   p.model_a = std::make_unique<GPT>(config.model, 1, *p.backend);
   p.model_b = std::make_unique<GPT>(config.model, 1, *p.backend);
-  p.source = data::open_source(to_data_config(config), data::Split::validation);
+  p.source = data::open_source(to_data_config(config), data::Split::validation, io::isolated_hdf5_decoder());
   p.batch = std::make_unique<data::ValidationSet>(*p.source, config.model.seq_len, uint64_t(n));
 }
 

@@ -2,8 +2,9 @@
 // of structure the file holds, in run files as written and with variable-length strings as older
 // files have them, and in checkpoints — through inspect, diff, verify --steps 2 and train --resume.
 // Each is read correctly or refused with one clear line (exit 2); never a signal, a sanitizer report
-// or a hang. tests/slow/test_hostile_files_slow.cpp runs 2000 and more.
-#include "integration/test_hostile_files.hpp"
+// or a hang. The same for token files from others (test_hostile_tokens.hpp: HDF5 and llm.c shards)
+// through data inspect and train. tests/slow/test_hostile_files_slow.cpp runs 2000 and more.
+#include "integration/test_hostile_tokens.hpp"
 
 TEST_CASE("resealed mutants of HDF5 metadata: every command reads them or refuses them clearly") {
   sbt::TempDir root;
@@ -17,6 +18,16 @@ TEST_CASE("resealed mutants of HDF5 metadata: every command reads them or refuse
   MESSAGE(m.runs.size(), " run-file and ", m.checkpoints.size(), " checkpoint mutants; ", counts.summary());
   CHECK_MESSAGE(counts.signals + counts.sanitizer + counts.hangs + counts.unclear == 0, counts.first_problem);
   CHECK(counts.refused > 0);
+}
+
+TEST_CASE("damaged token files (HDF5 metadata, shard headers and sizes): data inspect and train read or refuse them") {
+  sbt::TempDir root;
+  sbt::FuzzCounts counts;
+  const int mutants = sbt::fuzz_token_sources(root.path.string(), 16, 16, 4, 41, counts);
+  MESSAGE(mutants, " token-file mutants; ", counts.summary());
+  CHECK_MESSAGE(counts.signals + counts.sanitizer + counts.hangs + counts.unclear == 0, counts.first_problem);
+  CHECK(counts.refused > 0);
+  CHECK(counts.unsafe + counts.read < counts.commands);  // most are refused by HDF5 or the checks, not all read
 }
 
 TEST_CASE("text from a resealed file reaches the terminal escaped") {

@@ -12,6 +12,7 @@
 #include <hdf5.h>
 
 #include <cctype>
+#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -208,12 +209,10 @@ inline void vlen_string_copy(const std::string& source, const std::string& path)
   sb::run::seal_file(path);
 }
 
-// `count` mutants of `source` (a sealed file): 1 to 3 changes each, inside metadata regions taken
-// in turn by kind, sealed again. Written to <dir>/<prefix><i>.h5.
-inline std::vector<Variant> metadata_mutants(const std::string& source, const std::string& dir,
-                                             const std::string& prefix, int count, uint64_t seed) {
-  std::vector<char> good = read_bytes(source);
-  good.resize(good.size() - sb::run::kSealBytes);
+// `count` mutants of the HDF5 file content `good`: 1 to 3 changes each, inside metadata regions
+// taken in turn by kind; keep(i, bytes, what) stores each.
+inline void mutate_metadata(const std::vector<char>& good, int count, uint64_t seed,
+                            const std::function<void(int, const std::vector<char>&, const std::string&)>& keep) {
   const MetadataMap map(good);
   std::map<std::string, std::vector<Region>> by_kind;
   for (const Region& r : map.regions()) by_kind[r.kind].push_back(r);
@@ -223,7 +222,6 @@ inline std::vector<Variant> metadata_mutants(const std::string& source, const st
   const uint64_t interesting[] = {0, 1, 2, 0x7f, 0x80, 0xff, 0x7fff, 0xffff, 0x7fffffff, 0xffffffff,
                                   uint64_t(good.size()), uint64_t(good.size()) + 1, uint64_t(1) << 32,
                                   uint64_t(1) << 62, ~uint64_t(0)};
-  std::vector<Variant> out;
   for (int i = 0; i < count; ++i) {
     std::vector<char> bytes = good;
     const std::string& kind = kinds[std::size_t(i) % kinds.size()];
@@ -242,11 +240,23 @@ inline std::vector<Variant> metadata_mutants(const std::string& source, const st
       what += " " + std::to_string(width) + " bytes at " + std::to_string(at);
     }
     if (bytes == good) bytes[regions.front().at] = char(bytes[regions.front().at] ^ 0x40);
+    keep(i, bytes, what);
+  }
+}
+
+// `count` metadata mutants of `source` (a sealed file), sealed again. Written to
+// <dir>/<prefix><i>.h5.
+inline std::vector<Variant> metadata_mutants(const std::string& source, const std::string& dir,
+                                             const std::string& prefix, int count, uint64_t seed) {
+  std::vector<char> good = read_bytes(source);
+  good.resize(good.size() - sb::run::kSealBytes);
+  std::vector<Variant> out;
+  mutate_metadata(good, count, seed, [&](int i, const std::vector<char>& bytes, const std::string& what) {
     const std::string path = dir + "/" + prefix + std::to_string(i) + ".h5";
     copy_run(source, path, &bytes);  // a run file's mutant keeps its store beside it
     sb::run::seal_file(path);
     out.push_back({path, what, false});
-  }
+  });
   return out;
 }
 

@@ -7,6 +7,7 @@
 
 #include "parity/parity_support.hpp"
 #include "samebits/core/cpu/cpu_backend.hpp"
+#include "samebits/core/io/token_files.hpp"
 #include "samebits/core/train/trainer.hpp"
 
 namespace sb::test {
@@ -16,7 +17,7 @@ Config tiny_config() { return parity_gpt_config(); }
 
 // Leaf `l` of step 0 of the tiny config's data: (leaf_size, seq_len + 1) tokens.
 std::vector<int32_t> leaf_tokens(const Config& c, int l) {
-  const auto source = data::open_source(to_data_config(c), data::Split::train);
+  const auto source = data::open_source(to_data_config(c), data::Split::train, io::isolated_hdf5_decoder());
   const data::Sampler sampler(*source, c.model.seq_len, static_cast<int>(c.data.leaf_size),
                               static_cast<int>(c.data.leaves), c.data.seed);
   std::vector<int32_t> t(static_cast<size_t>(c.data.leaf_size) * (c.model.seq_len + 1));

@@ -1,8 +1,10 @@
 // The long resealing fuzzer (label slow; test_hostile_files.hpp): 2400 mutants of a finished run's
 // HDF5 metadata (a quarter with variable-length strings) through inspect and diff, every 10th also
 // through verify --steps 2 and train --resume, and 100 mutants of a checkpoint under --resume.
-// Run it under the debug preset (ASan+UBSan) and the release build; its MESSAGE gives the counts.
-#include "integration/test_hostile_files.hpp"
+// Then 2 x 400 mutants of HDF5 token files and 200 of an llm.c shard, through data inspect and
+// (every 10th) train. Run it under the debug preset (ASan+UBSan) and the release build; the
+// MESSAGEs give the counts.
+#include "integration/test_hostile_tokens.hpp"
 
 TEST_CASE("2400 resealed mutants of HDF5 metadata: no signal, no sanitizer report, no hang") {
   sbt::TempDir root;
@@ -21,5 +23,19 @@ TEST_CASE("2400 resealed mutants of HDF5 metadata: no signal, no sanitizer repor
   sbt::fuzz_checkpoints(m.checkpoints, s, root.path.string(), counts);
   MESSAGE("seed ", seed, ": ", m.runs.size(), " run-file and ", m.checkpoints.size(), " checkpoint mutants; ", counts.summary(),
           counts.class_table());
+  CHECK_MESSAGE(counts.signals + counts.sanitizer + counts.hangs + counts.unclear == 0, counts.first_problem);
+}
+
+TEST_CASE("1000 damaged token files (HDF5 metadata, shard headers and sizes): no signal, no sanitizer report, no hang") {
+  sbt::TempDir root;
+  // SB_HOSTILE_TOKEN_MUTANTS: mutants of each HDF5 token file (the shard gets half as many);
+  // SB_HOSTILE_SEED as above.
+  const char* count_env = std::getenv("SB_HOSTILE_TOKEN_MUTANTS");
+  const char* seed_env = std::getenv("SB_HOSTILE_SEED");
+  const int count = count_env != nullptr ? std::atoi(count_env) : 400;
+  const uint64_t seed = seed_env != nullptr ? std::strtoull(seed_env, nullptr, 10) : 2026;
+  sbt::FuzzCounts counts;
+  const int mutants = sbt::fuzz_token_sources(root.path.string(), count, count / 2, 10, seed, counts);
+  MESSAGE("seed ", seed, ": ", mutants, " token-file mutants; ", counts.summary(), counts.class_table());
   CHECK_MESSAGE(counts.signals + counts.sanitizer + counts.hangs + counts.unclear == 0, counts.first_problem);
 }

@@ -69,3 +69,11 @@ if(EXISTS /usr/bin/python3)
            COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/check_layers.py ${CMAKE_BINARY_DIR}/layers.json)
   set_tests_properties(test_layers PROPERTIES LABELS unit TIMEOUT 120)
 endif()
+
+# The reader process's failure paths run in a test reader with misbehaving kinds.
+add_executable(test_reader_probe ${CMAKE_CURRENT_LIST_DIR}/../support/reader_probe.cpp)
+sb_target_defaults(test_reader_probe)
+target_link_libraries(test_reader_probe PRIVATE sb_io)
+set_target_properties(test_reader_probe PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin/tests)
+add_dependencies(test_isolated_read test_reader_probe)
+target_compile_definitions(test_isolated_read PRIVATE SB_TEST_READER="$<TARGET_FILE:test_reader_probe>")

@@ -14,16 +14,22 @@
 #include <string>
 #include <vector>
 
+#include "samebits/core/io/token_files.hpp"
 #include "samebits/data/hdf5_tokens.hpp"
 #include "samebits/data/sampler.hpp"
 #include "samebits/data/shards.hpp"
 #include "samebits/data/text_file.hpp"
 #include "samebits/det/error.hpp"
+#include "support/token_files.hpp"
 
 using namespace sb::data;
 namespace fs = std::filesystem;
 
 namespace {
+
+// HDF5 token files are decoded as samebits decodes them: in the reader process, whose errors keep
+// their message.
+const Hdf5Decoder decode = sb::io::isolated_hdf5_decoder();
 
 // A fresh directory under the system temp folder, removed with everything in it at scope exit.
 struct TempDir {
@@ -221,9 +227,9 @@ TEST_CASE("HDF5 token datasets: integer types of any width read exactly") {
   const std::vector<uint16_t> v16 = {1, 2, 60000};
   write_h5(dir / "a.h5", "/tokens", H5T_NATIVE_INT64, v64.data(), {5});
   write_h5(dir / "b.h5", "/train/ids", H5T_NATIVE_UINT16, v16.data(), {3});
-  const Hdf5Tokens a(dir / "a.h5" + ":/tokens", 256);
+  const Hdf5Tokens a(dir / "a.h5" + ":/tokens", 256, decode);
   CHECK(read_all(a) == std::vector<int32_t>{0, 5, 255, 17, 3});
-  const Hdf5Tokens b(dir / "b.h5" + ":/train/ids", 65536);
+  const Hdf5Tokens b(dir / "b.h5" + ":/train/ids", 65536, decode);
   CHECK(read_all(b) == std::vector<int32_t>{1, 2, 60000});
   CHECK(split_hdf5_path("x:y.h5:/a/b") == std::pair<std::string, std::string>{"x:y.h5", "/a/b"});
 }
@@ -236,33 +242,38 @@ TEST_CASE("bad HDF5 input: each error names the file and the dataset") {
   write_h5(dir / "g.h5", "/tokens", H5T_NATIVE_INT32, grid.data(), {2, 2});
   write_h5(dir / "n.h5", "/tokens", H5T_NATIVE_INT32, neg.data(), {2});
   write_bytes(dir / "text.h5", {'n', 'o', 't', ' ', 'h', 'd', 'f'});
-  check_error([&] { Hdf5Tokens(dir / "missing.h5:/tokens", 256); }, {"missing.h5", "no such file"});
-  check_error([&] { Hdf5Tokens(dir / "text.h5:/tokens", 256); }, {"text.h5", "not an HDF5 file"});
-  check_error([&] { Hdf5Tokens(dir / "f.h5:/nothing", 256); }, {"f.h5", "has no dataset '/nothing'"});
-  check_error([&] { Hdf5Tokens(dir / "f.h5:/tokens", 256); },
+  check_error([&] { Hdf5Tokens(dir / "missing.h5:/tokens", 256, decode); }, {"missing.h5", "no such file"});
+  check_error([&] { Hdf5Tokens(dir / "text.h5:/tokens", 256, decode); }, {"text.h5", "no room for a superblock"});
+  check_error([&] { Hdf5Tokens(dir / "f.h5:/nothing", 256, decode); }, {"f.h5", "has no dataset '/nothing'"});
+  check_error([&] { Hdf5Tokens(dir / "f.h5:/tokens", 256, decode); },
               {"f.h5", "'/tokens'", "holds floating-point values, expected integer token ids"});
-  check_error([&] { Hdf5Tokens(dir / "g.h5:/tokens", 256); }, {"g.h5", "has rank 2, expected a 1-D dataset"});
-  check_error([&] { Hdf5Tokens(dir / "n.h5:/tokens", 256); }, {"n.h5", "token -2 at position 1 is outside the vocabulary"});
-  check_error([&] { Hdf5Tokens(dir / "n.h5:/tokens", 1); }, {"n.h5", "token 1 at position 0"});
-  check_error([&] { Hdf5Tokens(dir / "f.h5", 256); }, {"f.h5", "must name the file and the dataset: FILE.h5:/dataset"});
+  check_error([&] { Hdf5Tokens(dir / "g.h5:/tokens", 256, decode); }, {"g.h5", "has rank 2, expected a 1-D dataset"});
+  check_error([&] { Hdf5Tokens(dir / "n.h5:/tokens", 256, decode); }, {"n.h5", "token -2 at position 1 is outside the vocabulary"});
+  check_error([&] { Hdf5Tokens(dir / "n.h5:/tokens", 1, decode); }, {"n.h5", "token 1 at position 0"});
+  check_error([&] { Hdf5Tokens(dir / "f.h5", 256, decode); }, {"f.h5", "must name the file and the dataset: FILE.h5:/dataset"});
+  // Read in the reader process behind the structure walk, which knows no filters: a compressed
+  // dataset is refused, saying what is read.
+  sbt::write_token_h5(dir / "z.h5", "/tokens", H5T_STD_U16LE, {1, 2, 3}, 2, true);
+  check_error([&] { Hdf5Tokens(dir / "z.h5:/tokens", 256, decode); },
+              {"z.h5", "no filters (no compression)", "refused before HDF5 read it"});
 }
 
 TEST_CASE("open_source: the config picks the source; missing paths and unknown sources are errors") {
   TempDir dir;
   write_shard(dir / "s.bin", iota_tokens(100, 0, 256), 1);
   DataConfig cfg;
-  CHECK(open_source(cfg)->size() == TokenSource::kInfinite);
-  CHECK(open_source(cfg, Split::validation)->describe().find("validation stream") != std::string::npos);
+  CHECK(open_source(cfg, Split::train, decode)->size() == TokenSource::kInfinite);
+  CHECK(open_source(cfg, Split::validation, decode)->describe().find("validation stream") != std::string::npos);
   cfg.source = "shards";
-  check_error([&] { open_source(cfg); }, {"data.source=shards needs data.path"});
+  check_error([&] { open_source(cfg, Split::train, decode); }, {"data.source=shards needs data.path"});
   cfg.path = dir / "s.bin";
-  CHECK(open_source(cfg)->size() == 100);
-  check_error([&] { open_source(cfg, Split::validation); }, {"needs data.val_path"});
+  CHECK(open_source(cfg, Split::train, decode)->size() == 100);
+  check_error([&] { open_source(cfg, Split::validation, decode); }, {"needs data.val_path"});
   cfg.source = "text";
-  CHECK(open_source(cfg)->size() == 1224);  // the shard read as bytes
+  CHECK(open_source(cfg, Split::train, decode)->size() == 1224);  // the shard read as bytes
   cfg.source = "parquet";
-  check_error([&] { open_source(cfg); }, {"data.source='parquet' is not a source"});
+  check_error([&] { open_source(cfg, Split::train, decode); }, {"data.source='parquet' is not a source"});
   cfg.source = "synthetic";
   cfg.vocab = 0;
-  check_error([&] { open_source(cfg); }, {"model.vocab=0"});
+  check_error([&] { open_source(cfg, Split::train, decode); }, {"model.vocab=0"});
 }

@@ -13,6 +13,7 @@
 
 #include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/cli/divergence.hpp"
+#include "samebits/core/io/token_files.hpp"
 #include "samebits/core/model/gpt.hpp"
 #include "samebits/core/train/perturbation.hpp"
 #include "samebits/data/sampler.hpp"
@@ -129,7 +130,7 @@ TEST_CASE("prediction agreement: equal states agree exactly; the correlation mat
   sb::GPT ma(c.model, 1, *be), mb(c.model, 1, *be);
   std::memcpy(ma.weights().data(), a.data(), a.size() * sizeof(float));
   std::memcpy(mb.weights().data(), b.data(), b.size() * sizeof(float));
-  const auto source = sb::data::open_source(sb::to_data_config(c), sb::data::Split::validation);
+  const auto source = sb::data::open_source(sb::to_data_config(c), sb::data::Split::validation, sb::io::isolated_hdf5_decoder());
   const sb::data::ValidationSet set(*source, c.model.seq_len, 2);
   std::vector<double> xa, xb;
   std::vector<int32_t> tokens(17);

@@ -14,6 +14,7 @@
 #include "samebits/cli/inspect.hpp"
 #include "samebits/cli/options.hpp"
 #include "samebits/core/config.hpp"
+#include "samebits/core/io/token_files.hpp"
 #include "samebits/core/train/perturbation.hpp"
 #include "samebits/core/train/trainer.hpp"
 #include "samebits/det/error.hpp"
@@ -306,7 +307,7 @@ TEST_CASE("SampleOrder: a finite source's epochs keyed by the seed; a generated 
   CHECK(differs);
 
   sb::Config c = tiny_config();
-  const auto generated = sb::data::open_source(sb::to_data_config(c), sb::data::Split::train);
+  const auto generated = sb::data::open_source(sb::to_data_config(c), sb::data::Split::train, sb::io::isolated_hdf5_decoder());
   const sb::data::Sampler stream(*generated, 16, 1, 4, sb::data::SampleOrder{7, 0});
   const sb::data::Sampler permuted(*generated, 16, 1, 4, sb::data::SampleOrder{7, 10});
   for (uint64_t k = 0; k < 30; ++k) CHECK(stream.window(k) == k);

@@ -3,8 +3,10 @@
 // thread-safe: a window gives the same tokens every time, in every process, on every machine.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace sb::data {
 
@@ -39,6 +41,10 @@ struct DataConfig {
   SyntheticConfig synthetic;
 };
 
+// Where and how an HDF5 token dataset is decoded (hdf5_tokens.hpp): (file, dataset, vocab) -> the
+// tokens, each in [0, vocab).
+using Hdf5Decoder = std::function<std::vector<int32_t>(const std::string&, const std::string&, uint64_t)>;
+
 class TokenSource {
  public:
   static constexpr uint64_t kInfinite = UINT64_MAX;
@@ -55,7 +61,9 @@ class TokenSource {
   virtual void read(uint64_t pos, uint64_t len, int32_t* out) const = 0;
 };
 
-// The training or validation source the config names. Throws sb::Error for a bad config or file.
-std::unique_ptr<TokenSource> open_source(const DataConfig& config, Split split = Split::train);
+// The training or validation source the config names; an HDF5 token file is decoded by
+// `decode_hdf5` (hdf5_tokens.hpp; samebits passes io::isolated_hdf5_decoder()). Throws sb::Error for
+// a bad config or file.
+std::unique_ptr<TokenSource> open_source(const DataConfig& config, Split split, const Hdf5Decoder& decode_hdf5);
 
 }  // namespace sb::data

@@ -1,16 +1,17 @@
 // Reading untrusted files in a separate process. HDF5 1.10's decoders can crash or corrupt memory
 // on damaged or crafted metadata that a valid seal does not exclude (anyone can compute an XXH3),
-// so every file samebits reads back (run files, checkpoints) is parsed by a forked reader process
-// with resource limits (address space, CPU time, no file writes, no core dump, no other open
-// descriptors) that validates it and hands back plain values over a pipe. A crash, sanitizer report,
-// memory fault or hang in the reader becomes one sb::Error "<file> could not be read safely: …" and
-// cannot touch the calling process or its files. Contract: values come back bit for bit (bytes
-// copied verbatim; both ends are the same build).
+// so every file samebits reads back (run files, checkpoints, HDF5 token datasets) is parsed by a
+// reader process with resource limits (address space, CPU time, no file writes, no core dump, no
+// other open descriptors) that validates it and hands back plain values over a pipe. A crash,
+// sanitizer report, memory fault or hang in the reader becomes one sb::Error "<file> could not be
+// read safely: …" and cannot touch the calling process or its files. The reader is a fresh program
+// (samebits-reader, spawned and exec'd: reader_process.hpp), not a fork, so it inherits no lock
+// another thread of the caller held. Contract: values come back bit for bit (bytes copied
+// verbatim; both ends are the same build).
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <functional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -29,6 +30,7 @@ class PlainWriter {
   template <class T>
   void put_vector(const std::vector<T>& v) { put_array(v.data(), v.size()); }
   std::vector<std::byte>& bytes() { return bytes_; }
+  const std::vector<std::byte>& bytes() const { return bytes_; }
 
  private:
   template <class T>
@@ -80,9 +82,19 @@ class PlainReader {
   std::size_t at_ = 0;
 };
 
-// Runs read(answer) in a forked reader process and returns the answer's bytes. An sb::Error thrown
-// by read() is rethrown here with its message. `path` is the file read, for messages and for the
-// limits (the address space and the answer may grow with its size).
-std::vector<std::byte> read_isolated(const std::string& path, const std::function<void(PlainWriter&)>& read);
+// Runs the reader kind `kind` (reader_process.hpp) on the file `path` with `params` in a new
+// reader process started from the executable `reader`, and returns its answer's bytes. An
+// sb::Error the kind throws is rethrown here with its message. `path` also sets the limits (the
+// address space and the answer may grow with its size).
+std::vector<std::byte> read_isolated(const std::string& kind, const std::string& path, const PlainWriter& params,
+                                     const std::string& reader);
+// The same with reader_executable().
+std::vector<std::byte> read_isolated(const std::string& kind, const std::string& path,
+                                     const PlainWriter& params = PlainWriter());
+
+// The samebits-reader executable: beside the running program (/proc/self/exe: the CLI, installed
+// or copied with it), else in the build tree's bin/ (tests and benchmarks live in bin/tests and
+// bin/bench). Throws sb::Error naming both places when neither holds it.
+std::string reader_executable();
 
 }  // namespace sb::io
