@@ -1,13 +1,14 @@
-"""Files of a current HDF5, both ways: h5py's PyPI wheel (which ships its own, newer HDF5: 1.14 in
-2026) writes token files that `samebits data inspect` reads, and reads samebits' run files value
+"""Files of a current HDF5, both ways: h5py's PyPI wheel (which ships its own, newer HDF5: 2.0.0 in
+December 2026) writes token files that `samebits data inspect` reads, and reads samebits' run files value
 for value as Debian's h5py (the HDF5 samebits is built against) does.
 
   h5py_wheel.py --samebits BIN --venv DIR
 
 A fresh venv at DIR (emptied first) gets `pip install h5py numpy`; exit 77 (skipped) when the
-package index cannot be reached. Token files are written in three forms (h5py's defaults; the
-newest format, libver='latest'; chunked and compressed), and each is inspected: the token count
-and range must be the ones written. Then a short run is trained, and every dataset and attribute of
+package index cannot be reached. Token files are written in four forms, each inspected: h5py's
+defaults and a chunked dataset are read (the token count and range must be the ones written); the
+newest format (libver='latest') and a gzip-compressed dataset are refused, exit 2, with the
+message that says what a token file may be. Then a short run is trained, and every dataset and attribute of
 its run file and checkpoints is hashed by both h5pys: the digests must be equal.
 """
 import argparse
@@ -29,7 +30,9 @@ with h5py.File(out + "/default.h5", "w") as f:
 with h5py.File(out + "/latest.h5", "w", libver="latest") as f:
     f.create_dataset("train/ids", data=ids.astype(np.int32))
 with h5py.File(out + "/chunked.h5", "w") as f:
-    f.create_dataset("g/sub/ids", data=ids, chunks=(512,), compression="gzip", shuffle=True)
+    f.create_dataset("g/sub/ids", data=ids, chunks=(512,))
+with h5py.File(out + "/gzip.h5", "w") as f:
+    f.create_dataset("train/ids", data=ids, chunks=(512,), compression="gzip", shuffle=True)
 print(h5py.version.hdf5_version, ids.min(), ids.max())
 '''
 
@@ -76,12 +79,21 @@ def main():
         print("the wheel's HDF5:", version, "; Debian's h5py's:",
               run([sys.executable, "-c", "import h5py; print(h5py.version.hdf5_version)"]).stdout.strip())
         failures = 0
-        for name, dataset in (("default", "/train/ids"), ("latest", "/train/ids"), ("chunked", "/g/sub/ids")):
+        # Read: h5py's defaults, contiguous or chunked. Refused, saying what a token file may be, and
+        # before HDF5 decodes anything: what the structure walk does not read (docs/DATA.md).
+        cases = (("default", "/train/ids", True), ("chunked", "/g/sub/ids", True),
+                 ("latest", "/train/ids", False), ("gzip", "/train/ids", False))
+        for name, dataset, readable in cases:
             got = run([args.samebits, "data", "inspect", f"{tmp}/{name}.h5:{dataset}", "--sample", "4"])
             fields = dict(line.split(":", 1) for line in got.stdout.splitlines() if ":" in line)
-            ok = (got.returncode == 0 and fields.get("tokens", "").strip() == "5000"
-                  and fields.get("token range", "").strip().startswith(f"{lo} .. {hi} "))
-            print(f"{'ok' if ok else 'FAIL'}: samebits data inspect {name}.h5:{dataset} (exit {got.returncode})")
+            if readable:
+                ok = (got.returncode == 0 and fields.get("tokens", "").strip() == "5000"
+                      and fields.get("token range", "").strip().startswith(f"{lo} .. {hi} "))
+            else:
+                ok = (got.returncode == 2 and f"{name}.h5" in got.stderr
+                      and "a token file is read as HDF5 writes it by default" in got.stderr)
+            print(f"{'ok' if ok else 'FAIL'}: samebits data inspect {name}.h5:{dataset} "
+                  f"({'read' if readable else 'refused'} expected; exit {got.returncode})")
             if not ok:
                 print(got.stdout, got.stderr)
                 failures += 1
