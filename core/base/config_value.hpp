@@ -10,18 +10,12 @@
 #include <vector>
 
 #include "samebits/core/config_fields.hpp"
+#include "samebits/core/config_grammar.hpp"
 
 namespace sb::config_value {
 
 // Shortest decimal text that parses back to exactly `value` (std::to_chars).
 std::string double_text(double value);
-// `s` without surrounding blanks (space, tab, CR, LF).
-std::string trim(std::string_view s);
-
-int64_t parse_int(std::string_view text);
-uint64_t parse_u64(std::string_view text);
-double parse_double(std::string_view text);
-bool parse_bool(std::string_view text);
 
 // Comma-separated items; the empty text is the empty list.
 template <class T>
