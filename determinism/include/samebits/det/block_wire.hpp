@@ -1,7 +1,7 @@
 // The exact all-reduce's wire format (docs/DISTRIBUTED.md §7), host and device: per block of
 // kWireBlock elements a top bit and, per group of kWireGroup elements, a low bit, agreed by a MAX
-// all-reduce; then biased fields bit-packed into int64 words with headroom, so that an ordinary
-// int64 SUM all-reduce adds every field carry-free. Every step is integer arithmetic on exact
+// all-reduce; then biased fields bit-packed into uint64 words with headroom, so that an ordinary
+// uint64 SUM all-reduce adds every field carry-free. Every step is integer arithmetic on exact
 // values: the decoded sums are the exact sums of the fixed-point accumulator (fixed_point.hpp), the
 // same integers for any world size and partition.
 //
@@ -15,7 +15,7 @@
 //   F = S/2^lo_g + a·2^(hi-lo_g) in [0, 2^width), width = hi - lo_g + 1 + h,
 // and Σ_r F < A·2^(hi-lo_g+1) <= 2^width: the fields' sum never leaves its width. The fields of a
 // segment of kWireSegment blocks form one bit stream (elements in order, each group's fields
-// `width` bits wide), cut into chunks of 64 - h bits, one per int64 word; at most A ranks
+// `width` bits wide), cut into chunks of 64 - h bits, one per uint64 word; at most A ranks
 // contribute non-zero words, so a word's SUM stays below A·2^(64-h) <= 2^64. Decoding propagates
 // the chunk carries (none leaves a segment: its fields' sums end inside it) and reads
 // Σ S = (G - A·2^(hi-lo_g))·2^lo_g for each element. Segments start on word boundaries, so they
@@ -150,7 +150,7 @@ struct WireRun {
   int64_t first = 0, last = 0;
 };
 
-// int64 words of segment s of a vector of n (ranges: (wire_blocks(n))): a function of the agreed
+// uint64 words of segment s of a vector of n (ranges: (wire_blocks(n))): a function of the agreed
 // ranges and total_adds only.
 SB_HD uint64_t wire_segment_words(const WireRange* ranges, int64_t s, int64_t n, uint64_t total_adds) {
   const int h = wire_ceil_log2(total_adds);
@@ -265,7 +265,7 @@ SB_HD void wire_encode_segment(uint64_t* words, const WireRange* ranges, int64_t
   }
 }
 
-// Decodes segment s after the int64 SUM: store(b, e, lo, Σ S / 2^lo) receives element e of block
+// Decodes segment s after the uint64 SUM: store(b, e, lo, Σ S / 2^lo) receives element e of block
 // b's exact total in units of 2^lo (an empty group: 0 with lo = wire_block_lo). words:
 // (wire_segment_words(...)), carry-propagated in place.
 template <class Store>
