@@ -167,68 +167,48 @@ SB_HD uint64_t wire_segment_words(const WireRange* ranges, int64_t s, int64_t n,
   return (bits + chunk - 1) / chunk;
 }
 
-// Writes f's low `width` bits at bit `pos` of the chunk stream (words zeroed beforehand).
-SB_HD void wire_put(uint64_t* words, const BlockWire& bw, uint64_t pos, const Wide192& f) {
-  int done = 0;
-  while (done < bw.width) {
+// The pieces of a field `width` bits wide at bit `pos` of the chunk stream, low bits first:
+// piece(k, off, len, done) for the field's bits [done, done + len), which lie at bit off of word k
+// (len <= chunk <= 64). The one bit loop of wire_put, wire_get and their 64-bit forms.
+template <class Piece>
+SB_HD void wire_pieces(const BlockWire& bw, uint64_t pos, Piece piece) {
+  for (int done = 0; done < bw.width;) {
     const uint64_t k = pos / static_cast<uint64_t>(bw.chunk);
     const int off = static_cast<int>(pos % static_cast<uint64_t>(bw.chunk));
-    int len = bw.chunk - off;
-    len = len < bw.width - done ? len : bw.width - done;
-    len = len < 64 ? len : 64;
-    words[k] |= wide_bits(f, done, len) << off;
+    const int len = bw.chunk - off < bw.width - done ? bw.chunk - off : bw.width - done;
+    piece(k, off, len, done);
     pos += static_cast<uint64_t>(len);
     done += len;
   }
+}
+
+SB_HD uint64_t wire_low_bits(uint64_t v, int len) {  // v's low len bits, len in [1, 64]
+  return len == 64 ? v : v & ((uint64_t{1} << len) - 1);
+}
+
+// Writes f's low `width` bits at bit `pos` of the chunk stream (words zeroed beforehand).
+SB_HD void wire_put(uint64_t* words, const BlockWire& bw, uint64_t pos, const Wide192& f) {
+  wire_pieces(bw, pos, [&](uint64_t k, int off, int len, int done) { words[k] |= wide_bits(f, done, len) << off; });
 }
 
 // Reads `width` bits at bit `pos` of a carry-propagated chunk stream.
 SB_HD Wide192 wire_get(const uint64_t* words, const BlockWire& bw, uint64_t pos) {
   Wide192 f = {{0, 0, 0}};
-  int done = 0;
-  while (done < bw.width) {
-    const uint64_t k = pos / static_cast<uint64_t>(bw.chunk);
-    const int off = static_cast<int>(pos % static_cast<uint64_t>(bw.chunk));
-    int len = bw.chunk - off;
-    len = len < bw.width - done ? len : bw.width - done;
-    len = len < 64 ? len : 64;
-    const uint64_t piece = (words[k] >> off) & (len == 64 ? ~uint64_t{0} : (uint64_t{1} << len) - 1);
-    f = wide_add(f, wide_shl(Wide192{{piece, 0, 0}}, done));
-    pos += static_cast<uint64_t>(len);
-    done += len;
-  }
+  wire_pieces(bw, pos, [&](uint64_t k, int off, int len, int done) {
+    f = wide_add(f, wide_shl(Wide192{{wire_low_bits(words[k] >> off, len), 0, 0}}, done));
+  });
   return f;
 }
 
 // Writes the low `width` (<= 64) bits of f at bit `pos`: wire_put's fast path for narrow fields.
 SB_HD void wire_put64(uint64_t* words, const BlockWire& bw, uint64_t pos, uint64_t f) {
-  int done = 0;
-  while (done < bw.width) {
-    const uint64_t k = pos / static_cast<uint64_t>(bw.chunk);
-    const int off = static_cast<int>(pos % static_cast<uint64_t>(bw.chunk));
-    int len = bw.chunk - off;
-    len = len < bw.width - done ? len : bw.width - done;
-    const uint64_t piece = len == 64 ? f : (f >> done) & ((uint64_t{1} << len) - 1);
-    words[k] |= piece << off;
-    pos += static_cast<uint64_t>(len);
-    done += len;
-  }
+  wire_pieces(bw, pos, [&](uint64_t k, int off, int len, int done) { words[k] |= wire_low_bits(f >> done, len) << off; });
 }
 
 // Reads `width` (<= 64) bits at bit `pos`: wire_get's fast path.
 SB_HD uint64_t wire_get64(const uint64_t* words, const BlockWire& bw, uint64_t pos) {
   uint64_t f = 0;
-  int done = 0;
-  while (done < bw.width) {
-    const uint64_t k = pos / static_cast<uint64_t>(bw.chunk);
-    const int off = static_cast<int>(pos % static_cast<uint64_t>(bw.chunk));
-    int len = bw.chunk - off;
-    len = len < bw.width - done ? len : bw.width - done;
-    const uint64_t piece = len == 64 ? words[k] : (words[k] >> off) & ((uint64_t{1} << len) - 1);
-    f |= piece << done;
-    pos += static_cast<uint64_t>(len);
-    done += len;
-  }
+  wire_pieces(bw, pos, [&](uint64_t k, int off, int len, int done) { f |= wire_low_bits(words[k] >> off, len) << done; });
   return f;
 }
 
