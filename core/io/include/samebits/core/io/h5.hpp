@@ -247,8 +247,8 @@ class Group : public Object {
   // A fixed-size dataset of rank ≥ 1, zero-filled.
   Dataset create_dataset(std::string_view path, DType dtype, const Dims& shape);
   // A fixed-size contiguous dataset whose storage is allocated now and never written by HDF5: its
-  // bytes are written at file_offset() by the caller, outside HDF5 (a store file's data, written
-  // by several threads after the file is closed; until then it reads as whatever the disk held).
+  // bytes are written at file_offset() by the caller, outside HDF5 (a store file's data, written in
+  // one pass after the file is closed: store_data.hpp; until then it reads as whatever the disk held).
   Dataset reserve_dataset(std::string_view path, DType dtype, const Dims& shape);
   // An extendible, chunked dataset with 0 rows: 1-D when cols = 0, else (rows, cols). chunk_rows
   // = 0 chooses about 64 KiB per chunk.
