@@ -32,7 +32,8 @@ int64_t Arguments::read_integer(const std::string& name, const std::string& text
   } catch (const BadConfigValue& bad) {
     fail_value(name, text, bad.expected);
   }
-  if (v < min || v > max) fail_value(name, text, "an integer from " + std::to_string(min) + " to " + std::to_string(max));
+  if (v < min || v > max)
+    fail_value(name, text, "an integer from " + std::to_string(min) + " to " + std::to_string(max));
   return v;
 }
 

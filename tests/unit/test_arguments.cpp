@@ -62,9 +62,10 @@ TEST_CASE("arguments: flags, values after a space or '=', repeats, positional ar
 
 TEST_CASE("arguments: other options are handed on as written, a separate value with them") {
   const Parsed p = parse({"c.ini", "--run.threads", "2", "--optim.lr=-0.1", "--train.steps", "-3", "--steps", "4",
-                          "--model.bias", "--json"}, true);
-  CHECK(p.handed == std::vector<std::string>{"--run.threads", "2", "--optim.lr=-0.1", "--train.steps", "-3",
-                                             "--model.bias"});
+                          "--model.bias", "--json"},
+                         true);
+  CHECK(p.handed ==
+        std::vector<std::string>{"--run.threads", "2", "--optim.lr=-0.1", "--train.steps", "-3", "--model.bias"});
   CHECK(p.positional == std::vector<std::string>{"c.ini"});
   CHECK(p.steps == 4);
   CHECK(p.json);

@@ -21,7 +21,7 @@ class Arguments {
   Arguments& integer(const std::string& name, int64_t& target, int64_t min);  // --name N, N >= min
   Arguments& integer(const std::string& name, int& target, int min);
   Arguments& integer(const std::string& name, uint64_t& target);  // --name N, 0 <= N < 2^64
-  Arguments& number(const std::string& name, double& target);  // --name X, finite
+  Arguments& number(const std::string& name, double& target);     // --name X, finite
   Arguments& text(const std::string& name, std::string& target);
   Arguments& texts(const std::string& name, std::vector<std::string>& target);  // repeatable, in order
   // Every other --option (with its value: after '=', or the next argument when that is no option)

@@ -30,7 +30,9 @@ class ByteWriter {
   }
   void put_string(std::string_view s) { put_array(s.data(), s.size()); }
   template <class T>
-  void put_vector(const std::vector<T>& v) { put_array(v.data(), v.size()); }
+  void put_vector(const std::vector<T>& v) {
+    put_array(v.data(), v.size());
+  }
   std::vector<std::byte>& bytes() { return bytes_; }
 
  private:
