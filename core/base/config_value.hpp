@@ -25,7 +25,8 @@ std::vector<T> parse_list(std::string_view text, T (*parse_item)(std::string_vie
   std::size_t start = 0;
   while (true) {
     const std::size_t comma = text.find(',', start);
-    out.push_back(parse_item(text.substr(start, comma == std::string_view::npos ? text.npos : comma - start)));
+    out.push_back(
+        parse_item(text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start)));
     if (comma == std::string_view::npos) break;
     start = comma + 1;
   }

@@ -195,7 +195,7 @@ class Walker {
   // siblings; each node once.
   Block node(uint64_t at, unsigned type, uint64_t entries, uint64_t key, int level) {
     need(nodes_.insert(at).second, at, "a B-tree node reached twice (a cycle?)");
-    const Block b = read(at, 24 + entries * 8 + (entries + 1) * key);
+    Block b = read(at, 24 + entries * 8 + (entries + 1) * key);
     const int here = b.byte(5);
     need(b.starts_with(0, "TREE") && b.byte(4) == type, at, "no B-tree node of type ", type, " here");
     need(here <= kMaxLevel && (level < 0 || here == level), at, "a B-tree node of level ", here,

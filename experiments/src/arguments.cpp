@@ -3,7 +3,7 @@
 // parsed options are walked in command-line order, so handed-on options keep theirs.
 #include "samebits/cli/arguments.hpp"
 
-#include <boost/program_options.hpp>
+#include "long_options.hpp"
 
 #include <limits>
 #include <set>
@@ -16,6 +16,20 @@ namespace sb::cli {
 
 namespace po = boost::program_options;
 
+po::parsed_options parse_long_options(const std::vector<std::string>& args, const po::options_description& desc,
+                                      const std::string& what, const std::string& suffix) {
+  namespace style = po::command_line_style;
+  try {
+    return po::command_line_parser(args)
+        .options(desc)
+        .style(style::unix_style & ~style::allow_guessing & ~style::allow_short)
+        .allow_unregistered()
+        .run();
+  } catch (const po::error& e) {
+    SB_FAIL(what, ": ", escape_untrusted(e.what()), suffix);
+  }
+}
+
 Arguments& Arguments::add(Option option) {
   options_.push_back(std::move(option));
   return *this;
@@ -25,13 +39,17 @@ void Arguments::fail_value(const std::string& name, const std::string& value, co
   SB_FAIL("samebits ", command_, " --", name, " '", escape_untrusted(value), "': expected ", expected);
 }
 
-int64_t Arguments::read_integer(const std::string& name, const std::string& text, int64_t min, int64_t max) const {
-  int64_t v = 0;
+template <class T>
+T Arguments::read(const std::string& name, const std::string& text, T (*parse)(std::string_view)) const {
   try {
-    v = config_value::parse_int(text);
+    return parse(text);
   } catch (const BadConfigValue& bad) {
     fail_value(name, text, bad.expected);
   }
+}
+
+int64_t Arguments::read_integer(const std::string& name, const std::string& text, int64_t min, int64_t max) const {
+  const int64_t v = read(name, text, config_value::parse_int);
   if (v < min || v > max)
     fail_value(name, text, "an integer from " + std::to_string(min) + " to " + std::to_string(max));
   return v;
@@ -54,22 +72,13 @@ Arguments& Arguments::integer(const std::string& name, int& target, int min) {
 }
 
 Arguments& Arguments::integer(const std::string& name, uint64_t& target) {
-  return add({name, true, false, [this, name, &target](const std::string& text) {
-                try {
-                  target = config_value::parse_u64(text);
-                } catch (const BadConfigValue& bad) {
-                  fail_value(name, text, bad.expected);
-                }
-              }});
+  return add({name, true, false,
+              [this, name, &target](const std::string& text) { target = read(name, text, config_value::parse_u64); }});
 }
 
 Arguments& Arguments::number(const std::string& name, double& target) {
   return add({name, true, false, [this, name, &target](const std::string& text) {
-                try {
-                  target = config_value::parse_double(text);
-                } catch (const BadConfigValue& bad) {
-                  fail_value(name, text, bad.expected);
-                }
+                target = read(name, text, config_value::parse_double);
               }});
 }
 
@@ -94,17 +103,7 @@ bool Arguments::parse(const std::vector<std::string>& args, std::vector<std::str
     if (o.takes_value) desc.add_options()(o.name.c_str(), po::value<std::string>());
     else desc.add_options()(o.name.c_str(), "");
   }
-  namespace style = po::command_line_style;
-  po::parsed_options parsed(&desc);
-  try {
-    parsed = po::command_line_parser(args)
-                 .options(desc)
-                 .style(style::unix_style & ~style::allow_guessing & ~style::allow_short)
-                 .allow_unregistered()
-                 .run();
-  } catch (const po::error& e) {
-    SB_FAIL("samebits ", command_, ": ", escape_untrusted(e.what()), help);
-  }
+  const po::parsed_options parsed = parse_long_options(args, desc, "samebits " + command_, help);
   for (const auto& opt : parsed.options) {
     if (opt.string_key == "help" || (opt.position_key >= 0 && opt.value.front() == "-h")) return false;
   }

@@ -150,19 +150,29 @@ struct WireRun {
   int64_t first = 0, last = 0;
 };
 
+// The groups of segment s of a vector of n in wire order (ranges: (wire_blocks(n))):
+// group(b, e0, e1, bw) for elements [e0, e1) of block b, whose fields are bw. The one walk of
+// wire_segment_words, wire_encode_segment and wire_decode_segment.
+template <class Group>
+SB_HD void wire_groups(const WireRange* ranges, int64_t s, int64_t n, int h, Group group) {
+  const int64_t b1 = (s + 1) * kWireSegment < wire_blocks(n) ? (s + 1) * kWireSegment : wire_blocks(n);
+  for (int64_t b = s * kWireSegment; b < b1; ++b) {
+    const int c = wire_count(b, n);
+    for (int g = 0; g * kWireGroup < c; ++g) {
+      const int e1 = c < (g + 1) * kWireGroup ? c : (g + 1) * kWireGroup;
+      group(b, g * kWireGroup, e1, wire_group(ranges[b], g, h));
+    }
+  }
+}
+
 // uint64 words of segment s of a vector of n (ranges: (wire_blocks(n))): a function of the agreed
 // ranges and total_adds only.
 SB_HD uint64_t wire_segment_words(const WireRange* ranges, int64_t s, int64_t n, uint64_t total_adds) {
   const int h = wire_ceil_log2(total_adds);
-  const int64_t b1 = (s + 1) * kWireSegment < wire_blocks(n) ? (s + 1) * kWireSegment : wire_blocks(n);
   uint64_t bits = 0;
-  for (int64_t b = s * kWireSegment; b < b1; ++b) {
-    const int c = wire_count(b, n);
-    for (int g = 0; g * kWireGroup < c; ++g) {
-      const int in = c - g * kWireGroup < kWireGroup ? c - g * kWireGroup : kWireGroup;
-      bits += static_cast<uint64_t>(in) * static_cast<uint64_t>(wire_group(ranges[b], g, h).width);
-    }
-  }
+  wire_groups(ranges, s, n, h, [&](int64_t, int e0, int e1, const BlockWire& bw) {
+    bits += static_cast<uint64_t>(e1 - e0) * static_cast<uint64_t>(bw.width);
+  });
   const uint64_t chunk = static_cast<uint64_t>(64 - h);
   return (bits + chunk - 1) / chunk;
 }
@@ -222,27 +232,21 @@ SB_HD void wire_encode_segment(uint64_t* words, const WireRange* ranges, int64_t
   const uint64_t nw = wire_segment_words(ranges, s, n, total_adds);
   for (uint64_t k = 0; k < nw; ++k) words[k] = 0;
   const int h = wire_ceil_log2(total_adds);
-  const int64_t b1 = (s + 1) * kWireSegment < wire_blocks(n) ? (s + 1) * kWireSegment : wire_blocks(n);
   uint64_t pos = 0;
-  for (int64_t b = s * kWireSegment; b < b1; ++b) {
-    const int c = wire_count(b, n);
-    for (int g = 0; g * kWireGroup < c; ++g) {
-      const BlockWire bw = wire_group(ranges[b], g, h);
-      if (bw.width == 0) continue;
-      const int e1 = c < (g + 1) * kWireGroup ? c : (g + 1) * kWireGroup;
-      if (bw.width <= 64) {
-        const uint64_t bias = local_adds << bw.span;  // a·2^span < 2^width
-        for (int e = g * kWireGroup; e < e1; ++e, pos += static_cast<uint64_t>(bw.width)) {
-          wire_put64(words, bw, pos, value(b, e, bw.lo).w[0] + bias);
-        }
-        continue;
+  wire_groups(ranges, s, n, h, [&](int64_t b, int e0, int e1, const BlockWire& bw) {
+    if (bw.width == 0) return;
+    if (bw.width <= 64) {
+      const uint64_t bias = local_adds << bw.span;  // a·2^span < 2^width
+      for (int e = e0; e < e1; ++e, pos += static_cast<uint64_t>(bw.width)) {
+        wire_put64(words, bw, pos, value(b, e, bw.lo).w[0] + bias);
       }
-      const Wide192 bias = wide_shl(wide_from_i64(static_cast<int64_t>(local_adds)), bw.span);
-      for (int e = g * kWireGroup; e < e1; ++e, pos += static_cast<uint64_t>(bw.width)) {
-        wire_put(words, bw, pos, wide_add(value(b, e, bw.lo), bias));
-      }
+      return;
     }
-  }
+    const Wide192 bias = wide_shl(wide_from_i64(static_cast<int64_t>(local_adds)), bw.span);
+    for (int e = e0; e < e1; ++e, pos += static_cast<uint64_t>(bw.width)) {
+      wire_put(words, bw, pos, wide_add(value(b, e, bw.lo), bias));
+    }
+  });
 }
 
 // Decodes segment s after the uint64 SUM: store(b, e, lo, Σ S / 2^lo) receives element e of block
@@ -261,31 +265,25 @@ SB_HD void wire_decode_segment(uint64_t* words, const WireRange* ranges, int64_t
     words[k] = sum & mask;
     carry = high + (chunk == 64 ? 0 : sum >> chunk);
   }
-  const int64_t b1 = (s + 1) * kWireSegment < wire_blocks(n) ? (s + 1) * kWireSegment : wire_blocks(n);
   uint64_t pos = 0;
-  for (int64_t b = s * kWireSegment; b < b1; ++b) {
-    const int c = wire_count(b, n);
-    for (int g = 0; g * kWireGroup < c; ++g) {
-      const BlockWire bw = wire_group(ranges[b], g, h);
-      const int e1 = c < (g + 1) * kWireGroup ? c : (g + 1) * kWireGroup;
-      if (bw.width == 0) {
-        for (int e = g * kWireGroup; e < e1; ++e) store(b, e, bw.lo, wide_from_i64(0));
-        continue;
-      }
-      if (bw.width <= 64) {
-        const uint64_t bias = total_adds << bw.span;  // A·2^span <= 2^(width-1)
-        for (int e = g * kWireGroup; e < e1; ++e, pos += static_cast<uint64_t>(bw.width)) {
-          const uint64_t f = wire_get64(words, bw, pos);
-          store(b, e, bw.lo, wide_from_i64(static_cast<int64_t>(f - bias)));  // |Σ S / 2^lo| < 2^63
-        }
-        continue;
-      }
-      const Wide192 bias = wide_shl(wide_from_i64(static_cast<int64_t>(total_adds)), bw.span);
-      for (int e = g * kWireGroup; e < e1; ++e, pos += static_cast<uint64_t>(bw.width)) {
-        store(b, e, bw.lo, wide_sub(wire_get(words, bw, pos), bias));
-      }
+  wire_groups(ranges, s, n, h, [&](int64_t b, int e0, int e1, const BlockWire& bw) {
+    if (bw.width == 0) {
+      for (int e = e0; e < e1; ++e) store(b, e, bw.lo, wide_from_i64(0));
+      return;
     }
-  }
+    if (bw.width <= 64) {
+      const uint64_t bias = total_adds << bw.span;  // A·2^span <= 2^(width-1)
+      for (int e = e0; e < e1; ++e, pos += static_cast<uint64_t>(bw.width)) {
+        const uint64_t f = wire_get64(words, bw, pos);
+        store(b, e, bw.lo, wide_from_i64(static_cast<int64_t>(f - bias)));  // |Σ S / 2^lo| < 2^63
+      }
+      return;
+    }
+    const Wide192 bias = wide_shl(wide_from_i64(static_cast<int64_t>(total_adds)), bw.span);
+    for (int e = e0; e < e1; ++e, pos += static_cast<uint64_t>(bw.width)) {
+      store(b, e, bw.lo, wide_sub(wire_get(words, bw, pos), bias));
+    }
+  });
 }
 
 }  // namespace sb::det

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sb::cli {
@@ -42,6 +43,9 @@ class Arguments {
   };
   Arguments& add(Option option);
   [[noreturn]] void fail_value(const std::string& name, const std::string& value, const std::string& expected) const;
+  // parse(text), a BadConfigValue becoming an error that names the option.
+  template <class T>
+  T read(const std::string& name, const std::string& text, T (*parse)(std::string_view)) const;
   int64_t read_integer(const std::string& name, const std::string& text, int64_t min, int64_t max) const;
 
   std::string command_;

@@ -210,7 +210,7 @@ class Dataset : public Object {
   friend class Group;
   Dataset(Handle handle, std::string file, std::string path) : Object(std::move(handle), std::move(file), std::move(path)) {}
   uint64_t rows_in(std::size_t elements) const;
-  std::size_t checked_elements(DType dtype, uint64_t first, uint64_t count) const;
+  std::size_t checked_elements(DType wanted, uint64_t first, uint64_t count) const;
   void write_raw(DType dtype, const void* data, std::size_t elements);
   void write_rows_raw(DType dtype, const void* data, std::size_t elements, uint64_t first);
   void read_rows_raw(DType dtype, void* out, uint64_t first, uint64_t count) const;
