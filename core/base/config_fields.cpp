@@ -94,8 +94,9 @@ ConfigField alias(std::string key, std::string alias_of, std::string value_name,
   return f;
 }
 
-// config.SECTION.MEMBER, for field().
-#define SB_MEMBER(path) [](auto& c) -> auto& { return c.path; }
+// config.SECTION.MEMBER, for field(). `path` is a member path (model.n_embd), which parentheses
+// would break.
+#define SB_MEMBER(path) [](auto& c) -> auto& { return c.path; }  // NOLINT(bugprone-macro-parentheses)
 
 std::vector<ConfigField> build_fields() {
   return {

@@ -10,18 +10,12 @@
 #include <vector>
 
 #include "samebits/core/config_fields.hpp"
+#include "samebits/core/config_grammar.hpp"
 
 namespace sb::config_value {
 
 // Shortest decimal text that parses back to exactly `value` (std::to_chars).
 std::string double_text(double value);
-// `s` without surrounding blanks (space, tab, CR, LF).
-std::string trim(std::string_view s);
-
-int64_t parse_int(std::string_view text);
-uint64_t parse_u64(std::string_view text);
-double parse_double(std::string_view text);
-bool parse_bool(std::string_view text);
 
 // Comma-separated items; the empty text is the empty list.
 template <class T>
@@ -31,7 +25,8 @@ std::vector<T> parse_list(std::string_view text, T (*parse_item)(std::string_vie
   std::size_t start = 0;
   while (true) {
     const std::size_t comma = text.find(',', start);
-    out.push_back(parse_item(text.substr(start, comma == std::string_view::npos ? text.npos : comma - start)));
+    out.push_back(
+        parse_item(text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start)));
     if (comma == std::string_view::npos) break;
     start = comma + 1;
   }

@@ -40,8 +40,8 @@ class CpuGradAccumulator final : public GradAccumulator {
   uint32_t status() const override { return acc_.status(); }
   uint8_t* block_ranges() override { return acc_.ranges(); }
   size_t range_bytes() const override { return acc_.range_bytes(); }
-  int64_t* encode(uint64_t total_adds, const std::vector<WireRun>& runs,
-                 uint64_t* run_words) override {
+  uint64_t* encode(uint64_t total_adds, const std::vector<WireRun>& runs,
+                   uint64_t* run_words) override {
     acc_.encode(total_adds, runs, run_words);
     return acc_.wire();
   }

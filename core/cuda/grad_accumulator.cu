@@ -185,8 +185,8 @@ class CudaGradAccumulator final : public GradAccumulator {
   uint8_t* block_ranges() override { return static_cast<uint8_t*>(ranges_.data()); }
   size_t range_bytes() const override { return blocks_ * sizeof(det::WireRange); }
 
-  int64_t* encode(uint64_t total_adds, const std::vector<WireRun>& runs,
-                 uint64_t* run_words) override {
+  uint64_t* encode(uint64_t total_adds, const std::vector<WireRun>& runs,
+                   uint64_t* run_words) override {
     be_.activate();
     layout(total_adds);
     size_t total = 0;
@@ -195,8 +195,8 @@ class CudaGradAccumulator final : public GradAccumulator {
       if (run_words != nullptr) run_words[k] = w;
       total += w;
     }
-    if (!wire_.defined() || wire_.bytes() < total * sizeof(int64_t)) {
-      wire_ = be_.alloc(DType::i64, {static_cast<int64_t>(total > 0 ? total : 1)});
+    if (!wire_.defined() || wire_.bytes() < total * sizeof(uint64_t)) {
+      wire_ = be_.alloc(DType::u64, {static_cast<int64_t>(total > 0 ? total : 1)});
     }
     size_t at = 0;
     for (const WireRun& r : runs) {
@@ -208,7 +208,7 @@ class CudaGradAccumulator final : public GradAccumulator {
       at += run_span(r);
     }
     wire_words_ = total;
-    return wire_.data_as<int64_t>();
+    return wire();
   }
 
   void decode(uint64_t total_adds, uint32_t total_status, const std::vector<WireRun>& runs,

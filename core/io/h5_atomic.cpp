@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "posix_file.hpp"
 #include "samebits/core/io/h5.hpp"
 #include "samebits/det/error.hpp"
 
@@ -17,12 +18,8 @@ namespace sb::h5 {
 namespace {
 
 void fsync_path(const std::string& path, bool directory) {
-  const int fd = ::open(path.c_str(), directory ? (O_RDONLY | O_DIRECTORY) : O_RDONLY);
-  SB_CHECK(fd >= 0, "cannot open '", path, "' to sync it: ", std::strerror(errno));
-  const int rc = ::fsync(fd);
-  const int saved = errno;
-  ::close(fd);
-  SB_CHECK(rc == 0, "fsync of '", path, "' failed: ", std::strerror(saved), " (disk full or failing?)");
+  const run::Fd f(path, directory ? (O_RDONLY | O_DIRECTORY) : O_RDONLY);
+  SB_CHECK(::fsync(f.fd) == 0, "fsync of '", path, "' failed: ", std::strerror(errno), " (disk full or failing?)");
 }
 
 std::string directory_of(const std::string& path) {

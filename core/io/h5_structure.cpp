@@ -9,15 +9,13 @@
 #include "samebits/core/io/h5_structure.hpp"
 
 #include <fcntl.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <iterator>
 #include <map>
 #include <set>
 
 #include "h5_walk.hpp"
+#include "posix_file.hpp"
 
 namespace sb::h5 {
 namespace walk {
@@ -47,7 +45,7 @@ struct LocalHeap {
 
 class Walker {
  public:
-  Walker(int fd, uint64_t content) : fd_(fd), content_(content) {}
+  Walker(const run::Fd& file, const std::string& path, uint64_t content) : file_(file), path_(path), content_(content) {}
 
   void run() {
     need(content_ >= kSuperblockBytes, 0, "a file of ", content_, " bytes has no room for a superblock");
@@ -91,12 +89,7 @@ class Walker {
     need(at <= eof_ && n <= eof_ - at, at, "a structure of ", n, " bytes at ", at, " past the end of file ", eof_);
     need(++structures_ <= kMaxStructures, at, "more than 2^22 structures");
     std::vector<uint8_t> bytes(n);
-    for (uint64_t done = 0; done < n;) {
-      const ssize_t got = ::pread(fd_, bytes.data() + done, n - done, off_t(at + done));
-      if (got < 0 && errno == EINTR) continue;
-      need(got > 0, at, "cannot read ", n, " bytes: ", got < 0 ? std::strerror(errno) : "end of file");
-      done += uint64_t(got);
-    }
+    run::read_at(file_, path_, bytes.data(), n, at);
     return Block(at, std::move(bytes));
   }
 
@@ -202,7 +195,7 @@ class Walker {
   // siblings; each node once.
   Block node(uint64_t at, unsigned type, uint64_t entries, uint64_t key, int level) {
     need(nodes_.insert(at).second, at, "a B-tree node reached twice (a cycle?)");
-    const Block b = read(at, 24 + entries * 8 + (entries + 1) * key);
+    Block b = read(at, 24 + entries * 8 + (entries + 1) * key);
     const int here = b.byte(5);
     need(b.starts_with(0, "TREE") && b.byte(4) == type, at, "no B-tree node of type ", type, " here");
     need(here <= kMaxLevel && (level < 0 || here == level), at, "a B-tree node of level ", here,
@@ -304,7 +297,8 @@ class Walker {
     return objects;
   }
 
-  int fd_;
+  const run::Fd& file_;
+  const std::string& path_;
   uint64_t content_, eof_ = 0, structures_ = 0;
   std::set<uint64_t> objects_, nodes_;
   std::map<uint64_t, uint64_t> chunk_ranges_;  // object header chunks: start → length
@@ -317,19 +311,13 @@ class Walker {
 }  // namespace walk
 
 void check_structure(const std::string& path, uint64_t content_bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  SB_CHECK(fd >= 0, "cannot open '", path, "': ", std::strerror(errno));
+  const run::Fd file(path, O_RDONLY);
   try {
-    walk::Walker(fd, content_bytes).run();
+    walk::Walker(file, path, content_bytes).run();
   } catch (const walk::Damage& d) {
-    ::close(fd);
     SB_FAIL(path, ": its HDF5 structure is damaged or not one samebits writes: ", d.what, " at byte ", d.at,
             " (refused before HDF5 read it)");
-  } catch (...) {
-    ::close(fd);
-    throw;
   }
-  ::close(fd);
 }
 
 }  // namespace sb::h5

@@ -6,6 +6,7 @@
 #include <charconv>
 #include <unordered_set>
 
+#include "samebits/core/utf8.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb::io {
@@ -130,42 +131,6 @@ class JsonParser {
     return u;
   }
 
-  static void put_utf8(std::string& out, uint32_t cp) {
-    if (cp < 0x80) {
-      out += char(cp);
-    } else if (cp < 0x800) {
-      out += char(0xc0 | (cp >> 6));
-      out += char(0x80 | (cp & 0x3f));
-    } else if (cp < 0x10000) {
-      out += char(0xe0 | (cp >> 12));
-      out += char(0x80 | ((cp >> 6) & 0x3f));
-      out += char(0x80 | (cp & 0x3f));
-    } else {
-      out += char(0xf0 | (cp >> 18));
-      out += char(0x80 | ((cp >> 12) & 0x3f));
-      out += char(0x80 | ((cp >> 6) & 0x3f));
-      out += char(0x80 | (cp & 0x3f));
-    }
-  }
-
-  // Length of the valid UTF-8 sequence (RFC 3629) at s_[at_], 0 when invalid.
-  std::size_t utf8_length() const {
-    const auto b = [&](std::size_t k) { return at_ + k < s_.size() ? static_cast<unsigned char>(s_[at_ + k]) : 0u; };
-    const unsigned b0 = b(0);
-    std::size_t n = 0;
-    uint32_t cp = 0, min = 0;
-    if (b0 >= 0xc2 && b0 <= 0xdf) n = 2, cp = b0 & 0x1f, min = 0x80;
-    else if (b0 >= 0xe0 && b0 <= 0xef) n = 3, cp = b0 & 0x0f, min = 0x800;
-    else if (b0 >= 0xf0 && b0 <= 0xf4) n = 4, cp = b0 & 0x07, min = 0x10000;
-    else return 0;
-    for (std::size_t k = 1; k < n; ++k) {
-      if ((b(k) & 0xc0) != 0x80) return 0;
-      cp = (cp << 6) | (b(k) & 0x3f);
-    }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
-    return n;
-  }
-
   std::string string() {
     ++at_;  // the opening quote
     std::string out;
@@ -195,7 +160,7 @@ class JsonParser {
               if (low < 0xdc00 || low > 0xdfff) fail("a high surrogate not followed by a low one");
               cp = 0x10000 + ((cp - 0xd800) << 10) + (low - 0xdc00);
             }
-            put_utf8(out, cp);
+            utf8_append(out, cp);
             break;
           }
           default: --at_, fail("an unknown escape in a string");
@@ -207,7 +172,8 @@ class JsonParser {
         ++at_;
         continue;
       }
-      const std::size_t n = utf8_length();
+      uint32_t code = 0;
+      const std::size_t n = utf8_decode(s_, at_, code);
       if (n == 0) fail("invalid UTF-8 inside a string");
       out.append(s_.substr(at_, n));
       at_ += n;

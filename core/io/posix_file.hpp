@@ -1,6 +1,7 @@
 // posix_file.hpp (private to core/io): a file descriptor closed on scope exit and whole-range
-// pread/pwrite with checked results (EINTR retried, short transfers continued), for the seal
-// (run_seal.cpp) and the store files' data (store_data.cpp). Errors name the file and the byte.
+// pread/pwrite with checked results (EINTR retried, short transfers continued): every raw file
+// access of core/io (the seal, the store files' data and space, the HDF5 structure walk) goes
+// through it. Errors name the file and the byte.
 #pragma once
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -28,6 +29,12 @@ struct Fd {
   void close() {
     if (fd >= 0) ::close(fd);
     fd = -1;
+  }
+  // close(), throwing when the kernel reports a failed write-back (a full disk) on closing.
+  void close_checked(const std::string& path) {
+    const int raw = fd;
+    fd = -1;
+    SB_CHECK(raw < 0 || ::close(raw) == 0, "cannot close '", path, "': ", std::strerror(errno), " (disk full?)");
   }
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;

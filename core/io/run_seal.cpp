@@ -112,9 +112,7 @@ uint64_t write_sealed_file(const std::string& path, const std::vector<std::byte>
     Fd f(tmp, O_WRONLY | O_CREAT | O_TRUNC);
     write_at(f, tmp, image.data(), image.size(), 0);
     write_at(f, tmp, seal.data(), seal.size(), image.size());
-    const int fd = f.fd;
-    f.fd = -1;
-    SB_CHECK(::close(fd) == 0, "cannot close '", tmp, "': ", std::strerror(errno), " (disk full?)");
+    f.close_checked(tmp);
   });
   return digest;
 }

@@ -15,6 +15,7 @@
 #include <map>
 #include <utility>
 
+#include "posix_file.hpp"
 #include "read_values.hpp"
 #include "samebits/core/io/checkpoint.hpp"
 #include "samebits/core/io/h5_structure.hpp"
@@ -33,28 +34,23 @@ constexpr uint8_t kKnownBits = kSnapshotBit | kStateBit | kKeptBit;
 // file-size limit) is a plain error here, before HDF5 writes: HDF5 1.10 is not safe after a failed
 // write. HDF5 trims the file to its content when it closes it.
 void reserve_space(const std::string& path, uint64_t bytes) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  SB_CHECK(fd >= 0, "cannot open '", path, "': ", std::strerror(errno));
-  const int rc = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
-  ::close(fd);
+  const Fd f(path, O_WRONLY);
+  const int rc = ::posix_fallocate(f.fd, 0, static_cast<off_t>(bytes));
   SB_CHECK(rc == 0, "cannot write '", path, "': ", std::strerror(rc), " (disk full?)");
 }
 
 // HDF5 keeps the preallocated tail when it closes the file: cut the file back to HDF5's end of
 // file, which a version-0 superblock (what File::create writes) records at byte 40. Its length.
 uint64_t trim_to_content(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-  SB_CHECK(fd >= 0, "cannot open '", path, "': ", std::strerror(errno));
+  const Fd f(path, O_RDWR);
   unsigned char head[48] = {0};
-  const bool read = ::pread(fd, head, sizeof head, 0) == ssize_t(sizeof head);
+  read_at(f, path, head, sizeof head, 0);
   uint64_t end = 0;
   for (int k = 7; k >= 0; --k) end = (end << 8) | head[40 + k];
-  const bool known = read && head[8] == 0 && end > 0 && end <= fs::file_size(path);
-  const int rc = known ? ::ftruncate(fd, static_cast<off_t>(end)) : 0;
-  const int saved = errno;
-  ::close(fd);
-  SB_CHECK(known, "'", path, "': HDF5 left a superblock of a version samebits does not write");
-  SB_CHECK(rc == 0, "cannot trim '", path, "' to its content: ", std::strerror(saved));
+  SB_CHECK(head[8] == 0 && end > 0 && end <= file_size(f, path), "'", path,
+           "': HDF5 left a superblock of a version samebits does not write");
+  SB_CHECK(::ftruncate(f.fd, static_cast<off_t>(end)) == 0, "cannot trim '", path, "' to its content: ",
+           std::strerror(errno));
   return end;
 }
 
@@ -77,7 +73,7 @@ StoreEntry write_store(const std::string& path, uint64_t data_bytes, std::size_t
       file.close();
     }
     const uint64_t length = trim_to_content(tmp);
-    e.digest = write_store_data(tmp, length, std::move(raw));
+    e.digest = write_store_data(tmp, length, std::move(raw)).digest;
     append_seal(tmp, length, e.digest);
     e.bytes = fs::file_size(tmp);
   });

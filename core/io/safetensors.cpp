@@ -9,6 +9,7 @@
 #include <set>
 
 #include "samebits/core/io/h5.hpp"
+#include "samebits/core/io/json_string.hpp"
 #include "samebits/core/io/json_value.hpp"
 #include "samebits/core/untrusted_text.hpp"
 #include "samebits/det/error.hpp"
@@ -16,28 +17,6 @@
 static_assert(std::endian::native == std::endian::little, "safetensors I/O copies little-endian bytes as they are");
 
 namespace sb::io {
-namespace {
-
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20) {
-      static const char* hex = "0123456789abcdef";
-      out += "\\u00";
-      out += hex[u >> 4];
-      out += hex[u & 15];
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
-
-}  // namespace
 
 std::string shape_text(const std::vector<int64_t>& shape) {
   std::string s = "[";
@@ -124,9 +103,9 @@ void write_safetensors(const std::string& path, const std::vector<SafeTensor>& t
     header += "\"__metadata__\":{";
     for (std::size_t i = 0; i < metadata.size(); ++i) {
       if (i > 0) header += ',';
-      header += quoted(metadata[i].first);
+      header += json_string(metadata[i].first);
       header += ':';
-      header += quoted(metadata[i].second);
+      header += json_string(metadata[i].second);
     }
     header += "}";
   }
@@ -145,7 +124,7 @@ void write_safetensors(const std::string& path, const std::vector<SafeTensor>& t
       shape += std::to_string(t.shape[k]);
     }
     const uint64_t end = offset + numel * sizeof(float);
-    header += std::string(header.size() > 1 ? "," : "") + quoted(t.name) + ":{\"dtype\":\"F32\",\"shape\":[" + shape +
+    header += std::string(header.size() > 1 ? "," : "") + json_string(t.name) + ":{\"dtype\":\"F32\",\"shape\":[" + shape +
               "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(end) + "]}";
     offset = end;
   }

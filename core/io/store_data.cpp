@@ -23,7 +23,8 @@ constexpr uint64_t kBlock = 4096;
 
 }  // namespace
 
-uint64_t write_store_data(const std::string& path, uint64_t length, std::vector<RawWrite> raw, bool direct) {
+StoreDataWrite write_store_data(const std::string& path, uint64_t length, std::vector<RawWrite> raw,
+                                bool direct) {
   std::sort(raw.begin(), raw.end(), [](const RawWrite& a, const RawWrite& b) { return a.offset < b.offset; });
   for (std::size_t i = 0; i < raw.size(); ++i) {
     SB_CHECK(raw[i].offset <= length && raw[i].bytes <= length - raw[i].offset &&
@@ -39,6 +40,7 @@ uint64_t write_store_data(const std::string& path, uint64_t length, std::vector<
   const std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> hash(XXH3_createState(), &XXH3_freeState);
   SB_CHECK(hash != nullptr && XXH3_64bits_reset(hash.get()) == XXH_OK, "cannot start a hash of '", path, "'");
   std::size_t r = 0;  // the first region that ends after `at`
+  StoreDataWrite result;
   for (uint64_t begin = 0; begin < length; begin += kWindow) {
     const uint64_t end = std::min(begin + kWindow, length);
     for (uint64_t at = begin; at < end;) {
@@ -59,8 +61,10 @@ uint64_t write_store_data(const std::string& path, uint64_t length, std::vector<
     if (fast.fd >= 0 && whole > 0 && !write_at(fast, path, stage.get(), whole, begin, true)) fast.close();
     const uint64_t done = fast.fd >= 0 ? whole : 0;
     write_at(plain, path, stage.get() + done, end - begin - done, begin + done);
+    result.direct_bytes += done;
   }
-  return XXH3_64bits_digest(hash.get());
+  result.digest = XXH3_64bits_digest(hash.get());
+  return result;
 }
 
 }  // namespace sb::run

@@ -38,11 +38,11 @@ void Communicator::allreduce_max_u8(uint8_t* x, size_t n) {
   if (n > 0) do_allreduce_max_u8(x, n);
 }
 
-void Communicator::reduce_scatter_sum_i64(int64_t* x, const size_t* counts) {
+void Communicator::reduce_scatter_sum_u64(uint64_t* x, const size_t* counts) {
   size_t total = 0;
   for (int r = 0; r < size(); ++r) total += counts[r];
-  count(Collective::reduce_scatter, total * sizeof(int64_t), counts[rank()] * sizeof(int64_t));
-  if (total > 0) do_reduce_scatter_sum_i64(x, counts);
+  count(Collective::reduce_scatter, total * sizeof(uint64_t), counts[rank()] * sizeof(uint64_t));
+  if (total > 0) do_reduce_scatter_sum_u64(x, counts);
 }
 
 void Communicator::broadcast(void* data, size_t bytes, int root) {

@@ -10,9 +10,9 @@
 
 namespace sb {
 
-int64_t* GradAccumulator::encode(uint64_t total_adds, size_t* words) {
+uint64_t* GradAccumulator::encode(uint64_t total_adds, size_t* words) {
   uint64_t w = 0;
-  int64_t* wire = encode(total_adds, {WireRun{0, segments()}}, &w);
+  uint64_t* wire = encode(total_adds, {WireRun{0, segments()}}, &w);
   *words = static_cast<size_t>(w);
   return wire;
 }
@@ -27,8 +27,8 @@ void exact_allreduce(GradAccumulator& acc, Communicator& comm, uint64_t total_ad
                      uint32_t total_status) {
   comm.allreduce_max_u8(acc.block_ranges(), acc.range_bytes());
   size_t words = 0;
-  int64_t* wire = acc.encode(total_adds, &words);
-  comm.allreduce_sum_i64(wire, words);
+  uint64_t* wire = acc.encode(total_adds, &words);
+  comm.allreduce_sum_u64(wire, words);
   // In a world of one the SUM is the identity and decode would rebuild the same sums, adds and
   // status (the payload above is still counted, so it equals every world size's).
   if (comm.size() > 1) acc.decode(total_adds, total_status);
@@ -70,14 +70,14 @@ void exact_reduce_scatter(GradAccumulator& acc, Communicator& comm, uint64_t tot
     first_run[size_t(r) + 1] = runs.size();
   }
   std::vector<uint64_t> run_words(runs.size());
-  int64_t* wire = acc.encode(total_adds, runs, run_words.data());
+  uint64_t* wire = acc.encode(total_adds, runs, run_words.data());
   std::vector<size_t> counts(static_cast<size_t>(world), 0);
   size_t first_word = 0;
   for (int r = 0; r < world; ++r) {
     for (size_t k = first_run[size_t(r)]; k < first_run[size_t(r) + 1]; ++k) counts[size_t(r)] += run_words[k];
     if (r < me) first_word += counts[size_t(r)];
   }
-  comm.reduce_scatter_sum_i64(wire, counts.data());
+  comm.reduce_scatter_sum_u64(wire, counts.data());
   // In a world of one the part is the whole of `need` and the SUM the identity, as above.
   if (world > 1) acc.decode(total_adds, total_status, mine, first_word);
 }

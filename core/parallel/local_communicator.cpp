@@ -21,7 +21,7 @@ class LocalCommunicator final : public Communicator {
   void do_allreduce_or_u32(uint32_t*, size_t) override {}
   void do_allreduce_sum_f32(float*, size_t) override {}
   void do_allreduce_max_u8(uint8_t*, size_t) override {}
-  void do_reduce_scatter_sum_i64(int64_t*, const size_t*) override {}
+  void do_reduce_scatter_sum_u64(uint64_t*, const size_t*) override {}
   void do_broadcast(void*, size_t, int) override {}
   void do_allgather_u64(const uint64_t* in, size_t n, uint64_t* out) override {
     if (out != in) std::memmove(out, in, n * sizeof(uint64_t));

@@ -119,7 +119,7 @@ class MpiCommunicator final : public Communicator {
     allreduce(x, n, MPI_UINT8_T, MPI_MAX, "MPI_Allreduce(uint8 MAX)");
   }
   // MPI_Reduce_scatter into a buffer of this rank's part, then in place at the part's offset.
-  void do_reduce_scatter_sum_i64(int64_t* x, const size_t* counts) override {
+  void do_reduce_scatter_sum_u64(uint64_t* x, const size_t* counts) override {
     std::vector<int> c(static_cast<size_t>(size_));
     size_t offset = 0;
     for (int r = 0; r < size_; ++r) {
@@ -128,9 +128,9 @@ class MpiCommunicator final : public Communicator {
       c[size_t(r)] = static_cast<int>(counts[r]);
       if (r < rank_) offset += counts[r];
     }
-    std::vector<int64_t> mine(counts[rank_]);
-    check(MPI_Reduce_scatter(x, mine.data(), c.data(), MPI_INT64_T, MPI_SUM, comm_),
-          "MPI_Reduce_scatter(int64 SUM)");
+    std::vector<uint64_t> mine(counts[rank_]);
+    check(MPI_Reduce_scatter(x, mine.data(), c.data(), MPI_UINT64_T, MPI_SUM, comm_),
+          "MPI_Reduce_scatter(uint64 SUM)");
     std::copy(mine.begin(), mine.end(), x + offset);
   }
   void do_broadcast(void* data, size_t bytes, int root) override {

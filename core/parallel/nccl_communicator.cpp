@@ -88,22 +88,22 @@ class NcclCommunicator final : public Communicator {
 
   // ncclReduceScatter wants equal parts: each rank's part padded with zeros to the largest, in
   // the scratch (size, widest); the sum of this rank's part comes back to its offset in x.
-  void do_reduce_scatter_sum_i64(int64_t* x, const size_t* counts) override {
+  void do_reduce_scatter_sum_u64(uint64_t* x, const size_t* counts) override {
     activate();
     size_t widest = 0, offset = 0, mine = 0;
     for (int r = 0; r < size_; ++r) widest = counts[r] > widest ? counts[r] : widest;
-    const size_t part = widest * sizeof(int64_t), parts = part * static_cast<size_t>(size_);
+    const size_t part = widest * sizeof(uint64_t), parts = part * static_cast<size_t>(size_);
     char* buf = scratch(parts + part);
     SB_CUDA_CHECK(cudaMemsetAsync(buf, 0, parts, stream_));
     for (int r = 0; r < size_; ++r) {
       if (r == rank_) mine = offset;
       SB_CUDA_CHECK(cudaMemcpyAsync(buf + static_cast<size_t>(r) * part, x + offset,
-                                    counts[r] * sizeof(int64_t), cudaMemcpyDefault, stream_));
+                                    counts[r] * sizeof(uint64_t), cudaMemcpyDefault, stream_));
       offset += counts[r];
     }
-    SB_NCCL_CHECK(ncclReduceScatter(buf, buf + parts, widest, ncclInt64, ncclSum, comm_, stream_));
+    SB_NCCL_CHECK(ncclReduceScatter(buf, buf + parts, widest, ncclUint64, ncclSum, comm_, stream_));
     wait();
-    SB_CUDA_CHECK(cudaMemcpyAsync(x + mine, buf + parts, counts[rank_] * sizeof(int64_t),
+    SB_CUDA_CHECK(cudaMemcpyAsync(x + mine, buf + parts, counts[rank_] * sizeof(uint64_t),
                                   cudaMemcpyDefault, stream_));
     SB_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }

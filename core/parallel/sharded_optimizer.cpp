@@ -9,12 +9,11 @@
 #include <utility>
 
 #include "byte_stream.hpp"
+#include "samebits/core/byte_codec.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb {
 
-using dist_detail::ByteReader;
-using dist_detail::ByteWriter;
 
 static_assert(std::is_trivially_copyable_v<TensorUpdateStats>);
 
@@ -94,14 +93,14 @@ std::vector<StateArray> ShardedOptimizer::gather_state() {
           std::vector<float> host(mine[k].numel);  // (numel)
           backend_.copy_to_host(host.data(), mine[k].data, mine[k].numel * sizeof(float));
           w.put_string(mine[k].name);
-          w.put_floats(host.data(), host.size());
+          w.put_vector(host);
         }
       }
       SB_CHECK(b == mine.size(), "ShardedOptimizer: state buffer '", mine[b].name,
                "' does not belong to a tensor this rank owns");
     }
     dist_detail::broadcast_bytes(w.bytes(), root, comm_);
-    ByteReader r(w.bytes());
+    ByteReader r(w.bytes(), "the optimizer state from rank " + std::to_string(root), dist_detail::kBroadcastHint);
     for (size_t t = 0; t < owned_[size_t(root)].size(); ++t) {
       const auto i = r.get<uint64_t>();
       SB_CHECK(i < params_.size() && ownership_.owner[i] == root, "rank ", root,
@@ -111,10 +110,11 @@ std::vector<StateArray> ShardedOptimizer::gather_state() {
       for (uint64_t k = 0; k < count; ++k) {
         StateArray a;
         a.name = r.get_string();
-        a.data = r.get_floats();
+        a.data = r.get_vector<float>();
         per_tensor[i].push_back(std::move(a));
       }
     }
+    r.finish();
   }
   std::vector<StateArray> full;
   for (std::vector<StateArray>& arrays : per_tensor)

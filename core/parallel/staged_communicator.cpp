@@ -38,10 +38,10 @@ class StagedCommunicator final : public Communicator {
   void do_allreduce_max_u8(uint8_t* x, size_t n) override {
     round_trip(x, n, [&](uint8_t* h) { inner_->allreduce_max_u8(h, n); });
   }
-  void do_reduce_scatter_sum_i64(int64_t* x, const size_t* counts) override {
+  void do_reduce_scatter_sum_u64(uint64_t* x, const size_t* counts) override {
     size_t n = 0;
     for (int r = 0; r < size(); ++r) n += counts[r];
-    round_trip(x, n, [&](int64_t* h) { inner_->reduce_scatter_sum_i64(h, counts); });
+    round_trip(x, n, [&](uint64_t* h) { inner_->reduce_scatter_sum_u64(h, counts); });
   }
   void do_allreduce_sum_f32(float* x, size_t n) override {
     round_trip(x, n, [&](float* h) { inner_->allreduce_sum_f32(h, n); });

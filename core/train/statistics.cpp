@@ -35,6 +35,7 @@ namespace {
 
 std::vector<TensorSpan> spans_of(const std::vector<ParamView>& layout) {
   std::vector<TensorSpan> spans;
+  spans.reserve(layout.size());
   for (const ParamView& p : layout) spans.push_back({p.offset, p.numel});
   return spans;
 }
@@ -49,11 +50,11 @@ GradientStatistics::GradientStatistics(std::vector<ParamView> layout,
       batch_(std::move(batch)),
       leaf_sq_(layout_.size()) {}
 
-GradientStatistics::GradientStatistics(std::vector<ParamView> layout)
+GradientStatistics::GradientStatistics(const std::vector<ParamView>& layout)
     : GradientStatistics(layout, make_host_tensor_sums(spans_of(layout)),
                          make_host_tensor_sums(spans_of(layout))) {}
 
-GradientStatistics::GradientStatistics(std::vector<ParamView> layout, Backend& backend)
+GradientStatistics::GradientStatistics(const std::vector<ParamView>& layout, Backend& backend)
     : GradientStatistics(layout, backend.make_tensor_sums(spans_of(layout)),
                          backend.make_tensor_sums(spans_of(layout))) {}
 

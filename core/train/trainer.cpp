@@ -185,7 +185,7 @@ void Trainer::accumulate(uint64_t step, float loss_scale, det::ExactSum& loss_su
     const int n = std::min(micro, count - first);
     tokens_.resize(static_cast<size_t>(n) * leaf_tokens);  // (n, leaf_size, seq_len + 1)
     for (int i = 0; i < n; ++i) {
-      sampler_->leaf(step, order[size_t(first + i)], tokens_.data() + size_t(i) * leaf_tokens);
+      sampler_->leaf(step, order[size_t(first) + size_t(i)], tokens_.data() + size_t(i) * leaf_tokens);
     }
     std::vector<const int32_t*> leaves(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) leaves[size_t(i)] = tokens_.data() + size_t(i) * leaf_tokens;

@@ -2,13 +2,13 @@
 // or the synthetic language (its statistics), and write the synthetic language as an llm.c shard.
 // The shard written for (seed, vocab, split, tokens) is the same file on every machine.
 #include <algorithm>
-#include <boost/program_options.hpp>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iostream>
 #include <vector>
 
+#include "samebits/cli/arguments.hpp"
 #include "samebits/cli/command.hpp"
 #include "samebits/core/io/token_files.hpp"
 #include "samebits/data/hdf5_tokens.hpp"
@@ -21,7 +21,6 @@
 namespace sb::cli {
 namespace {
 
-namespace po = boost::program_options;
 using data::TokenSource;
 
 constexpr const char* kUsage =
@@ -51,31 +50,21 @@ struct Options {
   std::vector<std::string> positional;
   int64_t sample = 64, vocab = 256, doc_len = 256, tokens = -1;
   uint64_t seed = 1;
-  std::string seed_text = "1", split = "train", out;
+  std::string split = "train", out;
   bool help = false;
 };
 
 Options parse(const std::vector<std::string>& args) {
   Options o;
-  po::options_description desc;
-  desc.add_options()("help", po::bool_switch(&o.help))("sample", po::value(&o.sample))(
-      "vocab", po::value(&o.vocab))("seed", po::value(&o.seed_text))("doc-len", po::value(&o.doc_len))(
-      "tokens", po::value(&o.tokens))("split", po::value(&o.split))("out", po::value(&o.out))(
-      "args", po::value(&o.positional));
-  po::positional_options_description pos;
-  pos.add("args", -1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    SB_FAIL(e.what(), " (samebits data --help lists the options)");
-  }
-  const bool digits = !o.seed_text.empty() && o.seed_text.size() <= 20 &&
-                      o.seed_text.find_first_not_of("0123456789") == std::string::npos;
-  SB_CHECK(digits && (o.seed_text.size() < 20 || o.seed_text <= "18446744073709551615"), "--seed '",
-           o.seed_text, "' must be an integer in [0, 2^64)");
-  o.seed = std::stoull(o.seed_text);
+  o.help = !Arguments("data")
+                .integer("sample", o.sample, 0)
+                .integer("vocab", o.vocab, 1)
+                .integer("seed", o.seed)
+                .integer("doc-len", o.doc_len, 1)
+                .integer("tokens", o.tokens, 1)
+                .text("split", o.split)
+                .text("out", o.out)
+                .parse(args, o.positional);
   return o;
 }
 

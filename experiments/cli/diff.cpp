@@ -6,6 +6,7 @@
 #include <iostream>
 #include <map>
 
+#include "samebits/cli/arguments.hpp"
 #include "samebits/cli/command.hpp"
 #include "samebits/cli/diff.hpp"
 #include "samebits/cli/options.hpp"
@@ -46,7 +47,7 @@ constexpr const char* kUsage =
     "\n"
     "Exit codes: 0 identical, 1 different, 2 error.\n";
 
-struct Arguments {
+struct DiffArguments {
   std::vector<std::string> files;
   bool json = false;
   bool side_by_side = false;
@@ -57,28 +58,8 @@ struct Arguments {
   std::map<std::string, std::string> set_both, set_a, set_b;  // section.key → value
 };
 
-int64_t integer_value(const std::string& option, const std::string& text) {
-  try {
-    std::size_t used = 0;
-    const long long v = std::stoll(text, &used);
-    if (used == text.size()) return v;
-  } catch (const std::exception&) {
-  }
-  SB_FAIL("samebits diff ", option, " '", text, "': expected an integer");
-}
-
-double number_value(const std::string& option, const std::string& text) {
-  try {
-    std::size_t used = 0;
-    const double v = std::stod(text, &used);
-    if (used == text.size()) return v;
-  } catch (const std::exception&) {
-  }
-  SB_FAIL("samebits diff ", option, " '", text, "': expected a number such as 0.01");
-}
-
 // "a.section.key=VALUE" → set_a, "b.…" → set_b, "section.key=VALUE" → set_both.
-void add_setting(Arguments& args, const std::string& text) {
+void add_setting(DiffArguments& args, const std::string& text) {
   const std::size_t eq = text.find('=');
   SB_CHECK(eq != std::string::npos && eq > 0, "samebits diff --set '", text,
            "': expected [a.|b.]section.key=VALUE, e.g. b.perturb.tensor=wte");
@@ -93,36 +74,30 @@ void add_setting(Arguments& args, const std::string& text) {
   (*target)[key] = value;
 }
 
-Arguments parse_arguments(const std::vector<std::string>& argv) {
-  Arguments args;
-  for (std::size_t i = 0; i < argv.size(); ++i) {
-    const std::string& a = argv[i];
-    const auto value = [&]() -> const std::string& {
-      SB_CHECK(i + 1 < argv.size(), "samebits diff ", a, " needs a value (samebits diff --help)");
-      return argv[++i];
-    };
-    if (a == "--json") args.json = true;
-    else if (a == "--side-by-side") args.side_by_side = true;
-    else if (a == "--no-agreement") args.agreement = false;
-    else if (a == "--threshold") args.threshold = number_value(a, value());
-    else if (a == "--steps") args.steps = integer_value(a, value());
-    else if (a == "--every") args.every = integer_value(a, value());
-    else if (a == "--set") add_setting(args, value());
-    else {
-      SB_CHECK(a.rfind("-", 0) != 0, "unknown option '", a, "' (samebits diff --help)");
-      args.files.push_back(a);
-    }
-  }
+DiffArguments parse_arguments(const std::vector<std::string>& argv, bool& help) {
+  DiffArguments args;
+  std::vector<std::string> settings;
+  help = !Arguments("diff")
+              .flag("json", args.json)
+              .flag("side-by-side", args.side_by_side)
+              .flag("no-agreement", args.agreement, false)
+              .number("threshold", args.threshold)
+              .integer("steps", args.steps, 1)
+              .integer("every", args.every, 1)
+              .texts("set", settings)
+              .parse(argv, args.files);
+  if (help) return args;
+  for (const std::string& s : settings) add_setting(args, s);
   SB_CHECK(args.threshold > 0, "samebits diff --threshold ", args.threshold, ": use a positive distance such as 0.01");
   if (!args.side_by_side) {
-    SB_CHECK(args.set_both.empty() && args.set_a.empty() && args.set_b.empty() && args.steps == 0 && args.every == 1,
+    SB_CHECK(settings.empty() && args.steps == 0 && args.every == 1,
              "samebits diff: --set, --steps and --every belong to --side-by-side");
   }
   return args;
 }
 
 // The overrides of one side, as parse_config's --section.key=VALUE tokens.
-std::vector<std::string> overrides(const Arguments& args, const std::map<std::string, std::string>& side) {
+std::vector<std::string> overrides(const DiffArguments& args, const std::map<std::string, std::string>& side) {
   std::map<std::string, std::string> merged = args.set_both;
   for (const auto& [key, value] : side) merged[key] = value;
   std::vector<std::string> out;
@@ -130,7 +105,7 @@ std::vector<std::string> overrides(const Arguments& args, const std::map<std::st
   return out;
 }
 
-int run_side_by_side(const Arguments& args) {
+int run_side_by_side(const DiffArguments& args) {
   SB_CHECK(args.files.size() == 1 || args.files.size() == 2, "samebits diff --side-by-side expects one or two "
            "config files, got ", args.files.size(), " (samebits diff --side-by-side A.ini [B.ini])");
   const Config a = parse_config(args.files[0], overrides(args, args.set_a));
@@ -157,13 +132,12 @@ int run_side_by_side(const Arguments& args) {
 }
 
 int run_diff(const std::vector<std::string>& argv) {
-  for (const auto& a : argv) {
-    if (a == "--help" || a == "-h") {
-      std::cout << kUsage;
-      return kExitOk;
-    }
+  bool help = false;
+  const DiffArguments args = parse_arguments(argv, help);
+  if (help) {
+    std::cout << kUsage;
+    return kExitOk;
   }
-  const Arguments args = parse_arguments(argv);
   if (args.side_by_side) return run_side_by_side(args);
   SB_CHECK(args.files.size() == 2, "expected two run files, got ", args.files.size(), " (samebits diff A.h5 B.h5)");
   const run::RunReader a = run::RunReader::open(args.files[0]);

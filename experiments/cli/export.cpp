@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "samebits/cli/arguments.hpp"
 #include "samebits/cli/command.hpp"
 #include "samebits/cli/export_run.hpp"
 #include "samebits/det/error.hpp"
@@ -30,45 +31,19 @@ constexpr const char* kUsage =
     "Either file starts a new run: samebits train --train.init OUT (docs/EXPORT.md). Existing files\n"
     "are never overwritten. Exit codes: 0 written, 2 error.\n";
 
-int parse_step(const std::string& text) {
-  std::size_t used = 0;
-  long long value = -1;
-  try {
-    value = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  SB_CHECK(used == text.size() && value >= 0, "--step '", text, "' must be a non-negative integer");
-  return int(value);
-}
-
 int run_export(const std::vector<std::string>& args) {
   ExportOptions options;
+  int64_t step = -1;
+  std::string format = "safetensors";
   std::vector<std::string> positional;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    const std::size_t eq = a.find('=');
-    const std::string flag = a.substr(0, eq);
-    const auto value = [&]() -> std::string {
-      if (eq != std::string::npos) return a.substr(eq + 1);
-      SB_CHECK(i + 1 < args.size(), flag, " needs a value (samebits export --help)");
-      return args[++i];
-    };
-    if (a == "--help" || a == "-h") {
-      std::cout << kUsage;
-      return kExitOk;
-    }
-    if (flag == "--step") {
-      options.step = parse_step(value());
-    } else if (flag == "--format") {
-      const std::string f = value();
-      SB_CHECK(f == "hf" || f == "safetensors", "--format '", f, "' must be safetensors or hf");
-      options.format = f == "hf" ? ExportFormat::hf : ExportFormat::safetensors;
-    } else {
-      SB_CHECK(a.empty() || a.front() != '-', "unknown option '", a, "' (samebits export --help)");
-      positional.push_back(a);
-    }
+  if (!Arguments("export").integer("step", step, 0).text("format", format).parse(args, positional)) {
+    std::cout << kUsage;
+    return kExitOk;
   }
+  if (step >= 0) options.step = step;
+  SB_CHECK(format == "hf" || format == "safetensors", "samebits export --format '", format,
+           "': expected safetensors or hf");
+  options.format = format == "hf" ? ExportFormat::hf : ExportFormat::safetensors;
   SB_CHECK(positional.size() == 2, "expected a run file and an output (samebits export RUN.h5 [--step N] "
            "[--format safetensors|hf] OUT)");
   options.run_path = positional[0];

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "samebits/cli/arguments.hpp"
 #include "samebits/cli/command.hpp"
 #include "samebits/cli/sweep.hpp"
 #include "samebits/core/io/h5.hpp"
@@ -44,42 +45,24 @@ std::string self_binary() {
 }
 
 int run_sweep(const std::vector<std::string>& args) {
-  std::string file;
   SweepOptions options;
   options.self_binary = self_binary();
   options.live = ::isatty(STDOUT_FILENO) != 0;
   bool list = false;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    const std::size_t eq = arg.find('=');
-    const std::string flag = arg.rfind("--", 0) == 0 ? arg.substr(0, eq) : arg;
-    const auto value = [&]() -> std::string {
-      if (eq != std::string::npos && arg.rfind("--", 0) == 0) return arg.substr(eq + 1);
-      SB_CHECK(i + 1 < args.size(), flag, " needs a value (samebits sweep --help)");
-      return args[++i];
-    };
-    if (arg == "--help" || arg == "-h") {
-      std::cout << kUsage;
-      return kExitOk;
-    } else if (arg == "--list") {
-      list = true;
-    } else if (arg == "--no-plot") {
-      options.plot = false;
-    } else if (flag == "--out") {
-      options.out = value();
-    } else if (flag == "--set") {
-      options.set.push_back(value());
-    } else if (flag == "--jobs") {
-      const std::string v = value();
-      SB_CHECK(!v.empty() && v.find_first_not_of("0123456789") == std::string::npos && std::stoi(v) >= 1,
-               "--jobs '", v, "' must be a positive integer");
-      options.jobs = std::stoi(v);
-    } else {
-      SB_CHECK(arg.empty() || arg.front() != '-', "unknown option '", arg, "' (samebits sweep --help)");
-      SB_CHECK(file.empty(), "unexpected argument '", arg, "': the sweep file is '", file, "'");
-      file = arg;
-    }
+  std::vector<std::string> positional;
+  if (!Arguments("sweep")
+           .text("out", options.out)
+           .texts("set", options.set)
+           .integer("jobs", options.jobs, 1)
+           .flag("no-plot", options.plot, false)
+           .flag("list", list)
+           .parse(args, positional)) {
+    std::cout << kUsage;
+    return kExitOk;
   }
+  SB_CHECK(positional.size() <= 1, "unexpected argument '", positional.back(), "': the sweep file is '",
+           positional.front(), "'");
+  const std::string file = positional.empty() ? "" : positional[0];
   SB_CHECK(!file.empty(), "expected a sweep file (samebits sweep experiments/sweeps/quickstart.ini; --help)");
   const SweepSpec spec = load_sweep(file, options);
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "samebits/cli/arguments.hpp"
 #include "samebits/cli/command.hpp"
 #include "samebits/cli/options.hpp"
 #include "samebits/cli/train_run.hpp"
@@ -56,56 +57,25 @@ struct TrainArgs {
   bool help = false;
 };
 
-int parse_count(const std::string& flag, const std::string& text) {
-  std::size_t used = 0;
-  int value = -1;
-  try {
-    value = std::stoi(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  SB_CHECK(used == text.size() && value >= 0, flag, " '", text, "' must be a non-negative integer");
-  return value;
-}
-
 TrainArgs parse_args(const std::vector<std::string>& args) {
   TrainArgs a;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    const std::size_t eq = arg.find('=');
-    const std::string flag = arg.substr(0, eq);
-    // The value of a flag: after '=' or the next token.
-    const auto value = [&]() -> std::string {
-      if (eq != std::string::npos) return arg.substr(eq + 1);
-      SB_CHECK(i + 1 < args.size(), flag, " needs a value (samebits train --help)");
-      return args[++i];
-    };
-    if (arg == "--help" || arg == "-h") {
-      a.help = true;
-    } else if (arg == "--resume") {
-      a.run.resume = true;
-    } else if (arg == "--print-config") {
-      a.print_config = true;
-    } else if (flag == "--out") {
-      a.overrides.push_back("--run.out=" + value());
-    } else if (flag == "--init") {
-      a.overrides.push_back("--train.init=" + value());
-    } else if (flag == "--micro-leaves") {
-      a.run.micro_leaves = parse_count(flag, value());
-    } else if (arg == "--distributed-optimizer") {
-      a.run.distributed_optimizer = true;
-    } else if (flag == "--stop-after") {
-      a.run.stop_after = parse_count(flag, value());
-    } else if (arg.rfind("--", 0) == 0) {
-      a.overrides.push_back(arg);
-      if (eq == std::string::npos && i + 1 < args.size()) a.overrides.push_back(args[++i]);
-    } else {
-      SB_CHECK(arg.empty() || arg.front() != '-', "unknown option '", arg, "' (samebits train --help)");
-      SB_CHECK(a.config_path.empty(), "unexpected argument '", arg, "': the config file is '", a.config_path,
-               "' (one config file; options are written --section.key VALUE)");
-      a.config_path = arg;
-    }
-  }
+  std::string out, init;
+  std::vector<std::string> positional;
+  a.help = !Arguments("train")
+                .flag("resume", a.run.resume)
+                .flag("print-config", a.print_config)
+                .text("out", out)
+                .text("init", init)
+                .integer("micro-leaves", a.run.micro_leaves, 0)
+                .flag("distributed-optimizer", a.run.distributed_optimizer)
+                .integer("stop-after", a.run.stop_after, 0)
+                .hand_on(a.overrides)
+                .parse(args, positional);
+  if (!out.empty()) a.overrides.push_back("--run.out=" + out);
+  if (!init.empty()) a.overrides.push_back("--train.init=" + init);
+  SB_CHECK(positional.size() <= 1, "unexpected argument '", positional.back(), "': the config file is '",
+           positional.front(), "' (one config file; options are written --section.key VALUE)");
+  if (!positional.empty()) a.config_path = positional[0];
   return a;
 }
 

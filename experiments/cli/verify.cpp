@@ -2,6 +2,7 @@
 // checks every step against the file (verify.hpp). Exit 0 all equal, 1 mismatch, 2 error.
 #include <iostream>
 
+#include "samebits/cli/arguments.hpp"
 #include "samebits/cli/command.hpp"
 #include "samebits/cli/verify.hpp"
 #include "samebits/det/error.hpp"
@@ -27,42 +28,18 @@ constexpr const char* kUsage =
     "Exit codes: 0 every step matches, 1 mismatch, 2 error.\n";
 
 int run_verify(const std::vector<std::string>& args) {
-  std::string path;
   VerifyOptions options;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") {
-      std::cout << kUsage;
-      return kExitOk;
-    }
-    if (a == "--steps" || a.rfind("--steps=", 0) == 0 || a == "--from" || a.rfind("--from=", 0) == 0) {
-      const bool from = a.rfind("--from", 0) == 0;
-      const std::string flag = from ? "--from" : "--steps";
-      std::string v;
-      if (a == flag) {
-        SB_CHECK(i + 1 < args.size(), flag, " needs a value");
-        v = args[++i];
-      } else {
-        v = a.substr(flag.size() + 1);
-      }
-      std::size_t used = 0;
-      int64_t value = -1;
-      try {
-        value = std::stoll(v, &used);
-      } catch (const std::exception&) {
-        used = 0;
-      }
-      SB_CHECK(used == v.size() && value >= (from ? 0 : 1), flag, " '", v, "' must be a ",
-               from ? "non-negative" : "positive", " integer");
-      (from ? options.from : options.steps) = value;
-    } else if (a.rfind("--", 0) == 0) {
-      options.overrides.push_back(a);
-      if (a.find('=') == std::string::npos && i + 1 < args.size()) options.overrides.push_back(args[++i]);
-    } else {
-      SB_CHECK(path.empty() && a.rfind("-", 0) != 0, "unexpected argument '", a, "' (samebits verify --help)");
-      path = a;
-    }
+  std::vector<std::string> positional;
+  if (!Arguments("verify")
+           .integer("from", options.from, 0)
+           .integer("steps", options.steps, 1)
+           .hand_on(options.overrides)
+           .parse(args, positional)) {
+    std::cout << kUsage;
+    return kExitOk;
   }
+  SB_CHECK(positional.size() <= 1, "unexpected argument '", positional.back(), "' (samebits verify --help)");
+  const std::string path = positional.empty() ? "" : positional[0];
   SB_CHECK(!path.empty(), "expected a run file (samebits verify RUN.h5)");
   const VerifyResult r = verify_run(path, options, std::cout);
   std::cout << verify_text(path, r);

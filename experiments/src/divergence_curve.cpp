@@ -147,10 +147,7 @@ std::string growth_json(const Growth& g) {
 }
 
 std::string agreement_json(const Agreement& a) {
-  std::string source = "\"";
-  for (const char c : a.source) source += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
-  source += "\"";
-  return "{\"step\": " + std::to_string(a.step) + ", \"source\": " + source +
+  return "{\"step\": " + std::to_string(a.step) + ", \"source\": " + json_string(a.source) +
          ", \"positions\": " + std::to_string(a.positions) + ", \"disagreeing\": " + std::to_string(a.disagreeing) +
          ", \"disagreement\": " + json_number(a.disagreement) +
          ", \"logit_correlation\": " + json_number(a.logit_correlation) + ", \"loss_a\": " + json_number(a.loss_a) +

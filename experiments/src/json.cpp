@@ -12,16 +12,6 @@ std::string fmt(const char* format, double v) {
   return text;
 }
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (const char c : s) {
-    if (c == '"' || c == '\\') out += std::string("\\") + c;
-    else if (static_cast<unsigned char>(c) < 0x20) out += fmt("\\u%04x", double(static_cast<unsigned char>(c)));
-    else out += c;
-  }
-  return out + "\"";
-}
-
 std::string json_number(double v) { return std::isfinite(v) ? fmt("%.17g", v) : "null"; }
 
 }  // namespace sb::cli

@@ -4,6 +4,8 @@
 // Text read from a file or a run file reaches messages escaped (untrusted_text.hpp).
 #include "samebits/cli/options.hpp"
 
+#include "long_options.hpp"
+
 #include <boost/program_options.hpp>
 
 #include <algorithm>
@@ -111,18 +113,7 @@ void read_ini(const Source& source, const po::options_description& desc, std::ma
 
 void read_command_line(const std::vector<std::string>& args, const po::options_description& desc,
                        std::map<std::string, Given>& values) {
-  namespace style = po::command_line_style;
-  po::parsed_options parsed(&desc);
-  try {
-    parsed = po::command_line_parser(args)
-                 .options(desc)
-                 .style(style::unix_style & ~style::allow_guessing & ~style::allow_short)
-                 .allow_unregistered()
-                 .run();
-  } catch (const po::error& e) {
-    SB_FAIL("command line: ", escape_untrusted(e.what()));
-  }
-  collect(parsed, "on the command line", true, values);
+  collect(parse_long_options(args, desc, "command line"), "on the command line", true, values);
 }
 
 Config resolve(const Source* source, const std::vector<std::string>& cli_overrides) {

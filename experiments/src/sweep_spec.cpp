@@ -8,6 +8,7 @@
 
 #include "samebits/cli/options.hpp"
 #include "samebits/cli/sweep.hpp"
+#include "samebits/core/config_grammar.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb::cli {
@@ -76,15 +77,14 @@ std::vector<Section> read_sections(const std::string& file, const std::string& t
 }
 
 int parse_int(const std::string& where, const std::string& key, const std::string& value, int min) {
-  std::size_t used = 0;
-  long long v = -1;
+  int64_t v = -1;
+  bool valid = true;
   try {
-    v = std::stoll(value, &used);
-  } catch (const std::exception&) {
-    used = 0;
+    v = config_value::parse_int(value);
+  } catch (const BadConfigValue&) {
+    valid = false;
   }
-  SB_CHECK(used == value.size() && !value.empty() && v >= min && v <= 1000000, where, ": ", key, " = '", value,
-           "' must be an integer >= ", min);
+  SB_CHECK(valid && v >= min && v <= 1000000, where, ": ", key, " = '", value, "' must be an integer >= ", min);
   return static_cast<int>(v);
 }
 

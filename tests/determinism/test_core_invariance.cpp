@@ -104,7 +104,7 @@ TEST_CASE("leaves in any order, and any split over calls or ranks, give the same
   }
 
   // Two "ranks": leaves {3, 1} and {0, 2} in separate accumulators, through the exact all-reduce's
-  // wire (ranges MAX-reduced, words summed as an int64 SUM all-reduce would), then rounded once.
+  // wire (ranges MAX-reduced, words summed as the uint64 SUM all-reduce does), then rounded once.
   auto a = be->make_accumulator(model.flat_size());
   auto b = be->make_accumulator(model.flat_size());
   det::ExactSum loss_a, loss_b;
@@ -119,12 +119,10 @@ TEST_CASE("leaves in any order, and any split over calls or ranks, give the same
     b->block_ranges()[i] = a->block_ranges()[i];
   }
   size_t words_a = 0, words_b = 0;
-  int64_t* wa = a->encode(adds, &words_a);
-  const int64_t* wb = b->encode(adds, &words_b);
+  uint64_t* wa = a->encode(adds, &words_a);
+  const uint64_t* wb = b->encode(adds, &words_b);
   REQUIRE(words_a == words_b);
-  for (size_t i = 0; i < words_a; ++i) {
-    wa[i] = static_cast<int64_t>(static_cast<uint64_t>(wa[i]) + static_cast<uint64_t>(wb[i]));
-  }
+  for (size_t i = 0; i < words_a; ++i) wa[i] += wb[i];
   a->decode(adds, status);
   loss_a.merge(loss_b);
   Result split;

@@ -111,6 +111,10 @@ TEST_CASE("samebits diff --side-by-side") {
   CHECK(run({"diff", "--side-by-side", dir / "run.ini", "--set", "b.perturb.tensor=nope"}).code == 2);
   CHECK(run({"diff", "--side-by-side", dir / "run.ini", "--steps", "21"}).code == 2);
   CHECK(run({"diff", dir / "run.ini", "--steps", "3"}).code == 2);
+  const Result every = run({"diff", "--side-by-side", dir / "run.ini", "--every", "0"});
+  CHECK(every.code == 2);
+  CHECK_MESSAGE(every.output.find("samebits diff --every '0': expected an integer from 1 to") != std::string::npos,
+                every.output);
 }
 
 TEST_CASE("samebits diff goes on without the agreement when the validation data is not found") {

@@ -85,7 +85,7 @@ TEST_CASE("export → train --init: the same bits, invariant across threads and 
   SUBCASE("bad export inputs") {
     expect_error(run({"export", a, st}), "already exists");
     expect_error(run({"export", a, "--step", "5", dir / "x.safetensors"}), "holds no parameters of step 5");
-    expect_error(run({"export", a, "--format", "onnx", dir / "x"}), "--format 'onnx' must be safetensors or hf");
+    expect_error(run({"export", a, "--format", "onnx", dir / "x"}), "--format 'onnx': expected safetensors or hf");
     expect_error(run({"export", dir / "none.h5", dir / "x"}), "none.h5");
     const std::string rms_ini = dir / "rms.ini", rms = dir / "rms.h5";
     sbt::write_text(rms_ini, "[model]\nnorm = rmsnorm\n" + sbt::tiny_config().substr(8));

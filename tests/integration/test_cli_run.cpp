@@ -106,6 +106,8 @@ TEST_CASE("config errors: one line naming the key or file, exit 2, no run file")
       {{"train", c, "--data.source", "hdf5", "--model.vocab", "256", "--data.path", dir / "none.h5:/tokens"}, "none.h5"},
       {{"train", c, "--numerics.gemm", "fast"}, "numerics.gemm"},
       {{"train", c, "--micro-leaves", "-1"}, "--micro-leaves"},
+      {{"train", c, "--stop-after", "7x"}, "samebits train --stop-after '7x': expected an integer such as 4"},
+      {{"train", c, "--stop-after"}, "--stop-after"},
       {{"train", c, "extra.ini"}, "extra.ini"},
   };
   for (const Case& k : cases) {
@@ -298,5 +300,8 @@ TEST_CASE("verify --from S: a window of a run reproduces from a kept state witho
                     std::string::npos, none.output);
   CHECK(run({"verify", a, "--from", "10", "--steps", "11"}).code == 2);
   CHECK(run({"verify", a, "--from", "20"}).code == 2);
-  CHECK(run({"verify", a, "--from", "x"}).code == 2);
+  const Result bad = run({"verify", a, "--from", "x"});
+  CHECK(bad.code == 2);
+  CHECK_MESSAGE(bad.output.find("samebits verify --from 'x': expected an integer such as 4") != std::string::npos,
+                bad.output);
 }

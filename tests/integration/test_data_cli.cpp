@@ -142,7 +142,7 @@ TEST_CASE("bad input exits 2 with a message naming the file or the option") {
   CHECK(has(r.output, "--tokens"));
   r = run("data synth --out " + (dir / "x.bin") + " --tokens 10 --seed -3");
   CHECK(r.code == 2);
-  CHECK(has(r.output, "--seed '-3' must be an integer"));
+  CHECK(has(r.output, "--seed '-3': expected an integer"));
   r = run("data frobnicate");
   CHECK(r.code == 2);
   CHECK(has(r.output, "frobnicate"));

@@ -6,7 +6,7 @@
 
 #include "mpi_support.hpp"
 
-TEST_CASE("MPI: allreduce_max_u8 and reduce_scatter_sum_i64 at 2, 3 and 4 ranks") {
+TEST_CASE("MPI: allreduce_max_u8 and reduce_scatter_sum_u64 at 2, 3 and 4 ranks") {
   for (int ranks : {2, 3, 4}) {
     CAPTURE(ranks);
     const sb::test::Launch run = sb::test::train(ranks, "--check-collectives");

@@ -34,8 +34,8 @@ void check_world_sizes(const std::string& precision) {
       // broadcasts its weights in place (at least one call each: one per run of adjacent tensors
       // it owns).
       if (!sharded) {
-        CHECK(sb::test::first_step_traffic(run.output, "allreduce_i64") ==
-              sb::test::first_step_traffic(one.output, "allreduce_i64"));
+        CHECK(sb::test::first_step_traffic(run.output, "allreduce_u64") ==
+              sb::test::first_step_traffic(one.output, "allreduce_u64"));
       }
       CHECK(sb::test::first_step_traffic(run.output, "reduce_scatter").empty() == !sharded);
       const std::string broadcasts = sb::test::first_step_traffic(run.output, "broadcast");

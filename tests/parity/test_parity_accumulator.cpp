@@ -18,9 +18,9 @@ std::vector<uint8_t> wire_of(Backend& be, GradAccumulator& acc) {
   std::vector<uint8_t> out(acc.range_bytes());
   be.copy_to_host(out.data(), acc.block_ranges(), out.size());
   size_t words = 0;
-  const int64_t* w = acc.encode(acc.adds(), &words);
-  out.resize(out.size() + words * sizeof(int64_t));
-  be.copy_to_host(out.data() + acc.range_bytes(), w, words * sizeof(int64_t));
+  const uint64_t* w = acc.encode(acc.adds(), &words);
+  out.resize(out.size() + words * sizeof(uint64_t));
+  be.copy_to_host(out.data() + acc.range_bytes(), w, words * sizeof(uint64_t));
   return out;
 }
 

@@ -103,12 +103,12 @@ TEST_CASE("a batch of leaves through the exact accumulator: CUDA equals the CPU 
   gpu->copy_to_host(granges.data(), gacc->block_ranges(), granges.size());
   CHECK(granges == std::vector<uint8_t>(cacc->block_ranges(), cacc->block_ranges() + cacc->range_bytes()));
   size_t gwords = 0, cwords = 0;
-  const int64_t* gw = gacc->encode(3, &gwords);
-  const int64_t* cw = cacc->encode(3, &cwords);
+  const uint64_t* gw = gacc->encode(3, &gwords);
+  const uint64_t* cw = cacc->encode(3, &cwords);
   REQUIRE(gwords == cwords);
-  std::vector<int64_t> ghost(gwords);
-  gpu->copy_to_host(ghost.data(), gw, gwords * sizeof(int64_t));
-  CHECK(ghost == std::vector<int64_t>(cw, cw + cwords));
+  std::vector<uint64_t> ghost(gwords);
+  gpu->copy_to_host(ghost.data(), gw, gwords * sizeof(uint64_t));
+  CHECK(ghost == std::vector<uint64_t>(cw, cw + cwords));
 }
 
 TEST_CASE("vendor numerics on the GPU (cuBLAS, float atomics) run and stay close to canonical") {

@@ -58,11 +58,10 @@ class ThreadWorld {
     void do_allreduce_max_u8(uint8_t* x, size_t n) override {
       reduce<uint8_t>(x, 0, n, [](uint8_t a, uint8_t b) { return a > b ? a : b; });
     }
-    void do_reduce_scatter_sum_i64(int64_t* x, const size_t* counts) override {
+    void do_reduce_scatter_sum_u64(uint64_t* x, const size_t* counts) override {
       size_t first = 0;
       for (int q = 0; q < r_; ++q) first += counts[q];
-      reduce<uint64_t>(reinterpret_cast<uint64_t*>(x), first, counts[r_],
-                       [](uint64_t a, uint64_t b) { return a + b; });
+      reduce<uint64_t>(x, first, counts[r_], [](uint64_t a, uint64_t b) { return a + b; });
     }
     void do_broadcast(void* data, size_t bytes, int root) override {
       std::vector<unsigned char> out(bytes);

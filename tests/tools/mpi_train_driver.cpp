@@ -310,7 +310,7 @@ int bench_collectives(sb::Trainer& trainer, sb::Communicator& comm, int reps) {
   return 0;
 }
 
-// allreduce_max_u8 and reduce_scatter_sum_i64 against their definitions, with uneven parts (rank
+// allreduce_max_u8 and reduce_scatter_sum_u64 against their definitions, with uneven parts (rank
 // r receives r + 1 values, plus an empty part at 4 ranks or more when the last gets none): prints
 // "# collectives ok" on rank 0 or throws.
 int check_collectives(sb::Communicator& comm) {
@@ -326,13 +326,14 @@ int check_collectives(sb::Communicator& comm) {
     if (r < me) offset += counts[size_t(r)];
     total += counts[size_t(r)];
   }
-  std::vector<int64_t> x(total);
-  for (size_t i = 0; i < total; ++i) x[i] = (int64_t{1} << 62) / 8 * (me + 1) - static_cast<int64_t>(i) * me;
-  comm.reduce_scatter_sum_i64(x.data(), counts.data());
+  // Values and sums beyond 2^63, wrapping modulo 2^64: an unsigned SUM (an int64 one would overflow).
+  std::vector<uint64_t> x(total);
+  for (size_t i = 0; i < total; ++i) x[i] = (uint64_t{1} << 63) / 2 * uint64_t(me + 3) - i * uint64_t(me);
+  comm.reduce_scatter_sum_u64(x.data(), counts.data());
   for (size_t i = offset; i < offset + counts[size_t(me)]; ++i) {
-    int64_t want = 0;
-    for (int r = 0; r < w; ++r) want += (int64_t{1} << 62) / 8 * (r + 1) - static_cast<int64_t>(i) * r;
-    SB_CHECK(x[i] == want, "reduce_scatter_sum_i64 on rank ", me, ": element ", i, " is ", x[i],
+    uint64_t want = 0;
+    for (int r = 0; r < w; ++r) want += (uint64_t{1} << 63) / 2 * uint64_t(r + 3) - i * uint64_t(r);
+    SB_CHECK(x[i] == want, "reduce_scatter_sum_u64 on rank ", me, ": element ", i, " is ", x[i],
              ", expected ", want);
   }
   comm.barrier();

@@ -1,6 +1,6 @@
 // The exact all-reduce's codec (det/block_wire.hpp) and BlockAccumulator against the plain 4-limb
 // FixedAccumulator: on adversarial blocks, every special value and random partitions of the leaves
-// over 1-7 simulated ranks (words summed as an int64 SUM all-reduce does, wrapping), every rank
+// over 1-7 simulated ranks (words summed as the uint64 SUM all-reduce does, modulo 2^64), every rank
 // decodes exactly the 4-limb sum's integers (compared as integers, bitwise) and rounds to its bits;
 // the status bits agree; the wire's size is the same for every partition and world size.
 #include <doctest/doctest.h>
@@ -88,7 +88,7 @@ Outcome all_reduce_check(const Leaves& leaves, int ranks, const std::vector<int>
     a.encode(adds);
     if (sum.empty()) sum.assign(a.wire_words(), 0);
     REQUIRE(a.wire_words() == sum.size());
-    for (size_t k = 0; k < sum.size(); ++k) sum[k] += static_cast<uint64_t>(a.wire()[k]);
+    for (size_t k = 0; k < sum.size(); ++k) sum[k] += a.wire()[k];
   }
   for (BlockAccumulator& a : rank) {
     if (!sum.empty()) std::memcpy(a.wire(), sum.data(), sum.size() * sizeof(uint64_t));

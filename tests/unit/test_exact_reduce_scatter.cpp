@@ -121,7 +121,7 @@ std::vector<RankResult> run_world(const Leaves& leaves, const std::vector<int>& 
 }
 
 constexpr size_t kReduceScatter = static_cast<size_t>(sb::Collective::reduce_scatter);
-constexpr size_t kSum = static_cast<size_t>(sb::Collective::allreduce_i64);
+constexpr size_t kSum = static_cast<size_t>(sb::Collective::allreduce_u64);
 
 }  // namespace
 

@@ -203,7 +203,18 @@ TEST_CASE("store data written in one pass: the regions over what HDF5 left, hash
     CAPTURE(direct);
     const std::string file = dir / (direct ? "direct.bin" : "cached.bin");
     std::ofstream(file, std::ios::binary).write(left.data(), static_cast<std::streamsize>(length));
-    const uint64_t hash = run::write_store_data(file, length, raw, direct);
+    const run::StoreDataWrite written = run::write_store_data(file, length, raw, direct);
+    const uint64_t hash = written.digest;
+    // Direct I/O writes every whole 4 KiB block, or none where the file system refuses O_DIRECT.
+    CHECK(written.direct_bytes == (direct && written.direct_bytes > 0 ? length / 4096 * 4096 : 0));
+    if (direct) {
+      const std::string report = written.direct_bytes > 0
+                                     ? "direct I/O ran: " + std::to_string(written.direct_bytes) + " of " +
+                                           std::to_string(length) + " bytes in " + dir.path.string()
+                                     : "direct I/O did not run: the file system of " + dir.path.string() +
+                                           " refuses O_DIRECT; only the page-cache path was tested";
+      MESSAGE(report);
+    }
     std::ifstream in(file, std::ios::binary);
     const std::string back((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     REQUIRE(back.size() == length);

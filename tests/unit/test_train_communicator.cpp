@@ -36,10 +36,10 @@ TEST_CASE("the local communicator is rank 0 of 1 and leaves buffers unchanged") 
   uint8_t bytes[3] = {0, 7, 255};
   comm->allreduce_max_u8(bytes, 3);
   CHECK(bytes[2] == 255);
-  std::vector<int64_t> parts{4, -5, 6};
+  std::vector<uint64_t> parts{4, ~uint64_t{0}, 6};
   const size_t counts[1] = {3};
-  comm->reduce_scatter_sum_i64(parts.data(), counts);
-  CHECK(parts == std::vector<int64_t>{4, -5, 6});
+  comm->reduce_scatter_sum_u64(parts.data(), counts);
+  CHECK(parts == std::vector<uint64_t>{4, ~uint64_t{0}, 6});
 }
 
 TEST_CASE("bytes and calls are counted per collective kind") {
@@ -67,9 +67,9 @@ TEST_CASE("bytes and calls are counted per collective kind") {
   CHECK(sb::to_string(sb::Collective::allgather) == "allgather");
   uint8_t ranges[6] = {};
   comm->allreduce_max_u8(ranges, 6);
-  int64_t parts[5] = {};
+  uint64_t parts[5] = {};
   const size_t counts[1] = {5};
-  comm->reduce_scatter_sum_i64(parts, counts);
+  comm->reduce_scatter_sum_u64(parts, counts);
   CHECK(comm->counters().bytes[k(sb::Collective::allreduce_max)] == 6);
   CHECK(comm->counters().bytes[k(sb::Collective::reduce_scatter)] == 40);
   CHECK(sb::to_string(sb::Collective::reduce_scatter) == "reduce_scatter");

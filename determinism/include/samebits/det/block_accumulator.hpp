@@ -33,17 +33,17 @@ class BlockAccumulator {
   void clear();
 
   // The exact all-reduce (block_wire.hpp): (1) MAX all-reduce of ranges() as range_bytes() bytes;
-  // (2) encode(total_adds) into wire(); (3) int64 SUM all-reduce of wire(); (4) decode(...). After
+  // (2) encode(total_adds) into wire(); (3) uint64 SUM all-reduce of wire(); (4) decode(...). After
   // it every rank holds the exact sum over all ranks, with adds() = total_adds.
   uint8_t* ranges() { return reinterpret_cast<uint8_t*>(ranges_.data()); }
   size_t range_bytes() const { return ranges_.size() * sizeof(WireRange); }
   void encode(uint64_t total_adds);
-  int64_t* wire() { return reinterpret_cast<int64_t*>(wire_.data()); }
+  uint64_t* wire() { return wire_.data(); }
   size_t wire_words() const { return wire_.size(); }
   void decode(uint64_t total_adds, uint32_t total_status);
   // The reduce-scatter's form: (2) the segments of runs[0], runs[1], … one after another into
   // wire() (a segment may appear in several runs), run_words[k] (when given) = the words of
-  // runs[k]; (3) an int64 SUM of at least the words decoded next; (4) the segments of `runs`
+  // runs[k]; (3) a uint64 SUM of at least the words decoded next; (4) the segments of `runs`
   // (ascending, disjoint) decoded from wire() at word first_word on, their words one after
   // another. The elements of those segments then hold the exact sums over all ranks; the others
   // keep this rank's own sums. Throws sb::Error for runs outside the wire or out of order.

@@ -1,7 +1,7 @@
 // The exact all-reduce's wire format (docs/DISTRIBUTED.md §7), host and device: per block of
 // kWireBlock elements a top bit and, per group of kWireGroup elements, a low bit, agreed by a MAX
-// all-reduce; then biased fields bit-packed into int64 words with headroom, so that an ordinary
-// int64 SUM all-reduce adds every field carry-free. Every step is integer arithmetic on exact
+// all-reduce; then biased fields bit-packed into uint64 words with headroom, so that an ordinary
+// uint64 SUM all-reduce adds every field carry-free. Every step is integer arithmetic on exact
 // values: the decoded sums are the exact sums of the fixed-point accumulator (fixed_point.hpp), the
 // same integers for any world size and partition.
 //
@@ -15,7 +15,7 @@
 //   F = S/2^lo_g + a·2^(hi-lo_g) in [0, 2^width), width = hi - lo_g + 1 + h,
 // and Σ_r F < A·2^(hi-lo_g+1) <= 2^width: the fields' sum never leaves its width. The fields of a
 // segment of kWireSegment blocks form one bit stream (elements in order, each group's fields
-// `width` bits wide), cut into chunks of 64 - h bits, one per int64 word; at most A ranks
+// `width` bits wide), cut into chunks of 64 - h bits, one per uint64 word; at most A ranks
 // contribute non-zero words, so a word's SUM stays below A·2^(64-h) <= 2^64. Decoding propagates
 // the chunk carries (none leaves a segment: its fields' sums end inside it) and reads
 // Σ S = (G - A·2^(hi-lo_g))·2^lo_g for each element. Segments start on word boundaries, so they
@@ -150,85 +150,75 @@ struct WireRun {
   int64_t first = 0, last = 0;
 };
 
-// int64 words of segment s of a vector of n (ranges: (wire_blocks(n))): a function of the agreed
-// ranges and total_adds only.
-SB_HD uint64_t wire_segment_words(const WireRange* ranges, int64_t s, int64_t n, uint64_t total_adds) {
-  const int h = wire_ceil_log2(total_adds);
+// The groups of segment s of a vector of n in wire order (ranges: (wire_blocks(n))):
+// group(b, e0, e1, bw) for elements [e0, e1) of block b, whose fields are bw. The one walk of
+// wire_segment_words, wire_encode_segment and wire_decode_segment.
+template <class Group>
+SB_HD void wire_groups(const WireRange* ranges, int64_t s, int64_t n, int h, Group group) {
   const int64_t b1 = (s + 1) * kWireSegment < wire_blocks(n) ? (s + 1) * kWireSegment : wire_blocks(n);
-  uint64_t bits = 0;
   for (int64_t b = s * kWireSegment; b < b1; ++b) {
     const int c = wire_count(b, n);
     for (int g = 0; g * kWireGroup < c; ++g) {
-      const int in = c - g * kWireGroup < kWireGroup ? c - g * kWireGroup : kWireGroup;
-      bits += static_cast<uint64_t>(in) * static_cast<uint64_t>(wire_group(ranges[b], g, h).width);
+      const int e1 = c < (g + 1) * kWireGroup ? c : (g + 1) * kWireGroup;
+      group(b, g * kWireGroup, e1, wire_group(ranges[b], g, h));
     }
   }
+}
+
+// uint64 words of segment s of a vector of n (ranges: (wire_blocks(n))): a function of the agreed
+// ranges and total_adds only.
+SB_HD uint64_t wire_segment_words(const WireRange* ranges, int64_t s, int64_t n, uint64_t total_adds) {
+  const int h = wire_ceil_log2(total_adds);
+  uint64_t bits = 0;
+  wire_groups(ranges, s, n, h, [&](int64_t, int e0, int e1, const BlockWire& bw) {
+    bits += static_cast<uint64_t>(e1 - e0) * static_cast<uint64_t>(bw.width);
+  });
   const uint64_t chunk = static_cast<uint64_t>(64 - h);
   return (bits + chunk - 1) / chunk;
 }
 
-// Writes f's low `width` bits at bit `pos` of the chunk stream (words zeroed beforehand).
-SB_HD void wire_put(uint64_t* words, const BlockWire& bw, uint64_t pos, const Wide192& f) {
-  int done = 0;
-  while (done < bw.width) {
+// The pieces of a field `width` bits wide at bit `pos` of the chunk stream, low bits first:
+// piece(k, off, len, done) for the field's bits [done, done + len), which lie at bit off of word k
+// (len <= chunk <= 64). The one bit loop of wire_put, wire_get and their 64-bit forms.
+template <class Piece>
+SB_HD void wire_pieces(const BlockWire& bw, uint64_t pos, Piece piece) {
+  for (int done = 0; done < bw.width;) {
     const uint64_t k = pos / static_cast<uint64_t>(bw.chunk);
     const int off = static_cast<int>(pos % static_cast<uint64_t>(bw.chunk));
-    int len = bw.chunk - off;
-    len = len < bw.width - done ? len : bw.width - done;
-    len = len < 64 ? len : 64;
-    words[k] |= wide_bits(f, done, len) << off;
+    const int len = bw.chunk - off < bw.width - done ? bw.chunk - off : bw.width - done;
+    piece(k, off, len, done);
     pos += static_cast<uint64_t>(len);
     done += len;
   }
+}
+
+SB_HD uint64_t wire_low_bits(uint64_t v, int len) {  // v's low len bits, len in [1, 64]
+  return len == 64 ? v : v & ((uint64_t{1} << len) - 1);
+}
+
+// Writes f's low `width` bits at bit `pos` of the chunk stream (words zeroed beforehand).
+SB_HD void wire_put(uint64_t* words, const BlockWire& bw, uint64_t pos, const Wide192& f) {
+  wire_pieces(bw, pos, [&](uint64_t k, int off, int len, int done) { words[k] |= wide_bits(f, done, len) << off; });
 }
 
 // Reads `width` bits at bit `pos` of a carry-propagated chunk stream.
 SB_HD Wide192 wire_get(const uint64_t* words, const BlockWire& bw, uint64_t pos) {
   Wide192 f = {{0, 0, 0}};
-  int done = 0;
-  while (done < bw.width) {
-    const uint64_t k = pos / static_cast<uint64_t>(bw.chunk);
-    const int off = static_cast<int>(pos % static_cast<uint64_t>(bw.chunk));
-    int len = bw.chunk - off;
-    len = len < bw.width - done ? len : bw.width - done;
-    len = len < 64 ? len : 64;
-    const uint64_t piece = (words[k] >> off) & (len == 64 ? ~uint64_t{0} : (uint64_t{1} << len) - 1);
-    f = wide_add(f, wide_shl(Wide192{{piece, 0, 0}}, done));
-    pos += static_cast<uint64_t>(len);
-    done += len;
-  }
+  wire_pieces(bw, pos, [&](uint64_t k, int off, int len, int done) {
+    f = wide_add(f, wide_shl(Wide192{{wire_low_bits(words[k] >> off, len), 0, 0}}, done));
+  });
   return f;
 }
 
 // Writes the low `width` (<= 64) bits of f at bit `pos`: wire_put's fast path for narrow fields.
 SB_HD void wire_put64(uint64_t* words, const BlockWire& bw, uint64_t pos, uint64_t f) {
-  int done = 0;
-  while (done < bw.width) {
-    const uint64_t k = pos / static_cast<uint64_t>(bw.chunk);
-    const int off = static_cast<int>(pos % static_cast<uint64_t>(bw.chunk));
-    int len = bw.chunk - off;
-    len = len < bw.width - done ? len : bw.width - done;
-    const uint64_t piece = len == 64 ? f : (f >> done) & ((uint64_t{1} << len) - 1);
-    words[k] |= piece << off;
-    pos += static_cast<uint64_t>(len);
-    done += len;
-  }
+  wire_pieces(bw, pos, [&](uint64_t k, int off, int len, int done) { words[k] |= wire_low_bits(f >> done, len) << off; });
 }
 
 // Reads `width` (<= 64) bits at bit `pos`: wire_get's fast path.
 SB_HD uint64_t wire_get64(const uint64_t* words, const BlockWire& bw, uint64_t pos) {
   uint64_t f = 0;
-  int done = 0;
-  while (done < bw.width) {
-    const uint64_t k = pos / static_cast<uint64_t>(bw.chunk);
-    const int off = static_cast<int>(pos % static_cast<uint64_t>(bw.chunk));
-    int len = bw.chunk - off;
-    len = len < bw.width - done ? len : bw.width - done;
-    const uint64_t piece = len == 64 ? words[k] : (words[k] >> off) & ((uint64_t{1} << len) - 1);
-    f |= piece << done;
-    pos += static_cast<uint64_t>(len);
-    done += len;
-  }
+  wire_pieces(bw, pos, [&](uint64_t k, int off, int len, int done) { f |= wire_low_bits(words[k] >> off, len) << done; });
   return f;
 }
 
@@ -242,30 +232,24 @@ SB_HD void wire_encode_segment(uint64_t* words, const WireRange* ranges, int64_t
   const uint64_t nw = wire_segment_words(ranges, s, n, total_adds);
   for (uint64_t k = 0; k < nw; ++k) words[k] = 0;
   const int h = wire_ceil_log2(total_adds);
-  const int64_t b1 = (s + 1) * kWireSegment < wire_blocks(n) ? (s + 1) * kWireSegment : wire_blocks(n);
   uint64_t pos = 0;
-  for (int64_t b = s * kWireSegment; b < b1; ++b) {
-    const int c = wire_count(b, n);
-    for (int g = 0; g * kWireGroup < c; ++g) {
-      const BlockWire bw = wire_group(ranges[b], g, h);
-      if (bw.width == 0) continue;
-      const int e1 = c < (g + 1) * kWireGroup ? c : (g + 1) * kWireGroup;
-      if (bw.width <= 64) {
-        const uint64_t bias = local_adds << bw.span;  // a·2^span < 2^width
-        for (int e = g * kWireGroup; e < e1; ++e, pos += static_cast<uint64_t>(bw.width)) {
-          wire_put64(words, bw, pos, value(b, e, bw.lo).w[0] + bias);
-        }
-        continue;
+  wire_groups(ranges, s, n, h, [&](int64_t b, int e0, int e1, const BlockWire& bw) {
+    if (bw.width == 0) return;
+    if (bw.width <= 64) {
+      const uint64_t bias = local_adds << bw.span;  // a·2^span < 2^width
+      for (int e = e0; e < e1; ++e, pos += static_cast<uint64_t>(bw.width)) {
+        wire_put64(words, bw, pos, value(b, e, bw.lo).w[0] + bias);
       }
-      const Wide192 bias = wide_shl(wide_from_i64(static_cast<int64_t>(local_adds)), bw.span);
-      for (int e = g * kWireGroup; e < e1; ++e, pos += static_cast<uint64_t>(bw.width)) {
-        wire_put(words, bw, pos, wide_add(value(b, e, bw.lo), bias));
-      }
+      return;
     }
-  }
+    const Wide192 bias = wide_shl(wide_from_i64(static_cast<int64_t>(local_adds)), bw.span);
+    for (int e = e0; e < e1; ++e, pos += static_cast<uint64_t>(bw.width)) {
+      wire_put(words, bw, pos, wide_add(value(b, e, bw.lo), bias));
+    }
+  });
 }
 
-// Decodes segment s after the int64 SUM: store(b, e, lo, Σ S / 2^lo) receives element e of block
+// Decodes segment s after the uint64 SUM: store(b, e, lo, Σ S / 2^lo) receives element e of block
 // b's exact total in units of 2^lo (an empty group: 0 with lo = wire_block_lo). words:
 // (wire_segment_words(...)), carry-propagated in place.
 template <class Store>
@@ -281,31 +265,25 @@ SB_HD void wire_decode_segment(uint64_t* words, const WireRange* ranges, int64_t
     words[k] = sum & mask;
     carry = high + (chunk == 64 ? 0 : sum >> chunk);
   }
-  const int64_t b1 = (s + 1) * kWireSegment < wire_blocks(n) ? (s + 1) * kWireSegment : wire_blocks(n);
   uint64_t pos = 0;
-  for (int64_t b = s * kWireSegment; b < b1; ++b) {
-    const int c = wire_count(b, n);
-    for (int g = 0; g * kWireGroup < c; ++g) {
-      const BlockWire bw = wire_group(ranges[b], g, h);
-      const int e1 = c < (g + 1) * kWireGroup ? c : (g + 1) * kWireGroup;
-      if (bw.width == 0) {
-        for (int e = g * kWireGroup; e < e1; ++e) store(b, e, bw.lo, wide_from_i64(0));
-        continue;
-      }
-      if (bw.width <= 64) {
-        const uint64_t bias = total_adds << bw.span;  // A·2^span <= 2^(width-1)
-        for (int e = g * kWireGroup; e < e1; ++e, pos += static_cast<uint64_t>(bw.width)) {
-          const uint64_t f = wire_get64(words, bw, pos);
-          store(b, e, bw.lo, wide_from_i64(static_cast<int64_t>(f - bias)));  // |Σ S / 2^lo| < 2^63
-        }
-        continue;
-      }
-      const Wide192 bias = wide_shl(wide_from_i64(static_cast<int64_t>(total_adds)), bw.span);
-      for (int e = g * kWireGroup; e < e1; ++e, pos += static_cast<uint64_t>(bw.width)) {
-        store(b, e, bw.lo, wide_sub(wire_get(words, bw, pos), bias));
-      }
+  wire_groups(ranges, s, n, h, [&](int64_t b, int e0, int e1, const BlockWire& bw) {
+    if (bw.width == 0) {
+      for (int e = e0; e < e1; ++e) store(b, e, bw.lo, wide_from_i64(0));
+      return;
     }
-  }
+    if (bw.width <= 64) {
+      const uint64_t bias = total_adds << bw.span;  // A·2^span <= 2^(width-1)
+      for (int e = e0; e < e1; ++e, pos += static_cast<uint64_t>(bw.width)) {
+        const uint64_t f = wire_get64(words, bw, pos);
+        store(b, e, bw.lo, wide_from_i64(static_cast<int64_t>(f - bias)));  // |Σ S / 2^lo| < 2^63
+      }
+      return;
+    }
+    const Wide192 bias = wide_shl(wide_from_i64(static_cast<int64_t>(total_adds)), bw.span);
+    for (int e = e0; e < e1; ++e, pos += static_cast<uint64_t>(bw.width)) {
+      store(b, e, bw.lo, wide_sub(wire_get(words, bw, pos), bias));
+    }
+  });
 }
 
 }  // namespace sb::det

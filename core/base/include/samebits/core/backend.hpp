@@ -56,7 +56,7 @@ struct HostTraffic {
 // det::FixedAccumulator's default window) where the backend computes. add() is exact and
 // associative, so any order or partition of the same leaves gives the same sums; round() rounds
 // once, bitwise det::FixedAccumulator's rounding. Across ranks: the exact all-reduce of
-// det/block_wire.hpp (parallel/exact_allreduce.hpp runs it): MAX of block_ranges(), encode(), int64
+// det/block_wire.hpp (parallel/exact_allreduce.hpp runs it): MAX of block_ranges(), encode(), uint64
 // SUM of the words, decode() — or its reduce-scatter, encode and decode by runs of segments.
 class GradAccumulator {
  public:
@@ -76,15 +76,15 @@ class GradAccumulator {
   virtual size_t range_bytes() const = 0;
   // After the MAX all-reduce of block_ranges(): this rank's sums as wire words (backend memory,
   // *words of them, valid until the next call) — every segment in order (the all-reduce's wire).
-  int64_t* encode(uint64_t total_adds, size_t* words);
-  // After the int64 SUM of those words: the exact sums over all ranks, adds() = total_adds.
+  uint64_t* encode(uint64_t total_adds, size_t* words);
+  // After the uint64 SUM of those words: the exact sums over all ranks, adds() = total_adds.
   void decode(uint64_t total_adds, uint32_t total_status);
   // The reduce-scatter's form of the two (parallel/exact_allreduce.hpp): the wire of the segments of
   // runs[0], runs[1], … one after another (a segment may appear in several runs); run_words[k]
   // (host) ← the words of runs[k]. Returns the buffer (backend memory, Σ run_words of them).
-  virtual int64_t* encode(uint64_t total_adds, const std::vector<WireRun>& runs,
-                          uint64_t* run_words) = 0;
-  // After an int64 SUM of (at least) the words decoded here: the segments of `runs` (ascending,
+  virtual uint64_t* encode(uint64_t total_adds, const std::vector<WireRun>& runs,
+                           uint64_t* run_words) = 0;
+  // After a uint64 SUM of (at least) the words decoded here: the segments of `runs` (ascending,
   // disjoint), read from the buffer at word first_word on, their words one after another, hold
   // the exact sums over all ranks; the other elements keep this rank's own sums. adds() =
   // total_adds, status() = total_status.

@@ -11,15 +11,15 @@ namespace sb {
 
 // The collective kinds, for byte accounting (series/comm_bytes: bytes per collective kind per step).
 enum class Collective : uint8_t {
-  allreduce_i64,  // int64 SUM: gradient limbs, exact-sum words
-  allreduce_u64,  // uint64 SUM: counts
+  allreduce_i64,  // int64 SUM: exact-sum words, owner-side gradient records
+  allreduce_u64,  // uint64 SUM: counts, the gradient's block wire (det/block_wire.hpp)
   allreduce_or,   // uint32 bitwise OR: status words
   allreduce_f32,  // float SUM: allreduce=native only
   broadcast,
   allgather,
   barrier,
   allreduce_max,   // uint8 MAX: the exact all-reduce's block ranges (det/block_wire.hpp)
-  reduce_scatter,  // int64 SUM, each rank receiving its part
+  reduce_scatter,  // uint64 SUM of the block wire, each rank receiving its part
 };
 constexpr size_t kCollectiveKinds = 9;
 std::string_view to_string(Collective c);  // "allreduce_i64", …, "reduce_scatter"

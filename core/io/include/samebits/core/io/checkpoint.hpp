@@ -19,8 +19,8 @@
 namespace sb::run {
 
 // A dataset's bytes, written at `offset` of the file once HDF5 has laid the file out and closed it
-// (run_store.cpp: a store file's data go in with plain pwrite, on several threads when nothing else
-// runs). `data` must live until then.
+// (store_data.hpp: one pass over the file in file order, hashed on the way, direct I/O where the
+// file system allows). `data` must live until then.
 struct RawWrite {
   uint64_t offset = 0;
   const void* data = nullptr;

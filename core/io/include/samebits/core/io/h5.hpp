@@ -210,7 +210,7 @@ class Dataset : public Object {
   friend class Group;
   Dataset(Handle handle, std::string file, std::string path) : Object(std::move(handle), std::move(file), std::move(path)) {}
   uint64_t rows_in(std::size_t elements) const;
-  std::size_t checked_elements(DType dtype, uint64_t first, uint64_t count) const;
+  std::size_t checked_elements(DType wanted, uint64_t first, uint64_t count) const;
   void write_raw(DType dtype, const void* data, std::size_t elements);
   void write_rows_raw(DType dtype, const void* data, std::size_t elements, uint64_t first);
   void read_rows_raw(DType dtype, void* out, uint64_t first, uint64_t count) const;
@@ -247,8 +247,8 @@ class Group : public Object {
   // A fixed-size dataset of rank ≥ 1, zero-filled.
   Dataset create_dataset(std::string_view path, DType dtype, const Dims& shape);
   // A fixed-size contiguous dataset whose storage is allocated now and never written by HDF5: its
-  // bytes are written at file_offset() by the caller, outside HDF5 (a store file's data, written
-  // by several threads after the file is closed; until then it reads as whatever the disk held).
+  // bytes are written at file_offset() by the caller, outside HDF5 (a store file's data, written in
+  // one pass after the file is closed: store_data.hpp; until then it reads as whatever the disk held).
   Dataset reserve_dataset(std::string_view path, DType dtype, const Dims& shape);
   // An extendible, chunked dataset with 0 rows: 1-D when cols = 0, else (rows, cols). chunk_rows
   // = 0 chooses about 64 KiB per chunk.

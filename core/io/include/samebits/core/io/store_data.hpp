@@ -13,9 +13,17 @@
 
 namespace sb::run {
 
-// Fills the `raw` regions of `path`, a closed HDF5 file of `length` bytes, and returns the XXH3-64
-// of those `length` bytes (the seal's hash: run_seal.hpp append_seal). Regions must lie inside the
-// file and not overlap. direct = false: page-cache writes only (tests compare the two).
-uint64_t write_store_data(const std::string& path, uint64_t length, std::vector<RawWrite> raw, bool direct = true);
+// What write_store_data did: the XXH3-64 of the file's `length` bytes (the seal's hash:
+// run_seal.hpp append_seal) and how many of them went by direct I/O (0 where the file system
+// refused it, or direct = false).
+struct StoreDataWrite {
+  uint64_t digest = 0;
+  uint64_t direct_bytes = 0;
+};
+
+// Fills the `raw` regions of `path`, a closed HDF5 file of `length` bytes. Regions must lie inside
+// the file and not overlap. direct = false: page-cache writes only (tests compare the two).
+StoreDataWrite write_store_data(const std::string& path, uint64_t length, std::vector<RawWrite> raw,
+                                bool direct = true);
 
 }  // namespace sb::run

@@ -42,9 +42,9 @@ class Communicator {
   // x[i] ← max over ranks of x[i].  x: (n).
   void allreduce_max_u8(uint8_t* x, size_t n);
   // Rank r's part x[o_r, o_r + counts[r]) ← Σ_ranks of that part, o_r = Σ_{q<r} counts[q]; the
-  // other parts of x are left unspecified. Exact (int64 addition). x: (Σ counts), counts: (size()).
+  // other parts of x are left unspecified, the sum modulo 2^64. x: (Σ counts), counts: (size()).
   // The payload counted is the whole x, as for an all-reduce of it; received: rank r's part.
-  void reduce_scatter_sum_i64(int64_t* x, const size_t* counts);
+  void reduce_scatter_sum_u64(uint64_t* x, const size_t* counts);
   // data ← root's data on every rank.  data: (bytes).
   void broadcast(void* data, size_t bytes, int root);
   // out[r·n + i] = rank r's in[i].  in: (n), out: (size(), n).
@@ -66,7 +66,7 @@ class Communicator {
   virtual void do_allreduce_or_u32(uint32_t* x, size_t n) = 0;
   virtual void do_allreduce_sum_f32(float* x, size_t n) = 0;
   virtual void do_allreduce_max_u8(uint8_t* x, size_t n) = 0;
-  virtual void do_reduce_scatter_sum_i64(int64_t* x, const size_t* counts) = 0;
+  virtual void do_reduce_scatter_sum_u64(uint64_t* x, const size_t* counts) = 0;
   virtual void do_broadcast(void* data, size_t bytes, int root) = 0;
   virtual void do_allgather_u64(const uint64_t* in, size_t n, uint64_t* out) = 0;
   virtual void do_barrier() = 0;

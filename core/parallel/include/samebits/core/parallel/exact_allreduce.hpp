@@ -10,7 +10,7 @@
 
 namespace sb {
 
-// Collective: MAX all-reduce of the block ranges, encode, int64 SUM all-reduce of the words,
+// Collective: MAX all-reduce of the block ranges, encode, uint64 SUM all-reduce of the words,
 // decode. total_adds / total_status: the SUM of adds() and the OR of status() over all ranks.
 void exact_allreduce(GradAccumulator& acc, Communicator& comm, uint64_t total_adds,
                      uint32_t total_status);

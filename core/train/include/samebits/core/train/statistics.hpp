@@ -42,9 +42,9 @@ NoiseEstimate estimate_noise(double leaf_sq_mean, double batch_sq, double b_smal
 class GradientStatistics {
  public:
   // Gradients in host memory (the host TensorSums).
-  explicit GradientStatistics(std::vector<ParamView> layout);
+  explicit GradientStatistics(const std::vector<ParamView>& layout);
   // Gradients in `backend`'s memory (its TensorSums); backend must outlive this object.
-  GradientStatistics(std::vector<ParamView> layout, Backend& backend);
+  GradientStatistics(const std::vector<ParamView>& layout, Backend& backend);
 
   void clear();
   // One leaf's gradient, as backward left it (times the step's loss scale).  grad: (flat_size),

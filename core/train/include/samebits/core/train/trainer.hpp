@@ -92,9 +92,9 @@ class Trainer {
   // their tensors' state), and import_state uses rank 0's `state` (the others' is ignored and
   // may be empty), so a checkpoint written at any world size resumes at any other.
   TrainerState export_state();
-  // The same into `into`, reusing its buffers where their names and sizes fit (a checkpoint's
+  // The same into `s`, reusing its buffers where their names and sizes fit (a checkpoint's
   // state returned by the run writer: no fresh pages to fault in and clear for each checkpoint).
-  void export_state(TrainerState& into);
+  void export_state(TrainerState& s);
   void import_state(const TrainerState& state);
 
   // Per-tensor fingerprints of the current weights (layout order).
