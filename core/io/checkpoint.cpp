@@ -112,7 +112,7 @@ TrainerState read_state(const h5::Group& group, const std::vector<TensorInfo>& t
   return s;
 }
 
-void put_state(io::PlainWriter& out, const TrainerState& s) {
+void put_state(ByteWriter& out, const TrainerState& s) {
   out.put(s.step);
   out.put(s.updates);
   out.put(s.cursor.epoch);
@@ -129,7 +129,7 @@ void put_state(io::PlainWriter& out, const TrainerState& s) {
   }
 }
 
-TrainerState get_state(io::PlainReader& in, const std::vector<TensorInfo>& tensors, const std::string& where) {
+TrainerState get_state(ByteReader& in, const std::vector<TensorInfo>& tensors, const std::string& where) {
   TrainerState s;
   s.step = in.get<int64_t>();
   s.updates = in.get<int64_t>();

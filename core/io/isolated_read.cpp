@@ -25,25 +25,6 @@
 
 namespace sb::io {
 
-void PlainReader::finish() const {
-  SB_CHECK(at_ == bytes_.size(), file_, " could not be read safely: the reader's answer has ", bytes_.size() - at_,
-           " bytes more than expected");
-}
-
-std::size_t PlainReader::length(std::size_t element_size) {
-  const uint64_t n = get<uint64_t>();
-  SB_CHECK(n <= (bytes_.size() - at_) / element_size, file_,
-           " could not be read safely: the reader's answer announces ", n, " values but holds ", bytes_.size() - at_,
-           " more bytes");
-  return static_cast<std::size_t>(n);
-}
-
-void PlainReader::take(void* out, std::size_t n) {
-  SB_CHECK(n <= bytes_.size() - at_, file_, " could not be read safely: the reader's answer ends early");
-  if (n > 0) std::memcpy(out, bytes_.data() + at_, n);
-  at_ += n;
-}
-
 namespace {
 
 constexpr std::size_t kStderrKept = 64 << 10;
@@ -160,7 +141,7 @@ struct HighFd {
 // The request into its pipe, whole, before the reader exists: the pipe is made large enough
 // (a request is a few kB: a path, a tensor table), and a write that would block is an error.
 void write_request(Pipe& pipe, const detail::Request& request) {
-  PlainWriter bytes;
+  ByteWriter bytes;
   detail::put_request(bytes, request);
   const std::size_t n = bytes.bytes().size();
   if (n > 65536) ::fcntl(pipe.fd[1], F_SETPIPE_SZ, static_cast<int>(std::min<std::size_t>(n, 1 << 20)));
@@ -218,11 +199,11 @@ std::string reader_executable() {
           "; files from others are read only by it (install it beside samebits)");
 }
 
-std::vector<std::byte> read_isolated(const std::string& kind, const std::string& path, const PlainWriter& params) {
+std::vector<std::byte> read_isolated(const std::string& kind, const std::string& path, const ByteWriter& params) {
   return read_isolated(kind, path, params, reader_executable());
 }
 
-std::vector<std::byte> read_isolated(const std::string& kind, const std::string& path, const PlainWriter& params,
+std::vector<std::byte> read_isolated(const std::string& kind, const std::string& path, const ByteWriter& params,
                                      const std::string& reader) {
   struct stat st {};
   const uint64_t file_bytes = ::stat(path.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
@@ -266,7 +247,7 @@ std::vector<std::byte> read_isolated(const std::string& kind, const std::string&
   std::vector<std::byte> payload = std::move(c.answer);
   payload.erase(payload.begin(), payload.begin() + 1 + sizeof size);
   if (answer_kind == detail::kError) {
-    PlainReader message(payload, path);
+    ByteReader message = answer_reader(payload, path);
     const std::string text = message.get_string();
     throw Error(text);
   }

@@ -13,13 +13,13 @@
 
 namespace sb::run {
 
-void put_state(io::PlainWriter& out, const TrainerState& state);
+void put_state(ByteWriter& out, const TrainerState& state);
 // The state put_state wrote, checked against the layout `tensors` (sizes, names, step and
 // updates); `where` names the file and group for messages.
-TrainerState get_state(io::PlainReader& in, const std::vector<TensorInfo>& tensors, const std::string& where);
+TrainerState get_state(ByteReader& in, const std::vector<TensorInfo>& tensors, const std::string& where);
 
 // A tensor table, unchecked (the receiving side checks it: check_tensors or the store file's own).
-inline void put_tensors(io::PlainWriter& out, const std::vector<TensorInfo>& tensors) {
+inline void put_tensors(ByteWriter& out, const std::vector<TensorInfo>& tensors) {
   out.put(uint64_t{tensors.size()});
   for (const TensorInfo& t : tensors) {
     out.put_string(t.name);
@@ -29,15 +29,15 @@ inline void put_tensors(io::PlainWriter& out, const std::vector<TensorInfo>& ten
   }
 }
 // At most `limit` tensors (more is an error naming `where`).
-std::vector<TensorInfo> get_tensors(io::PlainReader& in, uint64_t limit, const std::string& where);
+std::vector<TensorInfo> get_tensors(ByteReader& in, uint64_t limit, const std::string& where);
 
-inline void put_entry(io::PlainWriter& out, const StoreEntry& e) {
+inline void put_entry(ByteWriter& out, const StoreEntry& e) {
   out.put(e.step);
   out.put(e.kind);
   out.put(e.digest);
   out.put(e.bytes);
 }
-inline StoreEntry get_entry(io::PlainReader& in) {
+inline StoreEntry get_entry(ByteReader& in) {
   StoreEntry e;
   e.step = in.get<int64_t>();
   e.kind = in.get<uint8_t>();
@@ -48,13 +48,13 @@ inline StoreEntry get_entry(io::PlainReader& in) {
 
 // Reader kinds (reader_process.hpp): a run file (run_reader.cpp); a store file's parameters or
 // state, with its index entry and the run's tensor table as parameters (run_store.cpp).
-void read_run_kind(const std::string& path, io::PlainReader& params, io::PlainWriter& answer);
-void read_store_params_kind(const std::string& path, io::PlainReader& params, io::PlainWriter& answer);
-void read_store_state_kind(const std::string& path, io::PlainReader& params, io::PlainWriter& answer);
+void read_run_kind(const std::string& path, ByteReader& params, ByteWriter& answer);
+void read_store_params_kind(const std::string& path, ByteReader& params, ByteWriter& answer);
+void read_store_state_kind(const std::string& path, ByteReader& params, ByteWriter& answer);
 
 }  // namespace sb::run
 
 namespace sb::io {
 // An HDF5 token dataset, with the dataset and the vocabulary as parameters (token_files.cpp).
-void read_hdf5_tokens_kind(const std::string& path, PlainReader& params, PlainWriter& answer);
+void read_hdf5_tokens_kind(const std::string& path, ByteReader& params, ByteWriter& answer);
 }  // namespace sb::io

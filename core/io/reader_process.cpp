@@ -83,13 +83,13 @@ void limit_self(const detail::Limits& limits) {
 }
 
 // The kind's answer, or the message of what it threw (kind byte kError).
-PlainWriter answer_of(const detail::Request& request, const std::vector<ReaderKind>& kinds, char& kind) {
-  PlainWriter answer;
+ByteWriter answer_of(const detail::Request& request, const std::vector<ReaderKind>& kinds, char& kind) {
+  ByteWriter answer;
   answer.bytes().reserve(request.limits.expected_bytes);  // untouched until written: no page is spent on growth
   kind = detail::kValues;
   const auto refuse = [&](const std::string& message) {
     kind = detail::kError;
-    answer = PlainWriter();
+    answer = ByteWriter();
     answer.put_string(message);
   };
   const std::string& path = request.path;
@@ -100,7 +100,7 @@ PlainWriter answer_of(const detail::Request& request, const std::vector<ReaderKi
     }
     SB_CHECK(k != nullptr, path, " could not be read safely: the reader knows no kind '", request.kind,
              "' (a reader of another samebits build?)");
-    PlainReader params(request.params, path + " (the reader's request)");
+    ByteReader params(request.params, path + " could not be read safely: the reader's request");
     k->read(path, params, answer);
   } catch (const Error& e) {
     refuse(e.what());
@@ -127,7 +127,7 @@ int reader_main(int argc, char** argv, const std::vector<ReaderKind>& kinds) {
   ::close(detail::kRequestFd);
   detail::Request request;
   try {
-    PlainReader in(bytes, "the reader's request");
+    ByteReader in(bytes, "the reader's request");
     request = detail::get_request(in);
   } catch (const Error&) {
     ::_exit(4);  // not a request of this build: the caller reports "gave no answer"
@@ -135,7 +135,7 @@ int reader_main(int argc, char** argv, const std::vector<ReaderKind>& kinds) {
   if (static_cast<int64_t>(::getppid()) != request.parent) ::_exit(5);  // the caller is gone
   limit_self(request.limits);
   char kind = detail::kValues;
-  const PlainWriter answer = answer_of(request, kinds, kind);
+  const ByteWriter answer = answer_of(request, kinds, kind);
   const uint64_t size = answer.bytes().size();
   write_all(detail::kAnswerFd, &kind, 1);
   write_all(detail::kAnswerFd, &size, sizeof size);

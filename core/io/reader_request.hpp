@@ -46,7 +46,7 @@ struct Request {
   std::vector<std::byte> params;
 };
 
-inline void put_request(PlainWriter& out, const Request& r) {
+inline void put_request(ByteWriter& out, const Request& r) {
   out.put(kReaderProtocol);
   out.put(r.parent);
   out.put(r.limits);
@@ -55,7 +55,7 @@ inline void put_request(PlainWriter& out, const Request& r) {
   out.put_vector(r.params);
 }
 
-inline Request get_request(PlainReader& in) {
+inline Request get_request(ByteReader& in) {
   Request r;
   SB_CHECK(in.get<uint32_t>() == kReaderProtocol, "the reader process is of another samebits build");
   r.parent = in.get<int64_t>();

@@ -207,7 +207,7 @@ void read_column(const h5::Dataset& d, h5::DType dtype, std::vector<std::byte>& 
 }
 
 // In the reader process: the whole structure, checked, and the values RunReader keeps.
-void read_run(const std::string& path, io::PlainWriter& out) {
+void read_run(const std::string& path, ByteWriter& out) {
   check_seal(path);
   h5::check_structure(path, std::filesystem::file_size(path) - kSealBytes);
   const h5::File f = h5::File::open(path, h5::Mode::read_only);
@@ -237,7 +237,7 @@ void read_run(const std::string& path, io::PlainWriter& out) {
 
 }  // namespace
 
-std::vector<TensorInfo> get_tensors(io::PlainReader& in, uint64_t limit, const std::string& where) {
+std::vector<TensorInfo> get_tensors(ByteReader& in, uint64_t limit, const std::string& where) {
   const uint64_t n = in.get<uint64_t>();
   SB_CHECK(n <= limit, where, ": ", n, " tensors, more than ", limit);
   std::vector<TensorInfo> tensors;
@@ -252,14 +252,14 @@ std::vector<TensorInfo> get_tensors(io::PlainReader& in, uint64_t limit, const s
   return tensors;
 }
 
-void read_run_kind(const std::string& path, io::PlainReader& params, io::PlainWriter& answer) {
+void read_run_kind(const std::string& path, ByteReader& params, ByteWriter& answer) {
   params.finish();
   read_run(path, answer);
 }
 
 RunReader RunReader::open(const std::string& path) {
   const std::vector<std::byte> answer = io::read_isolated("run", path);
-  io::PlainReader in(answer, path);
+  ByteReader in = io::answer_reader(answer, path);
   RunReader r;
   r.path_ = path;
   info_fields(r.info_, [&](auto& v) {

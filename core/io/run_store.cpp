@@ -239,7 +239,7 @@ StoreEntry write_state_file(const std::string& path, const TrainerState& state,
   });
 }
 
-void read_store_params_kind(const std::string& path, io::PlainReader& params, io::PlainWriter& answer) {
+void read_store_params_kind(const std::string& path, ByteReader& params, ByteWriter& answer) {
   const StoreEntry entry = get_entry(params);
   const std::vector<TensorInfo> tensors = get_tensors(params, UINT64_MAX, path);
   params.finish();
@@ -249,7 +249,7 @@ void read_store_params_kind(const std::string& path, io::PlainReader& params, io
   answer.put_vector(read_params(file.group("params"), tensors));
 }
 
-void read_store_state_kind(const std::string& path, io::PlainReader& params, io::PlainWriter& answer) {
+void read_store_state_kind(const std::string& path, ByteReader& params, ByteWriter& answer) {
   const StoreEntry entry = get_entry(params);
   const std::vector<TensorInfo> tensors = get_tensors(params, UINT64_MAX, path);
   params.finish();
@@ -259,8 +259,8 @@ void read_store_state_kind(const std::string& path, io::PlainReader& params, io:
 
 namespace {
 // The request of a store kind: the file's index entry and the run's tensor table.
-io::PlainWriter store_request(const StoreEntry& entry, const std::vector<TensorInfo>& tensors) {
-  io::PlainWriter params;
+ByteWriter store_request(const StoreEntry& entry, const std::vector<TensorInfo>& tensors) {
+  ByteWriter params;
   put_entry(params, entry);
   put_tensors(params, tensors);
   return params;
@@ -270,7 +270,7 @@ io::PlainWriter store_request(const StoreEntry& entry, const std::vector<TensorI
 std::vector<float> read_store_params(const std::string& path, const StoreEntry& entry,
                                      const std::vector<TensorInfo>& tensors) {
   const std::vector<std::byte> answer = io::read_isolated("store-params", path, store_request(entry, tensors));
-  io::PlainReader in(answer, path);
+  ByteReader in = io::answer_reader(answer, path);
   std::vector<float> flat = in.get_vector<float>();
   in.finish();
   SB_CHECK(flat.size() == flat_size(tensors), path, ": parameters of step ", entry.step, " came back with ",
@@ -282,7 +282,7 @@ TrainerState read_store_state(const std::string& path, const StoreEntry& entry,
                               const std::vector<TensorInfo>& tensors) {
   SB_CHECK(entry.is_state(), path, ": the index records a snapshot of step ", entry.step, ", not a state");
   const std::vector<std::byte> answer = io::read_isolated("store-state", path, store_request(entry, tensors));
-  io::PlainReader in(answer, path);
+  ByteReader in = io::answer_reader(answer, path);
   TrainerState state = get_state(in, tensors, path);
   in.finish();
   SB_CHECK(state.step == entry.step, path, ": holds step ", state.step, ", the index says ", entry.step);

@@ -11,7 +11,7 @@
 
 namespace sb::io {
 
-void read_hdf5_tokens_kind(const std::string& path, PlainReader& params, PlainWriter& answer) {
+void read_hdf5_tokens_kind(const std::string& path, ByteReader& params, ByteWriter& answer) {
   const std::string dataset = params.get_string();
   const uint64_t vocab = params.get<uint64_t>();
   params.finish();
@@ -26,11 +26,11 @@ void read_hdf5_tokens_kind(const std::string& path, PlainReader& params, PlainWr
 
 data::Hdf5Decoder isolated_hdf5_decoder() {
   return [](const std::string& file, const std::string& dataset, uint64_t vocab) {
-    PlainWriter params;
+    ByteWriter params;
     params.put_string(dataset);
     params.put(vocab);
     const std::vector<std::byte> answer = read_isolated("hdf5-tokens", file, params);
-    PlainReader in(answer, file);
+    ByteReader in = answer_reader(answer, file);
     std::vector<int32_t> tokens = in.get_vector<int32_t>();
     in.finish();
     return tokens;

@@ -17,15 +17,15 @@
 #include "samebits/core/untrusted_text.hpp"
 #include "samebits/det/error.hpp"
 
-using sb::io::PlainReader;
-using sb::io::PlainWriter;
+using sb::ByteReader;
+using sb::ByteWriter;
 
 namespace {
-std::vector<std::byte> probe(const std::string& kind, const PlainWriter& params = PlainWriter(),
+std::vector<std::byte> probe(const std::string& kind, const ByteWriter& params = ByteWriter(),
                              const std::string& path = "/proc/self/exe") {
   return sb::io::read_isolated(kind, path, params, SB_TEST_READER);
 }
-std::string error_of(const std::string& kind, const PlainWriter& params = PlainWriter(),
+std::string error_of(const std::string& kind, const ByteWriter& params = ByteWriter(),
                      const std::string& path = "/proc/self/exe") {
   try {
     probe(kind, params, path);
@@ -38,20 +38,20 @@ std::string error_of(const std::string& kind, const PlainWriter& params = PlainW
 
 TEST_CASE("the reader process hands back values bit for bit, in a process of its own") {
   const std::vector<float> values{1.5f, -0.0f, std::nanf("0x7abc"), 3e-39f};
-  PlainWriter params;
+  ByteWriter params;
   params.put(int64_t{-7});
   params.put_string("h.0.attn.qkv.w");
   params.put_vector(values);
-  PlainWriter request;
+  ByteWriter request;
   request.put_vector(params.bytes());
   const auto answer = probe("echo", request);
-  PlainReader in(answer, "x");
+  ByteReader in = sb::io::answer_reader(answer, "x");
   CHECK(in.get_string() == "/proc/self/exe");
   const std::vector<std::byte> echoed = in.get_vector<std::byte>();
   CHECK(echoed == params.bytes());
   CHECK(in.get<int64_t>() != int64_t{::getpid()});
   in.finish();
-  PlainReader back(echoed, "x");
+  ByteReader back = sb::io::answer_reader(echoed, "x");
   CHECK(back.get<int64_t>() == -7);
   CHECK(back.get_string() == "h.0.attn.qkv.w");
   const std::vector<float> floats = back.get_vector<float>();
@@ -60,7 +60,7 @@ TEST_CASE("the reader process hands back values bit for bit, in a process of its
 }
 
 TEST_CASE("an sb::Error in the reader keeps its message; an unknown kind is one") {
-  PlainWriter message;
+  ByteWriter message;
   message.put_string("run.h5: attribute steps = -1 is outside [1, 2^32]");
   CHECK(error_of("fail", message) == "run.h5: attribute steps = -1 is outside [1, 2^32]");
   CHECK(error_of("no such kind").find("/proc/self/exe could not be read safely: the reader knows no kind 'no such kind'") ==
@@ -84,7 +84,7 @@ TEST_CASE("the reader cannot write files") {
   REQUIRE(fd >= 0);
   ::close(fd);
   const std::string path = tmpl;
-  const std::string message = error_of("write", PlainWriter(), path);
+  const std::string message = error_of("write", ByteWriter(), path);
   std::FILE* f = std::fopen(path.c_str(), "rb");
   REQUIRE(f != nullptr);
   CHECK(std::fgetc(f) == EOF);  // still empty
@@ -98,23 +98,23 @@ TEST_CASE("the reader holds /dev/null, its stderr and its answer pipe, no descri
   REQUIRE(inherited >= 0);
   const auto answer = probe("descriptors");
   ::close(inherited);
-  PlainReader in(answer, "x");
+  ByteReader in = sb::io::answer_reader(answer, "x");
   CHECK(in.get_vector<int32_t>() == std::vector<int32_t>{0, 1, 2, 3});
   in.finish();
 }
 
 TEST_CASE("the reader executable is found; a missing one is a clear error") {
   CHECK(sb::io::reader_executable().find("samebits-reader") != std::string::npos);
-  CHECK_THROWS_WITH_AS(sb::io::read_isolated("run", "/proc/self/exe", PlainWriter(), "/nonexistent/samebits-reader"),
+  CHECK_THROWS_WITH_AS(sb::io::read_isolated("run", "/proc/self/exe", ByteWriter(), "/nonexistent/samebits-reader"),
                        doctest::Contains("cannot start the reader process /nonexistent/samebits-reader"), sb::Error);
 }
 
 TEST_CASE("a malformed answer is an error before anything is allocated") {
-  PlainWriter w;
+  ByteWriter w;
   w.put(uint64_t{1} << 60);  // an array "of 2^60 values" with nothing after it
-  PlainReader in(w.bytes(), "run.h5");
+  ByteReader in = sb::io::answer_reader(w.bytes(), "run.h5");
   CHECK_THROWS_WITH_AS(in.get_vector<float>(), doctest::Contains("run.h5 could not be read safely"), sb::Error);
-  PlainReader short_in(w.bytes(), "run.h5");
+  ByteReader short_in = sb::io::answer_reader(w.bytes(), "run.h5");
   short_in.get<uint32_t>();
   CHECK_THROWS_AS(short_in.finish(), sb::Error);
 }

@@ -34,6 +34,7 @@ class ByteWriter {
     put_array(v.data(), v.size());
   }
   std::vector<std::byte>& bytes() { return bytes_; }
+  const std::vector<std::byte>& bytes() const { return bytes_; }
 
  private:
   void append(const void* p, std::size_t n) {

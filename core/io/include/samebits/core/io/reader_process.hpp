@@ -15,7 +15,7 @@ namespace sb::io {
 // untrusted work) and puts plain values into `answer`; `params` holds what the caller sent.
 struct ReaderKind {
   const char* name;
-  void (*read)(const std::string& path, PlainReader& params, PlainWriter& answer);
+  void (*read)(const std::string& path, ByteReader& params, ByteWriter& answer);
 };
 
 // What samebits reads in isolation: run files, store files, HDF5 token datasets.
