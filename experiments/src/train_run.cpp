@@ -84,15 +84,6 @@ int device_count(const Config& config) {
 #endif
 }
 
-std::unique_ptr<Backend> make_backend(const Config& config, [[maybe_unused]] int device) {
-  if (config.run.backend == Device::cpu) return make_cpu_backend(to_numerics(config));
-#ifdef SB_HAVE_CUDA
-  return make_cuda_backend(to_numerics(config), device);
-#else
-  SB_FAIL("config run.backend=cuda: this samebits was built without CUDA");
-#endif
-}
-
 // Rank 0 opens the run file: a new one, or (--resume) the existing one at its newest good
 // checkpoint; nothing when it is finished. Alone, the checkpoint is imported while it is chosen
 // (an import failure passes it over); in a world of ranks the import is collective, so the chosen
@@ -129,6 +120,15 @@ std::optional<run::RunWriter> open_writer(const std::string& path, const run::Ru
 }
 
 }  // namespace
+
+std::unique_ptr<Backend> make_backend(const Config& config, [[maybe_unused]] int device) {
+  if (config.run.backend == Device::cpu) return make_cpu_backend(to_numerics(config));
+#ifdef SB_HAVE_CUDA
+  return make_cuda_backend(to_numerics(config), device);
+#else
+  SB_FAIL("config run.backend=cuda: this samebits was built without CUDA");
+#endif
+}
 
 std::string duration_text(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";

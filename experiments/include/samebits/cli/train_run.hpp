@@ -41,6 +41,9 @@ struct TrainRunResult {
 // marking the run failed in its file when one is open) on any failure.
 TrainRunResult train_run(const Config& config, const TrainRunOptions& options, std::ostream& log);
 
+// The backend of config's run.backend on device `device` (an error for cuda in a build without it).
+std::unique_ptr<Backend> make_backend(const Config& config, int device);
+
 // Progress of a long loop: a one-line bar redrawn in place (step/total, loss, tokens/s, ETA) when
 // `bar`, else a plain line every `every` steps and at the last.
 class ProgressDisplay {
