@@ -1,6 +1,7 @@
 // samebits train [CONFIG.ini] [--section.key VALUE …] [--out RUN.h5] [--resume] [--micro-leaves N]
 // [--distributed-optimizer] [--print-config]: trains the configured experiment into its run file
 // (train_run.hpp). Config errors name the key and exit 2 before anything is written.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -17,7 +18,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: samebits train [CONFIG.ini] [--section.key VALUE ...] [--out RUN.h5] [--resume]\n"
     "                      [--init WEIGHTS] [--micro-leaves N] [--distributed-optimizer]\n"
-    "                      [--stop-after N] [--print-config]\n"
+    "                      [--stop-after N] [--trace-steps S[,S2...]] [--print-config]\n"
     "\n"
     "Trains the experiment CONFIG.ini describes (without one: the default experiment, every option\n"
     "at its default) and records it in a run file (docs/FORMAT.md): runs/<experiment id>.h5 unless\n"
@@ -40,6 +41,9 @@ constexpr const char* kUsage =
     "                    reduce-scatter; docs/DISTRIBUTED.md §3). Never changes a bit of the results.\n"
     "  --stop-after N    end this session after step N, as an interruption would (a checkpoint,\n"
     "                    status failed); --resume continues it\n"
+    "  --trace-steps S[,S2...]  record the op-hash streams of these steps (one row per op: call\n"
+    "                    site, leaf, XXH3-64 of each input and output) into RUN.trace.h5 beside the\n"
+    "                    run file (docs/TRACE.md). Never changes a bit of the results.\n"
     "  --print-config    print the resolved configuration (INI) and exit\n"
     "\n"
     "Under mpirun -np N every rank trains its share of the leaves and rank 0 writes the run file;\n"
@@ -96,6 +100,15 @@ TrainArgs parse_args(const std::vector<std::string>& args) {
       a.run.distributed_optimizer = true;
     } else if (flag == "--stop-after") {
       a.run.stop_after = parse_count(flag, value());
+    } else if (flag == "--trace-steps") {
+      std::string list = value();
+      for (std::size_t at = 0; at <= list.size();) {
+        const std::size_t comma = std::min(list.find(',', at), list.size());
+        const int step = parse_count(flag, list.substr(at, comma - at));
+        SB_CHECK(step >= 1, flag, " '", list, "': steps are 1-based (the first is 1)");
+        a.run.trace_steps.push_back(step);
+        at = comma + 1;
+      }
     } else if (arg.rfind("--", 0) == 0) {
       a.overrides.push_back(arg);
       if (eq == std::string::npos && i + 1 < args.size()) a.overrides.push_back(args[++i]);

@@ -72,4 +72,8 @@ void record_spans(Backend& backend, const char* op, const float* flat, const std
 // world, concatenated, line up with one process's (each leaf is one rank's).
 std::vector<Row> canonical_order(std::vector<Row> rows);
 
+// Rows (without values) as bytes and back: a rank's stream sent to rank 0.
+std::vector<uint8_t> pack(const std::vector<Row>& rows);
+std::vector<Row> unpack(const std::vector<uint8_t>& bytes);
+
 }  // namespace sb::trace
