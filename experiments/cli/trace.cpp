@@ -30,7 +30,8 @@ constexpr const char* kUsage =
     "train.precision.\n"
     "\n"
     "  --step S    trace step S (1-based) instead of the first divergent one\n"
-    "  --out DIR   write DIR/report.md (origin and the whole propagation table)\n"
+    "  --out DIR   write DIR/report.md (origin and the whole propagation table) and\n"
+    "              DIR/propagation.tsv (the table, for samebits_nb.load_propagation)\n"
     "\n"
     "Exit codes: 0 identical (every op of the step equal, no divergent step), 1 divergence found,\n"
     "2 error (runs of different experiments, a step with no reachable state).\n";
@@ -76,11 +77,13 @@ int run_trace(const std::vector<std::string>& args) {
   std::cout << trace_text(r);
   if (!o.out.empty()) {
     std::filesystem::create_directories(o.out);
-    const std::string path = (std::filesystem::path(o.out) / "report.md").string();
-    std::ofstream md(path);
-    md << trace_markdown(r);
-    SB_CHECK(md.good(), "samebits trace: could not write ", path);
-    std::cout << "report: " << path << "\n";
+    for (const auto& [name, text] : {std::pair{"report.md", trace_markdown(r)}, std::pair{"propagation.tsv", trace_tsv(r)}}) {
+      const std::string path = (std::filesystem::path(o.out) / name).string();
+      std::ofstream file(path);
+      file << text;
+      SB_CHECK(file.good(), "samebits trace: could not write ", path);
+    }
+    std::cout << "report: " << (std::filesystem::path(o.out) / "report.md").string() << "\n";
   }
   return r.identical() ? kExitOk : kExitDifferent;
 }

@@ -1,7 +1,8 @@
 // trace.hpp: what `samebits trace` prints and writes — the traced step and where its state came
 // from, the origin (the first differing op, its kind, ULP distance and differing fraction), and the
 // propagation op by op after it; report.md holds the whole propagation table (one row per
-// differing op) and a text bar of each op's relative L2 distance.
+// differing op) and a text bar of each op's relative L2 distance; propagation.tsv the same table
+// for samebits_nb (notebooks/samebits_nb/tracefile.py).
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -119,6 +120,20 @@ std::string trace_markdown(const TraceResult& r) {
     s << "| " << d.row << " | " << leaf_text(row) << " | " << escape_untrusted(row.name()) << " | "
       << shape_text(row.shape) << " | " << number(d.differing_fraction) << " | " << ulp_text(d.max_ulp) << " | "
       << number(d.rel_l2) << " | " << std::string(size_t(std::min(bars, 14)), '#') << " |\n";
+  }
+  return s.str();
+}
+
+std::string trace_tsv(const TraceResult& r) {
+  std::ostringstream s;
+  s << "op\tleaf\tsite\top_name\tdiffering_fraction\tmax_ulp\trel_l2\n";
+  for (const RowDistance& d : r.comparison.propagation) {
+    const trace::Row& row = r.a[d.row];
+    char numbers[96];
+    std::snprintf(numbers, sizeof numbers, "%.9g\t%s\t%.9g", d.differing_fraction,
+                  d.max_ulp == kUlpNaN ? "nan" : std::to_string(d.max_ulp).c_str(), d.rel_l2);
+    s << d.row << "\t" << row.leaf << "\t" << escape_untrusted(row.site) << "\t" << escape_untrusted(row.op) << "\t"
+      << numbers << "\n";
   }
   return s.str();
 }

@@ -87,5 +87,8 @@ TraceResult trace_runs(const std::string& path_a, const std::string& path_b, con
 // The terminal report and report.md's text.
 std::string trace_text(const TraceResult& r, size_t propagation_rows = 12);
 std::string trace_markdown(const TraceResult& r);
+// propagation.tsv: one line per differing op (op, leaf, site, op_name, differing_fraction, max_ulp,
+// rel_l2), after a header line.
+std::string trace_tsv(const TraceResult& r);
 
 }  // namespace sb::cli
