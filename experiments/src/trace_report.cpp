@@ -3,6 +3,7 @@
 // propagation op by op after it; report.md holds the whole propagation table (one row per
 // differing op) and a text bar of each op's relative L2 distance; propagation.tsv the same table
 // for samebits_nb (notebooks/samebits_nb/tracefile.py).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -58,8 +59,11 @@ std::string origin_text(const TraceResult& r) {
   const trace::Row& row = r.a[i];
   s << "origin: op " << i << " of " << c.rows_a << ", " << escape_untrusted(row.name()) << " (leaf " << leaf_text(row)
     << ", output " << shape_text(row.shape) << ")\n";
+  const bool precisions = std::any_of(r.differences.begin(), r.differences.end(),
+                                      [](const std::string& d) { return d.rfind("train.precision", 0) == 0; });
   if (c.origin_kind == "op") {
     s << "  its inputs are bitwise equal in both runs; its output differs";
+    if (precisions) s << ": the runs' precisions differ, so this is the first op whose dtype path differs";
   } else {
     s << "  input";
     for (size_t k : c.differing_inputs) s << " " << k;

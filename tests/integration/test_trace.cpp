@@ -1,6 +1,7 @@
 // samebits trace (experiments/include/samebits/cli/trace.hpp) on the tiny GPT: the origin it names
-// for each pair of the acceptance — a vendor GEMM, a native reduction, the first reader of a
-// 1-ULP-perturbed weight, exactly the one op a planted backend computes in another order — and
+// for each pair of the acceptance — a vendor GEMM, a native reduction, bf16's first GEMM, the
+// first reader of a 1-ULP-perturbed weight, exactly the one op a planted backend computes in
+// another order — and
 // equal streams for 1 process against 3 simulated ranks and micro-leaves; different experiments
 // and an unreachable step are one error each (exit 2 from the command).
 #include <doctest/doctest.h>
@@ -105,6 +106,19 @@ TEST_CASE("trace: native against canonical reductions: the origin is a reduction
                                                "rmsnorm_backward",  "bias_backward",      "softmax_xent_forward"};
   CHECK(std::find(reductions.begin(), reductions.end(), origin_row(r).op) != reductions.end());
   check_equal_before_origin(r);
+}
+
+TEST_CASE("trace: bf16 against fp32: the origin is the first op whose dtype path differs, and says so") {
+  sbt::TempDir dir;
+  const std::string a = record(tiny(), dir / "ref.h5");
+  Config h = tiny();
+  h.train.precision = sb::Precision::bf16;
+  const TraceResult r = sb::cli::trace_runs(a, record(h, dir / "bf16.h5"), {});
+  CHECK(r.step == 1);
+  CHECK(r.comparison.origin_kind == "op");
+  CHECK(origin_row(r).op == "gemm");
+  check_equal_before_origin(r);
+  CHECK(sb::cli::trace_text(r).find("first op whose dtype path differs") != std::string::npos);
 }
 
 TEST_CASE("trace: a 1-ULP perturbation: the origin is the perturbed tensor's first reader at the perturbed step") {
