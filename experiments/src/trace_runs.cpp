@@ -6,6 +6,7 @@
 #include "samebits/cli/diff.hpp"
 #include "samebits/cli/trace.hpp"
 #include "samebits/core/enum_names.hpp"
+#include "samebits/core/untrusted_text.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb::cli {
@@ -45,7 +46,7 @@ TraceResult trace_runs(const std::string& path_a, const std::string& path_b, con
     if (!comparable_field(f)) other.push_back(f);
   if (!d.same_layout || !other.empty()) {
     std::string list;
-    for (const std::string& f : other) list += "\n  " + f;
+    for (const std::string& f : other) list += "\n  " + escape_untrusted(f);
     SB_FAIL("samebits trace: ", path_a, " and ", path_b, " are runs of different experiments (",
             d.a.experiment_id, ", ", d.b.experiment_id, ")", d.same_layout ? "" : "; their tensor tables differ",
             list.empty() ? "" : "; they differ in" + list,
