@@ -21,6 +21,8 @@
 #include "samebits/core/config.hpp"
 #include "samebits/core/optim/optimizer.hpp"
 #include "samebits/core/train/trainer.hpp"
+#include "samebits/core/tracing_backend.hpp"
+#include "samebits/core/parallel/communicator.hpp"
 
 namespace {
 
@@ -194,7 +196,7 @@ void print_json(const std::vector<Ratio>& ratios, double muon_bytes, double adam
 
 }  // namespace
 
-// bench_gemm [--quick] [--only gemm|step]: --quick uses fewer repetitions (a smoke run).
+// bench_gemm [--quick] [--only gemm|step|trace]: --quick uses fewer repetitions (a smoke run).
 int main(int argc, char** argv) {
   bool quick = false;
   std::string only;
@@ -203,7 +205,7 @@ int main(int argc, char** argv) {
     if (arg == "--quick") quick = true;
     else if (arg == "--only" && i + 1 < argc) only = argv[++i];
     else {
-      std::fprintf(stderr, "usage: bench_gemm [--quick] [--only gemm|step]\n");
+      std::fprintf(stderr, "usage: bench_gemm [--quick] [--only gemm|step|trace]\n");
       return 2;
     }
   }
@@ -307,6 +309,30 @@ int main(int argc, char** argv) {
                              "adamw step", [&] { t_adamw.step(); }, step_reps, block));
     muon_bytes = static_cast<double>(Trainer(det, fast).optimizer().state_bytes());
     adamw_bytes = static_cast<double>(t_adamw.optimizer().state_bytes());
+  }
+  if (only.empty() || only == "trace") {
+    // Tracing (docs/TRACE.md): a --trace-steps run's untraced steps run through a detached
+    // TracingBackend; its traced steps hash every op's regions.
+    std::fprintf(stderr, "training step through a TracingBackend, default experiment, 2 threads\n");
+    omp_set_num_threads(2);
+    TrainerOptions fast;
+    fast.statistics = false;
+    fast.fingerprints = false;
+    const Config det = default_config();
+    const std::unique_ptr<Backend> cpu_a = make_cpu_backend(to_numerics(det)), cpu_b = make_cpu_backend(to_numerics(det));
+    TracingBackend detached(*cpu_a), traced(*cpu_b);
+    const std::unique_ptr<Communicator> comm_a = make_local_communicator(), comm_b = make_local_communicator();
+    Trainer plain(det, fast), wrapped(det, detached, *comm_a, fast), tracing(det, traced, *comm_b, fast);
+    const int reps = quick ? 5 : 21;
+    ratios.push_back(compare("step tracing wrapper detached / plain backend", "detached", [&] { wrapped.step(); },
+                             "plain", [&] { plain.step(); }, reps, 0.0));
+    const auto traced_step = [&] {
+      trace::Recorder recorder;
+      traced.trace(&recorder);
+      tracing.step();
+      traced.trace(nullptr);
+    };
+    ratios.push_back(compare("step traced / plain", "traced", traced_step, "plain", [&] { plain.step(); }, reps, 0.0));
   }
   print_json(ratios, muon_bytes, adamw_bytes);
   return 0;

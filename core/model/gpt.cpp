@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "samebits/core/trace.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/hd.hpp"
 #include "samebits/det/philox.hpp"
@@ -228,22 +229,25 @@ float GPT::forward(const int32_t* tokens) {
   }
   be_.copy_from_host(b.inputs, split.data(), split.size() * sizeof(int32_t));
 
-  be_.embedding_forward(b.encoded, b.inputs, b.wte, b.wpe, B, T, C);
-  for (Layer& L : b.layers) {
-    norm_forward(L.ln1, L.ln1_mean, L.ln1_rstd, L.input, L.ln1w, L.ln1b);
-    be_.matmul_forward(L.qkv, L.ln1, L.qkvw, L.qkvb, N, C, 3 * C);
-    be_.attention_forward(L.atty, L.att, L.qkv, B, T, C, NH);
-    be_.matmul_forward(L.attproj, L.atty, L.projw, L.projb, N, C, C);
-    be_.residual_forward(L.res2, L.input, L.attproj, static_cast<int64_t>(N) * C);
-    norm_forward(L.ln2, L.ln2_mean, L.ln2_rstd, L.res2, L.ln2w, L.ln2b);
-    be_.matmul_forward(L.fch, L.ln2, L.fcw, L.fcb, N, C, 4 * C);
-    be_.gelu_forward(L.fch_gelu, L.fch, static_cast<int64_t>(N) * 4 * C);
-    be_.matmul_forward(L.fcproj, L.fch_gelu, L.fc2w, L.fc2b, N, 4 * C, C);
-    be_.residual_forward(L.res3, L.res2, L.fcproj, static_cast<int64_t>(N) * C);
+  // Each op under its call site (trace.hpp): nothing but a pointer test unless a trace records.
+  { const trace::Scope s(be_, "wte+wpe embedding forward"); be_.embedding_forward(b.encoded, b.inputs, b.wte, b.wpe, B, T, C); }
+  for (size_t l = 0; l < b.layers.size(); ++l) {
+    Layer& L = b.layers[l];
+    const auto at = [&](const char* site) { return trace::Scope(be_, "h.", int64_t(l), site); };
+    { const auto s = at(".ln1 norm forward"); norm_forward(L.ln1, L.ln1_mean, L.ln1_rstd, L.input, L.ln1w, L.ln1b); }
+    { const auto s = at(".attn.qkv matmul forward"); be_.matmul_forward(L.qkv, L.ln1, L.qkvw, L.qkvb, N, C, 3 * C); }
+    { const auto s = at(".attn attention forward"); be_.attention_forward(L.atty, L.att, L.qkv, B, T, C, NH); }
+    { const auto s = at(".attn.proj matmul forward"); be_.matmul_forward(L.attproj, L.atty, L.projw, L.projb, N, C, C); }
+    { const auto s = at(".attn residual forward"); be_.residual_forward(L.res2, L.input, L.attproj, static_cast<int64_t>(N) * C); }
+    { const auto s = at(".ln2 norm forward"); norm_forward(L.ln2, L.ln2_mean, L.ln2_rstd, L.res2, L.ln2w, L.ln2b); }
+    { const auto s = at(".mlp.fc matmul forward"); be_.matmul_forward(L.fch, L.ln2, L.fcw, L.fcb, N, C, 4 * C); }
+    { const auto s = at(".mlp gelu forward"); be_.gelu_forward(L.fch_gelu, L.fch, static_cast<int64_t>(N) * 4 * C); }
+    { const auto s = at(".mlp.proj matmul forward"); be_.matmul_forward(L.fcproj, L.fch_gelu, L.fc2w, L.fc2b, N, 4 * C, C); }
+    { const auto s = at(".mlp residual forward"); be_.residual_forward(L.res3, L.res2, L.fcproj, static_cast<int64_t>(N) * C); }
   }
-  norm_forward(b.lnf, b.lnf_mean, b.lnf_rstd, b.layers.back().res3, b.lnfw, b.lnfb);
-  be_.matmul_forward(b.logits, b.lnf, b.headw, nullptr, N, C, V);
-  be_.softmax_xent_forward(b.losses, b.xstats, b.logits, b.targets, N, V);
+  { const trace::Scope s(be_, "lnf norm forward"); norm_forward(b.lnf, b.lnf_mean, b.lnf_rstd, b.layers.back().res3, b.lnfw, b.lnfb); }
+  { const trace::Scope s(be_, "lm_head matmul forward"); be_.matmul_forward(b.logits, b.lnf, b.headw, nullptr, N, C, V); }
+  { const trace::Scope s(be_, "loss softmax_xent forward"); be_.softmax_xent_forward(b.losses, b.xstats, b.logits, b.targets, N, V); }
 
   be_.copy_to_host(losses_host_.data(), b.losses, static_cast<size_t>(N) * sizeof(float));
   loss_sum_.clear();
@@ -262,26 +266,29 @@ void GPT::backward(float loss_scale) {
   const int64_t NC = static_cast<int64_t>(N) * C;
   Buffers& b = *buf_;
   be_.zero(grads_.data(), grads_.bytes());
-  be_.softmax_xent_backward(b.dlogits, b.logits, b.xstats, b.targets, N, V, loss_scale);
-  be_.matmul_backward(b.dbtc1, b.dheadw, nullptr, b.dlogits, b.lnf, b.headw, N, C, V);
-  norm_backward(b.dres, b.dlnfw, b.dlnfb, b.dbtc1, b.layers.back().res3, b.lnfw, b.lnf_mean,
-                b.lnf_rstd);
-  for (auto it = b.layers.rbegin(); it != b.layers.rend(); ++it) {
-    Layer& L = *it;
-    // MLP branch: dres is d(res3) = d(res2 + fcproj).
-    be_.matmul_backward(b.dff1, L.dfc2w, L.dfc2b, b.dres, L.fch_gelu, L.fc2w, N, 4 * C, C);
-    be_.gelu_backward(b.dff2, L.fch, b.dff1, static_cast<int64_t>(N) * 4 * C);
-    be_.matmul_backward(b.dbtc1, L.dfcw, L.dfcb, b.dff2, L.ln2, L.fcw, N, C, 4 * C);
-    norm_backward(b.dbtc2, L.dln2w, L.dln2b, b.dbtc1, L.res2, L.ln2w, L.ln2_mean, L.ln2_rstd);
-    be_.residual_forward(b.dres, b.dres, b.dbtc2, NC);
-    // Attention branch: dres is now d(res2) = d(input + attproj).
-    be_.matmul_backward(b.dbtc1, L.dprojw, L.dprojb, b.dres, L.atty, L.projw, N, C, C);
-    be_.attention_backward(b.dqkv, b.datt, b.dbtc1, L.qkv, L.att, B, T, C, NH);
-    be_.matmul_backward(b.dbtc1, L.dqkvw, L.dqkvb, b.dqkv, L.ln1, L.qkvw, N, C, 3 * C);
-    norm_backward(b.dbtc2, L.dln1w, L.dln1b, b.dbtc1, L.input, L.ln1w, L.ln1_mean, L.ln1_rstd);
-    be_.residual_forward(b.dres, b.dres, b.dbtc2, NC);
+  { const trace::Scope s(be_, "loss softmax_xent backward"); be_.softmax_xent_backward(b.dlogits, b.logits, b.xstats, b.targets, N, V, loss_scale); }
+  { const trace::Scope s(be_, "lm_head matmul backward"); be_.matmul_backward(b.dbtc1, b.dheadw, nullptr, b.dlogits, b.lnf, b.headw, N, C, V); }
+  {
+    const trace::Scope s(be_, "lnf norm backward");
+    norm_backward(b.dres, b.dlnfw, b.dlnfb, b.dbtc1, b.layers.back().res3, b.lnfw, b.lnf_mean, b.lnf_rstd);
   }
-  be_.embedding_backward(b.dwte, b.dwpe, b.dres, b.inputs, B, T, C, V);
+  for (size_t l = b.layers.size(); l-- > 0;) {
+    Layer& L = b.layers[l];
+    const auto at = [&](const char* site) { return trace::Scope(be_, "h.", int64_t(l), site); };
+    // MLP branch: dres is d(res3) = d(res2 + fcproj).
+    { const auto s = at(".mlp.proj matmul backward"); be_.matmul_backward(b.dff1, L.dfc2w, L.dfc2b, b.dres, L.fch_gelu, L.fc2w, N, 4 * C, C); }
+    { const auto s = at(".mlp gelu backward"); be_.gelu_backward(b.dff2, L.fch, b.dff1, static_cast<int64_t>(N) * 4 * C); }
+    { const auto s = at(".mlp.fc matmul backward"); be_.matmul_backward(b.dbtc1, L.dfcw, L.dfcb, b.dff2, L.ln2, L.fcw, N, C, 4 * C); }
+    { const auto s = at(".ln2 norm backward"); norm_backward(b.dbtc2, L.dln2w, L.dln2b, b.dbtc1, L.res2, L.ln2w, L.ln2_mean, L.ln2_rstd); }
+    { const auto s = at(".mlp residual backward"); be_.residual_forward(b.dres, b.dres, b.dbtc2, NC); }
+    // Attention branch: dres is now d(res2) = d(input + attproj).
+    { const auto s = at(".attn.proj matmul backward"); be_.matmul_backward(b.dbtc1, L.dprojw, L.dprojb, b.dres, L.atty, L.projw, N, C, C); }
+    { const auto s = at(".attn attention backward"); be_.attention_backward(b.dqkv, b.datt, b.dbtc1, L.qkv, L.att, B, T, C, NH); }
+    { const auto s = at(".attn.qkv matmul backward"); be_.matmul_backward(b.dbtc1, L.dqkvw, L.dqkvb, b.dqkv, L.ln1, L.qkvw, N, C, 3 * C); }
+    { const auto s = at(".ln1 norm backward"); norm_backward(b.dbtc2, L.dln1w, L.dln1b, b.dbtc1, L.input, L.ln1w, L.ln1_mean, L.ln1_rstd); }
+    { const auto s = at(".attn residual backward"); be_.residual_forward(b.dres, b.dres, b.dbtc2, NC); }
+  }
+  { const trace::Scope s(be_, "wte+wpe embedding backward"); be_.embedding_backward(b.dwte, b.dwpe, b.dres, b.inputs, B, T, C, V); }
 }
 
 float mean_loss(const det::ExactSum& loss_sum, int64_t tokens) {
@@ -294,6 +301,7 @@ void accumulate_leaves(GPT& model, std::span<const int32_t* const> leaves, GradA
   SB_CHECK(acc.size() == model.flat_size(), "gradient accumulator of ", acc.size(),
            " elements given for a model whose flat gradient has ", model.flat_size());
   for (size_t i = 0; i < leaves.size(); ++i) {
+    if (pass.before_forward) pass.before_forward(i);
     const float loss = model.forward(leaves[i]);
     if (pass.after_forward) pass.after_forward(i);
     model.backward(pass.loss_scale);
@@ -309,7 +317,7 @@ float batch_gradient(GPT& model, std::span<const int32_t* const> leaves, GradAcc
   SB_CHECK(!leaves.empty(), "a batch needs at least one leaf");
   acc.clear();
   det::ExactSum loss_sum;
-  accumulate_leaves(model, leaves, acc, loss_sum, LeafPass{1.0f, {}, on_leaf});
+  accumulate_leaves(model, leaves, acc, loss_sum, LeafPass{1.0f, {}, on_leaf, {}});
   acc.round(grad_out, static_cast<float>(leaves.size()));
   return mean_loss(loss_sum, static_cast<int64_t>(leaves.size()) * model.leaf_tokens());
 }

@@ -21,6 +21,7 @@
 
 #include "samebits/core/exact_norm.hpp"
 #include "samebits/core/optim/schedule.hpp"
+#include "samebits/core/trace.hpp"
 #include "samebits/det/error.hpp"
 #include "normuon.hpp"
 #include "tensor_state.hpp"
@@ -221,12 +222,15 @@ void Muon::step(float* weights, const float* grads, const StepContext& ctx) {
                         ? sums.finish(p.numel, std::numeric_limits<float>::quiet_NaN())
                         : optim_detail::not_computed();
   }
-  const int threads = impl_->host_threads
+  // A traced step updates the matrices in order on this thread (its stream has one order).
+  const int threads = impl_->host_threads && impl_->backend.tracer() == nullptr
                           ? std::min(omp_get_max_threads(), static_cast<int>(matrices.size()))
                           : 1;
   if (threads <= 1) {
-    for (const size_t i : matrices)
+    for (const size_t i : matrices) {
+      const trace::Scope site(impl_->backend, "muon newton_schulz ", -1, params[i].name.c_str());
       update_matrix(st, options_, i, weights, grads, ctx, decay, *impl_->lanes[0]);
+    }
     return;
   }
   // Largest Newton–Schulz cost first (a stable order: the schedule only balances the threads).

@@ -25,6 +25,7 @@
 #include "samebits/core/optim/schedule.hpp"
 #include "samebits/core/untrusted_text.hpp"
 #include "samebits/core/train/perturbation.hpp"
+#include "samebits/core/trace.hpp"
 #include "samebits/data/permutation.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/fingerprint.hpp"
@@ -41,6 +42,7 @@ constexpr float kNaNf = std::numeric_limits<float>::quiet_NaN();
 // of the gradient that only allreduce=native makes on a non-CPU backend.
 struct Trainer::Host {
   std::vector<TensorSpan> spans;  // (tensors) layout order
+  std::vector<std::string> names;  // (tensors) layout order
   std::vector<float> grad;        // (flat_size) the batch gradient
 
   // det::fingerprint of each tensor of flat, computed by the backend.  flat: backend memory.
@@ -132,7 +134,10 @@ void Trainer::build() {
     qk_ = std::make_unique<QkMaxLogits>(be_, config_.model.n_layer, config_.model.n_head);
   }
   host_ = std::make_unique<Host>();
-  for (const ParamView& p : model_->params()) host_->spans.push_back({p.offset, p.numel});
+  for (const ParamView& p : model_->params()) {
+    host_->spans.push_back({p.offset, p.numel});
+    host_->names.push_back(p.name);
+  }
 }
 
 void Trainer::load_initial_weights() {
@@ -181,7 +186,10 @@ void Trainer::accumulate(uint64_t step, float loss_scale, det::ExactSum& loss_su
     };
   }
   if (options_.statistics) pass.on_leaf = [&](size_t, float, const float* g) { stats_.add_leaf(g); };
-  for (int first = 0; first < count; first += micro) {
+  int first = 0;
+  trace::Recorder* const tracer = be_.tracer();  // a traced step's rows are keyed by global leaf
+  if (tracer != nullptr) pass.before_forward = [&](size_t i) { tracer->set_leaf(order[size_t(first) + i]); };
+  for (; first < count; first += micro) {
     const int n = std::min(micro, count - first);
     tokens_.resize(static_cast<size_t>(n) * leaf_tokens);  // (n, leaf_size, seq_len + 1)
     for (int i = 0; i < n; ++i) {
@@ -191,6 +199,7 @@ void Trainer::accumulate(uint64_t step, float loss_scale, det::ExactSum& loss_su
     for (int i = 0; i < n; ++i) leaves[size_t(i)] = tokens_.data() + size_t(i) * leaf_tokens;
     accumulate_leaves(*model_, leaves, *acc_, loss_sum, pass);
   }
+  if (tracer != nullptr) tracer->set_leaf(-1);
 }
 
 uint32_t Trainer::reduce_scalars(det::ExactSum& loss_sum, uint64_t* adds) {
@@ -234,6 +243,13 @@ void Trainer::round_gradient(float loss_scale, uint64_t adds, uint32_t status) {
   float* out = const_cast<float*>(view);
   for (size_t i = 0; i < n; ++i) out[i] = ops::leaf_mean(view[i], divisor);
   if (be_.device() != Device::cpu) be_.copy_from_host(g, out, n * sizeof(float));
+}
+
+void Trainer::trace_tensors(const char* site, const char* op, const float* flat,
+                            const std::vector<std::vector<uint64_t>>& inputs) {
+  if (be_.tracer() == nullptr) return;
+  const trace::Scope scope(be_, site);
+  trace::record_spans(be_, op, flat, host_->spans, host_->names, inputs);
 }
 
 std::vector<uint64_t> Trainer::param_fingerprints() {
@@ -322,6 +338,7 @@ StepResult Trainer::step() {
     if (options_.fingerprints) result.grad_fingerprints.assign(tensors, 0);
   } else {
     round_gradient(scale, adds, status);
+    trace_tensors("grad_accumulate", "round", grad_.data_as<float>());
     // Fingerprints, statistics and the clip run where the gradient is (O(tensors) words back);
     // reduce-scattered, each owner's tensors' on their owner, shared (parallel/owner_gradient.hpp).
     float* g_dev = grad_.data_as<float>();
@@ -340,6 +357,7 @@ StepResult Trainer::step() {
       const ClipResult clip = clip_grad_norm(be_.optim_kernels(), g_dev, flat, config_.optim.clip);
       st.grad_norm = clip.norm;
       st.clip_scale = clip.factor;
+      trace_tensors("clip", "scale", g_dev);
     }
     if (adaptive_) {  // this step's lr from this step's noise estimates (adaptive_lr.hpp)
       st.lr_factor = st.lr_factor * adaptive_->update(st.grad_sq_est, st.trace_est);
@@ -352,7 +370,16 @@ StepResult Trainer::step() {
     ctx.lr_factor = st.lr_factor;
     ctx.muon_momentum = st.muon_momentum;
     ctx.compute_stats = options_.statistics;
-    optimizer_->step(model_->weights().data_as<float>(), g_dev, ctx);
+    std::vector<std::vector<uint64_t>> update_inputs;  // traced: each tensor's (gradient, weights)
+    if (be_.tracer() != nullptr) {
+      const std::vector<uint64_t> gf = host_->fingerprints(be_, g_dev), wf = param_fingerprints();
+      for (size_t t = 0; t < tensors; ++t) update_inputs.push_back({gf[t], wf[t]});
+    }
+    {
+      const trace::Scope site(be_, "optimizer");
+      optimizer_->step(model_->weights().data_as<float>(), g_dev, ctx);
+    }
+    trace_tensors("optimizer", "update", model_->weights().data_as<float>(), update_inputs);
     ++updates_;
     if (options_.statistics) {
       const std::vector<TensorUpdateStats>& up = optimizer_->last_stats();

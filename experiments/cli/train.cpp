@@ -1,6 +1,7 @@
 // samebits train [CONFIG.ini] [--section.key VALUE …] [--out RUN.h5] [--resume] [--micro-leaves N]
 // [--distributed-optimizer] [--print-config]: trains the configured experiment into its run file
 // (train_run.hpp). Config errors name the key and exit 2 before anything is written.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -10,6 +11,7 @@
 #include "samebits/cli/command.hpp"
 #include "samebits/cli/options.hpp"
 #include "samebits/cli/train_run.hpp"
+#include "samebits/core/config_grammar.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb::cli {
@@ -18,7 +20,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: samebits train [CONFIG.ini] [--section.key VALUE ...] [--out RUN.h5] [--resume]\n"
     "                      [--init WEIGHTS] [--micro-leaves N] [--distributed-optimizer]\n"
-    "                      [--stop-after N] [--print-config]\n"
+    "                      [--stop-after N] [--trace-steps S[,S2...]] [--print-config]\n"
     "\n"
     "Trains the experiment CONFIG.ini describes (without one: the default experiment, every option\n"
     "at its default) and records it in a run file (docs/FORMAT.md): runs/<experiment id>.h5 unless\n"
@@ -41,6 +43,9 @@ constexpr const char* kUsage =
     "                    reduce-scatter; docs/DISTRIBUTED.md §3). Never changes a bit of the results.\n"
     "  --stop-after N    end this session after step N, as an interruption would (a checkpoint,\n"
     "                    status failed); --resume continues it\n"
+    "  --trace-steps S[,S2...]  record the op-hash streams of these steps (one row per op: call\n"
+    "                    site, leaf, XXH3-64 of each input and output) into RUN.trace.h5 beside the\n"
+    "                    run file (docs/TRACE.md). Never changes a bit of the results.\n"
     "  --print-config    print the resolved configuration (INI) and exit\n"
     "\n"
     "Under mpirun -np N every rank trains its share of the leaves and rank 0 writes the run file;\n"
@@ -57,9 +62,28 @@ struct TrainArgs {
   bool help = false;
 };
 
+// --trace-steps S[,S2…]: 1-based steps, each read with the config's integer grammar.
+std::vector<int64_t> trace_steps(const std::string& list) {
+  std::vector<int64_t> steps;
+  if (list.empty()) return steps;
+  for (std::size_t at = 0; at <= list.size();) {
+    const std::size_t comma = std::min(list.find(',', at), list.size());
+    int64_t step = 0;
+    try {
+      step = config_value::parse_int(list.substr(at, comma - at));
+    } catch (const BadConfigValue& e) {
+      SB_FAIL("samebits train --trace-steps '", list, "': expected ", e.expected, " for each step");
+    }
+    SB_CHECK(step >= 1, "samebits train --trace-steps '", list, "': steps are 1-based (the first is 1)");
+    steps.push_back(step);
+    at = comma + 1;
+  }
+  return steps;
+}
+
 TrainArgs parse_args(const std::vector<std::string>& args) {
   TrainArgs a;
-  std::string out, init;
+  std::string out, init, trace;
   std::vector<std::string> positional;
   a.help = !Arguments("train")
                 .flag("resume", a.run.resume)
@@ -69,10 +93,12 @@ TrainArgs parse_args(const std::vector<std::string>& args) {
                 .integer("micro-leaves", a.run.micro_leaves, 0)
                 .flag("distributed-optimizer", a.run.distributed_optimizer)
                 .integer("stop-after", a.run.stop_after, 0)
+                .text("trace-steps", trace)
                 .hand_on(a.overrides)
                 .parse(args, positional);
   if (!out.empty()) a.overrides.push_back("--run.out=" + out);
   if (!init.empty()) a.overrides.push_back("--train.init=" + init);
+  a.run.trace_steps = trace_steps(trace);
   SB_CHECK(positional.size() <= 1, "unexpected argument '", positional.back(), "': the config file is '",
            positional.front(), "' (one config file; options are written --section.key VALUE)");
   if (!positional.empty()) a.config_path = positional[0];

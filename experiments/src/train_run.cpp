@@ -24,6 +24,8 @@
 #include "samebits/core/io/checkpoint.hpp"
 #include "samebits/core/io/run_file.hpp"
 #include "samebits/core/io/run_store.hpp"
+#include "samebits/core/io/trace_file.hpp"
+#include "samebits/core/tracing_backend.hpp"
 #include "samebits/core/train/run_header.hpp"
 #include "samebits/det/error.hpp"
 
@@ -84,15 +86,6 @@ int device_count(const Config& config) {
 #endif
 }
 
-std::unique_ptr<Backend> make_backend(const Config& config, [[maybe_unused]] int device) {
-  if (config.run.backend == Device::cpu) return make_cpu_backend(to_numerics(config));
-#ifdef SB_HAVE_CUDA
-  return make_cuda_backend(to_numerics(config), device);
-#else
-  SB_FAIL("config run.backend=cuda: this samebits was built without CUDA");
-#endif
-}
-
 // Rank 0 opens the run file: a new one, or (--resume) the existing one at its newest good
 // checkpoint; nothing when it is finished. Alone, the checkpoint is imported while it is chosen
 // (an import failure passes it over); in a world of ranks the import is collective, so the chosen
@@ -128,7 +121,33 @@ std::optional<run::RunWriter> open_writer(const std::string& path, const run::Ru
   return run::RunWriter::resume(path, header, point.step, note);
 }
 
+// Step `step`'s stream on every rank, to rank 0 (the leaves' rows of all ranks, the others rank
+// 0's, in one process's order); collective. Other ranks get an empty stream.
+std::vector<trace::Row> gather_stream(Communicator& comm, std::vector<trace::Row> mine) {
+  if (comm.size() == 1) return trace::canonical_order(std::move(mine));
+  std::vector<trace::Row> all;
+  for (int r = 0; r < comm.size(); ++r) {
+    std::vector<uint8_t> bytes = r == comm.rank() ? trace::pack(mine) : std::vector<uint8_t>{};
+    uint64_t n = bytes.size();
+    comm.broadcast(&n, sizeof n, r);
+    bytes.resize(n);
+    comm.broadcast(bytes.data(), n, r);
+    for (trace::Row& row : trace::unpack(bytes))
+      if (r == 0 || row.leaf >= 0) all.push_back(std::move(row));
+  }
+  return comm.rank() == 0 ? trace::canonical_order(std::move(all)) : std::vector<trace::Row>{};
+}
+
 }  // namespace
+
+std::unique_ptr<Backend> make_backend(const Config& config, [[maybe_unused]] int device) {
+  if (config.run.backend == Device::cpu) return make_cpu_backend(to_numerics(config));
+#ifdef SB_HAVE_CUDA
+  return make_cuda_backend(to_numerics(config), device);
+#else
+  SB_FAIL("config run.backend=cuda: this samebits was built without CUDA");
+#endif
+}
 
 std::string duration_text(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
@@ -186,8 +205,12 @@ TrainRunResult train_run(const Config& config, const TrainRunOptions& options, s
   // The communicator follows the backend (parallel/launch.hpp); it is destroyed before the backend.
   const CommunicatorPlan plan =
       plan_communicator(config.run.backend, read_launch_environment(), device_count(config), -1);
-  const std::unique_ptr<Backend> backend = make_backend(config, plan.device);
-  const std::unique_ptr<Communicator> comm = make_planned_communicator(plan, *backend);
+  const std::unique_ptr<Backend> device_backend = make_backend(config, plan.device);
+  // --trace-steps: every op through a TracingBackend, recording during the traced steps only.
+  std::unique_ptr<TracingBackend> tracing;
+  if (!options.trace_steps.empty()) tracing = std::make_unique<TracingBackend>(*device_backend);
+  Backend* const backend = tracing ? static_cast<Backend*>(tracing.get()) : device_backend.get();
+  const std::unique_ptr<Communicator> comm = make_planned_communicator(plan, *device_backend);
   TrainerOptions trainer_options;
   trainer_options.micro_leaves = options.micro_leaves;
   trainer_options.distributed_optimizer = options.distributed_optimizer;
@@ -226,6 +249,7 @@ TrainRunResult train_run(const Config& config, const TrainRunOptions& options, s
     };
     if (wants_snapshot(result.first_step)) writer->snapshot(result.first_step, [&] { return host_weights(trainer); });
 
+    std::vector<io::TracedStep> traced_steps;  // --trace-steps: the streams so far
     const bool bar = writes && progress_bar_wanted(config.run.progress);
     ProgressDisplay progress(bar ? std::cerr : out, bar, config.run.log_every, result.first_step,
                              config.train.steps, "step");
@@ -271,7 +295,20 @@ TrainRunResult train_run(const Config& config, const TrainRunOptions& options, s
         result.stopped = true;
         return result;
       }
+      const int64_t number = trainer.steps_done() + 1;
+      const bool traced = tracing && std::count(options.trace_steps.begin(), options.trace_steps.end(), number) > 0;
+      trace::Recorder recorder;
+      if (traced) tracing->trace(&recorder);
       const StepResult r = trainer.step();
+      if (traced) {
+        tracing->trace(nullptr);
+        traced_steps.push_back({number, gather_stream(*comm, std::move(recorder.rows()))});
+        if (writes && number == *std::max_element(options.trace_steps.begin(), options.trace_steps.end())) {
+          io::write_trace_file(io::trace_file_path(result.path), header.experiment_id, traced_steps);
+          out << "trace: the op streams of " << traced_steps.size() << " steps in " << io::trace_file_path(result.path)
+              << "\n";
+        }
+      }
       if (writes) writer->record(r);
       result.seconds += r.seconds;
       const int64_t step = trainer.steps_done();

@@ -89,3 +89,17 @@ def optimizer_comparison(runs: dict, perturbed: dict = None):
             ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+def propagation(p, title: str = "propagation through the step"):
+    """A Propagation (tracefile.load_propagation) -> relative L2 and differing fraction of each
+    differing op's output against its place in the step's stream (the origin is the first point)."""
+    fig, (ax_l2, ax_frac) = plt.subplots(2, 1, figsize=(11, 6), sharex=True)
+    ax_l2.plot(p.op, _floor(p.rel_l2), marker=".", linestyle="none")
+    ax_l2.set(ylabel="rel L2 of the output", yscale="log", title=title)
+    if len(p.op):
+        ax_l2.annotate(f"origin: {p.names[0]}", (p.op[0], _floor(p.rel_l2[:1])[0]), fontsize=8)
+    ax_frac.plot(p.op, p.differing_fraction, marker=".", linestyle="none")
+    ax_frac.set(xlabel="op of the step (stream order)", ylabel="differing fraction", ylim=(0, 1.05))
+    fig.tight_layout()
+    return fig

@@ -59,3 +59,17 @@ def optimizer_runs(base: dict = TINY) -> dict:
 
 def reference_run(base: dict = TINY):
     return _train_set({"reference": DIVERGENCE["reference (muon, 1 thread)"]}, base)["reference"]
+
+
+def trace_propagation(a: str, b: str, out: str = None):
+    """`samebits trace A B --out OUT` (docs/TRACE.md) and its propagation table: the first differing
+    op of the runs' first divergent step, then every op after it whose output differs."""
+    import subprocess
+    from .produce import samebits_binary
+    from .tracefile import load_propagation
+    out = out or os.path.join(runs_dir(), "trace_" + os.path.basename(a).rsplit(".", 1)[0] + "_"
+                              + os.path.basename(b).rsplit(".", 1)[0])
+    done = subprocess.run([samebits_binary(), "trace", a, b, "--out", out], capture_output=True, text=True)
+    if done.returncode not in (0, 1):
+        raise RuntimeError(f"samebits trace {a} {b} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    return load_propagation(out)

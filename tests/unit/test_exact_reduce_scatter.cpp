@@ -1,5 +1,5 @@
-// The exact reduce-scatter (parallel/exact_allreduce.hpp) on 1-7 simulated ranks (support/
-// thread_world.hpp), directly and through the host-staged communicator: random partitions of the
+// The exact reduce-scatter (parallel/exact_allreduce.hpp) on 1-7 simulated ranks (
+// samebits/core/parallel/thread_world.hpp), directly and through the host-staged communicator: random partitions of the
 // leaves over the ranks and of the gradient into owned spans; every rank's elements of its spans
 // round to the bits of one accumulator holding every leaf, and of the exact all-reduce; NaN, Inf
 // and beyond-the-window values set the same status on every rank; the bytes each rank receives
@@ -21,7 +21,7 @@
 #include "samebits/det/bits.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/fixed_point.hpp"
-#include "support/thread_world.hpp"
+#include "samebits/core/parallel/thread_world.hpp"
 
 namespace {
 
@@ -84,11 +84,11 @@ struct RankResult {
 std::vector<RankResult> run_world(const Leaves& leaves, const std::vector<int>& owner, int world,
                                   const Need& need, bool staged) {
   const size_t n = leaves[0].size();
-  sb::test::ThreadWorld threads(world);
+  sb::ThreadWorld threads(world);
   std::vector<std::unique_ptr<sb::Communicator>> comms;
   for (int r = 0; r < world; ++r) comms.push_back(threads.rank(r));
   std::vector<RankResult> out(static_cast<size_t>(world));
-  sb::test::run_ranks(world, [&](int r) {
+  sb::run_ranks(world, [&](int r) {
     omp_set_num_threads(1 + r % 2);
     const std::unique_ptr<sb::Backend> be = sb::make_cpu_backend();
     std::unique_ptr<sb::Communicator> comm = std::move(comms[size_t(r)]);
@@ -203,7 +203,7 @@ TEST_CASE("exact reduce-scatter: NaN, Inf and beyond-the-window values give ever
 }
 
 TEST_CASE("exact reduce-scatter: the parts must match the world") {
-  sb::test::ThreadWorld threads(1);
+  sb::ThreadWorld threads(1);
   const std::unique_ptr<sb::Communicator> comm = threads.rank(0);
   const std::unique_ptr<sb::Backend> be = sb::make_cpu_backend();
   const std::unique_ptr<sb::GradAccumulator> acc = be->make_accumulator(100);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "samebits/core/config.hpp"
 #include "samebits/core/train/trainer.hpp"
@@ -20,6 +21,9 @@ struct TrainRunOptions {
   int micro_leaves = 0;  // TrainerOptions::micro_leaves (accumulation split; no effect on the bits)
   int64_t stop_after = 0;  // > 0: end the session after this step as an interruption would
   bool distributed_optimizer = false;  // TrainerOptions::distributed_optimizer (no effect on the bits)
+  // Steps (1-based) whose op-hash streams are recorded into RUN.trace.h5 (docs/TRACE.md): the
+  // backend is wrapped in a TracingBackend, recording during these steps only (no effect on the bits).
+  std::vector<int64_t> trace_steps;
 };
 
 struct TrainRunResult {
@@ -40,6 +44,9 @@ struct TrainRunResult {
 // shared by all ranks). Messages and progress go to `log` on rank 0. Throws sb::Error (after
 // marking the run failed in its file when one is open) on any failure.
 TrainRunResult train_run(const Config& config, const TrainRunOptions& options, std::ostream& log);
+
+// The backend of config's run.backend on device `device` (an error for cuda in a build without it).
+std::unique_ptr<Backend> make_backend(const Config& config, int device);
 
 // Progress of a long loop: a one-line bar redrawn in place (step/total, loss, tokens/s, ETA) when
 // `bar`, else a plain line every `every` steps and at the last.

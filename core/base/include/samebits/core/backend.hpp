@@ -17,6 +17,9 @@
 namespace sb {
 
 class OptimKernels;  // optim/optim_kernels.hpp
+namespace trace {
+class Recorder;  // trace.hpp: the op-hash stream of a traced step
+}
 
 using det::WireRun;  // segments [first, last) of the exact all-reduce's wire (det/block_wire.hpp)
 
@@ -108,7 +111,11 @@ class Backend {
   virtual Device device() const = 0;
   virtual std::string describe() const = 0;  // "cpu (8 OpenMP threads, AVX512)", "cuda:0 H100 ..."
   const Numerics& numerics() const { return numerics_; }
-  void set_numerics(const Numerics& n) { numerics_ = n; }
+  // Virtual so that a backend wrapping another (trace.hpp) passes the switches on.
+  virtual void set_numerics(const Numerics& n) { numerics_ = n; }
+  // The op-hash stream being recorded (trace.hpp), or null: only a TracingBackend sets one, and
+  // only for the steps it traces; trace::Scope reads it (a load and a test when tracing is off).
+  trace::Recorder* tracer() const { return tracer_; }
 
   // ---- memory -------------------------------------------------------------------------------
   // Zero-filled storage on this backend's device (64-byte aligned at least).
@@ -285,10 +292,12 @@ class Backend {
   // Implementations count every host transfer here.
   void count_to_host(size_t bytes) { host_traffic_.to_host += bytes; }
   void count_from_host(size_t bytes) { host_traffic_.from_host += bytes; }
+  void set_tracer(trace::Recorder* recorder) { tracer_ = recorder; }
 
  private:
   Numerics numerics_;
   HostTraffic host_traffic_;
+  trace::Recorder* tracer_ = nullptr;
 };
 
 }  // namespace sb

@@ -31,6 +31,7 @@ struct LeafPass {
   // leaf's attention inputs there).
   std::function<void(size_t leaf)> after_forward;
   LeafObserver on_leaf;  // called after the leaf's gradient was added
+  std::function<void(size_t leaf)> before_forward;  // called before a leaf's forward (the trace's leaf)
 };
 
 class GPT {

@@ -128,6 +128,9 @@ class Trainer {
   // optim.qk_clip: the ranks' per-head maxima merged, then (unless the step was skipped) the clip
   // of the updated weights.
   void clip_qk(StepStats& st);
+  // A traced step (trace.hpp): one row per tensor of flat (backend memory) at `site`, op "<op> <tensor>".
+  void trace_tensors(const char* site, const char* op, const float* flat,
+                     const std::vector<std::vector<uint64_t>>& inputs = {});
   bool take_adaptive_state(const TrainerState& state, TrainerState& stripped,
                            AdaptiveLrState& ema) const;
 

@@ -1,4 +1,5 @@
-// A world of simulated ranks in one process, for tests: ThreadWorld(W).rank(r) are W
+// A world of simulated ranks in one process (the tests' ranks, and `samebits trace`'s replay of
+// an N-rank run, docs/TRACE.md): ThreadWorld(W).rank(r) are W
 // Communicators whose collectives meet through shared memory, each rank run on its own thread
 // (run_ranks). Reductions follow their definitions (integer SUM modulo 2^64, OR, MAX; the float
 // SUM in rank order), so the exact collectives give what MPI's would. Every rank must call the
@@ -18,7 +19,7 @@
 
 #include "samebits/core/parallel/communicator.hpp"
 
-namespace sb::test {
+namespace sb {
 
 class ThreadWorld {
  public:
@@ -125,4 +126,4 @@ inline void run_ranks(int world, const std::function<void(int)>& body) {
     if (e) std::rethrow_exception(e);
 }
 
-}  // namespace sb::test
+}  // namespace sb

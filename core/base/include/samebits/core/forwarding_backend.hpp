@@ -1,0 +1,47 @@
+// A Backend that runs every call on another backend (`inner`, which must outlive it): the base of
+// TracingBackend (tracing_backend.hpp) and of the tests' planted backends, which override the few
+// ops they change. Memory, accumulators, optimizer kernels and sums are the inner backend's.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "samebits/core/backend.hpp"
+
+namespace sb {
+
+class ForwardingBackend : public Backend {
+ public:
+  explicit ForwardingBackend(Backend& inner) : Backend(inner.numerics()), inner_(inner) {}
+
+  Backend& inner() { return inner_; }
+  Device device() const override { return inner_.device(); }
+  std::string describe() const override { return inner_.describe(); }
+  void set_numerics(const Numerics& n) override;
+
+  Tensor alloc(DType dtype, Shape shape) override { return inner_.alloc(dtype, std::move(shape)); }
+  void copy_from_host(void* dst, const void* host_src, size_t bytes) override;
+  void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
+  void copy(void* dst, const void* src, size_t bytes) override { inner_.copy(dst, src, bytes); }
+  void zero(void* dst, size_t bytes) override { inner_.zero(dst, bytes); }
+  void synchronize() override { inner_.synchronize(); }
+  std::unique_ptr<GradAccumulator> make_accumulator(size_t n) override { return inner_.make_accumulator(n); }
+  OptimKernels& optim_kernels() override { return inner_.optim_kernels(); }
+  std::unique_ptr<TensorSums> make_tensor_sums(std::vector<TensorSpan> spans) override {
+    return inner_.make_tensor_sums(std::move(spans));
+  }
+  void fingerprints(const float* flat, const std::vector<TensorSpan>& spans, uint64_t* out) override {
+    inner_.fingerprints(flat, spans, out);
+  }
+
+  void gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
+            int ldc, bool accumulate, Precision precision) override;
+  void syrk(Trans ta, int n, int k, const float* a, int lda, float* c, int ldc, Precision precision) override;
+  bool gemm_bias(float* out, const float* inp, const float* w, const float* bias, int N, int C, int OC) override;
+  SB_BACKEND_OP_OVERRIDES
+
+ private:
+  Backend& inner_;
+};
+
+}  // namespace sb

@@ -1,0 +1,24 @@
+// The trace file (docs/FORMAT.md §"Trace file"): the op-hash streams (trace.hpp) of the steps
+// `samebits train --trace-steps` traced, beside the run file as RUN.trace.h5. Hashes, names,
+// leaves and shapes only (no values); read back checked: a damaged file is an sb::Error.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "samebits/core/trace.hpp"
+
+namespace sb::io {
+
+struct TracedStep {
+  int64_t step = 0;             // 1-based
+  std::vector<trace::Row> rows;  // in one process's order (trace::canonical_order)
+};
+
+// "runs/x.h5" → "runs/x.trace.h5".
+std::string trace_file_path(const std::string& run_path);
+// Writes every step's stream (a new file; an error when one exists at `path`).
+void write_trace_file(const std::string& path, const std::string& experiment_id, const std::vector<TracedStep>& steps);
+std::vector<TracedStep> read_trace_file(const std::string& path, std::string* experiment_id = nullptr);
+
+}  // namespace sb::io

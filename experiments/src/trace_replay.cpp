@@ -1,0 +1,97 @@
+// trace.hpp: the replays of `samebits trace` — the state after step S−1 (A's latest kept state, then
+// A's steps replayed and checked against its recorded fingerprints), and step S under one run's
+// recorded execution on TracingBackends, one per rank of a simulated world (thread_world.hpp).
+#include <algorithm>
+#include <string>
+
+#include "samebits/cli/inspect.hpp"
+#include "samebits/cli/trace.hpp"
+#include "samebits/cli/train_run.hpp"
+#include "samebits/core/io/gpt_weights.hpp"
+#include "samebits/core/parallel/thread_world.hpp"
+#include "samebits/core/train/trainer.hpp"
+#include "samebits/core/tracing_backend.hpp"
+#include "samebits/det/error.hpp"
+#include "samebits/det/fingerprint.hpp"
+
+namespace sb::cli {
+namespace {
+
+std::unique_ptr<Backend> backend_for(const ReplaySetup& setup) {
+  return setup.make_backend ? setup.make_backend(setup.config) : make_backend(setup.config, 0);
+}
+
+TrainerOptions trainer_options(const ReplaySetup& setup, const std::vector<float>& initial_weights) {
+  TrainerOptions o;
+  o.micro_leaves = static_cast<int>(setup.micro_leaves);
+  if (!setup.config.train.init.empty()) o.initial_weights = &initial_weights;
+  return o;
+}
+
+}  // namespace
+
+ReplaySetup replay_setup(const run::RunReader& run) {
+  ReplaySetup s;
+  s.config = recorded_config(run);
+  const run::Execution& e = run.info().execution;
+  s.config.run.threads = e.threads;
+  s.config.run.progress = Progress::off;
+  SB_CHECK(e.world_size >= 1 && e.world_size <= 64, run.path(), ": execution world_size ", e.world_size,
+           " is not a world samebits trace simulates (1 to 64 ranks)");
+  s.world = static_cast<int>(e.world_size);
+  s.micro_leaves = e.micro_leaves;
+  return s;
+}
+
+TrainerState reachable_state(const run::RunReader& a, const ReplaySetup& setup, int64_t step, std::string& source) {
+  const std::vector<int64_t> states = a.state_steps();
+  int64_t from = 0;
+  for (int64_t s : states)
+    if (s <= step) from = std::max(from, s);
+  const std::vector<float> initial_weights = io::load_initial_weights(setup.config);
+  const std::unique_ptr<Backend> backend = backend_for(setup);
+  const std::unique_ptr<Communicator> comm = make_local_communicator();
+  Trainer trainer(setup.config, *backend, *comm, trainer_options(setup, initial_weights));
+  if (from > 0) trainer.import_state(a.read_state(from));
+  source = from > 0 ? "the state " + a.path() + " keeps of step " + std::to_string(from)
+                    : std::string("the initialisation");
+  if (step > from) source += ", then steps " + std::to_string(from + 1) + "–" + std::to_string(step) + " replayed";
+  while (trainer.steps_done() < step) trainer.step();
+  if (step > 0) {
+    const std::vector<uint64_t> recorded =
+        a.series_rows<uint64_t>("series/param_fingerprint", uint64_t(step - 1), 1);
+    SB_CHECK(recorded == trainer.param_fingerprints(), a.path(), ": no reachable state of step ", step,
+             ": its replay from ", source, " does not reproduce the parameters the file records there");
+  }
+  return trainer.export_state();
+}
+
+std::vector<trace::Row> replay_stream(const ReplaySetup& setup, const TrainerState& state, int64_t step) {
+  SB_CHECK(state.step == step - 1, "trace: a state of step ", state.step, " given to replay step ", step);
+  const std::vector<float> initial_weights = io::load_initial_weights(setup.config);
+  std::vector<std::vector<trace::Row>> ranks(static_cast<size_t>(setup.world));
+  ThreadWorld world(setup.world);
+  std::vector<std::unique_ptr<Communicator>> comms;
+  for (int r = 0; r < setup.world; ++r) comms.push_back(setup.world == 1 ? make_local_communicator() : world.rank(r));
+  const auto body = [&](int r) {
+    const std::unique_ptr<Backend> inner = backend_for(setup);
+    TracingBackend backend(*inner);
+    Trainer trainer(setup.config, backend, *comms[size_t(r)], trainer_options(setup, initial_weights));
+    trainer.import_state(state);
+    trace::Recorder recorder(true);
+    backend.trace(&recorder);
+    trainer.step();
+    backend.trace(nullptr);
+    ranks[size_t(r)] = std::move(recorder.rows());
+  };
+  if (setup.world == 1) body(0);
+  else run_ranks(setup.world, body);
+  // The leaves' rows of every rank (each leaf is one rank's), the other rows rank 0's.
+  std::vector<trace::Row> rows = std::move(ranks[0]);
+  for (size_t r = 1; r < ranks.size(); ++r)
+    for (trace::Row& row : ranks[r])
+      if (row.leaf >= 0) rows.push_back(std::move(row));
+  return trace::canonical_order(std::move(rows));
+}
+
+}  // namespace sb::cli
