@@ -4,6 +4,7 @@
 
 #include "samebits/cli/command.hpp"
 #include "samebits/cli/verify.hpp"
+#include "samebits/cli/pack.hpp"
 #include "samebits/cli/verify_budget.hpp"
 #include "samebits/det/error.hpp"
 
@@ -72,6 +73,7 @@ int run_verify(const std::vector<std::string>& args) {
     }
   }
   SB_CHECK(!path.empty(), "expected a run file (samebits verify RUN.h5)");
+  path = packed_run_path(path);  // a packed folder (samebits pack) names its run
   const VerifyResult r = verify_run(path, options, std::cout);
   std::cout << verify_text(path, r);
   return r.reproduced() ? kExitOk : kExitDifferent;

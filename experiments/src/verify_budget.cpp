@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "samebits/cli/data_provenance.hpp"
+#include "samebits/cli/pack.hpp"
 #include "samebits/cli/inspect.hpp"
 #include "samebits/core/io/gpt_weights.hpp"
 #include "samebits/core/io/run_file.hpp"
@@ -324,7 +325,7 @@ int verify_budget_command(const std::vector<std::string>& args) {
              "--seed '", seed, "' must be an integer in [0, 2^64)");
     options.seed = std::stoull(seed);
   }
-  const BudgetResult r = verify_within_budget(positional[0], options, std::cout);
+  const BudgetResult r = verify_within_budget(packed_run_path(positional[0]), options, std::cout);
   std::cout << budget_verdict_text(r);
   if (!report.empty()) {
     std::ofstream out(report, std::ios::trunc);
