@@ -2,7 +2,7 @@
 // properties. A query that fails says "unknown" instead of failing the run.
 #include "samebits/core/cuda/device_info.hpp"
 
-#include <cublas_api.h>
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
 namespace sb::cuda {

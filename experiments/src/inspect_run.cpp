@@ -177,7 +177,7 @@ std::string describe_run(const run::RunReader& run) {
   try {
     bool first_file = true;
     for (const data::DataFile& f : data::parse_manifest(i.data_files, run.path() + ": attribute data_files")) {
-      s << (first_file ? "" : "             ") << f.role << "  " << f.path << "  "
+      s << (first_file ? "" : "             ") << f.role << "  " << escape_untrusted(f.path) << "  "
         << (f.bytes > 0 || f.path.rfind("synthetic:", 0) != 0 ? std::to_string(f.bytes) + " bytes, " : "generated, ")
         << "digest " << det::fingerprint_hex(f.digest) << "\n";
       first_file = false;

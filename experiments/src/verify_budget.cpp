@@ -21,6 +21,7 @@
 #include "samebits/core/io/run_file.hpp"
 #include "samebits/core/train/run_header.hpp"
 #include "samebits/core/train/trainer.hpp"
+#include "samebits/core/untrusted_text.hpp"
 #include "samebits/det/build_info.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/cli/command.hpp"
@@ -235,7 +236,20 @@ std::string budget_verdict_text(const BudgetResult& r) {
 
 std::string budget_report_markdown(const BudgetResult& r) {
   const run::RunReader run = run::RunReader::open(r.path);
-  const run::RunInfo& i = run.info();
+  run::RunInfo i = run.info();  // text from the file, printed escaped
+  for (std::string* t : {&i.experiment_id, &i.execution.backend, &i.execution.communicator, &i.samebits_version,
+                         &i.samebits_commit, &i.compiler, &i.build_type, &i.simd, &i.host}) {
+    *t = escape_untrusted(*t);
+  }
+  for (std::string* t : {&i.execution.environment, &i.data_files}) {  // line by line
+    std::istringstream in(*t);
+    std::string line, text;
+    while (std::getline(in, line)) {
+      std::replace(line.begin(), line.end(), '\t', ' ');  // the manifest's columns
+      text += escape_untrusted(line) + "\n";
+    }
+    *t = text;
+  }
   std::ostringstream s;
   const auto block = [](const std::string& text) { return "```\n" + text + (text.empty() || text.back() != '\n' ? "\n" : "") + "```\n"; };
   s << "# Verification of " << r.path << "\n\n"
