@@ -1,11 +1,10 @@
 // samebits claims check CLAIMS.ini [--budget T] [--runs DIR] [--seed X] [--run.key V …]: checks a
 // paper's claims against its run files and verifies the runs they rest on (claims.hpp). Exit 0
 // every claim holds and every run reproduces, 1 a claim fails or a run does not reproduce, 2 error.
-#include <boost/program_options.hpp>
-
 #include <iostream>
 
 #include "samebits/cli/claims.hpp"
+#include "samebits/cli/command_args.hpp"
 #include "samebits/cli/command.hpp"
 #include "samebits/det/error.hpp"
 
@@ -33,30 +32,14 @@ constexpr const char* kUsage =
 
 int run_claims(const std::vector<std::string>& args) {
   ClaimsCheckOptions options;
-  std::vector<std::string> own;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i].rfind("--run.", 0) != 0) {
-      own.push_back(args[i]);
-      continue;
-    }
-    options.overrides.push_back(args[i]);
-    if (args[i].find('=') == std::string::npos && i + 1 < args.size()) options.overrides.push_back(args[++i]);
-  }
   bool help = false;
   std::string seed;
   std::vector<std::string> positional;
-  po::options_description desc;
-  desc.add_options()("help,h", po::bool_switch(&help))("budget", po::value(&options.budget))(
-      "runs", po::value(&options.runs))("seed", po::value(&seed))("args", po::value(&positional));
-  po::positional_options_description pos;
-  pos.add("args", -1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(own).options(desc).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    SB_FAIL(e.what(), " (samebits claims --help)");
-  }
+  po::options_description table;
+  table.add_options()("help,h", po::bool_switch(&help))("budget", po::value(&options.budget))(
+      "runs", po::value(&options.runs))("seed", po::value(&seed));
+  const po::variables_map vm =
+      parse_command_args(args, table, positional, &options.overrides, "samebits claims --help");
   if (help) {
     std::cout << kUsage;
     return kExitOk;

@@ -1,10 +1,9 @@
 // samebits pack RUN.h5 [RUN.h5 …] OUT/ [--claims CLAIMS.ini] [--gpu-factor F]: the artifact folder an
 // evaluator downloads (pack.hpp). Exit 0 packed, 2 error (nothing is overwritten).
-#include <boost/program_options.hpp>
-
 #include <iostream>
 
 #include "samebits/cli/command.hpp"
+#include "samebits/cli/command_args.hpp"
 #include "samebits/cli/pack.hpp"
 #include "samebits/det/error.hpp"
 
@@ -34,18 +33,10 @@ int run_pack(const std::vector<std::string>& args) {
   PackOptions options;
   bool help = false;
   std::vector<std::string> positional;
-  po::options_description desc;
-  desc.add_options()("help,h", po::bool_switch(&help))("claims", po::value(&options.claims))(
-      "gpu-factor", po::value(&options.gpu_factor))("args", po::value(&positional));
-  po::positional_options_description pos;
-  pos.add("args", -1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    SB_FAIL(e.what(), " (samebits pack --help)");
-  }
+  po::options_description table;
+  table.add_options()("help,h", po::bool_switch(&help))("claims", po::value(&options.claims))(
+      "gpu-factor", po::value(&options.gpu_factor));
+  parse_command_args(args, table, positional, nullptr, "samebits pack --help");
   if (help) {
     std::cout << kUsage;
     return kExitOk;

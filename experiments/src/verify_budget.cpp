@@ -14,6 +14,7 @@
 #include <random>
 #include <sstream>
 
+#include "samebits/cli/command_args.hpp"
 #include "samebits/cli/data_provenance.hpp"
 #include "samebits/cli/pack.hpp"
 #include "samebits/cli/inspect.hpp"
@@ -26,7 +27,6 @@
 #include "samebits/det/error.hpp"
 #include "samebits/cli/command.hpp"
 
-#include <boost/program_options.hpp>
 #include <fstream>
 #include <iostream>
 
@@ -306,31 +306,14 @@ bool budget_requested(const std::vector<std::string>& args) {
 
 int verify_budget_command(const std::vector<std::string>& args) {
   namespace po = boost::program_options;
-  // run.* options go to the re-runs (with their value when it is the next token); the rest to the table.
-  std::vector<std::string> own;
   BudgetOptions options;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i].rfind("--run.", 0) != 0) {
-      own.push_back(args[i]);
-      continue;
-    }
-    options.overrides.push_back(args[i]);
-    if (args[i].find('=') == std::string::npos && i + 1 < args.size()) options.overrides.push_back(args[++i]);
-  }
   std::string budget, seed, report;
   std::vector<std::string> positional;
-  po::options_description desc;
-  desc.add_options()("budget", po::value(&budget)->required())("seed", po::value(&seed))("report", po::value(&report))(
-      "args", po::value(&positional));
-  po::positional_options_description pos;
-  pos.add("args", -1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(own).options(desc).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    SB_FAIL(e.what(), " (with --budget, verify takes --seed X, --report FILE.md and --run.* options; samebits verify --help)");
-  }
+  po::options_description table;
+  table.add_options()("budget", po::value(&budget)->required())("seed", po::value(&seed))("report", po::value(&report));
+  const po::variables_map vm = parse_command_args(
+      args, table, positional, &options.overrides,
+      "with --budget, verify takes --seed X, --report FILE.md and --run.* options; samebits verify --help");
   SB_CHECK(positional.size() == 1, "expected one run file (samebits verify RUN.h5 --budget 10m)");
   options.budget = parse_duration(budget, "--budget");
   if (vm.count("seed")) {
