@@ -1,7 +1,8 @@
 // verify_budget.hpp: calibration, the seeded choice of windows and their verification. Expected
-// time of a window = setup (a Trainer and its state) + (this machine's step 1 / the recorded step 1)
-// × the recorded seconds of its steps, so evaluation steps and uneven steps are priced as they
-// ran. Windows are planned into 90 % of what the calibration leaves of the budget.
+// time of a window = setup (a Trainer) + this machine's step 1 × Σ over its steps of max(1, the
+// recorded step / the median recorded step): evaluation steps are priced as they ran, relative to
+// the run's own steps, so a GPU run or a recording on a busy machine does not skew the plan.
+// Windows are planned into 90 % of what the calibration leaves of the budget.
 #include "samebits/cli/verify_budget.hpp"
 
 #include <unistd.h>
@@ -10,7 +11,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <numeric>
 #include <random>
 #include <sstream>
 
@@ -50,6 +50,7 @@ std::string window_name(const BudgetWindow& w) {
 }
 
 std::string verdict(const BudgetWindow& w) {
+  if (w.skipped) return "skipped (budget)";
   if (!w.result) return "not run";
   if (!w.result->data_differences.empty()) return "DATA DIFFERS";
   if (w.result->mismatch) return "MISMATCH at step " + std::to_string(w.result->mismatch->step);
@@ -111,7 +112,9 @@ std::string duration_spec(double seconds) {
 
 bool BudgetResult::reproduced() const {
   if (!data_differences.empty()) return false;
-  return std::all_of(windows.begin(), windows.end(), [](const BudgetWindow& w) { return w.result && w.result->reproduced(); });
+  const bool any = std::any_of(windows.begin(), windows.end(), [](const BudgetWindow& w) { return !w.skipped; });
+  return any && std::all_of(windows.begin(), windows.end(),
+                            [](const BudgetWindow& w) { return w.skipped || (w.result && w.result->reproduced()); });
 }
 
 BudgetResult verify_within_budget(const std::string& path, const BudgetOptions& options, std::ostream& log) {
@@ -152,7 +155,9 @@ BudgetResult verify_within_budget(const std::string& path, const BudgetOptions& 
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   r.host_here = host;
-  r.step_recorded = std::max(recorded[0], 1e-6);
+  std::vector<double> sorted = recorded;
+  std::nth_element(sorted.begin(), sorted.begin() + long(sorted.size() / 2), sorted.end());
+  r.step_recorded = std::max(sorted[sorted.size() / 2], 1e-9);  // the median: robust to a busy recording
   const double factor = r.step_here / r.step_recorded;
 
   // The candidate windows and the seeded choice.
@@ -162,8 +167,10 @@ BudgetResult verify_within_budget(const std::string& path, const BudgetOptions& 
     BudgetWindow w;
     w.from = starts[k];
     w.steps = (k + 1 < starts.size() ? starts[k + 1] : rows) - w.from;
-    const double sum = std::accumulate(recorded.begin() + w.from, recorded.begin() + w.from + w.steps, 0.0);
-    w.expected = r.setup + factor * sum;
+    double sum = 0;  // in median recorded steps, never fewer than one each (evaluation steps count more)
+    for (int64_t s = w.from; s < w.from + w.steps; ++s) sum += std::max(1.0, recorded[std::size_t(s)] / r.step_recorded);
+    w.steps_priced = sum;
+    w.expected = r.setup + r.step_here * sum;
     candidates.push_back(w);
   }
   r.candidates = int64_t(candidates.size());
@@ -181,7 +188,9 @@ BudgetResult verify_within_budget(const std::string& path, const BudgetOptions& 
   if (r.windows.empty()) {  // no whole window fits: the first drawn one, cut to what fits (one step at least)
     BudgetWindow w = candidates.front();
     const double per_step = (w.expected - r.setup) / double(w.steps);
-    w.steps = std::clamp<int64_t>(int64_t((available - r.setup) / std::max(per_step, 1e-9)), 1, w.steps);
+    const int64_t steps = std::clamp<int64_t>(int64_t((available - r.setup) / std::max(per_step, 1e-9)), 1, w.steps);
+    w.steps_priced *= double(steps) / double(w.steps);
+    w.steps = steps;
     w.expected = r.setup + per_step * double(w.steps);
     r.windows.push_back(w);
     planned = w.expected;
@@ -193,14 +202,25 @@ BudgetResult verify_within_budget(const std::string& path, const BudgetOptions& 
   log << "plan: verify " << path << " (" << rows << " steps, experiment " << run.info().experiment_id << ") within "
       << duration_spec(options.budget) << "\n"
       << "  calibration: step 1 took " << fixed(r.step_here, 3) << " s here, " << fixed(r.step_recorded, 3)
-      << " s when recorded (factor " << fixed(factor, 2) << "); setup " << fixed(r.setup, 2) << " s; "
+      << " s the median recorded step (factor " << fixed(factor, 2) << "); setup " << fixed(r.setup, 2) << " s; "
       << duration_spec(now() - t0) << " so far\n"
       << "  seed " << r.seed << ": " << r.windows.size() << " of " << r.candidates << " windows, " << steps << " of "
       << rows << " steps, expected " << duration_spec(planned) << " (repeat this choice with --seed " << r.seed << ")\n";
   for (const BudgetWindow& w : r.windows) log << "    " << window_name(w) << "  expected " << duration_spec(w.expected) << "\n";
   log.flush();
 
+  // A machine that slows down (shared cores) is caught between windows: the step time seen so far
+  // prices the next window, which is skipped when it no longer fits.
+  double step_seen = r.step_here;
+  bool first = true;
   for (BudgetWindow& w : r.windows) {
+    if (!first && now() - t0 + r.setup + step_seen * w.steps_priced > options.budget) {
+      w.skipped = true;
+      log << "window " << window_name(w) << ": skipped (the steps so far took " << fixed(step_seen, 3)
+          << " s each: it would end past the budget)\n";
+      continue;
+    }
+    first = false;
     const double a = now();
     VerifyOptions v;
     v.from = w.from;
@@ -208,6 +228,7 @@ BudgetResult verify_within_budget(const std::string& path, const BudgetOptions& 
     v.overrides = options.overrides;
     w.result = verify_run(path, v, log);
     w.seconds = now() - a;
+    step_seen = std::max(step_seen, (w.seconds - r.setup) / std::max(w.steps_priced, 1.0));
     log << "window " << window_name(w) << ": " << verdict(w) << " (" << duration_spec(w.seconds) << ")\n";
     if (!w.result->reproduced()) log << verify_text(path, *w.result);
     log.flush();
@@ -223,13 +244,13 @@ std::string budget_verdict_text(const BudgetResult& r) {
     for (const auto& line : r.data_differences) s << "  " << line << "\n";
     return s.str();
   }
-  int64_t steps = 0;
+  int64_t steps = 0, run = 0;
   for (const BudgetWindow& w : r.windows) {
     s << "  " << window_name(w) << ": " << verdict(w) << "\n";
-    steps += w.steps;
+    if (!w.skipped) steps += w.steps, ++run;
   }
-  s << "verdict: " << (r.reproduced() ? "IDENTICAL" : "NOT REPRODUCED") << " (" << r.windows.size() << " of "
-    << r.candidates << " windows, " << steps << " steps checked bit for bit, " << duration_spec(r.seconds) << " of "
+  s << "verdict: " << (r.reproduced() ? "IDENTICAL" : "NOT REPRODUCED") << " (" << run << " of "
+    << r.candidates << " windows" << (run < int64_t(r.windows.size()) ? " (" + std::to_string(r.windows.size() - std::size_t(run)) + " planned, skipped for the budget)" : std::string()) << ", " << steps << " steps checked bit for bit, " << duration_spec(r.seconds) << " of "
     << duration_spec(r.budget) << ", seed " << r.seed << ")\n";
   return s.str();
 }
@@ -276,7 +297,7 @@ std::string budget_report_markdown(const BudgetResult& r) {
     << "| build | samebits " << build::kVersion << " (" << build::kGitCommit << "), " << build::kCompiler << " "
     << build::kBuildType << " |\n"
     << "| calibration | step 1: " << fixed(r.step_here, 3) << " s here, " << fixed(r.step_recorded, 3)
-    << " s recorded; setup " << fixed(r.setup, 2) << " s |\n\n"
+    << " s the median recorded step; setup " << fixed(r.setup, 2) << " s |\n\n"
     << "Environment here:\n\n" << block(r.environment_here) << "\n"
     << "## Windows\n\n";
   if (!r.data_differences.empty()) {

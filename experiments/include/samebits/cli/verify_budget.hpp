@@ -28,6 +28,8 @@ struct BudgetOptions {
 struct BudgetWindow {
   int64_t from = 0, steps = 0;  // steps from+1 … from+steps
   double expected = 0;          // seconds, from the calibration
+  double steps_priced = 0;      // its steps in median recorded steps (expected = setup + step × this)
+  bool skipped = false;         // not run: the steps before it ran slower and left too little budget
   double seconds = 0;           // taken
   std::optional<VerifyResult> result;  // set once verified
 };
