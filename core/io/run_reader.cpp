@@ -40,7 +40,7 @@ void info_fields(RunInfo& i, F&& f) {
   f(i.experiment_text), f(i.steps), f(i.status), f(i.error), f(i.execution.backend), f(i.execution.communicator);
   f(i.execution.threads), f(i.execution.world_size), f(i.execution.micro_leaves), f(i.compiler), f(i.build_type);
   f(i.fp_flags), f(i.simd), f(i.fp_environment), f(i.host), f(i.time_started), f(i.time_updated);
-  f(i.time_sessions);
+  f(i.time_sessions), f(i.execution.environment), f(i.data_files);
 }
 
 void check_info(const std::string& path, const RunInfo& i) {
@@ -85,6 +85,9 @@ RunInfo read_info(const h5::File& f) {
   i.time_started = f.attr_string("time_started");
   i.time_updated = f.attr_string("time_updated");
   i.time_sessions = f.attr_string("time_sessions");
+  // Recorded since the data provenance and the environment were (absent in older version-2 files).
+  if (f.has_attr("environment")) i.execution.environment = f.attr_string("environment");
+  if (f.has_attr("data_files")) i.data_files = f.attr_string("data_files");
   check_info(f.file_name(), i);
   return i;
 }

@@ -78,6 +78,7 @@ void write_execution(h5::Group& root, const Execution& e) {
   root.set_attr("samebits_version", build::kVersion);
   root.set_attr("samebits_commit", build::kGitCommit);
   root.set_attr("host", host_name());
+  root.set_attr("environment", e.environment);
 }
 
 void write_tensor_table(h5::Group& root, const std::vector<TensorInfo>& tensors) {
@@ -168,6 +169,7 @@ RunWriter RunWriter::create(const std::string& path, const RunHeader& header) {
     f.set_attr("experiment_id", header.experiment_id);
     f.set_attr("experiment_text", header.experiment_text);
     f.set_attr("steps", header.steps);
+    f.set_attr("data_files", header.data_files);
     f.set_attr("status", to_string(Status::running));
     f.set_attr("error", "");
     write_execution(f, header.execution);

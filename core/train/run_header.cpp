@@ -1,9 +1,34 @@
-// The one place a RunHeader is built (see run_header.hpp). Not part of any computation.
+// The one place a RunHeader is built (see run_header.hpp). Not part of any computation. The data
+// manifest is hashed on rank 0 only (the ranks read the same files); the environment names the
+// libraries of this process (docs/FORMAT.md, attributes data_files and environment).
 #include "samebits/core/train/run_header.hpp"
 
 #include <omp.h>
 
+#include "samebits/core/cpu/blas_version.hpp"
+#include "samebits/core/io/library_version.hpp"
+#include "samebits/core/parallel/library_versions.hpp"
+#include "samebits/data/data_manifest.hpp"
+#ifdef SB_HAVE_CUDA
+#include "samebits/core/cuda/cuda_backend.hpp"
+#include "samebits/core/cuda/device_info.hpp"
+#endif
+
 namespace sb {
+
+std::string environment_text(Backend& backend) {
+  std::string blas = blas_version();
+  if (blas.rfind("OpenBLAS ", 0) == 0) blas = blas.substr(9);
+  std::string s = "HDF5: " + io::hdf5_version() + "\nOpenBLAS: " + blas + "\nMPI: " + mpi_library_version();
+#ifdef SB_HAVE_CUDA
+  if (backend.device() == Device::cuda) {
+    s += "\nNCCL: " + nccl_library_version() + "\n" + cuda::cuda_environment(cuda_device(backend));
+  }
+#else
+  (void)backend;
+#endif
+  return s;
+}
 
 run::RunHeader run_header(const Config& config, Trainer& trainer) {
   run::RunHeader h;
@@ -13,11 +38,13 @@ run::RunHeader run_header(const Config& config, Trainer& trainer) {
   h.steps = config.train.steps;
   h.tensors = run::tensor_infos(trainer.model().params());
   h.qk_n_head = config.optim.qk_clip > 0.0 ? config.model.n_head : 0;
+  if (trainer.communicator().rank() == 0) h.data_files = data::manifest_text(data::data_manifest(to_data_config(config)));
   h.execution.backend = trainer.backend().describe();
   h.execution.communicator = trainer.communicator().describe();
   h.execution.threads = omp_get_max_threads();
   h.execution.world_size = trainer.communicator().size();
   h.execution.micro_leaves = trainer.options().micro_leaves;
+  h.execution.environment = environment_text(trainer.backend());
   return h;
 }
 

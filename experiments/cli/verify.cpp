@@ -5,6 +5,8 @@
 #include "samebits/cli/arguments.hpp"
 #include "samebits/cli/command.hpp"
 #include "samebits/cli/verify.hpp"
+#include "samebits/cli/pack.hpp"
+#include "samebits/cli/verify_budget.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb::cli {
@@ -12,6 +14,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: samebits verify RUN.h5 [--from S] [--steps N] [--run.threads T ...]\n"
+    "       samebits verify RUN.h5 --budget 10m [--seed X] [--report FILE.md] [--run.threads T ...]\n"
     "\n"
     "Re-runs the experiment recorded in RUN.h5 (its resolved config) on this machine and compares\n"
     "every step with the file, bit for bit: each tensor's parameter and gradient fingerprints, the\n"
@@ -22,12 +25,18 @@ constexpr const char* kUsage =
     "  --from S           start from the full state the run keeps at step S (train.keep_states,\n"
     "                     checkpoints, the final state) instead of replaying steps 1 … S\n"
     "  --steps N          check N steps only (default: every recorded step after S)\n"
+    "  --budget T         instead of every step: time one step here, choose windows (the start\n"
+    "                     and the kept states, each to the next) that fit in T (10m, 90s, 1h),\n"
+    "                     print the plan, verify each and give a verdict per window and overall\n"
+    "  --seed X           the choice of windows (default: drawn, printed); with --budget\n"
+    "  --report FILE.md   the evaluator's report: the run, this machine, windows, verdicts, time\n"
     "  --run.KEY VALUE    execution options (threads, backend, progress, log_every); they never\n"
     "                     change the bits, so a mismatch is a reproducibility failure\n"
     "\n"
     "Exit codes: 0 every step matches, 1 mismatch, 2 error.\n";
 
 int run_verify(const std::vector<std::string>& args) {
+  if (budget_requested(args)) return verify_budget_command(args);
   VerifyOptions options;
   std::vector<std::string> positional;
   if (!Arguments("verify")
@@ -39,11 +48,12 @@ int run_verify(const std::vector<std::string>& args) {
     return kExitOk;
   }
   SB_CHECK(positional.size() <= 1, "unexpected argument '", positional.back(), "' (samebits verify --help)");
-  const std::string path = positional.empty() ? "" : positional[0];
-  SB_CHECK(!path.empty(), "expected a run file (samebits verify RUN.h5)");
+  const std::string given = positional.empty() ? "" : positional[0];
+  SB_CHECK(!given.empty(), "expected a run file (samebits verify RUN.h5)");
+  const std::string path = packed_run_path(given);  // a packed folder (samebits pack) names its run
   const VerifyResult r = verify_run(path, options, std::cout);
   std::cout << verify_text(path, r);
-  return r.mismatch ? kExitDifferent : kExitOk;
+  return r.reproduced() ? kExitOk : kExitDifferent;
 }
 
 const Registrar kVerify{{"verify", "re-run a recorded run here and check every step's bits (exit 0 = reproduced)",

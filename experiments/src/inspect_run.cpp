@@ -4,6 +4,8 @@
 // from a file is printed escaped (untrusted_text.hpp).
 #include "samebits/core/untrusted_text.hpp"
 #include "samebits/cli/inspect.hpp"
+#include "samebits/data/data_manifest.hpp"
+#include "samebits/det/fingerprint.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -168,6 +170,21 @@ std::string describe_run(const run::RunReader& run) {
   }
   s << "build        " << i.compiler << " " << i.build_type << ", simd " << i.simd << "; " << i.fp_flags << "\n";
   s << "fp env       " << i.fp_environment << "\n";
+  s << "environment  " << (i.execution.environment.empty() ? "not recorded (an older samebits wrote the file)"
+                                                            : indent_lines(i.execution.environment, "             "))
+    << "\n";
+  s << "data         " << (i.data_files.empty() ? "not recorded (an older samebits wrote the file)\n" : "");
+  try {
+    bool first_file = true;
+    for (const data::DataFile& f : data::parse_manifest(i.data_files, run.path() + ": attribute data_files")) {
+      s << (first_file ? "" : "             ") << f.role << "  " << escape_untrusted(f.path) << "  "
+        << (f.bytes > 0 || f.path.rfind("synthetic:", 0) != 0 ? std::to_string(f.bytes) + " bytes, " : "generated, ")
+        << "digest " << det::fingerprint_hex(f.digest) << "\n";
+      first_file = false;
+    }
+  } catch (const Error& err) {
+    s << "NOT READABLE: " << err.what() << "\n";
+  }
   s << "host         " << i.host << "; started " << i.time_started << ", updated " << i.time_updated << "\n";
   s << "sessions     " << indent_lines(i.time_sessions, "             ") << "\n";
   return s.str();

@@ -8,6 +8,7 @@
 #include "samebits/core/io/gpt_weights.hpp"
 #include "samebits/core/untrusted_text.hpp"
 #include "samebits/cli/train_run.hpp"
+#include "samebits/cli/data_provenance.hpp"
 
 #include <unistd.h>
 
@@ -101,6 +102,7 @@ std::optional<run::RunWriter> open_writer(const std::string& path, const run::Ru
   }
   SB_CHECK(options.resume, "run file '", path, "' already exists: continue it with --resume, or choose another "
            "--out (samebits never overwrites a run)");
+  check_same_data(path, header.data_files);
   const bool alone = trainer.communicator().size() == 1;
   const run::ResumePoint point = run::find_resume_point(path, header, [&](const TrainerState& s) {
     if (alone) trainer.import_state(s);

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "samebits/cli/data_provenance.hpp"
 #include "samebits/cli/diff.hpp"
 #include "samebits/cli/inspect.hpp"
 #include "samebits/cli/train_run.hpp"
@@ -136,6 +137,8 @@ VerifyResult verify_run(const std::string& path, const VerifyOptions& options, s
                               build::kGitCommit + "); the contract holds for one samebits version");
   }
 
+  result.data_differences = data_differences(path, info, config);
+  if (!result.data_differences.empty()) return result;
   const std::vector<float> initial_weights = io::load_initial_weights(config);
   TrainerOptions trainer_options;
   if (!config.train.init.empty()) trainer_options.initial_weights = &initial_weights;
@@ -200,6 +203,11 @@ VerifyResult verify_run(const std::string& path, const VerifyOptions& options, s
 std::string verify_text(const std::string& path, const VerifyResult& r) {
   std::ostringstream s;
   for (const auto& w : r.warnings) s << "warning: " << w << "\n";
+  if (!r.data_differences.empty()) {
+    s << "DATA DIFFERS: " << path << " was trained on other data than the files here; no step was run\n";
+    for (const auto& line : r.data_differences) s << "  " << line << "\n";
+    return s.str();
+  }
   if (!r.mismatch) {
     s << "verified " << path << ": " << r.steps_checked << " steps"
       << (r.from > 0 ? " after the state of step " + std::to_string(r.from) : std::string())

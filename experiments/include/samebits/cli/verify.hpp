@@ -48,6 +48,10 @@ struct VerifyResult {
   int64_t steps_checked = 0;
   std::vector<std::string> warnings;  // e.g. another samebits version wrote the file
   std::optional<VerifyMismatch> mismatch;
+  // Data files that differ from those the run recorded (data_provenance.hpp): found before the
+  // first step, which is then not run.
+  std::vector<std::string> data_differences;
+  bool reproduced() const { return !mismatch && data_differences.empty(); }
 };
 
 // Throws sb::Error when the file cannot be verified (damaged, config not usable, options).

@@ -69,6 +69,9 @@ struct Execution {
   int64_t threads = 0;       // OpenMP threads
   int64_t world_size = 1;
   int64_t micro_leaves = 0;  // leaves per micro-step (0: all of a rank's leaves at once)
+  // The libraries' versions an evaluator needs to explain a difference, one "name: version" per
+  // line (HDF5, OpenBLAS, MPI; on a GPU the CUDA runtime, cuBLAS, NCCL, driver, GPU and SMs).
+  std::string environment;
 };
 
 // What a run file records at its creation (each later session records its own config text — its
@@ -82,6 +85,9 @@ struct RunHeader {
   // optim.qk_clip > 0: model.n_head (the QK-clip columns are recorded, /series/qk_max_logit with
   // attribute n_head); 0: they are not (the file has no such datasets).
   int64_t qk_n_head = 0;
+  // The data the run trains on (data_manifest.hpp, manifest_text): recorded at creation, compared
+  // before a resume or a verification; empty in files of samebits before it was recorded.
+  std::string data_files;
   Execution execution;
 };
 
@@ -98,6 +104,7 @@ struct RunInfo {
   std::string error;  // why the run failed; empty otherwise
   Execution execution;
   std::string compiler, build_type, fp_flags, simd, fp_environment;
+  std::string data_files;  // RunHeader::data_files ("" when the file predates it)
   // Not part of the run's content (two runs of the same experiment differ here):
   std::string host, time_started, time_updated, time_sessions;
 };

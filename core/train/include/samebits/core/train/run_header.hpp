@@ -9,6 +9,10 @@
 
 namespace sb {
 
+// The libraries this process runs with, one "name: version" line each: HDF5, OpenBLAS, MPI, and
+// on a CUDA backend NCCL, the CUDA runtime, cuBLAS, the driver and the GPU with its SM count.
+std::string environment_text(Backend& backend);
+
 // The header a run of `trainer` (built from `config`) records.
 run::RunHeader run_header(const Config& config, Trainer& trainer);
 
