@@ -18,8 +18,8 @@ void ForwardingBackend::copy_to_host(void* host_dst, const void* src, size_t byt
   inner_.copy_to_host(host_dst, src, bytes);
 }
 
-void ForwardingBackend::gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b,
-                             int ldb, float* c, int ldc, bool accumulate, Precision precision) {
+void ForwardingBackend::gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
+                             float* c, int ldc, bool accumulate, Precision precision) {
   inner_.gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate, precision);
 }
 void ForwardingBackend::syrk(Trans ta, int n, int k, const float* a, int lda, float* c, int ldc, Precision precision) {

@@ -30,8 +30,7 @@ std::vector<uint32_t> gather(Backend& be, const Region& r) {
     be.copy_to_host(staging.data(), r.p, span * sizeof(uint32_t));
     src = staging.data();
   }
-  for (int64_t i = 0; i < r.rows; ++i)
-    std::copy_n(src + i * r.ld, r.cols, out.begin() + i * r.cols);
+  for (int64_t i = 0; i < r.rows; ++i) std::copy_n(src + i * r.ld, r.cols, out.begin() + i * r.cols);
   return out;
 }
 
@@ -73,8 +72,8 @@ Region operand(const void* p, Trans t, int rows, int cols, int ld) {
 
 void TracingBackend::gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
                           float* c, int ldc, bool accumulate, Precision precision) {
-  OpRow row(*this, "gemm", {operand(a, ta, m, k, lda), operand(b, tb, k, n, ldb),
-                            accumulate ? matrix(c, m, n, ldc) : Region{}});
+  OpRow row(*this, "gemm",
+            {operand(a, ta, m, k, lda), operand(b, tb, k, n, ldb), accumulate ? matrix(c, m, n, ldc) : Region{}});
   ForwardingBackend::gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate, precision);
   row.done({matrix(c, m, n, ldc)}, {m, n});
 }
@@ -140,8 +139,8 @@ void TracingBackend::attention_forward(float* out, float* att, const float* qkv,
   row.done({flat(out, BT * C), flat(att, int64_t(B) * NH * T * T)}, {B, T, C});
 }
 
-void TracingBackend::attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
-                                        const float* att, int B, int T, int C, int NH) {
+void TracingBackend::attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv, const float* att,
+                                        int B, int T, int C, int NH) {
   const int64_t BT = int64_t(B) * T;
   OpRow row(*this, "attention_backward",
             {flat(dout, BT * C), flat(qkv, BT * 3 * C), flat(att, int64_t(B) * NH * T * T)});

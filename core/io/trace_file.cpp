@@ -107,7 +107,8 @@ std::vector<TracedStep> read_trace_file(const std::string& path, std::string* ex
     s.step = g.attr_int("step");
     const std::vector<int64_t> leaf = g.dataset("leaf").read<int64_t>();
     s.rows.resize(leaf.size());
-    const std::vector<std::string> site = split_lines(g.dataset("site").read<uint8_t>(), leaf.size(), g.where() + "/site");
+    const std::vector<std::string> site =
+        split_lines(g.dataset("site").read<uint8_t>(), leaf.size(), g.where() + "/site");
     const std::vector<std::string> op = split_lines(g.dataset("op").read<uint8_t>(), leaf.size(), g.where() + "/op");
     for (size_t i = 0; i < leaf.size(); ++i) {
       s.rows[i].leaf = leaf[i];
@@ -115,7 +116,8 @@ std::vector<TracedStep> read_trace_file(const std::string& path, std::string* ex
       s.rows[i].op = op[i];
     }
     read_ragged<uint64_t>(g, "inputs", s.rows, [](trace::Row& r, std::vector<uint64_t> v) { r.inputs = std::move(v); });
-    read_ragged<uint64_t>(g, "outputs", s.rows, [](trace::Row& r, std::vector<uint64_t> v) { r.outputs = std::move(v); });
+    read_ragged<uint64_t>(g, "outputs", s.rows,
+                          [](trace::Row& r, std::vector<uint64_t> v) { r.outputs = std::move(v); });
     read_ragged<int64_t>(g, "shape", s.rows, [](trace::Row& r, std::vector<int64_t> v) { r.shape = std::move(v); });
     out.push_back(std::move(s));
   }

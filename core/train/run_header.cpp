@@ -38,7 +38,8 @@ run::RunHeader run_header(const Config& config, Trainer& trainer) {
   h.steps = config.train.steps;
   h.tensors = run::tensor_infos(trainer.model().params());
   h.qk_n_head = config.optim.qk_clip > 0.0 ? config.model.n_head : 0;
-  if (trainer.communicator().rank() == 0) h.data_files = data::manifest_text(data::data_manifest(to_data_config(config)));
+  if (trainer.communicator().rank() == 0)
+    h.data_files = data::manifest_text(data::data_manifest(to_data_config(config)));
   h.execution.backend = trainer.backend().describe();
   h.execution.communicator = trainer.communicator().describe();
   h.execution.threads = omp_get_max_threads();

@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <cinttypes>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 
@@ -108,7 +108,8 @@ std::vector<DataFile> parse_manifest(const std::string& text, const std::string&
   return out;
 }
 
-std::vector<std::string> manifest_differences(const std::vector<DataFile>& recorded, const std::vector<DataFile>& here) {
+std::vector<std::string> manifest_differences(const std::vector<DataFile>& recorded,
+                                              const std::vector<DataFile>& here) {
   std::vector<std::string> out;
   std::map<std::pair<std::string, std::string>, const DataFile*> now;
   for (const DataFile& f : here) now[{f.role, f.path}] = &f;
@@ -124,9 +125,9 @@ std::vector<std::string> manifest_differences(const std::vector<DataFile>& recor
     now.erase(it);
     if (h.digest == r.digest && h.bytes == r.bytes) continue;
     out.push_back(name + ": digest " + hex(r.digest) + " recorded, " + hex(h.digest) + " here; " +
-                  (h.bytes == r.bytes ? "sizes equal (" + std::to_string(h.bytes) + " bytes)"
-                                      : "size " + std::to_string(r.bytes) + " bytes recorded, " +
-                                            std::to_string(h.bytes) + " here"));
+                  (h.bytes == r.bytes
+                       ? "sizes equal (" + std::to_string(h.bytes) + " bytes)"
+                       : "size " + std::to_string(r.bytes) + " bytes recorded, " + std::to_string(h.bytes) + " here"));
   }
   for (const auto& [key, f] : now) {
     out.push_back(base_name(f->path) + " (" + f->role + ", " + f->path + "): here (" + std::to_string(f->bytes) +

@@ -127,7 +127,8 @@ FileDigest file_digest(const std::string& path) {
   if (!cache.empty() && !ec) {
     entries = read_cache(cache);
     const auto it = entries.find(key);
-    if (it != entries.end() && it->second.id == identity_of(before)) return {it->second.id.bytes, it->second.digest, true};
+    if (it != entries.end() && it->second.id == identity_of(before))
+      return {it->second.id.bytes, it->second.digest, true};
   }
   FileDigest d = hash_file(path);
   struct stat after {};

@@ -4,8 +4,8 @@
 #include <iostream>
 
 #include "samebits/cli/claims.hpp"
-#include "samebits/cli/command_args.hpp"
 #include "samebits/cli/command.hpp"
+#include "samebits/cli/command_args.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb::cli {
@@ -44,17 +44,18 @@ int run_claims(const std::vector<std::string>& args) {
     std::cout << kUsage;
     return kExitOk;
   }
-  SB_CHECK(positional.size() == 2 && positional[0] == "check", "expected samebits claims check CLAIMS.ini (samebits claims --help)");
+  SB_CHECK(positional.size() == 2 && positional[0] == "check",
+           "expected samebits claims check CLAIMS.ini (samebits claims --help)");
   if (vm.count("seed")) {
-    SB_CHECK(!seed.empty() && seed.size() <= 19 && seed.find_first_not_of("0123456789") == std::string::npos, "--seed '",
-             seed, "' must be a non-negative integer");
+    SB_CHECK(!seed.empty() && seed.size() <= 19 && seed.find_first_not_of("0123456789") == std::string::npos,
+             "--seed '", seed, "' must be a non-negative integer");
     options.seed = std::stoull(seed);
   }
   return check_claims_file(positional[1], options, std::cout);
 }
 
-const Registrar kClaims{{"claims", "check a paper's claims against its run files and verify the runs (exit 0 = all hold)",
-                         run_claims}};
+const Registrar kClaims{
+    {"claims", "check a paper's claims against its run files and verify the runs (exit 0 = all hold)", run_claims}};
 
 }  // namespace
 }  // namespace sb::cli

@@ -51,8 +51,8 @@ int run_pack(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-const Registrar kPack{{"pack", "the artifact folder an evaluator downloads: runs, states, configs, EVALUATE.md",
-                       run_pack}};
+const Registrar kPack{
+    {"pack", "the artifact folder an evaluator downloads: runs, states, configs, EVALUATE.md", run_pack}};
 
 }  // namespace
 }  // namespace sb::cli

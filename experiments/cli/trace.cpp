@@ -77,7 +77,8 @@ int run_trace(const std::vector<std::string>& args) {
   std::cout << trace_text(r);
   if (!o.out.empty()) {
     std::filesystem::create_directories(o.out);
-    for (const auto& [name, text] : {std::pair{"report.md", trace_markdown(r)}, std::pair{"propagation.tsv", trace_tsv(r)}}) {
+    for (const auto& [name, text] :
+         {std::pair{"report.md", trace_markdown(r)}, std::pair{"propagation.tsv", trace_tsv(r)}}) {
       const std::string path = (std::filesystem::path(o.out) / name).string();
       std::ofstream file(path);
       file << text;

@@ -27,7 +27,8 @@ namespace {
 namespace fs = std::filesystem;
 namespace po = boost::program_options;
 
-const std::set<std::string> kQuantities = {"series", "final_val_loss", "first_divergent_step", "identical", "table_cell"};
+const std::set<std::string> kQuantities = {"series", "final_val_loss", "first_divergent_step", "identical",
+                                           "table_cell"};
 
 std::string trim(const std::string& s) {
   const auto a = s.find_first_not_of(" \t\r");
@@ -101,7 +102,8 @@ ClaimResult series_claim(const ClaimsFile& f, const Claim& c) {
   const uint64_t width = run::column_values(col, run.shape());
   uint64_t index = 0;
   if (col.width == run::Width::tensors) {
-    SB_CHECK(!c.tensor.empty(), "claim ", c.name, ": series ", c.series, " has one value per tensor: give tensor = NAME");
+    SB_CHECK(!c.tensor.empty(), "claim ", c.name, ": series ", c.series,
+             " has one value per tensor: give tensor = NAME");
     const auto& t = run.tensors();
     const auto it = std::find_if(t.begin(), t.end(), [&](const run::TensorInfo& x) { return x.name == c.tensor; });
     SB_CHECK(it != t.end(), "claim ", c.name, ": ", run.path(), " has no tensor '", escape_untrusted(c.tensor), "'");
@@ -124,7 +126,8 @@ ClaimResult series_claim(const ClaimsFile& f, const Claim& c) {
     case h5::DType::u64: {
       char hex[32];
       std::snprintf(hex, sizeof hex, "0x%016" PRIx64, get(uint64_t{}));
-      return c.value.rfind("0x", 0) == 0 ? compare_text(c, hex, "exactly") : compare_text(c, std::to_string(get(uint64_t{})), "exactly");
+      return c.value.rfind("0x", 0) == 0 ? compare_text(c, hex, "exactly")
+                                         : compare_text(c, std::to_string(get(uint64_t{})), "exactly");
     }
     case h5::DType::i64: return compare_text(c, std::to_string(get(int64_t{})), "exactly");
     case h5::DType::u8: return compare_text(c, std::to_string(int(get(uint8_t{}))), "exactly");
@@ -210,7 +213,9 @@ std::vector<std::string> ClaimsFile::run_names() const {
   return out;
 }
 
-std::string ClaimsFile::run_path(const std::string& name) const { return (fs::path(runs_dir) / (name + ".h5")).string(); }
+std::string ClaimsFile::run_path(const std::string& name) const {
+  return (fs::path(runs_dir) / (name + ".h5")).string();
+}
 
 std::string ClaimsFile::report_path(const std::string& report) const {
   return (fs::path(runs_dir).parent_path() / report).lexically_normal().string();
@@ -237,8 +242,8 @@ ClaimsFile read_claims(const std::string& path, const std::string& runs_override
              "' is outside a section ([claims] or [claim NAME])");
     const std::string section = key.substr(0, dot), name = key.substr(dot + 1);
     if (!sections.count(section)) order.push_back(section);
-    SB_CHECK(sections[section].emplace(name, o.value[0]).second, "claims file ", path, ": [",
-             escape_untrusted(section), "] gives ", escape_untrusted(name), " twice");
+    SB_CHECK(sections[section].emplace(name, o.value[0]).second, "claims file ", path, ": [", escape_untrusted(section),
+             "] gives ", escape_untrusted(name), " twice");
   }
   for (const std::string& section : order) {
     const auto& keys = sections[section];
@@ -257,23 +262,33 @@ ClaimsFile read_claims(const std::string& path, const std::string& runs_override
     c.name = escape_untrusted(trim(section.substr(6)));
     std::string run, step;
     for (const auto& [k, v] : keys) {
-      std::string* slot = k == "statement" ? &c.statement : k == "quantity" ? &c.quantity : k == "run" || k == "runs" ? &run
-                        : k == "series" ? &c.series : k == "tensor" ? &c.tensor : k == "step" ? &step
-                        : k == "report" ? &c.report : k == "row" ? &c.row : k == "column" ? &c.column
-                        : k == "value" ? &c.value : k == "bits" ? &c.bits : nullptr;
-      SB_CHECK(slot != nullptr, where, ": unknown key '", escape_untrusted(k), "' (statement, quantity, run(s), series, "
+      std::string* slot = k == "statement"            ? &c.statement
+                          : k == "quantity"           ? &c.quantity
+                          : k == "run" || k == "runs" ? &run
+                          : k == "series"             ? &c.series
+                          : k == "tensor"             ? &c.tensor
+                          : k == "step"               ? &step
+                          : k == "report"             ? &c.report
+                          : k == "row"                ? &c.row
+                          : k == "column"             ? &c.column
+                          : k == "value"              ? &c.value
+                          : k == "bits"               ? &c.bits
+                                                      : nullptr;
+      SB_CHECK(slot != nullptr, where, ": unknown key '", escape_untrusted(k),
+               "' (statement, quantity, run(s), series, "
                "tensor, step, report, row, column, value, bits)");
       *slot = v;
     }
     c.runs = words(run);
-    SB_CHECK(kQuantities.count(c.quantity), where, ": quantity '", escape_untrusted(c.quantity), "' is not one of series, "
+    SB_CHECK(kQuantities.count(c.quantity), where, ": quantity '", escape_untrusted(c.quantity),
+             "' is not one of series, "
              "final_val_loss, first_divergent_step, identical, table_cell");
     SB_CHECK(!c.value.empty() || (!c.bits.empty() && (c.quantity == "series" || c.quantity == "final_val_loss")), where,
              ": no value (the value the paper states)");
     const bool two = c.quantity == "first_divergent_step" || c.quantity == "identical";
     const std::size_t wanted = c.quantity == "table_cell" ? 0 : two ? 2 : 1;
-    SB_CHECK(c.runs.size() == wanted, where, ": quantity ", c.quantity, " names ", wanted, " run", wanted == 1 ? "" : "s",
-             " (runs = A B), not ", c.runs.size());
+    SB_CHECK(c.runs.size() == wanted, where, ": quantity ", c.quantity, " names ", wanted, " run",
+             wanted == 1 ? "" : "s", " (runs = A B), not ", c.runs.size());
     if (c.quantity == "series") {
       SB_CHECK(!c.series.empty() && parse_int(step, c.step) && c.step >= 1, where,
                ": a series claim needs series = COLUMN and step = N (N >= 1)");
@@ -294,7 +309,8 @@ ClaimsFile read_claims(const std::string& path, const std::string& runs_override
     f.claims.push_back(c);
   }
   SB_CHECK(!f.claims.empty(), "claims file ", path, " holds no [claim NAME] section");
-  f.runs_dir = !runs_override.empty() ? runs_override : (fs::path(path).parent_path() / runs).lexically_normal().string();
+  f.runs_dir =
+      !runs_override.empty() ? runs_override : (fs::path(path).parent_path() / runs).lexically_normal().string();
   if (f.runs_dir.empty()) f.runs_dir = ".";
   return f;
 }
@@ -322,9 +338,11 @@ int check_claims_file(const std::string& path, const ClaimsCheckOptions& options
   std::vector<std::string> failed;
   for (const Claim& c : f.claims) {
     const ClaimResult r = check_claim(f, c);
-    const std::string stated = c.value + (c.bits.empty() ? "" : std::string(c.value.empty() ? "" : ", ") + "bits " + c.bits);
-    out << (r.holds ? "  HOLDS  " : "  FAILS  ") << c.name << (c.statement.empty() ? "" : ": " + escape_untrusted(c.statement))
-        << "\n         stated " << escape_untrusted(stated) << ", recorded " << r.recorded << " (" << r.how << ")\n";
+    const std::string stated =
+        c.value + (c.bits.empty() ? "" : std::string(c.value.empty() ? "" : ", ") + "bits " + c.bits);
+    out << (r.holds ? "  HOLDS  " : "  FAILS  ") << c.name
+        << (c.statement.empty() ? "" : ": " + escape_untrusted(c.statement)) << "\n         stated "
+        << escape_untrusted(stated) << ", recorded " << r.recorded << " (" << r.how << ")\n";
     if (!r.holds) failed.push_back(c.name);
   }
   std::vector<std::string> unreproduced;
@@ -350,11 +368,14 @@ int check_claims_file(const std::string& path, const ClaimsCheckOptions& options
   if (failed.empty() && unreproduced.empty()) {
     out << "verdict: all " << f.claims.size() << " claims hold"
         << (budget > 0 ? "; the " + std::to_string(runs.size()) + " runs they rest on reproduce bit for bit here"
-                       : " (runs not verified: --budget 0)") << "\n";
+                       : " (runs not verified: --budget 0)")
+        << "\n";
     return 0;
   }
-  out << "verdict: " << (failed.empty() ? "" : std::to_string(failed.size()) + " claim" + (failed.size() == 1 ? "" : "s") +
-                                                    " FAIL: " + list(failed))
+  out << "verdict: "
+      << (failed.empty()
+              ? ""
+              : std::to_string(failed.size()) + " claim" + (failed.size() == 1 ? "" : "s") + " FAIL: " + list(failed))
       << (failed.empty() || unreproduced.empty() ? "" : "; ")
       << (unreproduced.empty() ? "" : "runs NOT REPRODUCED: " + list(unreproduced)) << "\n";
   return 1;

@@ -29,8 +29,10 @@ void check_same_data(const std::string& path, const std::string& manifest_here) 
   if (lines.empty()) return;
   std::string text;
   for (const std::string& l : lines) text += "\n  " + l;
-  SB_FAIL("cannot resume '", path, "': its data differ from the data it was trained on (docs/FORMAT.md, data "
-          "provenance):", text);
+  SB_FAIL("cannot resume '", path,
+          "': its data differ from the data it was trained on (docs/FORMAT.md, data "
+          "provenance):",
+          text);
 }
 
 }  // namespace sb::cli

@@ -39,11 +39,11 @@ void write_text(const fs::path& path, const std::string& text) {
 }
 
 struct Packed {
-  std::string name;         // NAME of runs/NAME.h5
+  std::string name;  // NAME of runs/NAME.h5
   std::string experiment, backend;
   bool gpu = false;
   int64_t threads = 0, world = 1, steps = 0;
-  double factor = 1;        // to a 2-core CPU
+  double factor = 1;            // to a 2-core CPU
   std::vector<double> seconds;  // recorded step times
   std::vector<int64_t> kept;    // window starts after 0
   bool data_files = false;      // trained on files (not the synthetic language)
@@ -72,7 +72,8 @@ Packed pack_one(const std::string& path, const fs::path& runs, double gpu_factor
   result.bytes += fs::file_size(target);
   result.files.push_back("runs/" + p.name + ".h5");
   write_text(runs / (p.name + ".config.ini"), i.config_text);
-  write_text(runs / (p.name + ".data.tsv"), "# role\tbytes\txxh3-64\tpath (docs/FORMAT.md, data provenance)\n" + i.data_files);
+  write_text(runs / (p.name + ".data.tsv"),
+             "# role\tbytes\txxh3-64\tpath (docs/FORMAT.md, data provenance)\n" + i.data_files);
   result.files.push_back("runs/" + p.name + ".config.ini");
   result.files.push_back("runs/" + p.name + ".data.tsv");
   p.experiment = i.experiment_id;
@@ -103,7 +104,8 @@ std::string evaluate_markdown(const std::vector<Packed>& runs, const std::string
        "state), `NAME.config.ini` (the resolved configuration), `NAME.data.tsv` (name, size and XXH3-64 digest of "
        "every data file; `verify` compares them before the first step).\n\n"
     << "Expected times are for a 2-core CPU: the recorded step times × a stated factor — a run trained on a CPU "
-       "× (its threads × ranks) / 2 (at least 1), a run trained on a GPU × " << gpu_factor
+       "× (its threads × ranks) / 2 (at least 1), a run trained on a GPU × "
+    << gpu_factor
     << " (`pack --gpu-factor`, an assumption). `verify --budget` measures this machine's step before it plans, "
        "so its time is the budget whatever the factor.\n\n"
     << "| command | what it checks | expected on a 2-core CPU |\n|---|---|---|\n";
@@ -128,14 +130,16 @@ std::string evaluate_markdown(const std::vector<Packed>& runs, const std::string
         << duration_spec(window_seconds(p, starts[k], next - starts[k])) << " |\n";
     }
   }
-  s << "\n## The runs\n\n| run | experiment | steps | trained on | ranks | threads | factor |\n|---|---|---|---|---|---|---|\n";
+  s << "\n## The runs\n\n| run | experiment | steps | trained on | ranks | threads | factor "
+       "|\n|---|---|---|---|---|---|---|\n";
   for (const Packed& p : runs) {
     s << "| " << p.name << " | " << p.experiment << " | " << p.steps << " | " << p.backend << " | " << p.world << " | "
       << p.threads << " | " << p.factor << " |\n";
   }
   for (const Packed& p : runs) {
     if (!p.data_files) continue;
-    s << "\n" << p.name << " trained on data files (not packed): put them at the paths `runs/" << p.name
+    s << "\n"
+      << p.name << " trained on data files (not packed): put them at the paths `runs/" << p.name
       << ".data.tsv` names (relative to the folder you run samebits in); `verify` names any that differ.\n";
   }
   return s.str();
@@ -184,8 +188,10 @@ std::string packed_run_path(const std::string& path) {
     if (e.is_regular_file() && e.path().extension() == ".h5") found.push_back(e.path().string());
   }
   std::sort(found.begin(), found.end());
-  SB_CHECK(found.size() == 1, path, " is a folder; ", found.empty() ? "it holds no run file (RUN.h5 or runs/RUN.h5)"
-           : "it holds " + std::to_string(found.size()) + " run files: name one (e.g. " + found.front() + ")");
+  SB_CHECK(found.size() == 1, path, " is a folder; ",
+           found.empty()
+               ? "it holds no run file (RUN.h5 or runs/RUN.h5)"
+               : "it holds " + std::to_string(found.size()) + " run files: name one (e.g. " + found.front() + ")");
   return found.front();
 }
 

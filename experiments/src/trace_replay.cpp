@@ -9,8 +9,8 @@
 #include "samebits/cli/train_run.hpp"
 #include "samebits/core/io/gpt_weights.hpp"
 #include "samebits/core/parallel/thread_world.hpp"
-#include "samebits/core/train/trainer.hpp"
 #include "samebits/core/tracing_backend.hpp"
+#include "samebits/core/train/trainer.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/fingerprint.hpp"
 
@@ -53,13 +53,12 @@ TrainerState reachable_state(const run::RunReader& a, const ReplaySetup& setup, 
   const std::unique_ptr<Communicator> comm = make_local_communicator();
   Trainer trainer(setup.config, *backend, *comm, trainer_options(setup, initial_weights));
   if (from > 0) trainer.import_state(a.read_state(from));
-  source = from > 0 ? "the state " + a.path() + " keeps of step " + std::to_string(from)
-                    : std::string("the initialisation");
+  source =
+      from > 0 ? "the state " + a.path() + " keeps of step " + std::to_string(from) : std::string("the initialisation");
   if (step > from) source += ", then steps " + std::to_string(from + 1) + "–" + std::to_string(step) + " replayed";
   while (trainer.steps_done() < step) trainer.step();
   if (step > 0) {
-    const std::vector<uint64_t> recorded =
-        a.series_rows<uint64_t>("series/param_fingerprint", uint64_t(step - 1), 1);
+    const std::vector<uint64_t> recorded = a.series_rows<uint64_t>("series/param_fingerprint", uint64_t(step - 1), 1);
     SB_CHECK(recorded == trainer.param_fingerprints(), a.path(), ": no reachable state of step ", step,
              ": its replay from ", source, " does not reproduce the parameters the file records there");
   }

@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <sstream>
 
-#include "samebits/cli/trace.hpp"
 #include "samebits/cli/divergence.hpp"
+#include "samebits/cli/trace.hpp"
 #include "samebits/core/untrusted_text.hpp"
 
 namespace sb::cli {
@@ -34,7 +34,7 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 const RowDistance* origin_distance(const TraceResult& r) {
   const StreamComparison& c = r.comparison;
   return !c.propagation.empty() && c.origin && c.propagation.front().row == *c.origin ? &c.propagation.front()
-                                                                                       : nullptr;
+                                                                                      : nullptr;
 }
 
 // The origin's paragraph (without a trailing newline).
@@ -117,7 +117,8 @@ std::string trace_markdown(const TraceResult& r) {
   if (p.empty()) return s.str();
   s << "## Propagation\n\nEvery op of the step whose output differs, from the origin on. `rel L2` drawn as a bar "
        "on a log axis (one `#` per decade above 1e-12).\n\n";
-  s << "| op | leaf | site and op | output | differing | max ULP | rel L2 | |\n|---:|---:|---|---|---:|---:|---:|---|\n";
+  s << "| op | leaf | site and op | output | differing | max ULP | rel L2 | "
+       "|\n|---:|---:|---|---|---:|---:|---:|---|\n";
   for (const RowDistance& d : p) {
     const trace::Row& row = r.a[d.row];
     const int bars = d.rel_l2 > 0 ? std::max(1, int(std::lround(std::log10(d.rel_l2) + 12))) : 0;

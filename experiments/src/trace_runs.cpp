@@ -47,8 +47,8 @@ TraceResult trace_runs(const std::string& path_a, const std::string& path_b, con
   if (!d.same_layout || !other.empty()) {
     std::string list;
     for (const std::string& f : other) list += "\n  " + escape_untrusted(f);
-    SB_FAIL("samebits trace: ", path_a, " and ", path_b, " are runs of different experiments (",
-            d.a.experiment_id, ", ", d.b.experiment_id, ")", d.same_layout ? "" : "; their tensor tables differ",
+    SB_FAIL("samebits trace: ", path_a, " and ", path_b, " are runs of different experiments (", d.a.experiment_id,
+            ", ", d.b.experiment_id, ")", d.same_layout ? "" : "; their tensor tables differ",
             list.empty() ? "" : "; they differ in" + list,
             "\ntrace compares configurations of one experiment: runs that differ only in numerics.*, perturb.* "
             "or train.precision");

@@ -14,10 +14,11 @@
 #include <random>
 #include <sstream>
 
+#include "samebits/cli/command.hpp"
 #include "samebits/cli/command_args.hpp"
 #include "samebits/cli/data_provenance.hpp"
-#include "samebits/cli/pack.hpp"
 #include "samebits/cli/inspect.hpp"
+#include "samebits/cli/pack.hpp"
 #include "samebits/core/io/gpt_weights.hpp"
 #include "samebits/core/io/run_file.hpp"
 #include "samebits/core/train/run_header.hpp"
@@ -25,7 +26,6 @@
 #include "samebits/core/untrusted_text.hpp"
 #include "samebits/det/build_info.hpp"
 #include "samebits/det/error.hpp"
-#include "samebits/cli/command.hpp"
 
 #include <fstream>
 #include <iostream>
@@ -67,7 +67,8 @@ std::string fixed(double v, int digits) {
 std::vector<int64_t> window_starts(const run::RunReader& run) {
   std::vector<int64_t> starts{0};
   for (const run::StoreEntry& e : run.store_entries()) {
-    if (e.is_state() && (e.kind & run::kKeptBit) && e.step > 0 && e.step < run.steps_recorded()) starts.push_back(e.step);
+    if (e.is_state() && (e.kind & run::kKeptBit) && e.step > 0 && e.step < run.steps_recorded())
+      starts.push_back(e.step);
   }
   std::sort(starts.begin(), starts.end());
   starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
@@ -168,7 +169,8 @@ BudgetResult verify_within_budget(const std::string& path, const BudgetOptions& 
     w.from = starts[k];
     w.steps = (k + 1 < starts.size() ? starts[k + 1] : rows) - w.from;
     double sum = 0;  // in median recorded steps, never fewer than one each (evaluation steps count more)
-    for (int64_t s = w.from; s < w.from + w.steps; ++s) sum += std::max(1.0, recorded[std::size_t(s)] / r.step_recorded);
+    for (int64_t s = w.from; s < w.from + w.steps; ++s)
+      sum += std::max(1.0, recorded[std::size_t(s)] / r.step_recorded);
     w.steps_priced = sum;
     w.expected = r.setup + r.step_here * sum;
     candidates.push_back(w);
@@ -195,7 +197,8 @@ BudgetResult verify_within_budget(const std::string& path, const BudgetOptions& 
     r.windows.push_back(w);
     planned = w.expected;
   }
-  std::sort(r.windows.begin(), r.windows.end(), [](const BudgetWindow& a, const BudgetWindow& b) { return a.from < b.from; });
+  std::sort(r.windows.begin(), r.windows.end(),
+            [](const BudgetWindow& a, const BudgetWindow& b) { return a.from < b.from; });
 
   int64_t steps = 0;
   for (const BudgetWindow& w : r.windows) steps += w.steps;
@@ -205,8 +208,10 @@ BudgetResult verify_within_budget(const std::string& path, const BudgetOptions& 
       << " s the median recorded step (factor " << fixed(factor, 2) << "); setup " << fixed(r.setup, 2) << " s; "
       << duration_spec(now() - t0) << " so far\n"
       << "  seed " << r.seed << ": " << r.windows.size() << " of " << r.candidates << " windows, " << steps << " of "
-      << rows << " steps, expected " << duration_spec(planned) << " (repeat this choice with --seed " << r.seed << ")\n";
-  for (const BudgetWindow& w : r.windows) log << "    " << window_name(w) << "  expected " << duration_spec(w.expected) << "\n";
+      << rows << " steps, expected " << duration_spec(planned) << " (repeat this choice with --seed " << r.seed
+      << ")\n";
+  for (const BudgetWindow& w : r.windows)
+    log << "    " << window_name(w) << "  expected " << duration_spec(w.expected) << "\n";
   log.flush();
 
   // A machine that slows down (shared cores) is caught between windows: the step time seen so far
@@ -249,9 +254,13 @@ std::string budget_verdict_text(const BudgetResult& r) {
     s << "  " << window_name(w) << ": " << verdict(w) << "\n";
     if (!w.skipped) steps += w.steps, ++run;
   }
-  s << "verdict: " << (r.reproduced() ? "IDENTICAL" : "NOT REPRODUCED") << " (" << run << " of "
-    << r.candidates << " windows" << (run < int64_t(r.windows.size()) ? " (" + std::to_string(r.windows.size() - std::size_t(run)) + " planned, skipped for the budget)" : std::string()) << ", " << steps << " steps checked bit for bit, " << duration_spec(r.seconds) << " of "
-    << duration_spec(r.budget) << ", seed " << r.seed << ")\n";
+  s << "verdict: " << (r.reproduced() ? "IDENTICAL" : "NOT REPRODUCED") << " (" << run << " of " << r.candidates
+    << " windows"
+    << (run < int64_t(r.windows.size())
+            ? " (" + std::to_string(r.windows.size() - std::size_t(run)) + " planned, skipped for the budget)"
+            : std::string())
+    << ", " << steps << " steps checked bit for bit, " << duration_spec(r.seconds) << " of " << duration_spec(r.budget)
+    << ", seed " << r.seed << ")\n";
   return s.str();
 }
 
@@ -272,11 +281,14 @@ std::string budget_report_markdown(const BudgetResult& r) {
     *t = text;
   }
   std::ostringstream s;
-  const auto block = [](const std::string& text) { return "```\n" + text + (text.empty() || text.back() != '\n' ? "\n" : "") + "```\n"; };
+  const auto block = [](const std::string& text) {
+    return "```\n" + text + (text.empty() || text.back() != '\n' ? "\n" : "") + "```\n";
+  };
   s << "# Verification of " << r.path << "\n\n"
     << "**Verdict: " << (r.reproduced() ? "IDENTICAL" : "NOT REPRODUCED") << "** (" << duration_spec(r.seconds)
     << " of a " << duration_spec(r.budget) << " budget, seed " << r.seed << ")\n\n"
-    << "Repeat: `samebits verify " << r.path << " --budget " << duration_spec(r.budget) << " --seed " << r.seed << "`\n\n"
+    << "Repeat: `samebits verify " << r.path << " --budget " << duration_spec(r.budget) << " --seed " << r.seed
+    << "`\n\n"
     << "## The run\n\n"
     << "| | |\n|---|---|\n"
     << "| experiment | " << i.experiment_id << " |\n"
@@ -288,8 +300,10 @@ std::string budget_report_markdown(const BudgetResult& r) {
     << "| build | samebits " << i.samebits_version << " (" << i.samebits_commit << "), " << i.compiler << " "
     << i.build_type << ", simd " << i.simd << " |\n"
     << "| host | " << i.host << " |\n\n"
-    << "Environment when trained:\n\n" << block(i.execution.environment.empty() ? "not recorded" : i.execution.environment)
-    << "\nData (name, size, digest):\n\n" << block(i.data_files.empty() ? "not recorded" : i.data_files) << "\n"
+    << "Environment when trained:\n\n"
+    << block(i.execution.environment.empty() ? "not recorded" : i.execution.environment)
+    << "\nData (name, size, digest):\n\n"
+    << block(i.data_files.empty() ? "not recorded" : i.data_files) << "\n"
     << "## This machine\n\n"
     << "| | |\n|---|---|\n"
     << "| host | " << r.host_here << " |\n"
@@ -298,7 +312,8 @@ std::string budget_report_markdown(const BudgetResult& r) {
     << build::kBuildType << " |\n"
     << "| calibration | step 1: " << fixed(r.step_here, 3) << " s here, " << fixed(r.step_recorded, 3)
     << " s the median recorded step; setup " << fixed(r.setup, 2) << " s |\n\n"
-    << "Environment here:\n\n" << block(r.environment_here) << "\n"
+    << "Environment here:\n\n"
+    << block(r.environment_here) << "\n"
     << "## Windows\n\n";
   if (!r.data_differences.empty()) {
     s << "None ran: the data differ from the recorded data:\n\n";
@@ -310,9 +325,9 @@ std::string budget_report_markdown(const BudgetResult& r) {
   s << r.windows.size() << " of " << r.candidates << " windows (the start and the kept states), chosen with seed "
     << r.seed << ".\n\n| window | from | steps | expected | took | verdict |\n|---|---|---|---|---|---|\n";
   for (const BudgetWindow& w : r.windows) {
-    s << "| " << w.from + 1 << "-" << w.from + w.steps << " | " << (w.from > 0 ? "kept state of step " + std::to_string(w.from) : "start")
-      << " | " << w.steps << " | " << duration_spec(w.expected) << " | " << duration_spec(w.seconds) << " | "
-      << verdict(w) << " |\n";
+    s << "| " << w.from + 1 << "-" << w.from + w.steps << " | "
+      << (w.from > 0 ? "kept state of step " + std::to_string(w.from) : "start") << " | " << w.steps << " | "
+      << duration_spec(w.expected) << " | " << duration_spec(w.seconds) << " | " << verdict(w) << " |\n";
   }
   for (const BudgetWindow& w : r.windows) {
     if (w.result && !w.result->reproduced()) s << "\n" << block(verify_text(r.path, *w.result));
@@ -322,7 +337,8 @@ std::string budget_report_markdown(const BudgetResult& r) {
 }
 
 bool budget_requested(const std::vector<std::string>& args) {
-  return std::any_of(args.begin(), args.end(), [](const std::string& a) { return a == "--budget" || a.rfind("--budget=", 0) == 0; });
+  return std::any_of(args.begin(), args.end(),
+                     [](const std::string& a) { return a == "--budget" || a.rfind("--budget=", 0) == 0; });
 }
 
 int verify_budget_command(const std::vector<std::string>& args) {

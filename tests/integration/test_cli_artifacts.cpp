@@ -56,8 +56,9 @@ TEST_CASE("verify --budget: plan first, every window identical, the report; an a
   REQUIRE(plan != std::string::npos);
   CHECK(plan < r.output.find("verifying"));
   CHECK(r.output.find("seed 7: 4 of 4 windows, 20 of 20 steps") != std::string::npos);
-  for (const char* w : {"steps 1-5 (from the start): IDENTICAL", "steps 6-10 (from the kept state of step 5): IDENTICAL",
-                        "steps 16-20 (from the kept state of step 15): IDENTICAL"}) {
+  for (const char* w :
+       {"steps 1-5 (from the start): IDENTICAL", "steps 6-10 (from the kept state of step 5): IDENTICAL",
+        "steps 16-20 (from the kept state of step 15): IDENTICAL"}) {
     CHECK_MESSAGE(r.output.find(w) != std::string::npos, w);
   }
   CHECK(r.output.find("verdict: IDENTICAL (4 of 4 windows, 20 steps") != std::string::npos);
@@ -178,7 +179,8 @@ TEST_CASE("bad claims files and missing runs: one clear error each, exit 2") {
       {head + "this line has no equals sign\n" + ok, "claims file"},
       {head + "[claim a]\nquantity = series\nrun = threads-2\nseries = speed\nstep = 3\nvalue = 1\n",
        "series 'speed' is not a column"},
-      {head + "[claim a]\nquantity = series\nrun = threads-2\nseries = loss\nstep = 99\nvalue = 1\n", "step 99 is not recorded"},
+      {head + "[claim a]\nquantity = series\nrun = threads-2\nseries = loss\nstep = 99\nvalue = 1\n",
+       "step 99 is not recorded"},
       {head + "[claim a]\nquantity = table_cell\nreport = report.md\nrow = ulp-1\ncolumn = colour\nvalue = 1\n",
        "has no table with column 'colour'"},
   };

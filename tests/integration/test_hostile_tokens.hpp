@@ -36,8 +36,12 @@ inline std::vector<TokenSource> token_sources(const std::string& dir) {
 inline std::vector<Variant> shard_mutants(const std::string& source, const std::string& dir, int count, uint64_t seed) {
   const std::vector<char> good = read_bytes(source);
   std::mt19937_64 rng(seed);
-  const int32_t interesting[] = {0, 1, 2, 3, -1, -5000, 4999, 5001, 0x7fffffff, int32_t(0x80000000), 20240520,
-                                 int32_t(sb::data::kShardHeaderBytes)};
+  const int32_t interesting[] = {0,          1,
+                                 2,          3,
+                                 -1,         -5000,
+                                 4999,       5001,
+                                 0x7fffffff, int32_t(0x80000000),
+                                 20240520,   int32_t(sb::data::kShardHeaderBytes)};
   std::vector<Variant> out;
   for (int i = 0; i < count; ++i) {
     std::vector<char> bytes = good;

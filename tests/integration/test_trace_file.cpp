@@ -43,7 +43,8 @@ TEST_CASE("train --trace-steps: the bits of an untraced run, and the streams tra
   CHECK(plain.series<float>("series/loss") == traced.series<float>("series/loss"));
 
   std::string id;
-  const std::vector<sb::io::TracedStep> steps = sb::io::read_trace_file(sb::io::trace_file_path(dir / "traced.h5"), &id);
+  const std::vector<sb::io::TracedStep> steps =
+      sb::io::read_trace_file(sb::io::trace_file_path(dir / "traced.h5"), &id);
   CHECK(id == traced.info().experiment_id);
   REQUIRE(steps.size() == 2);
   CHECK(steps[0].step == 2);

@@ -46,7 +46,12 @@ void descriptors(const std::string&, ByteReader&, ByteWriter& out) {
 
 int main(int argc, char** argv) {
   std::vector<sb::io::ReaderKind> kinds = sb::io::samebits_reader_kinds();
-  kinds.insert(kinds.end(), {{"echo", echo}, {"fail", fail}, {"segv", segv}, {"abort", abort_now},
-                             {"exit5", exit5}, {"write", write_file}, {"descriptors", descriptors}});
+  kinds.insert(kinds.end(), {{"echo", echo},
+                             {"fail", fail},
+                             {"segv", segv},
+                             {"abort", abort_now},
+                             {"exit5", exit5},
+                             {"write", write_file},
+                             {"descriptors", descriptors}});
   return sb::io::reader_main(argc, argv, kinds);
 }

@@ -39,7 +39,8 @@ TEST_CASE("data manifest: text round trip, differences named by file and kind") 
   auto d = sb::data::manifest_differences(recorded, here);
   REQUIRE(d.size() == 1);
   CHECK(d[0].rfind("fineweb_train_000003.bin (train, d/fineweb_train_000003.bin): digest 0000000000002222 recorded, "
-                   "0000000000009999 here; sizes equal", 0) == 0);
+                   "0000000000009999 here; sizes equal",
+                   0) == 0);
   here[1].bytes = 2002;
   d = sb::data::manifest_differences(recorded, here);
   REQUIRE(d.size() == 1);

@@ -15,23 +15,23 @@
 namespace sb::cli {
 
 struct Claim {
-  std::string name;       // the section's NAME
-  std::string statement;  // the paper's words (optional)
-  std::string quantity;   // series | final_val_loss | first_divergent_step | identical | table_cell
-  std::vector<std::string> runs;  // run names (RUNS/NAME.h5): one, or two for diff quantities
-  std::string series;     // series: the column under series/ ("loss", "per_tensor/grad_norm")
-  std::string tensor;     // series: the tensor of a per-tensor column
-  int64_t step = 0;       // series: the step (1 …)
+  std::string name;                 // the section's NAME
+  std::string statement;            // the paper's words (optional)
+  std::string quantity;             // series | final_val_loss | first_divergent_step | identical | table_cell
+  std::vector<std::string> runs;    // run names (RUNS/NAME.h5): one, or two for diff quantities
+  std::string series;               // series: the column under series/ ("loss", "per_tensor/grad_norm")
+  std::string tensor;               // series: the tensor of a per-tensor column
+  int64_t step = 0;                 // series: the step (1 …)
   std::string report, row, column;  // table_cell: a Markdown table of a sweep report
-  std::string value;      // the stated value, as written
-  std::string bits;       // series, final_val_loss: the stated encoding (0x…), compared bitwise
+  std::string value;                // the stated value, as written
+  std::string bits;                 // series, final_val_loss: the stated encoding (0x…), compared bitwise
 };
 
 struct ClaimsFile {
   std::string path;
   std::string title;
-  std::string runs_dir;   // where run NAME is NAME.h5 (absolute or relative to the current folder)
-  std::string budget;     // [claims] budget, "" when not given
+  std::string runs_dir;  // where run NAME is NAME.h5 (absolute or relative to the current folder)
+  std::string budget;    // [claims] budget, "" when not given
   std::vector<Claim> claims;
   std::vector<std::string> run_names() const;  // every run a claim names, each once, in order
   std::string run_path(const std::string& name) const;

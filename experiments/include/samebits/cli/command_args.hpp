@@ -13,8 +13,8 @@ namespace sb::cli {
 // null: every --run.KEY [VALUE] goes there instead. A bad option is an sb::Error ending with
 // " (<hint>)".
 boost::program_options::variables_map parse_command_args(const std::vector<std::string>& args,
-                                                        boost::program_options::options_description table,
-                                                        std::vector<std::string>& positional,
-                                                        std::vector<std::string>* run_overrides, const char* hint);
+                                                         boost::program_options::options_description table,
+                                                         std::vector<std::string>& positional,
+                                                         std::vector<std::string>* run_overrides, const char* hint);
 
 }  // namespace sb::cli

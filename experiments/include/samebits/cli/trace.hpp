@@ -25,8 +25,8 @@ using BackendMaker = std::function<std::unique_ptr<Backend>(const Config& config
 
 // One side's execution, as its run file records it.
 struct ReplaySetup {
-  Config config;           // the recorded config, run.threads = the recorded thread count
-  int world = 1;           // the recorded world size: ranks simulated in this process
+  Config config;  // the recorded config, run.threads = the recorded thread count
+  int world = 1;  // the recorded world size: ranks simulated in this process
   int64_t micro_leaves = 0;
   BackendMaker make_backend;  // empty: the config's run.backend (cpu; cuda where built)
 };
@@ -53,7 +53,7 @@ struct RowDistance {
 
 struct StreamComparison {
   size_t rows_a = 0, rows_b = 0;
-  std::optional<size_t> origin;   // the first row whose outputs or inputs differ
+  std::optional<size_t> origin;  // the first row whose outputs or inputs differ
   // "op": its inputs are equal, its output is not — the op computed differently; "input": an input
   // differs that no earlier row wrote differently (a perturbation, or work outside the traced
   // ops); "sequence": the streams' ops differ here (another op, site, leaf or shape).
@@ -65,7 +65,7 @@ struct StreamComparison {
 StreamComparison compare_streams(const std::vector<trace::Row>& a, const std::vector<trace::Row>& b);
 
 struct TraceOptions {
-  int64_t step = 0;     // 0: the runs' first divergent step (step 1 when they do not diverge)
+  int64_t step = 0;  // 0: the runs' first divergent step (step 1 when they do not diverge)
   // The backends of the two replays (empty: each config's own); the tests plant ops through them.
   BackendMaker backend_a, backend_b;
 };

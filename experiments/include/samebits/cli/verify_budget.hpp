@@ -26,11 +26,11 @@ struct BudgetOptions {
 };
 
 struct BudgetWindow {
-  int64_t from = 0, steps = 0;  // steps from+1 … from+steps
-  double expected = 0;          // seconds, from the calibration
-  double steps_priced = 0;      // its steps in median recorded steps (expected = setup + step × this)
-  bool skipped = false;         // not run: the steps before it ran slower and left too little budget
-  double seconds = 0;           // taken
+  int64_t from = 0, steps = 0;         // steps from+1 … from+steps
+  double expected = 0;                 // seconds, from the calibration
+  double steps_priced = 0;             // its steps in median recorded steps (expected = setup + step × this)
+  bool skipped = false;                // not run: the steps before it ran slower and left too little budget
+  double seconds = 0;                  // taken
   std::optional<VerifyResult> result;  // set once verified
 };
 
@@ -38,12 +38,12 @@ struct BudgetResult {
   std::string path;
   uint64_t seed = 0;
   double budget = 0;
-  double step_here = 0, step_recorded = 0, setup = 0;  // calibration (seconds)
+  double step_here = 0, step_recorded = 0, setup = 0;     // calibration (seconds)
   std::string backend_here, environment_here, host_here;  // this machine
-  int64_t candidates = 0;              // windows the run offers (the start and its kept states)
-  std::vector<BudgetWindow> windows;   // the chosen ones, ascending
-  std::vector<std::string> data_differences;  // found before anything ran
-  double seconds = 0;                  // everything, calibration included
+  int64_t candidates = 0;                                 // windows the run offers (the start and its kept states)
+  std::vector<BudgetWindow> windows;                      // the chosen ones, ascending
+  std::vector<std::string> data_differences;              // found before anything ran
+  double seconds = 0;                                     // everything, calibration included
   bool reproduced() const;
 };
 

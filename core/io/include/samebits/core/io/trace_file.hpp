@@ -11,7 +11,7 @@
 namespace sb::io {
 
 struct TracedStep {
-  int64_t step = 0;             // 1-based
+  int64_t step = 0;              // 1-based
   std::vector<trace::Row> rows;  // in one process's order (trace::canonical_order)
 };
 

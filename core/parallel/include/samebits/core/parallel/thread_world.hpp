@@ -66,15 +66,19 @@ class ThreadWorld {
     }
     void do_broadcast(void* data, size_t bytes, int root) override {
       std::vector<unsigned char> out(bytes);
-      exchange(data, [&] { std::memcpy(out.data(), s_->in[size_t(root)], bytes); },
-               [&] { std::memcpy(data, out.data(), bytes); });
+      exchange(
+          data, [&] { std::memcpy(out.data(), s_->in[size_t(root)], bytes); },
+          [&] { std::memcpy(data, out.data(), bytes); });
     }
     void do_allgather_u64(const uint64_t* in, size_t n, uint64_t* out) override {
       std::vector<uint64_t> all(n * size_t(s_->world));
-      exchange(in, [&] {
-        for (int q = 0; q < s_->world; ++q)
-          std::memcpy(all.data() + size_t(q) * n, s_->in[size_t(q)], n * sizeof(uint64_t));
-      }, [&] { std::memcpy(out, all.data(), all.size() * sizeof(uint64_t)); });
+      exchange(
+          in,
+          [&] {
+            for (int q = 0; q < s_->world; ++q)
+              std::memcpy(all.data() + size_t(q) * n, s_->in[size_t(q)], n * sizeof(uint64_t));
+          },
+          [&] { std::memcpy(out, all.data(), all.size() * sizeof(uint64_t)); });
     }
     void do_barrier() override { s_->meet.arrive_and_wait(); }
 
@@ -93,12 +97,15 @@ class ThreadWorld {
     template <class T, class Op>
     void reduce(T* x, size_t first, size_t n, const Op& op) {
       std::vector<T> out(n);
-      exchange(x, [&] {
-        for (int q = 0; q < s_->world; ++q) {
-          const T* y = static_cast<const T*>(s_->in[size_t(q)]) + first;
-          for (size_t i = 0; i < n; ++i) out[i] = q == 0 ? y[i] : op(out[i], y[i]);
-        }
-      }, [&] { std::copy(out.begin(), out.end(), x + first); });
+      exchange(
+          x,
+          [&] {
+            for (int q = 0; q < s_->world; ++q) {
+              const T* y = static_cast<const T*>(s_->in[size_t(q)]) + first;
+              for (size_t i = 0; i < n; ++i) out[i] = q == 0 ? y[i] : op(out[i], y[i]);
+            }
+          },
+          [&] { std::copy(out.begin(), out.end(), x + first); });
     }
 
     std::shared_ptr<Shared> s_;
