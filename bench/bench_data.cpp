@@ -48,13 +48,8 @@ const Fixture& fixture() {
   return f;
 }
 
-// Leaves of (leaf_size 8, seq_len 1024) from shards of one version, step after step.
-void BM_ShardLeaves(benchmark::State& state) {
-  const ShardFiles shards(fixture().path(int(state.range(0))), 50257);
-  std::vector<int32_t> warm(shards.size());  // (tokens,) touch every page once
-  shards.read(0, shards.size(), warm.data());
-  const int seq_len = 1024, leaf_size = 8, leaves = 16;
-  const Sampler sampler(shards, seq_len, leaf_size, leaves, 1);
+// Every leaf of a step, step after step; items are tokens.
+void run_leaves(benchmark::State& state, const Sampler& sampler, int seq_len, int leaf_size, int leaves) {
   std::vector<int32_t> leaf(size_t(leaf_size) * (seq_len + 1));  // (leaf_size, seq_len + 1)
   uint64_t step = 0;
   for (auto _ : state) {
@@ -64,6 +59,16 @@ void BM_ShardLeaves(benchmark::State& state) {
   }
   state.SetItemsProcessed(int64_t(state.iterations()) * leaves * leaf_size * (seq_len + 1));
 }
+
+// Leaves of (leaf_size 8, seq_len 1024) from shards of one version, step after step.
+void BM_ShardLeaves(benchmark::State& state) {
+  const ShardFiles shards(fixture().path(int(state.range(0))), 50257);
+  std::vector<int32_t> warm(shards.size());  // (tokens,) touch every page once
+  shards.read(0, shards.size(), warm.data());
+  const int seq_len = 1024, leaf_size = 8, leaves = 16;
+  const Sampler sampler(shards, seq_len, leaf_size, leaves, 1);
+  run_leaves(state, sampler, seq_len, leaf_size, leaves);
+}
 BENCHMARK(BM_ShardLeaves)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
 
 // Leaves of whole synthetic documents (seq_len = doc_len = 256), vocab 256.
@@ -71,14 +76,7 @@ void BM_SyntheticLeaves(benchmark::State& state) {
   const SyntheticLanguage lang(SyntheticConfig{}, int(state.range(0)), 1, Split::train);
   const int seq_len = 256, leaf_size = 8, leaves = 16;
   const Sampler sampler(lang, seq_len, leaf_size, leaves, 1);
-  std::vector<int32_t> leaf(size_t(leaf_size) * (seq_len + 1));  // (leaf_size, seq_len + 1)
-  uint64_t step = 0;
-  for (auto _ : state) {
-    for (int l = 0; l < leaves; ++l) sampler.leaf(step, l, leaf.data());
-    benchmark::DoNotOptimize(leaf.data());
-    ++step;
-  }
-  state.SetItemsProcessed(int64_t(state.iterations()) * leaves * leaf_size * (seq_len + 1));
+  run_leaves(state, sampler, seq_len, leaf_size, leaves);
 }
 BENCHMARK(BM_SyntheticLeaves)->Arg(256)->Arg(50257)->Unit(benchmark::kMillisecond);
 

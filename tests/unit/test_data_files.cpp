@@ -21,6 +21,7 @@
 #include "samebits/data/text_file.hpp"
 #include "samebits/det/error.hpp"
 #include "support/token_files.hpp"
+#include "support/error_text.hpp"
 
 using namespace sb::data;
 namespace fs = std::filesystem;
@@ -43,14 +44,7 @@ struct TempDir {
   std::string operator/(const std::string& name) const { return (path / name).string(); }
 };
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const sb::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using sbt::error_of;
 
 // Checks that f throws an sb::Error whose message holds every part.
 void check_error(const std::function<void()>& f, std::initializer_list<std::string> parts) {

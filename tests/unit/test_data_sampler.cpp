@@ -5,7 +5,6 @@
 #include <doctest/doctest.h>
 
 #include <cstring>
-#include <functional>
 #include <memory>
 #include <numeric>
 #include <set>
@@ -15,6 +14,7 @@
 #include "samebits/data/sampler.hpp"
 #include "samebits/data/synthetic.hpp"
 #include "samebits/det/error.hpp"
+#include "support/error_text.hpp"
 
 using namespace sb::data;
 
@@ -36,14 +36,7 @@ class CountingSource final : public TokenSource {
   uint64_t n_;
 };
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const sb::Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using sbt::error_of;
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 

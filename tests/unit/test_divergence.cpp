@@ -19,6 +19,7 @@
 #include "samebits/data/sampler.hpp"
 #include "samebits/det/error.hpp"
 #include "support/train_bits.hpp"
+#include "support/error_text.hpp"
 
 namespace {
 
@@ -35,15 +36,7 @@ std::vector<float> initial_weights(const sb::Config& c, uint64_t seed) {
   return std::vector<float>(w, w + m.flat_size());
 }
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const sb::Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using sbt::error_of;
 
 }  // namespace
 

@@ -15,6 +15,7 @@
 
 #include "samebits/core/io/h5.hpp"
 #include "samebits/det/error.hpp"
+#include "support/error_text.hpp"
 
 namespace fs = std::filesystem;
 using namespace sb::h5;
@@ -31,15 +32,7 @@ struct TempDir {
   std::string file(const std::string& name) const { return (path / name).string(); }
 };
 
-template <class Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const sb::Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using sbt::error_of;
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 

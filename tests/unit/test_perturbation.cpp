@@ -19,6 +19,7 @@
 #include "samebits/core/train/trainer.hpp"
 #include "samebits/det/error.hpp"
 #include "support/train_bits.hpp"
+#include "support/error_text.hpp"
 
 namespace {
 
@@ -34,15 +35,7 @@ float from_bits(uint32_t u) {
   return x;
 }
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const sb::Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using sbt::error_of;
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 

@@ -16,6 +16,7 @@
 #include "samebits/core/io/json_value.hpp"
 #include "samebits/core/io/safetensors.hpp"
 #include "samebits/det/error.hpp"
+#include "support/error_text.hpp"
 
 namespace {
 
@@ -46,14 +47,7 @@ void write_raw(const std::string& path, const std::string& header, const std::st
   sbt::write_text(path, bytes + header + data);
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using sbt::error_of;
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
