@@ -16,6 +16,7 @@ std::string_view to_string(Collective c) {
     case Collective::barrier: return "barrier";
     case Collective::allreduce_max: return "allreduce_max";
     case Collective::reduce_scatter: return "reduce_scatter";
+    case Collective::send: return "send";
   }
   SB_FAIL("unknown collective kind ", static_cast<int>(c));
 }

@@ -12,6 +12,7 @@
 
 #include "config_value.hpp"
 #include "samebits/core/config_fields.hpp"
+#include "samebits/core/tp_layout.hpp"
 #include "samebits/core/untrusted_text.hpp"
 #include "samebits/det/error.hpp"
 
@@ -229,6 +230,7 @@ void validate(const Config& config) {
   validate_train(config.train);
   validate_perturbation(config.perturb, config.model, config.train.steps);
   validate_run(config.run);
+  validate_tp(config.model, config.parallel.tp);
 }
 
 std::string to_ini_text(const Config& config) { return ini_text(config, false); }

@@ -41,6 +41,8 @@ constexpr Rule cautious_wd = when("optim.name is muon or normuon and optim.cauti
 constexpr Rule normuon = when("optim.name is normuon",
                               [](const Config& c) { return c.optim.name == OptimizerName::normuon; });
 constexpr Rule qk_clip = when("optim.qk_clip > 0", [](const Config& c) { return c.optim.qk_clip > 0.0; });
+constexpr Rule tp_shortcut = when("optim.tp_mode is not duplicated",
+                                  [](const Config& c) { return c.optim.tp_mode != TpMode::duplicated; });
 constexpr Rule init = when("train.init is set", [](const Config& c) { return !c.train.init.empty(); });
 constexpr Rule wsd = when("train.schedule is wsd", [](const Config& c) { return c.train.schedule == Schedule::wsd; });
 constexpr Rule decaying = when("train.schedule is not constant",
@@ -215,6 +217,10 @@ std::vector<ConfigField> build_fields() {
       field("optim.qk_clip", SB_MEMBER(optim.qk_clip), qk_clip,
             "QK-clip of MuonClip (Kimi K2): after each update, scale W_q and W_k of every head whose largest "
             "attention logit of the step exceeded τ by √(τ/max); 0 = off; maxima recorded as series/qk_max_logit"),
+      field("optim.tp_mode", SB_MEMBER(optim.tp_mode), tp_shortcut,
+            "Muon on tensor-parallel shards: duplicated (Newton–Schulz on the gathered full matrix: the "
+            "bits of parallel.tp=1) or blockwise (Newton–Schulz on each rank's shard alone, Megatron-Core's "
+            "shortcut: other numerics); docs/DISTRIBUTED.md §9"),
       // [train]
       field("train.steps", SB_MEMBER(train.steps), yes,
             "optimizer steps"),
@@ -299,6 +305,10 @@ std::vector<ConfigField> build_fields() {
             "steps between log lines"),
       field("run.progress", SB_MEMBER(run.progress), no,
             "progress bar: auto (when stderr is a terminal), on, or off (plain lines)"),
+      // [parallel]
+      field("parallel.tp", SB_MEMBER(parallel.tp), no,
+            "tensor-parallel group size: mpirun -np N runs N/tp data-parallel groups of tp consecutive "
+            "ranks; heads and the MLP's 4C split across a group (docs/DISTRIBUTED.md §9)"),
   };
 }
 
@@ -323,6 +333,7 @@ const std::vector<ConfigSection>& config_sections() {
       {"perturb", "one deliberate change of one weight, for divergence studies; part of the experiment when tensor is set"},
       {"numerics", "numerics switches (docs/CONTRACT.md); part of the experiment"},
       {"run", "execution configuration: never part of the experiment id"},
+      {"parallel", "the ranks' layout (data × tensor parallel): never part of the experiment id"},
   };
   return sections;
 }

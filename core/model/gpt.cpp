@@ -56,8 +56,13 @@ namespace {
 size_t aligned(size_t n) { return (n + kParamAlign - 1) / kParamAlign * kParamAlign; }
 }  // namespace
 
-GPT::GPT(const GPTConfig& cfg, int leaf_size, Backend& backend)
-    : cfg_(cfg), B_(leaf_size), be_(backend), layout_(gpt_param_layout(cfg)) {
+GPT::GPT(const GPTConfig& cfg, int leaf_size, Backend& backend, TpGroup* tp)
+    : cfg_(cfg),
+      B_(leaf_size),
+      be_(backend),
+      tp_(tp != nullptr && tp->size() > 1 ? tp : nullptr),
+      tp_layout_(gpt_tp_layout(cfg, tp_ ? tp_->size() : 1, tp_ ? tp_->rank() : 0)),
+      layout_(tp_layout_.local) {
   SB_CHECK(leaf_size >= 1, "data.leaf_size=", leaf_size, " must be at least 1");
   for (const ParamView& p : layout_) flat_size_ = std::max(flat_size_, p.offset + aligned(p.numel));
   weights_ = be_.alloc(DType::f32, {static_cast<int64_t>(flat_size_)});
@@ -93,15 +98,19 @@ float* GPT::gp(std::string_view name) {
 // acts_ holds, each piece on a kParamAlign boundary (N = B·T): encoded (N, C) · per layer the
 // Layer activations in declaration order · lnf (N, C) · lnf_mean (N) · lnf_rstd (N)
 // · logits (N, V) · losses (N) · xstats (N, 2). scratch_ holds the Buffers backward temporaries.
+// Under tensor parallelism (size S) the head-split activations are this rank's: qkv (N, 3C/S),
+// atty (N, C/S), att (B, NH/S, T, T), fch and fch_gelu (N, 4C/S); the rest is replicated.
 void GPT::bind_buffers() {
+  const size_t S = static_cast<size_t>(tp_layout_.size);
   const size_t N = static_cast<size_t>(B_) * cfg_.seq_len, C = cfg_.n_embd, V = cfg_.vocab;
-  const size_t TT = static_cast<size_t>(B_) * cfg_.n_head * cfg_.seq_len * cfg_.seq_len;
-  const size_t per_layer = 8 * aligned(N * C) + aligned(N * 3 * C) + aligned(TT) +
-                           2 * aligned(N * 4 * C) + 4 * aligned(N);
+  const size_t CA = C / S, F = 4 * C / S;  // this rank's attention and MLP widths
+  const size_t TT = static_cast<size_t>(B_) * (cfg_.n_head / S) * cfg_.seq_len * cfg_.seq_len;
+  const size_t per_layer = 8 * aligned(N * C) + aligned(N * 3 * CA) + aligned(TT) +
+                           2 * aligned(N * F) + 4 * aligned(N);
   const size_t acts = aligned(N * C) + cfg_.n_layer * per_layer + aligned(N * C) +
                       3 * aligned(N) + aligned(N * V) + aligned(2 * N);
-  const size_t scratch = 3 * aligned(N * C) + aligned(N * 3 * C) + aligned(TT) +
-                         2 * aligned(N * 4 * C) + aligned(N * V);
+  const size_t scratch = 3 * aligned(N * C) + aligned(N * 3 * CA) + aligned(TT) +
+                         2 * aligned(N * F) + aligned(N * V);
   acts_ = be_.alloc(DType::f32, {static_cast<int64_t>(acts)});
   scratch_ = be_.alloc(DType::f32, {static_cast<int64_t>(scratch)});
   float* cursor = acts_.data_as<float>();
@@ -138,14 +147,14 @@ void GPT::bind_buffers() {
     L.dfc2w = gp(h + "mlp.proj.w"), L.dfc2b = gp(h + "mlp.proj.b");
     L.input = input;
     L.ln1 = take(N * C), L.ln1_mean = take(N), L.ln1_rstd = take(N);
-    L.qkv = take(N * 3 * C);
-    L.atty = take(N * C);
+    L.qkv = take(N * 3 * CA);
+    L.atty = take(N * CA);
     L.att = take(TT);
     L.attproj = take(N * C);
     L.res2 = take(N * C);
     L.ln2 = take(N * C), L.ln2_mean = take(N), L.ln2_rstd = take(N);
-    L.fch = take(N * 4 * C);
-    L.fch_gelu = take(N * 4 * C);
+    L.fch = take(N * F);
+    L.fch_gelu = take(N * F);
     L.fcproj = take(N * C);
     L.res3 = take(N * C);
     input = L.res3;
@@ -157,22 +166,24 @@ void GPT::bind_buffers() {
   SB_CHECK(cursor <= acts_.data_as<float>() + acts, "activation layout overflows its buffer");
   cursor = scratch_.data_as<float>();
   b.dres = take(N * C), b.dbtc1 = take(N * C), b.dbtc2 = take(N * C);
-  b.dqkv = take(N * 3 * C);
+  b.dqkv = take(N * 3 * CA);
   b.datt = take(TT);
-  b.dff1 = take(N * 4 * C), b.dff2 = take(N * 4 * C);
+  b.dff1 = take(N * F), b.dff2 = take(N * F);
   b.dlogits = take(N * V);
   SB_CHECK(cursor <= scratch_.data_as<float>() + scratch, "scratch layout overflows its buffer");
 }
 
 // Every element is a pure function of (seed, tensor name, index) (Philox counters), so the
-// threads of the parallel loop cannot change a bit (tests/unit/test_model.cpp: 1..4 threads).
+// threads of the parallel loop cannot change a bit (tests/unit/test_model.cpp: 1..4 threads); a
+// tensor-parallel shard takes each element's index in the full tensor.
 void GPT::init(uint64_t seed) {
   // A CPU backend's weights are host memory: filled in place; any other is staged on the host.
   std::vector<float> staging;
   if (be_.device() != Device::cpu) staging.assign(flat_size_, 0.0f);
   float* flat = staging.empty() ? weights_.data_as<float>() : staging.data();
   size_t end = 0;  // end of the previous tensor: the alignment padding up to the next is zero
-  for (const ParamView& p : layout_) {
+  for (size_t t = 0; t < layout_.size(); ++t) {
+    const ParamView& p = layout_[t];
     std::fill(flat + end, flat + p.offset, 0.0f);
     float* dst = flat + p.offset;  // (numel)
     end = p.offset + p.numel;
@@ -182,6 +193,16 @@ void GPT::init(uint64_t seed) {
     }
     const uint64_t stream = det::stream_of(p.name);
     const float init_std = p.init_std;
+    const TpSplit& split = tp_layout_.splits[t];
+    if (split.sharded) {
+      const int S = tp_layout_.size, r = tp_layout_.rank;
+#pragma omp parallel for schedule(static)
+      for (int64_t j = 0; j < static_cast<int64_t>(p.numel); ++j) {
+        const size_t full = tp_full_index(split, S, r, static_cast<size_t>(j));
+        dst[j] = init_std * det::philox_normal(seed, stream, full);
+      }
+      continue;
+    }
     constexpr int64_t kPiece = 4096;  // even: each piece starts a pair of elements
     const int64_t n = static_cast<int64_t>(p.numel), pieces = (n + kPiece - 1) / kPiece;
 #pragma omp parallel for schedule(static) if (pieces > 1)
@@ -214,7 +235,8 @@ void GPT::norm_backward(float* dinp, float* dw, float* db, const float* dout, co
 }
 
 float GPT::forward(const int32_t* tokens) {
-  const int B = B_, T = cfg_.seq_len, C = cfg_.n_embd, V = cfg_.vocab, NH = cfg_.n_head;
+  const int B = B_, T = cfg_.seq_len, C = cfg_.n_embd, V = cfg_.vocab, S = tp_layout_.size;
+  const int NH = cfg_.n_head / S, CA = C / S, F = 4 * C / S;  // this rank's heads and widths
   const int N = B * T;
   Buffers& b = *buf_;
   // Inputs are columns 0..T-1 of each row, targets 1..T.
@@ -235,14 +257,14 @@ float GPT::forward(const int32_t* tokens) {
     Layer& L = b.layers[l];
     const auto at = [&](const char* site) { return trace::Scope(be_, "h.", int64_t(l), site); };
     { const auto s = at(".ln1 norm forward"); norm_forward(L.ln1, L.ln1_mean, L.ln1_rstd, L.input, L.ln1w, L.ln1b); }
-    { const auto s = at(".attn.qkv matmul forward"); be_.matmul_forward(L.qkv, L.ln1, L.qkvw, L.qkvb, N, C, 3 * C); }
-    { const auto s = at(".attn attention forward"); be_.attention_forward(L.atty, L.att, L.qkv, B, T, C, NH); }
-    { const auto s = at(".attn.proj matmul forward"); be_.matmul_forward(L.attproj, L.atty, L.projw, L.projb, N, C, C); }
+    { const auto s = at(".attn.qkv matmul forward"); be_.matmul_forward(L.qkv, L.ln1, L.qkvw, L.qkvb, N, C, 3 * CA); }
+    { const auto s = at(".attn attention forward"); be_.attention_forward(L.atty, L.att, L.qkv, B, T, CA, NH); }
+    { const auto s = at(".attn.proj matmul forward"); row_forward(L.attproj, L.atty, L.projw, L.projb, N, CA, C); }
     { const auto s = at(".attn residual forward"); be_.residual_forward(L.res2, L.input, L.attproj, static_cast<int64_t>(N) * C); }
     { const auto s = at(".ln2 norm forward"); norm_forward(L.ln2, L.ln2_mean, L.ln2_rstd, L.res2, L.ln2w, L.ln2b); }
-    { const auto s = at(".mlp.fc matmul forward"); be_.matmul_forward(L.fch, L.ln2, L.fcw, L.fcb, N, C, 4 * C); }
-    { const auto s = at(".mlp gelu forward"); be_.gelu_forward(L.fch_gelu, L.fch, static_cast<int64_t>(N) * 4 * C); }
-    { const auto s = at(".mlp.proj matmul forward"); be_.matmul_forward(L.fcproj, L.fch_gelu, L.fc2w, L.fc2b, N, 4 * C, C); }
+    { const auto s = at(".mlp.fc matmul forward"); be_.matmul_forward(L.fch, L.ln2, L.fcw, L.fcb, N, C, F); }
+    { const auto s = at(".mlp gelu forward"); be_.gelu_forward(L.fch_gelu, L.fch, static_cast<int64_t>(N) * F); }
+    { const auto s = at(".mlp.proj matmul forward"); row_forward(L.fcproj, L.fch_gelu, L.fc2w, L.fc2b, N, F, C); }
     { const auto s = at(".mlp residual forward"); be_.residual_forward(L.res3, L.res2, L.fcproj, static_cast<int64_t>(N) * C); }
   }
   { const trace::Scope s(be_, "lnf norm forward"); norm_forward(b.lnf, b.lnf_mean, b.lnf_rstd, b.layers.back().res3, b.lnfw, b.lnfb); }
@@ -261,7 +283,8 @@ float GPT::forward(const int32_t* tokens) {
 }
 
 void GPT::backward(float loss_scale) {
-  const int B = B_, T = cfg_.seq_len, C = cfg_.n_embd, V = cfg_.vocab, NH = cfg_.n_head;
+  const int B = B_, T = cfg_.seq_len, C = cfg_.n_embd, V = cfg_.vocab, S = tp_layout_.size;
+  const int NH = cfg_.n_head / S, CA = C / S, F = 4 * C / S;  // this rank's heads and widths
   const int N = B * T;
   const int64_t NC = static_cast<int64_t>(N) * C;
   Buffers& b = *buf_;
@@ -276,15 +299,15 @@ void GPT::backward(float loss_scale) {
     Layer& L = b.layers[l];
     const auto at = [&](const char* site) { return trace::Scope(be_, "h.", int64_t(l), site); };
     // MLP branch: dres is d(res3) = d(res2 + fcproj).
-    { const auto s = at(".mlp.proj matmul backward"); be_.matmul_backward(b.dff1, L.dfc2w, L.dfc2b, b.dres, L.fch_gelu, L.fc2w, N, 4 * C, C); }
-    { const auto s = at(".mlp gelu backward"); be_.gelu_backward(b.dff2, L.fch, b.dff1, static_cast<int64_t>(N) * 4 * C); }
-    { const auto s = at(".mlp.fc matmul backward"); be_.matmul_backward(b.dbtc1, L.dfcw, L.dfcb, b.dff2, L.ln2, L.fcw, N, C, 4 * C); }
+    { const auto s = at(".mlp.proj matmul backward"); be_.matmul_backward(b.dff1, L.dfc2w, L.dfc2b, b.dres, L.fch_gelu, L.fc2w, N, F, C); }
+    { const auto s = at(".mlp gelu backward"); be_.gelu_backward(b.dff2, L.fch, b.dff1, static_cast<int64_t>(N) * F); }
+    { const auto s = at(".mlp.fc matmul backward"); col_backward(b.dbtc1, L.dfcw, L.dfcb, b.dff2, L.ln2, L.fcw, N, C, F, 1); }
     { const auto s = at(".ln2 norm backward"); norm_backward(b.dbtc2, L.dln2w, L.dln2b, b.dbtc1, L.res2, L.ln2w, L.ln2_mean, L.ln2_rstd); }
     { const auto s = at(".mlp residual backward"); be_.residual_forward(b.dres, b.dres, b.dbtc2, NC); }
     // Attention branch: dres is now d(res2) = d(input + attproj).
-    { const auto s = at(".attn.proj matmul backward"); be_.matmul_backward(b.dbtc1, L.dprojw, L.dprojb, b.dres, L.atty, L.projw, N, C, C); }
-    { const auto s = at(".attn attention backward"); be_.attention_backward(b.dqkv, b.datt, b.dbtc1, L.qkv, L.att, B, T, C, NH); }
-    { const auto s = at(".attn.qkv matmul backward"); be_.matmul_backward(b.dbtc1, L.dqkvw, L.dqkvb, b.dqkv, L.ln1, L.qkvw, N, C, 3 * C); }
+    { const auto s = at(".attn.proj matmul backward"); be_.matmul_backward(b.dbtc1, L.dprojw, L.dprojb, b.dres, L.atty, L.projw, N, CA, C); }
+    { const auto s = at(".attn attention backward"); be_.attention_backward(b.dqkv, b.datt, b.dbtc1, L.qkv, L.att, B, T, CA, NH); }
+    { const auto s = at(".attn.qkv matmul backward"); col_backward(b.dbtc1, L.dqkvw, L.dqkvb, b.dqkv, L.ln1, L.qkvw, N, C, 3 * CA, 3); }
     { const auto s = at(".ln1 norm backward"); norm_backward(b.dbtc2, L.dln1w, L.dln1b, b.dbtc1, L.input, L.ln1w, L.ln1_mean, L.ln1_rstd); }
     { const auto s = at(".attn residual backward"); be_.residual_forward(b.dres, b.dres, b.dbtc2, NC); }
   }

@@ -62,9 +62,15 @@ constexpr size_t kChunk = size_t{1} << 28;
 
 class MpiCommunicator final : public Communicator {
  public:
-  MpiCommunicator() : uncaught_at_start_(std::uncaught_exceptions()) {
+  MpiCommunicator() : MpiCommunicator(MPI_COMM_WORLD, true) {}
+  // Over `comm` (MPI_COMM_WORLD, duplicated; or a fresh communicator of MPI_Comm_split, owned).
+  MpiCommunicator(MPI_Comm comm, bool duplicate) : uncaught_at_start_(std::uncaught_exceptions()) {
     MpiSession::get().acquire();
-    check(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), "MPI_Comm_dup");
+    if (duplicate) {
+      check(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
+    } else {
+      comm_ = comm;
+    }
     // Errors come back as codes and become sb::Error instead of killing the process silently.
     check(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
     check(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
@@ -89,6 +95,12 @@ class MpiCommunicator final : public Communicator {
   int size() const override { return size_; }
   std::string describe() const override {
     return "mpi (" + std::to_string(size_) + (size_ == 1 ? " rank)" : " ranks)");
+  }
+
+  std::unique_ptr<Communicator> split(int color, int key) override {
+    MPI_Comm sub = MPI_COMM_NULL;
+    check(MPI_Comm_split(comm_, color, key, &sub), "MPI_Comm_split");
+    return std::make_unique<MpiCommunicator>(sub, false);
   }
 
   [[noreturn]] void abort_job(std::string_view message, int exit_code) {
@@ -148,6 +160,20 @@ class MpiCommunicator final : public Communicator {
           "MPI_Allgather(uint64)");
   }
   void do_barrier() override { check(MPI_Barrier(comm_), "MPI_Barrier"); }
+  void do_send(const void* data, size_t bytes, int to) override {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (size_t done = 0; done < bytes; done += kChunk) {
+      const int count = static_cast<int>(std::min(kChunk, bytes - done));
+      check(MPI_Send(p + done, count, MPI_BYTE, to, 0, comm_), "MPI_Send");
+    }
+  }
+  void do_recv(void* data, size_t bytes, int from) override {
+    auto* p = static_cast<unsigned char*>(data);
+    for (size_t done = 0; done < bytes; done += kChunk) {
+      const int count = static_cast<int>(std::min(kChunk, bytes - done));
+      check(MPI_Recv(p + done, count, MPI_BYTE, from, 0, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
+    }
+  }
 
  private:
   template <class T>

@@ -36,7 +36,7 @@ run::RunHeader run_header(const Config& config, Trainer& trainer) {
   h.experiment_id = experiment_id(config);
   h.experiment_text = experiment_text(config);
   h.steps = config.train.steps;
-  h.tensors = run::tensor_infos(trainer.model().params());
+  h.tensors = run::tensor_infos(gpt_param_layout(config.model));  // full tensors at any layout
   h.qk_n_head = config.optim.qk_clip > 0.0 ? config.model.n_head : 0;
   if (trainer.communicator().rank() == 0)
     h.data_files = data::manifest_text(data::data_manifest(to_data_config(config)));

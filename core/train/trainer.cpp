@@ -16,6 +16,8 @@
 #include "samebits/core/parallel/exact_allreduce.hpp"
 #include "samebits/core/parallel/owner_gradient.hpp"
 #include "samebits/core/parallel/sharded_optimizer.hpp"
+#include "samebits/core/parallel/tensor_parallel.hpp"
+#include "samebits/core/parallel/tp_optimizer.hpp"
 #include "samebits/core/ops/gradient.hpp"
 #include "samebits/core/optim/adaptive_lr.hpp"
 #include "samebits/core/optim/clip.hpp"
@@ -35,6 +37,24 @@ namespace sb {
 namespace {
 
 constexpr float kNaNf = std::numeric_limits<float>::quiet_NaN();
+
+// The layout this rank's statistics see: its tensor-parallel shards (the whole model at tp 1).
+std::vector<ParamView> rank_layout(const Config& config, const Communicator& comm) {
+  const int tp = static_cast<int>(config.parallel.tp);
+  if (tp <= 1) return gpt_param_layout(config.model);
+  return gpt_tp_layout(config.model, tp, comm.rank() % tp).local;
+}
+
+// What tensor parallelism does not combine with yet: one error naming the key (exit 2 in the CLI).
+void check_tp_combination(const Config& c, const TrainerOptions& o) {
+  const int64_t tp = c.parallel.tp;
+  auto refuse = [tp](const char* what) { SB_FAIL("config parallel.tp=", tp, " with ", what, " is not supported"); };
+  if (c.optim.qk_clip > 0.0) refuse("optim.qk_clip > 0 (QK-clip reads whole heads' q and k)");
+  if (c.perturb.enabled()) refuse("[perturb] (set perturb.tensor empty)");
+  if (c.numerics.allreduce != AllreduceMode::exact) refuse("numerics.allreduce=native");
+  if (!c.train.snapshot_steps.empty()) refuse("train.snapshot_steps (full snapshots are written by rank 0 alone)");
+  if (o.distributed_optimizer) refuse("the distributed (ZeRO-1) optimizer (--distributed-optimizer)");
+}
 
 }  // namespace
 
@@ -66,7 +86,7 @@ Trainer::Trainer(const Config& config, Backend& backend, Communicator& comm, Tra
       options_(options),
       be_(backend),
       comm_(comm),
-      stats_(gpt_param_layout(config.model), be_) {
+      stats_(rank_layout(config, comm), be_) {
   build();
 }
 
@@ -81,7 +101,7 @@ Trainer::Trainer(const Config& config, std::unique_ptr<Backend> backend,
       options_(options),
       be_(*own_backend_),
       comm_(*own_comm_),
-      stats_(gpt_param_layout(config.model), be_) {
+      stats_(rank_layout(config, *own_comm_), be_) {
   build();
 }
 
@@ -95,6 +115,12 @@ void Trainer::build() {
   omp_set_num_threads(config_.run.threads > 0 ? static_cast<int>(config_.run.threads)
                                               : omp_get_num_procs());
   be_.set_numerics(to_numerics(config_));
+  dp_ = &comm_;
+  if (config_.parallel.tp > 1) {
+    check_tp_combination(config_, options_);
+    tp_ = std::make_unique<TensorParallel>(comm_, static_cast<int>(config_.parallel.tp), config_.model, be_);
+    dp_ = &tp_->dp();
+  }
 
   const data::DataConfig data_config = to_data_config(config_);
   train_source_ = options_.train_source;
@@ -106,13 +132,18 @@ void Trainer::build() {
       *train_source_, config_.model.seq_len, static_cast<int>(config_.data.leaf_size),
       static_cast<int>(config_.data.leaves), sample_order(config_));
 
-  model_ = std::make_unique<GPT>(config_.model, static_cast<int>(config_.data.leaf_size), be_);
+  model_ = std::make_unique<GPT>(config_.model, static_cast<int>(config_.data.leaf_size), be_,
+                                 tp_ ? &tp_->group() : nullptr);
   model_->init(config_.train.seed);
   SB_CHECK(options_.initial_weights == nullptr || !config_.train.init.empty(),
            "TrainerOptions::initial_weights given, but config train.init is empty: the experiment "
            "would not say where its weights came from; set train.init to their file");
   if (!config_.train.init.empty()) load_initial_weights();
-  optimizer_ = make_optimizer(config_.optim, model_->params(), be_, config_.train.precision);
+  if (tp_ && config_.optim.tp_mode == TpMode::duplicated) {
+    optimizer_ = std::make_unique<TpOptimizer>(config_.optim, *tp_, be_, config_.train.precision);
+  } else {  // blockwise under tensor parallelism: every shard on its own, as a matrix of its own
+    optimizer_ = make_optimizer(config_.optim, model_->params(), be_, config_.train.precision);
+  }
   if (options_.distributed_optimizer && comm_.size() > 1) {
     auto sharded =
         std::make_unique<ShardedOptimizer>(std::move(optimizer_), model_->params(), be_, comm_);
@@ -145,6 +176,13 @@ void Trainer::load_initial_weights() {
   SB_CHECK(flat != nullptr, "config train.init='", escape_untrusted(config_.train.init), "' names initial weights, "
            "but the trainer was given none: load them with io::load_initial_weights(config) and pass "
            "them as TrainerOptions::initial_weights");
+  if (tp_) {  // this rank's shards of the full buffer
+    std::vector<float> local(model_->flat_size());
+    tp_->take_local(flat->data(), local.data());
+    be_.copy_from_host(model_->weights().data(), local.data(), local.size() * sizeof(float));
+    options_.initial_weights = nullptr;
+    return;
+  }
   SB_CHECK(flat->size() == model_->flat_size(), "initial weights of ", flat->size(),
            " values for a parameter buffer of ", model_->flat_size());
   be_.copy_from_host(model_->weights().data(), flat->data(), flat->size() * sizeof(float));
@@ -158,7 +196,7 @@ std::optional<LossScaleState> Trainer::loss_scale() const {
 
 std::vector<int> Trainer::leaf_order(uint64_t step) const {
   const data::LeafRange range =
-      data::leaf_range(static_cast<int>(config_.data.leaves), comm_.size(), comm_.rank());
+      data::leaf_range(static_cast<int>(config_.data.leaves), dp_->size(), dp_->rank());
   std::vector<int> order(static_cast<size_t>(range.count()));
   for (int i = 0; i < range.count(); ++i) {
     const uint64_t j = options_.leaf_order_seed == 0
@@ -208,14 +246,18 @@ uint32_t Trainer::reduce_scalars(det::ExactSum& loss_sum, uint64_t* adds) {
   std::vector<int64_t> words(kw + (options_.statistics ? stats_.words() : 0));
   loss_sum.to_words(words.data());
   if (options_.statistics) stats_.to_words(words.data() + kw);
+  if (tp_) {  // over the world: the loss and replicated tensors' sums from TP rank 0 of each group
+    if (tp_->tp_rank() != 0) std::fill(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(kw), 0);
+    if (options_.statistics) tp_->mask_replicated(words.data() + kw, kw);
+  }
   comm_.allreduce_sum_i64(words.data(), words.size());
   loss_sum = det::ExactSum::from_words(words.data());
   if (options_.statistics) stats_.from_words(words.data() + kw);
 
   *adds = acc_->adds();
   uint32_t status = acc_->status();
-  comm_.allreduce_sum_u64(adds, 1);
-  comm_.allreduce_or_u32(&status, 1);
+  dp_->allreduce_sum_u64(adds, 1);
+  comm_.allreduce_or_u32(&status, 1);  // every TP rank of every group skips or applies alike
   return status;
 }
 
@@ -229,7 +271,7 @@ void Trainer::round_gradient(float loss_scale, uint64_t adds, uint32_t status) {
     if (owner_) {
       exact_reduce_scatter(*acc_, comm_, adds, status, owner_->need());
     } else {
-      exact_allreduce(*acc_, comm_, adds, status);
+      exact_allreduce(*acc_, *dp_, adds, status);
     }
     acc_->round(g, divisor);
     return;
@@ -252,16 +294,31 @@ void Trainer::trace_tensors(const char* site, const char* op, const float* flat,
   trace::record_spans(be_, op, flat, host_->spans, host_->names, inputs);
 }
 
+CommCounters Trainer::traffic() const {
+  CommCounters c = comm_.counters();
+  if (!tp_) return c;
+  for (const CommCounters* g : {&tp_->tp().counters(), &tp_->dp().counters()}) {
+    for (size_t k = 0; k < kCollectiveKinds; ++k) {
+      c.calls[k] += g->calls[k];
+      c.bytes[k] += g->bytes[k];
+      c.received[k] += g->received[k];
+    }
+  }
+  return c;
+}
+
 std::vector<uint64_t> Trainer::param_fingerprints() {
+  if (tp_) return tp_->fingerprints(model_->weights().data_as<float>());
   return host_->fingerprints(be_, model_->weights().data_as<float>());
 }
 
 void Trainer::check_replicas() {
-  if (comm_.size() == 1 || !options_.check_replicas) return;
+  Communicator& dp = *dp_;  // the replicas of this rank's shards
+  if (dp.size() == 1 || !options_.check_replicas) return;
   uint64_t mine = 0;
   be_.fingerprints(model_->weights().data_as<float>(), {TensorSpan{0, model_->flat_size()}}, &mine);
-  std::vector<uint64_t> all(static_cast<size_t>(comm_.size()));
-  comm_.allgather_u64(&mine, 1, all.data());
+  std::vector<uint64_t> all(static_cast<size_t>(dp.size()));
+  dp.allgather_u64(&mine, 1, all.data());
   for (size_t r = 1; r < all.size(); ++r) {
     SB_CHECK(all[r] == all[0], "after step ", step_, " the weights of rank ", r, " (fingerprint ",
              det::fingerprint_hex(all[r]), ") differ from rank 0's (",
@@ -293,7 +350,7 @@ void Trainer::clip_qk(StepStats& st) {
 
 StepResult Trainer::step() {
   const auto start = std::chrono::steady_clock::now();
-  const CommCounters traffic_before = comm_.counters();
+  const CommCounters traffic_before = traffic();
   const HostTraffic host_before = be_.host_traffic();
   const int64_t number = step_ + 1;  // 1-based: the schedule's step
   const int64_t leaves = config_.data.leaves;
@@ -342,15 +399,17 @@ StepResult Trainer::step() {
     // Fingerprints, statistics and the clip run where the gradient is (O(tensors) words back);
     // reduce-scattered, each owner's tensors' on their owner, shared (parallel/owner_gradient.hpp).
     float* g_dev = grad_.data_as<float>();
-    if (owner_) {
-      const SharedGradient shared = owner_->share(g_dev, options_.fingerprints, options_.statistics);
+    if (owner_ || tp_) {
+      const SharedGradient shared = owner_ ? owner_->share(g_dev, options_.fingerprints, options_.statistics)
+                                           : tp_->share(g_dev, options_.fingerprints, options_.statistics);
       if (options_.fingerprints) result.grad_fingerprints = shared.fingerprints;
       if (options_.statistics) {
         stats_.finish(shared.tensors.data(), shared.squares, scale, leaves, config_.data.leaf_size, st);
       }
       st.grad_norm = sqrt_rounded(shared.squares);  // clip_grad_norm's norm, from the same sum
       st.clip_scale = clip_factor(st.grad_norm, config_.optim.clip);
-      if (st.clip_scale < 1.0f) owner_->scale_owned(g_dev, st.clip_scale);
+      if (st.clip_scale < 1.0f && owner_) owner_->scale_owned(g_dev, st.clip_scale);
+      if (st.clip_scale < 1.0f && tp_) be_.optim_kernels().scale(g_dev, flat, st.clip_scale);
     } else {
       if (options_.fingerprints) result.grad_fingerprints = host_->fingerprints(be_, g_dev);
       if (options_.statistics) stats_.finish(g_dev, scale, leaves, config_.data.leaf_size, st);
@@ -401,7 +460,7 @@ StepResult Trainer::step() {
   const int64_t every = config_.train.eval_every;
   if (every > 0 && (step_ % every == 0 || step_ == config_.train.steps)) st.val_loss = evaluate();
 
-  result.comm = comm_.counters() - traffic_before;
+  result.comm = traffic() - traffic_before;
   result.host = be_.host_traffic() - host_before;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;

@@ -5,6 +5,7 @@
 
 #include "samebits/core/io/token_files.hpp"
 #include "samebits/core/parallel/sharded_optimizer.hpp"
+#include "samebits/core/parallel/tensor_parallel.hpp"
 #include "samebits/core/parallel/state_broadcast.hpp"
 #include "samebits/core/optim/adaptive_lr.hpp"
 #include "samebits/core/train/trainer.hpp"
@@ -26,7 +27,7 @@ float Trainer::evaluate() {
     validation_ = std::make_unique<data::ValidationSet>(*validation_source_, T,
                                                          uint64_t(leaves) * uint64_t(leaf_size));
   }
-  const data::LeafRange range = data::leaf_range(static_cast<int>(leaves), comm_.size(), comm_.rank());
+  const data::LeafRange range = data::leaf_range(static_cast<int>(leaves), dp_->size(), dp_->rank());
   std::vector<int32_t> tokens(size_t(leaf_size) * size_t(T + 1));  // (leaf_size, seq_len + 1)
   det::ExactSum sum;
   for (int leaf = range.begin; leaf < range.end; ++leaf) {
@@ -39,7 +40,7 @@ float Trainer::evaluate() {
   }
   int64_t words[det::ExactSum::kWords];
   sum.to_words(words);
-  comm_.allreduce_sum_i64(words, det::ExactSum::kWords);
+  dp_->allreduce_sum_i64(words, det::ExactSum::kWords);  // every TP rank holds the same loss
   return mean_loss(det::ExactSum::from_words(words), leaves * model_->leaf_tokens());
 }
 
@@ -66,6 +67,14 @@ bool Trainer::take_adaptive_state(const TrainerState& state, TrainerState& strip
   return true;
 }
 
+size_t Trainer::tensor_of(const std::string& buffer) const {
+  const std::string tensor = buffer.substr(0, buffer.find('/'));
+  const std::vector<ParamView>& params = model_->params();
+  for (size_t t = 0; t < params.size(); ++t)
+    if (params[t].name == tensor) return t;
+  SB_FAIL("optimizer state buffer '", buffer, "' names no tensor of the model");
+}
+
 TrainerState Trainer::export_state() {
   TrainerState s;
   export_state(s);
@@ -77,11 +86,22 @@ void Trainer::export_state(TrainerState& s) {
   s.updates = updates_;
   s.cursor = sampler_->cursor(uint64_t(step_));
   const size_t flat = model_->flat_size();
-  s.weights.resize(flat);
-  be_.copy_to_host(s.weights.data(), model_->weights().data(), flat * sizeof(float));
-  if (sharded_ != nullptr) {
+  if (tp_) {  // the full tensors, whatever the layout (docs/DISTRIBUTED.md §9)
+    s.weights = tp_->full_flat(model_->weights().data_as<float>());
+    s.optimizer.clear();
+    for (const StateBuffer& b : optimizer_->state()) {
+      const size_t t = tensor_of(b.name);
+      StateArray a{b.name, std::vector<float>(tp_->layout().full[t].numel)};
+      tp_->gather_shard(t, b.data, a.data.data());
+      s.optimizer.push_back(std::move(a));
+    }
+  } else if (sharded_ != nullptr) {
+    s.weights.resize(flat);
+    be_.copy_to_host(s.weights.data(), model_->weights().data(), flat * sizeof(float));
     s.optimizer = sharded_->gather_state();
   } else {
+    s.weights.resize(flat);
+    be_.copy_to_host(s.weights.data(), model_->weights().data(), flat * sizeof(float));
     const auto& buffers = optimizer_->state();
     s.optimizer.resize(buffers.size());
     for (size_t k = 0; k < buffers.size(); ++k) {
@@ -112,7 +132,7 @@ void Trainer::import_state(const TrainerState& state) {
   TrainerState stripped;  // without the schedule's entry, which the optimizer does not know
   AdaptiveLrState ema;
   const TrainerState& s = take_adaptive_state(given, stripped, ema) ? stripped : given;
-  const size_t flat = model_->flat_size();
+  const size_t flat = tp_ ? tp_->full_flat_size() : model_->flat_size();
   SB_CHECK(s.weights.size() == flat, "checkpoint holds ", s.weights.size(),
            " weights; this model's flat buffer has ", flat,
            ": the checkpoint is from a different model configuration");
@@ -124,7 +144,8 @@ void Trainer::import_state(const TrainerState& state) {
              " optimizer state buffers; this optimizer has ", buffers.size(),
              ": the checkpoint is from a different optimizer configuration");
     for (size_t i = 0; i < buffers.size(); ++i) {
-      SB_CHECK(buffers[i].name == s.optimizer[i].name && buffers[i].numel == s.optimizer[i].data.size(),
+      const size_t numel = tp_ ? tp_->layout().full[tensor_of(buffers[i].name)].numel : buffers[i].numel;
+      SB_CHECK(buffers[i].name == s.optimizer[i].name && numel == s.optimizer[i].data.size(),
                "checkpoint optimizer buffer ", i, " is '", s.optimizer[i].name, "' (",
                s.optimizer[i].data.size(), " values); this optimizer expects '", buffers[i].name,
                "' (", buffers[i].numel, ")");
@@ -138,14 +159,26 @@ void Trainer::import_state(const TrainerState& state) {
            s.loss_scale.skipped_steps, " skipped fp16 steps, but this run's precision is ",
            to_string(config_.train.precision));
 
-  if (sharded_ != nullptr) {
+  if (tp_) {  // this rank's shard of every full tensor
+    const TpLayout& L = tp_->layout();
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      const size_t t = tensor_of(buffers[i].name);
+      std::vector<float> shard(buffers[i].numel);
+      if (L.splits[t].sharded) tp_take_shard(L.splits[t], L.size, L.rank, s.optimizer[i].data.data(), shard.data());
+      else shard = s.optimizer[i].data;
+      be_.copy_from_host(buffers[i].data, shard.data(), shard.size() * sizeof(float));
+    }
+    std::vector<float> local(model_->flat_size());
+    tp_->take_local(s.weights.data(), local.data());
+    be_.copy_from_host(model_->weights().data(), local.data(), local.size() * sizeof(float));
+  } else if (sharded_ != nullptr) {
     sharded_->scatter_state(s.optimizer);  // checks everything before it copies
   } else {
     for (size_t i = 0; i < buffers.size(); ++i) {
       be_.copy_from_host(buffers[i].data, s.optimizer[i].data.data(), buffers[i].numel * sizeof(float));
     }
   }
-  be_.copy_from_host(model_->weights().data(), s.weights.data(), flat * sizeof(float));
+  if (!tp_) be_.copy_from_host(model_->weights().data(), s.weights.data(), flat * sizeof(float));
   if (scaler_) scaler_->set_state(s.loss_scale);
   if (adaptive_) adaptive_->set_state(ema);
   step_ = s.step;

@@ -20,9 +20,10 @@ enum class Collective : uint8_t {
   barrier,
   allreduce_max,   // uint8 MAX: the exact all-reduce's block ranges (det/block_wire.hpp)
   reduce_scatter,  // uint64 SUM of the block wire, each rank receiving its part
+  send,            // point-to-point: tensor parallelism's partial chains (bytes sent / received)
 };
-constexpr size_t kCollectiveKinds = 9;
-std::string_view to_string(Collective c);  // "allreduce_i64", …, "reduce_scatter"
+constexpr size_t kCollectiveKinds = 10;
+std::string_view to_string(Collective c);  // "allreduce_i64", …, "reduce_scatter", "send"
 
 // Per kind: calls made and payload bytes this rank passed in (a buffer of n int64 counts 8n,
 // whatever the algorithm moves on the wire; an all-gather counts the bytes this rank sends), and

@@ -33,6 +33,7 @@ enum class Schedule { constant, cosine, wsd, adaptive };
 enum class NumericsMode { deterministic, vendor };
 enum class AllreduceMode { exact, native };
 enum class Progress { automatic, on, off };
+enum class TpMode { duplicated, blockwise };
 
 // Their config spellings (enum_names.hpp); GemmMode, ReduceMode and Precision spell theirs in
 // numerics.hpp. Device's must equal device_name (tensor.hpp): a unit test checks it.
@@ -46,6 +47,7 @@ template <> struct EnumNames<NumericsMode> { static constexpr std::array<std::st
 template <> struct EnumNames<AllreduceMode> { static constexpr std::array<std::string_view, 2> names{"exact", "native"}; };
 template <> struct EnumNames<Device> { static constexpr std::array<std::string_view, 2> names{"cpu", "cuda"}; };
 template <> struct EnumNames<Progress> { static constexpr std::array<std::string_view, 3> names{"auto", "on", "off"}; };
+template <> struct EnumNames<TpMode> { static constexpr std::array<std::string_view, 2> names{"duplicated", "blockwise"}; };
 
 // ---- the sections ----------------------------------------------------------------------------
 
@@ -94,6 +96,10 @@ struct OptimConfig {
   bool cautious_wd = false;          // Muon matrices: decay only where update and weight agree in sign
   double normuon_beta2 = 0.95;       // normuon: EMA factor of the per-row mean square of the update
   double qk_clip = 0.0;              // MuonClip's τ: rescale W_q, W_k of a head whose max logit > τ; 0 = off
+  // Muon on tensor-parallel shards (docs/DISTRIBUTED.md §9): duplicated = Newton–Schulz on the
+  // gathered full matrix (the bits of parallel.tp = 1); blockwise: on each rank's shard alone
+  // (Megatron-Core's TP-local shortcut), which changes the numerics on purpose.
+  TpMode tp_mode = TpMode::duplicated;
   // true for the optimizers that take Muon on the matrices (muon, normuon)
   bool muon_family() const { return name != OptimizerName::adamw; }
 };
@@ -169,6 +175,12 @@ struct RunConfig {
   Progress progress = Progress::automatic;  // auto = a progress bar when stderr is a terminal
 };
 
+// [parallel]: the layout of the ranks; never part of the experiment id (with optim.tp_mode =
+// duplicated every layout gives the same bits).
+struct ParallelConfig {
+  int64_t tp = 1;  // tensor-parallel group size: world = DP × tp, groups of consecutive ranks
+};
+
 struct Config {
   GPTConfig model;
   DataConfig data;
@@ -177,6 +189,7 @@ struct Config {
   PerturbConfig perturb;
   NumericsConfig numerics;
   RunConfig run;
+  ParallelConfig parallel;
 };
 
 // Equal resolved INI text, i.e. every field equal (doubles bitwise).

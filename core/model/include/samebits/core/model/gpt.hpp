@@ -15,6 +15,8 @@
 #include "samebits/core/backend.hpp"
 #include "samebits/core/gpt_shape.hpp"
 #include "samebits/core/tensor.hpp"
+#include "samebits/core/tp_group.hpp"
+#include "samebits/core/tp_layout.hpp"
 #include "samebits/det/exact_sum.hpp"
 
 namespace sb {
@@ -38,7 +40,11 @@ class GPT {
  public:
   // Allocates parameters, gradients and activations for leaves of `leaf_size` sequences on
   // `backend` (which must outlive the model). Parameters start at zero: call init() or load them.
-  GPT(const GPTConfig& cfg, int leaf_size, Backend& backend);
+  // With a tensor-parallel group `tp` of more than one rank (docs/DISTRIBUTED.md §9) the model
+  // holds this rank's shards (tp_layout()): params(), weights() and grads() are the local layout,
+  // and forward/backward pass partial chains through the group so that every value is the one
+  // of the unsplit model, bit for bit. tp must outlive the model.
+  GPT(const GPTConfig& cfg, int leaf_size, Backend& backend, TpGroup* tp = nullptr);
   ~GPT();
   GPT(const GPT&) = delete;
   GPT& operator=(const GPT&) = delete;
@@ -48,6 +54,8 @@ class GPT {
   Backend& backend() { return be_; }
 
   const std::vector<ParamView>& params() const { return layout_; }
+  // The tensor-parallel layout (size 1, local = full, without a group).
+  const TpLayout& tp_layout() const { return tp_layout_; }
   const ParamView& param(std::string_view name) const;  // throws sb::Error for unknown names
   size_t flat_size() const { return flat_size_; }       // length of the flat buffers
 
@@ -87,12 +95,22 @@ class GPT {
                     const float* b);
   void norm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
                      const float* w, const float* mean, const float* rstd);
+  // Row-parallel linear forward (k = Cl, this rank's part of the input dimension): the chain of
+  // out = inp·Wᵀ passes rank 0 → … → size-1, which adds the bias and broadcasts (gpt_tp.cpp).
+  void row_forward(float* out, const float* inp, const float* w, const float* bias, int N, int Cl,
+                   int OC);
+  // Column-parallel linear backward (this rank's OCl output columns in `groups` blocks): dw, dbias
+  // local; the chain of dinp = dout·W visits block 0 of ranks 0 … size-1, then block 1, … .
+  void col_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp,
+                    const float* w, int N, int C, int OCl, int groups);
   float* wp(std::string_view name);  // weights_ of a tensor (null when absent)
   float* gp(std::string_view name);  // grads_ of a tensor (null when absent)
 
   GPTConfig cfg_;
   int B_;
   Backend& be_;
+  TpGroup* tp_ = nullptr;  // null unless the group has more than one rank
+  TpLayout tp_layout_;
   std::vector<ParamView> layout_;
   size_t flat_size_ = 0;
   Tensor weights_, grads_;

@@ -50,6 +50,13 @@ class Communicator {
   // out[r·n + i] = rank r's in[i].  in: (n), out: (size(), n).
   void allgather_u64(const uint64_t* in, size_t n, uint64_t* out);
   void barrier();
+  // Point-to-point, blocking: bytes of data to rank `to` / from rank `from` (tensor parallelism's
+  // partial chains). Counted as Collective::send: the sender's bytes, the receiver's received.
+  void send(const void* data, size_t bytes, int to);
+  void recv(void* data, size_t bytes, int from);
+  // The communicator of the ranks that pass the same `color`, ranked by (key, rank) (MPI_Comm_split).
+  // Collective over this communicator. Implementations without sub-communicators throw sb::Error.
+  virtual std::unique_ptr<Communicator> split(int color, int key);
 
   // The communicator this one runs its collectives over (the MPI transport of a host-staged or an
   // NCCL communicator), or null; end_job_on_error follows it to the MPI communicator.
@@ -70,6 +77,9 @@ class Communicator {
   virtual void do_broadcast(void* data, size_t bytes, int root) = 0;
   virtual void do_allgather_u64(const uint64_t* in, size_t n, uint64_t* out) = 0;
   virtual void do_barrier() = 0;
+  // Default: sb::Error naming describe() (this communicator has no point-to-point transport).
+  virtual void do_send(const void* data, size_t bytes, int to);
+  virtual void do_recv(void* data, size_t bytes, int from);
 
  private:
   void count(Collective c, size_t bytes, size_t received);

@@ -31,6 +31,7 @@ namespace sb {
 class OwnerGradient;
 class QkMaxLogits;
 class ShardedOptimizer;
+class TensorParallel;
 
 // How to execute a step: none of these changes a bit of the results (they are not part of the
 // experiment, and the tests hold them to that).
@@ -125,6 +126,8 @@ class Trainer {
   void round_gradient(float loss_scale, uint64_t adds, uint32_t status);
   std::vector<int> leaf_order(uint64_t step) const;
   void check_replicas();  // every rank's weights fingerprint equal to rank 0's
+  CommCounters traffic() const;
+  size_t tensor_of(const std::string& buffer) const;  // the tensor of a state buffer "<tensor>/<kind>"  // the world's counters, and the TP and DP groups' when split
   // optim.qk_clip: the ranks' per-head maxima merged, then (unless the step was skipped) the clip
   // of the updated weights.
   void clip_qk(StepStats& st);
@@ -140,6 +143,10 @@ class Trainer {
   TrainerOptions options_;
   Backend& be_;
   Communicator& comm_;
+  // parallel.tp > 1 (docs/DISTRIBUTED.md §9): the DP × TP groups; dp_ is the data-parallel group
+  // (comm_ itself without tensor parallelism): leaves, the gradient's sum and replicas are per DP.
+  std::unique_ptr<TensorParallel> tp_;
+  Communicator* dp_ = nullptr;
   std::unique_ptr<data::TokenSource> train_owned_, validation_owned_;
   const data::TokenSource* train_source_ = nullptr;
   const data::TokenSource* validation_source_ = nullptr;

@@ -1,0 +1,47 @@
+// Tensor-parallel layout of the GPT (docs/DISTRIBUTED.md §9), Megatron-style: attention heads and
+// the MLP's 4C dimension split across a group of `size` ranks; embeddings, LM head, norms and the
+// row-parallel biases replicated. Each tensor is viewed as (outer, size·part, inner) and rank r
+// holds the block [:, r·part : (r+1)·part, :] (outer-major, contiguous in its local tensor):
+//   attn.qkv.w (3C, C) = (3, C, C): each of q, k, v split by heads; attn.qkv.b (3, C, 1)
+//   attn.proj.w (C, C) = (C, C, 1): columns (its k) split by heads
+//   mlp.fc.w (4C, C) = (1, 4C, C); mlp.fc.b (1, 4C, 1); mlp.proj.w (C, 4C) = (C, 4C, 1)
+// Pure functions of (config, size, rank): every rank derives every rank's layout.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "samebits/core/gpt_shape.hpp"
+
+namespace sb {
+
+struct TpSplit {
+  bool sharded = false;  // false: every rank holds the whole tensor
+  int64_t outer = 1, part = 0, inner = 1;  // sharded: full = (outer, size·part, inner)
+};
+
+struct TpLayout {
+  int size = 1, rank = 0;
+  std::vector<ParamView> full;   // gpt_param_layout(cfg)
+  std::vector<ParamView> local;  // the same names, this rank's shapes and flat offsets
+  std::vector<TpSplit> splits;   // (tensors)
+  size_t local_flat = 0;         // length of this rank's flat buffers
+};
+
+// Throws sb::Error naming the key when cfg cannot be split over `tp` ranks (parallel.tp < 1,
+// model.n_head or 4·model.n_embd not divisible by it).
+void validate_tp(const GPTConfig& cfg, int64_t tp);
+TpLayout gpt_tp_layout(const GPTConfig& cfg, int size, int rank);
+
+// Index of element j of rank r's shard within the full tensor (j < outer·part·inner).
+inline size_t tp_full_index(const TpSplit& s, int size, int r, size_t j) {
+  if (!s.sharded) return j;
+  const size_t in = size_t(s.inner), pi = size_t(s.part) * in;
+  const size_t o = j / pi, rest = j % pi;
+  return o * size_t(size) * pi + size_t(r) * pi + rest;
+}
+// shard (outer·part·inner) ← rank r's block of full; full ← shard placed as rank r's block.
+void tp_take_shard(const TpSplit& s, int size, int r, const float* full, float* shard);
+void tp_place_shard(const TpSplit& s, int size, int r, const float* shard, float* full);
+
+}  // namespace sb

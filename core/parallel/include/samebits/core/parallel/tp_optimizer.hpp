@@ -1,0 +1,46 @@
+// The optimizer of a tensor-parallel rank (docs/DISTRIBUTED.md §9), optim.tp_mode = duplicated:
+// replicated tensors are updated where they are (every TP rank alike); each sharded tensor's
+// weights, gradient and state shards are gathered into one full tensor, updated by the one-process
+// optimizer of that tensor alone (Muon: Newton–Schulz on the full momentum matrix), and each rank
+// keeps its shard. Every update is the one-process update bit for bit; at rest a rank holds 1/tp
+// of every sharded tensor's state, plus one full tensor of each sharded kind as scratch.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "samebits/core/optim/optimizer.hpp"
+#include "samebits/core/parallel/tensor_parallel.hpp"
+
+namespace sb {
+
+class TpOptimizer final : public Optimizer {
+ public:
+  TpOptimizer(const OptimConfig& config, TensorParallel& tp, Backend& backend, Precision precision);
+  ~TpOptimizer() override;
+  void step(float* weights, const float* grads, const StepContext& ctx) override;
+  // Layout order, the one-process names; sharded tensors' buffers hold this rank's shard.
+  std::vector<StateBuffer> state() override;
+  size_t state_bytes() const override;
+  const std::vector<TensorUpdateStats>& last_stats() const override { return stats_; }
+  // The distributed optimizer over a TP layout is not built: throws sb::Error.
+  void set_owned(const std::vector<bool>& owned) override;
+  std::vector<double> update_cost() const override;
+
+ private:
+  struct Scratch;  // one full tensor's optimizer, weights and gradient (tp_optimizer.cpp)
+  Scratch& scratch_for(size_t t);
+
+  OptimConfig config_;
+  TensorParallel& tp_;
+  Backend& backend_;
+  Precision precision_;
+  std::unique_ptr<Optimizer> inner_;            // local layout, replicated tensors owned
+  std::vector<std::vector<Tensor>> shards_;     // [tensor][kind] this rank's state shard
+  std::vector<std::vector<std::string>> kinds_;  // [tensor] state kinds of a sharded tensor
+  std::map<std::string, std::unique_ptr<Scratch>> scratch_;  // by kind of tensor and shape
+  std::vector<TensorUpdateStats> stats_;
+};
+
+}  // namespace sb

@@ -1,0 +1,125 @@
+// TpOptimizer (parallel/tp_optimizer.hpp). Determinism: a sharded tensor's update is the
+// one-process optimizer's on the bit-exact gathered tensor (the same weights, gradient, state and
+// step context), so its result, state and statistics are the one-process bits; the rank keeps its
+// shard of each. Replicated tensors: the one-process update on identical replicas.
+#include "samebits/core/parallel/tp_optimizer.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "samebits/det/error.hpp"
+
+namespace sb {
+
+struct TpOptimizer::Scratch {
+  std::unique_ptr<Optimizer> optimizer;  // over one tensor at offset 0
+  Tensor weights, grads;                 // (numel) the full tensor
+};
+
+namespace {
+
+// "attn.qkv.w" of "h.3.attn.qkv.w": tensors of every layer with one shape share a scratch.
+std::string kind_of(const ParamView& p) {
+  const size_t dot = p.name.find('.', p.name.find('.') + 1);
+  return (p.name.rfind("h.", 0) == 0 && dot != std::string::npos ? p.name.substr(dot + 1) : p.name) + " " +
+         shape_string(p.shape);
+}
+
+}  // namespace
+
+TpOptimizer::TpOptimizer(const OptimConfig& config, TensorParallel& tp, Backend& backend, Precision precision)
+    : config_(config), tp_(tp), backend_(backend), precision_(precision) {
+  SB_CHECK(config.name != OptimizerName::normuon, "config optim.name=normuon with parallel.tp > 1: NorMuon's "
+           "per-row state is not split by tensor parallelism yet; use optim.name=muon or adamw");
+  const TpLayout& L = tp.layout();
+  inner_ = make_optimizer(config, L.local, backend, precision);
+  std::vector<bool> owned(L.local.size());
+  for (size_t t = 0; t < owned.size(); ++t) owned[t] = !L.splits[t].sharded;
+  inner_->set_owned(owned);
+  shards_.resize(L.local.size());
+  kinds_.resize(L.local.size());
+  stats_.resize(L.local.size());
+  for (size_t t = 0; t < L.local.size(); ++t) {
+    if (!L.splits[t].sharded) continue;
+    for (const StateBuffer& b : scratch_for(t).optimizer->state()) {
+      SB_CHECK(b.numel == L.full[t].numel, "state buffer ", b.name, " of ", b.numel,
+               " values is not one value per element of ", L.full[t].name);
+      kinds_[t].push_back(b.name.substr(b.name.find('/') + 1));
+      shards_[t].push_back(backend.alloc(DType::f32, {static_cast<int64_t>(L.local[t].numel)}));
+    }
+  }
+}
+
+TpOptimizer::~TpOptimizer() = default;
+
+TpOptimizer::Scratch& TpOptimizer::scratch_for(size_t t) {
+  const ParamView& full = tp_.layout().full[t];
+  std::unique_ptr<Scratch>& s = scratch_[kind_of(full)];
+  if (!s) {
+    s = std::make_unique<Scratch>();
+    ParamView one = full;
+    one.offset = 0;
+    s->optimizer = make_optimizer(config_, {one}, backend_, precision_);
+    s->weights = backend_.alloc(DType::f32, {static_cast<int64_t>(full.numel)});
+    s->grads = backend_.alloc(DType::f32, {static_cast<int64_t>(full.numel)});
+  }
+  return *s;
+}
+
+void TpOptimizer::step(float* weights, const float* grads, const StepContext& ctx) {
+  const TpLayout& L = tp_.layout();
+  inner_->step(weights, grads, ctx);
+  const std::vector<TensorUpdateStats>& inner_stats = inner_->last_stats();
+  for (size_t t = 0; t < L.local.size(); ++t) {
+    if (!L.splits[t].sharded) {
+      stats_[t] = inner_stats[t];
+      continue;
+    }
+    Scratch& s = scratch_for(t);
+    float* w = s.weights.data_as<float>();
+    tp_.gather(t, weights, w);
+    tp_.gather(t, grads, s.grads.data_as<float>());
+    const std::vector<StateBuffer> full_state = s.optimizer->state();
+    for (size_t k = 0; k < full_state.size(); ++k) tp_.gather_shard(t, shards_[t][k].data_as<float>(), full_state[k].data);
+    s.optimizer->step(w, s.grads.data_as<float>(), ctx);
+    stats_[t] = s.optimizer->last_stats()[0];
+    tp_take_shard(L.splits[t], L.size, L.rank, w, weights + L.local[t].offset);
+    for (size_t k = 0; k < full_state.size(); ++k)
+      tp_take_shard(L.splits[t], L.size, L.rank, full_state[k].data, shards_[t][k].data_as<float>());
+  }
+}
+
+std::vector<StateBuffer> TpOptimizer::state() {
+  const TpLayout& L = tp_.layout();
+  std::vector<StateBuffer> inner = inner_->state(), out;
+  size_t next = 0;  // inner's buffers come in layout order of its owned (replicated) tensors
+  for (size_t t = 0; t < L.local.size(); ++t) {
+    if (L.splits[t].sharded) {
+      for (size_t k = 0; k < shards_[t].size(); ++k)
+        out.push_back({L.local[t].name + "/" + kinds_[t][k], shards_[t][k].data_as<float>(), L.local[t].numel});
+      continue;
+    }
+    const std::string prefix = L.local[t].name + "/";
+    while (next < inner.size() && inner[next].name.rfind(prefix, 0) == 0) out.push_back(inner[next++]);
+  }
+  SB_CHECK(next == inner.size(), "tensor-parallel optimizer state: ", inner.size() - next,
+           " buffers of the replicated tensors are out of layout order");
+  return out;
+}
+
+size_t TpOptimizer::state_bytes() const {
+  size_t bytes = inner_->state_bytes();
+  for (const auto& kinds : shards_)
+    for (const Tensor& b : kinds) bytes += b.bytes();
+  return bytes;
+}
+
+void TpOptimizer::set_owned(const std::vector<bool>& owned) {
+  (void)owned;
+  SB_FAIL("the distributed (ZeRO-1) optimizer with parallel.tp > 1 is not supported yet; run without "
+          "--distributed-optimizer");
+}
+
+std::vector<double> TpOptimizer::update_cost() const { return inner_->update_cost(); }
+
+}  // namespace sb
