@@ -175,7 +175,7 @@ RunWriter RunWriter::create(const std::string& path, const RunHeader& header) {
     write_execution(f, header.execution);
     f.set_attr("time_started", now);
     f.set_attr("time_updated", now);
-    f.set_attr("time_sessions", now + " start at step 0 on " + host_name());
+    f.set_attr("time_sessions", now + " start at step 0 on " + host_name() + ", " + header.execution.layout);
     write_tensor_table(f, header.tensors);
     std::string kinds;  // the columns of comm_bytes and comm_calls
     for (std::size_t k = 0; k < kCollectiveKinds; ++k) {
@@ -225,7 +225,8 @@ RunWriter RunWriter::resume(const std::string& path, const RunHeader& header, in
     write_execution(f, header.execution);
     f.set_attr("time_updated", now);
     f.set_attr("time_sessions", f.attr_string("time_sessions") + "\n" + now + " resume at step " +
-                                    std::to_string(step) + " on " + host_name() + ": " + note);
+                                    std::to_string(step) + " on " + host_name() + ", " +
+                                    header.execution.layout + ": " + note);
   });
   remove_unindexed_files(path, kept);  // the dropped entries' files and those never indexed
   RunWriter w(path, header, step, std::move(kept));

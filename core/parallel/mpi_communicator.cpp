@@ -64,7 +64,8 @@ class MpiCommunicator final : public Communicator {
  public:
   MpiCommunicator() : MpiCommunicator(MPI_COMM_WORLD, true) {}
   // Over `comm` (MPI_COMM_WORLD, duplicated; or a fresh communicator of MPI_Comm_split, owned).
-  MpiCommunicator(MPI_Comm comm, bool duplicate) : uncaught_at_start_(std::uncaught_exceptions()) {
+  MpiCommunicator(MPI_Comm comm, bool duplicate)
+      : uncaught_at_start_(std::uncaught_exceptions()), world_(duplicate) {
     MpiSession::get().acquire();
     if (duplicate) {
       check(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
@@ -80,7 +81,7 @@ class MpiCommunicator final : public Communicator {
   ~MpiCommunicator() override {
     const bool unwinding = std::uncaught_exceptions() > uncaught_at_start_;
     const bool ok = !unwinding && !failed_;
-    if (!ok && size_ > 1) {
+    if (!ok && size_ > 1 && world_) {  // a sub-communicator's rank has said it as the world's
       std::fprintf(stderr,
                    "samebits: rank %d of %d leaves the job on an error; mpirun ends the other "
                    "ranks\n",
@@ -199,6 +200,7 @@ class MpiCommunicator final : public Communicator {
   int size_ = 1;
   bool failed_ = false;
   int uncaught_at_start_ = 0;
+  bool world_ = true;  // over MPI_COMM_WORLD (false: a split() group)
 };
 
 }  // namespace

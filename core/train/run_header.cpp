@@ -45,6 +45,8 @@ run::RunHeader run_header(const Config& config, Trainer& trainer) {
   h.execution.threads = omp_get_max_threads();
   h.execution.world_size = trainer.communicator().size();
   h.execution.micro_leaves = trainer.options().micro_leaves;
+  const int64_t tp = config.parallel.tp;
+  h.execution.layout = "dp " + std::to_string(trainer.communicator().size() / tp) + " x tp " + std::to_string(tp);
   h.execution.environment = environment_text(trainer.backend());
   return h;
 }

@@ -115,7 +115,10 @@ VerifyResult verify_run(const std::string& path, const VerifyOptions& options, s
              "only run.* options (how to run: threads, backend) may be given, not '", token, "'");
   }
   const run::RunReader run = run::RunReader::open(path);
-  const Config config = recorded_config(run, options.overrides);
+  Config config = recorded_config(run, options.overrides);
+  // One process here: the layout is execution, and every layout records the same bits (a
+  // blockwise tp_mode's numerics depend on its tp, so that run keeps its group size and fails here).
+  if (config.optim.tp_mode == TpMode::duplicated) config.parallel.tp = 1;
   const int64_t rows = run.steps_recorded();
   SB_CHECK(rows > 0, path, " records no steps yet (status ", to_string(run.info().status), "): nothing to verify");
   const int64_t from = options.from;
