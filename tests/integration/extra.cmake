@@ -86,3 +86,8 @@ if(EXISTS /usr/bin/python3)
   set_tests_properties(test_h5py_wheel PROPERTIES LABELS integration SKIP_RETURN_CODE 77 TIMEOUT 900
                        ENVIRONMENT "OMP_WAIT_POLICY=PASSIVE")
 endif()
+
+# Tensor parallelism through the CLI (mpirun of samebits train, up to 4 oversubscribed ranks).
+if(TARGET test_cli_tp)
+  set_tests_properties(test_cli_tp PROPERTIES PROCESSORS 2 RESOURCE_LOCK mpi_ranks)
+endif()
