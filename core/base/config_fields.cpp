@@ -220,7 +220,7 @@ std::vector<ConfigField> build_fields() {
       field("optim.tp_mode", SB_MEMBER(optim.tp_mode), tp_shortcut,
             "Muon on tensor-parallel shards: duplicated (Newton–Schulz on the gathered full matrix: the "
             "bits of parallel.tp=1) or blockwise (Newton–Schulz on each rank's shard alone, Megatron-Core's "
-            "shortcut: other numerics); docs/DISTRIBUTED.md §9"),
+            "shortcut: other numerics); docs/DISTRIBUTED.md §10"),
       // [train]
       field("train.steps", SB_MEMBER(train.steps), yes,
             "optimizer steps"),
@@ -308,7 +308,7 @@ std::vector<ConfigField> build_fields() {
       // [parallel]
       field("parallel.tp", SB_MEMBER(parallel.tp), no,
             "tensor-parallel group size: mpirun -np N runs N/tp data-parallel groups of tp consecutive "
-            "ranks; heads and the MLP's 4C split across a group (docs/DISTRIBUTED.md §9)"),
+            "ranks; heads and the MLP's 4C split across a group (docs/DISTRIBUTED.md §10)"),
   };
 }
 

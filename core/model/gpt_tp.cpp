@@ -1,4 +1,4 @@
-// The tensor-parallel linear layers of the GPT (docs/DISTRIBUTED.md §9): chain passing. A GEMM
+// The tensor-parallel linear layers of the GPT (docs/DISTRIBUTED.md §10): chain passing. A GEMM
 // output element is one fma chain over k ascending (rule 1; Backend::gemm with accumulate
 // continues the chain from C's value), so when k is split across the group the rank owning the
 // first k-segment starts the chain from +0, hands its fp32 partial (rows × cols) to the owner of

@@ -114,6 +114,12 @@ size_t TpOptimizer::state_bytes() const {
   return bytes;
 }
 
+size_t TpOptimizer::scratch_bytes() const {
+  size_t bytes = 0;
+  for (const auto& [kind, s] : scratch_) bytes += s->weights.bytes() + s->grads.bytes() + s->optimizer->state_bytes();
+  return bytes;
+}
+
 void TpOptimizer::set_owned(const std::vector<bool>& owned) {
   (void)owned;
   SB_FAIL("the distributed (ZeRO-1) optimizer with parallel.tp > 1 is not supported yet; run without "

@@ -86,7 +86,7 @@ void Trainer::export_state(TrainerState& s) {
   s.updates = updates_;
   s.cursor = sampler_->cursor(uint64_t(step_));
   const size_t flat = model_->flat_size();
-  if (tp_) {  // the full tensors, whatever the layout (docs/DISTRIBUTED.md §9)
+  if (tp_) {  // the full tensors, whatever the layout (docs/DISTRIBUTED.md §10)
     s.weights = tp_->full_flat(model_->weights().data_as<float>());
     s.optimizer.clear();
     for (const StateBuffer& b : optimizer_->state()) {

@@ -96,7 +96,7 @@ struct OptimConfig {
   bool cautious_wd = false;          // Muon matrices: decay only where update and weight agree in sign
   double normuon_beta2 = 0.95;       // normuon: EMA factor of the per-row mean square of the update
   double qk_clip = 0.0;              // MuonClip's τ: rescale W_q, W_k of a head whose max logit > τ; 0 = off
-  // Muon on tensor-parallel shards (docs/DISTRIBUTED.md §9): duplicated = Newton–Schulz on the
+  // Muon on tensor-parallel shards (docs/DISTRIBUTED.md §10): duplicated = Newton–Schulz on the
   // gathered full matrix (the bits of parallel.tp = 1); blockwise: on each rank's shard alone
   // (Megatron-Core's TP-local shortcut), which changes the numerics on purpose.
   TpMode tp_mode = TpMode::duplicated;

@@ -1,4 +1,4 @@
-// The tensor-parallel group as the model sees it (docs/DISTRIBUTED.md §9): the ranks that share one
+// The tensor-parallel group as the model sees it (docs/DISTRIBUTED.md §10): the ranks that share one
 // replica's tensors, in Megatron's order (consecutive world ranks). The model passes fp32 partial
 // chains from rank to rank and broadcasts results; it never reduces floats across ranks, so the
 // group adds no arithmetic (rule 1 holds: a chain continues on the next rank). parallel/ implements

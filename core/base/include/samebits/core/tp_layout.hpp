@@ -1,4 +1,4 @@
-// Tensor-parallel layout of the GPT (docs/DISTRIBUTED.md §9), Megatron-style: attention heads and
+// Tensor-parallel layout of the GPT (docs/DISTRIBUTED.md §10), Megatron-style: attention heads and
 // the MLP's 4C dimension split across a group of `size` ranks; embeddings, LM head, norms and the
 // row-parallel biases replicated. Each tensor is viewed as (outer, size·part, inner) and rank r
 // holds the block [:, r·part : (r+1)·part, :] (outer-major, contiguous in its local tensor):

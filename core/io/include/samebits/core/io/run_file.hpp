@@ -69,7 +69,7 @@ struct Execution {
   int64_t threads = 0;       // OpenMP threads
   int64_t world_size = 1;
   int64_t micro_leaves = 0;  // leaves per micro-step (0: all of a rank's leaves at once)
-  // The ranks' layout, "dp D x tp T" (docs/DISTRIBUTED.md §9): each session's line of
+  // The ranks' layout, "dp D x tp T" (docs/DISTRIBUTED.md §10): each session's line of
   // time_sessions names it.
   std::string layout = "dp 1 x tp 1";
   // The libraries' versions an evaluator needs to explain a difference, one "name: version" per

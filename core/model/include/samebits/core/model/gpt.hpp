@@ -40,7 +40,7 @@ class GPT {
  public:
   // Allocates parameters, gradients and activations for leaves of `leaf_size` sequences on
   // `backend` (which must outlive the model). Parameters start at zero: call init() or load them.
-  // With a tensor-parallel group `tp` of more than one rank (docs/DISTRIBUTED.md §9) the model
+  // With a tensor-parallel group `tp` of more than one rank (docs/DISTRIBUTED.md §10) the model
   // holds this rank's shards (tp_layout()): params(), weights() and grads() are the local layout,
   // and forward/backward pass partial chains through the group so that every value is the one
   // of the unsplit model, bit for bit. tp must outlive the model.

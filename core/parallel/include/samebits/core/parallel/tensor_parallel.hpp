@@ -1,4 +1,4 @@
-// A DP × TP layout (docs/DISTRIBUTED.md §9): world rank w is TP rank w % tp of the tensor-parallel
+// A DP × TP layout (docs/DISTRIBUTED.md §10): world rank w is TP rank w % tp of the tensor-parallel
 // group of ranks [w − w % tp, … + tp) (Megatron's consecutive groups) and DP rank w / tp of the
 // data-parallel group of the ranks with the same TP rank. The model passes its partial chains
 // through `group()`; the gradient is summed exactly across `dp()` only; what the run records about

@@ -1,4 +1,4 @@
-// The optimizer of a tensor-parallel rank (docs/DISTRIBUTED.md §9), optim.tp_mode = duplicated:
+// The optimizer of a tensor-parallel rank (docs/DISTRIBUTED.md §10), optim.tp_mode = duplicated:
 // replicated tensors are updated where they are (every TP rank alike); each sharded tensor's
 // weights, gradient and state shards are gathered into one full tensor, updated by the one-process
 // optimizer of that tensor alone (Muon: Newton–Schulz on the full momentum matrix), and each rank
@@ -22,7 +22,8 @@ class TpOptimizer final : public Optimizer {
   void step(float* weights, const float* grads, const StepContext& ctx) override;
   // Layout order, the one-process names; sharded tensors' buffers hold this rank's shard.
   std::vector<StateBuffer> state() override;
-  size_t state_bytes() const override;
+  size_t state_bytes() const override;  // this rank's state (shards and replicated tensors)
+  size_t scratch_bytes() const;          // the full tensors of the duplicated update
   const std::vector<TensorUpdateStats>& last_stats() const override { return stats_; }
   // The distributed optimizer over a TP layout is not built: throws sb::Error.
   void set_owned(const std::vector<bool>& owned) override;

@@ -143,7 +143,7 @@ class Trainer {
   TrainerOptions options_;
   Backend& be_;
   Communicator& comm_;
-  // parallel.tp > 1 (docs/DISTRIBUTED.md §9): the DP × TP groups; dp_ is the data-parallel group
+  // parallel.tp > 1 (docs/DISTRIBUTED.md §10): the DP × TP groups; dp_ is the data-parallel group
   // (comm_ itself without tensor parallelism): leaves, the gradient's sum and replicas are per DP.
   std::unique_ptr<TensorParallel> tp_;
   Communicator* dp_ = nullptr;
