@@ -49,11 +49,12 @@ int main(int argc, char** argv) {
   }
   const double one = 2 * full_flat + full_state, mine = weights + grads + state;
   if (world->rank() == 0) {
-    std::printf("GPT 12x768, 12 heads, vocab %d, tp %d: per rank weights %.1f MB, grads %.1f MB, optimizer state "
-                "%.1f MB = %.1f MB; one process %.1f MB; ratio %.3f (with the duplicated update's scratch %.1f MB: "
-                "%.3f)\n",
-                c.model.vocab, T, weights / 1e6, grads / 1e6, state / 1e6, mine / 1e6, one / 1e6, mine / one,
-                scratch / 1e6, (mine + scratch) / one);
+    std::printf(
+        "GPT 12x768, 12 heads, vocab %d, tp %d: per rank weights %.1f MB, grads %.1f MB, optimizer state "
+        "%.1f MB = %.1f MB; one process %.1f MB; ratio %.3f (with the duplicated update's scratch %.1f MB: "
+        "%.3f)\n",
+        c.model.vocab, T, weights / 1e6, grads / 1e6, state / 1e6, mine / 1e6, one / 1e6, mine / one, scratch / 1e6,
+        (mine + scratch) / one);
   }
   if (!tp) return 0;
   std::vector<int32_t> tokens(size_t(c.model.seq_len) + 1);
@@ -74,11 +75,12 @@ int main(int argc, char** argv) {
     for (int q = 0; q < T; ++q) fwd += double(all[2 * size_t(q)]), bwd += double(all[2 * size_t(q) + 1]);
     const double L = c.model.n_layer, X = double(c.model.seq_len) * c.model.n_embd * 4.0;  // B·T·C fp32 bytes
     const double megatron = 4.0 * X * 2.0 * (T - 1) / T;  // per rank per layer, ring all-reduces
-    std::printf("TP traffic per layer of one leaf (B·T = %d tokens, C = %d): received per rank, mean over ranks: "
-                "forward %.1f kB, backward %.1f kB, total %.1f kB; Megatron's 4 ring all-reduces of B·T·C: %.1f kB; "
-                "ratio %.3f\n",
-                c.model.seq_len, c.model.n_embd, fwd / T / L / 1e3, bwd / T / L / 1e3, (fwd + bwd) / T / L / 1e3,
-                megatron / 1e3, (fwd + bwd) / T / L / megatron);
+    std::printf(
+        "TP traffic per layer of one leaf (B·T = %d tokens, C = %d): received per rank, mean over ranks: "
+        "forward %.1f kB, backward %.1f kB, total %.1f kB; Megatron's 4 ring all-reduces of B·T·C: %.1f kB; "
+        "ratio %.3f\n",
+        c.model.seq_len, c.model.n_embd, fwd / T / L / 1e3, bwd / T / L / 1e3, (fwd + bwd) / T / L / 1e3,
+        megatron / 1e3, (fwd + bwd) / T / L / megatron);
   }
   return 0;
 }

@@ -40,8 +40,8 @@ Shape local_shape(const ParamView& p, const TpSplit& s, int size) {
 
 void validate_tp(const GPTConfig& cfg, int64_t tp) {
   SB_CHECK(tp >= 1 && tp <= 4096, "config parallel.tp=", tp, " must be between 1 and 4096");
-  SB_CHECK(cfg.n_head % tp == 0, "config model.n_head=", cfg.n_head, " is not divisible by parallel.tp=",
-           tp, ": tensor parallelism splits the attention heads; choose parallel.tp dividing n_head");
+  SB_CHECK(cfg.n_head % tp == 0, "config model.n_head=", cfg.n_head, " is not divisible by parallel.tp=", tp,
+           ": tensor parallelism splits the attention heads; choose parallel.tp dividing n_head");
   SB_CHECK((4 * int64_t{cfg.n_embd}) % tp == 0, "config 4·model.n_embd=", 4 * int64_t{cfg.n_embd},
            " is not divisible by parallel.tp=", tp, ": tensor parallelism splits the MLP's 4C dimension");
 }
@@ -61,8 +61,8 @@ TpLayout gpt_tp_layout(const GPTConfig& cfg, int size, int rank) {
     q.numel = static_cast<size_t>(shape_numel(q.shape));
     q.offset = offset;
     offset += (q.numel + kParamAlign - 1) / kParamAlign * kParamAlign;
-    SB_CHECK(!s.sharded || size_t(s.outer * s.part * s.inner) == q.numel, "tensor-parallel split of ",
-             p.name, " holds ", s.outer * s.part * s.inner, " elements, its shard ", q.numel);
+    SB_CHECK(!s.sharded || size_t(s.outer * s.part * s.inner) == q.numel, "tensor-parallel split of ", p.name,
+             " holds ", s.outer * s.part * s.inner, " elements, its shard ", q.numel);
     t.local.push_back(std::move(q));
     t.splits.push_back(s);
   }

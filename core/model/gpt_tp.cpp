@@ -11,8 +11,7 @@
 
 namespace sb {
 
-void GPT::row_forward(float* out, const float* inp, const float* w, const float* bias, int N, int Cl,
-                      int OC) {
+void GPT::row_forward(float* out, const float* inp, const float* w, const float* bias, int N, int Cl, int OC) {
   if (tp_ == nullptr) return be_.matmul_forward(out, inp, w, bias, N, Cl, OC);
   const int S = tp_->size(), r = tp_->rank();
   const size_t n = static_cast<size_t>(N) * static_cast<size_t>(OC);
@@ -27,13 +26,12 @@ void GPT::row_forward(float* out, const float* inp, const float* w, const float*
   tp_->broadcast(out, n, S - 1);
 }
 
-void GPT::col_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp,
-                       const float* w, int N, int C, int OCl, int groups) {
+void GPT::col_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w, int N,
+                       int C, int OCl, int groups) {
   if (tp_ == nullptr) return be_.matmul_backward(dinp, dw, dbias, dout, inp, w, N, C, OCl);
   be_.matmul_backward(nullptr, dw, dbias, dout, inp, w, N, C, OCl);  // this rank's rows: local
   const int S = tp_->size(), r = tp_->rank();
-  SB_CHECK(groups >= 1 && OCl % groups == 0, "column-parallel backward of ", OCl, " columns in ", groups,
-           " blocks");
+  SB_CHECK(groups >= 1 && OCl % groups == 0, "column-parallel backward of ", OCl, " columns in ", groups, " blocks");
   const int block = OCl / groups;  // columns of one block on one rank
   const size_t n = static_cast<size_t>(N) * static_cast<size_t>(C);
   // dinp (N, C) = dout·W: k = the full output index, visited block by block, rank by rank.
@@ -43,8 +41,7 @@ void GPT::col_backward(float* dinp, float* dw, float* dbias, const float* dout, 
     if (holder != r) continue;
     if (s > 0) tp_->recv(dinp, n, (s - 1) % S);
     be_.gemm(Trans::no, Trans::no, N, C, block, dout + static_cast<size_t>(g) * block, OCl,
-             w + static_cast<size_t>(g) * block * static_cast<size_t>(C), C, dinp, C, s > 0,
-             be_.numerics().precision);
+             w + static_cast<size_t>(g) * block * static_cast<size_t>(C), C, dinp, C, s > 0, be_.numerics().precision);
     if (s + 1 < steps) tp_->send(dinp, n, (s + 1) % S);
   }
   tp_->broadcast(dinp, n, S - 1);

@@ -58,28 +58,29 @@ void Communicator::allgather_u64(const uint64_t* in, size_t n, uint64_t* out) {
 }
 
 void Communicator::send(const void* data, size_t bytes, int to) {
-  SB_CHECK(to >= 0 && to < size() && to != rank(), "send to rank ", to, " from rank ", rank(), " of ",
-           size());
+  SB_CHECK(to >= 0 && to < size() && to != rank(), "send to rank ", to, " from rank ", rank(), " of ", size());
   count(Collective::send, bytes, 0);
   if (bytes > 0) do_send(data, bytes, to);
 }
 
 void Communicator::recv(void* data, size_t bytes, int from) {
-  SB_CHECK(from >= 0 && from < size() && from != rank(), "receive from rank ", from, " on rank ", rank(),
-           " of ", size());
+  SB_CHECK(from >= 0 && from < size() && from != rank(), "receive from rank ", from, " on rank ", rank(), " of ",
+           size());
   count(Collective::send, 0, bytes);
   if (bytes > 0) do_recv(data, bytes, from);
 }
 
 std::unique_ptr<Communicator> Communicator::split(int color, int key) {
   (void)color, (void)key;
-  SB_FAIL("the communicator '", describe(), "' has no sub-communicators; tensor parallelism "
+  SB_FAIL("the communicator '", describe(),
+          "' has no sub-communicators; tensor parallelism "
           "(parallel.tp > 1) needs MPI ranks (mpirun)");
 }
 
 void Communicator::do_send(const void* data, size_t bytes, int to) {
   (void)data, (void)bytes, (void)to;
-  SB_FAIL("the communicator '", describe(), "' has no point-to-point transport; tensor parallelism "
+  SB_FAIL("the communicator '", describe(),
+          "' has no point-to-point transport; tensor parallelism "
           "(parallel.tp > 1) needs MPI ranks (mpirun)");
 }
 

@@ -85,7 +85,8 @@ std::vector<uint64_t> TensorParallel::fingerprints(const float* local_flat) {
 
 size_t TensorParallel::full_flat_size() const {
   size_t n = 0;
-  for (const ParamView& p : layout_.full) n = std::max(n, p.offset + (p.numel + kParamAlign - 1) / kParamAlign * kParamAlign);
+  for (const ParamView& p : layout_.full)
+    n = std::max(n, p.offset + (p.numel + kParamAlign - 1) / kParamAlign * kParamAlign);
   return n;
 }
 

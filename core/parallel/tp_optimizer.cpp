@@ -29,7 +29,8 @@ std::string kind_of(const ParamView& p) {
 
 TpOptimizer::TpOptimizer(const OptimConfig& config, TensorParallel& tp, Backend& backend, Precision precision)
     : config_(config), tp_(tp), backend_(backend), precision_(precision) {
-  SB_CHECK(config.name != OptimizerName::normuon, "config optim.name=normuon with parallel.tp > 1: NorMuon's "
+  SB_CHECK(config.name != OptimizerName::normuon,
+           "config optim.name=normuon with parallel.tp > 1: NorMuon's "
            "per-row state is not split by tensor parallelism yet; use optim.name=muon or adamw");
   const TpLayout& L = tp.layout();
   inner_ = make_optimizer(config, L.local, backend, precision);
@@ -80,7 +81,8 @@ void TpOptimizer::step(float* weights, const float* grads, const StepContext& ct
     tp_.gather(t, weights, w);
     tp_.gather(t, grads, s.grads.data_as<float>());
     const std::vector<StateBuffer> full_state = s.optimizer->state();
-    for (size_t k = 0; k < full_state.size(); ++k) tp_.gather_shard(t, shards_[t][k].data_as<float>(), full_state[k].data);
+    for (size_t k = 0; k < full_state.size(); ++k)
+      tp_.gather_shard(t, shards_[t][k].data_as<float>(), full_state[k].data);
     s.optimizer->step(w, s.grads.data_as<float>(), ctx);
     stats_[t] = s.optimizer->last_stats()[0];
     tp_take_shard(L.splits[t], L.size, L.rank, w, weights + L.local[t].offset);
@@ -122,8 +124,9 @@ size_t TpOptimizer::scratch_bytes() const {
 
 void TpOptimizer::set_owned(const std::vector<bool>& owned) {
   (void)owned;
-  SB_FAIL("the distributed (ZeRO-1) optimizer with parallel.tp > 1 is not supported yet; run without "
-          "--distributed-optimizer");
+  SB_FAIL(
+      "the distributed (ZeRO-1) optimizer with parallel.tp > 1 is not supported yet; run without "
+      "--distributed-optimizer");
 }
 
 std::vector<double> TpOptimizer::update_cost() const { return inner_->update_cost(); }

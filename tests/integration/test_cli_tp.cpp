@@ -82,8 +82,8 @@ TEST_CASE("DP x TP layouts record the one-process bits (Muon, AdamW; fp32, bf16;
     const std::string ref = "ref" + std::to_string(k) + ".h5", out = "tp" + std::to_string(k) + ".h5";
     ++k;
     train_one(dir, ref, c.numerics);
-    const Result r = train_mpi(dir, c.ranks,
-                               "--parallel.tp " + std::to_string(c.tp) + " " + c.numerics + " " + c.execution + " --out " + out);
+    const Result r = train_mpi(
+        dir, c.ranks, "--parallel.tp " + std::to_string(c.tp) + " " + c.numerics + " " + c.execution + " --out " + out);
     REQUIRE_MESSAGE(r.code == 0, r.output);
     check_identical(dir, ref, out);
   }
@@ -128,10 +128,12 @@ TEST_CASE("bad layouts: one error naming the key, exit 2, no file written") {
   const Result odd = train_mpi(dir, 3, "--parallel.tp 2 --out bad.h5");
   CHECK(odd.code == 2);
   CHECK(odd.output.find("parallel.tp=2 does not divide the world of 3 ranks") != std::string::npos);
-  const Result heads = run({"train", "tp.ini", "--parallel.tp", "3", "--out", "bad.h5"}, SpawnOptions{0, dir.path.string()});
+  const Result heads =
+      run({"train", "tp.ini", "--parallel.tp", "3", "--out", "bad.h5"}, SpawnOptions{0, dir.path.string()});
   CHECK(heads.code == 2);
   CHECK(heads.output.find("model.n_head=4 is not divisible by parallel.tp=3") != std::string::npos);
-  const Result alone = run({"train", "tp.ini", "--parallel.tp", "2", "--out", "bad.h5"}, SpawnOptions{0, dir.path.string()});
+  const Result alone =
+      run({"train", "tp.ini", "--parallel.tp", "2", "--out", "bad.h5"}, SpawnOptions{0, dir.path.string()});
   CHECK(alone.code == 2);
   CHECK(alone.output.find("does not divide the world of 1 ranks") != std::string::npos);
   const Result qk = train_mpi(dir, 2, "--parallel.tp 2 --optim.qk_clip 50 --out bad.h5");

@@ -16,7 +16,7 @@
 namespace sb {
 
 struct TpSplit {
-  bool sharded = false;  // false: every rank holds the whole tensor
+  bool sharded = false;                    // false: every rank holds the whole tensor
   int64_t outer = 1, part = 0, inner = 1;  // sharded: full = (outer, size·part, inner)
 };
 

@@ -24,9 +24,9 @@ class TensorParallel {
   TensorParallel(Communicator& world, int tp, const GPTConfig& model, Backend& backend);
   ~TensorParallel();
 
-  TpGroup& group();                       // the model's view of the TP group
-  Communicator& dp() { return *dp_; }     // this rank's data-parallel group
-  Communicator& tp() { return *tp_; }     // this rank's tensor-parallel group
+  TpGroup& group();                    // the model's view of the TP group
+  Communicator& dp() { return *dp_; }  // this rank's data-parallel group
+  Communicator& tp() { return *tp_; }  // this rank's tensor-parallel group
   const TpLayout& layout() const { return layout_; }
   int tp_rank() const { return tp_->rank(); }
 

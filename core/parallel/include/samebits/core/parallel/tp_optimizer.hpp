@@ -23,7 +23,7 @@ class TpOptimizer final : public Optimizer {
   // Layout order, the one-process names; sharded tensors' buffers hold this rank's shard.
   std::vector<StateBuffer> state() override;
   size_t state_bytes() const override;  // this rank's state (shards and replicated tensors)
-  size_t scratch_bytes() const;          // the full tensors of the duplicated update
+  size_t scratch_bytes() const;         // the full tensors of the duplicated update
   const std::vector<TensorUpdateStats>& last_stats() const override { return stats_; }
   // The distributed optimizer over a TP layout is not built: throws sb::Error.
   void set_owned(const std::vector<bool>& owned) override;
@@ -37,9 +37,9 @@ class TpOptimizer final : public Optimizer {
   TensorParallel& tp_;
   Backend& backend_;
   Precision precision_;
-  std::unique_ptr<Optimizer> inner_;            // local layout, replicated tensors owned
-  std::vector<std::vector<Tensor>> shards_;     // [tensor][kind] this rank's state shard
-  std::vector<std::vector<std::string>> kinds_;  // [tensor] state kinds of a sharded tensor
+  std::unique_ptr<Optimizer> inner_;                         // local layout, replicated tensors owned
+  std::vector<std::vector<Tensor>> shards_;                  // [tensor][kind] this rank's state shard
+  std::vector<std::vector<std::string>> kinds_;              // [tensor] state kinds of a sharded tensor
   std::map<std::string, std::unique_ptr<Scratch>> scratch_;  // by kind of tensor and shape
   std::vector<TensorUpdateStats> stats_;
 };
