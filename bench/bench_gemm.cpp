@@ -3,7 +3,8 @@
 // per-repetition ratio (a burst of outside load hits both sides of one repetition alike). Times are
 // process CPU time (steady on a loaded machine) and wall time. Prints one JSON object (bench/run
 // turns it into bench/results.json and the table of docs/PERFORMANCE.md). Nothing here checks
-// bits: the canonical GEMM's bitwise tests are tests/unit/test_gemm_shapes.cpp.
+// bits: the canonical GEMM's bitwise tests are tests/unit/test_gemm_shapes.cpp. The JSON names the
+// OpenBLAS kernel in use (openblas_core); bench/run runs this through bench/native-blas.
 #include <cblas.h>
 #include <omp.h>
 
@@ -191,7 +192,9 @@ void print_json(const std::vector<Ratio>& ratios, double muon_bytes, double adam
                 r.name.c_str(), r.a_label.c_str(), r.b_label.c_str(), r.cpu, r.wall, r.a_cpu,
                 r.b_cpu, r.a_wall, r.b_wall, r.reps, r.calls, i + 1 < ratios.size() ? "," : "");
   }
-  std::printf("  ],\n  \"state_bytes\": {\"muon\": %.0f, \"adamw\": %.0f}\n}\n", muon_bytes, adamw_bytes);
+  const char* core = openblas_get_corename();
+  std::printf("  ],\n  \"state_bytes\": {\"muon\": %.0f, \"adamw\": %.0f},\n  \"openblas_core\": \"%s\"\n}\n",
+              muon_bytes, adamw_bytes, core != nullptr ? core : "unknown");
 }
 
 }  // namespace

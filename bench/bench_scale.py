@@ -6,7 +6,9 @@ run:
 - (wall time - time in steps) / time in steps: start-up, commits and the final write against the
   steps themselves (target <= 0.10);
 - bytes written / bytes of the finished run (run file + store): what the commits rewrote (<= 1.5);
-- peak RSS / parameter (<= 48 B for fp32 Muon training).
+- peak RSS / parameter (<= 48 B for fp32 Muon training);
+- the command's user and system CPU time, and the huge pages its big buffers got (the run file's
+  environment record, docs/FORMAT.md).
 
 Usage: bench/bench_scale.py [SAMEBITS] [--steps N] [extra --section.key value ...]
 """
@@ -47,7 +49,8 @@ def main(argv):
         wall = time.monotonic() - start
         if log.returncode != 0:
             sys.exit("bench_scale: samebits failed:\n" + log.stdout + log.stderr)
-        rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        rss = usage.ru_maxrss * 1024
         written = None
         for line in log.stdout.splitlines():
             if "MB written to the run file and its store" in line:
@@ -57,17 +60,24 @@ def main(argv):
         with h5py.File(out, "r") as f:
             in_steps = float(f["timing/step_seconds"][:].sum())
             params = int(f["tensors/numel"][:].sum())
+            env = f.attrs.get("environment", b"")
+            env = env.decode() if isinstance(env, bytes) else str(env)
+            huge = next((l.split(": ", 1)[1] for l in env.splitlines() if l.startswith("Host memory: ")), "")
     cpu = open("/proc/cpuinfo").read()
     model = next((l.split(":", 1)[1].strip() for l in cpu.splitlines() if l.startswith("model name")), "?")
     simd = "AVX-512" if " avx512f" in cpu else "AVX2" if " avx2" in cpu else "SSE"
+    family = next((l.split(":", 1)[1].strip() for l in cpu.splitlines() if l.startswith("cpu family")), "?")
     print(f"bench_scale: 85 M shape ({params} parameters), {steps} steps, checkpoint every step, snapshots 0 and 2")
-    print(f"machine: {model}, {os.cpu_count()} cores, {simd}; load average {os.getloadavg()[0]:.2f}")
+    print(f"machine: {model} (family {family}), {os.cpu_count()} cores, {simd}; load average {os.getloadavg()[0]:.2f}")
     print(f"| figure | target | measured |")
     print(f"|---|---|---|")
     print(f"| (wall - steps) / steps ({wall:.1f} s wall, {in_steps:.1f} s in steps) | <= 0.10 | {(wall - in_steps) / in_steps:.2f} |")
     if written is not None:
         print(f"| bytes written / final bytes ({written / 1e6:.0f} MB / {final / 1e6:.0f} MB) | <= 1.5 | {written / final:.2f} |")
     print(f"| peak RSS / parameter ({rss / 2**30:.2f} GiB) | <= 48 B | {rss / params:.1f} B |")
+    print(f"| user / system CPU time of the command | reported | {usage.ru_utime:.1f} s / {usage.ru_stime:.1f} s |")
+    if huge:
+        print(f"| huge pages (the run file's environment record) | reported | {huge} |")
 
 
 if __name__ == "__main__":

@@ -1,13 +1,14 @@
-// DType and Tensor bookkeeping and zero-filled, 64-byte aligned host storage. No arithmetic on values.
+// DType and Tensor bookkeeping and zero-filled, 64-byte aligned host storage (2 MiB huge-page
+// mappings from 2 MiB on: det/huge_pages.hpp). No arithmetic on values.
 #include "samebits/core/tensor.hpp"
 
-#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <sstream>
 
 #include "samebits/core/parallel_zero.hpp"
 #include "samebits/det/error.hpp"
+#include "samebits/det/huge_pages.hpp"
 
 namespace sb {
 
@@ -65,12 +66,17 @@ Tensor::Tensor(std::shared_ptr<std::byte> storage, DType dtype, Shape shape, Dev
 
 Tensor Tensor::host(DType dtype, Shape shape) {
   const size_t bytes = static_cast<size_t>(shape_numel(shape)) * dtype_bytes(dtype);
-  // aligned_alloc needs a multiple of the alignment; never a zero size.
+  // A multiple of the alignment, never a zero size.
   const size_t padded = (bytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment + kHostAlignment;
-  void* p = std::aligned_alloc(kHostAlignment, padded);
-  if (p == nullptr) throw std::bad_alloc();
-  cpu::parallel_zero(p, padded);
-  std::shared_ptr<std::byte> storage(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
+  void* p = det::huge_alloc(padded);
+  // A fresh huge-page mapping is zero: first-touched over the threads, as the compute splits it;
+  // heap memory is zero-filled.
+  if (det::huge_mapping(padded))
+    cpu::parallel_first_touch(p, padded);
+  else
+    cpu::parallel_zero(p, padded);
+  std::shared_ptr<std::byte> storage(static_cast<std::byte*>(p),
+                                     [padded](std::byte* q) { det::huge_free(q, padded); });
   return Tensor(std::move(storage), dtype, std::move(shape), Device::cpu);
 }
 

@@ -95,17 +95,33 @@ std::unique_ptr<GradAccumulator> CpuBackend::make_accumulator(size_t n) {
 
 OptimKernels& CpuBackend::optim_kernels() { return host_optim_kernels(); }
 
+// Native: 16 float partials (partial j takes the elements i ≡ j mod 16, the form a vectorising
+// compiler gives a float sum), added in order at the end — vendor numerics, no canonical order.
 float row_sum(const float* x, int n, ReduceMode mode) {
   if (mode == ReduceMode::canonical) return det::lane32_sum(x, static_cast<size_t>(n));
+  float part[16] = {};
+  int i = 0;
+  for (; i + 16 <= n; i += 16) {
+#pragma omp simd
+    for (int j = 0; j < 16; ++j) part[j] += x[i + j];
+  }
+  for (; i < n; ++i) part[i % 16] += x[i];
   float s = 0.0f;
-  for (int i = 0; i < n; ++i) s += x[i];
+  for (const float p : part) s += p;
   return s;
 }
 
 float row_dot(const float* x, const float* y, int n, ReduceMode mode) {
   if (mode == ReduceMode::canonical) return det::lane32_dot(x, y, static_cast<size_t>(n));
+  float part[16] = {};
+  int i = 0;
+  for (; i + 16 <= n; i += 16) {
+#pragma omp simd
+    for (int j = 0; j < 16; ++j) part[j] = det::fma_f32(x[i + j], y[i + j], part[j]);
+  }
+  for (; i < n; ++i) part[i % 16] = det::fma_f32(x[i], y[i], part[i % 16]);
   float s = 0.0f;
-  for (int i = 0; i < n; ++i) s = det::fma_f32(x[i], y[i], s);
+  for (const float p : part) s += p;
   return s;
 }
 

@@ -61,7 +61,7 @@ void canonical_gemm_serial(GemmPart part, Trans ta, Trans tb, int m, int n, int 
                            int lda, const float* b, int ldb, float* c, int ldc);
 
 // Row sums in the numerics' reduce mode: canonical = the 32-lane form (det::lane32_*, SIMD when
-// built with it); native = a plain float loop in index order.
+// built with it); native = 16 float partials, the form a vectorising compiler gives a float sum.
 float row_sum(const float* x, int n, ReduceMode mode);                  // Σ x
 float row_dot(const float* x, const float* y, int n, ReduceMode mode);  // Σ x·y (fma per element)
 

@@ -4,7 +4,7 @@
 // k-blocks — no split-K, no partial sums. OpenMP over output tiles only: the bits do not depend
 // on the thread count, the tile sizes or the SIMD width (bitwise equal to core/cuda/matmul.cu).
 // syrk (C = op(A)·op(A)ᵀ) computes the upper triangle's tiles and mirrors them: the same chains.
-// Vendor: OpenBLAS sgemm.
+// Vendor: OpenBLAS sgemm, single-threaded on slices of C over the OpenMP threads.
 #include <cblas.h>
 #include <omp.h>
 
@@ -387,7 +387,11 @@ void gemm_canonical(Trans ta, Trans tb, int m, int n, int k, const float* a, int
   }
 }
 
-// Vendor: OpenBLAS sgemm on as many threads as OpenMP has; bf16/fp16 operands are rounded copies.
+// Vendor: OpenBLAS sgemm, single-threaded, on slices of C over samebits' OpenMP threads (rows
+// when m >= n, else columns; 16-aligned slices). OpenBLAS's own thread pool stays idle, so it never
+// competes with the OpenMP threads for the cores. Called inside a parallel region it runs whole on
+// the calling thread. bf16/fp16 operands are rounded copies. Vendor mode promises no bits; OpenBLAS
+// never splits k, so every output is the same chain as the unsliced call's.
 void gemm_vendor(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b,
                  int ldb, float* c, int ldc, bool accumulate, Precision prec) {
   std::vector<float> ar, br;
@@ -401,10 +405,33 @@ void gemm_vendor(Trans ta, Trans tb, int m, int n, int k, const float* a, int ld
     a = ar.data();
     b = br.data();
   }
-  openblas_set_num_threads(omp_get_max_threads());
-  cblas_sgemm(CblasRowMajor, ta == Trans::no ? CblasNoTrans : CblasTrans,
-              tb == Trans::no ? CblasNoTrans : CblasTrans, m, n, k, 1.0f, a, lda, b, ldb,
-              accumulate ? 1.0f : 0.0f, c, ldc);
+  if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
+  const auto sgemm = [&](int m0, int m1, int n0, int n1) {
+    if (m1 <= m0 || n1 <= n0) return;
+    const float* as = a + static_cast<size_t>(m0) * (ta == Trans::no ? lda : 1);
+    const float* bs = b + static_cast<size_t>(n0) * (tb == Trans::no ? 1 : ldb);
+    cblas_sgemm(CblasRowMajor, ta == Trans::no ? CblasNoTrans : CblasTrans,
+                tb == Trans::no ? CblasNoTrans : CblasTrans, m1 - m0, n1 - n0, k, 1.0f, as, lda, bs,
+                ldb, accumulate ? 1.0f : 0.0f, c + static_cast<size_t>(m0) * ldc + n0, ldc);
+  };
+  constexpr int kSlice = 16;  // rows or columns per slice: a multiple of OpenBLAS's register tiles
+  const bool rows = m >= n;
+  const int slices = ((rows ? m : n) + kSlice - 1) / kSlice;
+  const int threads = omp_in_parallel() ? 1 : std::min(omp_get_max_threads(), slices);
+  if (threads <= 1 || 2.0 * m * n * k < 4.0e6) {  // below ~4 MFLOP one call beats a fork
+    sgemm(0, m, 0, n);
+    return;
+  }
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const int first = std::min(rows ? m : n, slices * t / nt * kSlice);
+    const int last = std::min(rows ? m : n, slices * (t + 1) / nt * kSlice);
+    if (rows)
+      sgemm(first, last, 0, n);
+    else
+      sgemm(0, m, first, last);
+  }
 }
 
 }  // namespace

@@ -172,10 +172,10 @@ class Muon::Impl {
         backend(be),
         precision(prec),
         largest(largest_matrix(params)),
-        // Matrices on threads: host memory and canonical GEMMs (vendor GEMMs thread themselves);
-        // not NorMuon, whose row steps count host traffic on the backend (one shared counter).
-        host_threads(be.device() == Device::cpu && be.numerics().gemm == GemmMode::canonical &&
-                     !normuon) {
+        // Matrices on threads: host memory (a GEMM inside the parallel region runs on its thread,
+        // canonical or vendor); not NorMuon, whose row steps count host traffic on the backend
+        // (one shared counter).
+        host_threads(be.device() == Device::cpu && !normuon) {
     lanes.push_back(std::make_unique<MuonLane>(backend, precision, largest));
   }
   // At least n lanes (created before a parallel region, never inside one).

@@ -9,6 +9,7 @@
 #include "samebits/core/io/library_version.hpp"
 #include "samebits/core/parallel/library_versions.hpp"
 #include "samebits/data/data_manifest.hpp"
+#include "samebits/det/huge_pages.hpp"
 #ifdef SB_HAVE_CUDA
 #include "samebits/core/cuda/cuda_backend.hpp"
 #include "samebits/core/cuda/device_info.hpp"
@@ -20,6 +21,9 @@ std::string environment_text(Backend& backend) {
   std::string blas = blas_version();
   if (blas.rfind("OpenBLAS ", 0) == 0) blas = blas.substr(9);
   std::string s = "HDF5: " + io::hdf5_version() + "\nOpenBLAS: " + blas + "\nMPI: " + mpi_library_version();
+  // Whether the kernel granted the big host buffers huge pages (det/huge_pages.hpp), at this point:
+  // the model, gradients, activations and optimizer state are allocated and first-touched.
+  s += "\nHost memory: " + det::huge_page_text();
 #ifdef SB_HAVE_CUDA
   if (backend.device() == Device::cuda) {
     s += "\nNCCL: " + nccl_library_version() + "\n" + cuda::cuda_environment(cuda_device(backend));

@@ -15,6 +15,7 @@
 
 #include "samebits/det/block_wire.hpp"
 #include "samebits/det/fixed_accumulator.hpp"
+#include "samebits/det/huge_pages.hpp"
 #include "samebits/det/wide_int.hpp"
 
 namespace sb::det {
@@ -80,10 +81,11 @@ class BlockAccumulator {
   void wire_layout(uint64_t total_adds, std::vector<uint64_t>& offset) const;
 
   size_t n_;
-  std::vector<uint64_t> low_;      // (n) word 0 of every element
+  using HugeWords = std::vector<uint64_t, HugePageAllocator<uint64_t>>;
+  HugeWords low_;                  // (n) word 0 of every element
   std::vector<Block> blocks_;      // (blocks)
   std::vector<WireRange> ranges_;  // (blocks) the bit ranges of every value added
-  std::vector<uint64_t> wire_;     // (wire_words) the encoded sums of the last encode()
+  HugeWords wire_;                 // (wire_words) the encoded sums of the last encode()
   FixedStatus status_;
 };
 
