@@ -29,6 +29,12 @@ Scope::Scope(const Backend& backend, const char* prefix, int64_t number, const c
   recorder_->push(number < 0 ? std::string(prefix) + suffix : std::string(prefix) + std::to_string(number) + suffix);
 }
 
+Scope Scope::within(const Backend& backend, const char* infix, int64_t number) {
+  Recorder* recorder = backend.tracer();
+  if (recorder != nullptr) recorder->push(recorder->site() + infix + std::to_string(number));
+  return Scope(recorder);
+}
+
 Scope::~Scope() {
   if (recorder_ != nullptr) recorder_->pop();
 }

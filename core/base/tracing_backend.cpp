@@ -6,61 +6,23 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <limits>
+#include <vector>
 
-#include "samebits/det/fingerprint.hpp"
+#include "trace_regions.hpp"
 
 namespace sb {
 namespace {
 
-struct Region {
-  const void* p = nullptr;  // null: absent (an optional operand)
-  int64_t rows = 0, cols = 0, ld = 0;
-};
-Region flat(const void* p, int64_t n) { return {p, 1, n, n}; }
-Region matrix(const void* p, int64_t rows, int64_t cols, int64_t ld) { return {p, rows, cols, ld}; }
+using trace_detail::flat;
+using trace_detail::matrix;
+using trace_detail::Region;
 
-// The region's elements, row after row, on the host.
-std::vector<uint32_t> gather(Backend& be, const Region& r) {
-  std::vector<uint32_t> out(static_cast<size_t>(r.rows * r.cols));
-  const size_t span = r.rows == 0 ? 0 : static_cast<size_t>((r.rows - 1) * r.ld + r.cols);
-  std::vector<uint32_t> staging;
-  const auto* src = static_cast<const uint32_t*>(r.p);
-  if (be.device() != Device::cpu) {
-    staging.resize(span);
-    be.copy_to_host(staging.data(), r.p, span * sizeof(uint32_t));
-    src = staging.data();
-  }
-  for (int64_t i = 0; i < r.rows; ++i) std::copy_n(src + i * r.ld, r.cols, out.begin() + i * r.cols);
-  return out;
-}
-
-uint64_t hash(const std::vector<uint32_t>& v) { return det::fingerprint(v.data(), v.size() * sizeof(uint32_t)); }
-
-// One op's row: inputs hashed at construction, outputs at done(); nothing when not tracing.
-class OpRow {
+// One op's row on the wrapped backend's memory.
+class OpRow : public trace_detail::OpRow {
  public:
-  OpRow(TracingBackend& be, const char* op, std::initializer_list<Region> inputs) : be_(be), rec_(be.tracer()) {
-    if (rec_ == nullptr) return;
-    row_ = &rec_->add(op);
-    for (const Region& r : inputs)
-      if (r.p != nullptr) row_->inputs.push_back(hash(gather(be_.inner(), r)));
-  }
-  void done(std::initializer_list<Region> outputs, std::vector<int64_t> shape) {
-    if (rec_ == nullptr) return;
-    row_->shape = std::move(shape);
-    for (const Region& r : outputs) {
-      if (r.p == nullptr) continue;
-      std::vector<uint32_t> v = gather(be_.inner(), r);
-      row_->outputs.push_back(hash(v));
-      row_->output_numel.push_back(v.size());
-      if (rec_->keep_values()) row_->values.insert(row_->values.end(), v.begin(), v.end());
-    }
-  }
-
- private:
-  TracingBackend& be_;
-  trace::Recorder* rec_;
-  trace::Row* row_ = nullptr;
+  OpRow(TracingBackend& be, const char* op, std::initializer_list<Region> inputs)
+      : trace_detail::OpRow(be.inner(), be.tracer(), op, inputs) {}
 };
 
 // Stored shape of op(X) (rows × cols) given transposition.
@@ -149,9 +111,17 @@ void TracingBackend::attention_backward(float* dqkv, float* datt, const float* d
 }
 
 void TracingBackend::qk_max_keys(int32_t* keys, const float* qkv, int B, int T, int C, int NH) {
-  OpRow row(*this, "qk_max_keys", {flat(keys, NH), flat(qkv, int64_t(B) * T * 3 * C)});
   ForwardingBackend::qk_max_keys(keys, qkv, B, T, C, NH);
-  row.done({flat(keys, NH)}, {NH});
+  if (tracer() == nullptr) return;
+  // The row holds this call's maxima alone, from the lowest key: `keys` is a running max over the
+  // leaves a rank computes, so its value depends on the ranks' partition of the leaves (their
+  // merged maxima do not, trainer.cpp clip_qk); this call's do not either.
+  std::vector<int32_t> lowest(static_cast<size_t>(NH), std::numeric_limits<int32_t>::min());
+  Tensor own = inner().alloc(DType::i32, {NH});
+  inner().copy_from_host(own.data(), lowest.data(), lowest.size() * sizeof(int32_t));
+  OpRow row(*this, "qk_max_keys", {flat(qkv, int64_t(B) * T * 3 * C)});
+  ForwardingBackend::qk_max_keys(static_cast<int32_t*>(own.data()), qkv, B, T, C, NH);
+  row.done({flat(own.data(), NH)}, {NH});
 }
 
 void TracingBackend::qk_clip_scale(float* x, int64_t n, float factor) {
@@ -192,7 +162,7 @@ void TracingBackend::embedding_forward(float* out, const int32_t* tokens, const 
   // wte's rows up to the largest token read (the op's V is not an argument).
   int64_t rows = 0;
   if (tracer() != nullptr) {
-    const std::vector<uint32_t> t = gather(inner(), flat(tokens, int64_t(B) * T));
+    const std::vector<uint32_t> t = trace_detail::gather(inner(), flat(tokens, int64_t(B) * T));
     for (uint32_t v : t) rows = std::max<int64_t>(rows, int64_t(static_cast<int32_t>(v)) + 1);
   }
   OpRow row(*this, "embedding_forward", {flat(tokens, int64_t(B) * T), flat(wte, rows * C), flat(wpe, int64_t(T) * C)});

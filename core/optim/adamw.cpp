@@ -7,6 +7,7 @@
 
 #include "samebits/core/exact_norm.hpp"
 #include "samebits/core/optim/schedule.hpp"
+#include "samebits/core/trace.hpp"
 #include "samebits/det/error.hpp"
 #include "tensor_state.hpp"
 
@@ -72,6 +73,7 @@ void AdamW::step(float* weights, const float* grads, const StepContext& ctx) {
     const ParamView& p = params[i];
     const ops::AdamWConstants k = adamw_constants(options_, ctx.lr_factor, ctx.step, decays_weight(p));
     UpdateSums sums;
+    const trace::Scope site(st.backend(), "adamw ", -1, p.name.c_str());
     st.kernels().adamw(weights + p.offset, grads + p.offset, st.buffer(i, 0), st.buffer(i, 1),
                        p.numel, k, ctx.compute_stats ? &sums : nullptr);
     st.stats()[i] = ctx.compute_stats

@@ -216,6 +216,7 @@ void Muon::step(float* weights, const float* grads, const StepContext& ctx) {
     UpdateSums sums;
     const ops::AdamWConstants k =
         adamw_constants(options_.adam, ctx.lr_factor, ctx.step, decays_weight(p));
+    const trace::Scope site(impl_->backend, "adamw ", -1, p.name.c_str());
     st.kernels().adamw(weights + p.offset, grads + p.offset, st.buffer(i, 0), st.buffer(i, 1),
                        p.numel, k, ctx.compute_stats ? &sums : nullptr);
     st.stats()[i] = ctx.compute_stats

@@ -6,6 +6,7 @@
 
 #include "samebits/core/exact_norm.hpp"
 #include "samebits/core/optim/muon.hpp"
+#include "samebits/core/trace.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb {
@@ -57,7 +58,9 @@ void NewtonSchulz::run(const float* u, float* out, int rows, int cols,
   float* const A = scratch(kA, rr);
   float* const B = scratch(kB, rr);
   kernels_.muon_normalize(X, u, n, denom);
+  int64_t iteration = 0;
   for (const NsStep& s : steps) {
+    const trace::Scope site = trace::Scope::within(backend_, " iter ", ++iteration);  // "… iter 2"
     const float a = static_cast<float>(s.a), b = static_cast<float>(s.b), cc = static_cast<float>(s.c);
     backend_.syrk(y, r, c, X, cols, A, r, precision_);       // A = Y·Yᵀ
     backend_.syrk(Trans::no, r, r, A, r, B, r, precision_);  // A·A = A·Aᵀ (A is symmetric)

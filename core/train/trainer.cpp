@@ -413,6 +413,7 @@ StepResult Trainer::step() {
     } else {
       if (options_.fingerprints) result.grad_fingerprints = host_->fingerprints(be_, g_dev);
       if (options_.statistics) stats_.finish(g_dev, scale, leaves, config_.data.leaf_size, st);
+      const trace::Scope clip_site(be_, "clip");  // traced: "clip sum_of_squares", "clip scale"
       const ClipResult clip = clip_grad_norm(be_.optim_kernels(), g_dev, flat, config_.optim.clip);
       st.grad_norm = clip.norm;
       st.clip_scale = clip.factor;
@@ -438,7 +439,12 @@ StepResult Trainer::step() {
       const trace::Scope site(be_, "optimizer");
       optimizer_->step(model_->weights().data_as<float>(), g_dev, ctx);
     }
-    trace_tensors("optimizer", "update", model_->weights().data_as<float>(), update_inputs);
+    for (size_t t = 0; t < update_inputs.size(); ++t) {  // traced: "adamw update wte", "muon update h.0.attn.qkv.w"
+      const bool by_muon = muon && model_->params()[t].kind == ParamKind::matrix;
+      const trace::Scope site(be_, by_muon ? std::string(config_name(config_.optim.name)).c_str() : "adamw");
+      trace::record_spans(be_, "update", model_->weights().data_as<float>(), {host_->spans[t]}, {host_->names[t]},
+                          {update_inputs[t]});
+    }
     ++updates_;
     if (options_.statistics) {
       const std::vector<TensorUpdateStats>& up = optimizer_->last_stats();

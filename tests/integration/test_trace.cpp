@@ -188,6 +188,34 @@ TEST_CASE("trace: 1 process against 3 simulated ranks and micro-leaves: every op
   CHECK(last == 3);
 }
 
+TEST_CASE("trace: the optimizer's rows, and a QK-clip run on 1 process against 3 simulated ranks") {
+  sbt::TempDir dir;
+  Config c = tiny();
+  c.optim.qk_clip = 0.001;  // below the tiny model's max logits: heads are clipped every step
+  const sb::run::RunReader run = sb::run::RunReader::open(record(c, dir / "qk.h5"));
+  const sb::cli::ReplaySetup one = sb::cli::replay_setup(run);
+  std::string source;
+  const sb::TrainerState state = sb::cli::reachable_state(run, one, 1, source);
+  const std::vector<sb::trace::Row> reference = sb::cli::replay_stream(one, state, 2);
+  const auto has = [&](const std::string& name) {
+    return std::any_of(reference.begin(), reference.end(), [&](const sb::trace::Row& r) { return r.name() == name; });
+  };
+  // The rows docs/TRACE.md names: Newton–Schulz per iteration, AdamW's and Muon's per tensor.
+  CHECK(has("muon newton_schulz h.0.mlp.fc.w muon_momentum"));
+  CHECK(has("muon newton_schulz h.0.mlp.fc.w iter 2 ns_polynomial"));
+  CHECK(has("muon newton_schulz h.0.mlp.fc.w iter 2 gemm"));
+  CHECK(has("adamw wte adamw"));
+  CHECK(has("adamw update wte"));
+  CHECK(has("muon update h.0.mlp.fc.w"));
+  CHECK(has("clip sum_of_squares"));
+  CHECK(has("qk_clip_scale"));
+  // qk_max_keys accumulates a running max over a rank's leaves; its rows hold each call's own.
+  sb::cli::ReplaySetup ranks = one;
+  ranks.world = 3;
+  const sb::cli::StreamComparison cmp = sb::cli::compare_streams(reference, sb::cli::replay_stream(ranks, state, 2));
+  CHECK_MESSAGE(cmp.identical(), (cmp.origin ? reference[*cmp.origin].name() : std::string("(sizes)")));
+}
+
 TEST_CASE("samebits trace: exit 0 identical, 1 divergent, 2 for different experiments or an unreachable step") {
   sbt::TempDir dir;
   const std::string a = record(tiny(), dir / "ref.h5");

@@ -53,11 +53,15 @@ class Recorder {
 class Scope {
  public:
   Scope(const Backend& backend, const char* prefix, int64_t number = -1, const char* suffix = "");
+  // A call site inside the current one: "<current site><infix><number>" ("muon newton_schulz
+  // h.3.mlp.fc.w iter 2").
+  static Scope within(const Backend& backend, const char* infix, int64_t number);
   ~Scope();
   Scope(const Scope&) = delete;
   Scope& operator=(const Scope&) = delete;
 
  private:
+  explicit Scope(Recorder* recorder) : recorder_(recorder) {}
   Recorder* recorder_;
 };
 

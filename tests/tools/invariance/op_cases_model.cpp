@@ -1,0 +1,259 @@
+// op_cases.hpp: the Backend's ops (backend.hpp), one case each, on small odd shapes (k crossing
+// the canonical GEMM's k-blocks, widths that are not multiples of 32) so that thread partitions,
+// SIMD tails and vendor orders are all exercised.
+#include <limits>
+
+#include "invariance/op_cases.hpp"
+
+namespace sb::invariance {
+namespace {
+
+OpOutput gemm_case(Backend& be) {
+  Buffers buf(be);
+  const int m = 37, n = 53, k = 600;  // k spans three of the canonical kernel's k-blocks
+  const std::vector<float> a = uniform(size_t(m) * k, 1), b = uniform(size_t(k) * n, 2), c0 = uniform(size_t(m) * n, 3);
+  const float* da = buf.upload(a);
+  const float* db = buf.upload(b);
+  OpOutput out;
+  for (Trans ta : {Trans::no, Trans::yes})
+    for (Trans tb : {Trans::no, Trans::yes}) {
+      float* c = buf.upload(c0);
+      be.gemm(ta, tb, m, n, k, da, ta == Trans::no ? k : m, db, tb == Trans::no ? n : k, c, n, false, Precision::fp32);
+      append(out.values, buf.download(c, c0.size()));
+    }
+  float* c = buf.upload(c0);  // the chain continued from C, and bf16 operands
+  be.gemm(Trans::no, Trans::no, m, n, k, da, k, db, n, c, n, true, Precision::bf16);
+  append(out.values, buf.download(c, c0.size()));
+  return out;
+}
+
+OpOutput syrk_case(Backend& be) {
+  Buffers buf(be);
+  const int n = 40, k = 300;
+  const float* a = buf.upload(uniform(size_t(n) * k, 4));
+  OpOutput out;
+  for (Trans t : {Trans::no, Trans::yes}) {
+    float* c = buf.zeros(size_t(n) * n);
+    be.syrk(t, n, k, a, t == Trans::no ? k : n, c, n, Precision::fp32);
+    append(out.values, buf.download(c, size_t(n) * n));
+  }
+  return out;
+}
+
+OpOutput bias_forward_case(Backend& be) {
+  Buffers buf(be);
+  const int N = 64, OC = 48;
+  float* o = buf.upload(uniform(size_t(N) * OC, 5));
+  be.bias_forward(o, buf.upload(uniform(OC, 6)), N, OC);
+  return {buf.download(o, size_t(N) * OC), {}};
+}
+
+OpOutput bias_backward_case(Backend& be) {
+  Buffers buf(be);
+  const int N = 300, OC = 48;
+  float* db = buf.zeros(OC);
+  be.bias_backward(db, buf.upload(uniform(size_t(N) * OC, 7)), N, OC);
+  return {buf.download(db, OC), {}};
+}
+
+OpOutput layernorm_forward_case(Backend& be) {
+  Buffers buf(be);
+  const int N = 64, C = 100;
+  float *o = buf.zeros(size_t(N) * C), *mean = buf.zeros(N), *rstd = buf.zeros(N);
+  be.layernorm_forward(o, mean, rstd, buf.upload(uniform(size_t(N) * C, 8, -2, 3)), buf.upload(uniform(C, 9)),
+                       buf.upload(uniform(C, 10)), N, C);
+  OpOutput out{buf.download(o, size_t(N) * C), {}};
+  append(out.values, buf.download(mean, N));
+  append(out.values, buf.download(rstd, N));
+  return out;
+}
+
+OpOutput layernorm_backward_case(Backend& be) {
+  Buffers buf(be);
+  const int N = 64, C = 100;
+  float *di = buf.zeros(size_t(N) * C), *dw = buf.zeros(C), *db = buf.zeros(C);
+  be.layernorm_backward(di, dw, db, buf.upload(uniform(size_t(N) * C, 11)), buf.upload(uniform(size_t(N) * C, 12)),
+                        buf.upload(uniform(C, 13)), buf.upload(uniform(N, 14, -0.1f, 0.1f)),
+                        buf.upload(uniform(N, 15, 0.5f, 2.0f)), N, C);
+  OpOutput out{buf.download(di, size_t(N) * C), {}};
+  append(out.values, buf.download(dw, C));
+  append(out.values, buf.download(db, C));
+  return out;
+}
+
+OpOutput rmsnorm_forward_case(Backend& be) {
+  Buffers buf(be);
+  const int N = 64, C = 100;
+  float *o = buf.zeros(size_t(N) * C), *rstd = buf.zeros(N);
+  be.rmsnorm_forward(o, rstd, buf.upload(uniform(size_t(N) * C, 16, -2, 3)), buf.upload(uniform(C, 17)), N, C);
+  OpOutput out{buf.download(o, size_t(N) * C), {}};
+  append(out.values, buf.download(rstd, N));
+  return out;
+}
+
+OpOutput rmsnorm_backward_case(Backend& be) {
+  Buffers buf(be);
+  const int N = 64, C = 100;
+  float *di = buf.zeros(size_t(N) * C), *dw = buf.zeros(C);
+  be.rmsnorm_backward(di, dw, buf.upload(uniform(size_t(N) * C, 18)), buf.upload(uniform(size_t(N) * C, 19)),
+                      buf.upload(uniform(C, 20)), buf.upload(uniform(N, 21, 0.5f, 2.0f)), N, C);
+  OpOutput out{buf.download(di, size_t(N) * C), {}};
+  append(out.values, buf.download(dw, C));
+  return out;
+}
+
+constexpr int kB = 2, kT = 24, kC = 48, kNH = 4;
+
+// Softmax-like probabilities: positive below the diagonal, 0 above it.  (B, NH, T, T)
+std::vector<float> causal_probabilities() {
+  std::vector<float> att = uniform(size_t(kB) * kNH * kT * kT, 22, 0.0f, 0.2f);
+  for (size_t row = 0; row < att.size() / kT; ++row)
+    for (int t2 = 0; t2 < kT; ++t2)
+      if (t2 > int(row % kT)) att[row * kT + size_t(t2)] = 0.0f;
+  return att;
+}
+
+OpOutput attention_forward_case(Backend& be) {
+  Buffers buf(be);
+  float *o = buf.zeros(size_t(kB) * kT * kC), *att = buf.zeros(size_t(kB) * kNH * kT * kT);
+  be.attention_forward(o, att, buf.upload(uniform(size_t(kB) * kT * 3 * kC, 23, -2, 2)), kB, kT, kC, kNH);
+  OpOutput out{buf.download(o, size_t(kB) * kT * kC), {}};
+  append(out.values, buf.download(att, size_t(kB) * kNH * kT * kT));
+  return out;
+}
+
+OpOutput attention_backward_case(Backend& be) {
+  Buffers buf(be);
+  float *dqkv = buf.zeros(size_t(kB) * kT * 3 * kC), *datt = buf.zeros(size_t(kB) * kNH * kT * kT);
+  be.attention_backward(dqkv, datt, buf.upload(uniform(size_t(kB) * kT * kC, 24)),
+                        buf.upload(uniform(size_t(kB) * kT * 3 * kC, 25, -2, 2)), buf.upload(causal_probabilities()),
+                        kB, kT, kC, kNH);
+  return {buf.download(dqkv, size_t(kB) * kT * 3 * kC), {}};
+}
+
+OpOutput qk_max_keys_case(Backend& be) {
+  Buffers buf(be);
+  int32_t* keys = buf.upload(std::vector<int32_t>(kNH, std::numeric_limits<int32_t>::min()));
+  be.qk_max_keys(keys, buf.upload(uniform(size_t(kB) * kT * 3 * kC, 26, -3, 3)), kB, kT, kC, kNH);
+  OpOutput out;
+  for (int32_t k : buf.download(keys, kNH)) out.words.push_back(static_cast<uint32_t>(k));
+  return out;
+}
+
+OpOutput qk_clip_scale_case(Backend& be) {
+  Buffers buf(be);
+  float* x = buf.upload(uniform(1000, 27));
+  be.qk_clip_scale(x, 1000, 0.7f);
+  return {buf.download(x, 1000), {}};
+}
+
+constexpr int64_t kPointwise = 4099;  // not a multiple of any SIMD width
+
+OpOutput gelu_forward_case(Backend& be) {
+  Buffers buf(be);
+  float* o = buf.zeros(kPointwise);
+  be.gelu_forward(o, buf.upload(uniform(kPointwise, 28, -6, 6)), kPointwise);
+  return {buf.download(o, kPointwise), {}};
+}
+
+OpOutput gelu_backward_case(Backend& be) {
+  Buffers buf(be);
+  float* d = buf.zeros(kPointwise);
+  be.gelu_backward(d, buf.upload(uniform(kPointwise, 29, -6, 6)), buf.upload(uniform(kPointwise, 30)), kPointwise);
+  return {buf.download(d, kPointwise), {}};
+}
+
+constexpr int kN = 48, kV = 300;
+
+std::vector<int32_t> targets() {
+  std::vector<int32_t> t(kN);
+  for (int n = 0; n < kN; ++n) t[size_t(n)] = (n * 37 + 11) % kV;
+  return t;
+}
+
+OpOutput softmax_xent_forward_case(Backend& be) {
+  Buffers buf(be);
+  float *losses = buf.zeros(kN), *stats = buf.zeros(2 * kN);
+  be.softmax_xent_forward(losses, stats, buf.upload(uniform(size_t(kN) * kV, 31, -5, 5)), buf.upload(targets()), kN,
+                          kV);
+  OpOutput out{buf.download(losses, kN), {}};
+  append(out.values, buf.download(stats, 2 * kN));
+  return out;
+}
+
+OpOutput softmax_xent_backward_case(Backend& be) {
+  Buffers buf(be);
+  const std::vector<float> logits = uniform(size_t(kN) * kV, 32, -5, 5);
+  std::vector<float> stats(2 * kN);  // each row's max (exact) and a plausible denominator
+  const std::vector<float> den = uniform(kN, 33, 20, 60);
+  for (int n = 0; n < kN; ++n) {
+    float mx = logits[size_t(n) * kV];
+    for (int v = 1; v < kV; ++v) mx = std::max(mx, logits[size_t(n) * kV + size_t(v)]);
+    stats[2 * size_t(n)] = mx, stats[2 * size_t(n) + 1] = den[size_t(n)];
+  }
+  float* d = buf.zeros(size_t(kN) * kV);
+  be.softmax_xent_backward(d, buf.upload(logits), buf.upload(stats), buf.upload(targets()), kN, kV, 1.0f);
+  return {buf.download(d, size_t(kN) * kV), {}};
+}
+
+constexpr int kVocab = 64, kTmax = 32;
+
+std::vector<int32_t> tokens() {
+  std::vector<int32_t> t(size_t(kB) * kT);
+  for (size_t i = 0; i < t.size(); ++i) t[i] = int32_t((i * 29 + 3) % 17);  // repeats: dwte sums
+  return t;
+}
+
+OpOutput embedding_forward_case(Backend& be) {
+  Buffers buf(be);
+  float* o = buf.zeros(size_t(kB) * kT * kC);
+  be.embedding_forward(o, buf.upload(tokens()), buf.upload(uniform(size_t(kVocab) * kC, 34)),
+                       buf.upload(uniform(size_t(kTmax) * kC, 35)), kB, kT, kC);
+  return {buf.download(o, size_t(kB) * kT * kC), {}};
+}
+
+OpOutput embedding_backward_case(Backend& be) {
+  Buffers buf(be);
+  float* dwte = buf.upload(uniform(size_t(kVocab) * kC, 36));  // the tied head's gradient already there
+  float* dwpe = buf.zeros(size_t(kTmax) * kC);
+  be.embedding_backward(dwte, dwpe, buf.upload(uniform(size_t(kB) * kT * kC, 37)), buf.upload(tokens()), kB, kT, kC,
+                        kVocab);
+  OpOutput out{buf.download(dwte, size_t(kVocab) * kC), {}};
+  append(out.values, buf.download(dwpe, size_t(kTmax) * kC));
+  return out;
+}
+
+OpOutput residual_forward_case(Backend& be) {
+  Buffers buf(be);
+  float* o = buf.zeros(kPointwise);
+  be.residual_forward(o, buf.upload(uniform(kPointwise, 38)), buf.upload(uniform(kPointwise, 39)), kPointwise);
+  return {buf.download(o, kPointwise), {}};
+}
+
+}  // namespace
+
+std::vector<OpCase> model_op_cases() {
+  return {
+      {"gemm", "37×53×600, the four transpositions; bf16 operands continuing C", gemm_case},
+      {"syrk", "40×300, both transpositions", syrk_case},
+      {"bias_forward", "64×48", bias_forward_case},
+      {"bias_backward", "300 tokens × 48", bias_backward_case},
+      {"layernorm_forward", "64×100", layernorm_forward_case},
+      {"layernorm_backward", "64×100", layernorm_backward_case},
+      {"rmsnorm_forward", "64×100", rmsnorm_forward_case},
+      {"rmsnorm_backward", "64×100", rmsnorm_backward_case},
+      {"attention_forward", "B 2, T 24, C 48, 4 heads", attention_forward_case},
+      {"attention_backward", "B 2, T 24, C 48, 4 heads", attention_backward_case},
+      {"qk_max_keys", "B 2, T 24, C 48, 4 heads", qk_max_keys_case},
+      {"qk_clip_scale", "1000", qk_clip_scale_case},
+      {"gelu_forward", "4099", gelu_forward_case},
+      {"gelu_backward", "4099", gelu_backward_case},
+      {"softmax_xent_forward", "48 rows × 300", softmax_xent_forward_case},
+      {"softmax_xent_backward", "48 rows × 300", softmax_xent_backward_case},
+      {"embedding_forward", "B 2, T 24, C 48, vocabulary 64", embedding_forward_case},
+      {"embedding_backward", "B 2, T 24, C 48, vocabulary 64", embedding_backward_case},
+      {"residual_forward", "4099", residual_forward_case},
+  };
+}
+
+}  // namespace sb::invariance
