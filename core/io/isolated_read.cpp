@@ -7,6 +7,7 @@
 // deadline, and every way the reader can fail becomes one sb::Error.
 #include "samebits/core/io/isolated_read.hpp"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -189,10 +190,19 @@ pid_t spawn_reader(const std::string& reader, const std::string& path, int reque
 
 std::string reader_executable() {
   constexpr const char* kName = "samebits-reader";
+  // Beside the binary that holds this code: the samebits executable, or the Python package's
+  // extension module (installed with the reader in its folder); then beside the process's
+  // executable; then where the build put it.
+  Dl_info here{};
+  std::string holder = ::dladdr(reinterpret_cast<void*>(&reader_executable), &here) != 0 && here.dli_fname != nullptr
+                           ? std::string(here.dli_fname) : std::string();
   std::error_code ec;
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  const std::string beside = (self.parent_path() / kName).string();
-  if (!ec && ::access(beside.c_str(), X_OK) == 0) return beside;
+  for (const std::filesystem::path& binary : {std::filesystem::path(holder), ec ? std::filesystem::path() : self}) {
+    if (binary.empty()) continue;
+    const std::string beside = (binary.parent_path() / kName).string();
+    if (::access(beside.c_str(), X_OK) == 0) return beside;
+  }
   const std::string built = SB_READER_BUILD_PATH;
   if (::access(built.c_str(), X_OK) == 0) return built;
   SB_FAIL("the reader executable ", kName, " is neither beside ", self.string(), " nor at ", built,

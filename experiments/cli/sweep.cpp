@@ -26,7 +26,7 @@ constexpr const char* kUsage =
     "the base experiment, is trained into OUT/runs/<cell>.h5 (`samebits train --resume`, under\n"
     "mpirun for ranks = N), compared bitwise with the reference run of its experiment group, and\n"
     "summarised: a table on stdout, OUT/summary.h5, OUT/report.md and OUT/plots/*.png (drawn by\n"
-    "python3 -m samebits_nb.report). Finished runs are skipped, so a rerun only reports, and an\n"
+    "python3 -m samebits.analysis.report). Finished runs are skipped, so a rerun only reports, and an\n"
     "interrupted sweep (Ctrl-C, SIGTERM: the running cells checkpoint first) resumes where it was.\n"
     "\n"
     "  --out DIR        the output folder (default: [sweep] out, else runs/sweeps/<file name>)\n"

@@ -31,7 +31,7 @@ constexpr const char* kUsage =
     "\n"
     "  --step S    trace step S (1-based) instead of the first divergent one\n"
     "  --out DIR   write DIR/report.md (origin and the whole propagation table) and\n"
-    "              DIR/propagation.tsv (the table, for samebits_nb.load_propagation)\n"
+    "              DIR/propagation.tsv (the table, for samebits.analysis.load_propagation)\n"
     "\n"
     "Exit codes: 0 identical (every op of the step equal, no divergent step), 1 divergence found,\n"
     "2 error (runs of different experiments, a step with no reachable state).\n";

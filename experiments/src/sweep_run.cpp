@@ -1,7 +1,7 @@
 // Running a sweep's cells (sweep.hpp): each is a `samebits train … --resume` process (under
 // mpirun for ranks > 0) with its output in OUT/logs/<cell>.log; finished runs are skipped, the
 // rest trained `jobs` at a time; SIGINT/SIGTERM reach the running cells, which checkpoint. Also
-// the plotting step (python3 -m samebits_nb.report). Launches only: no arithmetic here.
+// the plotting step (python3 -m samebits.analysis.report). Launches only: no arithmetic here.
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -271,26 +271,26 @@ std::vector<CellRun> run_cells(const SweepSpec& spec, const SweepOptions& option
 
 std::vector<std::string> draw_plots(const SweepSpec& spec, const std::string& self_binary, std::string& note) {
   std::string package;
-  if (const char* env = std::getenv("SAMEBITS_NOTEBOOKS")) package = env;
+  if (const char* env = std::getenv("SAMEBITS_PYTHONPATH")) package = env;
   for (fs::path dir : {fs::path(self_binary).parent_path(), fs::current_path()}) {
     for (; package.empty() && !dir.empty() && dir != dir.root_path(); dir = dir.parent_path()) {
-      if (fs::exists(dir / "notebooks" / "samebits_nb" / "report.py")) package = (dir / "notebooks").string();
+      if (fs::exists(dir / "python" / "samebits" / "analysis" / "report.py")) package = (dir / "python").string();
     }
   }
   const std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : find_on_path("python3");
   if (package.empty() || python.empty()) {
-    note = "plots not drawn: " + std::string(package.empty() ? "notebooks/samebits_nb not found (set SAMEBITS_NOTEBOOKS)"
+    note = "plots not drawn: " + std::string(package.empty() ? "python/samebits/analysis not found (set SAMEBITS_PYTHONPATH)"
                                                              : "no python3");
     return {};
   }
   const std::string log_path = (fs::path(spec.out) / "logs" / "plots.log").string();
-  const pid_t pid = spawn({python, "-m", "samebits_nb.report", spec.out},
+  const pid_t pid = spawn({python, "-m", "samebits.analysis.report", spec.out},
                           {{"PYTHONPATH", package}, {"MPLBACKEND", "Agg"}, {"PYTHONDONTWRITEBYTECODE", "1"}}, log_path);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    note = "plots not drawn: python3 -m samebits_nb.report failed (" + log_path +
+    note = "plots not drawn: python3 -m samebits.analysis.report failed (" + log_path +
            "; it needs python3-h5py and python3-matplotlib, which scripts/setup installs)";
     return {};
   }

@@ -2,7 +2,7 @@
 // from, the origin (the first differing op, its kind, ULP distance and differing fraction), and the
 // propagation op by op after it; report.md holds the whole propagation table (one row per
 // differing op) and a text bar of each op's relative L2 distance; propagation.tsv the same table
-// for samebits_nb (notebooks/samebits_nb/tracefile.py).
+// for samebits.analysis (python/samebits/analysis/tracefile.py).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

@@ -151,6 +151,15 @@ std::unique_ptr<Backend> make_backend(const Config& config, [[maybe_unused]] int
 #endif
 }
 
+RankSetup make_rank_setup(const Config& config) {
+  const CommunicatorPlan plan =
+      plan_communicator(config.run.backend, read_launch_environment(), device_count(config), -1);
+  RankSetup setup;
+  setup.backend = make_backend(config, plan.device);
+  setup.comm = make_planned_communicator(plan, *setup.backend);
+  return setup;
+}
+
 std::string duration_text(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
   const auto s = static_cast<int64_t>(seconds + 0.5);
@@ -205,14 +214,12 @@ TrainRunResult train_run(const Config& config, const TrainRunOptions& options, s
   // Destroyed in reverse order: the trainer before its backend and communicator. An error leaves
   // this scope as an exception, so an MPI communicator ends the job instead of finalising.
   // The communicator follows the backend (parallel/launch.hpp); it is destroyed before the backend.
-  const CommunicatorPlan plan =
-      plan_communicator(config.run.backend, read_launch_environment(), device_count(config), -1);
-  const std::unique_ptr<Backend> device_backend = make_backend(config, plan.device);
+  const RankSetup setup = make_rank_setup(config);
   // --trace-steps: every op through a TracingBackend, recording during the traced steps only.
   std::unique_ptr<TracingBackend> tracing;
-  if (!options.trace_steps.empty()) tracing = std::make_unique<TracingBackend>(*device_backend);
-  Backend* const backend = tracing ? static_cast<Backend*>(tracing.get()) : device_backend.get();
-  const std::unique_ptr<Communicator> comm = make_planned_communicator(plan, *device_backend);
+  if (!options.trace_steps.empty()) tracing = std::make_unique<TracingBackend>(*setup.backend);
+  Backend* const backend = tracing ? static_cast<Backend*>(tracing.get()) : setup.backend.get();
+  const std::unique_ptr<Communicator>& comm = setup.comm;
   TrainerOptions trainer_options;
   trainer_options.micro_leaves = options.micro_leaves;
   trainer_options.distributed_optimizer = options.distributed_optimizer;

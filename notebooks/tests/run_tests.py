@@ -1,4 +1,4 @@
-"""CTest entry of samebits_nb's unit tests: exit 77 (skipped) when this python lacks numpy, h5py
+"""CTest entry of samebits.analysis's unit tests: exit 77 (skipped) when this python lacks numpy, h5py
 or matplotlib; otherwise unittest over notebooks/tests/test_*.py (SAMEBITS_BIN, set by CTest,
 enables the tests on runs trained by `samebits train`)."""
 import importlib.util
@@ -12,9 +12,10 @@ if missing:
     sys.exit(77)
 os.environ.setdefault("MPLBACKEND", "Agg")
 here = os.path.dirname(os.path.abspath(__file__))
-# The package from this checkout (pytest does the same through pyproject.toml's pythonpath), and
-# the tests' helper module synthetic.py.
-sys.path[:0] = [os.path.dirname(here), here]
+# The tests' helper module synthetic.py, and the package: $PYTHONPATH (CTest: the one built), else
+# this checkout's python/ (samebits.analysis needs no extension module).
+sys.path.insert(0, here)
+sys.path.append(os.path.join(os.path.dirname(os.path.dirname(here)), "python"))
 suite = unittest.defaultTestLoader.discover(here, pattern="test_*.py", top_level_dir=here)
 result = unittest.TextTestRunner(verbosity=2).run(suite)
 sys.exit(0 if result.wasSuccessful() else 1)

@@ -1,4 +1,4 @@
-"""samebits_nb.report on a synthetic summary.h5 (the layout `samebits sweep` writes): the cells are
+"""samebits.analysis.report on a synthetic summary.h5 (the layout `samebits sweep` writes): the cells are
 read back in the sweep's order with their series, the five PNGs are drawn, a foreign file is refused."""
 import os
 import tempfile
@@ -7,7 +7,7 @@ import unittest
 import h5py
 import numpy as np
 
-from samebits_nb import report
+from samebits.analysis import report
 
 
 def write_summary(path, cells):

@@ -1,4 +1,4 @@
-"""samebits_nb.tracefile: trace files written here with h5py (always), and the streams and
+"""samebits.analysis.tracefile: trace files written here with h5py (always), and the streams and
 propagation table of tiny runs traced by `samebits train --trace-steps` and `samebits trace`
 ($SAMEBITS_BIN, set by CTest; skipped without it)."""
 import os
@@ -11,8 +11,8 @@ import numpy as np
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-import samebits_nb as nb
-from samebits_nb import plots
+import samebits.analysis as nb
+from samebits.analysis import plots
 
 
 def write_trace(path, rows, offsets_end=None):

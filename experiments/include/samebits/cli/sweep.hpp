@@ -43,7 +43,7 @@ struct SweepSpec {
   std::string base;            // the base experiment INI ("" = every option at its default)
   std::string out;             // output folder
   std::string title, question, expect;  // for the report
-  bool plot = true;            // draw PNGs (python3 -m samebits_nb.report)
+  bool plot = true;            // draw PNGs (python3 -m samebits.analysis.report)
   int64_t snapshot_every = 0;  // > 0: snapshots at 0, N, 2N, … ≤ steps (unless a cell sets them)
   bool pairwise = false;       // also compare every pair of cells of a group
   std::vector<SweepCell> cells;  // grid cells first (in product order), then explicit cells
@@ -83,8 +83,8 @@ std::vector<std::string> cell_command(const SweepSpec& spec, const SweepCell& ce
 // SIGINT/SIGTERM are passed on to the running cells (which checkpoint) and stop the sweep.
 std::vector<CellRun> run_cells(const SweepSpec& spec, const SweepOptions& options, std::ostream& log);
 
-// Draws OUT/plots/*.png from OUT/summary.h5 with `python3 -m samebits_nb.report OUT` (the
-// package found beside the binary or the working directory, or at $SAMEBITS_NOTEBOOKS; output in
+// Draws OUT/plots/*.png from OUT/summary.h5 with `python3 -m samebits.analysis.report OUT` (the
+// package found beside the binary or the working directory, or at $SAMEBITS_PYTHONPATH; output in
 // OUT/logs/plots.log). Returns the PNG file names; on failure none, and `note` says why.
 std::vector<std::string> draw_plots(const SweepSpec& spec, const std::string& self_binary, std::string& note);
 

@@ -48,6 +48,14 @@ TrainRunResult train_run(const Config& config, const TrainRunOptions& options, s
 // The backend of config's run.backend on device `device` (an error for cuda in a build without it).
 std::unique_ptr<Backend> make_backend(const Config& config, int device);
 
+// What one rank trains on: the backend of run.backend on the device its launch plan gives it, and
+// the plan's communicator (parallel/launch.hpp). Destroy the trainer first, then comm, then backend.
+struct RankSetup {
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<Communicator> comm;
+};
+RankSetup make_rank_setup(const Config& config);
+
 // Progress of a long loop: a one-line bar redrawn in place (step/total, loss, tokens/s, ETA) when
 // `bar`, else a plain line every `every` steps and at the last.
 class ProgressDisplay {

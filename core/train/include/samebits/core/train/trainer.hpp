@@ -98,6 +98,11 @@ class Trainer {
   void export_state(TrainerState& s);
   void import_state(const TrainerState& state);
 
+  // The last step's batch gradient (flat_size, f32, backend memory, aligned with the layout):
+  // unscaled and clipped, what the optimizer was given; zeros before the first step. With the
+  // distributed optimizer only this rank's tensors hold theirs; under parallel.tp, this rank's shards.
+  const Tensor& gradient() const { return grad_; }
+
   // Per-tensor fingerprints of the current weights (layout order).
   std::vector<uint64_t> param_fingerprints();
 

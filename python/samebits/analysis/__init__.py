@@ -1,4 +1,4 @@
-"""samebits_nb: read samebits run files (HDF5, docs/FORMAT.md) and analyse them in notebooks.
+"""samebits.analysis (formerly samebits_nb): read samebits run files (HDF5, docs/FORMAT.md) and analyse them in notebooks.
 
 Modules: runfile (load a run), compare (first divergent step, loss gap, parameter distance),
 noise (EMA-smoothed gradient noise scale), tracefile (op-hash streams and trace propagation tables),

@@ -23,7 +23,7 @@ TINY = {
 def samebits_binary() -> str:
     path = os.environ.get("SAMEBITS_BIN") or shutil.which("samebits")
     if not path:
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
         found = sorted(glob.glob(os.path.join(root, "build", "*", "bin", "samebits")), key=os.path.getmtime)
         path = found[-1] if found else None
     if not path or not os.access(path, os.X_OK):

@@ -1,4 +1,4 @@
-"""samebits_nb on synthetic run files (always) and on tiny runs trained by `samebits train`
+"""samebits.analysis on synthetic run files (always) and on tiny runs trained by `samebits train`
 ($SAMEBITS_BIN, set by CTest; those tests are skipped without it)."""
 import os
 import tempfile
@@ -8,8 +8,8 @@ import numpy as np
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-import samebits_nb as nb
-from samebits_nb import plots
+import samebits.analysis as nb
+from samebits.analysis import plots
 import synthetic
 
 

@@ -16,8 +16,7 @@ from .runfile import load_run
 def runs_dir() -> str:
     d = os.environ.get("SAMEBITS_NB_RUNS")
     if not d:
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        d = os.path.join(root, "runs", "notebooks")
+        d = os.path.join(os.getcwd(), "runs", "notebooks")
     os.makedirs(d, exist_ok=True)
     return d
 

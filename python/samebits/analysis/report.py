@@ -1,4 +1,4 @@
-"""The plots of a sweep's report: `python3 -m samebits_nb.report OUT` reads OUT/summary.h5 (written by
+"""The plots of a sweep's report: `python3 -m samebits.analysis.report OUT` reads OUT/summary.h5 (written by
 `samebits sweep`; layout in docs/STUDIES.md, "Sweeps") and writes OUT/plots/loss.png, loss_gap.png,
 rel_l2.png, first_divergence.png and noise_scale.png. Only reads the summary: every number was computed by samebits.
 """
@@ -170,7 +170,7 @@ def draw(out: str) -> list:
 
 def main(argv) -> int:
     if len(argv) != 1 or argv[0] in ("-h", "--help"):
-        print("usage: python3 -m samebits_nb.report OUT   (the output folder of samebits sweep)", file=sys.stderr)
+        print("usage: python3 -m samebits.analysis.report OUT   (the output folder of samebits sweep)", file=sys.stderr)
         return 2
     for path in draw(argv[0]):
         print(path)

@@ -1,0 +1,61 @@
+// The Python module samebits._samebits (python/README.md): the trainer, its tensors and its run
+// files from Python, over the same libraries and numerics flags as the command line. Each
+// bind_* function adds one part of the API to the module; the helpers below turn C++ buffers into
+// NumPy arrays (read-only views that keep their owner alive, or copies).
+#pragma once
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "samebits/core/train_state.hpp"
+
+namespace sb::py {
+
+namespace pyb = pybind11;
+
+void bind_config(pyb::module_& m);
+void bind_trainer(pyb::module_& m);
+void bind_runs(pyb::module_& m);
+void bind_session(pyb::module_& m);
+
+// Under an MPI launcher: makes sure the process holds its MPI session (py_session.cpp).
+void hold_mpi_session();
+// Closes every open Trainer (at exit, before MPI is finalised; py_trainer.cpp).
+void close_trainers();
+
+// A read-only NumPy view of `count` elements at `data` with `shape`, which keeps `owner` (the
+// Python object that owns the memory) alive as long as the view lives.
+template <class T>
+pyb::array_t<T> readonly_view(const T* data, const std::vector<int64_t>& shape, pyb::handle owner) {
+  pyb::array_t<T> a(std::vector<pyb::ssize_t>(shape.begin(), shape.end()), data, owner);
+  pyb::detail::array_proxy(a.ptr())->flags &= ~pyb::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+  return a;
+}
+
+// A NumPy array that owns a copy of `data` (shape: its elements, or `shape` when given).
+template <class T>
+pyb::array_t<T> copy_array(const T* data, const std::vector<int64_t>& shape) {
+  pyb::array_t<T> a(std::vector<pyb::ssize_t>(shape.begin(), shape.end()));
+  if (a.size() > 0) std::memcpy(a.mutable_data(), data, size_t(a.size()) * sizeof(T));
+  return a;
+}
+template <class T>
+pyb::array_t<T> copy_array(const std::vector<T>& v) {
+  return copy_array(v.data(), {int64_t(v.size())});
+}
+
+// The Python face of a TrainerState (export_state, open_run(...).state): the state itself and
+// its tensor table, so that `params` can name the flat buffer's tensors.
+struct PyState {
+  TrainerState state;
+  std::vector<std::string> names;            // layout order
+  std::vector<std::vector<int64_t>> shapes;  // (tensors)
+  std::vector<uint64_t> offsets;             // (tensors) in the flat buffer
+};
+void bind_state(pyb::module_& m);
+
+}  // namespace sb::py
