@@ -1,4 +1,4 @@
-"""CTest entry that executes the three notebooks headless: run_notebooks.py OUT_DIR.
+"""CTest entry that executes the notebooks headless: run_notebooks.py OUT_DIR.
 The notebooks are committed without outputs (checked here); each is executed with nbconvert into
 OUT_DIR on runs this test trains itself ($SAMEBITS_NB_RUNS = OUT_DIR/runs, emptied first) with
 $SAMEBITS_BIN. Exit 77 (skipped) when this python lacks h5py, matplotlib, nbconvert or ipykernel,
@@ -11,7 +11,9 @@ import subprocess
 import sys
 import time
 
-NOTEBOOKS = ("divergence.ipynb", "gradient_variance.ipynb", "muon_vs_adamw.ipynb")
+NOTEBOOKS = ("divergence.ipynb", "gradient_variance.ipynb", "muon_vs_adamw.ipynb", "perturbation.ipynb")
+# Notebooks that drive the trainer through the samebits extension (built with the Python module).
+NEEDS_EXTENSION = ("perturbation.ipynb",)
 
 missing = [m for m in ("numpy", "h5py", "matplotlib", "nbconvert", "ipykernel")
            if importlib.util.find_spec(m) is None]
@@ -27,7 +29,16 @@ shutil.rmtree(runs, ignore_errors=True)
 os.makedirs(runs)
 env = dict(os.environ, SAMEBITS_NB_RUNS=runs)
 failed = []
+try:
+    import samebits._samebits  # noqa: F401
+    extension = True
+except ImportError as e:
+    extension = False
+    print("the samebits extension is not importable here:", e)
 for name in NOTEBOOKS:
+    if name in NEEDS_EXTENSION and not extension:
+        print(f"{name}: not run (it needs the samebits extension: build with the Python module, PYTHONPATH=<build>/python)")
+        continue
     path = os.path.join(here, name)
     with open(path) as f:
         cells = json.load(f)["cells"]

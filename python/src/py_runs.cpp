@@ -100,13 +100,16 @@ pyb::array series(const RunReader& r, const std::string& name) {
 }  // namespace
 
 void bind_runs(pyb::module_& m) {
-  pyb::class_<RunReader, std::shared_ptr<RunReader>>(m, "Run", "A run file, read and checked as the command line reads it.")
+  pyb::class_<RunReader, std::shared_ptr<RunReader>>(m, "Run",
+                                                     "A run file, read and checked as the command line reads it.")
       .def_property_readonly("path", &RunReader::path)
       .def_property_readonly("info", [](const RunReader& r) { return info_dict(r.info()); })
       .def_property_readonly("config_text", [](const RunReader& r) { return r.info().config_text; })
       .def_property_readonly(
           "config",
-          [](const RunReader& r) { return cli::parse_config_text(r.info().config_text, "the recorded config of " + r.path(), {}); },
+          [](const RunReader& r) {
+            return cli::parse_config_text(r.info().config_text, "the recorded config of " + r.path(), {});
+          },
           "the recorded configuration (an error if this samebits cannot parse it)")
       .def_property_readonly("steps", &RunReader::steps_recorded, "steps recorded")
       .def_property_readonly("tensors",

@@ -11,11 +11,14 @@ namespace sb::py {
 
 void bind_state(pyb::module_& m) {
   pyb::class_<PyState>(m, "State", "A training state: weights, optimizer state, step and data cursor.")
-      .def_property_readonly("step", [](const PyState& s) { return s.state.step; }, "steps completed")
-      .def_property_readonly("updates", [](const PyState& s) { return s.state.updates; }, "optimizer updates applied")
+      .def_property_readonly(
+          "step", [](const PyState& s) { return s.state.step; }, "steps completed")
+      .def_property_readonly(
+          "updates", [](const PyState& s) { return s.state.updates; }, "optimizer updates applied")
       .def_property_readonly("experiment_id", [](const PyState& s) { return s.state.experiment_id; })
-      .def_property_readonly("weights", [](const PyState& s) { return copy_array(s.state.weights); },
-                             "the flat parameter buffer (flat_size), padding included")
+      .def_property_readonly(
+          "weights", [](const PyState& s) { return copy_array(s.state.weights); },
+          "the flat parameter buffer (flat_size), padding included")
       .def_property_readonly(
           "params",
           [](const PyState& s) {

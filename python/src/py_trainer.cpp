@@ -292,7 +292,8 @@ void bind_trainer(pyb::module_& m) {
           },
           "A copy of everything needed to continue bitwise (collective under mpirun).")
       .def(
-          "import_state", [](PyTrainer& t, const PyState& s) {
+          "import_state",
+          [](PyTrainer& t, const PyState& s) {
             pyb::gil_scoped_release nogil;
             t.get().import_state(s.state);
           },
