@@ -5,7 +5,8 @@ import subprocess
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The checkout: $SAMEBITS_SOURCE_DIR when the tests run from a copy (python/tests/run_venv.py).
+ROOT = os.environ.get("SAMEBITS_SOURCE_DIR") or os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT_INI = os.path.join(ROOT, "experiments", "configs", "default.ini")
 # A small model: a few seconds for every test that trains.
 SMALL = {"model.vocab": 64, "model.seq_len": 16, "model.n_layer": 2, "model.n_head": 2, "model.n_embd": 32,

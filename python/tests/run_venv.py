@@ -28,7 +28,7 @@ def main():
         return python
     print(f"pip install .[test] into a fresh venv: {time.monotonic() - start:.0f} s on {os.cpu_count()} cores")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env.update(MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1")
+    env.update(MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1", SAMEBITS_SOURCE_DIR=root)
     with tempfile.TemporaryDirectory() as tmp:
         where = subprocess.run([python, "-c", "import samebits, samebits._samebits as m; print(m.__file__)"],
                                cwd=tmp, env=env, capture_output=True, text=True)
