@@ -2,41 +2,23 @@
 // of the same deterministic config, exit 0 and every op of the traced step equal — the 3-rank run
 // is replayed on 3 simulated ranks and its stream lines up with the one process's, row for row;
 // under numerics.allreduce=native (a float SUM of the ranks' rounded partial sums) against 2 ranks,
-// the origin is the gradient all-reduce's row. Skipped (exit 77) without mpirun or without MPI in
-// this build.
+// the origin is the gradient all-reduce's row. Skipped (exit 77) without MPI/mpirun in this build.
 #include <doctest/doctest.h>
 
-#include <cstdlib>
-
+#include "integration/mpi_launch.hpp"
 #include "integration/test_cli_support.hpp"
-#include "support/skip.hpp"
 
 namespace {
 
 using namespace sbt;
 
-std::string mpirun() {
-  for (const char* p : {"/usr/bin/mpirun", "/usr/local/bin/mpirun"}) {
-    if (fs::exists(p)) return p;
-  }
-  return "";
-}
-
 // `samebits train INI` for 4 steps into one.h5, then under `mpirun -np ranks` into many.h5, in dir.
 void train_one_and_many(const TempDir& dir, const std::string& ini, int ranks) {
-  const std::string launcher = mpirun();
-  if (launcher.empty()) sb::test::skip("no mpirun");
   const std::string d = dir.path.string();
   REQUIRE(run({"train", ini, "--train.steps", "4", "--out", "one.h5"}, SpawnOptions{0, d}).code == 0);
-  std::string command = launcher + " --oversubscribe --bind-to none -np " + std::to_string(ranks);
-  if (::geteuid() == 0) command += " --allow-run-as-root";
-  command += " " + samebits_binary() + " train " + ini + " --train.steps 4 --out many.h5 > mpi.log 2>&1";
-  const int status = std::system(("cd '" + d + "' && ASAN_OPTIONS=detect_leaks=0 " + command).c_str());
-  std::ifstream log(dir / "mpi.log");
-  const std::string output((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-  if (output.find("built without MPI") != std::string::npos) sb::test::skip("samebits was built without MPI");
-  REQUIRE_MESSAGE(WIFEXITED(status), output);
-  REQUIRE_MESSAGE(WEXITSTATUS(status) == 0, output);
+  const sb::test::Launch many =
+      sb::test::mpirun_in(d, ranks, samebits_binary() + " train " + ini + " --train.steps 4 --out many.h5");
+  REQUIRE_MESSAGE(many.exit_code == 0, many.output);
   const Result inspect = run({"inspect", dir / "many.h5"});
   REQUIRE_MESSAGE(inspect.output.find("world size " + std::to_string(ranks)) != std::string::npos, inspect.output);
 }
