@@ -42,6 +42,22 @@ std::string record(Config c, const std::string& path) {
   return path;
 }
 
+// A run of `c` recorded at `path`, and the stream `samebits trace` replays for its step `step`.
+struct Replay {
+  sb::cli::ReplaySetup one;          // the run's recorded execution (one process)
+  sb::TrainerState state;            // after step − 1
+  std::vector<sb::trace::Row> rows;  // step's stream on one process, values kept
+};
+
+Replay replay(const Config& c, const std::string& path, int64_t step) {
+  const sb::run::RunReader run = sb::run::RunReader::open(record(c, path));
+  Replay r{sb::cli::replay_setup(run), {}, {}};
+  std::string source;
+  r.state = sb::cli::reachable_state(run, r.one, step - 1, source);
+  r.rows = sb::cli::replay_stream(r.one, r.state, step);
+  return r;
+}
+
 const sb::trace::Row& origin_row(const TraceResult& r) {
   REQUIRE(r.comparison.origin);
   return r.a[*r.comparison.origin];
@@ -165,11 +181,7 @@ TEST_CASE("trace: a planted one-op difference is named as exactly that op and la
 
 TEST_CASE("trace: 1 process against 3 simulated ranks and micro-leaves: every op equal") {
   sbt::TempDir dir;
-  const sb::run::RunReader run = sb::run::RunReader::open(record(tiny(), dir / "ref.h5"));
-  const sb::cli::ReplaySetup one = sb::cli::replay_setup(run);
-  std::string source;
-  const sb::TrainerState state = sb::cli::reachable_state(run, one, 1, source);
-  const std::vector<sb::trace::Row> reference = sb::cli::replay_stream(one, state, 2);
+  const auto [one, state, reference] = replay(tiny(), dir / "ref.h5", 2);
   sb::cli::ReplaySetup ranks = one;
   ranks.world = 3;
   ranks.config.run.threads = 1;
@@ -194,11 +206,7 @@ TEST_CASE("trace: the optimizer's rows, and a QK-clip run on 1 process against 3
   sbt::TempDir dir;
   Config c = tiny();
   c.optim.qk_clip = 0.001;  // below the tiny model's max logits: heads are clipped every step
-  const sb::run::RunReader run = sb::run::RunReader::open(record(c, dir / "qk.h5"));
-  const sb::cli::ReplaySetup one = sb::cli::replay_setup(run);
-  std::string source;
-  const sb::TrainerState state = sb::cli::reachable_state(run, one, 1, source);
-  const std::vector<sb::trace::Row> reference = sb::cli::replay_stream(one, state, 2);
+  const auto [one, state, reference] = replay(c, dir / "qk.h5", 2);
   const auto has = [&](const std::string& name) {
     return std::any_of(reference.begin(), reference.end(), [&](const sb::trace::Row& r) { return r.name() == name; });
   };
@@ -221,11 +229,7 @@ TEST_CASE("trace: the optimizer's rows, and a QK-clip run on 1 process against 3
 TEST_CASE("trace: the gradient all-reduce's row: after the leaves, before the clip, the rounded gradient") {
   sbt::TempDir dir;
   const Config c = tiny();
-  const sb::run::RunReader run = sb::run::RunReader::open(record(c, dir / "ref.h5"));
-  const sb::cli::ReplaySetup one = sb::cli::replay_setup(run);
-  std::string source;
-  const sb::TrainerState state = sb::cli::reachable_state(run, one, 1, source);
-  const std::vector<sb::trace::Row> rows = sb::cli::replay_stream(one, state, 2);
+  const std::vector<sb::trace::Row> rows = replay(c, dir / "ref.h5", 2).rows;
   const auto at = [&](const std::string& name) {
     return size_t(std::find_if(rows.begin(), rows.end(), [&](const sb::trace::Row& r) { return r.name() == name; }) -
                   rows.begin());
@@ -243,7 +247,8 @@ TEST_CASE("trace: the gradient all-reduce's row: after the leaves, before the cl
   // Its output is the rounded batch gradient: each tensor's part is the gradient the untraced run
   // recorded for step 2, and the next rows are those tensors' "grad_accumulate round" rows.
   const std::vector<sb::ParamView> layout = sb::gpt_param_layout(c.model);
-  const std::vector<uint64_t> recorded = run.series_rows<uint64_t>("series/grad_fingerprint", 1, 1);
+  const std::vector<uint64_t> recorded =
+      sb::run::RunReader::open(dir / "ref.h5").series_rows<uint64_t>("series/grad_fingerprint", 1, 1);
   REQUIRE(recorded.size() == layout.size());
   REQUIRE(r.values.size() >= layout.back().offset + layout.back().numel);
   for (size_t t = 0; t < layout.size(); ++t) {
@@ -260,11 +265,7 @@ TEST_CASE("trace: allreduce=native on 1 process against 2 simulated ranks: the o
   sbt::TempDir dir;
   Config c = tiny();
   c.numerics.allreduce = sb::AllreduceMode::native;
-  const sb::run::RunReader run = sb::run::RunReader::open(record(c, dir / "native.h5"));
-  const sb::cli::ReplaySetup one = sb::cli::replay_setup(run);
-  std::string source;
-  const sb::TrainerState state = sb::cli::reachable_state(run, one, 0, source);
-  const std::vector<sb::trace::Row> reference = sb::cli::replay_stream(one, state, 1);
+  const auto [one, state, reference] = replay(c, dir / "native.h5", 1);
   // One process: the float SUM is the identity, and the gradient the exact all-reduce's.
   sb::cli::ReplaySetup exact = one;
   exact.config.numerics.allreduce = sb::AllreduceMode::exact;
