@@ -329,13 +329,30 @@ int main(int argc, char** argv) {
     const int reps = quick ? 5 : 21;
     ratios.push_back(compare("step tracing wrapper detached / plain backend", "detached", [&] { wrapped.step(); },
                              "plain", [&] { plain.step(); }, reps, 0.0));
+    size_t traced_rows = 0;
     const auto traced_step = [&] {
       trace::Recorder recorder;
       traced.trace(&recorder);
       tracing.step();
       traced.trace(nullptr);
+      traced_rows = recorder.rows().size();
     };
     ratios.push_back(compare("step traced / plain", "traced", traced_step, "plain", [&] { plain.step(); }, reps, 0.0));
+    // The tracing code compiled in and off (every run's: the plain Trainer, no TracingBackend)
+    // against a build without it (docs/TRACE.md): such a build saves only the tests of a null
+    // Backend::tracer() — one per trace::Scope, each of which holds at least one row of a traced
+    // step, and the trainer's fewer than 16 outside one — so a step makes at most that many.
+    constexpr size_t kTrainerChecks = 16;
+    const size_t checks = traced_rows + kTrainerChecks;
+    const auto null_scopes = [&] {
+      for (size_t i = 0; i < checks; ++i) {
+        const trace::Scope site(*be, "h.", int64_t(i % 4), " attn");
+      }
+    };
+    std::fprintf(stderr, "  (%zu null-tracer checks a step: %zu rows of a traced step + %zu)\n", checks, traced_rows,
+                 kTrainerChecks);
+    ratios.push_back(compare("step tracer checks / plain", "null-tracer checks", null_scopes, "plain",
+                             [&] { plain.step(); }, reps, 0.01));
   }
   print_json(ratios, muon_bytes, adamw_bytes);
   return 0;

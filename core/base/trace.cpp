@@ -47,7 +47,7 @@ void record_spans(Backend& backend, const char* op, const float* flat, const std
   backend.fingerprints(flat, spans, hashes.data());
   for (size_t t = 0; t < spans.size(); ++t) {
     Row& r = rec->add(op);
-    r.op += " " + names[t];
+    if (!names[t].empty()) r.op += " " + names[t];
     if (t < inputs.size()) r.inputs = inputs[t];
     r.outputs = {hashes[t]};
     r.output_numel = {spans[t].numel};

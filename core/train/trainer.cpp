@@ -395,6 +395,10 @@ StepResult Trainer::step() {
     if (options_.fingerprints) result.grad_fingerprints.assign(tensors, 0);
   } else {
     round_gradient(scale, adds, status);
+    if (be_.tracer() != nullptr) {  // traced: "allreduce gradient", its output only (docs/TRACE.md)
+      const trace::Scope site(be_, "allreduce");
+      trace::record_spans(be_, "gradient", grad_.data_as<float>(), {TensorSpan{0, flat}}, {""});
+    }
     trace_tensors("grad_accumulate", "round", grad_.data_as<float>());
     // Fingerprints, statistics and the clip run where the gradient is (O(tensors) words back);
     // reduce-scattered, each owner's tensors' on their owner, shared (parallel/owner_gradient.hpp).

@@ -4,31 +4,10 @@
 # invariance_catalog) with it and docs/invariance-cuda.tsv when present (the CUDA column):
 # MODE=out writes SOURCE_DIR/docs/INVARIANCE.md (scripts/invariance), MODE=check compares with it.
 # JOBS: parallel jobs of the scalar build (default 2).
-foreach(_v MODE SOURCE_DIR SCALAR_DIR CATALOG)
-  if(NOT DEFINED ${_v})
-    message(FATAL_ERROR "invariance_catalog.cmake needs -D${_v}=…")
-  endif()
-endforeach()
-
-execute_process(COMMAND ${CMAKE_COMMAND} --preset scalar -B ${SCALAR_DIR} -DSAMEBITS_TESTS=ON
-                WORKING_DIRECTORY ${SOURCE_DIR} RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _out)
-if(NOT _rc EQUAL 0)
-  message(FATAL_ERROR "configuring the scalar build in ${SCALAR_DIR} failed:\n${_out}")
-endif()
-if(NOT DEFINED JOBS)
-  set(JOBS 2)
-endif()
-execute_process(COMMAND ${CMAKE_COMMAND} --build ${SCALAR_DIR} --target op_fingerprints --parallel ${JOBS}
-                RESULT_VARIABLE _rc OUTPUT_VARIABLE _out ERROR_VARIABLE _out)
-if(NOT _rc EQUAL 0)
-  message(FATAL_ERROR "building op_fingerprints in ${SCALAR_DIR} failed:\n${_out}")
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/scalar_build.cmake)
+sb_require_defines(invariance_catalog.cmake MODE SOURCE_DIR SCALAR_DIR CATALOG)
 set(_simd ${SCALAR_DIR}/op_fingerprints.txt)
-execute_process(COMMAND ${SCALAR_DIR}/bin/tests/op_fingerprints OUTPUT_FILE ${_simd} RESULT_VARIABLE _rc
-                ERROR_VARIABLE _err)
-if(NOT _rc EQUAL 0)
-  message(FATAL_ERROR "the scalar op_fingerprints failed (${_rc}): ${_err}")
-endif()
+sb_run_scalar_tool(${SOURCE_DIR} ${SCALAR_DIR} op_fingerprints ${_simd})
 
 set(_cuda ${SOURCE_DIR}/docs/invariance-cuda.tsv)
 if(MODE STREQUAL "out")

@@ -28,14 +28,21 @@ set(_sb_mpiexec "")
 if(SAMEBITS_HAVE_MPI AND MPIEXEC_EXECUTABLE)
   set(_sb_mpiexec ${MPIEXEC_EXECUTABLE})
 endif()
-foreach(_test test_mpi_invariance test_mpi_resume test_mpi_native test_mpi_failure test_mpi_collectives
-              test_mpi_optim_variants)
+set(_sb_driver_tests test_mpi_invariance test_mpi_resume test_mpi_native test_mpi_failure test_mpi_collectives
+                     test_mpi_optim_variants)
+# Every test that launches mpirun (integration/mpi_launch.hpp: the driver's, and the CLI's
+# `mpirun samebits …`). Up to 4 oversubscribed ranks each; the failure test measures time, so MPI
+# tests run alone.
+foreach(_test ${_sb_driver_tests} test_cli_mpi test_cli_diff_mpi test_cli_tp test_trace_mpi)
   if(TARGET ${_test})
-    target_compile_definitions(${_test} PRIVATE SB_MPIEXEC="${_sb_mpiexec}"
-                               SB_MPI_DRIVER="$<TARGET_FILE:mpi_train_driver>")
-    add_dependencies(${_test} mpi_train_driver)
-    # Up to 4 oversubscribed ranks each; the failure test measures time, so MPI tests run alone.
+    target_compile_definitions(${_test} PRIVATE SB_MPIEXEC="${_sb_mpiexec}")
     set_tests_properties(${_test} PROPERTIES PROCESSORS 2 RESOURCE_LOCK mpi_ranks)
+  endif()
+endforeach()
+foreach(_test ${_sb_driver_tests})
+  if(TARGET ${_test})
+    target_compile_definitions(${_test} PRIVATE SB_MPI_DRIVER="$<TARGET_FILE:mpi_train_driver>")
+    add_dependencies(${_test} mpi_train_driver)
   endif()
 endforeach()
 
@@ -87,9 +94,4 @@ if(EXISTS /usr/bin/python3)
                    --venv ${CMAKE_BINARY_DIR}/h5py_venv)
   set_tests_properties(test_h5py_wheel PROPERTIES LABELS integration SKIP_RETURN_CODE 77 TIMEOUT 900
                        ENVIRONMENT "OMP_WAIT_POLICY=PASSIVE")
-endif()
-
-# Tensor parallelism through the CLI (mpirun of samebits train, up to 4 oversubscribed ranks).
-if(TARGET test_cli_tp)
-  set_tests_properties(test_cli_tp PROPERTIES PROCESSORS 2 RESOURCE_LOCK mpi_ranks)
 endif()

@@ -1,54 +1,18 @@
 // Helpers of the test_mpi_* tests: launch tests/tools/mpi_train_driver alone or under mpirun
-// (--oversubscribe; --allow-run-as-root when root, as in CI), with a wall-clock limit, and keep
-// the lines whose bits the contract fixes. Skips (exit 77) when this build has no MPI/mpirun.
+// (mpi_launch.hpp), with a wall-clock limit, and keep the lines whose bits the contract fixes.
+// Skips (exit 77) when this build has no MPI/mpirun.
 #pragma once
 #include <doctest/doctest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <chrono>
-#include <cstdio>
-#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "support/skip.hpp"
+#include "mpi_launch.hpp"
 
 namespace sb::test {
 
-struct Launch {
-  int exit_code = -1;  // the command's exit status (124: the time limit ran out)
-  std::string output;  // stdout and stderr together
-  double seconds = 0;  // wall time
-};
-
-// Runs `command` through the shell under `timeout` (SIGTERM at limit_s, SIGKILL 5 s later).
-inline Launch launch(const std::string& command, int limit_s) {
-  const std::string line = "timeout -k 5 " + std::to_string(limit_s) + " " + command + " 2>&1";
-  const auto start = std::chrono::steady_clock::now();
-  Launch r;
-  FILE* pipe = popen(line.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) r.output.append(buffer, n);
-  const int status = pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return r;
-}
-
 inline std::string driver() { return SB_MPI_DRIVER; }
-
-// "mpirun … -np N": skips the test when MPI or mpirun is absent.
-inline std::string mpirun(int ranks) {
-  const std::string exe = SB_MPIEXEC;
-  if (exe.empty() || !std::filesystem::exists(exe)) skip("no MPI launcher (mpirun) in this build");
-  std::string s = exe + " --oversubscribe --bind-to none -np " + std::to_string(ranks);
-  if (geteuid() == 0) s += " --allow-run-as-root";
-  return s;
-}
 
 // The driver's output lines that must not depend on the execution ("step …" and "final …").
 inline std::vector<std::string> result_lines(const std::string& output) {

@@ -4,107 +4,61 @@
 // --distributed-optimizer (the exact reduce-scatter, owner-side statistics and clip) at 2-4 ranks,
 // micro-leaves 0/1/2, clipping on every step and a 2 -> 3 -> 1 rank resume: the same bits; and
 // with QK-clip (the ranks' maxima merged) at 2 and 3 ranks, its series included.
-// Skipped (exit 77) without mpirun or without MPI in this build.
+// Skipped (exit 77) without MPI/mpirun in this build.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 
 #include "samebits/core/parallel/communicator.hpp"
 
+#include "integration/mpi_launch.hpp"
 #include "integration/test_cli_support.hpp"
-#include "support/skip.hpp"
 
 namespace {
 
 using namespace sbt;
 
-std::string mpirun() {
-  for (const char* p : {"/usr/bin/mpirun", "/usr/local/bin/mpirun"}) {
-    if (fs::exists(p)) return p;
-  }
-  return "";
-}
-
-// mpirun -np N samebits ARGS…, in `dir`: a shell-free spawn of mpirun itself.
-Result mpi(int ranks, const std::string& dir, std::vector<std::string> args) {
-  const std::string launcher = mpirun();
-  int fds[2];
-  REQUIRE(::pipe(fds) == 0);
-  std::vector<std::string> argv_store{launcher, "--oversubscribe", "--bind-to", "none", "-np", std::to_string(ranks)};
-  if (::geteuid() == 0) argv_store.insert(argv_store.begin() + 1, "--allow-run-as-root");
-  argv_store.push_back(samebits_binary());
-  argv_store.insert(argv_store.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_store) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t pid = ::fork();
-  REQUIRE(pid >= 0);
-  if (pid == 0) {
-    ::dup2(fds[1], 1);
-    ::dup2(fds[1], 2);
-    ::close(fds[0]);
-    ::close(fds[1]);
-    if (::chdir(dir.c_str()) != 0) ::_exit(127);
-    // Sanitizer builds: Open MPI's components leak at exit and are unloaded before LeakSanitizer
-    // reports, so no suppression can name them; the one-process tests check our code for leaks.
-    ::setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
-    ::execv(launcher.c_str(), argv.data());
-    ::_exit(127);
-  }
-  ::close(fds[1]);
-  Result r;
-  char buf[4096];
-  ssize_t n = 0;
-  while ((n = ::read(fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
-    if (n > 0) r.output.append(buf, size_t(n));
-  }
-  ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(status)) r.code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
-  return r;
+// mpirun -np N samebits ARGS…, in `dir`.
+sb::test::Launch mpi(int ranks, const std::string& dir, const std::vector<std::string>& args) {
+  std::string command = samebits_binary();
+  for (const std::string& a : args) command += " " + a;
+  return sb::test::mpirun_in(dir, ranks, command);
 }
 
 }  // namespace
 
 TEST_CASE("mpirun samebits train: the one-process bits at 2 ranks, and a 2 -> 3 rank resume") {
-  if (mpirun().empty()) sb::test::skip("no mpirun");
   TempDir dir;
   const std::string d = dir.path.string();
   write_text(dir / "run.ini", tiny_config("checkpoint_every = 5\nsnapshot_steps = 10\n"));
   REQUIRE(run({"train", "run.ini", "--out", "one.h5"}, SpawnOptions{0, d}).code == 0);
 
-  const Result two = mpi(2, d, {"train", "run.ini", "--out", "two.h5"});
-  if (two.output.find("built without MPI") != std::string::npos) sb::test::skip("samebits was built without MPI");
-  REQUIRE_MESSAGE(two.code == 0, describe(two));
+  const sb::test::Launch two = mpi(2, d, {"train", "run.ini", "--out", "two.h5"});
+  REQUIRE_MESSAGE(two.exit_code == 0, two.output);
   CHECK(two.output.find("run two.h5 finished: 20 steps") != std::string::npos);
   const Result same = run({"diff", dir / "one.h5", dir / "two.h5"});
   CHECK_MESSAGE(same.code == 0, same.output);
   const Result inspect = run({"inspect", dir / "two.h5"});
   CHECK(inspect.output.find("mpi (2 ranks), world size 2") != std::string::npos);
 
-  const Result stopped = mpi(2, d, {"train", "run.ini", "--out", "el.h5", "--stop-after", "7"});
-  REQUIRE_MESSAGE(stopped.code == 0, describe(stopped));
-  const Result resumed = mpi(3, d, {"train", "run.ini", "--out", "el.h5", "--resume"});
-  REQUIRE_MESSAGE(resumed.code == 0, describe(resumed));
+  const sb::test::Launch stopped = mpi(2, d, {"train", "run.ini", "--out", "el.h5", "--stop-after", "7"});
+  REQUIRE_MESSAGE(stopped.exit_code == 0, stopped.output);
+  const sb::test::Launch resumed = mpi(3, d, {"train", "run.ini", "--out", "el.h5", "--resume"});
+  REQUIRE_MESSAGE(resumed.exit_code == 0, resumed.output);
   CHECK(resumed.output.find("at step 7 (from checkpoint el.store/state_step_000007.h5)") != std::string::npos);
   const Result elastic = run({"diff", dir / "one.h5", dir / "el.h5"});
   CHECK_MESSAGE(elastic.code == 0, elastic.output);
 }
 
 TEST_CASE("mpirun samebits train with optim.qk_clip: the one-process run file, QK-clip series included") {
-  if (mpirun().empty()) sb::test::skip("no mpirun");
   TempDir dir;
   const std::string d = dir.path.string();
   write_text(dir / "run.ini", tiny_config() + "[optim]\nqk_clip = 0.02\n");
   REQUIRE(run({"train", "run.ini", "--out", "one.h5"}, SpawnOptions{0, d}).code == 0);
   for (int ranks : {2, 3}) {
     const std::string out = "np" + std::to_string(ranks) + ".h5";
-    const Result r = mpi(ranks, d, {"train", "run.ini", "--out", out});
-    if (r.output.find("built without MPI") != std::string::npos) sb::test::skip("samebits was built without MPI");
-    REQUIRE_MESSAGE(r.code == 0, describe(r));
+    const sb::test::Launch r = mpi(ranks, d, {"train", "run.ini", "--out", out});
+    REQUIRE_MESSAGE(r.exit_code == 0, r.output);
     const Result same = run({"diff", dir / "one.h5", dir / out});  // every experiment column, bitwise
     CHECK_MESSAGE(same.code == 0, same.output);
   }
@@ -132,16 +86,14 @@ float smallest_clip(const std::string& path) {
 }  // namespace
 
 TEST_CASE("mpirun samebits train --distributed-optimizer: the reduce-scattered gradient has the one-process bits") {
-  if (mpirun().empty()) sb::test::skip("no mpirun");
   TempDir dir;
   const std::string d = dir.path.string();
   // optim.clip small enough that every step clips: the owners' exact norm and their multiplies.
   write_text(dir / "run.ini", tiny_config("checkpoint_every = 5\n[optim]\nclip = 0.05\n"));
   REQUIRE(run({"train", "run.ini", "--out", "one.h5"}, SpawnOptions{0, d}).code == 0);
   CHECK(smallest_clip(dir / "one.h5") < 1.0f);
-  const Result plain = mpi(2, d, {"train", "run.ini", "--out", "ar2.h5"});
-  if (plain.output.find("built without MPI") != std::string::npos) sb::test::skip("samebits was built without MPI");
-  REQUIRE_MESSAGE(plain.code == 0, describe(plain));
+  const sb::test::Launch plain = mpi(2, d, {"train", "run.ini", "--out", "ar2.h5"});
+  REQUIRE_MESSAGE(plain.exit_code == 0, plain.output);
   CHECK(calls_of(dir / "ar2.h5", sb::Collective::reduce_scatter) == 0);
   const struct {
     int ranks;
@@ -150,9 +102,9 @@ TEST_CASE("mpirun samebits train --distributed-optimizer: the reduce-scattered g
   for (const auto& c : cells) {
     CAPTURE(c.ranks);
     const std::string out = "rs" + std::to_string(c.ranks) + ".h5";
-    const Result r = mpi(c.ranks, d, {"train", "run.ini", "--out", out, "--distributed-optimizer",
+    const sb::test::Launch r = mpi(c.ranks, d, {"train", "run.ini", "--out", out, "--distributed-optimizer",
                                       "--micro-leaves", c.micro});
-    REQUIRE_MESSAGE(r.code == 0, describe(r));
+    REQUIRE_MESSAGE(r.exit_code == 0, r.output);
     CHECK(calls_of(dir / out, sb::Collective::reduce_scatter) == 20);  // one per step
     const Result same = run({"diff", dir / "one.h5", dir / out});
     CHECK_MESSAGE(same.code == 0, same.output);
@@ -160,11 +112,11 @@ TEST_CASE("mpirun samebits train --distributed-optimizer: the reduce-scattered g
     CHECK_MESSAGE(as_allreduce.code == 0, as_allreduce.output);
   }
   // Stopped at 2 sharded ranks, resumed at 3 sharded, then finished in one process.
-  const Result stopped = mpi(2, d, {"train", "run.ini", "--out", "el.h5", "--distributed-optimizer", "--stop-after", "7"});
-  REQUIRE_MESSAGE(stopped.code == 0, describe(stopped));
-  const Result resumed = mpi(3, d, {"train", "run.ini", "--out", "el.h5", "--distributed-optimizer", "--resume",
+  const sb::test::Launch stopped = mpi(2, d, {"train", "run.ini", "--out", "el.h5", "--distributed-optimizer", "--stop-after", "7"});
+  REQUIRE_MESSAGE(stopped.exit_code == 0, stopped.output);
+  const sb::test::Launch resumed = mpi(3, d, {"train", "run.ini", "--out", "el.h5", "--distributed-optimizer", "--resume",
                                     "--stop-after", "13"});
-  REQUIRE_MESSAGE(resumed.code == 0, describe(resumed));
+  REQUIRE_MESSAGE(resumed.exit_code == 0, resumed.output);
   REQUIRE(run({"train", "run.ini", "--out", "el.h5", "--resume"}, SpawnOptions{0, d}).code == 0);
   const Result elastic = run({"diff", dir / "one.h5", dir / "el.h5"});
   CHECK_MESSAGE(elastic.code == 0, elastic.output);

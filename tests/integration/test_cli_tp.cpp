@@ -3,13 +3,11 @@
 // diff` IDENTICAL — at DP 1 × TP 2, DP 1 × TP 4 and DP 2 × TP 2, for Muon and AdamW, fp32 and
 // bf16, with micro-leaves; a run stopped at DP 2 × TP 2 resumes at DP 1 × TP 4 and in one process
 // with the uninterrupted bits; optim.tp_mode=blockwise moves them from step 1; bad layouts exit 2
-// before any file is written. Skipped (exit 77) without mpirun or MPI in this build.
+// before any file is written. Skipped (exit 77) without MPI/mpirun in this build.
 #include <doctest/doctest.h>
 
-#include <cstdlib>
-
+#include "integration/mpi_launch.hpp"
 #include "integration/test_cli_support.hpp"
-#include "support/skip.hpp"
 
 namespace {
 
@@ -21,25 +19,9 @@ const char* kConfig =
     "[train]\nsteps = 6\nwarmup = 2\neval_every = 3\neval_leaves = 2\ncheckpoint_every = 3\n"
     "[run]\nthreads = 1\nlog_every = 100\nprogress = off\n";
 
-std::string mpirun() {
-  for (const char* p : {"/usr/bin/mpirun", "/usr/local/bin/mpirun"}) {
-    if (fs::exists(p)) return p;
-  }
-  sb::test::skip("no mpirun");
-}
-
 // `mpirun -np ranks samebits train tp.ini ARGS` in dir: its exit status and output.
-Result train_mpi(const TempDir& dir, int ranks, const std::string& args) {
-  std::string command = mpirun() + " --oversubscribe --bind-to none -np " + std::to_string(ranks);
-  if (::geteuid() == 0) command += " --allow-run-as-root";
-  command += " " + samebits_binary() + " train tp.ini " + args + " > mpi.log 2>&1";
-  const int status = std::system(("cd '" + dir.path.string() + "' && " + command).c_str());
-  std::ifstream log(dir / "mpi.log");
-  Result r;
-  r.output.assign(std::istreambuf_iterator<char>(log), std::istreambuf_iterator<char>());
-  if (r.output.find("built without MPI") != std::string::npos) sb::test::skip("samebits was built without MPI");
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+sb::test::Launch train_mpi(const TempDir& dir, int ranks, const std::string& args) {
+  return sb::test::mpirun_in(dir.path.string(), ranks, samebits_binary() + " train tp.ini " + args);
 }
 
 // One process of the same experiment into `out`.
@@ -82,9 +64,9 @@ TEST_CASE("DP x TP layouts record the one-process bits (Muon, AdamW; fp32, bf16;
     const std::string ref = "ref" + std::to_string(k) + ".h5", out = "tp" + std::to_string(k) + ".h5";
     ++k;
     train_one(dir, ref, c.numerics);
-    const Result r = train_mpi(
+    const sb::test::Launch r = train_mpi(
         dir, c.ranks, "--parallel.tp " + std::to_string(c.tp) + " " + c.numerics + " " + c.execution + " --out " + out);
-    REQUIRE_MESSAGE(r.code == 0, r.output);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.output);
     check_identical(dir, ref, out);
   }
   // The layout of the session is recorded (samebits inspect shows it).
@@ -96,12 +78,12 @@ TEST_CASE("a run stopped at DP 2 x TP 2 resumes at DP 1 x TP 4 and in one proces
   TempDir dir;
   write_text(dir / "tp.ini", kConfig);
   train_one(dir, "ref.h5", "");
-  const Result first = train_mpi(dir, 4, "--parallel.tp 2 --out a.h5 --stop-after 4");
-  REQUIRE_MESSAGE(first.code == 0, first.output);
+  const sb::test::Launch first = train_mpi(dir, 4, "--parallel.tp 2 --out a.h5 --stop-after 4");
+  REQUIRE_MESSAGE(first.exit_code == 0, first.output);
   fs::copy(dir / "a.h5", dir / "b.h5");
   fs::copy(dir / "a.store", dir / "b.store", fs::copy_options::recursive);
-  const Result tp4 = train_mpi(dir, 4, "--parallel.tp 4 --out a.h5 --resume");
-  REQUIRE_MESSAGE(tp4.code == 0, tp4.output);
+  const sb::test::Launch tp4 = train_mpi(dir, 4, "--parallel.tp 4 --out a.h5 --resume");
+  REQUIRE_MESSAGE(tp4.exit_code == 0, tp4.output);
   train_one(dir, "b.h5", "--resume");
   check_identical(dir, "ref.h5", "a.h5");
   check_identical(dir, "ref.h5", "b.h5");
@@ -113,10 +95,10 @@ TEST_CASE("a run stopped at DP 2 x TP 2 resumes at DP 1 x TP 4 and in one proces
 TEST_CASE("optim.tp_mode=blockwise (Newton–Schulz on each shard) moves the bits from step 1") {
   TempDir dir;
   write_text(dir / "tp.ini", kConfig);
-  const Result dup = train_mpi(dir, 2, "--parallel.tp 2 --out dup.h5");
-  REQUIRE_MESSAGE(dup.code == 0, dup.output);
-  const Result block = train_mpi(dir, 2, "--parallel.tp 2 --optim.tp_mode blockwise --out block.h5");
-  REQUIRE_MESSAGE(block.code == 0, block.output);
+  const sb::test::Launch dup = train_mpi(dir, 2, "--parallel.tp 2 --out dup.h5");
+  REQUIRE_MESSAGE(dup.exit_code == 0, dup.output);
+  const sb::test::Launch block = train_mpi(dir, 2, "--parallel.tp 2 --optim.tp_mode blockwise --out block.h5");
+  REQUIRE_MESSAGE(block.exit_code == 0, block.output);
   const Result d = run({"diff", dir / "dup.h5", dir / "block.h5"});
   CHECK_MESSAGE(d.code == 1, d.output);
   CHECK_MESSAGE(d.output.find("first divergent step 1") != std::string::npos, d.output);
@@ -125,8 +107,8 @@ TEST_CASE("optim.tp_mode=blockwise (Newton–Schulz on each shard) moves the bit
 TEST_CASE("bad layouts: one error naming the key, exit 2, no file written") {
   TempDir dir;
   write_text(dir / "tp.ini", kConfig);
-  const Result odd = train_mpi(dir, 3, "--parallel.tp 2 --out bad.h5");
-  CHECK(odd.code == 2);
+  const sb::test::Launch odd = train_mpi(dir, 3, "--parallel.tp 2 --out bad.h5");
+  CHECK(odd.exit_code == 2);
   CHECK(odd.output.find("parallel.tp=2 does not divide the world of 3 ranks") != std::string::npos);
   const Result heads =
       run({"train", "tp.ini", "--parallel.tp", "3", "--out", "bad.h5"}, SpawnOptions{0, dir.path.string()});
@@ -136,8 +118,8 @@ TEST_CASE("bad layouts: one error naming the key, exit 2, no file written") {
       run({"train", "tp.ini", "--parallel.tp", "2", "--out", "bad.h5"}, SpawnOptions{0, dir.path.string()});
   CHECK(alone.code == 2);
   CHECK(alone.output.find("does not divide the world of 1 ranks") != std::string::npos);
-  const Result qk = train_mpi(dir, 2, "--parallel.tp 2 --optim.qk_clip 50 --out bad.h5");
-  CHECK(qk.code == 2);
+  const sb::test::Launch qk = train_mpi(dir, 2, "--parallel.tp 2 --optim.qk_clip 50 --out bad.h5");
+  CHECK(qk.exit_code == 2);
   CHECK(qk.output.find("parallel.tp=2 with optim.qk_clip") != std::string::npos);
   CHECK_FALSE(fs::exists(dir / "bad.h5"));
   CHECK_FALSE(fs::exists(dir / "bad.store"));

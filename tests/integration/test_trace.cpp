@@ -14,7 +14,9 @@
 #include "samebits/cli/train_run.hpp"
 #include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/forwarding_backend.hpp"
+#include "samebits/core/gpt_shape.hpp"
 #include "samebits/core/io/run_file.hpp"
+#include "samebits/det/fingerprint.hpp"
 #include "support/tiny_gpt.hpp"
 
 namespace {
@@ -38,6 +40,22 @@ std::string record(Config c, const std::string& path) {
   std::ostringstream log;
   sb::cli::train_run(c, sb::cli::TrainRunOptions{}, log);
   return path;
+}
+
+// A run of `c` recorded at `path`, and the stream `samebits trace` replays for its step `step`.
+struct Replay {
+  sb::cli::ReplaySetup one;          // the run's recorded execution (one process)
+  sb::TrainerState state;            // after step − 1
+  std::vector<sb::trace::Row> rows;  // step's stream on one process, values kept
+};
+
+Replay replay(const Config& c, const std::string& path, int64_t step) {
+  const sb::run::RunReader run = sb::run::RunReader::open(record(c, path));
+  Replay r{sb::cli::replay_setup(run), {}, {}};
+  std::string source;
+  r.state = sb::cli::reachable_state(run, r.one, step - 1, source);
+  r.rows = sb::cli::replay_stream(r.one, r.state, step);
+  return r;
 }
 
 const sb::trace::Row& origin_row(const TraceResult& r) {
@@ -163,11 +181,7 @@ TEST_CASE("trace: a planted one-op difference is named as exactly that op and la
 
 TEST_CASE("trace: 1 process against 3 simulated ranks and micro-leaves: every op equal") {
   sbt::TempDir dir;
-  const sb::run::RunReader run = sb::run::RunReader::open(record(tiny(), dir / "ref.h5"));
-  const sb::cli::ReplaySetup one = sb::cli::replay_setup(run);
-  std::string source;
-  const sb::TrainerState state = sb::cli::reachable_state(run, one, 1, source);
-  const std::vector<sb::trace::Row> reference = sb::cli::replay_stream(one, state, 2);
+  const auto [one, state, reference] = replay(tiny(), dir / "ref.h5", 2);
   sb::cli::ReplaySetup ranks = one;
   ranks.world = 3;
   ranks.config.run.threads = 1;
@@ -192,11 +206,7 @@ TEST_CASE("trace: the optimizer's rows, and a QK-clip run on 1 process against 3
   sbt::TempDir dir;
   Config c = tiny();
   c.optim.qk_clip = 0.001;  // below the tiny model's max logits: heads are clipped every step
-  const sb::run::RunReader run = sb::run::RunReader::open(record(c, dir / "qk.h5"));
-  const sb::cli::ReplaySetup one = sb::cli::replay_setup(run);
-  std::string source;
-  const sb::TrainerState state = sb::cli::reachable_state(run, one, 1, source);
-  const std::vector<sb::trace::Row> reference = sb::cli::replay_stream(one, state, 2);
+  const auto [one, state, reference] = replay(c, dir / "qk.h5", 2);
   const auto has = [&](const std::string& name) {
     return std::any_of(reference.begin(), reference.end(), [&](const sb::trace::Row& r) { return r.name() == name; });
   };
@@ -214,6 +224,65 @@ TEST_CASE("trace: the optimizer's rows, and a QK-clip run on 1 process against 3
   ranks.world = 3;
   const sb::cli::StreamComparison cmp = sb::cli::compare_streams(reference, sb::cli::replay_stream(ranks, state, 2));
   CHECK_MESSAGE(cmp.identical(), (cmp.origin ? reference[*cmp.origin].name() : std::string("(sizes)")));
+}
+
+TEST_CASE("trace: the gradient all-reduce's row: after the leaves, before the clip, the rounded gradient") {
+  sbt::TempDir dir;
+  const Config c = tiny();
+  const std::vector<sb::trace::Row> rows = replay(c, dir / "ref.h5", 2).rows;
+  const auto at = [&](const std::string& name) {
+    return size_t(std::find_if(rows.begin(), rows.end(), [&](const sb::trace::Row& r) { return r.name() == name; }) -
+                  rows.begin());
+  };
+  const size_t reduce = at("allreduce gradient");
+  REQUIRE(reduce < rows.size());
+  CHECK(std::count_if(rows.begin(), rows.end(), [](const sb::trace::Row& r) { return r.site == "allreduce"; }) == 1);
+  for (size_t i = 0; i < reduce; ++i) REQUIRE(rows[i].leaf >= 0);  // every leaf's rows first
+  const sb::trace::Row& r = rows[reduce];
+  CHECK(r.leaf == -1);
+  CHECK(r.inputs.empty());  // a rank's contribution depends on the world size (docs/TRACE.md)
+  REQUIRE(r.outputs.size() == 1);
+  CHECK(r.outputs[0] == sb::det::fingerprint(r.values.data(), r.values.size() * sizeof(uint32_t)));
+  CHECK(reduce < at("clip sum_of_squares"));
+  // Its output is the rounded batch gradient: each tensor's part is the gradient the untraced run
+  // recorded for step 2, and the next rows are those tensors' "grad_accumulate round" rows.
+  const std::vector<sb::ParamView> layout = sb::gpt_param_layout(c.model);
+  const std::vector<uint64_t> recorded =
+      sb::run::RunReader::open(dir / "ref.h5").series_rows<uint64_t>("series/grad_fingerprint", 1, 1);
+  REQUIRE(recorded.size() == layout.size());
+  REQUIRE(r.values.size() >= layout.back().offset + layout.back().numel);
+  for (size_t t = 0; t < layout.size(); ++t) {
+    CAPTURE(layout[t].name);
+    const uint64_t part = sb::det::fingerprint(r.values.data() + layout[t].offset, layout[t].numel * sizeof(uint32_t));
+    CHECK(part == recorded[t]);
+    REQUIRE(reduce + 1 + t < rows.size());
+    CHECK(rows[reduce + 1 + t].name() == "grad_accumulate round " + layout[t].name);
+    CHECK(rows[reduce + 1 + t].outputs == std::vector<uint64_t>{part});
+  }
+}
+
+TEST_CASE("trace: allreduce=native on 1 process against 2 simulated ranks: the origin is the all-reduce") {
+  sbt::TempDir dir;
+  Config c = tiny();
+  c.numerics.allreduce = sb::AllreduceMode::native;
+  const auto [one, state, reference] = replay(c, dir / "native.h5", 1);
+  // One process: the float SUM is the identity, and the gradient the exact all-reduce's.
+  sb::cli::ReplaySetup exact = one;
+  exact.config.numerics.allreduce = sb::AllreduceMode::exact;
+  CHECK(sb::cli::compare_streams(reference, sb::cli::replay_stream(exact, state, 1)).identical());
+  // Two ranks: each rank's partial sum rounded, then summed in rank order.
+  sb::cli::ReplaySetup two = one;
+  two.world = 2;
+  two.config.run.threads = 1;
+  TraceResult r;
+  r.a = reference;
+  r.b = sb::cli::replay_stream(two, state, 1);
+  r.comparison = sb::cli::compare_streams(r.a, r.b);
+  CHECK(r.comparison.origin_kind == "op");
+  CHECK(origin_row(r).name() == "allreduce gradient");
+  check_equal_before_origin(r);
+  REQUIRE(!r.comparison.propagation.empty());
+  CHECK(r.comparison.propagation.front().max_ulp > 0);
 }
 
 TEST_CASE("samebits trace: exit 0 identical, 1 divergent, 2 for different experiments or an unreachable step") {

@@ -1,52 +1,50 @@
-// samebits trace between a one-process run and a run recorded under `mpirun -np 3` of the same
-// deterministic config (docs/TRACE.md): exit 0, every op of the traced step equal — the 3-rank
-// run is replayed on 3 simulated ranks and its stream lines up with the one process's, row for
-// row. Skipped (exit 77) without mpirun or without MPI in this build.
+// samebits trace between a one-process run and a run recorded under `mpirun -np N` (docs/TRACE.md):
+// of the same deterministic config, exit 0 and every op of the traced step equal — the 3-rank run
+// is replayed on 3 simulated ranks and its stream lines up with the one process's, row for row;
+// under numerics.allreduce=native (a float SUM of the ranks' rounded partial sums) against 2 ranks,
+// the origin is the gradient all-reduce's row. Skipped (exit 77) without MPI/mpirun in this build.
 #include <doctest/doctest.h>
 
-#include <cstdlib>
-
+#include "integration/mpi_launch.hpp"
 #include "integration/test_cli_support.hpp"
-#include "support/skip.hpp"
 
 namespace {
 
 using namespace sbt;
 
-std::string mpirun() {
-  for (const char* p : {"/usr/bin/mpirun", "/usr/local/bin/mpirun"}) {
-    if (fs::exists(p)) return p;
-  }
-  return "";
+// `samebits train INI` for 4 steps into one.h5, then under `mpirun -np ranks` into many.h5, in dir.
+void train_one_and_many(const TempDir& dir, const std::string& ini, int ranks) {
+  const std::string d = dir.path.string();
+  REQUIRE(run({"train", ini, "--train.steps", "4", "--out", "one.h5"}, SpawnOptions{0, d}).code == 0);
+  const sb::test::Launch many =
+      sb::test::mpirun_in(d, ranks, samebits_binary() + " train " + ini + " --train.steps 4 --out many.h5");
+  REQUIRE_MESSAGE(many.exit_code == 0, many.output);
+  const Result inspect = run({"inspect", dir / "many.h5"});
+  REQUIRE_MESSAGE(inspect.output.find("world size " + std::to_string(ranks)) != std::string::npos, inspect.output);
 }
 
 }  // namespace
 
 TEST_CASE("samebits trace: a 1-process run against an mpirun -np 3 run of one config: exit 0, every op equal") {
-  const std::string launcher = mpirun();
-  if (launcher.empty()) sb::test::skip("no mpirun");
   TempDir dir;
-  const std::string d = dir.path.string();
   write_text(dir / "tiny.ini", tiny_config());
-  REQUIRE(run({"train", "tiny.ini", "--train.steps", "4", "--out", "one.h5"}, SpawnOptions{0, d}).code == 0);
-
-  std::string command = launcher + " --oversubscribe --bind-to none -np 3";
-  if (::geteuid() == 0) command += " --allow-run-as-root";
-  command += " " + samebits_binary() + " train tiny.ini --train.steps 4 --out three.h5 > mpi.log 2>&1";
-  const int status = std::system(("cd '" + d + "' && ASAN_OPTIONS=detect_leaks=0 " + command).c_str());
-  std::ifstream log(dir / "mpi.log");
-  const std::string output((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
-  if (output.find("built without MPI") != std::string::npos) sb::test::skip("samebits was built without MPI");
-  REQUIRE_MESSAGE(WIFEXITED(status), output);
-  REQUIRE_MESSAGE(WEXITSTATUS(status) == 0, output);
-
-  const Result inspect = run({"inspect", dir / "three.h5"});
-  REQUIRE_MESSAGE(inspect.output.find("world size 3") != std::string::npos, inspect.output);
+  train_one_and_many(dir, "tiny.ini", 3);
   for (const std::string step : {"1", "3"}) {
-    const Result trace = run({"trace", dir / "one.h5", dir / "three.h5", "--step", step});
+    const Result trace = run({"trace", dir / "one.h5", dir / "many.h5", "--step", step});
     CAPTURE(step);
     CHECK_MESSAGE(trace.code == 0, trace.output);
     CHECK(trace.output.find("every op equal") != std::string::npos);
     CHECK(trace.output.find("3 simulated ranks") != std::string::npos);
   }
+}
+
+TEST_CASE("samebits trace: allreduce=native on 1 process against mpirun -np 2: the origin is the all-reduce") {
+  TempDir dir;
+  write_text(dir / "native.ini", tiny_config("[numerics]\nallreduce = native\n"));
+  train_one_and_many(dir, "native.ini", 2);
+  const Result trace = run({"trace", dir / "one.h5", dir / "many.h5"});
+  CHECK_MESSAGE(trace.code == 1, trace.output);
+  CHECK_MESSAGE(trace.output.find(", allreduce gradient (leaf -") != std::string::npos, trace.output);
+  CHECK(trace.output.find("its inputs are bitwise equal in both runs; its output differs") != std::string::npos);
+  CHECK(trace.output.find("2 simulated ranks") != std::string::npos);
 }

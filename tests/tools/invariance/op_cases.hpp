@@ -5,6 +5,7 @@
 // differ) and its integer results (exact sums' words, max keys, fingerprints: equal or not).
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,12 @@ std::vector<OpCase> op_cases();
 // The fingerprint of a case's output: "values-hash words-hash" (hex).
 std::string output_fingerprint(const OpOutput& out);
 
+// One fp32 output region of a case: n elements at p (backend memory).
+struct Region {
+  const float* p;
+  size_t n;
+};
+
 // Backend memory for a case: host vectors uploaded, outputs downloaded; keeps its tensors.
 class Buffers {
  public:
@@ -41,8 +48,15 @@ class Buffers {
   float* upload(const std::vector<float>& host);
   int32_t* upload(const std::vector<int32_t>& host);
   float* zeros(size_t n);
-  std::vector<float> download(const float* p, size_t n);
-  std::vector<int32_t> download(const int32_t* p, size_t n);
+  template <class T>
+  std::vector<T> download(const T* p, size_t n) {
+    std::vector<T> out(n);
+    be_.synchronize();
+    be_.copy_to_host(out.data(), p, n * sizeof(T));
+    return out;
+  }
+  // A case's output: the regions' values, downloaded one after another.
+  OpOutput values(std::initializer_list<Region> regions);
 
  private:
   Backend& be_;
@@ -51,7 +65,5 @@ class Buffers {
 
 // n values uniform in [lo, hi), from `seed` (a fixed LCG: the same on every machine).
 std::vector<float> uniform(size_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
-// Appends `more` to `out`.
-void append(std::vector<float>& out, const std::vector<float>& more);
 
 }  // namespace sb::invariance

@@ -14,30 +14,26 @@ OpOutput gemm_case(Backend& be) {
   const std::vector<float> a = uniform(size_t(m) * k, 1), b = uniform(size_t(k) * n, 2), c0 = uniform(size_t(m) * n, 3);
   const float* da = buf.upload(a);
   const float* db = buf.upload(b);
-  OpOutput out;
+  std::vector<Region> cs;
   for (Trans ta : {Trans::no, Trans::yes})
     for (Trans tb : {Trans::no, Trans::yes}) {
       float* c = buf.upload(c0);
       be.gemm(ta, tb, m, n, k, da, ta == Trans::no ? k : m, db, tb == Trans::no ? n : k, c, n, false, Precision::fp32);
-      append(out.values, buf.download(c, c0.size()));
+      cs.push_back({c, c0.size()});
     }
   float* c = buf.upload(c0);  // the chain continued from C, and bf16 operands
   be.gemm(Trans::no, Trans::no, m, n, k, da, k, db, n, c, n, true, Precision::bf16);
-  append(out.values, buf.download(c, c0.size()));
-  return out;
+  return buf.values({cs[0], cs[1], cs[2], cs[3], {c, c0.size()}});
 }
 
 OpOutput syrk_case(Backend& be) {
   Buffers buf(be);
   const int n = 40, k = 300;
   const float* a = buf.upload(uniform(size_t(n) * k, 4));
-  OpOutput out;
-  for (Trans t : {Trans::no, Trans::yes}) {
-    float* c = buf.zeros(size_t(n) * n);
-    be.syrk(t, n, k, a, t == Trans::no ? k : n, c, n, Precision::fp32);
-    append(out.values, buf.download(c, size_t(n) * n));
-  }
-  return out;
+  float *c = buf.zeros(size_t(n) * n), *ct = buf.zeros(size_t(n) * n);
+  be.syrk(Trans::no, n, k, a, k, c, n, Precision::fp32);
+  be.syrk(Trans::yes, n, k, a, n, ct, n, Precision::fp32);
+  return buf.values({{c, size_t(n) * n}, {ct, size_t(n) * n}});
 }
 
 OpOutput bias_forward_case(Backend& be) {
@@ -45,7 +41,7 @@ OpOutput bias_forward_case(Backend& be) {
   const int N = 64, OC = 48;
   float* o = buf.upload(uniform(size_t(N) * OC, 5));
   be.bias_forward(o, buf.upload(uniform(OC, 6)), N, OC);
-  return {buf.download(o, size_t(N) * OC), {}};
+  return buf.values({{o, size_t(N) * OC}});
 }
 
 OpOutput bias_backward_case(Backend& be) {
@@ -53,7 +49,7 @@ OpOutput bias_backward_case(Backend& be) {
   const int N = 300, OC = 48;
   float* db = buf.zeros(OC);
   be.bias_backward(db, buf.upload(uniform(size_t(N) * OC, 7)), N, OC);
-  return {buf.download(db, OC), {}};
+  return buf.values({{db, OC}});
 }
 
 OpOutput layernorm_forward_case(Backend& be) {
@@ -62,10 +58,7 @@ OpOutput layernorm_forward_case(Backend& be) {
   float *o = buf.zeros(size_t(N) * C), *mean = buf.zeros(N), *rstd = buf.zeros(N);
   be.layernorm_forward(o, mean, rstd, buf.upload(uniform(size_t(N) * C, 8, -2, 3)), buf.upload(uniform(C, 9)),
                        buf.upload(uniform(C, 10)), N, C);
-  OpOutput out{buf.download(o, size_t(N) * C), {}};
-  append(out.values, buf.download(mean, N));
-  append(out.values, buf.download(rstd, N));
-  return out;
+  return buf.values({{o, size_t(N) * C}, {mean, N}, {rstd, N}});
 }
 
 OpOutput layernorm_backward_case(Backend& be) {
@@ -75,10 +68,7 @@ OpOutput layernorm_backward_case(Backend& be) {
   be.layernorm_backward(di, dw, db, buf.upload(uniform(size_t(N) * C, 11)), buf.upload(uniform(size_t(N) * C, 12)),
                         buf.upload(uniform(C, 13)), buf.upload(uniform(N, 14, -0.1f, 0.1f)),
                         buf.upload(uniform(N, 15, 0.5f, 2.0f)), N, C);
-  OpOutput out{buf.download(di, size_t(N) * C), {}};
-  append(out.values, buf.download(dw, C));
-  append(out.values, buf.download(db, C));
-  return out;
+  return buf.values({{di, size_t(N) * C}, {dw, C}, {db, C}});
 }
 
 OpOutput rmsnorm_forward_case(Backend& be) {
@@ -86,9 +76,7 @@ OpOutput rmsnorm_forward_case(Backend& be) {
   const int N = 64, C = 100;
   float *o = buf.zeros(size_t(N) * C), *rstd = buf.zeros(N);
   be.rmsnorm_forward(o, rstd, buf.upload(uniform(size_t(N) * C, 16, -2, 3)), buf.upload(uniform(C, 17)), N, C);
-  OpOutput out{buf.download(o, size_t(N) * C), {}};
-  append(out.values, buf.download(rstd, N));
-  return out;
+  return buf.values({{o, size_t(N) * C}, {rstd, N}});
 }
 
 OpOutput rmsnorm_backward_case(Backend& be) {
@@ -97,9 +85,7 @@ OpOutput rmsnorm_backward_case(Backend& be) {
   float *di = buf.zeros(size_t(N) * C), *dw = buf.zeros(C);
   be.rmsnorm_backward(di, dw, buf.upload(uniform(size_t(N) * C, 18)), buf.upload(uniform(size_t(N) * C, 19)),
                       buf.upload(uniform(C, 20)), buf.upload(uniform(N, 21, 0.5f, 2.0f)), N, C);
-  OpOutput out{buf.download(di, size_t(N) * C), {}};
-  append(out.values, buf.download(dw, C));
-  return out;
+  return buf.values({{di, size_t(N) * C}, {dw, C}});
 }
 
 constexpr int kB = 2, kT = 24, kC = 48, kNH = 4;
@@ -117,9 +103,7 @@ OpOutput attention_forward_case(Backend& be) {
   Buffers buf(be);
   float *o = buf.zeros(size_t(kB) * kT * kC), *att = buf.zeros(size_t(kB) * kNH * kT * kT);
   be.attention_forward(o, att, buf.upload(uniform(size_t(kB) * kT * 3 * kC, 23, -2, 2)), kB, kT, kC, kNH);
-  OpOutput out{buf.download(o, size_t(kB) * kT * kC), {}};
-  append(out.values, buf.download(att, size_t(kB) * kNH * kT * kT));
-  return out;
+  return buf.values({{o, size_t(kB) * kT * kC}, {att, size_t(kB) * kNH * kT * kT}});
 }
 
 OpOutput attention_backward_case(Backend& be) {
@@ -128,7 +112,7 @@ OpOutput attention_backward_case(Backend& be) {
   be.attention_backward(dqkv, datt, buf.upload(uniform(size_t(kB) * kT * kC, 24)),
                         buf.upload(uniform(size_t(kB) * kT * 3 * kC, 25, -2, 2)), buf.upload(causal_probabilities()),
                         kB, kT, kC, kNH);
-  return {buf.download(dqkv, size_t(kB) * kT * 3 * kC), {}};
+  return buf.values({{dqkv, size_t(kB) * kT * 3 * kC}});
 }
 
 OpOutput qk_max_keys_case(Backend& be) {
@@ -144,7 +128,7 @@ OpOutput qk_clip_scale_case(Backend& be) {
   Buffers buf(be);
   float* x = buf.upload(uniform(1000, 27));
   be.qk_clip_scale(x, 1000, 0.7f);
-  return {buf.download(x, 1000), {}};
+  return buf.values({{x, 1000}});
 }
 
 constexpr int64_t kPointwise = 4099;  // not a multiple of any SIMD width
@@ -153,14 +137,14 @@ OpOutput gelu_forward_case(Backend& be) {
   Buffers buf(be);
   float* o = buf.zeros(kPointwise);
   be.gelu_forward(o, buf.upload(uniform(kPointwise, 28, -6, 6)), kPointwise);
-  return {buf.download(o, kPointwise), {}};
+  return buf.values({{o, kPointwise}});
 }
 
 OpOutput gelu_backward_case(Backend& be) {
   Buffers buf(be);
   float* d = buf.zeros(kPointwise);
   be.gelu_backward(d, buf.upload(uniform(kPointwise, 29, -6, 6)), buf.upload(uniform(kPointwise, 30)), kPointwise);
-  return {buf.download(d, kPointwise), {}};
+  return buf.values({{d, kPointwise}});
 }
 
 constexpr int kN = 48, kV = 300;
@@ -176,9 +160,7 @@ OpOutput softmax_xent_forward_case(Backend& be) {
   float *losses = buf.zeros(kN), *stats = buf.zeros(2 * kN);
   be.softmax_xent_forward(losses, stats, buf.upload(uniform(size_t(kN) * kV, 31, -5, 5)), buf.upload(targets()), kN,
                           kV);
-  OpOutput out{buf.download(losses, kN), {}};
-  append(out.values, buf.download(stats, 2 * kN));
-  return out;
+  return buf.values({{losses, kN}, {stats, 2 * kN}});
 }
 
 OpOutput softmax_xent_backward_case(Backend& be) {
@@ -193,7 +175,7 @@ OpOutput softmax_xent_backward_case(Backend& be) {
   }
   float* d = buf.zeros(size_t(kN) * kV);
   be.softmax_xent_backward(d, buf.upload(logits), buf.upload(stats), buf.upload(targets()), kN, kV, 1.0f);
-  return {buf.download(d, size_t(kN) * kV), {}};
+  return buf.values({{d, size_t(kN) * kV}});
 }
 
 constexpr int kVocab = 64, kTmax = 32;
@@ -209,7 +191,7 @@ OpOutput embedding_forward_case(Backend& be) {
   float* o = buf.zeros(size_t(kB) * kT * kC);
   be.embedding_forward(o, buf.upload(tokens()), buf.upload(uniform(size_t(kVocab) * kC, 34)),
                        buf.upload(uniform(size_t(kTmax) * kC, 35)), kB, kT, kC);
-  return {buf.download(o, size_t(kB) * kT * kC), {}};
+  return buf.values({{o, size_t(kB) * kT * kC}});
 }
 
 OpOutput embedding_backward_case(Backend& be) {
@@ -218,16 +200,14 @@ OpOutput embedding_backward_case(Backend& be) {
   float* dwpe = buf.zeros(size_t(kTmax) * kC);
   be.embedding_backward(dwte, dwpe, buf.upload(uniform(size_t(kB) * kT * kC, 37)), buf.upload(tokens()), kB, kT, kC,
                         kVocab);
-  OpOutput out{buf.download(dwte, size_t(kVocab) * kC), {}};
-  append(out.values, buf.download(dwpe, size_t(kTmax) * kC));
-  return out;
+  return buf.values({{dwte, size_t(kVocab) * kC}, {dwpe, size_t(kTmax) * kC}});
 }
 
 OpOutput residual_forward_case(Backend& be) {
   Buffers buf(be);
   float* o = buf.zeros(kPointwise);
   be.residual_forward(o, buf.upload(uniform(kPointwise, 38)), buf.upload(uniform(kPointwise, 39)), kPointwise);
-  return {buf.download(o, kPointwise), {}};
+  return buf.values({{o, kPointwise}});
 }
 
 }  // namespace

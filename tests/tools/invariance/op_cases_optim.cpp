@@ -18,6 +18,13 @@ void add_words(OpOutput& out, const det::ExactSum& s) {
   for (int64_t x : w) out.words.push_back(static_cast<uint64_t>(x));
 }
 
+// An exact sum's words as a case's output.
+OpOutput sum_output(const det::ExactSum& s) {
+  OpOutput out;
+  add_words(out, s);
+  return out;
+}
+
 void add_sums(OpOutput& out, const UpdateSums& s) {
   add_words(out, s.delta_sq);
   add_words(out, s.weight_sq);
@@ -68,37 +75,33 @@ OpOutput muon_momentum_case(Backend& be) {
   Buffers buf(be);
   float *m = buf.upload(uniform(kN, 48)), *u = buf.zeros(kN);
   be.optim_kernels().muon_momentum(m, u, buf.upload(uniform(kN, 49)), kN, 0.95f, true);
-  OpOutput out{buf.download(m, kN), {}};
-  append(out.values, buf.download(u, kN));
-  return out;
+  return buf.values({{m, kN}, {u, kN}});
 }
 
 OpOutput muon_normalize_case(Backend& be) {
   Buffers buf(be);
   float* x = buf.zeros(kN);
   be.optim_kernels().muon_normalize(x, buf.upload(uniform(kN, 50)), kN, 3.7f);
-  return {buf.download(x, kN), {}};
+  return buf.values({{x, kN}});
 }
 
 OpOutput ns_polynomial_case(Backend& be) {
   Buffers buf(be);
   float* b = buf.upload(uniform(kN, 51));
   be.optim_kernels().ns_polynomial(b, buf.upload(uniform(kN, 52)), kN, -4.775f, 2.0315f);
-  return {buf.download(b, kN), {}};
+  return buf.values({{b, kN}});
 }
 
 OpOutput ns_combine_case(Backend& be) {
   Buffers buf(be);
   float* x = buf.upload(uniform(kN, 53));
   be.optim_kernels().ns_combine(x, buf.upload(uniform(kN, 54)), kN, 3.4445f);
-  return {buf.download(x, kN), {}};
+  return buf.values({{x, kN}});
 }
 
 OpOutput ortho_squares_case(Backend& be) {
   Buffers buf(be);
-  OpOutput out;
-  add_words(out, be.optim_kernels().ortho_squares(buf.upload(uniform(60 * 60, 55)), 60));
-  return out;
+  return sum_output(be.optim_kernels().ortho_squares(buf.upload(uniform(60 * 60, 55)), 60));
 }
 
 OpOutput muon_apply_case(Backend& be) {
@@ -106,7 +109,7 @@ OpOutput muon_apply_case(Backend& be) {
   float* w = buf.upload(uniform(kN, 56));
   UpdateSums sums;
   be.optim_kernels().muon_apply(w, buf.upload(uniform(kN, 57)), kN, 0.999f, 0.02f, &sums);
-  OpOutput out{buf.download(w, kN), {}};
+  OpOutput out = buf.values({{w, kN}});
   add_sums(out, sums);
   return out;
 }
@@ -118,7 +121,7 @@ OpOutput muon_apply_rows_case(Backend& be) {
   UpdateSums sums;
   be.optim_kernels().muon_apply_rows(w, buf.upload(uniform(size_t(rows) * cols, 59)), rows, cols, 0.999f, 0.02f,
                                      buf.upload(uniform(rows, 60, 0.01f, 0.03f)), true, &sums);
-  OpOutput out{buf.download(w, size_t(rows) * cols), {}};
+  OpOutput out = buf.values({{w, size_t(rows) * cols}});
   add_sums(out, sums);
   return out;
 }
@@ -130,25 +133,21 @@ OpOutput adamw_case(Backend& be) {
   const ops::AdamWConstants k{0.9f, 0.1f, 0.95f, 0.05f, 1e-8f, 0.003f, 0.31f, 0.9999f};
   UpdateSums sums;
   be.optim_kernels().adamw(w, buf.upload(uniform(kN, 64)), m, v, kN, k, &sums);
-  OpOutput out{buf.download(w, kN), {}};
-  append(out.values, buf.download(m, kN));
-  append(out.values, buf.download(v, kN));
+  OpOutput out = buf.values({{w, kN}, {m, kN}, {v, kN}});
   add_sums(out, sums);
   return out;
 }
 
 OpOutput sum_of_squares_case(Backend& be) {
   Buffers buf(be);
-  OpOutput out;
-  add_words(out, be.optim_kernels().sum_of_squares(buf.upload(uniform(10007, 65, -4, 4)), 10007));
-  return out;
+  return sum_output(be.optim_kernels().sum_of_squares(buf.upload(uniform(10007, 65, -4, 4)), 10007));
 }
 
 OpOutput scale_case(Backend& be) {
   Buffers buf(be);
   float* x = buf.upload(uniform(kN, 66));
   be.optim_kernels().scale(x, kN, 0.37f);
-  return {buf.download(x, kN), {}};
+  return buf.values({{x, kN}});
 }
 
 OpOutput newton_schulz_case(Backend& be) {
@@ -158,7 +157,7 @@ OpOutput newton_schulz_case(Backend& be) {
   NewtonSchulz ns(be, Precision::fp32);
   float ortho = 0;
   ns.run(buf.upload(uniform(size_t(rows) * cols, 67)), x, rows, cols, std::vector<NsStep>(5, kKellerNs), 1e-7, &ortho);
-  OpOutput out{buf.download(x, size_t(rows) * cols), {}};
+  OpOutput out = buf.values({{x, size_t(rows) * cols}});
   out.values.push_back(ortho);
   return out;
 }
@@ -167,7 +166,7 @@ OpOutput clip_case(Backend& be) {
   Buffers buf(be);
   float* g = buf.upload(uniform(kN, 68, -2, 2));
   const ClipResult r = clip_grad_norm(be.optim_kernels(), g, kN, 1.0);
-  OpOutput out{buf.download(g, kN), {}};
+  OpOutput out = buf.values({{g, kN}});
   out.values.push_back(r.norm), out.values.push_back(r.factor);
   return out;
 }

@@ -39,17 +39,12 @@ float* Buffers::zeros(size_t n) {
   return t.data_as<float>();
 }
 
-std::vector<float> Buffers::download(const float* p, size_t n) {
-  std::vector<float> out(n);
-  be_.synchronize();
-  be_.copy_to_host(out.data(), p, n * sizeof(float));
-  return out;
-}
-
-std::vector<int32_t> Buffers::download(const int32_t* p, size_t n) {
-  std::vector<int32_t> out(n);
-  be_.synchronize();
-  be_.copy_to_host(out.data(), p, n * sizeof(int32_t));
+OpOutput Buffers::values(std::initializer_list<Region> regions) {
+  OpOutput out;
+  for (const Region& r : regions) {
+    const std::vector<float> v = download(r.p, r.n);
+    out.values.insert(out.values.end(), v.begin(), v.end());
+  }
   return out;
 }
 
@@ -61,10 +56,6 @@ std::vector<float> uniform(size_t n, uint32_t seed, float lo, float hi) {
     f = lo + (hi - lo) * (static_cast<float>(x >> 8) / 16777216.0f);
   }
   return v;
-}
-
-void append(std::vector<float>& out, const std::vector<float>& more) {
-  out.insert(out.end(), more.begin(), more.end());
 }
 
 }  // namespace sb::invariance

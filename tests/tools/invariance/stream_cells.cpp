@@ -41,12 +41,12 @@ std::vector<Config> experiments() {
 }
 
 // The catalog rows a stream row belongs to: its op, and newton_schulz for the rows inside one; for
-// the trainer's per-tensor rows ("round wte": the accumulated, all-reduced and rounded gradient;
-// "scale wte": after the clip) the accumulator and the clip; none for "update wte" (the
-// optimizer's result, made of the kernel rows before it).
+// the trainer's rows ("allreduce gradient": the accumulated gradient all-reduced and rounded;
+// "round wte": its tensors; "scale wte": after the clip) the accumulator and the clip; none for
+// "update wte" (the optimizer's result, made of the kernel rows before it).
 std::vector<std::string> catalog_rows(const trace::Row& r) {
   const std::string first = r.op.substr(0, r.op.find(' '));
-  if (first == "round") return {"grad_accumulator"};
+  if (first == "round" || r.site == "allreduce") return {"grad_accumulator"};
   if (first == "scale" && first != r.op) return {"clip"};
   if (first != r.op) return {};
   if (r.site.find("newton_schulz") != std::string::npos) return {r.op, "newton_schulz"};

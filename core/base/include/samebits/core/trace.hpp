@@ -65,7 +65,8 @@ class Scope {
   Recorder* recorder_;
 };
 
-// One row per span of `flat` (backend memory) at the current site: op "<op> <names[t]>", output
+// One row per span of `flat` (backend memory) at the current site: op "<op> <names[t]>" ("<op>"
+// for an empty name), output
 // the span's fingerprint (computed where flat lives; values kept when the recorder keeps them),
 // inputs the given hashes of that span (empty: none). Nothing when the backend is not tracing.
 void record_spans(Backend& backend, const char* op, const float* flat, const std::vector<TensorSpan>& spans,
