@@ -16,7 +16,7 @@ if(EXISTS /usr/bin/python3)
 endif()
 
 # The tensor-parallel Muon oracle: tp_oracle_export runs one Muon step of TP groups of 2 and 4
-# simulated ranks (threads) for optim.tp_mode blockwise;
+# simulated ranks (threads) for optim.tp_mode blockwise, distributed and distributed_exact;
 # tests/oracle/tp_oracle.py recomputes every rank's update in PyTorch float64 (the shard's own
 # Newton–Schulz, or the full matrix's) and requires relative errors <= 1e-5. Exit 77 without torch.
 add_executable(tp_oracle_export ${CMAKE_CURRENT_SOURCE_DIR}/oracle/tp_oracle_export.cpp)

@@ -1,8 +1,9 @@
-// tp_oracle_export OUT.h5: one Muon step of a tensor-parallel group (optim.tp_mode = blockwise;
-// docs/DISTRIBUTED.md §10) through samebits' own code path: the
+// tp_oracle_export OUT.h5: one Muon step of a tensor-parallel group (optim.tp_mode = blockwise,
+// distributed, distributed_exact; docs/DISTRIBUTED.md §10) through samebits' own code path: the
 // GPT's TP layout (gpt_tp_layout, tp_take_shard), each rank a thread with its own CPU backend and a
 // ThreadWorld communicator (thread_world.hpp: MPI's collectives, the float SUM in rank order), Muon
-// over the rank's local layout (the trainer's make_optimizer for blockwise). Seeded
+// over the rank's local layout — as is for blockwise (the trainer's make_optimizer), with
+// tp_matrix_shards over a TpNsGroup for the distributed modes (make_tp_shard_optimizer's). Seeded
 // full weights, gradients and momenta; tp_oracle.py recomputes every rank's update in PyTorch
 // float64. Layout (oracle_h5.hpp's writer), per case and sharded matrix:
 //   /tp/<case>/<tensor>  attrs mode tp rows cols outer part inner local_rows local_cols lr
@@ -22,6 +23,7 @@
 #include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/optim/muon.hpp"
 #include "samebits/core/parallel/thread_world.hpp"
+#include "samebits/core/parallel/tp_ns_group.hpp"
 #include "samebits/core/tp_layout.hpp"
 
 namespace {
@@ -79,6 +81,9 @@ void tp_case(hid_t file, const GPTConfig& model, const Case& c, uint32_t seed) {
     const TpLayout L = gpt_tp_layout(model, c.tp, r);
     auto be = make_cpu_backend();
     Muon opt(L.local, *be, Precision::fp32, o);
+    if (c.mode != TpMode::blockwise)
+      opt.set_shards(tp_matrix_shards(
+          L, std::make_shared<TpNsGroup>(*comms[size_t(r)], *be, c.mode == TpMode::distributed_exact)));
     const std::vector<float> m_local = local_flat(L, m0);
     std::vector<StateBuffer> state = opt.state();
     size_t k = 0;
@@ -172,6 +177,11 @@ int main(int argc, char** argv) {
     const Case cases[] = {
         {"blockwise_tp2", TpMode::blockwise, 2, MuonScale::shape},
         {"blockwise_tp4", TpMode::blockwise, 4, MuonScale::max_dim},
+        {"distributed_tp2", TpMode::distributed, 2, MuonScale::shape},
+        {"distributed_tp4", TpMode::distributed, 4, MuonScale::max_dim},
+        {"distributed_exact_tp2", TpMode::distributed_exact, 2, MuonScale::shape},
+        {"distributed_exact_tp4", TpMode::distributed_exact, 4, MuonScale::spectral},
+        {"distributed_split_qkv_tp2", TpMode::distributed, 2, MuonScale::shape, true},
     };
     uint32_t seed = 5000;
     for (const Case& c : cases) tp_case(file, model, c, seed += 10);
