@@ -3,8 +3,9 @@
 // diff` IDENTICAL — at DP 1 × TP 2, DP 1 × TP 4 and DP 2 × TP 2, for Muon and AdamW, fp32 and
 // bf16, with micro-leaves; a run stopped at DP 2 × TP 2 resumes at DP 1 × TP 4 and in one process
 // with the uninterrupted bits; optim.tp_mode = blockwise, distributed and distributed_exact move
-// them from step 1 (the last two equal each other at TP 2); bad layouts exit 2 before any file is
-// written. Skipped (exit 77) without mpirun or MPI in this build.
+// them from step 1 (the last two equal each other at TP 2; distributed keeps its bits at DP 2 and
+// across a resume); bad layouts exit 2 before any file is written. Skipped (exit 77) without mpirun or MPI in this
+// build.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -135,6 +136,16 @@ TEST_CASE("optim.tp_mode blockwise, distributed and distributed_exact move the b
   // Two ranks: the float SUM of two partial Grams is their exact sum rounded once, so the two
   // distributed modes record the same bits (other experiments: the key differs).
   check_identical(dir, "distributed.h5", "distributed_exact.h5");
+  // Data parallelism around it and a stop/resume keep distributed's bits (its numerics depend on
+  // the TP group only).
+  const Result dp2 = train_mpi(dir, 4, "--parallel.tp 2 --optim.tp_mode distributed --out dp2.h5");
+  REQUIRE_MESSAGE(dp2.code == 0, dp2.output);
+  check_identical(dir, "distributed.h5", "dp2.h5");
+  const Result stop = train_mpi(dir, 2, "--parallel.tp 2 --optim.tp_mode distributed --out resumed.h5 --stop-after 4");
+  REQUIRE_MESSAGE(stop.code == 0, stop.output);
+  const Result resume = train_mpi(dir, 2, "--parallel.tp 2 --optim.tp_mode distributed --out resumed.h5 --resume");
+  REQUIRE_MESSAGE(resume.code == 0, resume.output);
+  check_identical(dir, "distributed.h5", "resumed.h5");
 }
 
 TEST_CASE("bad layouts: one error naming the key, exit 2, no file written") {
