@@ -25,7 +25,9 @@ Why 1e-5: each fp32 element is a chain of <= 256 fma's per product (unit roundof
 W_new <= 2.4e-6, update <= 4.9e-6, momentum <= 5.4e-8; a reference with the wrong Q/K/V blocking
 was off by 2e-2 (W_new) and 0.66 (update), and a shard's scale rule for the full one (sqrt(1.5) for
 sqrt(3)) would be off by 0.3.
-Exit 77 (skipped) when this python has no torch or h5py.
+Each case must also be at least 1e-2 (relative, update) away from the other mode's reference
+(blockwise vs full), so that it tells the modes apart. Exit 77 (skipped) when this python has no
+torch or h5py.
 
 usage: tp_oracle.py --export PATH/tp_oracle_export [--workdir DIR]
 """
@@ -45,6 +47,7 @@ import torch  # noqa: E402
 
 TOLERANCE = 1e-5
 ORTHO_TOLERANCE = 1e-4
+SEPARATION = 1e-2  # the update's distance from the other mode's reference, at least
 
 SCALE_RULES = {  # core/optim/muon.cpp muon_scale, from the papers it cites
     "shape": lambda r, c: math.sqrt(max(1.0, r / c)),
@@ -77,15 +80,12 @@ def check(case, name, g):
     W, G, M0 = t64(g["W"]), t64(g["G"]), t64(g["M0"])
     got_w, got_m = t64(g["W_new"]), t64(g["M_new"])
     blocks = 3 if at["split_qkv"] and name.endswith(".attn.qkv.w") else 1  # Q, K, V of the full matrix
-    ref_w, ref_m = [], []
-    if mode == "blockwise":
-        for r in range(tp):
-            w, m, _ = muon(shard(W, at, r), shard(G, at, r), shard(M0, at, r), at, coeffs, 1)
-            ref_w.append(w), ref_m.append(m)
-    else:
-        w, m, full_x = muon(W, G, M0, at, coeffs, blocks)
-        for r in range(tp):
-            ref_w.append(shard(w, at, r)), ref_m.append(shard(m, at, r))
+    # blockwise: each shard on its own; the distributed modes: the full matrix, then its shards.
+    own = [muon(shard(W, at, r), shard(G, at, r), shard(M0, at, r), at, coeffs, 1) for r in range(tp)]
+    w, m, full_x = muon(W, G, M0, at, coeffs, blocks)
+    whole = [(shard(w, at, r), shard(m, at, r)) for r in range(tp)]
+    ref, other = (own, whole) if mode == "blockwise" else (whole, own)
+    ref_w, ref_m = [x[0] for x in ref], [x[1] for x in ref]
     W_r = [shard(W, at, r) for r in range(tp)]
     got_w = [got_w[r].reshape(ref_w[r].shape) for r in range(tp)]
     got_m = [got_m[r].reshape(ref_m[r].shape) for r in range(tp)]
@@ -94,15 +94,17 @@ def check(case, name, g):
         "update": max(rel(got_w[r] - W_r[r], ref_w[r] - W_r[r]) for r in range(tp)),
         "momentum": max(rel(got_m[r], ref_m[r]) for r in range(tp)),
     }
-    ok = all(e <= TOLERANCE for e in errs.values())
-    stats = ""
+    # The other mode's reference must be far off, or this case could not tell the modes apart.
+    gap = max(rel(got_w[r] - W_r[r], other[r][0] - W_r[r]) for r in range(tp))
+    ok = all(e <= TOLERANCE for e in errs.values()) and gap >= SEPARATION
+    stats = f"  other mode {gap:.1e}"
     if mode != "blockwise":  # the statistics are the full matrix's, the same on every rank
         rms = float(torch.cat([(ref_w[r] - W_r[r]).flatten() for r in range(tp)]).pow(2).mean().sqrt())
         ortho = max(ortho_residual(b) for b in full_x.chunk(blocks, 0))
         rms_err = max(abs(float(v) - rms) / rms for v in np.asarray(g["update_rms"]))
         ortho_err = max(abs(float(v) - ortho) for v in np.asarray(g["ortho_error"]))
         ok = ok and rms_err <= TOLERANCE and ortho_err <= ORTHO_TOLERANCE * max(1.0, ortho)
-        stats = f"  update_rms {rms_err:.2e}  ortho {ortho:.4f} (|d| {ortho_err:.1e})"
+        stats += f"  update_rms {rms_err:.2e}  ortho {ortho:.4f} (|d| {ortho_err:.1e})"
     print(f"tp    {case:26s} {name:18s} {mode:17s} tp {tp}  "
           + "  ".join(f"{k} {v:.2e}" for k, v in errs.items()) + stats + f"  {'ok' if ok else 'FAIL'}")
     return ok
