@@ -219,8 +219,11 @@ std::vector<ConfigField> build_fields() {
             "attention logit of the step exceeded τ by √(τ/max); 0 = off; maxima recorded as series/qk_max_logit"),
       field("optim.tp_mode", SB_MEMBER(optim.tp_mode), tp_shortcut,
             "Muon on tensor-parallel shards: duplicated (Newton–Schulz on the gathered full matrix: the "
-            "bits of parallel.tp=1) or blockwise (Newton–Schulz on each rank's shard alone, Megatron-Core's "
-            "shortcut: other numerics); docs/DISTRIBUTED.md §10"),
+            "bits of parallel.tp=1), blockwise (Newton–Schulz on each rank's shard alone, Megatron-Core's "
+            "shortcut), distributed (Newton–Schulz of the full matrix on the shards, each Gram matrix "
+            "summed across the group in fp32, Emerging-Optimizers' mode) or distributed_exact (those sums "
+            "exact: independent of rank order and MPI algorithm); all but duplicated are other numerics; "
+            "docs/DISTRIBUTED.md §10"),
       // [train]
       field("train.steps", SB_MEMBER(train.steps), yes,
             "optimizer steps"),

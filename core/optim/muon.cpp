@@ -122,10 +122,20 @@ struct MuonLane {
   Tensor ortho;  // its Newton–Schulz output X (rows, cols)
 };
 
+// split_qkv's blocks of p: 3 for a fused attn.qkv.w, judged on the full matrix of a shard.
+int qkv_blocks(const MuonOptions& options, const ParamView& p, const MatrixShard& shard) {
+  if (!options.split_qkv) return 1;
+  ParamView full = p;
+  if (shard.group) full.shape = {shard.rows, shard.cols};
+  return is_fused_qkv(full) ? 3 : 1;
+}
+
 // Muon's update of matrix i (momentum, Newton–Schulz, the decayed step) with lane's scratch; the
-// GEMMs and loops run on the calling thread's team.
+// GEMMs and loops run on the calling thread's team. A sharded matrix (shard.group set) takes
+// Newton–Schulz over its group and the full matrix's scale rule and statistics.
 void update_matrix(TensorState& st, const MuonOptions& options, size_t i, float* weights,
-                   const float* grads, const StepContext& ctx, float decay, MuonLane& lane) {
+                   const float* grads, const StepContext& ctx, float decay, MuonLane& lane,
+                   const MatrixShard& shard) {
   const ParamView& p = st.params()[i];
   float* const w = weights + p.offset;
   const float* const g = grads + p.offset;
@@ -138,17 +148,24 @@ void update_matrix(TensorState& st, const MuonOptions& options, size_t i, float*
   st.kernels().muon_momentum(st.buffer(i, 0), u, g, p.numel, static_cast<float>(ctx.muon_momentum),
                              options.nesterov);
   // split_qkv: the Q, K and V blocks of rows, each (C, C), orthogonalised on their own.
-  const int blocks = options.split_qkv && is_fused_qkv(p) ? 3 : 1;
+  const int blocks = qkv_blocks(options, p, shard);
   const int block_rows = rows / blocks;
   const size_t block = static_cast<size_t>(block_rows) * static_cast<size_t>(cols);
   float ortho_error = 0.0f;
   for (int b = 0; b < blocks; ++b) {
     float e = std::numeric_limits<float>::quiet_NaN();
-    lane.ns.run(u + b * block, x + b * block, block_rows, cols, options.ns, options.ns_eps,
-                ctx.compute_stats ? &e : nullptr);
+    float* const e_or_null = ctx.compute_stats ? &e : nullptr;
+    if (shard.group) {
+      lane.ns.run_shard(u + b * block, x + b * block, block_rows, cols, shard, options.ns,
+                        options.ns_eps, e_or_null);
+    } else {
+      lane.ns.run(u + b * block, x + b * block, block_rows, cols, options.ns, options.ns_eps, e_or_null);
+    }
     ortho_error = b == 0 ? e : max_or_nan(ortho_error, e);
   }
-  const double step64 = lr * (muon_scale(options.scale, block_rows, cols) * options.extra_scale);
+  const int64_t scale_rows = shard.group ? shard.rows / blocks : block_rows;
+  const int64_t scale_cols = shard.group ? shard.cols : cols;
+  const double step64 = lr * (muon_scale(options.scale, scale_rows, scale_cols) * options.extra_scale);
   const float step = static_cast<float>(step64);
   if (options.normuon) {
     const float* row_step =
@@ -160,7 +177,12 @@ void update_matrix(TensorState& st, const MuonOptions& options, size_t i, float*
   } else {
     st.kernels().muon_apply(w, x, p.numel, decay, step, sums_or_null);
   }
-  st.stats()[i] = ctx.compute_stats ? sums.finish(p.numel, ortho_error) : optim_detail::not_computed();
+  if (shard.group && ctx.compute_stats) {  // the full matrix's sums (exact)
+    sums.delta_sq = shard.group->sum_exact(sums.delta_sq);
+    sums.weight_sq = shard.group->sum_exact(sums.weight_sq);
+  }
+  const size_t numel = shard.group ? static_cast<size_t>(shard.rows * shard.cols) : p.numel;
+  st.stats()[i] = ctx.compute_stats ? sums.finish(numel, ortho_error) : optim_detail::not_computed();
 }
 
 }  // namespace
@@ -189,6 +211,12 @@ class Muon::Impl {
   size_t largest;
   bool host_threads;
   std::vector<std::unique_ptr<MuonLane>> lanes;
+  std::vector<MatrixShard> shards;  // (tensors) set_shards; empty: every matrix whole
+  bool sharded = false;             // some matrix is a shard: one matrix after another
+  const MatrixShard& shard(size_t i) const {
+    static const MatrixShard whole;
+    return shards.empty() ? whole : shards[i];
+  }
 };
 
 Muon::Muon(const std::vector<ParamView>& params, Backend& backend, Precision precision,
@@ -224,13 +252,14 @@ void Muon::step(float* weights, const float* grads, const StepContext& ctx) {
                         : optim_detail::not_computed();
   }
   // A traced step updates the matrices in order on this thread (its stream has one order).
-  const int threads = impl_->host_threads && impl_->backend.tracer() == nullptr
+  // So does one with sharded matrices (their groups' collectives in layout order on every rank).
+  const int threads = impl_->host_threads && impl_->backend.tracer() == nullptr && !impl_->sharded
                           ? std::min(omp_get_max_threads(), static_cast<int>(matrices.size()))
                           : 1;
   if (threads <= 1) {
     for (const size_t i : matrices) {
       const trace::Scope site(impl_->backend, "muon newton_schulz ", -1, params[i].name.c_str());
-      update_matrix(st, options_, i, weights, grads, ctx, decay, *impl_->lanes[0]);
+      update_matrix(st, options_, i, weights, grads, ctx, decay, *impl_->lanes[0], impl_->shard(i));
     }
     return;
   }
@@ -246,7 +275,7 @@ void Muon::step(float* weights, const float* grads, const StepContext& ctx) {
     const size_t t = static_cast<size_t>(omp_get_thread_num());
     try {
       update_matrix(st, options_, matrices[size_t(m)], weights, grads, ctx, decay,
-                    *impl_->lanes[t]);
+                    *impl_->lanes[t], impl_->shard(matrices[size_t(m)]));
     } catch (...) {
       errors[t] = std::current_exception();
     }
@@ -259,6 +288,28 @@ std::vector<StateBuffer> Muon::state() { return impl_->state.state(); }
 size_t Muon::state_bytes() const { return impl_->state.bytes(); }
 const std::vector<TensorUpdateStats>& Muon::last_stats() const { return impl_->state.stats(); }
 void Muon::set_owned(const std::vector<bool>& owned) { impl_->state.set_owned(owned); }
+
+void Muon::set_shards(std::vector<MatrixShard> shards) {
+  const std::vector<ParamView>& params = impl_->state.params();
+  SB_CHECK(shards.size() == params.size(), "Muon::set_shards: ", shards.size(), " shards for ",
+           params.size(), " tensors");
+  for (size_t i = 0; i < params.size(); ++i) {
+    const MatrixShard& s = shards[i];
+    if (!s.group) continue;
+    const ParamView& p = params[i];
+    SB_CHECK(!options_.normuon, "config optim.name=normuon with a Newton–Schulz over shards ("
+             "optim.tp_mode=distributed…): NorMuon's per-row state is not split yet; use optim.name=muon");
+    const int64_t size = s.group->size();
+    const bool fits = p.kind == ParamKind::matrix && p.shape.size() == 2 &&
+                      (s.y == Trans::yes ? p.shape[0] * size == s.rows && p.shape[1] == s.cols
+                                         : p.shape[0] == s.rows && p.shape[1] * size == s.cols);
+    SB_CHECK(fits, "Muon::set_shards: tensor ", p.name, " of shape ", shape_string(p.shape),
+             " is not a ", s.y == Trans::yes ? "row" : "column", " shard of (", s.rows, ", ", s.cols,
+             ") over ", size, " ranks");
+    impl_->sharded = true;
+  }
+  impl_->shards = std::move(shards);
+}
 
 std::vector<double> Muon::update_cost() const {
   std::vector<double> cost;

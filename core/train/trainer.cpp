@@ -17,6 +17,7 @@
 #include "samebits/core/parallel/owner_gradient.hpp"
 #include "samebits/core/parallel/sharded_optimizer.hpp"
 #include "samebits/core/parallel/tensor_parallel.hpp"
+#include "samebits/core/parallel/tp_ns_group.hpp"
 #include "samebits/core/parallel/tp_optimizer.hpp"
 #include "samebits/core/ops/gradient.hpp"
 #include "samebits/core/optim/adaptive_lr.hpp"
@@ -141,6 +142,8 @@ void Trainer::build() {
   if (!config_.train.init.empty()) load_initial_weights();
   if (tp_ && config_.optim.tp_mode == TpMode::duplicated) {
     optimizer_ = std::make_unique<TpOptimizer>(config_.optim, *tp_, be_, config_.train.precision);
+  } else if (tp_ && ns_over_shards(config_.optim.tp_mode)) {
+    optimizer_ = make_tp_shard_optimizer(config_.optim, *tp_, be_, config_.train.precision);
   } else {  // blockwise under tensor parallelism: every shard on its own, as a matrix of its own
     optimizer_ = make_optimizer(config_.optim, model_->params(), be_, config_.train.precision);
   }

@@ -117,7 +117,8 @@ VerifyResult verify_run(const std::string& path, const VerifyOptions& options, s
   const run::RunReader run = run::RunReader::open(path);
   Config config = recorded_config(run, options.overrides);
   // One process here: the layout is execution, and every layout records the same bits (a
-  // blockwise tp_mode's numerics depend on its tp, so that run keeps its group size and fails here).
+  // tp_mode other than duplicated has numerics that depend on its tp, so such a run keeps its group
+  // size and fails here).
   if (config.optim.tp_mode == TpMode::duplicated) config.parallel.tp = 1;
   const int64_t rows = run.steps_recorded();
   SB_CHECK(rows > 0, path, " records no steps yet (status ", to_string(run.info().status), "): nothing to verify");

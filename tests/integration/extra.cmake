@@ -15,6 +15,21 @@ if(EXISTS /usr/bin/python3)
   set_tests_properties(test_optim_oracle_pytorch PROPERTIES LABELS integration SKIP_RETURN_CODE 77 TIMEOUT 300)
 endif()
 
+# The tensor-parallel Muon oracle: tp_oracle_export runs one Muon step of TP groups of 2 and 4
+# simulated ranks (threads) for optim.tp_mode blockwise, distributed and distributed_exact;
+# tests/oracle/tp_oracle.py recomputes every rank's update in PyTorch float64 (the shard's own
+# Newton–Schulz, or the full matrix's) and requires relative errors <= 1e-5. Exit 77 without torch.
+add_executable(tp_oracle_export ${CMAKE_CURRENT_SOURCE_DIR}/oracle/tp_oracle_export.cpp)
+sb_target_defaults(tp_oracle_export)
+target_link_libraries(tp_oracle_export PRIVATE sb_core sb_hdf5)
+set_target_properties(tp_oracle_export PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin/tests)
+if(EXISTS /usr/bin/python3)
+  add_test(NAME test_tp_oracle_pytorch
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/oracle/tp_oracle.py
+                   --export $<TARGET_FILE:tp_oracle_export>)
+  set_tests_properties(test_tp_oracle_pytorch PROPERTIES LABELS integration SKIP_RETURN_CODE 77 TIMEOUT 300)
+endif()
+
 # MPI data parallelism. mpi_train_driver trains a tiny GPT in its process's
 # communicator (MPI under mpirun, local alone) and prints per-step fingerprints on rank 0; the
 # test_mpi_* doctests launch it alone and under mpirun --oversubscribe (--allow-run-as-root when

@@ -2,9 +2,13 @@
 // --parallel.tp T` of a tiny GPT (2 layers, 4 heads) records what one process records — `samebits
 // diff` IDENTICAL — at DP 1 × TP 2, DP 1 × TP 4 and DP 2 × TP 2, for Muon and AdamW, fp32 and
 // bf16, with micro-leaves; a run stopped at DP 2 × TP 2 resumes at DP 1 × TP 4 and in one process
-// with the uninterrupted bits; optim.tp_mode=blockwise moves them from step 1; bad layouts exit 2
-// before any file is written. Skipped (exit 77) without MPI/mpirun in this build.
+// with the uninterrupted bits; optim.tp_mode = blockwise, distributed and distributed_exact move
+// them from step 1 (the last two equal each other at TP 2; distributed keeps its bits at DP 2 and
+// across a resume); bad layouts exit 2 before any file is written. Skipped (exit 77) without mpirun or MPI in this
+// build.
 #include <doctest/doctest.h>
+
+#include <cstdlib>
 
 #include "integration/mpi_launch.hpp"
 #include "integration/test_cli_support.hpp"
@@ -37,6 +41,15 @@ void check_identical(const TempDir& dir, const std::string& a, const std::string
   const Result same = run({"diff", dir / a, dir / b});
   CHECK_MESSAGE(same.code == 0, same.output);
   CHECK(same.output.find("IDENTICAL") != std::string::npos);
+}
+
+// `samebits diff dup.h5 OTHER`'s first divergent step (0 when none is reported).
+int first_divergent_step(const TempDir& dir, const std::string& other) {
+  const Result d = run({"diff", dir / "dup.h5", dir / other});
+  CHECK_MESSAGE(d.code == 1, d.output);
+  const std::string key = "first divergent step ";
+  const size_t at = d.output.find(key);
+  return at == std::string::npos ? 0 : std::atoi(d.output.c_str() + at + key.size());
 }
 
 }  // namespace
@@ -92,16 +105,31 @@ TEST_CASE("a run stopped at DP 2 x TP 2 resumes at DP 1 x TP 4 and in one proces
   CHECK(inspect.output.find("dp 1 x tp 4") != std::string::npos);
 }
 
-TEST_CASE("optim.tp_mode=blockwise (Newton–Schulz on each shard) moves the bits from step 1") {
+TEST_CASE("optim.tp_mode blockwise, distributed and distributed_exact move the bits from step 1") {
   TempDir dir;
   write_text(dir / "tp.ini", kConfig);
   const sb::test::Launch dup = train_mpi(dir, 2, "--parallel.tp 2 --out dup.h5");
   REQUIRE_MESSAGE(dup.exit_code == 0, dup.output);
-  const sb::test::Launch block = train_mpi(dir, 2, "--parallel.tp 2 --optim.tp_mode blockwise --out block.h5");
-  REQUIRE_MESSAGE(block.exit_code == 0, block.output);
-  const Result d = run({"diff", dir / "dup.h5", dir / "block.h5"});
-  CHECK_MESSAGE(d.code == 1, d.output);
-  CHECK_MESSAGE(d.output.find("first divergent step 1") != std::string::npos, d.output);
+  for (const char* mode : {"blockwise", "distributed", "distributed_exact"}) {
+    CAPTURE(mode);
+    const std::string out = std::string(mode) + ".h5";
+    const sb::test::Launch r = train_mpi(dir, 2, "--parallel.tp 2 --optim.tp_mode " + std::string(mode) + " --out " + out);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+    CHECK(first_divergent_step(dir, out) == 1);
+  }
+  // Two ranks: the float SUM of two partial Grams is their exact sum rounded once, so the two
+  // distributed modes record the same bits (other experiments: the key differs).
+  check_identical(dir, "distributed.h5", "distributed_exact.h5");
+  // Data parallelism around it and a stop/resume keep distributed's bits (its numerics depend on
+  // the TP group only).
+  const sb::test::Launch dp2 = train_mpi(dir, 4, "--parallel.tp 2 --optim.tp_mode distributed --out dp2.h5");
+  REQUIRE_MESSAGE(dp2.exit_code == 0, dp2.output);
+  check_identical(dir, "distributed.h5", "dp2.h5");
+  const sb::test::Launch stop = train_mpi(dir, 2, "--parallel.tp 2 --optim.tp_mode distributed --out resumed.h5 --stop-after 4");
+  REQUIRE_MESSAGE(stop.exit_code == 0, stop.output);
+  const sb::test::Launch resume = train_mpi(dir, 2, "--parallel.tp 2 --optim.tp_mode distributed --out resumed.h5 --resume");
+  REQUIRE_MESSAGE(resume.exit_code == 0, resume.output);
+  check_identical(dir, "distributed.h5", "resumed.h5");
 }
 
 TEST_CASE("bad layouts: one error naming the key, exit 2, no file written") {

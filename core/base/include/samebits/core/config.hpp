@@ -33,7 +33,7 @@ enum class Schedule { constant, cosine, wsd, adaptive };
 enum class NumericsMode { deterministic, vendor };
 enum class AllreduceMode { exact, native };
 enum class Progress { automatic, on, off };
-enum class TpMode { duplicated, blockwise };
+enum class TpMode { duplicated, blockwise, distributed, distributed_exact };
 
 // Their config spellings (enum_names.hpp); GemmMode, ReduceMode and Precision spell theirs in
 // numerics.hpp. Device's must equal device_name (tensor.hpp): a unit test checks it.
@@ -47,7 +47,9 @@ template <> struct EnumNames<NumericsMode> { static constexpr std::array<std::st
 template <> struct EnumNames<AllreduceMode> { static constexpr std::array<std::string_view, 2> names{"exact", "native"}; };
 template <> struct EnumNames<Device> { static constexpr std::array<std::string_view, 2> names{"cpu", "cuda"}; };
 template <> struct EnumNames<Progress> { static constexpr std::array<std::string_view, 3> names{"auto", "on", "off"}; };
-template <> struct EnumNames<TpMode> { static constexpr std::array<std::string_view, 2> names{"duplicated", "blockwise"}; };
+template <> struct EnumNames<TpMode> {
+  static constexpr std::array<std::string_view, 4> names{"duplicated", "blockwise", "distributed", "distributed_exact"};
+};
 
 // ---- the sections ----------------------------------------------------------------------------
 
@@ -98,7 +100,9 @@ struct OptimConfig {
   double qk_clip = 0.0;              // MuonClip's τ: rescale W_q, W_k of a head whose max logit > τ; 0 = off
   // Muon on tensor-parallel shards (docs/DISTRIBUTED.md §10): duplicated = Newton–Schulz on the
   // gathered full matrix (the bits of parallel.tp = 1); blockwise: on each rank's shard alone
-  // (Megatron-Core's TP-local shortcut), which changes the numerics on purpose.
+  // (Megatron-Core's TP-local shortcut); distributed: on the full matrix from the shards, the
+  // Gram matrices summed across the group in fp32 (Emerging-Optimizers' "distributed");
+  // distributed_exact: the same with the Gram sums exact. The last three change the numerics.
   TpMode tp_mode = TpMode::duplicated;
   // true for the optimizers that take Muon on the matrices (muon, normuon)
   bool muon_family() const { return name != OptimizerName::adamw; }

@@ -11,6 +11,7 @@
 
 #include "samebits/core/optim/adamw.hpp"
 #include "samebits/core/optim/ns_coefficients.hpp"
+#include "samebits/core/optim/ns_group.hpp"
 #include "samebits/core/optim_kernels.hpp"
 #include "samebits/core/optim/optimizer.hpp"
 
@@ -59,8 +60,17 @@ class NewtonSchulz {
   // in fp64, summed exactly).  u, out: (rows, cols), backend memory, distinct.
   void run(const float* u, float* out, int rows, int cols, const std::vector<NsStep>& steps,
            double eps, float* ortho_error = nullptr);
+  // The same on this rank's shard u, out (rows, cols) of a matrix split over shard.group
+  // (ns_group.hpp): Y = op(X) by shard.y, the norm ‖U‖_F of the full matrix (exact: the
+  // one-process denom), each A = Σ_ranks Y_i·Y_iᵀ by the group's sum_gram, then B = b·A + c·A·A
+  // and X_i = a·X_i + B·X_i locally; ortho_error of the full output (its Gram summed alike).
+  // Collective over the group.
+  void run_shard(const float* u, float* out, int rows, int cols, const MatrixShard& shard,
+                 const std::vector<NsStep>& steps, double eps, float* ortho_error = nullptr);
 
  private:
+  void iterate(const float* u, float* out, int rows, int cols, Trans y, NsGroup* group,
+               const std::vector<NsStep>& steps, double eps, float* ortho_error);
   float* scratch(int slot, size_t numel);
   Backend& backend_;
   OptimKernels& kernels_;  // the elementwise parts, in backend memory (the backend's own)
@@ -90,6 +100,12 @@ class Muon final : public Optimizer {
   const std::vector<TensorUpdateStats>& last_stats() const override;
   void set_owned(const std::vector<bool>& owned) override;
   std::vector<double> update_cost() const override;
+  // One MatrixShard per tensor (layout order; group null for the whole ones): sharded matrices
+  // take Newton–Schulz over their group (run_shard), the scale rule and the update statistics of
+  // the full matrix (split_qkv: its Q, K, V blocks, each row-split alike). The matrices are then
+  // updated one after another in layout order (the group's collectives in one order on every
+  // rank). Throws sb::Error for a shard that does not fit its tensor, or under NorMuon.
+  void set_shards(std::vector<MatrixShard> shards);
 
   const MuonOptions& options() const { return options_; }
 
