@@ -11,7 +11,7 @@ Nesterov, Newton–Schulz quintic a, b, c = 3.4445, -4.7750, 2.0315, 5 steps, X 
 update scaled by √max(1, rows/cols)) and AdamW on the rest: samebits' default optimizer config.
 Both clip the global gradient norm at 1.0, as samebits does. A step is zero_grad, forward,
 backward, clip and the optimizer step (random batches drawn before the clock starts). Prints one
-JSON line: the step times, the losses, torch's thread count and the OpenBLAS core of this process.
+JSON line: the step times (wall and process CPU), the losses, torch's thread count and the OpenBLAS core of this process.
 """
 import argparse
 import ctypes
@@ -128,9 +128,9 @@ def muon_step():
 
 gen = torch.Generator().manual_seed(2)
 batches = [torch.randint(0, a.vocab, (a.batch, a.seq + 1), generator=gen) for _ in range(a.steps)]
-seconds, losses = [], []
+seconds, cpu_seconds, losses = [], [], []
 for tokens in batches:
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     adam.zero_grad(set_to_none=True)
     for w in hidden:
         w.grad = None
@@ -140,10 +140,12 @@ for tokens in batches:
     adam.step()
     muon_step()
     seconds.append(time.perf_counter() - t0)
+    cpu_seconds.append(time.process_time() - c0)
     losses.append(loss.item())
-    print(f"pytorch step {len(seconds)}/{a.steps} loss {losses[-1]:.4f} {seconds[-1]:.3f} s",
+    print(f"pytorch step {len(seconds)}/{a.steps} loss {losses[-1]:.4f} {seconds[-1]:.3f} s ({cpu_seconds[-1]:.3f} s CPU)",
           file=sys.stderr, flush=True)
 print(json.dumps({"peer": "pytorch", "torch": torch.__version__, "threads": torch.get_num_threads(),
                   "openblas_core": openblas_core(), "optimizer": a.optimizer,
                   "parameters": sum(w.numel() for w in params),
-                  "tokens_per_step": a.batch * a.seq, "step_seconds": seconds, "loss": losses}))
+                  "tokens_per_step": a.batch * a.seq, "step_seconds": seconds,
+                  "step_cpu_seconds": cpu_seconds, "loss": losses}))
