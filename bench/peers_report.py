@@ -2,7 +2,8 @@
 """bench/peers' report: reads the measurements listed in the manifest (one line each: shape,
 threads, peer, optimizer, status, log file or the reason it is missing), takes each run's step
 times (samebits: the run file's timing/step_seconds; PyTorch: its JSON line; llm.c: its
-"step N: ... (took X ms)" lines), the median over the steps after the first, and writes
+"step N: ... (took X ms)" lines), the median over the steps after the first, the process's
+CPU / (wall x threads) from /usr/bin/time (how much of its cores it got), and writes
 OUT/peers.json and OUT/peers.md with the ratios samebits / peer against issue 29's targets.
 Usage: peers_report.py MANIFEST OUT MACHINE LOAD_BEFORE LOAD_AFTER LLMC_BUILD COMMAND"""
 import datetime
@@ -51,6 +52,10 @@ for line in open(manifest):
             med = statistics.median(seconds[1:])
             row.update(step_seconds=seconds, median_step_s=med, tokens_per_s=TOKENS[shape] / med,
                        openblas_core=core)
+            m = re.search(r"peers-time wall ([0-9.]+) user ([0-9.]+) system ([0-9.]+)", open(rest).read())
+            if m:  # the whole process (start-up included): how much of its threads' cores it got
+                wall, cpu = float(m.group(1)), float(m.group(2)) + float(m.group(3))
+                row.update(process_wall_s=wall, process_cpu_s=cpu, cpu_share=cpu / (wall * int(threads)))
         except (OSError, ValueError, KeyError, IndexError) as e:
             row.update(status="failed", reason=f"no step times: {e}")
     elif status == "failed":
@@ -88,14 +93,15 @@ json.dump(result, open(f"{out}/peers.json", "w"), indent=1)
 lines = [f"{command} — {result['date']} — {machine} — load average {load0} before, {load1} after", ""]
 if llmc_build:
     lines += [f"llm.c built by its Makefile: `{llmc_build}`", ""]
-lines += ["| shape | optimizer | threads | peer | median step (s) | tokens/s | steps (first left out) | OpenBLAS core |",
-          "|---|---|---|---|---|---|---|---|"]
+lines += ["| shape | optimizer | threads | peer | median step (s) | tokens/s | steps (first left out) | "
+          "process CPU / (wall x threads) | OpenBLAS core |", "|---|---|---|---|---|---|---|---|---|"]
 for r in rows:
     if r["status"] == "ok":
+        share = f"{r['cpu_share']:.2f} ({r['process_cpu_s']:.0f} / {r['process_wall_s']:.0f} s)" if "cpu_share" in r else ""
         lines.append(f"| {r['shape']} | {r['optimizer']} | {r['threads']} | {r['peer']} | {r['median_step_s']:.3f} | "
-                     f"{r['tokens_per_s']:.0f} | {len(r['step_seconds'])} | {r['openblas_core']} |")
+                     f"{r['tokens_per_s']:.0f} | {len(r['step_seconds'])} | {share} | {r['openblas_core']} |")
     else:
-        lines.append(f"| {r['shape']} | {r['optimizer']} | {r['threads']} | {r['peer']} | **{r['status']}** | | | {r['reason']} |")
+        lines.append(f"| {r['shape']} | {r['optimizer']} | {r['threads']} | {r['peer']} | **{r['status']}** | | | | {r['reason']} |")
 lines += ["", "| ratio | target | measured | met |", "|---|---|---|---|"]
 for x in ratios:
     if x["value"] is None:

@@ -31,7 +31,8 @@ with tempfile.TemporaryDirectory() as work:
     with h5py.File(f"{work}/sb.h5", "w") as f:  # what the samebits run file holds for the report
         f["timing/step_seconds"] = [9.0, 1.0, 1.0]
     open(f"{work}/sb.log", "w").write('{"openblas_core": "Zen", "ok": true}\n')
-    open(f"{work}/llmc.log", "w").write("step 0: train loss 11.0 (took 9000.0 ms)\n"
+    open(f"{work}/llmc.log", "w").write("peers-time wall 20.0 user 30.0 system 2.0\n"
+                                        "step 0: train loss 11.0 (took 9000.0 ms)\n"
                                         "step 1: train loss 10.9 (took 4000.0 ms)\n"
                                         "step 2: train loss 10.8 (took 4000.0 ms)\n")
     rows = [("124m", 1, "samebits", "muon", "ok", f"{work}/sb.log"),
@@ -46,6 +47,8 @@ with tempfile.TemporaryDirectory() as work:
     ratios = {x["figure"]: x for x in result["ratios"]}
     llmc = ratios["samebits / llm.c tokens/s, 124m, adamw, 1 thread"]
     assert abs(llmc["value"] - 4.0) < 1e-12 and llmc["met"] is True, llmc  # 4 s / 1 s, first step left out
+    row = [x for x in result["measurements"] if x["peer"] == "llm.c"][0]
+    assert abs(row["cpu_share"] - 1.6) < 1e-12, row  # (30 + 2) / (20 x 1)
     gone = ratios["samebits / pytorch tokens/s, 124m, adamw, 1 thread"]
     assert gone["value"] is None and gone["met"] is None, gone
     assert ratios["samebits / pytorch tokens/s, 124m, muon, 1 thread"]["value"] > 0
