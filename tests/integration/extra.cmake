@@ -100,6 +100,14 @@ if(TARGET test_hostile_files)
   target_link_libraries(test_hostile_files PRIVATE sb_hdf5)
 endif()
 
+# bench/peers' Python parts (docs/PERFORMANCE.md §Peers side by side): a tiny PyTorch peer run and
+# the report over a manifest with a MISSING peer (never passed). Exit 77 without torch or h5py.
+if(EXISTS /usr/bin/python3)
+  add_test(NAME test_bench_peers COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/bench_peers_check.py)
+  set_tests_properties(test_bench_peers PROPERTIES LABELS integration SKIP_RETURN_CODE 77 TIMEOUT 300
+                       ENVIRONMENT "OMP_WAIT_POLICY=PASSIVE;PYTHONDONTWRITEBYTECODE=1")
+endif()
+
 # A current HDF5 both ways (h5py's PyPI wheel ships a newer HDF5 than Debian's): its token files
 # are read by `samebits data inspect`, and samebits' run files read the same under both h5pys.
 # Skipped (77) when the package index cannot be reached.
