@@ -113,7 +113,8 @@ TEST_CASE("optim.tp_mode blockwise, distributed and distributed_exact move the b
   for (const char* mode : {"blockwise", "distributed", "distributed_exact"}) {
     CAPTURE(mode);
     const std::string out = std::string(mode) + ".h5";
-    const sb::test::Launch r = train_mpi(dir, 2, "--parallel.tp 2 --optim.tp_mode " + std::string(mode) + " --out " + out);
+    const sb::test::Launch r =
+        train_mpi(dir, 2, "--parallel.tp 2 --optim.tp_mode " + std::string(mode) + " --out " + out);
     REQUIRE_MESSAGE(r.exit_code == 0, r.output);
     CHECK(first_divergent_step(dir, out) == 1);
   }
@@ -125,9 +126,11 @@ TEST_CASE("optim.tp_mode blockwise, distributed and distributed_exact move the b
   const sb::test::Launch dp2 = train_mpi(dir, 4, "--parallel.tp 2 --optim.tp_mode distributed --out dp2.h5");
   REQUIRE_MESSAGE(dp2.exit_code == 0, dp2.output);
   check_identical(dir, "distributed.h5", "dp2.h5");
-  const sb::test::Launch stop = train_mpi(dir, 2, "--parallel.tp 2 --optim.tp_mode distributed --out resumed.h5 --stop-after 4");
+  const sb::test::Launch stop =
+      train_mpi(dir, 2, "--parallel.tp 2 --optim.tp_mode distributed --out resumed.h5 --stop-after 4");
   REQUIRE_MESSAGE(stop.exit_code == 0, stop.output);
-  const sb::test::Launch resume = train_mpi(dir, 2, "--parallel.tp 2 --optim.tp_mode distributed --out resumed.h5 --resume");
+  const sb::test::Launch resume =
+      train_mpi(dir, 2, "--parallel.tp 2 --optim.tp_mode distributed --out resumed.h5 --resume");
   REQUIRE_MESSAGE(resume.exit_code == 0, resume.output);
   check_identical(dir, "distributed.h5", "resumed.h5");
 }
