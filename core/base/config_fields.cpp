@@ -309,9 +309,12 @@ std::vector<ConfigField> build_fields() {
       field("run.progress", SB_MEMBER(run.progress), no,
             "progress bar: auto (when stderr is a terminal), on, or off (plain lines)"),
       // [parallel]
-      field("parallel.tp", SB_MEMBER(parallel.tp), no,
+      // Part of the experiment only where it changes the bits: the TP shortcuts of optim.tp_mode
+      // compute on each rank's shard, so their results depend on the group size.
+      field("parallel.tp", SB_MEMBER(parallel.tp), tp_shortcut,
             "tensor-parallel group size: mpirun -np N runs N/tp data-parallel groups of tp consecutive "
-            "ranks; heads and the MLP's 4C split across a group (docs/DISTRIBUTED.md §10)"),
+            "ranks; heads and the MLP's 4C split across a group (docs/DISTRIBUTED.md §10); part of the "
+            "experiment only with a tp_mode other than duplicated"),
   };
 }
 
@@ -336,7 +339,7 @@ const std::vector<ConfigSection>& config_sections() {
       {"perturb", "one deliberate change of one weight, for divergence studies; part of the experiment when tensor is set"},
       {"numerics", "numerics switches (docs/CONTRACT.md); part of the experiment"},
       {"run", "execution configuration: never part of the experiment id"},
-      {"parallel", "the ranks' layout (data × tensor parallel): never part of the experiment id"},
+      {"parallel", "the ranks' layout (data × tensor parallel): part of the experiment id only where it changes the bits"},
   };
   return sections;
 }

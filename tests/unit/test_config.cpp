@@ -175,6 +175,19 @@ TEST_CASE("the experiment id is 16 hex digits of the numerics-relevant fields on
   same.numerics.mode = sb::NumericsMode::vendor;
   CHECK(sb::experiment_id(same) == id);
 
+  // The TP group size: execution configuration under tp_mode = duplicated (every layout gives the
+  // one-process bits); part of the experiment under a shortcut, whose bits depend on it.
+  same = base;
+  same.parallel.tp = 4;
+  CHECK(sb::experiment_id(same) == id);
+  for (const sb::TpMode mode : {sb::TpMode::blockwise, sb::TpMode::distributed, sb::TpMode::distributed_exact}) {
+    sb::Config t2 = base, t4 = base;
+    t2.optim.tp_mode = t4.optim.tp_mode = mode;
+    t2.parallel.tp = 2;
+    t4.parallel.tp = 4;
+    CHECK(sb::experiment_id(t2) != sb::experiment_id(t4));
+  }
+
   // Keys that cannot act: loss scaling outside fp16, wsd's decay under cosine.
   same = base;
   same.train.loss_scale = 1024;

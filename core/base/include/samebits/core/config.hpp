@@ -179,8 +179,9 @@ struct RunConfig {
   Progress progress = Progress::automatic;  // auto = a progress bar when stderr is a terminal
 };
 
-// [parallel]: the layout of the ranks; never part of the experiment id (with optim.tp_mode =
-// duplicated every layout gives the same bits).
+// [parallel]: the layout of the ranks; with optim.tp_mode = duplicated every layout gives the same
+// bits and tp is not part of the experiment id; with a TP shortcut (blockwise, distributed…) the
+// bits depend on the group size, and tp is part of it.
 struct ParallelConfig {
   int64_t tp = 1;  // tensor-parallel group size: world = DP × tp, groups of consecutive ranks
 };
