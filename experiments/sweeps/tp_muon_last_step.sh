@@ -1,0 +1,18 @@
+#!/bin/sh
+# tp_muon_last_step.sh — reruns three cells of tp_muon.ini keeping the states of steps 299 and 300
+# (train.keep_states = 299; a recording key, so each run must equal its sweep cell bit for bit),
+# for tp_muon_full_ortho.py: the orthogonality error of the *full* update matrix of the last step,
+# which under tp_mode = blockwise the run file does not record (its ortho_error is rank 0's shard's).
+#   nice -n 19 experiments/sweeps/tp_muon_last_step.sh [OUT]        (default runs/sweeps/tp_muon_last)
+set -eu
+OUT=${1:-runs/sweeps/tp_muon_last}
+BIN=${SAMEBITS_BIN:-build/release/bin/samebits}
+MPIRUN="mpirun --oversubscribe --bind-to none --allow-run-as-root"
+COMMON="experiments/configs/default.ini --run.progress=off --train.keep_states=299 --train.eval_every=25"
+mkdir -p "$OUT/runs"
+export OMP_WAIT_POLICY=passive
+$BIN train $COMMON --run.threads=2 --run.out="$OUT/runs/tp1-duplicated.h5" --resume
+for T in 2 4; do
+  $MPIRUN -np $T "$BIN" train $COMMON --parallel.tp=$T --optim.tp_mode=blockwise --run.threads=1 \
+    --run.out="$OUT/runs/tp$T-blockwise.h5" --resume
+done
