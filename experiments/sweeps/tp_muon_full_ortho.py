@@ -1,12 +1,12 @@
-"""The orthogonality error of the full update matrix of the last step (tp_muon_last_step.sh's runs).
+"""The orthogonality error of the full update matrix of a run's last step (tp_muon_last_step.sh).
 
     PYTHONPATH=python /usr/bin/python3 experiments/sweeps/tp_muon_full_ortho.py runs/sweeps/tp_muon_last
 
-With weight decay 0, Muon's step is W_300 = W_299 − lr·s·X, so X = (W_299 − W_300)/(lr·s) (fp64),
+With weight decay 0, Muon's step S is W_S = W_(S−1) − lr·s·X, so X = (W_(S−1) − W_S)/(lr·s) (fp64),
 s = sqrt(max(1, rows/cols)) of the shape Newton–Schulz ran on: the full matrix (duplicated), or
 the shard ((rows/T, C) for the row-split attn.qkv.w and mlp.fc.w; the column-split attn.proj.w and
 mlp.proj.w have s = 1 either way) under blockwise. Prints per matrix kind, averaged over layers:
-the run file's ortho_error at step 300 (rank 0's shard under blockwise), the full X's error
+the run file's ortho_error at step S (rank 0's shard under blockwise), the full X's error
 sqrt(Σ(A − I)²/r) with A = XᵀX or XXᵀ (r = the smaller side, the recorded statistic's formula),
 and the same after scaling X to ‖X‖²_F = r (what remains once a uniform scale is taken out).
 The reference row checks the reconstruction: its full error must equal its recorded one.
@@ -42,17 +42,17 @@ def measure(path):
     blockwise = cfg.get("optim.tp_mode", "duplicated") == "blockwise" and tp > 1
     lr = float(run["lr"][-1])
     last = int(run.steps[-1])
-    w299, w300 = params(path, last - 1), params(path, last)
+    w_prev, w_last = params(path, last - 1), params(path, last)
     recorded = run["per_tensor/ortho_error"][-1]
     out = {k: [] for k in KINDS}
     for i, name in enumerate(run.tensor_names):
         kind = next((k for k in KINDS if name.endswith(k)), None)
         if kind is None:
             continue
-        rows, cols = w300[name].shape
+        rows, cols = w_last[name].shape
         if blockwise and kind in ROW_SPLIT:
             rows //= tp
-        x = (w299[name] - w300[name]) / (lr * np.sqrt(max(1.0, rows / cols)))
+        x = (w_prev[name] - w_last[name]) / (lr * np.sqrt(max(1.0, rows / cols)))
         r = min(x.shape)
         unit = x * np.sqrt(r / np.sum(x * x))
         out[kind].append((float(recorded[i]), error(x), error(unit)))
