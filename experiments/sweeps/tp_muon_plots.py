@@ -4,8 +4,8 @@
 
 Reads OUT/runs/<cell>.h5 and the kept states of their stores (train.keep_states: snapshots are
 refused under parallel.tp > 1), compares every cell with tp1-duplicated and prints a Markdown
-table: identical (every param_fingerprint row, the losses and every kept state's parameters
-bitwise equal), first divergent step, relative L2 distance at each kept state, final validation
+table: identical (every row of param_fingerprint and grad_fingerprint, the training and validation
+losses, the recorded ortho_error and every kept state's parameters bitwise equal), first divergent step, relative L2 distance at each kept state, final validation
 loss and its gap, and the mean over the run of the recorded per-tensor orthogonality error by
 matrix kind. Draws rel_l2.png, val_loss_gap.png and ortho_error.png into the plot folder.
 """
@@ -66,15 +66,18 @@ def ortho_means(run):
 
 def measure(out_dir):
     runs = {}
-    for name in ORDER:
+    for name in ORDER:  # the finished cells (a sweep stopped early leaves the rest out)
         path = os.path.join(out_dir, "runs", name + ".h5")
-        runs[name] = (load_run(path), kept_states(path))
+        run = load_run(path) if os.path.exists(path) else None
+        if run is not None and run.status == "finished":
+            runs[name] = (run, kept_states(path))
     ref, ref_states = runs[REFERENCE]
     ref_val = ref["val_loss"]
     rows = {}
     for name, (run, states) in runs.items():
         shared = sorted(set(states) & set(ref_states))
-        same_series = np.array_equal(run["loss"].view(np.uint32), ref["loss"].view(np.uint32))
+        same_series = all(np.array_equal(run[c].view(np.uint8), ref[c].view(np.uint8))
+                          for c in ("loss", "val_loss", "grad_fingerprint", "per_tensor/ortho_error"))
         same_params = all(bitwise_equal(ref_states[s], states[s]) for s in shared)
         rows[name] = {
             "run": run,
