@@ -49,14 +49,9 @@ def bitwise_equal(a, b):
     return all(a[n].tobytes() == b[n].tobytes() for n in a)
 
 
-def first_divergent(ref, run):
-    differ = np.any(ref["param_fingerprint"] != run["param_fingerprint"], axis=1)
-    return int(ref.steps[np.argmax(differ)]) if differ.any() else 0
-
-
-def ortho_means(run):
-    """Mean over the steps (and layers) of series/per_tensor/ortho_error, by matrix kind."""
-    err = run["per_tensor/ortho_error"]
+def ortho_means(run, n):
+    """Mean over the first n steps (and the layers) of series/per_tensor/ortho_error, by matrix kind."""
+    err = run["per_tensor/ortho_error"][:n]
     out = {}
     for kind in KINDS:
         cols = [i for i, n in enumerate(run.tensor_names) if n.endswith(kind)]
@@ -64,47 +59,56 @@ def ortho_means(run):
     return out
 
 
+def same_bits(a, b):
+    return a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
 def measure(out_dir):
+    """Each cell against the reference over the steps the cell has (a cell stopped early with
+    train --stop-after is compared over its steps; finishing it is rerunning the sweep)."""
     runs = {}
-    for name in ORDER:  # the finished cells (a sweep stopped early leaves the rest out)
+    for name in ORDER:
         path = os.path.join(out_dir, "runs", name + ".h5")
-        run = load_run(path) if os.path.exists(path) else None
-        if run is not None and run.status == "finished":
-            runs[name] = (run, kept_states(path))
+        if os.path.exists(path):
+            runs[name] = (load_run(path), kept_states(path))
     ref, ref_states = runs[REFERENCE]
-    ref_val = ref["val_loss"]
     rows = {}
     for name, (run, states) in runs.items():
+        n = len(run.steps)
         shared = sorted(set(states) & set(ref_states))
-        same_series = all(np.array_equal(run[c].view(np.uint8), ref[c].view(np.uint8))
+        same_series = all(same_bits(run[c], ref[c][:n])
                           for c in ("loss", "val_loss", "grad_fingerprint", "per_tensor/ortho_error"))
         same_params = all(bitwise_equal(ref_states[s], states[s]) for s in shared)
+        differ = np.any(ref["param_fingerprint"][:n] != run["param_fingerprint"], axis=1)
+        evals = ~np.isnan(run["val_loss"])
         rows[name] = {
-            "run": run,
-            "identical": first_divergent(ref, run) == 0 and same_series and same_params,
-            "first_divergent": first_divergent(ref, run),
+            "n": n,
+            "identical": not differ.any() and same_series and same_params,
+            "first_divergent": int(run.steps[np.argmax(differ)]) if differ.any() else 0,
             "steps": shared,
             "rel_l2": [rel_l2(ref_states[s], states[s]) for s in shared],
-            "val_steps": run.steps[~np.isnan(run["val_loss"])],
-            "val_gap": (run["val_loss"] - ref_val)[~np.isnan(run["val_loss"])],
-            "final_val": float(run["val_loss"][-1]),
-            "ortho": ortho_means(run),
+            "val_steps": run.steps[evals],
+            "val_gap": (run["val_loss"] - ref["val_loss"][:n])[evals],
+            "final_val": float(run["val_loss"][evals][-1]),
+            "ref_val": float(ref["val_loss"][:n][evals][-1]),
+            "ortho": ortho_means(run, n),
+            "ref_ortho": ortho_means(ref, n),
         }
     return rows
 
 
 def table(rows):
-    lines = ["| cell | identical to tp1-duplicated | first divergent step | rel. L2 at 25 | at 100 | at 300 "
-             "| final val loss | val loss gap | mean ortho_error qkv / attn.proj / fc / mlp.proj |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    ref_val = rows[REFERENCE]["final_val"]
+    lines = ["| cell | steps | identical to tp1-duplicated | first divergent step | rel. L2 at 25 | at 100 | at 300 "
+             "| val loss (last eval) | gap to reference | mean ortho_error qkv / attn.proj / fc / mlp.proj "
+             "| reference's over the same steps |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in rows.items():
-        at = dict(zip(r["steps"], r["rel_l2"]))
+        at = {s: f"{v:.3g}" for s, v in zip(r["steps"], r["rel_l2"])}
         o = " / ".join(f"{r['ortho'][k]:.4f}" for k in KINDS)
-        lines.append(f"| {name} | {'**yes**' if r['identical'] else 'no'} | {r['first_divergent'] or '—'} "
-                     f"| {at.get(25, float('nan')):.3g} | {at.get(100, float('nan')):.3g} "
-                     f"| {at.get(300, float('nan')):.3g} | {r['final_val']:.6f} "
-                     f"| {r['final_val'] - ref_val:+.6f} | {o} |")
+        ro = " / ".join(f"{r['ref_ortho'][k]:.4f}" for k in KINDS)
+        lines.append(f"| {name} | {r['n']} | {'**yes**' if r['identical'] else 'no'} | {r['first_divergent'] or '—'} "
+                     f"| {at.get(25, '—')} | {at.get(100, '—')} | {at.get(300, '—')} | {r['final_val']:.6f} "
+                     f"| {r['final_val'] - r['ref_val']:+.6f} | {o} | {ro} |")
     return "\n".join(lines)
 
 
@@ -144,7 +148,7 @@ def plots(rows, plot_dir):
         ax.bar(x, [rows[n]["ortho"][k] for k in KINDS], width, label=n, color=style(n)["color"],
                alpha=1.0 if n.startswith("tp2") or n == REFERENCE else 0.5)
     ax.set_xticks(np.arange(len(KINDS)), KINDS)
-    ax.set(ylabel="mean ortho_error over 300 steps", title="Recorded Newton–Schulz orthogonality error")
+    ax.set(ylabel="mean ortho_error over the run", title="Recorded Newton–Schulz orthogonality error")
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(os.path.join(plot_dir, "ortho_error.png"))
