@@ -1,11 +1,11 @@
 #!/bin/sh
-# tp_muon_tp4_partial.sh — the TP 4 cells of tp_muon.ini, each stopped after step N (default 100)
+# tp_muon_tp4_partial.sh — the TP 4 cells of tp_muon.ini, each stopped after step N (default 50)
 # with train --stop-after (a checkpoint, status stopped): what fitted this study's CPU budget on the
 # shared 2-core machine. The run files are the sweep's own (runs/sweeps/tp_muon/runs/tp4-*.h5), so
 # `samebits sweep experiments/sweeps/tp_muon.ini` later resumes them to step 300 and reports all.
 #   nice -n 19 experiments/sweeps/tp_muon_tp4_partial.sh [N]
 set -eu
-N=${1:-100}
+N=${1:-50}
 OUT=runs/sweeps/tp_muon
 BIN=$(pwd)/${SAMEBITS_BIN:-build/release/bin/samebits}
 MPIRUN="mpirun --oversubscribe --bind-to none --allow-run-as-root -np 4"
