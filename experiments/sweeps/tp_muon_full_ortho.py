@@ -4,8 +4,8 @@
 
 With weight decay 0, Muon's step S is W_S = W_(S−1) − lr·s·X, so X = (W_(S−1) − W_S)/(lr·s) (fp64),
 s = sqrt(max(1, rows/cols)) of the shape Newton–Schulz ran on: the full matrix (duplicated), or
-the shard ((rows/T, C) for the row-split attn.qkv.w and mlp.fc.w; the column-split attn.proj.w and
-mlp.proj.w have s = 1 either way) under blockwise. Prints per matrix kind, averaged over layers:
+under blockwise the shard: (rows/T, C) for the row-split attn.qkv.w and mlp.fc.w, (C, cols/T) for
+the column-split attn.proj.w and mlp.proj.w. Prints per matrix kind, averaged over layers:
 the run file's ortho_error at step S (rank 0's shard under blockwise), the full X's error
 sqrt(Σ(A − I)²/r) with A = XᵀX or XXᵀ (r = the smaller side, the recorded statistic's formula),
 and the same after scaling X to ‖X‖²_F = r (what remains once a uniform scale is taken out).
@@ -52,6 +52,8 @@ def measure(path):
         rows, cols = w_last[name].shape
         if blockwise and kind in ROW_SPLIT:
             rows //= tp
+        elif blockwise:
+            cols //= tp
         x = (w_prev[name] - w_last[name]) / (lr * np.sqrt(max(1.0, rows / cols)))
         r = min(x.shape)
         unit = x * np.sqrt(r / np.sum(x * x))
