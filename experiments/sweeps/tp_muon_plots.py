@@ -99,16 +99,16 @@ def measure(out_dir):
 
 
 def table(rows):
-    lines = ["| cell | steps | identical to tp1-duplicated | first divergent step | rel. L2 at 25 | at 100 | at 300 "
+    lines = ["| cell | steps | identical to tp1-duplicated | first divergent step | rel. L2 at 25 | at 50 | at 100 | at 300 "
              "| val loss (last eval) | gap to reference | mean ortho_error qkv / attn.proj / fc / mlp.proj "
              "| reference's over the same steps |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, r in rows.items():
         at = {s: f"{v:.3g}" for s, v in zip(r["steps"], r["rel_l2"])}
         o = " / ".join(f"{r['ortho'][k]:.4f}" for k in KINDS)
         ro = " / ".join(f"{r['ref_ortho'][k]:.4f}" for k in KINDS)
         lines.append(f"| {name} | {r['n']} | {'**yes**' if r['identical'] else 'no'} | {r['first_divergent'] or '—'} "
-                     f"| {at.get(25, '—')} | {at.get(100, '—')} | {at.get(300, '—')} | {r['final_val']:.6f} "
+                     f"| {at.get(25, '—')} | {at.get(50, '—')} | {at.get(100, '—')} | {at.get(300, '—')} | {r['final_val']:.6f} "
                      f"| {r['final_val'] - r['ref_val']:+.6f} | {o} | {ro} |")
     return "\n".join(lines)
 
