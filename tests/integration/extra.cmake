@@ -1,34 +1,27 @@
 # Integration tests that need more than the default registration (included by tests/CMakeLists.txt).
 
-# The optimizer oracle: optim_oracle_export writes one Muon and one AdamW step (HDF5);
-# tests/oracle/optim_oracle.py recomputes them in PyTorch float64 with Debian's /usr/bin/python3
-# (python3-torch, python3-h5py) and requires relative errors <= 1e-5 (fp32) plus the Newton–Schulz
-# singular-value band. Exit 77 (skipped) when that python lacks torch.
-add_executable(optim_oracle_export ${CMAKE_CURRENT_SOURCE_DIR}/oracle/optim_oracle_export.cpp)
-sb_target_defaults(optim_oracle_export)
-target_link_libraries(optim_oracle_export PRIVATE sb_core sb_hdf5)
-set_target_properties(optim_oracle_export PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin/tests)
-if(EXISTS /usr/bin/python3)
-  add_test(NAME test_optim_oracle_pytorch
-           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/oracle/optim_oracle.py
-                   --export $<TARGET_FILE:optim_oracle_export>)
-  set_tests_properties(test_optim_oracle_pytorch PROPERTIES LABELS integration SKIP_RETURN_CODE 77 TIMEOUT 300)
-endif()
-
-# The tensor-parallel Muon oracle: tp_oracle_export runs one Muon step of TP groups of 2 and 4
-# simulated ranks (threads) for optim.tp_mode blockwise, distributed and distributed_exact;
-# tests/oracle/tp_oracle.py recomputes every rank's update in PyTorch float64 (the shard's own
-# Newton–Schulz, or the full matrix's) and requires relative errors <= 1e-5. Exit 77 without torch.
-add_executable(tp_oracle_export ${CMAKE_CURRENT_SOURCE_DIR}/oracle/tp_oracle_export.cpp)
-sb_target_defaults(tp_oracle_export)
-target_link_libraries(tp_oracle_export PRIVATE sb_core sb_hdf5)
-set_target_properties(tp_oracle_export PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin/tests)
-if(EXISTS /usr/bin/python3)
-  add_test(NAME test_tp_oracle_pytorch
-           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/oracle/tp_oracle.py
-                   --export $<TARGET_FILE:tp_oracle_export>)
-  set_tests_properties(test_tp_oracle_pytorch PROPERTIES LABELS integration SKIP_RETURN_CODE 77 TIMEOUT 300)
-endif()
+# PyTorch float64 oracles (Debian's /usr/bin/python3 with python3-torch, python3-h5py; exit 77,
+# skipped, without torch): sb_add_oracle(NAME) builds tests/oracle/NAME_export.cpp, which writes
+# the samebits side of its cases to HDF5, and registers test_NAME_pytorch, which runs
+# tests/oracle/NAME.py on it (relative errors <= 1e-5 in fp32).
+function(sb_add_oracle name)
+  add_executable(${name}_export ${CMAKE_CURRENT_SOURCE_DIR}/oracle/${name}_export.cpp)
+  sb_target_defaults(${name}_export)
+  target_link_libraries(${name}_export PRIVATE sb_core sb_hdf5)
+  set_target_properties(${name}_export PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin/tests)
+  if(EXISTS /usr/bin/python3)
+    add_test(NAME test_${name}_pytorch
+             COMMAND /usr/bin/python3 ${CMAKE_CURRENT_SOURCE_DIR}/oracle/${name}.py
+                     --export $<TARGET_FILE:${name}_export>)
+    set_tests_properties(test_${name}_pytorch PROPERTIES LABELS integration SKIP_RETURN_CODE 77 TIMEOUT 300)
+  endif()
+endfunction()
+# One Muon and one AdamW step, plus the Newton–Schulz singular-value band.
+sb_add_oracle(optim_oracle)
+# One Muon step of TP groups of 2 and 4 simulated ranks (threads) for optim.tp_mode blockwise,
+# distributed and distributed_exact: every rank's update against the shard's own Newton–Schulz,
+# or the full matrix's.
+sb_add_oracle(tp_oracle)
 
 # MPI data parallelism. mpi_train_driver trains a tiny GPT in its process's
 # communicator (MPI under mpirun, local alone) and prints per-step fingerprints on rank 0; the
