@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "samebits/core/io/run_file.hpp"
 #include "samebits/core/train_state.hpp"
 
 namespace sb::py {
@@ -52,9 +53,7 @@ pyb::array_t<T> copy_array(const std::vector<T>& v) {
 // its tensor table, so that `params` can name the flat buffer's tensors.
 struct PyState {
   TrainerState state;
-  std::vector<std::string> names;            // layout order
-  std::vector<std::vector<int64_t>> shapes;  // (tensors)
-  std::vector<uint64_t> offsets;             // (tensors) in the flat buffer
+  std::vector<run::TensorInfo> tensors;  // layout order
 };
 void bind_state(pyb::module_& m);
 

@@ -69,16 +69,6 @@ pyb::dict info_dict(const run::RunInfo& i) {
   return d;
 }
 
-PyState reader_state(const RunReader& r, TrainerState s) {
-  PyState out{std::move(s), {}, {}, {}};
-  for (const run::TensorInfo& t : r.tensors()) {
-    out.names.push_back(t.name);
-    out.shapes.push_back(t.shape);
-    out.offsets.push_back(t.offset);
-  }
-  return out;
-}
-
 pyb::dict flat_dict(const RunReader& r, const std::vector<float>& flat) {
   pyb::dict d;
   for (const run::TensorInfo& t : r.tensors()) d[pyb::str(t.name)] = copy_array(flat.data() + t.offset, t.shape);
@@ -133,12 +123,15 @@ void bind_runs(pyb::module_& m) {
           "snapshot", [](const RunReader& r, int64_t step) { return flat_dict(r, r.read_snapshot(step)); },
           pyb::arg("step"), "name → the weights of the snapshot after `step` steps")
       .def(
-          "state", [](const RunReader& r, int64_t step) { return reader_state(r, r.read_state(step)); },
+          "state",
+          [](const RunReader& r, int64_t step) {
+            return PyState{r.read_state(step), r.tensors()};
+          },
           pyb::arg("step"), "the state after `step` steps (one of state_steps)")
       .def_property_readonly("final_state",
                              [](const RunReader& r) -> pyb::object {
                                if (!r.has_final_state()) return pyb::none();
-                               return pyb::cast(reader_state(r, r.read_final_state()));
+                               return pyb::cast(PyState{r.read_final_state(), r.tensors()});
                              })
       .def("__repr__", [](const RunReader& r) {
         return "<samebits.Run " + r.path() + ": " + std::to_string(r.steps_recorded()) + " steps, " +

@@ -23,8 +23,8 @@ void bind_state(pyb::module_& m) {
           "params",
           [](const PyState& s) {
             pyb::dict d;
-            for (size_t i = 0; i < s.names.size(); ++i)
-              d[pyb::str(s.names[i])] = copy_array(s.state.weights.data() + s.offsets[i], s.shapes[i]);
+            for (const run::TensorInfo& t : s.tensors)
+              d[pyb::str(t.name)] = copy_array(s.state.weights.data() + t.offset, t.shape);
             return d;
           },
           "name → the tensor's weights")

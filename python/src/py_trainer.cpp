@@ -151,16 +151,6 @@ pyb::dict step_dict(const StepResult& r, const std::vector<ParamView>& params) {
   return d;
 }
 
-PyState make_state(TrainerState state, const Config& config) {
-  PyState s{std::move(state), {}, {}, {}};
-  for (const ParamView& p : gpt_param_layout(config.model)) {
-    s.names.push_back(p.name);
-    s.shapes.push_back(p.shape);
-    s.offsets.push_back(p.offset);
-  }
-  return s;
-}
-
 // After a step without the GIL: a Ctrl-C that came during it is raised now.
 void raise_pending_signals() {
   if (PyErr_CheckSignals() != 0) throw pyb::error_already_set();
@@ -288,7 +278,7 @@ void bind_trainer(pyb::module_& m) {
               pyb::gil_scoped_release nogil;
               s = t.get().export_state();
             }
-            return make_state(std::move(s), t.config());
+            return PyState{std::move(s), run::tensor_infos(gpt_param_layout(t.config().model))};
           },
           "A copy of everything needed to continue bitwise (collective under mpirun).")
       .def(
