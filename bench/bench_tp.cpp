@@ -3,9 +3,10 @@
 // (12 heads; vocab VOCAB, default 50257; seq 64, one sequence per leaf) it prints, per rank, the
 // bytes of weights, gradients and optimizer state (Muon + AdamW, optim.tp_mode = duplicated) and
 // the scratch of the duplicated update, beside one process's; then the TP group's traffic of one
-// leaf's forward and backward per layer (p2p chains and broadcasts, the bytes each rank
-// received, from the communicator's counters) against Megatron's per-layer all-reduce volume,
-// 4 all-reduces of B·T·C fp32 values, a ring moving 2(T−1)/T of each to every rank.
+// leaf's forward and backward (p2p chains, broadcasts and all-gathers: the bytes each rank
+// received, from the communicator's counters) per layer against Megatron's per-layer all-reduce
+// volume, 4 all-reduces of B·T·C fp32 values, a ring moving 2(T−1)/T of each to every rank, and
+// of the vocabulary-parallel embedding and head against Megatron's.
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -19,6 +20,46 @@
 #include "samebits/core/parallel/tp_optimizer.hpp"
 
 using namespace sb;
+
+namespace {
+
+GPTConfig two_layers(GPTConfig c) {
+  c.n_layer = 2;
+  return c;
+}
+
+// Bytes each rank received in one leaf's forward and backward (p2p chain links, broadcasts and the
+// logits' all-gather), mean over the TP group.
+struct Traffic {
+  double forward = 0, backward = 0, logits = 0;
+};
+
+Traffic leaf_traffic(GPT& model, TensorParallel& tp, Communicator& world) {
+  const GPTConfig& c = model.config();
+  std::vector<int32_t> tokens(size_t(c.seq_len) + 1);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t((i * 7919) % size_t(c.vocab));
+  const CommCounters before = tp.tp().counters();
+  model.forward(tokens.data());
+  const CommCounters mid = tp.tp().counters();
+  model.backward();
+  const CommCounters after = tp.tp().counters();
+  auto received = [](const CommCounters& d, Collective k) { return d.received[size_t(k)]; };
+  auto all = [&](const CommCounters& d) {
+    return received(d, Collective::send) + received(d, Collective::broadcast) + received(d, Collective::allgather);
+  };
+  std::vector<uint64_t> mine{all(mid - before), all(after - mid), received(mid - before, Collective::allgather)};
+  std::vector<uint64_t> ranks(3 * size_t(world.size()));
+  world.allgather_u64(mine.data(), 3, ranks.data());
+  Traffic t;
+  for (int q = 0; q < world.size(); ++q) {
+    t.forward += double(ranks[3 * size_t(q)]) / world.size();
+    t.backward += double(ranks[3 * size_t(q) + 1]) / world.size();
+    t.logits += double(ranks[3 * size_t(q) + 2]) / world.size();
+  }
+  return t;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   Config c;
@@ -57,30 +98,31 @@ int main(int argc, char** argv) {
         (mine + scratch) / one);
   }
   if (!tp) return 0;
-  std::vector<int32_t> tokens(size_t(c.model.seq_len) + 1);
-  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t((i * 7919) % size_t(c.model.vocab));
-  const CommCounters before = tp->tp().counters();
-  model.forward(tokens.data());
-  const CommCounters mid = tp->tp().counters();
-  model.backward();
-  const CommCounters after = tp->tp().counters();
-  auto received = [](const CommCounters& d) {
-    return double(d.received[size_t(Collective::send)] + d.received[size_t(Collective::broadcast)]);
-  };
-  double r[2] = {received(mid - before), received(after - mid)};  // this rank's forward, backward
-  std::vector<uint64_t> mine_words{uint64_t(r[0]), uint64_t(r[1])}, all(2 * size_t(T));
-  world->allgather_u64(mine_words.data(), 2, all.data());
+  opt.reset();
+  // Traffic: the model's forward and backward of one leaf at 12 layers and at 2 (the same shape);
+  // the difference is 10 layers', the rest of the 2-layer pass the embedding's and the head's.
+  const Traffic twelve = leaf_traffic(model, *tp, *world);
+  const std::unique_ptr<TensorParallel> tp2 = std::make_unique<TensorParallel>(*world, T, two_layers(c.model), *be);
+  GPT small(two_layers(c.model), 1, *be, &tp2->group());
+  small.init(1);
+  const Traffic two = leaf_traffic(small, *tp2, *world);
   if (world->rank() == 0) {
-    double fwd = 0, bwd = 0;
-    for (int q = 0; q < T; ++q) fwd += double(all[2 * size_t(q)]), bwd += double(all[2 * size_t(q) + 1]);
-    const double L = c.model.n_layer, X = double(c.model.seq_len) * c.model.n_embd * 4.0;  // B·T·C fp32 bytes
-    const double megatron = 4.0 * X * 2.0 * (T - 1) / T;  // per rank per layer, ring all-reduces
+    const double L = c.model.n_layer, N = c.model.seq_len, X = N * c.model.n_embd * 4.0;  // B·T·C fp32 bytes
+    const double ring = 2.0 * (T - 1) / T;  // a ring all-reduce moves this much of its payload to every rank
+    const double fwd = (twelve.forward - two.forward) / (L - 2), bwd = (twelve.backward - two.backward) / (L - 2);
     std::printf(
         "TP traffic per layer of one leaf (B·T = %d tokens, C = %d): received per rank, mean over ranks: "
         "forward %.1f kB, backward %.1f kB, total %.1f kB; Megatron's 4 ring all-reduces of B·T·C: %.1f kB; "
         "ratio %.3f\n",
-        c.model.seq_len, c.model.n_embd, fwd / T / L / 1e3, bwd / T / L / 1e3, (fwd + bwd) / T / L / 1e3,
-        megatron / 1e3, (fwd + bwd) / T / L / megatron);
+        c.model.seq_len, c.model.n_embd, fwd / 1e3, bwd / 1e3, (fwd + bwd) / 1e3, 4 * ring * X / 1e3,
+        (fwd + bwd) / (4 * ring * X));
+    // Megatron's vocabulary-parallel embedding (one all-reduce of B·T·C), cross-entropy (three of N
+    // floats: the row max, the sum of exponentials, the target logit) and head dX (one of B·T·C).
+    const double ef = two.forward - 2 * fwd, eb = two.backward - 2 * bwd, megatron = ring * (2 * X + 3 * N * 4.0);
+    std::printf(
+        "TP traffic of the vocabulary-parallel embedding and head (vocab %d): forward %.1f kB (of it the logits' "
+        "all-gather %.1f kB), backward %.1f kB; Megatron's %.1f kB; ratio %.3f\n",
+        c.model.vocab, ef / 1e3, two.logits / 1e3, eb / 1e3, megatron / 1e3, (ef + eb) / megatron);
   }
   return 0;
 }

@@ -74,12 +74,12 @@ void ForwardingBackend::softmax_xent_backward(float* dlogits, const float* logit
   inner_.softmax_xent_backward(dlogits, logits, stats, targets, N, V, loss_scale);
 }
 void ForwardingBackend::embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B,
-                                          int T, int C) {
-  inner_.embedding_forward(out, tokens, wte, wpe, B, T, C);
+                                          int T, int C, VocabRows rows) {
+  inner_.embedding_forward(out, tokens, wte, wpe, B, T, C, rows);
 }
 void ForwardingBackend::embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B,
-                                           int T, int C, int V) {
-  inner_.embedding_backward(dwte, dwpe, dout, tokens, B, T, C, V);
+                                           int T, int C, int V, VocabRows rows) {
+  inner_.embedding_backward(dwte, dwpe, dout, tokens, B, T, C, V, rows);
 }
 void ForwardingBackend::residual_forward(float* out, const float* a, const float* b, int64_t n) {
   inner_.residual_forward(out, a, b, n);

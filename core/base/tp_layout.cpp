@@ -15,24 +15,33 @@ bool ends_with(const std::string& s, const char* suffix) {
   return s.size() >= t.size() && s.compare(s.size() - t.size(), t.size(), t) == 0;
 }
 
-// The split of tensor p over `size` ranks (C = n_embd).
-TpSplit split_of(const ParamView& p, int64_t C, int size) {
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+TpSplit even(int64_t outer, int64_t whole, int64_t inner, int size) {
+  return {true, outer, whole / size, inner, whole};
+}
+
+// The split of tensor p over `size` ranks (C = n_embd, V = vocab).
+TpSplit split_of(const ParamView& p, int64_t C, int64_t V, int size) {
   if (size == 1) return {};
-  if (ends_with(p.name, ".attn.qkv.w")) return {true, 3, C / size, C};
-  if (ends_with(p.name, ".attn.qkv.b")) return {true, 3, C / size, 1};
-  if (ends_with(p.name, ".attn.proj.w")) return {true, C, C / size, 1};
-  if (ends_with(p.name, ".mlp.fc.w")) return {true, 1, 4 * C / size, C};
-  if (ends_with(p.name, ".mlp.fc.b")) return {true, 1, 4 * C / size, 1};
-  if (ends_with(p.name, ".mlp.proj.w")) return {true, C, 4 * C / size, 1};
+  if (ends_with(p.name, ".attn.qkv.w")) return even(3, C, C, size);
+  if (ends_with(p.name, ".attn.qkv.b")) return even(3, C, 1, size);
+  if (ends_with(p.name, ".attn.proj.w")) return even(C, C, 1, size);
+  if (ends_with(p.name, ".mlp.fc.w")) return even(1, 4 * C, C, size);
+  if (ends_with(p.name, ".mlp.fc.b")) return even(1, 4 * C, 1, size);
+  if (ends_with(p.name, ".mlp.proj.w")) return even(C, 4 * C, 1, size);
+  if (p.name == "wte" || p.name == "lm_head.w") return {true, 1, ceil_div(V, size), C, V};
   return {};
 }
 
-Shape local_shape(const ParamView& p, const TpSplit& s, int size) {
+Shape local_shape(const ParamView& p, const TpSplit& s, int rank) {
   if (!s.sharded) return p.shape;
   Shape shape = p.shape;
-  // The split dimension: the rows of qkv.w / fc.w and of the biases, the columns of the projections.
+  // The split dimension: the rows of qkv.w / fc.w / wte / lm_head.w and of the biases, the
+  // columns of the projections.
   const bool columns = ends_with(p.name, ".attn.proj.w") || ends_with(p.name, ".mlp.proj.w");
-  shape[columns ? 1 : 0] /= size;
+  int64_t& split = shape[columns ? 1 : 0];  // (its outer blocks ×) extent
+  split = split / s.extent * s.rows(rank);
   return shape;
 }
 
@@ -44,6 +53,10 @@ void validate_tp(const GPTConfig& cfg, int64_t tp) {
            ": tensor parallelism splits the attention heads; choose parallel.tp dividing n_head");
   SB_CHECK((4 * int64_t{cfg.n_embd}) % tp == 0, "config 4·model.n_embd=", 4 * int64_t{cfg.n_embd},
            " is not divisible by parallel.tp=", tp, ": tensor parallelism splits the MLP's 4C dimension");
+  const int64_t part = ceil_div(cfg.vocab, tp);
+  SB_CHECK(cfg.vocab > (tp - 1) * part, "config model.vocab=", cfg.vocab, " leaves the last of parallel.tp=", tp,
+           " ranks no vocabulary row (each holds ", part,
+           "): tensor parallelism splits the embedding and the LM head by vocabulary rows");
 }
 
 TpLayout gpt_tp_layout(const GPTConfig& cfg, int size, int rank) {
@@ -55,14 +68,14 @@ TpLayout gpt_tp_layout(const GPTConfig& cfg, int size, int rank) {
   t.full = gpt_param_layout(cfg);
   size_t offset = 0;
   for (const ParamView& p : t.full) {
-    const TpSplit s = split_of(p, cfg.n_embd, size);
+    const TpSplit s = split_of(p, cfg.n_embd, cfg.vocab, size);
     ParamView q = p;
-    q.shape = local_shape(p, s, size);
+    q.shape = local_shape(p, s, rank);
     q.numel = static_cast<size_t>(shape_numel(q.shape));
     q.offset = offset;
     offset += (q.numel + kParamAlign - 1) / kParamAlign * kParamAlign;
-    SB_CHECK(!s.sharded || size_t(s.outer * s.part * s.inner) == q.numel, "tensor-parallel split of ", p.name,
-             " holds ", s.outer * s.part * s.inner, " elements, its shard ", q.numel);
+    SB_CHECK(!s.sharded || s.numel(rank) == q.numel, "tensor-parallel split of ", p.name, " holds ", s.numel(rank),
+             " elements, its shard ", q.numel);
     t.local.push_back(std::move(q));
     t.splits.push_back(s);
   }
@@ -70,21 +83,23 @@ TpLayout gpt_tp_layout(const GPTConfig& cfg, int size, int rank) {
   return t;
 }
 
-void tp_take_shard(const TpSplit& s, int size, int r, const float* full, float* shard) {
+// Block o of rank r: rows(r)·inner elements at full[(o·extent + first(r))·inner] and at
+// shard[o·rows(r)·inner].
+void tp_take_shard(const TpSplit& s, int r, const float* full, float* shard) {
   if (!s.sharded) SB_FAIL("tp_take_shard of a replicated tensor");
-  const size_t pi = size_t(s.part * s.inner);
+  const size_t block = size_t(s.rows(r) * s.inner);
   for (int64_t o = 0; o < s.outer; ++o) {
-    const float* from = full + (size_t(o) * size_t(size) + size_t(r)) * pi;
-    std::copy(from, from + pi, shard + size_t(o) * pi);
+    const float* from = full + size_t(o * s.extent + s.first(r)) * size_t(s.inner);
+    std::copy(from, from + block, shard + size_t(o) * block);
   }
 }
 
-void tp_place_shard(const TpSplit& s, int size, int r, const float* shard, float* full) {
+void tp_place_shard(const TpSplit& s, int r, const float* shard, float* full) {
   if (!s.sharded) SB_FAIL("tp_place_shard of a replicated tensor");
-  const size_t pi = size_t(s.part * s.inner);
+  const size_t block = size_t(s.rows(r) * s.inner);
   for (int64_t o = 0; o < s.outer; ++o) {
-    const float* from = shard + size_t(o) * pi;
-    std::copy(from, from + pi, full + (size_t(o) * size_t(size) + size_t(r)) * pi);
+    const float* from = shard + size_t(o) * block;
+    std::copy(from, from + block, full + size_t(o * s.extent + s.first(r)) * size_t(s.inner));
   }
 }
 

@@ -158,24 +158,20 @@ void TracingBackend::softmax_xent_backward(float* dlogits, const float* logits, 
 }
 
 void TracingBackend::embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B,
-                                       int T, int C) {
-  // wte's rows up to the largest token read (the op's V is not an argument).
-  int64_t rows = 0;
-  if (tracer() != nullptr) {
-    const std::vector<uint32_t> t = trace_detail::gather(inner(), flat(tokens, int64_t(B) * T));
-    for (uint32_t v : t) rows = std::max<int64_t>(rows, int64_t(static_cast<int32_t>(v)) + 1);
-  }
-  OpRow row(*this, "embedding_forward", {flat(tokens, int64_t(B) * T), flat(wte, rows * C), flat(wpe, int64_t(T) * C)});
-  ForwardingBackend::embedding_forward(out, tokens, wte, wpe, B, T, C);
+                                       int T, int C, VocabRows rows) {
+  OpRow row(*this, "embedding_forward",
+            {flat(tokens, int64_t(B) * T), flat(wte, int64_t(rows.count()) * C), flat(wpe, int64_t(T) * C)});
+  ForwardingBackend::embedding_forward(out, tokens, wte, wpe, B, T, C, rows);
   row.done({flat(out, int64_t(B) * T * C)}, {B, T, C});
 }
 
 void TracingBackend::embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B,
-                                        int T, int C, int V) {
+                                        int T, int C, int V, VocabRows rows) {
+  const int64_t table = int64_t(rows.count()) * C;
   OpRow row(*this, "embedding_backward",
-            {flat(dwte, int64_t(V) * C), flat(dout, int64_t(B) * T * C), flat(tokens, int64_t(B) * T)});
-  ForwardingBackend::embedding_backward(dwte, dwpe, dout, tokens, B, T, C, V);
-  row.done({flat(dwte, int64_t(V) * C), flat(dwpe, int64_t(T) * C)}, {V, C});
+            {flat(dwte, table), flat(dout, int64_t(B) * T * C), flat(tokens, int64_t(B) * T)});
+  ForwardingBackend::embedding_backward(dwte, dwpe, dout, tokens, B, T, C, V, rows);
+  row.done({flat(dwte, table), flat(dwpe, int64_t(T) * C)}, {rows.count(), C});
 }
 
 void TracingBackend::residual_forward(float* out, const float* a, const float* b, int64_t n) {

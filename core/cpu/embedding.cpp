@@ -1,7 +1,9 @@
 // Token + position embeddings on the CPU. Forward: OpenMP over tokens. Backward (canonical): dwte
 // rows in parallel, each row adding its tokens' gradients in token order (no races, rule 3);
 // dwpe rows in parallel, each the chain over sequences b ascending. Native: OpenMP over tokens
-// with atomic float adds (order depends on timing). Formulas: ops/embedding.hpp.
+// with atomic float adds (order depends on timing). Only the tokens of the table's VocabRows
+// touch it (the vocabulary-parallel layout): a row's chain is the same on whichever rank holds it.
+// Formulas: ops/embedding.hpp.
 #include <vector>
 
 #include "cpu_backend_class.hpp"
@@ -11,10 +13,11 @@
 namespace sb::cpu {
 
 void CpuBackend::embedding_forward(float* out, const int32_t* tokens, const float* wte,
-                                   const float* wpe, int B, int T, int C) {
+                                   const float* wpe, int B, int T, int C, VocabRows rows) {
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < B * T; ++n) {
-    const float* te = wte + static_cast<size_t>(tokens[n]) * C;
+    if (!rows.holds(tokens[n])) continue;
+    const float* te = wte + static_cast<size_t>(tokens[n] - rows.begin) * C;
     const float* pe = wpe + static_cast<size_t>(n % T) * C;
     float* o = out + static_cast<size_t>(n) * C;
     for (int c = 0; c < C; ++c) o[c] = ops::embedding_out(te[c], pe[c]);
@@ -22,21 +25,25 @@ void CpuBackend::embedding_forward(float* out, const int32_t* tokens, const floa
 }
 
 void CpuBackend::embedding_backward(float* dwte, float* dwpe, const float* dout,
-                                    const int32_t* tokens, int B, int T, int C, int V) {
+                                    const int32_t* tokens, int B, int T, int C, int V, VocabRows rows) {
   const int N = B * T;
   for (int n = 0; n < N; ++n)
     SB_CHECK(tokens[n] >= 0 && tokens[n] < V, "token ", tokens[n], " at position ", n,
              " is outside the vocabulary [0, ", V, ")");
+  SB_CHECK(rows.begin >= 0 && rows.begin <= rows.end && rows.end <= V, "embedding table rows [", rows.begin, ", ",
+           rows.end, ") outside the vocabulary [0, ", V, ")");
   if (numerics().reduce == ReduceMode::native) {
     for (size_t i = 0; i < static_cast<size_t>(T) * C; ++i) dwpe[i] = 0.0f;
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; ++n) {
       const float* g = dout + static_cast<size_t>(n) * C;
-      float* te = dwte + static_cast<size_t>(tokens[n]) * C;
+      float* te = rows.holds(tokens[n]) ? dwte + static_cast<size_t>(tokens[n] - rows.begin) * C : nullptr;
       float* pe = dwpe + static_cast<size_t>(n % T) * C;
       for (int c = 0; c < C; ++c) {
+        if (te != nullptr) {
 #pragma omp atomic
-        te[c] += g[c];
+          te[c] += g[c];
+        }
 #pragma omp atomic
         pe[c] += g[c];
       }
@@ -52,8 +59,8 @@ void CpuBackend::embedding_backward(float* dwte, float* dwpe, const float* dout,
     for (int n = 0; n < N; ++n) order[fill[tokens[n]]++] = n;
   }
 #pragma omp parallel for schedule(dynamic, 16)
-  for (int v = 0; v < V; ++v) {
-    float* te = dwte + static_cast<size_t>(v) * C;
+  for (int v = rows.begin; v < rows.end; ++v) {
+    float* te = dwte + static_cast<size_t>(v - rows.begin) * C;
     for (int s = start[v]; s < start[v + 1]; ++s) {
       const float* g = dout + static_cast<size_t>(order[s]) * C;
       for (int c = 0; c < C; ++c) te[c] = ops::embedding_grad_step(te[c], g[c]);

@@ -3,7 +3,8 @@
 // core/cpu/embedding.cpp does), then one thread per (present row, channel) adds the row's tokens'
 // gradients in token order, and one thread per (position, channel) chains dwpe over sequences b
 // ascending from +0 — no races, bitwise the CPU backend. Native (reduce=native): float atomicAdd
-// per (token, channel), in arrival order. Formulas: ops/embedding.hpp.
+// per (token, channel), in arrival order. Only the tokens of the table's VocabRows touch it.
+// Formulas: ops/embedding.hpp.
 #include <vector>
 
 #include "cuda_backend_class.hpp"
@@ -17,13 +18,16 @@ namespace {
 struct EmbeddingForward {
   float* out;             // (B, T, C)
   const int32_t* tokens;  // (B, T)
-  const float* wte;       // (V, C)
+  const float* wte;       // (rows.count(), C)
   const float* wpe;       // (T_max, C)
   int T, C;
+  VocabRows rows;
   __device__ void operator()(int64_t i) const {
     const int64_t n = i / C;
     const int c = static_cast<int>(i % C);
-    out[i] = ops::embedding_out(wte[static_cast<int64_t>(tokens[n]) * C + c], wpe[(n % T) * C + c]);
+    const int32_t v = tokens[n];
+    if (v < rows.begin || v >= rows.end) return;
+    out[i] = ops::embedding_out(wte[static_cast<int64_t>(v - rows.begin) * C + c], wpe[(n % T) * C + c]);
   }
 };
 
@@ -57,14 +61,16 @@ struct PositionGrad {
 };
 
 struct NativeEmbeddingGrad {
-  float* dwte;            // (V, C)
+  float* dwte;            // (rows.count(), C)
   float* dwpe;            // (T_max, C), rows 0..T-1 zeroed
   const float* dout;      // (B, T, C)
   const int32_t* tokens;  // (B, T)
   int T, C;
+  VocabRows rows;
   __device__ void operator()(int64_t i) const {
     const int64_t n = i / C, c = i % C;
-    atomicAdd(dwte + static_cast<int64_t>(tokens[n]) * C + c, dout[i]);
+    const int32_t v = tokens[n];
+    if (v >= rows.begin && v < rows.end) atomicAdd(dwte + static_cast<int64_t>(v - rows.begin) * C + c, dout[i]);
     atomicAdd(dwpe + (n % T) * C + c, dout[i]);
   }
 };
@@ -72,13 +78,13 @@ struct NativeEmbeddingGrad {
 }  // namespace
 
 void CudaBackend::embedding_forward(float* out, const int32_t* tokens, const float* wte,
-                                    const float* wpe, int B, int T, int C) {
+                                    const float* wpe, int B, int T, int C, VocabRows rows) {
   activate();
-  for_each(*this, static_cast<int64_t>(B) * T * C, EmbeddingForward{out, tokens, wte, wpe, T, C});
+  for_each(*this, static_cast<int64_t>(B) * T * C, EmbeddingForward{out, tokens, wte, wpe, T, C, rows});
 }
 
 void CudaBackend::embedding_backward(float* dwte, float* dwpe, const float* dout,
-                                     const int32_t* tokens, int B, int T, int C, int V) {
+                                     const int32_t* tokens, int B, int T, int C, int V, VocabRows rows) {
   activate();
   const int N = B * T;
   std::vector<int32_t> tok(static_cast<size_t>(N));  // (N) host copy: range check and grouping
@@ -86,10 +92,12 @@ void CudaBackend::embedding_backward(float* dwte, float* dwpe, const float* dout
   for (int n = 0; n < N; ++n)
     SB_CHECK(tok[n] >= 0 && tok[n] < V, "token ", tok[n], " at position ", n,
              " is outside the vocabulary [0, ", V, ")");
+  SB_CHECK(rows.begin >= 0 && rows.begin <= rows.end && rows.end <= V, "embedding table rows [", rows.begin, ", ",
+           rows.end, ") outside the vocabulary [0, ", V, ")");
   const int64_t NC = static_cast<int64_t>(N) * C;
   if (numerics().reduce == ReduceMode::native) {
     SB_CUDA_CHECK(cudaMemsetAsync(dwpe, 0, static_cast<size_t>(T) * C * sizeof(float), stream()));
-    for_each(*this, NC, NativeEmbeddingGrad{dwte, dwpe, dout, tokens, T, C});
+    for_each(*this, NC, NativeEmbeddingGrad{dwte, dwpe, dout, tokens, T, C, rows});
     return;
   }
   // Counting sort by vocabulary row: order[] lists the tokens of each present row, ascending.
@@ -102,13 +110,13 @@ void CudaBackend::embedding_backward(float* dwte, float* dwpe, const float* dout
     std::vector<int32_t> fill(count.begin(), count.end() - 1);
     for (int n = 0; n < N; ++n) order[fill[tok[n]]++] = n;
   }
-  int32_t* rows = order + N;  // (R) present rows, then start (R + 1)
+  int32_t* present = order + N;  // (R) present rows of the table, then start (R + 1)
   int R = 0;
-  for (int v = 0; v < V; ++v)
-    if (count[v + 1] > count[v]) rows[R++] = v;
-  int32_t* start = rows + R;
-  for (int r = 0; r < R; ++r) start[r] = count[rows[r]];
-  start[R] = N;
+  for (int v = rows.begin; v < rows.end; ++v)
+    if (count[v + 1] > count[v]) present[R++] = v - rows.begin;
+  int32_t* start = present + R;
+  for (int r = 0; r < R; ++r) start[r] = count[present[r] + rows.begin];
+  start[R] = R > 0 ? count[present[R - 1] + rows.begin + 1] : 0;
   const size_t used = static_cast<size_t>(N) + 2 * static_cast<size_t>(R) + 1;
   auto* dev = static_cast<int32_t*>(scratch(Scratch::embedding, used * sizeof(int32_t)));
   upload(dev, index.data(), used * sizeof(int32_t));

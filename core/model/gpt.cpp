@@ -63,6 +63,12 @@ GPT::GPT(const GPTConfig& cfg, int leaf_size, Backend& backend, TpGroup* tp)
       tp_(tp != nullptr && tp->size() > 1 ? tp : nullptr),
       tp_layout_(gpt_tp_layout(cfg, tp_ ? tp_->size() : 1, tp_ ? tp_->rank() : 0)),
       layout_(tp_layout_.local) {
+  for (size_t t = 0; t < layout_.size(); ++t)
+    if (layout_[t].name == "wte") vocab_split_ = tp_layout_.splits[t];
+  const int r = tp_layout_.rank;
+  vocab_rows_ = vocab_split_.sharded
+                    ? VocabRows{int(vocab_split_.first(r)), int(vocab_split_.first(r) + vocab_split_.rows(r))}
+                    : VocabRows{0, cfg.vocab};
   SB_CHECK(leaf_size >= 1, "data.leaf_size=", leaf_size, " must be at least 1");
   for (const ParamView& p : layout_) flat_size_ = std::max(flat_size_, p.offset + aligned(p.numel));
   weights_ = be_.alloc(DType::f32, {static_cast<int64_t>(flat_size_)});
@@ -195,10 +201,10 @@ void GPT::init(uint64_t seed) {
     const float init_std = p.init_std;
     const TpSplit& split = tp_layout_.splits[t];
     if (split.sharded) {
-      const int S = tp_layout_.size, r = tp_layout_.rank;
+      const int r = tp_layout_.rank;
 #pragma omp parallel for schedule(static)
       for (int64_t j = 0; j < static_cast<int64_t>(p.numel); ++j) {
-        const size_t full = tp_full_index(split, S, r, static_cast<size_t>(j));
+        const size_t full = tp_full_index(split, r, static_cast<size_t>(j));
         dst[j] = init_std * det::philox_normal(seed, stream, full);
       }
       continue;
@@ -252,7 +258,7 @@ float GPT::forward(const int32_t* tokens) {
   be_.copy_from_host(b.inputs, split.data(), split.size() * sizeof(int32_t));
 
   // Each op under its call site (trace.hpp): nothing but a pointer test unless a trace records.
-  { const trace::Scope s(be_, "wte+wpe embedding forward"); be_.embedding_forward(b.encoded, b.inputs, b.wte, b.wpe, B, T, C); }
+  { const trace::Scope s(be_, "wte+wpe embedding forward"); embedding_forward(b.encoded, b.inputs, b.wte, b.wpe); }
   for (size_t l = 0; l < b.layers.size(); ++l) {
     Layer& L = b.layers[l];
     const auto at = [&](const char* site) { return trace::Scope(be_, "h.", int64_t(l), site); };
@@ -268,7 +274,8 @@ float GPT::forward(const int32_t* tokens) {
     { const auto s = at(".mlp residual forward"); be_.residual_forward(L.res3, L.res2, L.fcproj, static_cast<int64_t>(N) * C); }
   }
   { const trace::Scope s(be_, "lnf norm forward"); norm_forward(b.lnf, b.lnf_mean, b.lnf_rstd, b.layers.back().res3, b.lnfw, b.lnfb); }
-  { const trace::Scope s(be_, "lm_head matmul forward"); be_.matmul_forward(b.logits, b.lnf, b.headw, nullptr, N, C, V); }
+  // The scratch is free until backward: it stages this rank's logit columns.
+  { const trace::Scope s(be_, "lm_head matmul forward"); head_forward(b.logits, b.dlogits, b.lnf, b.headw); }
   { const trace::Scope s(be_, "loss softmax_xent forward"); be_.softmax_xent_forward(b.losses, b.xstats, b.logits, b.targets, N, V); }
 
   be_.copy_to_host(losses_host_.data(), b.losses, static_cast<size_t>(N) * sizeof(float));
@@ -290,7 +297,7 @@ void GPT::backward(float loss_scale) {
   Buffers& b = *buf_;
   be_.zero(grads_.data(), grads_.bytes());
   { const trace::Scope s(be_, "loss softmax_xent backward"); be_.softmax_xent_backward(b.dlogits, b.logits, b.xstats, b.targets, N, V, loss_scale); }
-  { const trace::Scope s(be_, "lm_head matmul backward"); be_.matmul_backward(b.dbtc1, b.dheadw, nullptr, b.dlogits, b.lnf, b.headw, N, C, V); }
+  { const trace::Scope s(be_, "lm_head matmul backward"); head_backward(b.dbtc1, b.dheadw, b.dlogits, b.lnf, b.headw); }
   {
     const trace::Scope s(be_, "lnf norm backward");
     norm_backward(b.dres, b.dlnfw, b.dlnfb, b.dbtc1, b.layers.back().res3, b.lnfw, b.lnf_mean, b.lnf_rstd);
@@ -311,7 +318,7 @@ void GPT::backward(float loss_scale) {
     { const auto s = at(".ln1 norm backward"); norm_backward(b.dbtc2, L.dln1w, L.dln1b, b.dbtc1, L.input, L.ln1w, L.ln1_mean, L.ln1_rstd); }
     { const auto s = at(".attn residual backward"); be_.residual_forward(b.dres, b.dres, b.dbtc2, NC); }
   }
-  { const trace::Scope s(be_, "wte+wpe embedding backward"); be_.embedding_backward(b.dwte, b.dwpe, b.dres, b.inputs, B, T, C, V); }
+  { const trace::Scope s(be_, "wte+wpe embedding backward"); be_.embedding_backward(b.dwte, b.dwpe, b.dres, b.inputs, B, T, C, V, vocab_rows_); }
 }
 
 float mean_loss(const det::ExactSum& loss_sum, int64_t tokens) {

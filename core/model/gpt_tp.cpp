@@ -4,7 +4,10 @@
 // first k-segment starts the chain from +0, hands its fp32 partial (rows × cols) to the owner of
 // the next segment, which continues it, and so on; the last adds the bias (one addition, as
 // matmul_forward) and broadcasts. Every element is the unsplit chain, bit for bit; no float is
-// ever summed across ranks. Without a group both are the unsplit calls themselves.
+// ever summed across ranks. The vocabulary-parallel embedding and head follow the same rule: the
+// embedding's rows are each written by the rank holding the token's row, the head's logit columns
+// are chains over C (local) gathered bit for bit, its dinp a chain over the vocabulary passed rank
+// to rank. Without a group every function is the unsplit call itself.
 #include "samebits/core/model/gpt.hpp"
 
 #include "samebits/det/error.hpp"
@@ -45,6 +48,39 @@ void GPT::col_backward(float* dinp, float* dw, float* dbias, const float* dout, 
     if (s + 1 < steps) tp_->send(dinp, n, (s + 1) % S);
   }
   tp_->broadcast(dinp, n, S - 1);
+}
+
+void GPT::embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe) {
+  const int B = B_, T = cfg_.seq_len, C = cfg_.n_embd;
+  if (tp_ == nullptr) return be_.embedding_forward(out, tokens, wte, wpe, B, T, C, vocab_rows_);
+  const int S = tp_->size(), r = tp_->rank();
+  const size_t n = static_cast<size_t>(B) * T * C;
+  if (r > 0) tp_->recv(out, n, r - 1);
+  be_.embedding_forward(out, tokens, wte, wpe, B, T, C, vocab_rows_);
+  if (r + 1 < S) tp_->send(out, n, r + 1);
+  tp_->broadcast(out, n, S - 1);
+}
+
+void GPT::head_forward(float* logits, float* staging, const float* inp, const float* w) {
+  const int N = B_ * cfg_.seq_len, C = cfg_.n_embd, V = cfg_.vocab;
+  if (tp_ == nullptr) return be_.matmul_forward(logits, inp, w, nullptr, N, C, V);
+  be_.matmul_forward(staging, inp, w, nullptr, N, C, vocab_rows_.count());
+  tp_->gather_columns(staging, logits, static_cast<size_t>(N), vocab_split_);
+}
+
+void GPT::head_backward(float* dinp, float* dw, const float* dlogits, const float* inp, const float* w) {
+  const int N = B_ * cfg_.seq_len, C = cfg_.n_embd, V = cfg_.vocab;
+  if (tp_ == nullptr) return be_.matmul_backward(dinp, dw, nullptr, dlogits, inp, w, N, C, V);
+  const int S = tp_->size(), r = tp_->rank(), rows = vocab_rows_.count();
+  const Precision prec = be_.numerics().precision;
+  const float* mine = dlogits + vocab_rows_.begin;  // this rank's columns of (N, V)
+  // Backend::matmul_backward's two GEMMs on this rank's columns: dw (rows, C) = mineᵀ·inp, and
+  // dinp (N, C) = dlogits·w continued over ranks in vocabulary order.
+  if (r > 0) tp_->recv(dinp, static_cast<size_t>(N) * C, r - 1);
+  be_.gemm(Trans::no, Trans::no, N, C, rows, mine, V, w, C, dinp, C, r > 0, prec);
+  if (r + 1 < S) tp_->send(dinp, static_cast<size_t>(N) * C, r + 1);
+  be_.gemm(Trans::yes, Trans::no, rows, C, N, mine, V, inp, C, dw, C, false, prec);
+  tp_->broadcast(dinp, static_cast<size_t>(N) * C, S - 1);
 }
 
 }  // namespace sb

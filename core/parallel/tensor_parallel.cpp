@@ -20,6 +20,19 @@ class TensorParallel::Group final : public TpGroup {
   void send(const float* x, size_t n, int to) override { comm_.send(x, n * sizeof(float), to); }
   void recv(float* x, size_t n, int from) override { comm_.recv(x, n * sizeof(float), from); }
   void broadcast(float* x, size_t n, int root) override { comm_.broadcast(x, n * sizeof(float), root); }
+  void gather_columns(const float* mine, float* full, size_t rows, const TpSplit& split) override {
+    // Every rank sends the widest block's length (two fp32 bit patterns per uint64), padded.
+    const size_t width = size_t(split.part), cols = size_t(split.extent), words = (rows * width + 1) / 2;
+    std::vector<uint64_t> out(words, 0), all(words * size_t(comm_.size()));
+    std::memcpy(out.data(), mine, rows * size_t(split.rows(comm_.rank())) * sizeof(float));
+    comm_.allgather_u64(out.data(), words, all.data());
+    for (int r = 0; r < comm_.size(); ++r) {
+      const auto* block = reinterpret_cast<const unsigned char*>(all.data() + size_t(r) * words);
+      const size_t w = size_t(split.rows(r)), first = size_t(split.first(r));
+      for (size_t i = 0; i < rows; ++i)
+        std::memcpy(full + i * cols + first, block + i * w * sizeof(float), w * sizeof(float));
+    }
+  }
 
  private:
   Communicator& comm_;
@@ -48,19 +61,20 @@ TpGroup& TensorParallel::group() { return *group_; }
 
 void TensorParallel::gather_shard(size_t t, const float* shard, float* full) {
   const TpSplit& s = layout_.splits[t];
-  const size_t n = layout_.local[t].numel;
   if (!s.sharded) {
-    std::memcpy(full, shard, n * sizeof(float));
+    std::memcpy(full, shard, layout_.local[t].numel * sizeof(float));
     return;
   }
-  const size_t words = (n + 1) / 2;  // two fp32 bit patterns per uint64
+  // Every rank sends the largest shard's length (two fp32 bit patterns per uint64); a shorter
+  // shard (the vocabulary split's last) is padded.
+  const size_t words = (s.numel(0) + 1) / 2;
   std::vector<uint64_t> mine(words, 0), all(words * static_cast<size_t>(layout_.size));
-  std::memcpy(mine.data(), shard, n * sizeof(float));
+  std::memcpy(mine.data(), shard, s.numel(layout_.rank) * sizeof(float));
   tp_->allgather_u64(mine.data(), words, all.data());
-  std::vector<float> piece(n);
+  std::vector<float> piece(2 * words);
   for (int r = 0; r < layout_.size; ++r) {
-    std::memcpy(piece.data(), all.data() + size_t(r) * words, n * sizeof(float));
-    tp_place_shard(s, layout_.size, r, piece.data(), full);
+    std::memcpy(piece.data(), all.data() + size_t(r) * words, s.numel(r) * sizeof(float));
+    tp_place_shard(s, r, piece.data(), full);
   }
 }
 
@@ -102,7 +116,7 @@ void TensorParallel::take_local(const float* full_flat, float* local_flat) const
     const float* from = full_flat + layout_.full[t].offset;
     float* to = local_flat + layout_.local[t].offset;
     if (layout_.splits[t].sharded) {
-      tp_take_shard(layout_.splits[t], layout_.size, layout_.rank, from, to);
+      tp_take_shard(layout_.splits[t], layout_.rank, from, to);
     } else {
       std::memcpy(to, from, layout_.local[t].numel * sizeof(float));
     }

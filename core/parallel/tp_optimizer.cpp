@@ -1,7 +1,9 @@
-// TpOptimizer (parallel/tp_optimizer.hpp). Determinism: a sharded tensor's update is the
+// TpOptimizer (parallel/tp_optimizer.hpp). Determinism: a sharded matrix's update is the
 // one-process optimizer's on the bit-exact gathered tensor (the same weights, gradient, state and
 // step context), so its result, state and statistics are the one-process bits; the rank keeps its
-// shard of each. Replicated tensors: the one-process update on identical replicas.
+// shard of each. An elementwise update (AdamW's) is the one-process update of each element, on
+// the shard; its statistics' exact sums (Σd², ΣW²) are summed over the group as integer words, so
+// they are the whole tensor's. Replicated tensors: the one-process update on identical replicas.
 #include "samebits/core/parallel/tp_optimizer.hpp"
 
 #include <algorithm>
@@ -17,6 +19,12 @@ struct TpOptimizer::Scratch {
 };
 
 namespace {
+
+// Whether tensor p's update needs the whole tensor: Muon's matrices (Newton–Schulz); every other
+// update is elementwise.
+bool needs_whole(const OptimConfig& config, const ParamView& p) {
+  return config.muon_family() && p.kind == ParamKind::matrix;
+}
 
 // "attn.qkv.w" of "h.3.attn.qkv.w": tensors of every layer with one shape share a scratch.
 std::string kind_of(const ParamView& p) {
@@ -34,14 +42,16 @@ TpOptimizer::TpOptimizer(const OptimConfig& config, TensorParallel& tp, Backend&
            "per-row state is not split by tensor parallelism yet; use optim.name=muon or adamw");
   const TpLayout& L = tp.layout();
   inner_ = make_optimizer(config, L.local, backend, precision);
+  gathered_.resize(L.local.size());
+  for (size_t t = 0; t < gathered_.size(); ++t) gathered_[t] = L.splits[t].sharded && needs_whole(config, L.full[t]);
   std::vector<bool> owned(L.local.size());
-  for (size_t t = 0; t < owned.size(); ++t) owned[t] = !L.splits[t].sharded;
+  for (size_t t = 0; t < owned.size(); ++t) owned[t] = !gathered_[t];
   inner_->set_owned(owned);
   shards_.resize(L.local.size());
   kinds_.resize(L.local.size());
   stats_.resize(L.local.size());
   for (size_t t = 0; t < L.local.size(); ++t) {
-    if (!L.splits[t].sharded) continue;
+    if (!gathered_[t]) continue;
     for (const StateBuffer& b : scratch_for(t).optimizer->state()) {
       SB_CHECK(b.numel == L.full[t].numel, "state buffer ", b.name, " of ", b.numel,
                " values is not one value per element of ", L.full[t].name);
@@ -69,10 +79,20 @@ TpOptimizer::Scratch& TpOptimizer::scratch_for(size_t t) {
 
 void TpOptimizer::step(float* weights, const float* grads, const StepContext& ctx) {
   const TpLayout& L = tp_.layout();
+  // The elementwise shards' weights before the update, for their statistics (host: CPU ranks).
+  std::vector<size_t> shards;
+  if (ctx.compute_stats)
+    for (size_t t = 0; t < L.local.size(); ++t)
+      if (L.splits[t].sharded && !gathered_[t]) shards.push_back(t);
+  std::vector<std::vector<float>> before(shards.size());
+  for (size_t i = 0; i < shards.size(); ++i) {
+    const float* w = weights + L.local[shards[i]].offset;
+    before[i].assign(w, w + L.local[shards[i]].numel);
+  }
   inner_->step(weights, grads, ctx);
   const std::vector<TensorUpdateStats>& inner_stats = inner_->last_stats();
   for (size_t t = 0; t < L.local.size(); ++t) {
-    if (!L.splits[t].sharded) {
+    if (!gathered_[t]) {
       stats_[t] = inner_stats[t];
       continue;
     }
@@ -85,9 +105,28 @@ void TpOptimizer::step(float* weights, const float* grads, const StepContext& ct
       tp_.gather_shard(t, shards_[t][k].data_as<float>(), full_state[k].data);
     s.optimizer->step(w, s.grads.data_as<float>(), ctx);
     stats_[t] = s.optimizer->last_stats()[0];
-    tp_take_shard(L.splits[t], L.size, L.rank, w, weights + L.local[t].offset);
+    tp_take_shard(L.splits[t], L.rank, w, weights + L.local[t].offset);
     for (size_t k = 0; k < full_state.size(); ++k)
-      tp_take_shard(L.splits[t], L.size, L.rank, full_state[k].data, shards_[t][k].data_as<float>());
+      tp_take_shard(L.splits[t], L.rank, full_state[k].data, shards_[t][k].data_as<float>());
+  }
+  // Σd² and ΣW² of each elementwise shard (UpdateSums: the terms AdamW's kernels sum), exact,
+  // added over the group as integer words: the whole tensor's sums, finished as one process does.
+  if (shards.empty()) return;
+  const size_t kw = det::ExactSum::kWords;
+  std::vector<int64_t> words(shards.size() * 2 * kw);
+  for (size_t i = 0; i < shards.size(); ++i) {
+    const float* after = weights + L.local[shards[i]].offset;
+    UpdateSums sums;
+    for (size_t j = 0; j < before[i].size(); ++j) sums.add(before[i][j], after[j]);
+    sums.delta_sq.to_words(words.data() + 2 * i * kw);
+    sums.weight_sq.to_words(words.data() + (2 * i + 1) * kw);
+  }
+  tp_.tp().allreduce_sum_i64(words.data(), words.size());
+  for (size_t i = 0; i < shards.size(); ++i) {
+    UpdateSums sums;
+    sums.delta_sq = det::ExactSum::from_words(words.data() + 2 * i * kw);
+    sums.weight_sq = det::ExactSum::from_words(words.data() + (2 * i + 1) * kw);
+    stats_[shards[i]] = sums.finish(L.full[shards[i]].numel, inner_stats[shards[i]].ortho_error);
   }
 }
 
@@ -96,7 +135,7 @@ std::vector<StateBuffer> TpOptimizer::state() {
   std::vector<StateBuffer> inner = inner_->state(), out;
   size_t next = 0;  // inner's buffers come in layout order of its owned (replicated) tensors
   for (size_t t = 0; t < L.local.size(); ++t) {
-    if (L.splits[t].sharded) {
+    if (gathered_[t]) {
       for (size_t k = 0; k < shards_[t].size(); ++k)
         out.push_back({L.local[t].name + "/" + kinds_[t][k], shards_[t][k].data_as<float>(), L.local[t].numel});
       continue;
@@ -105,7 +144,7 @@ std::vector<StateBuffer> TpOptimizer::state() {
     while (next < inner.size() && inner[next].name.rfind(prefix, 0) == 0) out.push_back(inner[next++]);
   }
   SB_CHECK(next == inner.size(), "tensor-parallel optimizer state: ", inner.size() - next,
-           " buffers of the replicated tensors are out of layout order");
+           " buffers of the shard-local tensors are out of layout order");
   return out;
 }
 

@@ -164,7 +164,7 @@ void Trainer::import_state(const TrainerState& state) {
     for (size_t i = 0; i < buffers.size(); ++i) {
       const size_t t = tensor_of(buffers[i].name);
       std::vector<float> shard(buffers[i].numel);
-      if (L.splits[t].sharded) tp_take_shard(L.splits[t], L.size, L.rank, s.optimizer[i].data.data(), shard.data());
+      if (L.splits[t].sharded) tp_take_shard(L.splits[t], L.rank, s.optimizer[i].data.data(), shard.data());
       else shard = s.optimizer[i].data;
       be_.copy_from_host(buffers[i].data, shard.data(), shard.size() * sizeof(float));
     }

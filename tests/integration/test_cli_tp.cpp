@@ -1,10 +1,10 @@
 // Tensor parallelism keeps the bits (docs/DISTRIBUTED.md §10): `mpirun -np N samebits train …
 // --parallel.tp T` of a tiny GPT (2 layers, 4 heads) records what one process records — `samebits
 // diff` IDENTICAL — at DP 1 × TP 2, DP 1 × TP 4 and DP 2 × TP 2, for Muon and AdamW, fp32 and
-// bf16, with micro-leaves; a run stopped at DP 2 × TP 2 resumes at DP 1 × TP 4 and in one process
-// with the uninterrupted bits; optim.tp_mode = blockwise, distributed and distributed_exact move
-// them from step 1 (the last two equal each other at TP 2; distributed keeps its bits at DP 2 and
-// across a resume); bad layouts exit 2 before any file is written. Skipped (exit 77) without mpirun or MPI in this
+// bf16, with micro-leaves, with a vocabulary the group does not divide and an untied head; a run stopped at DP 2 × TP 2
+// resumes at DP 1 × TP 4 and in one process with the uninterrupted bits; optim.tp_mode = blockwise, distributed and
+// distributed_exact move them from step 1 (the last two equal each other at TP 2; distributed keeps its bits at DP 2
+// and across a resume); bad layouts exit 2 before any file is written. Skipped (exit 77) without mpirun or MPI in this
 // build.
 #include <doctest/doctest.h>
 
@@ -68,6 +68,8 @@ TEST_CASE("DP x TP layouts record the one-process bits (Muon, AdamW; fp32, bf16;
       {4, 2, "", "--micro-leaves 1"},
       {2, 2, "--train.precision bf16", ""},
       {4, 2, "--optim.name adamw", ""},
+      // The vocabulary split cut short (61 rows: 16, 16, 16, 13), an untied head split the same way.
+      {4, 4, "--model.vocab 61 --model.tied_head false", ""},
   };
   int k = 0;
   for (const Case& c : cases) {
@@ -152,6 +154,10 @@ TEST_CASE("bad layouts: one error naming the key, exit 2, no file written") {
   const sb::test::Launch qk = train_mpi(dir, 2, "--parallel.tp 2 --optim.qk_clip 50 --out bad.h5");
   CHECK(qk.exit_code == 2);
   CHECK(qk.output.find("parallel.tp=2 with optim.qk_clip") != std::string::npos);
+  const sb::test::Launch vocab = train_mpi(dir, 4, "--parallel.tp 4 --model.vocab 3 --out bad.h5");
+  CHECK(vocab.exit_code == 2);
+  CHECK(vocab.output.find("model.vocab=3 leaves the last of parallel.tp=4 ranks no vocabulary row") !=
+        std::string::npos);
   CHECK_FALSE(fs::exists(dir / "bad.h5"));
   CHECK_FALSE(fs::exists(dir / "bad.store"));
 }

@@ -46,7 +46,7 @@ std::vector<float> local_flat(const TpLayout& L, const std::vector<float>& full)
     const float* from = full.data() + L.full[t].offset;
     float* to = out.data() + L.local[t].offset;
     if (L.splits[t].sharded) {
-      tp_take_shard(L.splits[t], L.size, L.rank, from, to);
+      tp_take_shard(L.splits[t], L.rank, from, to);
     } else {
       std::memcpy(to, from, L.local[t].numel * sizeof(float));
     }

@@ -63,15 +63,15 @@ TEST_CASE("embedding forward and backward: CUDA equals the CPU bitwise") {
   const std::vector<float> dwte0 = parity_values(static_cast<size_t>(V) * C, 9, 1e20f);
   const std::vector<float> dwpe0 = parity_values(static_cast<size_t>(T_max) * C, 10, 1e20f);
   std::vector<float> out(static_cast<size_t>(B) * T * C), dwte = dwte0, dwpe = dwpe0;
-  cpu->embedding_forward(out.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
-  cpu->embedding_backward(dwte.data(), dwpe.data(), dout.data(), tokens.data(), B, T, C, V);
+  cpu->embedding_forward(out.data(), tokens.data(), wte.data(), wpe.data(), B, T, C, {0, V});
+  cpu->embedding_backward(dwte.data(), dwpe.data(), dout.data(), tokens.data(), B, T, C, V, {0, V});
   for (const CudaLaunchConfig& launch : parity_launches()) {
     auto gpu = make_parity_gpu(Numerics::deterministic(), launch);
     Tensor gtok = device_ints(*gpu, tokens);
     Guarded gwte(*gpu, wte.size(), wte), gwpe(*gpu, wpe.size(), wpe), gdout(*gpu, dout.size(), dout),
         gout(*gpu, out.size()), gdwte(*gpu, dwte0.size(), dwte0), gdwpe(*gpu, dwpe0.size(), dwpe0);
-    gpu->embedding_forward(gout.data(), gtok.data_as<int32_t>(), gwte.data(), gwpe.data(), B, T, C);
-    gpu->embedding_backward(gdwte.data(), gdwpe.data(), gdout.data(), gtok.data_as<int32_t>(), B, T, C, V);
+    gpu->embedding_forward(gout.data(), gtok.data_as<int32_t>(), gwte.data(), gwpe.data(), B, T, C, {0, V});
+    gpu->embedding_backward(gdwte.data(), gdwpe.data(), gdout.data(), gtok.data_as<int32_t>(), B, T, C, V, {0, V});
     check_output(gout, out, "embedding_forward on " + gpu->describe());
     check_output(gdwte, dwte, "embedding_backward dwte on " + gpu->describe());
     check_output(gdwpe, dwpe, "embedding_backward dwpe on " + gpu->describe());
@@ -84,7 +84,7 @@ TEST_CASE("embedding backward rejects a token outside the vocabulary, as the CPU
   const std::vector<int32_t> tokens = {1, 2, 7};
   Tensor gtok = device_ints(*gpu, tokens);
   Guarded dwte(*gpu, 5 * 4, std::vector<float>(20, 0.0f)), dwpe(*gpu, 3 * 4), dout(*gpu, 12, std::vector<float>(12, 1.0f));
-  CHECK_THROWS_AS(gpu->embedding_backward(dwte.data(), dwpe.data(), dout.data(), gtok.data_as<int32_t>(), 1, 3, 4, 5),
+  CHECK_THROWS_AS(gpu->embedding_backward(dwte.data(), dwpe.data(), dout.data(), gtok.data_as<int32_t>(), 1, 3, 4, 5, {0, 5}),
                   sb::Error);
 }
 

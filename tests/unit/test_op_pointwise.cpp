@@ -72,8 +72,8 @@ TEST_CASE("embedding: forward, token-ordered backward, accumulation into dwte") 
   const auto r = test::uniform(static_cast<size_t>(B) * T * C, 7);
   const auto dwte0 = test::uniform(wte.size(), 8);  // e.g. the tied LM head's gradient
   std::vector<float> out(r.size()), dwte = dwte0, dwpe(wpe.size(), 42.0f);
-  be->embedding_forward(out.data(), tokens.data(), wte.data(), wpe.data(), B, T, C);
-  be->embedding_backward(dwte.data(), dwpe.data(), r.data(), tokens.data(), B, T, C, V);
+  be->embedding_forward(out.data(), tokens.data(), wte.data(), wpe.data(), B, T, C, {0, V});
+  be->embedding_backward(dwte.data(), dwpe.data(), r.data(), tokens.data(), B, T, C, V, {0, V});
 
   std::vector<float> out_ref(out.size()), dwte_ref = dwte0, dwpe_ref(wpe.size(), 42.0f);
   for (int n = 0; n < B * T; ++n)
@@ -108,10 +108,45 @@ TEST_CASE("embedding: forward, token-ordered backward, accumulation into dwte") 
   test::check_gradient(g_wpe, num_wpe, 1e-5, "embedding dwpe");
 }
 
+TEST_CASE("embedding over vocabulary row ranges: the ranges together are the whole table's op, bit for bit") {
+  // The vocabulary-parallel layout (tp_layout.hpp): each rank holds rows [begin, end) of wte and
+  // writes only its tokens' rows; every other row is left as it was.
+  auto be = make_cpu_backend();
+  const int B = 2, T = 9, C = 6, V = 11;
+  std::vector<int32_t> tokens(B * T);
+  for (int n = 0; n < B * T; ++n) tokens[n] = (n * 5 + n / 4) % V;
+  const auto wte = test::uniform(static_cast<size_t>(V) * C, 11);
+  const auto wpe = test::uniform(static_cast<size_t>(T) * C, 12);
+  const auto dout = test::uniform(static_cast<size_t>(B) * T * C, 13);
+  const auto dwte0 = test::uniform(wte.size(), 14);
+  std::vector<float> out(dout.size()), dwte = dwte0, dwpe(wpe.size());
+  be->embedding_forward(out.data(), tokens.data(), wte.data(), wpe.data(), B, T, C, {0, V});
+  be->embedding_backward(dwte.data(), dwpe.data(), dout.data(), tokens.data(), B, T, C, V, {0, V});
+  for (const std::vector<int>& cuts : {std::vector<int>{0, 6, 11}, std::vector<int>{0, 3, 6, 9, 11}}) {
+    std::vector<float> o(out.size(), -7.0f), dw = dwte0, dp(wpe.size());
+    for (size_t k = 0; k + 1 < cuts.size(); ++k) {
+      const VocabRows rows{cuts[k], cuts[k + 1]};
+      const size_t at = static_cast<size_t>(rows.begin) * C;
+      be->embedding_forward(o.data(), tokens.data(), wte.data() + at, wpe.data(), B, T, C, rows);
+      be->embedding_backward(dw.data() + at, dp.data(), dout.data(), tokens.data(), B, T, C, V, rows);
+      CHECK(test::same_bits(dp, dwpe, "dwpe of every range"));
+    }
+    CHECK(test::same_bits(o, out, "embedding out, ranges together"));
+    CHECK(test::same_bits(dw, dwte, "embedding dwte, ranges together"));
+  }
+  // A token outside the range leaves its row untouched.
+  std::vector<float> o(out.size(), -7.0f);
+  be->embedding_forward(o.data(), tokens.data(), wte.data() + 4 * C, wpe.data(), B, T, C, {4, 5});
+  for (int n = 0; n < B * T; ++n) CHECK(o[static_cast<size_t>(n) * C] == (tokens[n] == 4 ? out[n * C] : -7.0f));
+  std::vector<float> dw(static_cast<size_t>(C)), dp(wpe.size());
+  CHECK_THROWS_AS(be->embedding_backward(dw.data(), dp.data(), dout.data(), tokens.data(), B, T, C, V, {10, 12}),
+                  sb::Error);
+}
+
 TEST_CASE("embedding rejects tokens outside the vocabulary") {
   auto be = make_cpu_backend();
   std::vector<int32_t> tokens = {0, 7};
   std::vector<float> dout(2 * 4), dwte(5 * 4), dwpe(2 * 4);
-  CHECK_THROWS_AS(be->embedding_backward(dwte.data(), dwpe.data(), dout.data(), tokens.data(), 1, 2, 4, 5),
+  CHECK_THROWS_AS(be->embedding_backward(dwte.data(), dwpe.data(), dout.data(), tokens.data(), 1, 2, 4, 5, {0, 5}),
                   sb::Error);
 }

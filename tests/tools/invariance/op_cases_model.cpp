@@ -190,7 +190,7 @@ OpOutput embedding_forward_case(Backend& be) {
   Buffers buf(be);
   float* o = buf.zeros(size_t(kB) * kT * kC);
   be.embedding_forward(o, buf.upload(tokens()), buf.upload(uniform(size_t(kVocab) * kC, 34)),
-                       buf.upload(uniform(size_t(kTmax) * kC, 35)), kB, kT, kC);
+                       buf.upload(uniform(size_t(kTmax) * kC, 35)), kB, kT, kC, {0, kVocab});
   return buf.values({{o, size_t(kB) * kT * kC}});
 }
 
@@ -199,7 +199,7 @@ OpOutput embedding_backward_case(Backend& be) {
   float* dwte = buf.upload(uniform(size_t(kVocab) * kC, 36));  // the tied head's gradient already there
   float* dwpe = buf.zeros(size_t(kTmax) * kC);
   be.embedding_backward(dwte, dwpe, buf.upload(uniform(size_t(kB) * kT * kC, 37)), buf.upload(tokens()), kB, kT, kC,
-                        kVocab);
+                        kVocab, {0, kVocab});
   return buf.values({{dwte, size_t(kVocab) * kC}, {dwpe, size_t(kTmax) * kC}});
 }
 

@@ -101,6 +101,14 @@ class GradAccumulator {
 
 enum class Trans : uint8_t { no, yes };
 
+// The vocabulary rows [begin, end) an embedding table holds: all of them (begin 0, end V) in one
+// process, a contiguous range under the vocabulary-parallel layout (tp_layout.hpp).
+struct VocabRows {
+  int begin = 0, end = 0;
+  bool holds(int32_t v) const { return v >= begin && v < end; }
+  int count() const { return end - begin; }
+};
+
 class Backend {
  public:
   explicit Backend(Numerics numerics) : numerics_(numerics) {}
@@ -269,20 +277,23 @@ class Backend {
                                      const int32_t* targets, // (N)
                                      int N, int V, float loss_scale) = 0;
 
-  // Token + position embedding: out[b][t] = wte[tokens[b][t]] + wpe[t].
+  // Token + position embedding: out[b][t] = wte[tokens[b][t]] + wpe[t] for every token of `rows`
+  // (wte holds those rows, row 0 = vocabulary row rows.begin); the other tokens' rows of out are
+  // left as they are (another rank of a vocabulary-parallel group writes them).
   virtual void embedding_forward(float* out,              // (B, T, C)
                                  const int32_t* tokens,   // (B, T)
-                                 const float* wte,        // (V, C)
+                                 const float* wte,        // (rows.count(), C)
                                  const float* wpe,        // (T_max, C), T <= T_max
-                                 int B, int T, int C) = 0;
-  // dwte[v] += dout[n] for every token n with tokens[n] == v, n ascending (accumulates into dwte,
-  // which the tied LM head may already hold); dwpe[t] = Σ_b dout[b][t], b ascending from +0
-  // (overwrites rows 0..T-1).
-  virtual void embedding_backward(float* dwte,             // (V, C)
+                                 int B, int T, int C, VocabRows rows) = 0;
+  // dwte[v] += dout[n] for every token n with tokens[n] == v in `rows`, n ascending (accumulates
+  // into dwte, which the tied LM head may already hold; dwte holds the rows, as wte above);
+  // dwpe[t] = Σ_b dout[b][t], b ascending from +0 (overwrites rows 0..T-1). Throws sb::Error for a
+  // token outside [0, V).
+  virtual void embedding_backward(float* dwte,             // (rows.count(), C)
                                   float* dwpe,             // (T_max, C)
                                   const float* dout,       // (B, T, C)
                                   const int32_t* tokens,   // (B, T)
-                                  int B, int T, int C, int V) = 0;
+                                  int B, int T, int C, int V, VocabRows rows) = 0;
 
   // out = a + b elementwise (out may alias a or b): the residual stream and its gradient.
   virtual void residual_forward(float* out, const float* a, const float* b,
@@ -330,7 +341,7 @@ class Backend {
   void softmax_xent_backward(float* dlogits, const float* logits, const float* stats,              \
                              const int32_t* targets, int N, int V, float loss_scale) override;     \
   void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,    \
-                         int B, int T, int C) override;                                            \
+                         int B, int T, int C, VocabRows rows) override;                            \
   void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,      \
-                          int B, int T, int C, int V) override;                                    \
+                          int B, int T, int C, int V, VocabRows rows) override;                    \
   void residual_forward(float* out, const float* a, const float* b, int64_t n) override;

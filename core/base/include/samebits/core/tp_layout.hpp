@@ -1,12 +1,16 @@
 // Tensor-parallel layout of the GPT (docs/DISTRIBUTED.md §10), Megatron-style: attention heads and
-// the MLP's 4C dimension split across a group of `size` ranks; embeddings, LM head, norms and the
-// row-parallel biases replicated. Each tensor is viewed as (outer, size·part, inner) and rank r
-// holds the block [:, r·part : (r+1)·part, :] (outer-major, contiguous in its local tensor):
+// the MLP's 4C dimension split across a group of `size` ranks, the token embedding and the LM head
+// split by vocabulary rows; position embedding, norms and the row-parallel biases replicated. Each
+// sharded tensor is viewed as (outer, extent, inner) with extent = size·part, and rank r holds the
+// block [:, r·part : (r+1)·part, :] (outer-major, contiguous in its local tensor):
 //   attn.qkv.w (3C, C) = (3, C, C): each of q, k, v split by heads; attn.qkv.b (3, C, 1)
 //   attn.proj.w (C, C) = (C, C, 1): columns (its k) split by heads
 //   mlp.fc.w (4C, C) = (1, 4C, C); mlp.fc.b (1, 4C, 1); mlp.proj.w (C, 4C) = (C, 4C, 1)
+//   wte, lm_head.w (V, C) = (1, V, C): vocabulary rows, part = ⌈V / size⌉, the last rank's block
+//   cut at V (V need not divide: GPT-2's 50257 is prime to every group size but 1)
 // Pure functions of (config, size, rank): every rank derives every rank's layout.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -17,7 +21,12 @@ namespace sb {
 
 struct TpSplit {
   bool sharded = false;                    // false: every rank holds the whole tensor
-  int64_t outer = 1, part = 0, inner = 1;  // sharded: full = (outer, size·part, inner)
+  int64_t outer = 1, part = 0, inner = 1;  // sharded: full = (outer, extent, inner)
+  int64_t extent = 0;                      // size·part, or less (then outer = 1): the last block is cut
+  // Rows [first(r), first(r) + rows(r)) of the split dimension are rank r's.
+  int64_t first(int r) const { return int64_t(r) * part; }
+  int64_t rows(int r) const { return std::max<int64_t>(0, std::min(part, extent - first(r))); }
+  size_t numel(int r) const { return size_t(outer * rows(r) * inner); }  // rank r's shard
 };
 
 struct TpLayout {
@@ -29,19 +38,19 @@ struct TpLayout {
 };
 
 // Throws sb::Error naming the key when cfg cannot be split over `tp` ranks (parallel.tp < 1,
-// model.n_head or 4·model.n_embd not divisible by it).
+// model.n_head or 4·model.n_embd not divisible by it, model.vocab leaving a rank no row).
 void validate_tp(const GPTConfig& cfg, int64_t tp);
 TpLayout gpt_tp_layout(const GPTConfig& cfg, int size, int rank);
 
-// Index of element j of rank r's shard within the full tensor (j < outer·part·inner).
-inline size_t tp_full_index(const TpSplit& s, int size, int r, size_t j) {
+// Index of element j of rank r's shard within the full tensor (j < s.numel(r)).
+inline size_t tp_full_index(const TpSplit& s, int r, size_t j) {
   if (!s.sharded) return j;
-  const size_t in = size_t(s.inner), pi = size_t(s.part) * in;
-  const size_t o = j / pi, rest = j % pi;
-  return o * size_t(size) * pi + size_t(r) * pi + rest;
+  const size_t block = size_t(s.rows(r) * s.inner);
+  const size_t o = j / block, rest = j % block;
+  return (o * size_t(s.extent) + size_t(s.first(r))) * size_t(s.inner) + rest;
 }
 // shard (outer·part·inner) ← rank r's block of full; full ← shard placed as rank r's block.
-void tp_take_shard(const TpSplit& s, int size, int r, const float* full, float* shard);
-void tp_place_shard(const TpSplit& s, int size, int r, const float* shard, float* full);
+void tp_take_shard(const TpSplit& s, int r, const float* full, float* shard);
+void tp_place_shard(const TpSplit& s, int r, const float* shard, float* full);
 
 }  // namespace sb

@@ -103,6 +103,14 @@ class GPT {
   // local; the chain of dinp = dout·W visits block 0 of ranks 0 … size-1, then block 1, … .
   void col_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp,
                     const float* w, int N, int C, int OCl, int groups);
+  // Vocabulary-parallel embedding forward, out (N, C): the buffer passes rank 0 → … → size-1, each
+  // writing the rows of its vocabulary's tokens; the last broadcasts.
+  void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe);
+  // Vocabulary-parallel LM head: logits (N, V) = inp (N, C) · wᵀ, this rank's columns computed
+  // into `staging` ((N, rows) backend memory) and all-gathered; backward: dw (rows, C) local (a
+  // chain over tokens), and dinp = dlogits·w as one chain over the vocabulary, rank by rank.
+  void head_forward(float* logits, float* staging, const float* inp, const float* w);
+  void head_backward(float* dinp, float* dw, const float* dlogits, const float* inp, const float* w);
   float* wp(std::string_view name);  // weights_ of a tensor (null when absent)
   float* gp(std::string_view name);  // grads_ of a tensor (null when absent)
 
@@ -111,6 +119,8 @@ class GPT {
   Backend& be_;
   TpGroup* tp_ = nullptr;  // null unless the group has more than one rank
   TpLayout tp_layout_;
+  VocabRows vocab_rows_;  // the rows of wte (and lm_head.w) this rank holds
+  TpSplit vocab_split_;   // their split (sharded only under a group)
   std::vector<ParamView> layout_;
   size_t flat_size_ = 0;
   Tensor weights_, grads_;

@@ -1,9 +1,11 @@
 // The optimizer of a tensor-parallel rank (docs/DISTRIBUTED.md §10), optim.tp_mode = duplicated:
-// replicated tensors are updated where they are (every TP rank alike); each sharded tensor's
-// weights, gradient and state shards are gathered into one full tensor, updated by the one-process
-// optimizer of that tensor alone (Muon: Newton–Schulz on the full momentum matrix), and each rank
-// keeps its shard. Every update is the one-process update bit for bit; at rest a rank holds 1/tp
-// of every sharded tensor's state, plus one full tensor of each sharded kind as scratch.
+// replicated tensors are updated where they are (every TP rank alike), and so are the shards of
+// tensors whose update is elementwise (AdamW's), with their statistics summed exactly over the
+// group; each sharded Muon matrix's weights, gradient and state shards are gathered into one full
+// tensor, updated by the one-process optimizer of that tensor alone (Newton–Schulz on the full
+// momentum matrix), and each rank keeps its shard. Every update is the one-process update bit for
+// bit; at rest a rank holds 1/tp of every sharded tensor's state, plus one full matrix of each
+// sharded kind as scratch.
 #pragma once
 #include <map>
 #include <memory>
@@ -23,7 +25,7 @@ class TpOptimizer final : public Optimizer {
   // Layout order, the one-process names; sharded tensors' buffers hold this rank's shard.
   std::vector<StateBuffer> state() override;
   size_t state_bytes() const override;  // this rank's state (shards and replicated tensors)
-  size_t scratch_bytes() const;         // the full tensors of the duplicated update
+  size_t scratch_bytes() const;         // the full matrices of the duplicated update
   const std::vector<TensorUpdateStats>& last_stats() const override { return stats_; }
   // The distributed optimizer over a TP layout is not built: throws sb::Error.
   void set_owned(const std::vector<bool>& owned) override;
@@ -38,6 +40,7 @@ class TpOptimizer final : public Optimizer {
   Backend& backend_;
   Precision precision_;
   std::unique_ptr<Optimizer> inner_;                         // local layout, replicated tensors owned
+  std::vector<bool> gathered_;                               // [tensor] updated whole (a sharded Muon matrix)
   std::vector<std::vector<Tensor>> shards_;                  // [tensor][kind] this rank's state shard
   std::vector<std::vector<std::string>> kinds_;              // [tensor] state kinds of a sharded tensor
   std::map<std::string, std::unique_ptr<Scratch>> scratch_;  // by kind of tensor and shape
