@@ -313,7 +313,8 @@ std::vector<ConfigField> build_fields() {
       // compute on each rank's shard, so their results depend on the group size.
       field("parallel.tp", SB_MEMBER(parallel.tp), tp_shortcut,
             "tensor-parallel group size: mpirun -np N runs N/tp data-parallel groups of tp consecutive "
-            "ranks; heads and the MLP's 4C split across a group (docs/DISTRIBUTED.md §10); part of the "
+            "ranks; heads, the MLP's 4C and the vocabulary rows of the embedding and head split across a "
+            "group (docs/DISTRIBUTED.md §10); part of the "
             "experiment only with a tp_mode other than duplicated"),
   };
 }
