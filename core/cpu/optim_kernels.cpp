@@ -42,6 +42,8 @@ void apply_elements(size_t n, UpdateSums* sums, const Update& update) {
 #pragma omp for schedule(static) nowait
     for (ptrdiff_t c = 0; c < chunks; ++c) {
       const size_t start = static_cast<size_t>(c) * kChunk, len = std::min(kChunk, n - start);
+      // Elements are independent (no reduction here), so SIMD lanes cannot change a bit.
+#pragma omp simd
       for (size_t j = 0; j < len; ++j) {
         const auto [b, a] = update(start + j);
         before[j] = b;
