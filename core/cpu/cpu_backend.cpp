@@ -40,6 +40,7 @@ class CpuGradAccumulator final : public GradAccumulator {
   uint32_t status() const override { return acc_.status(); }
   uint8_t* block_ranges() override { return acc_.ranges(); }
   size_t range_bytes() const override { return acc_.range_bytes(); }
+  size_t wire_words(uint64_t total_adds) override { return acc_.wire_words(total_adds); }
   uint64_t* encode(uint64_t total_adds, const std::vector<WireRun>& runs,
                    uint64_t* run_words) override {
     acc_.encode(total_adds, runs, run_words);

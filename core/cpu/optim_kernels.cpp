@@ -1,8 +1,9 @@
 // The optimizers' loops on host memory (optim_kernels.hpp): the CPU backend's OptimKernels. Contract: elements are independent (OpenMP over a static partition: any thread
 // count gives the same bits); sums are one det::ExactSum per thread (binned: exact_norm.hpp
-// BinnedSquares), merged exactly.
+// binned_update_squares), merged exactly.
 #include "samebits/core/cpu/cpu_backend.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "samebits/core/ops/muon.hpp"
@@ -24,27 +25,32 @@ void parallel_for(size_t n, const F& f) {
 }
 
 // update(i) for i < n on OpenMP threads; update applies element i and returns {weight before,
-// weight after}. When sums is non-null the pairs are added into it exactly.
+// weight after}. When sums is non-null the pairs are added into it exactly, a chunk at a time
+// (binned_update_squares: vectorized exact sums; any partition gives the same exact values).
 template <class Update>
 void apply_elements(size_t n, UpdateSums* sums, const Update& update) {
   if (sums == nullptr) {
     parallel_for(n, [&](size_t i) { update(i); });
     return;
   }
-  const ptrdiff_t count = static_cast<ptrdiff_t>(n);
-#pragma omp parallel if (count >= kParallelMin)
+  constexpr size_t kChunk = 4096;
+  const ptrdiff_t chunks = static_cast<ptrdiff_t>((n + kChunk - 1) / kChunk);
+#pragma omp parallel if (static_cast<ptrdiff_t>(n) >= kParallelMin)
   {
-    // UpdateSums::add's two exact sums, binned (the same exact values, about 3× faster).
-    BinnedSquares delta_sq, weight_sq;
-#pragma omp for schedule(static) nowait
-    for (ptrdiff_t i = 0; i < count; ++i) {
-      const auto [before, after] = update(static_cast<size_t>(i));
-      delta_sq.add_difference_square(before, after);
-      weight_sq.add_square(before);
-    }
     UpdateSums local;
-    local.delta_sq = delta_sq.sum();
-    local.weight_sq = weight_sq.sum();
+    float before[kChunk], after[kChunk];  // (kChunk) one chunk's weights before and after
+#pragma omp for schedule(static) nowait
+    for (ptrdiff_t c = 0; c < chunks; ++c) {
+      const size_t start = static_cast<size_t>(c) * kChunk, len = std::min(kChunk, n - start);
+      // Elements are independent (no reduction here), so SIMD lanes cannot change a bit.
+#pragma omp simd
+      for (size_t j = 0; j < len; ++j) {
+        const auto [b, a] = update(start + j);
+        before[j] = b;
+        after[j] = a;
+      }
+      binned_update_squares(local.delta_sq, local.weight_sq, before, after, len);
+    }
 #pragma omp critical(sb_update_sums)
     sums->merge(local);
   }

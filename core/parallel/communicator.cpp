@@ -23,6 +23,12 @@ void Communicator::allreduce_sum_u64(uint64_t* x, size_t n) {
   if (n > 0) do_allreduce_sum_u64(x, n);
 }
 
+void Communicator::count_allreduce_sum_u64(size_t n) {
+  SB_CHECK(size() == 1, "count_allreduce_sum_u64 counts an identity SUM (a world of one), not one of ", size(),
+           " ranks");
+  count(Collective::allreduce_u64, n * sizeof(uint64_t), n * sizeof(uint64_t));
+}
+
 void Communicator::allreduce_or_u32(uint32_t* x, size_t n) {
   count(Collective::allreduce_or, n * sizeof(uint32_t), n * sizeof(uint32_t));
   if (n > 0) do_allreduce_or_u32(x, n);

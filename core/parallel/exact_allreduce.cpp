@@ -26,12 +26,17 @@ int64_t GradAccumulator::segments() const { return det::wire_segments(static_cas
 void exact_allreduce(GradAccumulator& acc, Communicator& comm, uint64_t total_adds,
                      uint32_t total_status) {
   comm.allreduce_max_u8(acc.block_ranges(), acc.range_bytes());
+  // In a world of one the SUM is the identity and decode would rebuild the same sums, adds and
+  // status: the wire is neither written nor summed, only its words are counted as that SUM's
+  // payload, so the counters equal every world size's.
+  if (comm.size() == 1) {
+    comm.count_allreduce_sum_u64(acc.wire_words(total_adds));
+    return;
+  }
   size_t words = 0;
   uint64_t* wire = acc.encode(total_adds, &words);
   comm.allreduce_sum_u64(wire, words);
-  // In a world of one the SUM is the identity and decode would rebuild the same sums, adds and
-  // status (the payload above is still counted, so it equals every world size's).
-  if (comm.size() > 1) acc.decode(total_adds, total_status);
+  acc.decode(total_adds, total_status);
 }
 
 std::vector<WireRun> wire_runs(std::vector<TensorSpan> spans, size_t n) {

@@ -202,6 +202,12 @@ void BlockAccumulator::wire_layout(uint64_t total_adds, std::vector<uint64_t>& o
 
 void BlockAccumulator::encode(uint64_t total_adds) { encode(total_adds, {WireRun{0, segments()}}); }
 
+size_t BlockAccumulator::wire_words(uint64_t total_adds) const {
+  std::vector<uint64_t> offset;
+  wire_layout(total_adds, offset);
+  return static_cast<size_t>(offset.back());
+}
+
 void BlockAccumulator::decode(uint64_t total_adds, uint32_t total_status) {
   decode(total_adds, total_status, {WireRun{0, segments()}}, 0);
 }

@@ -1,7 +1,8 @@
 // The binned exact sums behind the per-step gradient statistics (core/train/statistics.cpp):
 // binned_sum equals the plain ExactSum of the elements (every exponent, subnormals, block edges, the
 // sign of an exact zero, ±Inf and NaN); binned_sum_of_squares equals sum_of_squares in its exact
-// value (canonical limbs) at vector and block edges; GradientStatistics::finish
+// value (canonical limbs) at vector and block edges and its fixed-point window's; binned_update_squares
+// equals add_update_squares's two sums; GradientStatistics::finish
 // reports per tensor the values of optim/clip.hpp grad_stats — norm, max |g| and mean — bitwise.
 #include <doctest/doctest.h>
 
@@ -94,26 +95,22 @@ TEST_CASE("binned_sum is exactly exact_sum: every exponent, block edges, zeros, 
   CHECK(same(sb::binned_sum(nan.data(), nan.size()), plain_exact_sum(nan.data(), nan.size())));
 }
 
-// The update statistics' sums, binned (BinnedSquares) against add_update_squares's two ExactSums,
-// fed the same (before, after) pairs.
+// The update statistics' sums, binned (binned_update_squares) against add_update_squares's two
+// ExactSums, fed the same (before, after) pairs.
 void check_update_squares(const std::vector<float>& before, const std::vector<float>& after) {
-  sb::det::ExactSum delta, weight;
-  sb::BinnedSquares bdelta, bweight;
-  for (size_t i = 0; i < before.size(); ++i) {
-    sb::add_update_squares(delta, weight, before[i], after[i]);
-    bdelta.add_difference_square(before[i], after[i]);
-    bweight.add_square(before[i]);
-  }
-  CHECK(same(bdelta.sum(), delta));
-  CHECK(same(bweight.sum(), weight));
-  if (delta.is_finite()) CHECK(same_value(bdelta.sum(), delta));
-  if (weight.is_finite()) CHECK(same_value(bweight.sum(), weight));
+  sb::det::ExactSum delta, weight, bdelta, bweight;
+  for (size_t i = 0; i < before.size(); ++i) sb::add_update_squares(delta, weight, before[i], after[i]);
+  sb::binned_update_squares(bdelta, bweight, before.data(), after.data(), before.size());
+  CHECK(same(bdelta, delta));
+  CHECK(same(bweight, weight));
+  if (delta.is_finite()) CHECK(same_value(bdelta, delta));
+  if (weight.is_finite()) CHECK(same_value(bweight, weight));
 }
 
-TEST_CASE("BinnedSquares has exactly the values of add_update_squares's sums") {
+TEST_CASE("binned_update_squares has exactly the values of add_update_squares's sums") {
   // Optimizer-like steps (after within a factor 2 of before: the binned path), then random bit
   // patterns of every exponent (sign changes, huge gaps: the fallback path), subnormals, zeros,
-  // block edges (> 2^16 terms), Inf and NaN.
+  // chunk and block edges (> 2^16 terms), Inf and NaN.
   const size_t n = 140001;
   std::vector<float> before(n), after(n);
   for (size_t i = 0; i < n; ++i) {
@@ -157,6 +154,35 @@ TEST_CASE("binned_sum_of_squares has exactly the value of sum_of_squares") {
   CHECK(same_value(sb::binned_sum_of_squares(g.data(), g.size()), plain_sum_of_squares(g.data(), g.size())));
   g[100] = -INFINITY;
   CHECK(same(sb::binned_sum_of_squares(g.data(), g.size()), plain_sum_of_squares(g.data(), g.size())));
+}
+
+TEST_CASE("binned_sum_of_squares: the edges of its fixed-point window") {
+  // The window holds the 32 binades that end at a block's largest scale max(e, 1): squares at its
+  // bottom (31 binades down) and just below it (32: the bins), the largest significands there,
+  // a block of subnormals and small normals only (the window reaches below scale 1), every
+  // exponent (random bit patterns), and one block of 2^16 maximal squares in the top binade.
+  std::vector<float> w(70000);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = sb::det::philox_normal(9, 5, i) * 0x1p-3f;
+  w[0] = 0x1.fffffep0f;  // the first block's largest scale: 2^0
+  w[1] = 0x1p-31f, w[2] = -0x1.fffffep-31f, w[3] = 0x1.fffffep-32f, w[4] = 0x1p-32f;
+  w[5] = 0x1p-126f, w[6] = 0x1p-149f;
+  for (size_t len : {size_t(7), size_t(4096), w.size()}) {
+    CAPTURE(len);
+    CHECK(same_value(sb::binned_sum_of_squares(w.data(), len), plain_sum_of_squares(w.data(), len)));
+  }
+  std::vector<float> tiny(5000);
+  for (size_t i = 0; i < tiny.size(); ++i) {
+    const uint32_t b = sb::det::philox_u32(9, 13, i) % 0x08000000u;  // scales 0 to 15
+    std::memcpy(&tiny[i], &b, sizeof b);
+  }
+  CHECK(same_value(sb::binned_sum_of_squares(tiny.data(), tiny.size()),
+                   plain_sum_of_squares(tiny.data(), tiny.size())));
+  const std::vector<float> any = random_finite(150000, 14);
+  CHECK(same_value(sb::binned_sum_of_squares(any.data(), any.size()),
+                   plain_sum_of_squares(any.data(), any.size())));
+  const std::vector<float> top(65536, -0x1.fffffep127f);
+  CHECK(same_value(sb::binned_sum_of_squares(top.data(), top.size()),
+                   plain_sum_of_squares(top.data(), top.size())));
 }
 
 TEST_CASE("finish reports grad_stats' norm, max |g| and mean per tensor, bitwise") {

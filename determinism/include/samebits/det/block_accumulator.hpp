@@ -39,6 +39,9 @@ class BlockAccumulator {
   uint8_t* ranges() { return reinterpret_cast<uint8_t*>(ranges_.data()); }
   size_t range_bytes() const { return ranges_.size() * sizeof(WireRange); }
   void encode(uint64_t total_adds);
+  // The words encode(total_adds) would write, without writing them (a world of one counts its
+  // payload but sums nothing: exact_allreduce).
+  size_t wire_words(uint64_t total_adds) const;
   uint64_t* wire() { return wire_.data(); }
   size_t wire_words() const { return wire_.size(); }
   void decode(uint64_t total_adds, uint32_t total_status);

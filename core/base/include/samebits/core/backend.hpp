@@ -80,6 +80,14 @@ class GradAccumulator {
   // After the MAX all-reduce of block_ranges(): this rank's sums as wire words (backend memory,
   // *words of them, valid until the next call) — every segment in order (the all-reduce's wire).
   uint64_t* encode(uint64_t total_adds, size_t* words);
+  // The words encode(total_adds, words) would give, after the MAX of block_ranges(): what a world
+  // of one counts as its payload without encoding it (its SUM is the identity). The default
+  // encodes and counts; a backend that can lay the wire out without writing it overrides this.
+  virtual size_t wire_words(uint64_t total_adds) {
+    uint64_t words = 0;
+    encode(total_adds, {WireRun{0, det::wire_segments(static_cast<int64_t>(size()))}}, &words);
+    return static_cast<size_t>(words);
+  }
   // After the uint64 SUM of those words: the exact sums over all ranks, adds() = total_adds.
   void decode(uint64_t total_adds, uint32_t total_status);
   // The reduce-scatter's form of the two (parallel/exact_allreduce.hpp): the wire of the segments of

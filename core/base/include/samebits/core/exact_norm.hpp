@@ -122,52 +122,23 @@ det::ExactSum exact_sum(const float* x, size_t n);
 // Elements per block of the binned sums: each bin then receives at most 2^16 squares below 2^48,
 // so no uint64 bin (nor the sum of its 4 interleaved sets) overflows.
 constexpr size_t kBinnedBlock = size_t{1} << 16;
-// Σ x[i]² exactly (the exact value of sum_of_squares, about three times faster
-// than one ExactSum::add per square): x = m·2^(e−150) squares to the 48-bit integer m² times 2^(2e−300), so squares are
-// added as integers into one bin per fp32 exponent (≤ 2^16 adds per bin: no overflow), and the
-// bins go into the ExactSum once per block. NaN and ±Inf are added to the ExactSum directly.
+// Σ x[i]² exactly (the exact value of sum_of_squares; 1.5 against 2.5 ns per element for the bins
+// alone in the 124M step, docs/PERFORMANCE.md): x = m·2^(s−150), s = max(e, 1), squares to the 48-bit integer m²
+// times 2^(2s−300). Per block of kBinnedBlock, the squares within 2^31 of the block's largest are
+// summed as integers in one fixed-point frame (a vectorized loop), those below it and NaN/±Inf
+// in one integer bin per fp32 exponent, and both go into the ExactSum once per block. The exact
+// value only: the ExactSum's count of added terms is this method's, not one per element.
 // Single-threaded (callers parallelise over blocks).  x: (n), host memory.
 det::ExactSum binned_sum_of_squares(const float* x, size_t n);
 
-// A running Σ of squares, exactly (the exact value of one det::ExactSum::add per term), binned as
-// in binned_sum_of_squares: an exact square x² of an fp32 x goes in as the integer m² into its
-// exponent's bin (two interleaved sets; flushed into the ExactSum every kBinnedBlock terms).
-// add_difference_square(before, after) adds add_update_squares's d² = fl64(fl64(after − before)²):
-// when fl32(after − before) equals fl64(after − before) (always when after is within a factor 2
-// of before, by Sterbenz's lemma), d is that fp32 value and d² is its exact square, binned;
-// otherwise fl64(d·d) goes into the ExactSum. NaN and ±Inf go into the ExactSum. Host only.
-class BinnedSquares {
- public:
-  BinnedSquares();
-  void add_square(float x) {
-    const auto [e, m] = fp32_bin(det::bits_of(x));
-    if (e == 0xFFu) {
-      sum_.add(exact_square(x));
-      return;
-    }
-    bins_[parity_][e] += m * m;
-    parity_ ^= 1u;
-    if (++pending_ == kBinnedBlock) flush();
-  }
-  void add_difference_square(float before, float after) {
-    const double d = static_cast<double>(after) - static_cast<double>(before);
-    const float d32 = after - before;
-    if (static_cast<double>(d32) == d) {
-      add_square(d32);
-    } else {
-      sum_.add(d * d);
-    }
-  }
-  // The exact sum of every term added so far.
-  const det::ExactSum& sum();
-
- private:
-  void flush();
-  uint64_t bins_[2][256];
-  uint32_t parity_ = 0;
-  size_t pending_ = 0;
-  det::ExactSum sum_;
-};
+// add_update_squares over n pairs, exactly (the exact values of its two ExactSums, not their
+// counts of terms): weight_sq += Σ before², delta_sq += Σ fl64(fl64(after − before)²). When
+// fl32(after − before) equals fl64(after − before) (always when after is within a factor 2 of
+// before, by Sterbenz's lemma) that d² is the exact square of an fp32, summed by
+// binned_sum_of_squares; otherwise fl64(d·d) goes into the ExactSum (NaN included). Host only,
+// single-threaded.  before, after: (n)
+void binned_update_squares(det::ExactSum& delta_sq, det::ExactSum& weight_sq, const float* before,
+                           const float* after, size_t n);
 
 // Σ x[i] exactly (the exact value, zero sign and NaN/Inf rules of ExactSum::add per element): x = ±m·2^(max(e,1)−150), so the signed 24-bit m are added as integers into one bin
 // per exponent (≤ 2^16 adds per bin: |bin| < 2^40), and each bin goes into the ExactSum as one

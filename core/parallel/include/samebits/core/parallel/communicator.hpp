@@ -34,6 +34,9 @@ class Communicator {
   void allreduce_sum_i64(int64_t* x, size_t n);
   // x[i] ← Σ_ranks x[i] modulo 2^64.  x: (n).
   void allreduce_sum_u64(uint64_t* x, size_t n);
+  // In a world of one, where that SUM is the identity: counted as allreduce_sum_u64 of n words,
+  // with no buffer and nothing moved (the exact all-reduce's wire, never written there).
+  void count_allreduce_sum_u64(size_t n);
   // x[i] ← OR over ranks of x[i].  x: (n).
   void allreduce_or_u32(uint32_t* x, size_t n);
   // x[i] ← float SUM over ranks in the implementation's order (MPI/NCCL's own): the vendor path
