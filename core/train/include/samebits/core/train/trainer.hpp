@@ -131,8 +131,11 @@ class Trainer {
   void round_gradient(float loss_scale, uint64_t adds, uint32_t status);
   std::vector<int> leaf_order(uint64_t step) const;
   void check_replicas();  // every rank's weights fingerprint equal to rank 0's
-  CommCounters traffic() const;
-  size_t tensor_of(const std::string& buffer) const;  // the tensor of a state buffer "<tensor>/<kind>"  // the world's counters, and the TP and DP groups' when split
+  CommCounters traffic() const;  // the world's counters, and the TP and DP groups' when split
+  size_t tensor_of(const std::string& buffer) const;  // the tensor of a state buffer "<tensor>/<kind>"
+  // Under parallel.tp: this rank's shard of each full-tensor state array (a checkpoint's, by name).
+  // Throws sb::Error when an array is not its tensor's full size.
+  std::vector<StateArray> local_state(const std::vector<StateArray>& full) const;
   // optim.qk_clip: the ranks' per-head maxima merged, then (unless the step was skipped) the clip
   // of the updated weights.
   void clip_qk(StepStats& st);
