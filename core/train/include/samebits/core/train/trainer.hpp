@@ -46,7 +46,8 @@ struct TrainerOptions {
   // Distributed optimizer (ZeRO-1 style, parallel/sharded_optimizer.hpp): in a world of more than one
   // rank each rank keeps the optimizer state of, and updates, only the tensors it owns, and (with
   // allreduce=exact) receives only their gradient, an exact reduce-scatter; the owners broadcast
-  // the new weights. Off: every rank updates every tensor.
+  // the new weights. Under parallel.tp: across the DP group (each DP rank's TP group owns the same
+  // tensors; the gradient is all-reduced over DP). Off: every rank updates every tensor.
   bool distributed_optimizer = false;
   // 0: this rank processes its leaves in ascending order; otherwise in the order of a keyed
   // permutation of (seed, step) — a switch that exists to show the order does not matter.
