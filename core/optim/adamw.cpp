@@ -87,9 +87,11 @@ size_t AdamW::state_bytes() const { return impl_->state.bytes(); }
 const std::vector<TensorUpdateStats>& AdamW::last_stats() const { return impl_->state.stats(); }
 void AdamW::set_owned(const std::vector<bool>& owned) { impl_->state.set_owned(owned); }
 
-std::vector<double> AdamW::update_cost() const {
+std::vector<double> AdamW::update_cost() const { return adamw_update_cost(impl_->state.params()); }
+
+std::vector<double> adamw_update_cost(const std::vector<ParamView>& params) {
   std::vector<double> cost;
-  for (const ParamView& p : impl_->state.params()) cost.push_back(static_cast<double>(p.numel));
+  for (const ParamView& p : params) cost.push_back(static_cast<double>(p.numel));
   return cost;
 }
 

@@ -311,14 +311,16 @@ void Muon::set_shards(std::vector<MatrixShard> shards) {
   impl_->shards = std::move(shards);
 }
 
-std::vector<double> Muon::update_cost() const {
+std::vector<double> Muon::update_cost() const { return muon_update_cost(options_, impl_->state.params()); }
+
+std::vector<double> muon_update_cost(const MuonOptions& options, const std::vector<ParamView>& params) {
   std::vector<double> cost;
-  for (const ParamView& p : impl_->state.params()) {
-    const int64_t blocks = options_.split_qkv && is_fused_qkv(p) ? 3 : 1;
+  for (const ParamView& p : params) {
+    const int64_t blocks = options.split_qkv && is_fused_qkv(p) ? 3 : 1;
     cost.push_back(p.kind == ParamKind::matrix
                        ? static_cast<double>(blocks) *
                              newton_schulz_flops(p.shape[0] / blocks, p.shape[1],
-                                                 static_cast<int64_t>(options_.ns.size()))
+                                                 static_cast<int64_t>(options.ns.size()))
                        : static_cast<double>(p.numel));
   }
   return cost;

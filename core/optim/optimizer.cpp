@@ -22,4 +22,8 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& config,
           "; expected optim.name=muon, normuon or adamw");
 }
 
+std::vector<double> update_cost(const OptimConfig& config, const std::vector<ParamView>& params) {
+  return config.muon_family() ? muon_update_cost(muon_options(config), params) : adamw_update_cost(params);
+}
+
 }  // namespace sb

@@ -18,12 +18,13 @@ namespace sb {
 static_assert(std::is_trivially_copyable_v<TensorUpdateStats>);
 
 ShardedOptimizer::ShardedOptimizer(std::unique_ptr<Optimizer> inner, std::vector<ParamView> params,
-                                   Backend& backend, Communicator& comm)
+                                   const std::vector<double>& cost, Backend& backend, Communicator& comm)
     : inner_(std::move(inner)),
       params_(std::move(params)),
       backend_(backend),
       comm_(comm),
-      ownership_(assign_owners(inner_->update_cost(), comm.size())),
+      cost_(cost),
+      ownership_(assign_owners(cost_, comm.size())),
       owned_(static_cast<size_t>(comm.size())) {
   SB_CHECK(ownership_.owner.size() == params_.size(), "ShardedOptimizer: the optimizer reports ",
            ownership_.owner.size(), " update costs for ", params_.size(), " tensors");
@@ -66,7 +67,7 @@ void ShardedOptimizer::step(float* weights, const float* grads, const StepContex
 std::vector<StateBuffer> ShardedOptimizer::state() { return inner_->state(); }
 size_t ShardedOptimizer::state_bytes() const { return inner_->state_bytes(); }
 const std::vector<TensorUpdateStats>& ShardedOptimizer::last_stats() const { return stats_; }
-std::vector<double> ShardedOptimizer::update_cost() const { return inner_->update_cost(); }
+std::vector<double> ShardedOptimizer::update_cost() const { return cost_; }
 
 void ShardedOptimizer::set_owned(const std::vector<bool>&) {
   SB_FAIL(

@@ -44,9 +44,6 @@ TpOptimizer::TpOptimizer(const OptimConfig& config, TensorParallel& tp, Backend&
   inner_ = make_optimizer(config, L.local, backend, precision);
   gathered_.resize(L.local.size());
   for (size_t t = 0; t < gathered_.size(); ++t) gathered_[t] = L.splits[t].sharded && needs_whole(config, L.full[t]);
-  std::vector<bool> owned(L.local.size());
-  for (size_t t = 0; t < owned.size(); ++t) owned[t] = !gathered_[t];
-  inner_->set_owned(owned);
   shards_.resize(L.local.size());
   kinds_.resize(L.local.size());
   stats_.resize(L.local.size());
@@ -56,9 +53,9 @@ TpOptimizer::TpOptimizer(const OptimConfig& config, TensorParallel& tp, Backend&
       SB_CHECK(b.numel == L.full[t].numel, "state buffer ", b.name, " of ", b.numel,
                " values is not one value per element of ", L.full[t].name);
       kinds_[t].push_back(b.name.substr(b.name.find('/') + 1));
-      shards_[t].push_back(backend.alloc(DType::f32, {static_cast<int64_t>(L.local[t].numel)}));
     }
   }
+  set_owned(std::vector<bool>(L.local.size(), true));
 }
 
 TpOptimizer::~TpOptimizer() = default;
@@ -83,7 +80,7 @@ void TpOptimizer::step(float* weights, const float* grads, const StepContext& ct
   std::vector<size_t> shards;
   if (ctx.compute_stats)
     for (size_t t = 0; t < L.local.size(); ++t)
-      if (L.splits[t].sharded && !gathered_[t]) shards.push_back(t);
+      if (L.splits[t].sharded && !gathered_[t] && owned_[t]) shards.push_back(t);
   std::vector<std::vector<float>> before(shards.size());
   for (size_t i = 0; i < shards.size(); ++i) {
     const float* w = weights + L.local[shards[i]].offset;
@@ -96,6 +93,7 @@ void TpOptimizer::step(float* weights, const float* grads, const StepContext& ct
       stats_[t] = inner_stats[t];
       continue;
     }
+    if (!owned_[t]) continue;  // another DP rank's group updates it (its stats stay as they were)
     Scratch& s = scratch_for(t);
     float* w = s.weights.data_as<float>();
     tp_.gather(t, weights, w);
@@ -162,12 +160,24 @@ size_t TpOptimizer::scratch_bytes() const {
 }
 
 void TpOptimizer::set_owned(const std::vector<bool>& owned) {
-  (void)owned;
-  SB_FAIL(
-      "the distributed (ZeRO-1) optimizer with parallel.tp > 1 is not supported yet; run without "
-      "--distributed-optimizer");
+  const TpLayout& L = tp_.layout();
+  SB_CHECK(owned.size() == L.local.size(), "Optimizer::set_owned: expected one flag per tensor (", L.local.size(),
+           "), got ", owned.size());
+  std::vector<bool> local(owned.size());  // what inner_ updates: the owned tensors not gathered
+  for (size_t t = 0; t < owned.size(); ++t) {
+    local[t] = owned[t] && !gathered_[t];
+    if (!gathered_[t]) continue;
+    if (!owned[t]) {
+      shards_[t].clear();
+    } else if (shards_[t].empty()) {  // newly owned: zeroed shards (the backend zero-fills)
+      for (size_t k = 0; k < kinds_[t].size(); ++k)
+        shards_[t].push_back(backend_.alloc(DType::f32, {static_cast<int64_t>(L.local[t].numel)}));
+    }
+  }
+  inner_->set_owned(local);
+  owned_ = owned;
 }
 
-std::vector<double> TpOptimizer::update_cost() const { return inner_->update_cost(); }
+std::vector<double> TpOptimizer::update_cost() const { return sb::update_cost(config_, tp_.layout().full); }
 
 }  // namespace sb

@@ -47,14 +47,13 @@ std::vector<ParamView> rank_layout(const Config& config, const Communicator& com
 }
 
 // What tensor parallelism does not combine with yet: one error naming the key (exit 2 in the CLI).
-void check_tp_combination(const Config& c, const TrainerOptions& o) {
+void check_tp_combination(const Config& c) {
   const int64_t tp = c.parallel.tp;
   auto refuse = [tp](const char* what) { SB_FAIL("config parallel.tp=", tp, " with ", what, " is not supported"); };
   if (c.optim.qk_clip > 0.0) refuse("optim.qk_clip > 0 (QK-clip reads whole heads' q and k)");
   if (c.perturb.enabled()) refuse("[perturb] (set perturb.tensor empty)");
   if (c.numerics.allreduce != AllreduceMode::exact) refuse("numerics.allreduce=native");
   if (!c.train.snapshot_steps.empty()) refuse("train.snapshot_steps (full snapshots are written by rank 0 alone)");
-  if (o.distributed_optimizer) refuse("the distributed (ZeRO-1) optimizer (--distributed-optimizer)");
 }
 
 }  // namespace
@@ -118,7 +117,7 @@ void Trainer::build() {
   be_.set_numerics(to_numerics(config_));
   dp_ = &comm_;
   if (config_.parallel.tp > 1) {
-    check_tp_combination(config_, options_);
+    check_tp_combination(config_);
     tp_ = std::make_unique<TensorParallel>(comm_, static_cast<int>(config_.parallel.tp), config_.model, be_);
     dp_ = &tp_->dp();
   }
@@ -147,12 +146,18 @@ void Trainer::build() {
   } else {  // blockwise under tensor parallelism: every shard on its own, as a matrix of its own
     optimizer_ = make_optimizer(config_.optim, model_->params(), be_, config_.train.precision);
   }
-  if (options_.distributed_optimizer && comm_.size() > 1) {
-    auto sharded =
-        std::make_unique<ShardedOptimizer>(std::move(optimizer_), model_->params(), be_, comm_);
+  // The distributed optimizer across the DP group: under tensor parallelism every TP rank of a
+  // DP rank owns the same tensors (balanced by the full tensors' costs) and the owners broadcast
+  // their local shards to the same TP rank of the other groups.
+  if (options_.distributed_optimizer && dp_->size() > 1) {
+    auto sharded = std::make_unique<ShardedOptimizer>(
+        std::move(optimizer_), model_->params(), update_cost(config_.optim, gpt_param_layout(config_.model)), be_,
+        *dp_);
     sharded_ = sharded.get();
     optimizer_ = std::move(sharded);
-    if (config_.numerics.allreduce == AllreduceMode::exact) {
+    // The reduce-scatter's owner-side statistics are of whole tensors; under TP the gradient stays
+    // all-reduced across DP (tp_->share assembles the full tensors' statistics from the shards).
+    if (config_.numerics.allreduce == AllreduceMode::exact && !tp_) {
       owner_ = std::make_unique<OwnerGradient>(model_->params(), sharded_->ownership(), be_, comm_);
     }
   }

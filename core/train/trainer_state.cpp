@@ -75,6 +75,25 @@ size_t Trainer::tensor_of(const std::string& buffer) const {
   SB_FAIL("optimizer state buffer '", buffer, "' names no tensor of the model");
 }
 
+std::vector<StateArray> Trainer::local_state(const std::vector<StateArray>& full) const {
+  const TpLayout& L = tp_->layout();
+  std::vector<StateArray> out;
+  for (const StateArray& a : full) {
+    const size_t t = tensor_of(a.name);
+    SB_CHECK(a.data.size() == L.full[t].numel, "checkpoint optimizer state '", a.name, "' holds ", a.data.size(),
+             " values; its tensor ", L.full[t].name, " has ", L.full[t].numel,
+             ": the checkpoint is from a different model configuration");
+    StateArray shard{a.name, std::vector<float>(L.local[t].numel)};
+    if (L.splits[t].sharded) {
+      tp_take_shard(L.splits[t], L.rank, a.data.data(), shard.data.data());
+    } else {
+      shard.data = a.data;
+    }
+    out.push_back(std::move(shard));
+  }
+  return out;
+}
+
 TrainerState Trainer::export_state() {
   TrainerState s;
   export_state(s);
@@ -88,20 +107,13 @@ void Trainer::export_state(TrainerState& s) {
   const size_t flat = model_->flat_size();
   if (tp_) {  // the full tensors, whatever the layout (docs/DISTRIBUTED.md §10)
     s.weights = tp_->full_flat(model_->weights().data_as<float>());
-    s.optimizer.clear();
-    for (const StateBuffer& b : optimizer_->state()) {
-      const size_t t = tensor_of(b.name);
-      StateArray a{b.name, std::vector<float>(tp_->layout().full[t].numel)};
-      tp_->gather_shard(t, b.data, a.data.data());
-      s.optimizer.push_back(std::move(a));
-    }
-  } else if (sharded_ != nullptr) {
-    s.weights.resize(flat);
-    be_.copy_to_host(s.weights.data(), model_->weights().data(), flat * sizeof(float));
-    s.optimizer = sharded_->gather_state();
   } else {
     s.weights.resize(flat);
     be_.copy_to_host(s.weights.data(), model_->weights().data(), flat * sizeof(float));
+  }
+  if (sharded_ != nullptr) {  // every owner's buffers, broadcast across the DP group
+    s.optimizer = sharded_->gather_state();
+  } else {
     const auto& buffers = optimizer_->state();
     s.optimizer.resize(buffers.size());
     for (size_t k = 0; k < buffers.size(); ++k) {
@@ -109,6 +121,14 @@ void Trainer::export_state(TrainerState& s) {
       a.name = buffers[k].name;
       a.data.resize(buffers[k].numel);
       be_.copy_to_host(a.data.data(), buffers[k].data, buffers[k].numel * sizeof(float));
+    }
+  }
+  if (tp_) {  // each buffer's shards gathered across the TP group (the same order on every TP rank)
+    for (StateArray& a : s.optimizer) {
+      const size_t t = tensor_of(a.name);
+      std::vector<float> full(tp_->layout().full[t].numel);
+      tp_->gather_shard(t, a.data.data(), full.data());
+      a.data = std::move(full);
     }
   }
   if (adaptive_) {  // the two fp64 EMAs, bit for bit in four fp32 slots
@@ -138,17 +158,18 @@ void Trainer::import_state(const TrainerState& state) {
            ": the checkpoint is from a different model configuration");
   SB_CHECK(s.step >= 0 && s.updates >= 0 && s.updates <= s.step, "checkpoint step ", s.step,
            " and update count ", s.updates, " are inconsistent (need 0 <= updates <= step)");
+  // Under TP this rank's shard of every full buffer (each checked against its full tensor first).
+  const std::vector<StateArray> shards = tp_ ? local_state(s.optimizer) : std::vector<StateArray>{};
+  const std::vector<StateArray>& arrays = tp_ ? shards : s.optimizer;
   const std::vector<StateBuffer> buffers = optimizer_->state();
   if (sharded_ == nullptr) {  // the distributed optimizer checks its part in scatter_state
-    SB_CHECK(buffers.size() == s.optimizer.size(), "checkpoint holds ", s.optimizer.size(),
+    SB_CHECK(buffers.size() == arrays.size(), "checkpoint holds ", arrays.size(),
              " optimizer state buffers; this optimizer has ", buffers.size(),
              ": the checkpoint is from a different optimizer configuration");
     for (size_t i = 0; i < buffers.size(); ++i) {
-      const size_t numel = tp_ ? tp_->layout().full[tensor_of(buffers[i].name)].numel : buffers[i].numel;
-      SB_CHECK(buffers[i].name == s.optimizer[i].name && numel == s.optimizer[i].data.size(),
-               "checkpoint optimizer buffer ", i, " is '", s.optimizer[i].name, "' (",
-               s.optimizer[i].data.size(), " values); this optimizer expects '", buffers[i].name,
-               "' (", buffers[i].numel, ")");
+      SB_CHECK(buffers[i].name == arrays[i].name && buffers[i].numel == arrays[i].data.size(),
+               "checkpoint optimizer buffer ", i, " is '", arrays[i].name, "' (", arrays[i].data.size(),
+               " values); this optimizer expects '", buffers[i].name, "' (", buffers[i].numel, ")");
     }
   }
   const uint64_t data_step = sampler_->step_of(s.cursor);
@@ -159,26 +180,20 @@ void Trainer::import_state(const TrainerState& state) {
            s.loss_scale.skipped_steps, " skipped fp16 steps, but this run's precision is ",
            to_string(config_.train.precision));
 
-  if (tp_) {  // this rank's shard of every full tensor
-    const TpLayout& L = tp_->layout();
+  if (sharded_ != nullptr) {
+    sharded_->scatter_state(arrays);  // checks everything before it copies
+  } else {
     for (size_t i = 0; i < buffers.size(); ++i) {
-      const size_t t = tensor_of(buffers[i].name);
-      std::vector<float> shard(buffers[i].numel);
-      if (L.splits[t].sharded) tp_take_shard(L.splits[t], L.rank, s.optimizer[i].data.data(), shard.data());
-      else shard = s.optimizer[i].data;
-      be_.copy_from_host(buffers[i].data, shard.data(), shard.size() * sizeof(float));
+      be_.copy_from_host(buffers[i].data, arrays[i].data.data(), buffers[i].numel * sizeof(float));
     }
+  }
+  if (tp_) {  // this rank's shard of every full tensor
     std::vector<float> local(model_->flat_size());
     tp_->take_local(s.weights.data(), local.data());
     be_.copy_from_host(model_->weights().data(), local.data(), local.size() * sizeof(float));
-  } else if (sharded_ != nullptr) {
-    sharded_->scatter_state(s.optimizer);  // checks everything before it copies
   } else {
-    for (size_t i = 0; i < buffers.size(); ++i) {
-      be_.copy_from_host(buffers[i].data, s.optimizer[i].data.data(), buffers[i].numel * sizeof(float));
-    }
+    be_.copy_from_host(model_->weights().data(), s.weights.data(), flat * sizeof(float));
   }
-  if (!tp_) be_.copy_from_host(model_->weights().data(), s.weights.data(), flat * sizeof(float));
   if (scaler_) scaler_->set_state(s.loss_scale);
   if (adaptive_) adaptive_->set_state(ema);
   step_ = s.step;

@@ -1,11 +1,13 @@
 // Tensor parallelism keeps the bits (docs/DISTRIBUTED.md §10): `mpirun -np N samebits train …
 // --parallel.tp T` of a tiny GPT (2 layers, 4 heads) records what one process records — `samebits
 // diff` IDENTICAL — at DP 1 × TP 2, DP 1 × TP 4 and DP 2 × TP 2, for Muon and AdamW, fp32 and
-// bf16, with micro-leaves, with a vocabulary the group does not divide and an untied head; a run stopped at DP 2 × TP 2
-// resumes at DP 1 × TP 4 and in one process with the uninterrupted bits; optim.tp_mode = blockwise, distributed and
-// distributed_exact move them from step 1 (the last two equal each other at TP 2; distributed keeps its bits at DP 2
-// and across a resume); bad layouts exit 2 before any file is written. Skipped (exit 77) without mpirun or MPI in this
-// build.
+// bf16, with micro-leaves, with a vocabulary the group does not divide and an untied head, and
+// with the distributed (ZeRO-1) optimizer across the DP group of DP 2 × TP 2; a run stopped at DP 2 × TP 2 resumes at
+// DP 1 × TP 4 and in one process with the uninterrupted bits, one stopped there with the distributed optimizer also at
+// DP 4 × TP 1 (sharded), and one stopped in one process resumes at DP 2 × TP 2 sharded; the sharded run's checkpoints
+// hold the one-process content; optim.tp_mode = blockwise, distributed and distributed_exact move the bits from step 1
+// (the last two equal each other at TP 2; distributed keeps its bits at DP 2 with the distributed optimizer and across
+// a resume); bad layouts exit 2 before any file is written. Skipped (exit 77) without mpirun or MPI in this build.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -70,6 +72,10 @@ TEST_CASE("DP x TP layouts record the one-process bits (Muon, AdamW; fp32, bf16;
       {4, 2, "--optim.name adamw", ""},
       // The vocabulary split cut short (61 rows: 16, 16, 16, 13), an untied head split the same way.
       {4, 4, "--model.vocab 61 --model.tied_head false", ""},
+      {4, 2, "", "--distributed-optimizer"},
+      {4, 2, "--train.precision bf16", "--distributed-optimizer --micro-leaves 1"},
+      {4, 2, "--optim.name adamw", "--distributed-optimizer"},
+      {4, 2, "--model.vocab 61 --model.tied_head false", "--distributed-optimizer"},
   };
   int k = 0;
   for (const Case& c : cases) {
@@ -107,6 +113,33 @@ TEST_CASE("a run stopped at DP 2 x TP 2 resumes at DP 1 x TP 4 and in one proces
   CHECK(inspect.output.find("dp 1 x tp 4") != std::string::npos);
 }
 
+TEST_CASE("the distributed optimizer at DP 2 x TP 2: its checkpoints are one process's, resumed anywhere bitwise") {
+  TempDir dir;
+  write_text(dir / "tp.ini", kConfig);
+  train_one(dir, "ref.h5", "");
+  const sb::test::Launch whole = train_mpi(dir, 4, "--parallel.tp 2 --distributed-optimizer --out whole.h5");
+  REQUIRE_MESSAGE(whole.exit_code == 0, whole.output);
+  // The state gathered over DP, then over TP: the full tensors, the one-process names and bits.
+  CHECK(content_difference(dir / "ref.store/state_step_000006.h5", dir / "whole.store/state_step_000006.h5") == "");
+  const sb::test::Launch first = train_mpi(dir, 4, "--parallel.tp 2 --distributed-optimizer --out a.h5 --stop-after 4");
+  REQUIRE_MESSAGE(first.exit_code == 0, first.output);
+  copy_run(dir / "a.h5", dir / "b.h5");
+  copy_run(dir / "a.h5", dir / "c.h5");
+  const sb::test::Launch tp4 = train_mpi(dir, 4, "--parallel.tp 4 --out a.h5 --resume");
+  REQUIRE_MESSAGE(tp4.exit_code == 0, tp4.output);
+  const sb::test::Launch dp4 = train_mpi(dir, 4, "--distributed-optimizer --out b.h5 --resume");
+  REQUIRE_MESSAGE(dp4.exit_code == 0, dp4.output);
+  train_one(dir, "c.h5", "--resume");
+  // And back: stopped in one process, resumed at DP 2 x TP 2 with the distributed optimizer.
+  train_one(dir, "d.h5", "--stop-after 4");
+  const sb::test::Launch back = train_mpi(dir, 4, "--parallel.tp 2 --distributed-optimizer --out d.h5 --resume");
+  REQUIRE_MESSAGE(back.exit_code == 0, back.output);
+  for (const char* run : {"whole.h5", "a.h5", "b.h5", "c.h5", "d.h5"}) {
+    CAPTURE(run);
+    check_identical(dir, "ref.h5", run);
+  }
+}
+
 TEST_CASE("optim.tp_mode blockwise, distributed and distributed_exact move the bits from step 1") {
   TempDir dir;
   write_text(dir / "tp.ini", kConfig);
@@ -123,9 +156,11 @@ TEST_CASE("optim.tp_mode blockwise, distributed and distributed_exact move the b
   // Two ranks: the float SUM of two partial Grams is their exact sum rounded once, so the two
   // distributed modes record the same bits (other experiments: the key differs).
   check_identical(dir, "distributed.h5", "distributed_exact.h5");
-  // Data parallelism around it and a stop/resume keep distributed's bits (its numerics depend on
-  // the TP group only).
-  const sb::test::Launch dp2 = train_mpi(dir, 4, "--parallel.tp 2 --optim.tp_mode distributed --out dp2.h5");
+  // Data parallelism around it (with the distributed optimizer: each TP group updates its DP
+  // rank's matrices, Newton–Schulz over the group) and a stop/resume keep distributed's bits (its
+  // numerics depend on the TP group only).
+  const sb::test::Launch dp2 =
+      train_mpi(dir, 4, "--parallel.tp 2 --optim.tp_mode distributed --distributed-optimizer --out dp2.h5");
   REQUIRE_MESSAGE(dp2.exit_code == 0, dp2.output);
   check_identical(dir, "distributed.h5", "dp2.h5");
   const sb::test::Launch stop =

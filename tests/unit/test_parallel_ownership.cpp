@@ -42,6 +42,12 @@ TEST_CASE("assign_owners on the default GPT's Muon costs: within the list-schedu
   const std::vector<double> cost =
       sb::make_optimizer(sb::OptimConfig{}, layout, *be, sb::Precision::fp32)->update_cost();
   REQUIRE(cost.size() == layout.size());
+  // The pure function the distributed optimizer balances by under tensor parallelism.
+  CHECK(sb::update_cost(sb::OptimConfig{}, layout) == cost);
+  sb::OptimConfig adamw;
+  adamw.name = sb::OptimizerName::adamw;
+  CHECK(sb::update_cost(adamw, layout) ==
+        sb::make_optimizer(adamw, layout, *be, sb::Precision::fp32)->update_cost());
   const double total = std::accumulate(cost.begin(), cost.end(), 0.0);
   const double largest = *std::max_element(cost.begin(), cost.end());
   for (int world = 1; world <= 8; ++world) {
@@ -93,8 +99,8 @@ TEST_CASE("ShardedOptimizer in a world of one: the unsharded bits, gather and sc
   auto be = sb::make_cpu_backend();
   auto comm = sb::make_local_communicator();
   auto plain = sb::make_optimizer(sb::OptimConfig{}, layout, *be, sb::Precision::fp32);
-  sb::ShardedOptimizer sharded(
-      sb::make_optimizer(sb::OptimConfig{}, layout, *be, sb::Precision::fp32), layout, *be, *comm);
+  sb::ShardedOptimizer sharded(sb::make_optimizer(sb::OptimConfig{}, layout, *be, sb::Precision::fp32), layout,
+                               sb::update_cost(sb::OptimConfig{}, layout), *be, *comm);
   CHECK(sharded.ownership().owner == std::vector<int>(layout.size(), 0));
   std::vector<float> w1 = values(flat, 0.1f, 1), w2 = w1;
   for (int s = 1; s <= 2; ++s) {

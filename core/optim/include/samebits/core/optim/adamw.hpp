@@ -36,6 +36,9 @@ ops::AdamWConstants adamw_constants(const AdamWOptions& options, double lr_facto
 // x^t for t ≥ 0 by binary powering in fp64 (squares and products in a fixed sequence: no libm).
 double pow_int(double x, int64_t t);
 
+// AdamW::update_cost of a layout: each tensor's element count.
+std::vector<double> adamw_update_cost(const std::vector<ParamView>& params);
+
 // AdamW on every tensor of the layout; state "exp_avg" and "exp_avg_sq" per owned tensor.
 class AdamW final : public Optimizer {
  public:

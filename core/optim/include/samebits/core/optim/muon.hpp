@@ -81,6 +81,10 @@ class NewtonSchulz {
 // Newton–Schulz flops of one update of a (rows, cols) matrix: steps·(4r²c + 2r³), r = min, c = max.
 double newton_schulz_flops(int64_t rows, int64_t cols, int64_t steps);
 
+// Muon::update_cost of a layout: Newton–Schulz flops of each matrix (split_qkv: of its three
+// blocks), the element count of every other tensor.
+std::vector<double> muon_update_cost(const MuonOptions& options, const std::vector<ParamView>& params);
+
 // Muon on the matrices, AdamW on the rest; state "momentum" per owned matrix (and under NorMuon
 // "second_moment", one value per row), "exp_avg" and "exp_avg_sq" per owned other tensor.
 

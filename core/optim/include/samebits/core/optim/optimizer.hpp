@@ -56,4 +56,9 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& config,
                                           const std::vector<ParamView>& params, Backend& backend,
                                           Precision precision);
 
+// make_optimizer(config, params, …)->update_cost() without building it (no state allocated): a
+// pure function of the config and the shapes. The distributed optimizer under tensor parallelism
+// balances by it on the full tensors, so every TP rank computes the same ownership.
+std::vector<double> update_cost(const OptimConfig& config, const std::vector<ParamView>& params);
+
 }  // namespace sb

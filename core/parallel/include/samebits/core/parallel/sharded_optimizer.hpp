@@ -20,9 +20,10 @@ namespace sb {
 class ShardedOptimizer final : public Optimizer {
  public:
   // Wraps a freshly made optimizer over `params` (every tensor owned): assigns the owners from
-  // inner->update_cost() over comm.size() ranks and frees the state of the others' tensors.
-  // backend and comm must outlive it.
-  ShardedOptimizer(std::unique_ptr<Optimizer> inner, std::vector<ParamView> params,
+  // `cost` (one per tensor: inner->update_cost(), or update_cost(config, full layout) under tensor
+  // parallelism, the same on every TP rank) over comm.size() ranks and frees the state of the
+  // others' tensors. backend and comm must outlive it.
+  ShardedOptimizer(std::unique_ptr<Optimizer> inner, std::vector<ParamView> params, const std::vector<double>& cost,
                    Backend& backend, Communicator& comm);
 
   // Collective. Updates this rank's tensors, then owner r (r = 0 … world−1) broadcasts its
@@ -34,7 +35,7 @@ class ShardedOptimizer final : public Optimizer {
   const std::vector<TensorUpdateStats>& last_stats() const override;  // every tensor's
   // Throws sb::Error: the ownership is fixed by (layout, world size).
   void set_owned(const std::vector<bool>& owned) override;
-  std::vector<double> update_cost() const override;
+  std::vector<double> update_cost() const override;  // the costs it balanced
 
   // Collective. Every tensor's state buffers, host copies, in the unsharded optimizer's
   // state() order (what a one-process run checkpoints), on every rank: each owner broadcasts its
@@ -52,6 +53,7 @@ class ShardedOptimizer final : public Optimizer {
   std::vector<ParamView> params_;
   Backend& backend_;
   Communicator& comm_;
+  std::vector<double> cost_;  // (tensors) what the ownership balances
   Ownership ownership_;
   std::vector<std::vector<size_t>> owned_;  // [rank] the tensors it owns, layout order
   std::vector<TensorUpdateStats> stats_;    // (tensors)

@@ -27,8 +27,11 @@ class TpOptimizer final : public Optimizer {
   size_t state_bytes() const override;  // this rank's state (shards and replicated tensors)
   size_t scratch_bytes() const;         // the full matrices of the duplicated update
   const std::vector<TensorUpdateStats>& last_stats() const override { return stats_; }
-  // The distributed optimizer over a TP layout is not built: throws sb::Error.
+  // The distributed optimizer across the DP group (docs/DISTRIBUTED.md §10): only owned tensors,
+  // replicated or sharded, are updated and keep state (shards), the same flags on every TP rank
+  // of the group (a sharded tensor's gathers are collective over it). Default: every tensor.
   void set_owned(const std::vector<bool>& owned) override;
+  // The full tensors' costs (update_cost(config, full layout)): the same on every TP rank.
   std::vector<double> update_cost() const override;
 
  private:
@@ -41,7 +44,8 @@ class TpOptimizer final : public Optimizer {
   Precision precision_;
   std::unique_ptr<Optimizer> inner_;                         // local layout, replicated tensors owned
   std::vector<bool> gathered_;                               // [tensor] updated whole (a sharded Muon matrix)
-  std::vector<std::vector<Tensor>> shards_;                  // [tensor][kind] this rank's state shard
+  std::vector<bool> owned_;                                  // (tensors) set_owned's flags
+  std::vector<std::vector<Tensor>> shards_;                  // [tensor][kind] this rank's state shard (owned)
   std::vector<std::vector<std::string>> kinds_;              // [tensor] state kinds of a sharded tensor
   std::map<std::string, std::unique_ptr<Scratch>> scratch_;  // by kind of tensor and shape
   std::vector<TensorUpdateStats> stats_;

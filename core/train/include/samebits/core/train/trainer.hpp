@@ -46,7 +46,8 @@ struct TrainerOptions {
   // Distributed optimizer (ZeRO-1 style, parallel/sharded_optimizer.hpp): in a world of more than one
   // rank each rank keeps the optimizer state of, and updates, only the tensors it owns, and (with
   // allreduce=exact) receives only their gradient, an exact reduce-scatter; the owners broadcast
-  // the new weights. Off: every rank updates every tensor.
+  // the new weights. Under parallel.tp: across the DP group (each DP rank's TP group owns the same
+  // tensors; the gradient is all-reduced over DP). Off: every rank updates every tensor.
   bool distributed_optimizer = false;
   // 0: this rank processes its leaves in ascending order; otherwise in the order of a keyed
   // permutation of (seed, step) — a switch that exists to show the order does not matter.
@@ -131,8 +132,11 @@ class Trainer {
   void round_gradient(float loss_scale, uint64_t adds, uint32_t status);
   std::vector<int> leaf_order(uint64_t step) const;
   void check_replicas();  // every rank's weights fingerprint equal to rank 0's
-  CommCounters traffic() const;
-  size_t tensor_of(const std::string& buffer) const;  // the tensor of a state buffer "<tensor>/<kind>"  // the world's counters, and the TP and DP groups' when split
+  CommCounters traffic() const;  // the world's counters, and the TP and DP groups' when split
+  size_t tensor_of(const std::string& buffer) const;  // the tensor of a state buffer "<tensor>/<kind>"
+  // Under parallel.tp: this rank's shard of each full-tensor state array (a checkpoint's, by name).
+  // Throws sb::Error when an array is not its tensor's full size.
+  std::vector<StateArray> local_state(const std::vector<StateArray>& full) const;
   // optim.qk_clip: the ranks' per-head maxima merged, then (unless the step was skipped) the clip
   // of the updated weights.
   void clip_qk(StepStats& st);
