@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "samebits/core/parallel/tp_ns_group.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb {
@@ -37,13 +38,17 @@ std::string kind_of(const ParamView& p) {
 
 TpOptimizer::TpOptimizer(const OptimConfig& config, TensorParallel& tp, Backend& backend, Precision precision)
     : config_(config), tp_(tp), backend_(backend), precision_(precision) {
-  SB_CHECK(config.name != OptimizerName::normuon,
+  const bool duplicated = config.tp_mode == TpMode::duplicated;
+  SB_CHECK(!duplicated || config.name != OptimizerName::normuon,
            "config optim.name=normuon with parallel.tp > 1: NorMuon's "
            "per-row state is not split by tensor parallelism yet; use optim.name=muon or adamw");
   const TpLayout& L = tp.layout();
-  inner_ = make_optimizer(config, L.local, backend, precision);
+  // blockwise: every shard a tensor of its own; distributed: Newton–Schulz over the group's shards.
+  inner_ = ns_over_shards(config.tp_mode) ? make_tp_shard_optimizer(config, tp, backend, precision)
+                                          : make_optimizer(config, L.local, backend, precision);
   gathered_.resize(L.local.size());
-  for (size_t t = 0; t < gathered_.size(); ++t) gathered_[t] = L.splits[t].sharded && needs_whole(config, L.full[t]);
+  for (size_t t = 0; t < gathered_.size(); ++t)
+    gathered_[t] = duplicated && L.splits[t].sharded && needs_whole(config, L.full[t]);
   shards_.resize(L.local.size());
   kinds_.resize(L.local.size());
   stats_.resize(L.local.size());

@@ -17,7 +17,6 @@
 #include "samebits/core/parallel/owner_gradient.hpp"
 #include "samebits/core/parallel/sharded_optimizer.hpp"
 #include "samebits/core/parallel/tensor_parallel.hpp"
-#include "samebits/core/parallel/tp_ns_group.hpp"
 #include "samebits/core/parallel/tp_optimizer.hpp"
 #include "samebits/core/ops/gradient.hpp"
 #include "samebits/core/optim/adaptive_lr.hpp"
@@ -139,11 +138,9 @@ void Trainer::build() {
            "TrainerOptions::initial_weights given, but config train.init is empty: the experiment "
            "would not say where its weights came from; set train.init to their file");
   if (!config_.train.init.empty()) load_initial_weights();
-  if (tp_ && config_.optim.tp_mode == TpMode::duplicated) {
+  if (tp_) {  // every optim.tp_mode (parallel/tp_optimizer.hpp)
     optimizer_ = std::make_unique<TpOptimizer>(config_.optim, *tp_, be_, config_.train.precision);
-  } else if (tp_ && ns_over_shards(config_.optim.tp_mode)) {
-    optimizer_ = make_tp_shard_optimizer(config_.optim, *tp_, be_, config_.train.precision);
-  } else {  // blockwise under tensor parallelism: every shard on its own, as a matrix of its own
+  } else {
     optimizer_ = make_optimizer(config_.optim, model_->params(), be_, config_.train.precision);
   }
   // The distributed optimizer across the DP group: under tensor parallelism every TP rank of a

@@ -142,7 +142,7 @@ def test_trainer_errors_are_exceptions():
 
 
 def test_the_gil_is_released_during_a_step():
-    trainer = small_trainer(**{"model.n_embd": 64, "model.seq_len": 64, "data.leaves": 8})
+    trainer = small_trainer(**{"model.n_embd": 128, "model.seq_len": 64, "data.leaves": 16})
     trainer.step()
     ticks, stop = [0], threading.Event()
 

@@ -1,11 +1,13 @@
-// The optimizer of a tensor-parallel rank (docs/DISTRIBUTED.md §10), optim.tp_mode = duplicated:
+// The optimizer of a tensor-parallel rank (docs/DISTRIBUTED.md §10), every optim.tp_mode:
 // replicated tensors are updated where they are (every TP rank alike), and so are the shards of
-// tensors whose update is elementwise (AdamW's), with their statistics summed exactly over the
-// group; each sharded Muon matrix's weights, gradient and state shards are gathered into one full
-// tensor, updated by the one-process optimizer of that tensor alone (Newton–Schulz on the full
-// momentum matrix), and each rank keeps its shard. Every update is the one-process update bit for
-// bit; at rest a rank holds 1/tp of every sharded tensor's state, plus one full matrix of each
-// sharded kind as scratch.
+// tensors whose update is elementwise (AdamW's), with their update statistics summed exactly over
+// the group (the whole tensor's). The sharded Muon matrices: under duplicated each one's weights,
+// gradient and state shards are gathered into one full matrix, updated by the one-process
+// optimizer of that matrix alone (Newton–Schulz on the full momentum matrix), and each rank keeps
+// its shard — every update the one-process update bit for bit; at rest a rank holds 1/tp of every
+// sharded tensor's state, plus one full matrix of each sharded kind as scratch. Under blockwise
+// each shard is a matrix of its own, under distributed / distributed_exact Newton–Schulz runs over
+// the group's shards (tp_ns_group.hpp): other numerics, on purpose.
 #pragma once
 #include <map>
 #include <memory>
