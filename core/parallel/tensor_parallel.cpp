@@ -11,6 +11,28 @@
 #include "samebits/det/fingerprint.hpp"
 
 namespace sb {
+namespace {
+
+// Every rank's `n` floats (n ≤ widest) gathered bit for bit, each rank's block padded to `widest`
+// floats (two fp32 bit patterns per uint64): rank r's block starts at byte r·stride of the result.
+struct Gathered {
+  std::vector<uint64_t> words;
+  size_t stride = 0;  // bytes per rank
+  const unsigned char* block(int r) const {
+    return reinterpret_cast<const unsigned char*>(words.data()) + size_t(r) * stride;
+  }
+};
+
+Gathered allgather_padded(Communicator& comm, const float* mine, size_t n, size_t widest) {
+  const size_t per = (widest + 1) / 2;
+  std::vector<uint64_t> out(per, 0);
+  std::memcpy(out.data(), mine, n * sizeof(float));
+  Gathered g{std::vector<uint64_t>(per * size_t(comm.size())), per * sizeof(uint64_t)};
+  comm.allgather_u64(out.data(), per, g.words.data());
+  return g;
+}
+
+}  // namespace
 
 class TensorParallel::Group final : public TpGroup {
  public:
@@ -21,16 +43,13 @@ class TensorParallel::Group final : public TpGroup {
   void recv(float* x, size_t n, int from) override { comm_.recv(x, n * sizeof(float), from); }
   void broadcast(float* x, size_t n, int root) override { comm_.broadcast(x, n * sizeof(float), root); }
   void gather_columns(const float* mine, float* full, size_t rows, const TpSplit& split) override {
-    // Every rank sends the widest block's length (two fp32 bit patterns per uint64), padded.
-    const size_t width = size_t(split.part), cols = size_t(split.extent), words = (rows * width + 1) / 2;
-    std::vector<uint64_t> out(words, 0), all(words * size_t(comm_.size()));
-    std::memcpy(out.data(), mine, rows * size_t(split.rows(comm_.rank())) * sizeof(float));
-    comm_.allgather_u64(out.data(), words, all.data());
+    const size_t cols = size_t(split.extent);
+    const Gathered g =
+        allgather_padded(comm_, mine, rows * size_t(split.rows(comm_.rank())), rows * size_t(split.part));
     for (int r = 0; r < comm_.size(); ++r) {
-      const auto* block = reinterpret_cast<const unsigned char*>(all.data() + size_t(r) * words);
       const size_t w = size_t(split.rows(r)), first = size_t(split.first(r));
       for (size_t i = 0; i < rows; ++i)
-        std::memcpy(full + i * cols + first, block + i * w * sizeof(float), w * sizeof(float));
+        std::memcpy(full + i * cols + first, g.block(r) + i * w * sizeof(float), w * sizeof(float));
     }
   }
 
@@ -65,15 +84,11 @@ void TensorParallel::gather_shard(size_t t, const float* shard, float* full) {
     std::memcpy(full, shard, layout_.local[t].numel * sizeof(float));
     return;
   }
-  // Every rank sends the largest shard's length (two fp32 bit patterns per uint64); a shorter
-  // shard (the vocabulary split's last) is padded.
-  const size_t words = (s.numel(0) + 1) / 2;
-  std::vector<uint64_t> mine(words, 0), all(words * static_cast<size_t>(layout_.size));
-  std::memcpy(mine.data(), shard, s.numel(layout_.rank) * sizeof(float));
-  tp_->allgather_u64(mine.data(), words, all.data());
-  std::vector<float> piece(2 * words);
+  // The vocabulary split's last shard is shorter than the others: padded to the first's.
+  const Gathered g = allgather_padded(*tp_, shard, s.numel(layout_.rank), s.numel(0));
+  std::vector<float> piece(s.numel(0));
   for (int r = 0; r < layout_.size; ++r) {
-    std::memcpy(piece.data(), all.data() + size_t(r) * words, s.numel(r) * sizeof(float));
+    std::memcpy(piece.data(), g.block(r), s.numel(r) * sizeof(float));
     tp_place_shard(s, r, piece.data(), full);
   }
 }

@@ -86,7 +86,8 @@ void TpOptimizer::step(float* weights, const float* grads, const StepContext& ct
   if (ctx.compute_stats)
     for (size_t t = 0; t < L.local.size(); ++t)
       if (L.splits[t].sharded && !gathered_[t] && owned_[t]) shards.push_back(t);
-  std::vector<std::vector<float>> before(shards.size());
+  std::vector<std::vector<float>>& before = before_;  // kept across steps: no fresh pages each step
+  before.resize(shards.size());
   for (size_t i = 0; i < shards.size(); ++i) {
     const float* w = weights + L.local[shards[i]].offset;
     before[i].assign(w, w + L.local[shards[i]].numel);

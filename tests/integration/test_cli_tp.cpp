@@ -30,6 +30,12 @@ sb::test::Launch train_mpi(const TempDir& dir, int ranks, const std::string& arg
   return sb::test::mpirun_in(dir.path.string(), ranks, samebits_binary() + " train tp.ini " + args);
 }
 
+// The same, required to succeed.
+void train_mpi_ok(const TempDir& dir, int ranks, const std::string& args) {
+  const sb::test::Launch r = train_mpi(dir, ranks, args);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+}
+
 // One process of the same experiment into `out`.
 void train_one(const TempDir& dir, const std::string& out, const std::string& args) {
   std::vector<std::string> argv{"train", "tp.ini", "--out", out};
@@ -99,12 +105,9 @@ TEST_CASE("a run stopped at DP 2 x TP 2 resumes at DP 1 x TP 4 and in one proces
   TempDir dir;
   write_text(dir / "tp.ini", kConfig);
   train_one(dir, "ref.h5", "");
-  const sb::test::Launch first = train_mpi(dir, 4, "--parallel.tp 2 --out a.h5 --stop-after 4");
-  REQUIRE_MESSAGE(first.exit_code == 0, first.output);
-  fs::copy(dir / "a.h5", dir / "b.h5");
-  fs::copy(dir / "a.store", dir / "b.store", fs::copy_options::recursive);
-  const sb::test::Launch tp4 = train_mpi(dir, 4, "--parallel.tp 4 --out a.h5 --resume");
-  REQUIRE_MESSAGE(tp4.exit_code == 0, tp4.output);
+  train_mpi_ok(dir, 4, "--parallel.tp 2 --out a.h5 --stop-after 4");
+  copy_run(dir / "a.h5", dir / "b.h5");
+  train_mpi_ok(dir, 4, "--parallel.tp 4 --out a.h5 --resume");
   train_one(dir, "b.h5", "--resume");
   check_identical(dir, "ref.h5", "a.h5");
   check_identical(dir, "ref.h5", "b.h5");
@@ -117,23 +120,18 @@ TEST_CASE("the distributed optimizer at DP 2 x TP 2: its checkpoints are one pro
   TempDir dir;
   write_text(dir / "tp.ini", kConfig);
   train_one(dir, "ref.h5", "");
-  const sb::test::Launch whole = train_mpi(dir, 4, "--parallel.tp 2 --distributed-optimizer --out whole.h5");
-  REQUIRE_MESSAGE(whole.exit_code == 0, whole.output);
+  train_mpi_ok(dir, 4, "--parallel.tp 2 --distributed-optimizer --out whole.h5");
   // The state gathered over DP, then over TP: the full tensors, the one-process names and bits.
   CHECK(content_difference(dir / "ref.store/state_step_000006.h5", dir / "whole.store/state_step_000006.h5") == "");
-  const sb::test::Launch first = train_mpi(dir, 4, "--parallel.tp 2 --distributed-optimizer --out a.h5 --stop-after 4");
-  REQUIRE_MESSAGE(first.exit_code == 0, first.output);
+  train_mpi_ok(dir, 4, "--parallel.tp 2 --distributed-optimizer --out a.h5 --stop-after 4");
   copy_run(dir / "a.h5", dir / "b.h5");
   copy_run(dir / "a.h5", dir / "c.h5");
-  const sb::test::Launch tp4 = train_mpi(dir, 4, "--parallel.tp 4 --out a.h5 --resume");
-  REQUIRE_MESSAGE(tp4.exit_code == 0, tp4.output);
-  const sb::test::Launch dp4 = train_mpi(dir, 4, "--distributed-optimizer --out b.h5 --resume");
-  REQUIRE_MESSAGE(dp4.exit_code == 0, dp4.output);
+  train_mpi_ok(dir, 4, "--parallel.tp 4 --out a.h5 --resume");
+  train_mpi_ok(dir, 4, "--distributed-optimizer --out b.h5 --resume");
   train_one(dir, "c.h5", "--resume");
   // And back: stopped in one process, resumed at DP 2 x TP 2 with the distributed optimizer.
   train_one(dir, "d.h5", "--stop-after 4");
-  const sb::test::Launch back = train_mpi(dir, 4, "--parallel.tp 2 --distributed-optimizer --out d.h5 --resume");
-  REQUIRE_MESSAGE(back.exit_code == 0, back.output);
+  train_mpi_ok(dir, 4, "--parallel.tp 2 --distributed-optimizer --out d.h5 --resume");
   for (const char* run : {"whole.h5", "a.h5", "b.h5", "c.h5", "d.h5"}) {
     CAPTURE(run);
     check_identical(dir, "ref.h5", run);

@@ -51,6 +51,7 @@ class TpOptimizer final : public Optimizer {
   std::vector<std::vector<std::string>> kinds_;              // [tensor] state kinds of a sharded tensor
   std::map<std::string, std::unique_ptr<Scratch>> scratch_;  // by kind of tensor and shape
   std::vector<TensorUpdateStats> stats_;
+  std::vector<std::vector<float>> before_;  // the elementwise shards before a step (statistics)
 };
 
 }  // namespace sb
