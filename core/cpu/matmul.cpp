@@ -343,6 +343,117 @@ void causal_tiles(const Packed& pk, GemmPart part) {
   }
 }
 
+// Long k into a C that stays in L2 (the head's dX = dlogits·W: k = the vocabulary): packing all
+// of op(A) and op(B) first writes and reads back (m + n)·k floats from memory. Here they are
+// packed one k-block of kOuterBlock at a time into buffers that stay in cache, and every tile of
+// C continues its chains block by block (load: C holds them in fp32 between blocks, as between the
+// KC blocks of all_tiles). The same chains, the same bits; only the order of the memory traffic.
+constexpr int kOuterBlock = 256;
+constexpr size_t kOuterMaxC = size_t{1} << 20;  // bytes of C held in cache across the blocks
+constexpr size_t kOuterMinPacked = size_t{32} << 20;  // bytes of packed operands that call for it
+
+bool use_k_outer(int m, int n, int k) {
+  const size_t c_bytes = static_cast<size_t>(m) * n * sizeof(float);
+  const size_t packed_bytes = (static_cast<size_t>(m) + n) * k * sizeof(float);
+  return k > 2 * kOuterBlock && c_bytes <= kOuterMaxC && packed_bytes >= kOuterMinPacked;
+}
+
+void gemm_k_outer(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b,
+                  int ldb, float* c, int ldc, bool accumulate, Precision prec) {
+  const int mp = (m + MR - 1) / MR, np = (n + NR - 1) / NR;
+  const size_t a_panel = static_cast<size_t>(kOuterBlock) * MR, b_panel = static_cast<size_t>(kOuterBlock) * NR;
+  thread_local std::vector<float> packed;
+  if (packed.size() < a_panel * mp + b_panel * np) packed.resize(a_panel * mp + b_panel * np);
+  float* const apack = packed.data();
+  float* const bpack = packed.data() + a_panel * mp;
+  const Packers pack = packers(prec);
+  const int tiles = mp * np;
+#pragma omp parallel
+  for (int p0 = 0; p0 < k; p0 += kOuterBlock) {
+    const int kb = std::min(kOuterBlock, k - p0);
+    const float* a_p0 = a + static_cast<size_t>(p0) * (ta == Trans::no ? 1 : lda);
+    const float* b_p0 = b + static_cast<size_t>(p0) * (tb == Trans::no ? ldb : 1);
+#pragma omp for schedule(static) nowait
+    for (int ip = 0; ip < mp; ++ip) pack.a(apack + ip * a_panel, ta, a_p0, lda, ip * MR, m, kb);
+#pragma omp for schedule(static)
+    for (int jp = 0; jp < np; ++jp) pack.b(bpack + jp * b_panel, tb, b_p0, ldb, jp * NR, n, kb);
+    // Column panel outer (its B block stays in L1 across the row panels); the barrier at the end
+    // keeps the buffers until every tile has read them.
+#pragma omp for schedule(static)
+    for (int t = 0; t < tiles; ++t) {
+      const int jp = t / mp, ip = t % mp;
+      run_tile(kb, apack + ip * a_panel, MR, bpack + jp * b_panel, c, ldc, ip * MR, jp * NR, m, n,
+               accumulate || p0 > 0);
+    }
+  }
+}
+
+// One operand far larger than the other (the head's logits = x·Wᵀ, n = the vocabulary; its
+// dW = dlogitsᵀ·x, m = the vocabulary): the small one is packed whole (it stays in cache), the
+// large one a block of kStreamPanels panels at a time into the thread's own buffer just before that
+// block's tiles, instead of all of it first out to memory and back. Each tile's chains are
+// all_tiles' (k ascending, continued across the KC blocks): the same bits.
+constexpr int kStreamPanels = 8;
+constexpr size_t kStreamMaxSmall = size_t{1} << 20;  // bytes of the packed operand held in cache
+constexpr size_t kStreamMinLarge = size_t{32} << 20;  // bytes of the packed operand that call for it
+
+// 'a' or 'b': the operand to stream; 0: neither.
+char stream_side(int m, int n, int k) {
+  const size_t a_bytes = static_cast<size_t>(m) * k * sizeof(float);
+  const size_t b_bytes = static_cast<size_t>(n) * k * sizeof(float);
+  if (a_bytes <= kStreamMaxSmall && b_bytes >= kStreamMinLarge) return 'b';
+  if (b_bytes <= kStreamMaxSmall && a_bytes >= kStreamMinLarge) return 'a';
+  return 0;
+}
+
+void gemm_streamed(char side, Trans ta, Trans tb, int m, int n, int k, const float* a, int lda,
+                   const float* b, int ldb, float* c, int ldc, bool accumulate, Precision prec) {
+  const int mp = (m + MR - 1) / MR, np = (n + NR - 1) / NR;
+  const size_t a_panel = static_cast<size_t>(k) * MR, b_panel = static_cast<size_t>(k) * NR;
+  const bool on_a = side == 'a';
+  const Packers pack = packers(prec);
+  const auto pack_panel = [&](float* dst, int panel) {
+    if (on_a)
+      pack.a(dst, ta, a, lda, panel * MR, m, k);
+    else
+      pack.b(dst, tb, b, ldb, panel * NR, n, k);
+  };
+  const int whole = on_a ? np : mp, streamed = on_a ? mp : np;
+  const size_t whole_panel = on_a ? b_panel : a_panel, streamed_panel = on_a ? a_panel : b_panel;
+  thread_local std::vector<float> whole_packed;
+  if (whole_packed.size() < whole_panel * whole) whole_packed.resize(whole_panel * whole);
+  float* const wpack = whole_packed.data();
+  const int blocks = (streamed + kStreamPanels - 1) / kStreamPanels;
+#pragma omp parallel
+  {
+#pragma omp for schedule(static)
+    for (int q = 0; q < whole; ++q) {
+      if (on_a)
+        pack.b(wpack + q * whole_panel, tb, b, ldb, q * NR, n, k);
+      else
+        pack.a(wpack + q * whole_panel, ta, a, lda, q * MR, m, k);
+    }
+    thread_local std::vector<float> block_packed;  // this thread's block of panels
+    if (block_packed.size() < streamed_panel * kStreamPanels) block_packed.resize(streamed_panel * kStreamPanels);
+    float* const spack = block_packed.data();
+#pragma omp for schedule(static) nowait
+    for (int blk = 0; blk < blocks; ++blk) {
+      const int q0 = blk * kStreamPanels, q1 = std::min(streamed, q0 + kStreamPanels);
+      for (int q = q0; q < q1; ++q) pack_panel(spack + (q - q0) * streamed_panel, q);
+      const int ip0 = on_a ? q0 : 0, ip1 = on_a ? q1 : mp, jp0 = on_a ? 0 : q0, jp1 = on_a ? np : q1;
+      for (int p0 = 0; p0 < k; p0 += KC)
+        for (int jp = jp0; jp < jp1; ++jp)
+          for (int ip = ip0; ip < ip1; ++ip) {
+            const float* ap = on_a ? spack + (ip - ip0) * a_panel : wpack + ip * a_panel;
+            const float* bp = on_a ? wpack + jp * b_panel : spack + (jp - jp0) * b_panel;
+            run_tile(std::min(KC, k - p0), ap + static_cast<size_t>(p0) * MR, MR,
+                     bp + static_cast<size_t>(p0) * NR, c, ldc, ip * MR, jp * NR, m, n,
+                     accumulate || p0 > 0);
+          }
+    }
+  }
+}
+
 // part: full (accumulate or not), or one of the structured products (fresh chains; syrk: m = n,
 // op(A) = op(B)ᵀ). serial: on the calling thread only. bias (n), full only: C ← C + bias per row
 // after the chains (all_tiles).
@@ -355,6 +466,12 @@ void gemm_canonical(Trans ta, Trans tb, int m, int n, int k, const float* a, int
     if (!accumulate)
       for (int i = 0; i < m; ++i) std::fill(c + static_cast<size_t>(i) * ldc, c + static_cast<size_t>(i) * ldc + n, 0.0f);
     return;
+  }
+  if (part == GemmPart::full && bias == nullptr && !serial && use_k_outer(m, n, k))
+    return gemm_k_outer(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate, prec);
+  if (part == GemmPart::full && bias == nullptr && !serial) {
+    if (const char side = stream_side(m, n, k))
+      return gemm_streamed(side, ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate, prec);
   }
   const bool pack_a = !(part == GemmPart::syrk && NR % MR == 0);  // else slices of the B panels
   const size_t a_panel = static_cast<size_t>(k) * MR, b_panel = static_cast<size_t>(k) * NR;

@@ -131,6 +131,30 @@ TEST_CASE("canonical gemm: the default model's linear layers, forward and both g
   }
 }
 
+TEST_CASE("canonical gemm: the LM head's forms (k-outer, streamed op(A), streamed op(B)), bitwise") {
+  // matmul.cpp packs long-k products into a small C one k-block at a time (gemm_k_outer: C <= 1 MiB,
+  // packed operands >= 32 MiB) and a very wide or tall product one block of panels at a time
+  // (gemm_streamed: the other operand <= 1 MiB packed, this one >= 32 MiB). These shapes take
+  // those forms, with ragged tiles at every edge: the head's dX (k = vocabulary), logits (n) and dW (m).
+  auto be = make_cpu_backend();
+  const GemmShape shapes[] = {{Trans::no, Trans::no, 41, 37, 131077},  {Trans::yes, Trans::yes, 41, 37, 131077},
+                              {Trans::no, Trans::yes, 17, 28011, 301}, {Trans::yes, Trans::no, 17, 28011, 301},
+                              {Trans::yes, Trans::no, 28011, 17, 301}, {Trans::no, Trans::yes, 28011, 17, 301}};
+  uint32_t seed = 12000;
+  int index = 0;
+  for (const GemmShape& s : shapes) {
+    const bool accumulate = index % 2 == 0;  // each form with and without, fp32 and bf16
+    const Precision prec = index++ % 3 == 1 ? Precision::bf16 : Precision::fp32;
+    for (int threads : {1, 3}) {
+      CAPTURE(s.m);
+      CAPTURE(s.n);
+      CAPTURE(s.k);
+      CAPTURE(threads);
+      CHECK(check_shape(*be, s, accumulate, prec, threads, seed += 7));
+    }
+  }
+}
+
 TEST_CASE("canonical gemm: the same bits on 1, 2, 3 and 4 threads for a multi-task shape") {
   auto be = make_cpu_backend();
   const GemmShape s{Trans::no, Trans::yes, 203, 301, 517};
