@@ -343,14 +343,15 @@ void causal_tiles(const Packed& pk, GemmPart part) {
   }
 }
 
-// Long k into a C that stays in L2 (the head's dX = dlogits·W: k = the vocabulary): packing all
+// Long k into a C that stays in L2 (the head's dX = dlogits·W, k = the vocabulary; the layers' dX
+// at GPT-2 width, k = 3C or 4C): packing all
 // of op(A) and op(B) first writes and reads back (m + n)·k floats from memory. Here they are
 // packed one k-block of kOuterBlock at a time into buffers that stay in cache, and every tile of
 // C continues its chains block by block (load: C holds them in fp32 between blocks, as between the
 // KC blocks of all_tiles). The same chains, the same bits; only the order of the memory traffic.
 constexpr int kOuterBlock = 256;
 constexpr size_t kOuterMaxC = size_t{1} << 20;  // bytes of C held in cache across the blocks
-constexpr size_t kOuterMinPacked = size_t{32} << 20;  // bytes of packed operands that call for it
+constexpr size_t kOuterMinPacked = size_t{4} << 20;  // bytes of packed operands that call for it
 
 bool use_k_outer(int m, int n, int k) {
   const size_t c_bytes = static_cast<size_t>(m) * n * sizeof(float);
@@ -389,13 +390,13 @@ void gemm_k_outer(Trans ta, Trans tb, int m, int n, int k, const float* a, int l
 }
 
 // One operand far larger than the other (the head's logits = x·Wᵀ, n = the vocabulary; its
-// dW = dlogitsᵀ·x, m = the vocabulary): the small one is packed whole (it stays in cache), the
+// dW = dlogitsᵀ·x, m = the vocabulary; the layers' forward at GPT-2 width): the small one is packed whole (it stays in cache), the
 // large one a block of kStreamPanels panels at a time into the thread's own buffer just before that
 // block's tiles, instead of all of it first out to memory and back. Each tile's chains are
 // all_tiles' (k ascending, continued across the KC blocks): the same bits.
 constexpr int kStreamPanels = 8;
 constexpr size_t kStreamMaxSmall = size_t{1} << 20;  // bytes of the packed operand held in cache
-constexpr size_t kStreamMinLarge = size_t{32} << 20;  // bytes of the packed operand that call for it
+constexpr size_t kStreamMinLarge = size_t{4} << 20;  // bytes of the packed operand that call for it
 
 // 'a' or 'b': the operand to stream; 0: neither.
 char stream_side(int m, int n, int k) {

@@ -133,13 +133,13 @@ TEST_CASE("canonical gemm: the default model's linear layers, forward and both g
 
 TEST_CASE("canonical gemm: the LM head's forms (k-outer, streamed op(A), streamed op(B)), bitwise") {
   // matmul.cpp packs long-k products into a small C one k-block at a time (gemm_k_outer: C <= 1 MiB,
-  // packed operands >= 32 MiB) and a very wide or tall product one block of panels at a time
-  // (gemm_streamed: the other operand <= 1 MiB packed, this one >= 32 MiB). These shapes take
+  // packed operands >= 4 MiB) and a very wide or tall product one block of panels at a time
+  // (gemm_streamed: the other operand <= 1 MiB packed, this one >= 4 MiB). These shapes take
   // those forms, with ragged tiles at every edge: the head's dX (k = vocabulary), logits (n) and dW (m).
   auto be = make_cpu_backend();
-  const GemmShape shapes[] = {{Trans::no, Trans::no, 41, 37, 131077},  {Trans::yes, Trans::yes, 41, 37, 131077},
-                              {Trans::no, Trans::yes, 17, 28011, 301}, {Trans::yes, Trans::no, 17, 28011, 301},
-                              {Trans::yes, Trans::no, 28011, 17, 301}, {Trans::no, Trans::yes, 28011, 17, 301}};
+  const GemmShape shapes[] = {{Trans::no, Trans::no, 41, 37, 16411},  {Trans::yes, Trans::yes, 41, 37, 16411},
+                              {Trans::no, Trans::yes, 17, 3617, 301}, {Trans::yes, Trans::no, 17, 3617, 301},
+                              {Trans::yes, Trans::no, 3617, 17, 301}, {Trans::no, Trans::yes, 3617, 17, 301}};
   uint32_t seed = 12000;
   int index = 0;
   for (const GemmShape& s : shapes) {
