@@ -76,8 +76,8 @@ SB_HD WireRange wire_block_range(const float* x, int count, const FixedWindow& w
   uint32_t odd = 0;
   for (int e = 0; e < count; ++e) {  // one element at a time, no branch: vectorizable
     const uint32_t a = bits_of(x[e]) & 0x7FFFFFFFu;
-    const uint32_t in = a - exact_lo < zone ? ~0u : 0u;
-    odd |= ~in & (a != 0 ? 1u : 0u);
+    const uint32_t in = 0u - static_cast<uint32_t>(a - exact_lo < zone);  // masks, not selects:
+    odd |= ~in & static_cast<uint32_t>(a != 0);                             // gcc vectorizes these
     const int biased = static_cast<int>(a >> 23);
     const int32_t m = static_cast<int32_t>((a & 0x7FFFFFu) | 0x800000u);
     const int ctz = static_cast<int>(bits_of(static_cast<float>(m & -m)) >> 23) - 127;
