@@ -13,8 +13,10 @@
 #include <cstdlib>
 #include <ctime>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "samebits/core/cpu/cpu_backend.hpp"
@@ -120,6 +122,18 @@ GemmCase make_case(Trans ta, Trans tb, int m, int n, int k) {
   fill_uniform(g.a, state, 1.0f);
   fill_uniform(g.b, state, 1.0f);
   return g;
+}
+
+// The three products of linear layers (in, out) on N tokens, per layer: forward NT (N, out, in),
+// input gradient NN (N, in, out), weight gradient TN (out, in, N).
+std::vector<GemmCase> linear_cases(int N, std::initializer_list<std::pair<int, int>> layers) {
+  std::vector<GemmCase> cases;
+  for (auto [in, out] : layers) {
+    cases.push_back(make_case(Trans::no, Trans::yes, N, out, in));
+    cases.push_back(make_case(Trans::no, Trans::no, N, in, out));
+    cases.push_back(make_case(Trans::yes, Trans::no, out, in, N));
+  }
+  return cases;
 }
 
 std::string shape_name(const GemmCase& g) {
@@ -229,13 +243,7 @@ int main(int argc, char** argv) {
     // The default model's linear layers on one leaf (N = 4 × 128 tokens): forward NT (N, OC, C),
     // input gradient NN (N, C, OC), weight gradient TN (OC, C, N); (C, OC) of qkv, attention
     // projection, MLP up, MLP down and the tied LM head.
-    const int N = 512;
-    std::vector<GemmCase> model;
-    for (auto [C, OC] : {std::pair{128, 384}, {128, 128}, {128, 512}, {512, 128}, {128, 256}}) {
-      model.push_back(make_case(Trans::no, Trans::yes, N, OC, C));
-      model.push_back(make_case(Trans::no, Trans::no, N, C, OC));
-      model.push_back(make_case(Trans::yes, Trans::no, OC, C, N));
-    }
+    std::vector<GemmCase> model = linear_cases(512, {{128, 384}, {128, 128}, {128, 512}, {512, 128}, {128, 256}});
     for (GemmCase& g : model)
       ratios.push_back(compare("sgemm " + shape_name(g), "canonical", canonical(*be, g), "openblas",
                                openblas(g), reps, quick ? 0.02 : 0.06));
@@ -247,6 +255,28 @@ int main(int argc, char** argv) {
     };
     ratios.push_back(compare("sgemm default-model mix (15 shapes)", "canonical", all(true),
                              "openblas", all(false), reps, quick ? 0.05 : 0.15));
+
+    // GPT-2 124M (C = 768, V = 50257) on one leaf of 256 tokens: the tied head's three products
+    // (logits NT, dX NN with k = V, dW TN with m = V) alone, and with every layer's twelve (qkv,
+    // attention projection, MLP up and down; forward, input and weight gradient) in one call
+    // sequence, the layers twelve times (time-weighted, as one leaf's GEMMs in a step).
+    const int T = 256, C = 768, V = 50257;
+    std::vector<GemmCase> head = {make_case(Trans::no, Trans::yes, T, V, C),
+                                  make_case(Trans::no, Trans::no, T, C, V),
+                                  make_case(Trans::yes, Trans::no, V, C, T)};
+    std::vector<GemmCase> layer = linear_cases(T, {{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}});
+    for (GemmCase& g : head)
+      ratios.push_back(compare("sgemm 124M head " + shape_name(g), "canonical", canonical(*be, g), "openblas",
+                               openblas(g), reps, quick ? 0.2 : 0.5));
+    auto leaf = [&](bool canon) {
+      return [&, canon] {
+        for (GemmCase& g : head) canon ? canonical(*be, g)() : openblas(g)();
+        for (int l = 0; l < 12; ++l)
+          for (GemmCase& g : layer) canon ? canonical(*be, g)() : openblas(g)();
+      };
+    };
+    ratios.push_back(compare("sgemm 124M leaf mix (head + 12 layers x 12 shapes, 256 tokens)", "canonical",
+                             leaf(true), "openblas", leaf(false), quick ? 3 : 5, 1.0));
 
     // Newton–Schulz's A = X·Xᵀ on the default model's widest hidden matrices (r = 128, c = 512):
     // syrk (upper triangle, mirrored) against the plain canonical gemm of the same bits.
