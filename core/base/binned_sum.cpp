@@ -1,6 +1,7 @@
-// Binned exact sums (exact_norm.hpp): Σ x and Σ x² over fp32 arrays added as integers (one bin
-// per fp32 exponent; Σ x² mostly in one fixed-point frame per block), then into a det::ExactSum
-// once per block — the exact value of a plain ExactSum of the same terms (canonical limbs equal).
+// Binned exact sums (exact_norm.hpp): Σ x and Σ x² over fp32 arrays, per block mostly in exact
+// fp64 folds on fixed grids (the values within a window below the block's largest), the rest added
+// as integers (one bin per fp32 exponent), then into a det::ExactSum once per block — the exact
+// value of a plain ExactSum of the same terms (canonical limbs equal).
 // Single-threaded; the callers (exact_norm.cpp, core/cpu/tensor_sums.cpp, core/cpu/optim_kernels.cpp)
 // parallelise over blocks.
 #include <algorithm>
@@ -44,43 +45,130 @@ void add_square_bins(det::ExactSum& sum, const float* x, size_t n, uint32_t belo
   }
 }
 
-// One block's Σ x² (n ≤ kBinnedBlock) into sum. Every square x² = m²·2^(2·s − 300), s = max(e, 1),
-// whose scale s lies in the 32 binades [base, base + 31] that end at the block's largest is the
-// 48-bit m² shifted left by 2·(s − base) ≤ 62 bits: t < 2^110 in units of 2^(2·base − 300). Its
-// 32-bit digits 0 and 1 and its bits from 64 up are summed in three uint64 (≤ 2^16 terms: below
-// 2^48, 2^48 and 2^62, no carries), a flat loop of sums the compiler vectorizes. The squares below
-// the window (|x| under 2^-31 of the block's largest: rare) and NaN/±Inf take the bins. Integer
-// sums of the same terms: the same exact value as the bins alone, on any build.
+// One block's Σ x² (n ≤ kBinnedBlock) into sum, in fp64 folds (the extraction of ExBLAS and
+// ReproBLAS, Demmel & Nguyen 2015). Every square x² = m²·2^(2s − 300), s = max(e, 1), m < 2^24, is
+// an exact double below 2^U, U = 2·top − 252 (top: the block's largest s). The squares whose scale
+// lies in the 32 binades [base, base + 31], base = top − 31, are multiples of 2^(U − 110); each is
+// split exactly into three parts on fixed grids: h1 = fl(fl(v + C1) − C1), C1 = 1.5·2^(U + 16),
+// is v rounded to a multiple of 2^(U − 36) (v + C1 stays in C1's binade), and v − h1 is that
+// addition's rounding error, exactly representable (|v − h1| ≤ 2^(U − 37)); h2 likewise on the
+// grid 2^(U − 73) with C2 = 1.5·2^(U − 21), and r2 = v − h1 − h2 (|r2| ≤ 2^(U − 74), a multiple of
+// 2^(U − 110)). So every h1 is a multiple of 2^(U − 36) below 2^U, every h2 of 2^(U − 73) below
+// 2^(U − 37), every r2 of 2^(U − 110) below 2^(U − 74): the sums of ≤ 2^16 of each, in any order and
+// any grouping, need at most 52 bits on their grid and are exact doubles. So the vectorized loop's
+// lanes may add in any order: the three sums are the exact value of Σ v, whatever the SIMD width.
+// The squares below the window (|x| under 2^-31 of the block's largest: rare) are masked out of the
+// folds and take the exponent bins; NaN and ±Inf take the bins for the whole block.
 void add_block_squares(det::ExactSum& sum, const float* x, size_t n) {
   uint32_t top = 0;
   for (size_t i = 0; i < n; ++i) top = std::max(top, (det::bits_of(x[i]) >> 23) & 0xFFu);
   if (top == 0xFFu) return add_square_bins(sum, x, n, 256);  // NaN or ±Inf: every element binned
-  const int base = static_cast<int>(std::max(top, 1u)) - 31;
-  uint64_t digit0 = 0, digit1 = 0, upper = 0, below = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const uint32_t b = det::bits_of(x[i]);
-    const uint32_t e = (b >> 23) & 0xFFu;
-    const uint32_t m = (b & 0x7FFFFFu) | (((e + 0xFFu) & 0x100u) << 15);  // implicit bit if e ≠ 0
-    const int64_t d = static_cast<int64_t>(std::max(e, 1u)) - base;      // <= 31
-    const uint64_t keep = ~static_cast<uint64_t>(d >> 63);  // all ones inside the window, else 0
-    const uint64_t m64 = m & keep;                          // (64-bit lanes: vpmuludq)
-    const uint64_t sq = (m64 & 0xFFFFFFFFu) * (m64 & 0xFFFFFFFFu);  // m² < 2^48, 0 outside
-    const uint64_t sh = static_cast<uint64_t>(2 * d) & keep;
-    const uint64_t t_lo = sq << sh;               // t mod 2^64
-    const uint64_t t_hi = (sq >> 1) >> (63 - sh);  // t / 2^64 (0 for sh = 0: sq < 2^63)
-    digit0 += t_lo & 0xFFFFFFFFu;
-    digit1 += t_lo >> 32;
-    upper += t_hi;
-    below += ~keep & ((m + 0xFFFFFFu) >> 24);  // 1 for a non-zero square below the window
+  const int s_top = static_cast<int>(std::max(top, 1u)), base = s_top - 31, U = 2 * s_top - 252;
+  // |x| with max(e, 1) < base, x ≠ 0, is below the window: (a − 1) < (floor − 1), unsigned.
+  const uint32_t floor_bits = base > 1 ? static_cast<uint32_t>(base) << 23 : 1u;
+  const double c1 = 1.5 * pow2(U + 16), c2 = 1.5 * pow2(U - 21);
+  uint32_t below = 0;
+  for (size_t i = 0; i < n; ++i) below |= static_cast<uint32_t>((det::bits_of(x[i]) & 0x7FFFFFFFu) - 1u < floor_bits - 1u);
+  constexpr size_t kLanes = 16;  // independent fold sums per lane (a flat loop the compiler vectorizes)
+  double fold1[kLanes] = {}, fold2[kLanes] = {}, fold3[kLanes] = {};
+  const auto fold = [&](size_t l, float xi) {
+    const uint32_t b = det::bits_of(xi);
+    const uint32_t keep = 0u - static_cast<uint32_t>((b & 0x7FFFFFFFu) - 1u >= floor_bits - 1u);  // below: 0
+    const double xd = static_cast<double>(det::float_of_bits(b & keep));  // (a mask: no branch to vectorize)
+    const double v = xd * xd;
+    const double h1 = (v + c1) - c1;
+    const double r1 = v - h1;
+    const double h2 = (r1 + c2) - c2;
+    fold1[l] += h1;
+    fold2[l] += h2;
+    fold3[l] += r1 - h2;
+  };
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+#pragma omp simd
+    for (size_t l = 0; l < kLanes; ++l) fold(l, x[i + l]);
   }
-  // digit0 + digit1·2^32 + upper·2^64 in 32-bit pieces, each an exact double times its power of 2.
-  const int unit = 2 * base - 300;
-  const uint64_t piece[5] = {digit0 & 0xFFFFFFFFu, (digit0 >> 32) + (digit1 & 0xFFFFFFFFu),
-                             (digit1 >> 32) + (upper & 0xFFFFFFFFu), upper >> 32, 0};
-  for (int k = 0; k < 4; ++k) {
-    if (piece[k] != 0) sum.add(static_cast<double>(piece[k]) * pow2(unit + 32 * k));
+  for (size_t l = 0; i < n; ++i, ++l) fold(l, x[i]);
+  for (const double* f : {fold1, fold2, fold3}) {
+    double total = 0.0;
+    for (size_t l = 0; l < kLanes; ++l) total += f[l];
+    if (total != 0.0) sum.add(total);
   }
   if (below != 0) add_square_bins(sum, x, n, static_cast<uint32_t>(base));
+}
+
+// The bins of one block's elements whose scale max(e, 1) is below `below` (every element when
+// below = 256), one Σ ±m per exponent, into sum: x = ±m·2^(max(e,1) − 150), so a bin (|v| < 2^40)
+// times that power of two is one exact double; NaN and ±Inf by the ExactSum's own rules.
+void add_sum_bins(det::ExactSum& sum, const float* x, size_t n, uint32_t below) {
+  int64_t bins[4][256];  // 4 interleaved sets, one bin per exponent: Σ ±m
+  std::memset(bins, 0, sizeof bins);
+  size_t specials = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t b = det::bits_of(x[i]);
+    const auto [e, mu] = fp32_bin(b);
+    const int64_t m = static_cast<int64_t>(mu);
+    if (std::max(e, 1u) < below) bins[i & 3][e] += (b >> 31) != 0 ? -m : m;
+    specials += e == 0xFFu;
+  }
+  for (int e = 0; e < 255; ++e) {
+    const int64_t v = bins[0][e] + bins[1][e] + bins[2][e] + bins[3][e];
+    if (v != 0) sum.add(static_cast<double>(v) * pow2(std::max(e, 1) - 150));
+  }
+  if (specials != 0 && below == 256) {
+    for (size_t i = 0; i < n; ++i) {
+      if (((det::bits_of(x[i]) >> 23) & 0xFFu) == 0xFFu) sum.add(x[i]);
+    }
+  }
+}
+
+// One block's Σ x (n ≤ kBinnedBlock) into sum, in one fp64 fold (as add_block_squares): every x
+// is an exact double below 2^U, U = top − 126. Those whose scale lies in the 49 binades [base,
+// top], base = top − 48, are multiples of 2^(U − 72); h = fl(fl(x + C) − C), C = 1.5·2^(U + 16),
+// is x rounded to a multiple of 2^(U − 36) (|h| ≤ 2^U) and x − h its exact rounding error
+// (|x − h| ≤ 2^(U − 37), a multiple of 2^(U − 72)): the sums of ≤ 2^16 of each, in any order,
+// need at most 52 bits on their grids, so they are exact whatever the SIMD width. The elements
+// below the window take the exponent bins; NaN and ±Inf the bins for the whole block. The sign of
+// an exact zero: -0 only when every element was -0 (ExactSum's rule).
+void add_block_sum(det::ExactSum& sum, const float* x, size_t n) {
+  uint32_t top = 0, not_neg_zero = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const uint32_t b = det::bits_of(x[i]);
+    top = std::max(top, (b >> 23) & 0xFFu);
+    not_neg_zero |= static_cast<uint32_t>(b != 0x80000000u);
+  }
+  if (top == 0xFFu) {
+    add_sum_bins(sum, x, n, 256);
+  } else {
+    const int s_top = static_cast<int>(std::max(top, 1u)), base = s_top - 48, U = s_top - 126;
+    const uint32_t floor_bits = base > 1 ? static_cast<uint32_t>(base) << 23 : 1u;  // as add_block_squares
+    const double c = 1.5 * pow2(U + 16);
+    uint32_t below = 0;
+    for (size_t i = 0; i < n; ++i) below |= static_cast<uint32_t>((det::bits_of(x[i]) & 0x7FFFFFFFu) - 1u < floor_bits - 1u);
+    constexpr size_t kLanes = 16;
+    double fold1[kLanes] = {}, fold2[kLanes] = {};
+    const auto fold = [&](size_t l, float xi) {
+      const uint32_t b = det::bits_of(xi);
+      const uint32_t keep = 0u - static_cast<uint32_t>((b & 0x7FFFFFFFu) - 1u >= floor_bits - 1u);
+      const double v = static_cast<double>(det::float_of_bits(b & keep));
+      const double h = (v + c) - c;
+      fold1[l] += h;
+      fold2[l] += v - h;
+    };
+    size_t i = 0;
+    for (; i + kLanes <= n; i += kLanes) {
+#pragma omp simd
+      for (size_t l = 0; l < kLanes; ++l) fold(l, x[i + l]);
+    }
+    for (size_t l = 0; i < n; ++i, ++l) fold(l, x[i]);
+    for (const double* f : {fold1, fold2}) {
+      double total = 0.0;
+      for (size_t l = 0; l < kLanes; ++l) total += f[l];
+      if (total != 0.0) sum.add(total);
+    }
+    if (below != 0) add_sum_bins(sum, x, n, static_cast<uint32_t>(base));
+  }
+  sum.add(not_neg_zero != 0 ? 0.0 : -0.0);
 }
 
 }  // namespace
@@ -94,32 +182,7 @@ det::ExactSum binned_sum_of_squares(const float* x, size_t n) {
 
 det::ExactSum binned_sum(const float* x, size_t n) {
   det::ExactSum sum;
-  int64_t bins[4][256];  // 4 interleaved sets, one bin per exponent: Σ ±m
-  for (size_t start = 0; start < n; start += kBinnedBlock) {
-    const size_t end = std::min(n, start + kBinnedBlock);
-    std::memset(bins, 0, sizeof bins);
-    size_t specials = 0, not_neg_zero = 0;  // NaN/±Inf; elements other than -0
-    for (size_t i = start; i < end; ++i) {
-      const uint32_t b = det::bits_of(x[i]);
-      const auto [e, mu] = fp32_bin(b);
-      const int64_t m = static_cast<int64_t>(mu);
-      bins[i & 3][e] += (b >> 31) != 0 ? -m : m;
-      specials += e == 0xFFu;
-      not_neg_zero += b != 0x80000000u;
-    }
-    // x = ±m·2^(max(e,1) − 150): a bin (|v| < 2^40) times that power of two is one exact double.
-    for (int e = 0; e < 255; ++e) {
-      const int64_t v = bins[0][e] + bins[1][e] + bins[2][e] + bins[3][e];
-      if (v != 0) sum.add(static_cast<double>(v) * pow2(std::max(e, 1) - 150));
-    }
-    if (specials != 0) {  // NaN and ±Inf: the ExactSum's own rules
-      for (size_t i = start; i < end; ++i) {
-        if (((det::bits_of(x[i]) >> 23) & 0xFFu) == 0xFFu) sum.add(x[i]);
-      }
-    }
-    // The sign of an exact zero: -0 only when every element was -0 (ExactSum's rule).
-    sum.add(not_neg_zero != 0 ? 0.0 : -0.0);
-  }
+  for (size_t start = 0; start < n; start += kBinnedBlock) add_block_sum(sum, x + start, std::min(n, start + kBinnedBlock) - start);
   return sum;
 }
 

@@ -295,7 +295,10 @@ void GPT::backward(float loss_scale) {
   const int N = B * T;
   const int64_t NC = static_cast<int64_t>(N) * C;
   Buffers& b = *buf_;
-  be_.zero(grads_.data(), grads_.bytes());
+  // Every gradient op writes its tensor whole (GEMMs with accumulate off, the token reductions
+  // from +0, dwpe's chains) except the embedding's, which adds its tokens' rows into dwte: dwte
+  // holds the tied head's dW by then, else it starts from zero. The padding stays zero from alloc.
+  if (!cfg_.tied_head) be_.zero(b.dwte, param("wte").numel * sizeof(float));
   { const trace::Scope s(be_, "loss softmax_xent backward"); be_.softmax_xent_backward(b.dlogits, b.logits, b.xstats, b.targets, N, V, loss_scale); }
   { const trace::Scope s(be_, "lm_head matmul backward"); head_backward(b.dbtc1, b.dheadw, b.dlogits, b.lnf, b.headw); }
   {

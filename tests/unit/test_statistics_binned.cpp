@@ -8,6 +8,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -93,6 +94,31 @@ TEST_CASE("binned_sum is exactly exact_sum: every exponent, block edges, zeros, 
   CHECK(same(sb::binned_sum(s.data(), s.size()), plain_exact_sum(s.data(), s.size())));
   std::vector<float> nan = {2.0f, NAN, -3.0f};
   CHECK(same(sb::binned_sum(nan.data(), nan.size()), plain_exact_sum(nan.data(), nan.size())));
+}
+
+TEST_CASE("binned_sum: the fp64 fold at its grid's edges and the window's bottom") {
+  // Values in every binade of the 49-binade window below the block's top scale t and just below it
+  // (the bins), significands that round up and down at the fold's grid, both signs, 2^16 of them
+  // (the fold's sums at their bounds), for tops at the bottom, middle and top of fp32's range.
+  for (const int t : {-126, -100, -20, 0, 40, 127}) {
+    CAPTURE(t);
+    std::vector<float> x(size_t{1} << 16);
+    for (size_t i = 0; i < x.size(); ++i) {
+      const uint32_t r = sb::det::philox_u32(9, 16, i);
+      const int down = static_cast<int>(r % 51);  // binades t .. t - 50: 49 in the window, 2 below
+      const uint32_t pattern[4] = {0x7FFFFFu, 0x000001u, 0x400001u, r >> 9};
+      const int e = std::max(t - down + 127, 0);  // biased; 0: subnormals
+      const uint32_t bits = (r & 0x80000000u) | (static_cast<uint32_t>(e) << 23) | pattern[(r >> 5) & 3u];
+      std::memcpy(&x[i], &bits, sizeof bits);
+    }
+    x[0] = std::ldexp(0x1.fffffep0f, std::max(t, -126));
+    CHECK(same(sb::binned_sum(x.data(), x.size()), plain_exact_sum(x.data(), x.size())));
+    CHECK(same_value(sb::binned_sum(x.data(), x.size()), plain_exact_sum(x.data(), x.size())));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = std::ldexp(0x1.fffffep0f, std::max(t, -126));  // the bound
+    CHECK(same_value(sb::binned_sum(x.data(), x.size()), plain_exact_sum(x.data(), x.size())));
+    for (size_t i = 1; i < x.size(); i += 2) x[i] = -x[i];  // cancels to +0
+    CHECK(same(sb::binned_sum(x.data(), x.size()), plain_exact_sum(x.data(), x.size())));
+  }
 }
 
 // The update statistics' sums, binned (binned_update_squares) against add_update_squares's two
@@ -183,6 +209,28 @@ TEST_CASE("binned_sum_of_squares: the edges of its fixed-point window") {
   const std::vector<float> top(65536, -0x1.fffffep127f);
   CHECK(same_value(sb::binned_sum_of_squares(top.data(), top.size()),
                    plain_sum_of_squares(top.data(), top.size())));
+}
+
+TEST_CASE("binned_sum_of_squares: the fp64 folds at their grids' edges") {
+  // Every binade of the window at the block's top scale t, significands that round up and down at
+  // the folds' grids (all ones, a single low bit, a half-grid pattern), 2^16 of them in one block
+  // (the folds' sums at their bounds), for tops at the bottom, middle and top of fp32's range.
+  for (const int t : {-126, -100, -20, 0, 40, 127}) {
+    CAPTURE(t);
+    std::vector<float> x(size_t{1} << 16);
+    for (size_t i = 0; i < x.size(); ++i) {
+      const uint32_t r = sb::det::philox_u32(9, 15, i);
+      const int down = static_cast<int>(r % 32);  // the binade t - down, inside the window
+      const uint32_t pattern[4] = {0x7FFFFFu, 0x000001u, 0x400001u, r >> 9};
+      const int e = std::max(t - down + 127, 1);  // biased; scale 1 holds the subnormals' binade
+      const uint32_t bits = (r & 0x80000000u) | (static_cast<uint32_t>(e) << 23) | pattern[(r >> 5) & 3u];
+      std::memcpy(&x[i], &bits, sizeof bits);
+    }
+    x[0] = t >= -126 ? std::ldexp(0x1.fffffep0f, t) : x[0];  // the top scale is t's
+    CHECK(same_value(sb::binned_sum_of_squares(x.data(), x.size()), plain_sum_of_squares(x.data(), x.size())));
+    for (size_t i = 1; i < x.size(); ++i) x[i] = std::ldexp(0x1.fffffep0f, t);  // 2^16 maximal squares
+    CHECK(same_value(sb::binned_sum_of_squares(x.data(), x.size()), plain_sum_of_squares(x.data(), x.size())));
+  }
 }
 
 TEST_CASE("finish reports grad_stats' norm, max |g| and mean per tensor, bitwise") {
