@@ -29,6 +29,7 @@ class CpuGradAccumulator final : public GradAccumulator {
   size_t size() const override { return acc_.size(); }
   void clear() override { acc_.clear(); }
   void add(const float* grad) override { acc_.add(grad); }
+  void add_pair(const float* a, const float* b) override { acc_.add_pair(a, b); }
   void round(float* out, float divisor) override {
     acc_.check("the batch gradient");
     acc_.round_to_fp32(out);

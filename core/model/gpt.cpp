@@ -128,9 +128,7 @@ void GPT::bind_buffers() {
   buf_ = std::make_unique<Buffers>();
   Buffers& b = *buf_;
   b.wte = wp("wte"), b.wpe = wp("wpe"), b.lnfw = wp("lnf.w"), b.lnfb = wp("lnf.b");
-  b.dwte = gp("wte"), b.dwpe = gp("wpe"), b.dlnfw = gp("lnf.w"), b.dlnfb = gp("lnf.b");
   b.headw = cfg_.tied_head ? b.wte : wp("lm_head.w");
-  b.dheadw = cfg_.tied_head ? b.dwte : gp("lm_head.w");
   b.inputs = tokens_.data_as<int32_t>();
   b.targets = b.inputs + N;
   b.encoded = take(N * C);
@@ -145,12 +143,6 @@ void GPT::bind_buffers() {
     L.ln2w = wp(h + "ln2.w"), L.ln2b = wp(h + "ln2.b");
     L.fcw = wp(h + "mlp.fc.w"), L.fcb = wp(h + "mlp.fc.b");
     L.fc2w = wp(h + "mlp.proj.w"), L.fc2b = wp(h + "mlp.proj.b");
-    L.dln1w = gp(h + "ln1.w"), L.dln1b = gp(h + "ln1.b");
-    L.dqkvw = gp(h + "attn.qkv.w"), L.dqkvb = gp(h + "attn.qkv.b");
-    L.dprojw = gp(h + "attn.proj.w"), L.dprojb = gp(h + "attn.proj.b");
-    L.dln2w = gp(h + "ln2.w"), L.dln2b = gp(h + "ln2.b");
-    L.dfcw = gp(h + "mlp.fc.w"), L.dfcb = gp(h + "mlp.fc.b");
-    L.dfc2w = gp(h + "mlp.proj.w"), L.dfc2b = gp(h + "mlp.proj.b");
     L.input = input;
     L.ln1 = take(N * C), L.ln1_mean = take(N), L.ln1_rstd = take(N);
     L.qkv = take(N * 3 * CA);
@@ -177,6 +169,31 @@ void GPT::bind_buffers() {
   b.dff1 = take(N * F), b.dff2 = take(N * F);
   b.dlogits = take(N * V);
   SB_CHECK(cursor <= scratch_.data_as<float>() + scratch, "scratch layout overflows its buffer");
+  bind_gradients();
+}
+
+void GPT::bind_gradients() {
+  Buffers& b = *buf_;
+  b.dwte = gp("wte"), b.dwpe = gp("wpe"), b.dlnfw = gp("lnf.w"), b.dlnfb = gp("lnf.b");
+  b.dheadw = cfg_.tied_head ? b.dwte : gp("lm_head.w");
+  for (int l = 0; l < cfg_.n_layer; ++l) {
+    Layer& L = b.layers[static_cast<size_t>(l)];
+    const std::string h = "h." + std::to_string(l) + ".";
+    L.dln1w = gp(h + "ln1.w"), L.dln1b = gp(h + "ln1.b");
+    L.dqkvw = gp(h + "attn.qkv.w"), L.dqkvb = gp(h + "attn.qkv.b");
+    L.dprojw = gp(h + "attn.proj.w"), L.dprojb = gp(h + "attn.proj.b");
+    L.dln2w = gp(h + "ln2.w"), L.dln2b = gp(h + "ln2.b");
+    L.dfcw = gp(h + "mlp.fc.w"), L.dfcb = gp(h + "mlp.fc.b");
+    L.dfc2w = gp(h + "mlp.proj.w"), L.dfc2b = gp(h + "mlp.proj.b");
+  }
+}
+
+// Both buffers come zero-filled from alloc, and backward() writes every tensor whole (dwte of an
+// untied head zeroed first), so which one a leaf's backward finds cannot change a value.
+void GPT::swap_gradients() {
+  if (spare_grads_.data() == nullptr) spare_grads_ = be_.alloc(DType::f32, {static_cast<int64_t>(flat_size_)});
+  std::swap(grads_, spare_grads_);
+  bind_gradients();
 }
 
 // Every element is a pure function of (seed, tensor name, index) (Philox counters), so the
@@ -333,15 +350,24 @@ void accumulate_leaves(GPT& model, std::span<const int32_t* const> leaves, GradA
                        det::ExactSum& loss_sum, const LeafPass& pass) {
   SB_CHECK(acc.size() == model.flat_size(), "gradient accumulator of ", acc.size(),
            " elements given for a model whose flat gradient has ", model.flat_size());
+  const float* pending = nullptr;  // an earlier leaf's gradient waiting for its pair
   for (size_t i = 0; i < leaves.size(); ++i) {
     if (pass.before_forward) pass.before_forward(i);
     const float loss = model.forward(leaves[i]);
     if (pass.after_forward) pass.after_forward(i);
     model.backward(pass.loss_scale);
     const float* g = model.grads().data_as<float>();
-    acc.add(g);
     loss_sum.merge(model.loss_sum());
     if (pass.on_leaf) pass.on_leaf(i, loss, g);
+    if (pending != nullptr) {
+      acc.add_pair(pending, g);
+      pending = nullptr;
+    } else if (i + 1 < leaves.size()) {
+      pending = g;  // kept in the other buffer while the next leaf runs
+      model.swap_gradients();
+    } else {
+      acc.add(g);
+    }
   }
 }
 

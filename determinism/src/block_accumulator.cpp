@@ -74,6 +74,45 @@ void BlockAccumulator::reshape(size_t b, int base, int words) {
   for (int e = 0; e < c; ++e) set(blk, b, e, v[size_t(e)]);
 }
 
+void BlockAccumulator::add_values(Block& blk, size_t b, const float* xb, int c, bool exact_only) {
+  const uint32_t limit = fixed_limit_bits(kFrame);
+  const int base = blk.base;
+  uint64_t* low = low_.data() + begin(b);
+  if (blk.words == 1 && exact_only) {
+    // Branch-free (SIMD): q = m·2^p exactly; the sum fits 64 bits, so q / 2^base =
+    // m·2^(p - base) < 2^63, and p - base >= -23 since 2^base divides q. Zeros add 0.
+    for (int e = 0; e < c; ++e) {
+      const uint32_t bits = bits_of(xb[e]);
+      const uint32_t abs_bits = bits & 0x7FFFFFFFu;
+      const uint64_t m = abs_bits != 0 ? (abs_bits & 0x7FFFFFu) | 0x800000u : 0;
+      const int shift = static_cast<int>(abs_bits >> 23) - 150 - kFrame.lsb_exponent - base;
+      const int left = shift > 0 ? shift : 0, right = shift < 0 ? (-shift < 31 ? -shift : 31) : 0;
+      const uint64_t u = (m << left) >> right;
+      low[e] += (bits >> 31) != 0 ? ~u + 1 : u;
+    }
+    return;
+  }
+  for (int e = 0; e < c; ++e) {
+    const uint32_t bits = bits_of(xb[e]);
+    const uint32_t abs_bits = bits & 0x7FFFFFFFu;
+    if (abs_bits == 0 || abs_bits >= limit) continue;  // zero, or refused (NaN, Inf included)
+    const FixedDigits d = fixed_digits(abs_bits, kFrame);
+    const uint64_t v = d.lo | (d.hi << 32);
+    if (v == 0) continue;
+    // q = v·2^(32k) < 2^127, a multiple of 2^base: q / 2^base.
+    const int shift = 32 * d.k - base;
+    if (blk.words == 1) {  // the sum fits 64 bits, so q / 2^base < 2^63
+      const uint64_t u = shift >= 0 ? v << shift : v >> -shift;
+      low[e] += (bits >> 31) != 0 ? ~u + 1 : u;
+      continue;
+    }
+    Wide192 q = {{v, 0, 0}};
+    q = shift >= 0 ? wide_shl(q, shift) : wide_sar(q, -shift);
+    if ((bits >> 31) != 0) q = wide_neg(q);
+    set(blk, b, e, wide_add(get(blk, b, e), q));
+  }
+}
+
 uint32_t BlockAccumulator::add_block(size_t b, const float* x, uint64_t adds_after) {
   const int c = count(b);
   const float* xb = x + begin(b);
@@ -101,42 +140,36 @@ uint32_t BlockAccumulator::add_block(size_t b, const float* x, uint64_t adds_aft
   if (empty) blk.base = static_cast<uint8_t>(lo);  // every value is 0: any base holds it
   const int words = block_words_needed(ranges_[b], adds_after);
   reshape(b, lo < blk.base ? lo : blk.base, words > blk.words ? words : blk.words);
-  const int base = blk.base;
-  uint64_t* low = low_.data() + begin(b);
-  if (blk.words == 1 && exact_only) {
-    // Branch-free (SIMD): q = m·2^p exactly; the sum fits 64 bits, so q / 2^base =
-    // m·2^(p - base) < 2^63, and p - base >= -23 since 2^base divides q. Zeros add 0.
-    for (int e = 0; e < c; ++e) {
-      const uint32_t bits = bits_of(xb[e]);
-      const uint32_t abs_bits = bits & 0x7FFFFFFFu;
-      const uint64_t m = abs_bits != 0 ? (abs_bits & 0x7FFFFFu) | 0x800000u : 0;
-      const int shift = static_cast<int>(abs_bits >> 23) - 150 - kFrame.lsb_exponent - base;
-      const int left = shift > 0 ? shift : 0, right = shift < 0 ? (-shift < 31 ? -shift : 31) : 0;
-      const uint64_t u = (m << left) >> right;
-      low[e] += (bits >> 31) != 0 ? ~u + 1 : u;
-    }
-    return status;
-  }
-  for (int e = 0; e < c; ++e) {
-    const uint32_t bits = bits_of(xb[e]);
-    const uint32_t abs_bits = bits & 0x7FFFFFFFu;
-    if (abs_bits == 0 || abs_bits >= limit) continue;  // zero, or refused (NaN, Inf included)
-    const FixedDigits d = fixed_digits(abs_bits, kFrame);
-    const uint64_t v = d.lo | (d.hi << 32);
-    if (v == 0) continue;
-    // q = v·2^(32k) < 2^127, a multiple of 2^base: q / 2^base.
-    const int shift = 32 * d.k - base;
-    if (blk.words == 1) {  // the sum fits 64 bits, so q / 2^base < 2^63
-      const uint64_t u = shift >= 0 ? v << shift : v >> -shift;
-      low[e] += (bits >> 31) != 0 ? ~u + 1 : u;
-      continue;
-    }
-    Wide192 q = {{v, 0, 0}};
-    q = shift >= 0 ? wide_shl(q, shift) : wide_sar(q, -shift);
-    if ((bits >> 31) != 0) q = wide_neg(q);
-    set(blk, b, e, wide_add(get(blk, b, e), q));
-  }
+  add_values(blk, b, xb, c, exact_only);
   return status;
+}
+
+// Two values per element in one visit of the block (its words read and written once): the
+// state add_block(b, x, adds_after - 1), add_block(b, y, adds_after) leave — the same ranges, base
+// and words (each is monotone in the ranges and the add count, so the pair's is the second add's)
+// and the same integer sums. A block where either holds a value below the window or refused takes
+// the two add_block calls.
+uint32_t BlockAccumulator::add_pair_block(size_t b, const float* x, const float* y, uint64_t adds_after) {
+  const int c = count(b);
+  const float *xb = x + begin(b), *yb = y + begin(b);
+  bool exact_x = true, exact_y = true;
+  const WireRange rx = c == kWireBlock ? wire_block_range(xb, kWireBlock, kFrame, &exact_x)
+                                       : wire_block_range(xb, c, kFrame, &exact_x);
+  const WireRange ry = c == kWireBlock ? wire_block_range(yb, kWireBlock, kFrame, &exact_y)
+                                       : wire_block_range(yb, c, kFrame, &exact_y);
+  if (!exact_x || !exact_y) return add_block(b, x, adds_after - 1) | add_block(b, y, adds_after);
+  const WireRange r = wire_range_max(rx, ry);
+  if (r.hi == 0) return 0;  // zeros only
+  Block& blk = blocks_[b];
+  const bool empty = ranges_[b].hi == 0;
+  ranges_[b] = wire_range_max(ranges_[b], r);
+  const int lo = wire_block_lo(ranges_[b]);
+  if (empty) blk.base = static_cast<uint8_t>(lo);
+  const int words = block_words_needed(ranges_[b], adds_after);
+  reshape(b, lo < blk.base ? lo : blk.base, words > blk.words ? words : blk.words);
+  add_values(blk, b, xb, c, true);
+  add_values(blk, b, yb, c, true);
+  return 0;
 }
 
 void BlockAccumulator::add(const float* x) {
@@ -147,6 +180,16 @@ void BlockAccumulator::add(const float* x) {
   for (std::ptrdiff_t b = 0; b < nb; ++b) status |= add_block(static_cast<size_t>(b), x, adds_after);
   status_.bits |= status;
   status_.count_adds(1);
+}
+
+void BlockAccumulator::add_pair(const float* x, const float* y) {
+  const uint64_t adds_after = status_.adds + 2;
+  const std::ptrdiff_t nb = static_cast<std::ptrdiff_t>(blocks_.size());
+  uint32_t status = 0;
+#pragma omp parallel for schedule(static) reduction(| : status) if (nb > 64)
+  for (std::ptrdiff_t b = 0; b < nb; ++b) status |= add_pair_block(static_cast<size_t>(b), x, y, adds_after);
+  status_.bits |= status;
+  status_.count_adds(2);
 }
 
 Wide192 BlockAccumulator::value(size_t i) const {

@@ -326,3 +326,56 @@ TEST_CASE("wide integers: shifts, limbs round trip") {
   CHECK(same(sb::det::wide_from_limbs(back, 1), v));
   for (int j = 0; j < 3; ++j) CHECK((back[j] >= 0 && back[j] < (1ll << 32)));
 }
+
+TEST_CASE("block accumulator: add_pair leaves the state of add then add, bit for bit") {
+  // Adversarial blocks (re-basing, widening, below the window, subnormals, cancelling maxima),
+  // every special value, and random leaves over every exponent: pairs (and an odd last leaf) give
+  // the same sums, ranges, words per block, adds, status, roundings and wire as one by one.
+  std::mt19937_64 rng(21);
+  Leaves adv = adversarial(5);
+  Leaves any = random_leaves(rng, 5, 3000, -149, 26);
+  const std::vector<float> specials = {0.0f, -0.0f, kTiny, kTop, 134217728.0f, kMax, kInf, -kInf, kNaN, 1.0f};
+  Leaves spec(3, std::vector<float>(sb::det::kWireBlock * 3, 0.25f));
+  for (size_t l = 0; l < 3; ++l) {
+    for (size_t i = 0; i < specials.size(); ++i) spec[l][(i * 7 + l * 31) % spec[l].size()] = specials[i];
+  }
+  // Blocks whose range ends near 64 and 128 bits, where one more add needs one more word.
+  Leaves edges(2, std::vector<float>(sb::det::kWireBlock * 40, 0.0f));
+  for (int d = 0; d < 40; ++d) {
+    for (size_t l = 0; l < 2; ++l) {
+      edges[l][size_t(d) * sb::det::kWireBlock] = kTop;
+      edges[l][size_t(d) * sb::det::kWireBlock + 1] = std::ldexp(1.0f, d < 20 ? -25 - d : -85 - (d - 20));
+    }
+  }
+  for (const Leaves* data : {&adv, &any, &spec, &edges}) {
+    const size_t n = (*data)[0].size();
+    for (int threads : {1, 3}) {
+      const int saved = omp_get_max_threads();
+      omp_set_num_threads(threads);
+      BlockAccumulator one(n), pairs(n);
+      for (const std::vector<float>& l : *data) one.add(l.data());
+      size_t l = 0;
+      for (; l + 1 < data->size(); l += 2) pairs.add_pair((*data)[l].data(), (*data)[l + 1].data());
+      if (l < data->size()) pairs.add((*data)[l].data());
+      omp_set_num_threads(saved);
+      CAPTURE(n);
+      CAPTURE(threads);
+      CHECK(one.adds() == pairs.adds());
+      CHECK(one.status() == pairs.status());
+      CHECK(one.memory_bytes() == pairs.memory_bytes());
+      CHECK(std::memcmp(one.ranges(), pairs.ranges(), one.range_bytes()) == 0);
+      size_t wrong = 0;
+      for (size_t i = 0; i < n; ++i) wrong += same(one.value(i), pairs.value(i)) ? 0 : 1;
+      CHECK(wrong == 0);
+      if (one.status() != 0) continue;  // a refused value: no rounding
+      std::vector<float> a(n), b(n);
+      one.round_to_fp32(a.data());
+      pairs.round_to_fp32(b.data());
+      CHECK(std::memcmp(a.data(), b.data(), n * sizeof(float)) == 0);
+      one.encode(one.adds());
+      pairs.encode(pairs.adds());
+      REQUIRE(one.wire_words() == pairs.wire_words());
+      CHECK(std::memcmp(one.wire(), pairs.wire(), one.wire_words() * sizeof(uint64_t)) == 0);
+    }
+  }
+}

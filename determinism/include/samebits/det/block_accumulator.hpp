@@ -29,6 +29,9 @@ class BlockAccumulator {
   // this[i] += q(x[i]) for i < n (x: (n)); NaN, Inf and values beyond the window are refused and
   // set their status bit, as in fixed_add. OpenMP over blocks.
   void add(const float* x);
+  // add(x) then add(y) in one pass over the sums (x, y: (n)): the same state bit for bit, its
+  // words read and written once for two values (the leaves' accumulation is bound by that traffic).
+  void add_pair(const float* x, const float* y);
   // out[i] = the exact sum of element i rounded to fp32, bitwise FixedAccumulator::round_to_fp32.
   void round_to_fp32(float* out) const;
   void clear();
@@ -80,6 +83,9 @@ class BlockAccumulator {
   // Re-bases block b to `base` and gives it `words` words per element, keeping every value.
   void reshape(size_t b, int base, int words);
   uint32_t add_block(size_t b, const float* x, uint64_t adds_after);
+  uint32_t add_pair_block(size_t b, const float* x, const float* y, uint64_t adds_after);
+  // The values of xb (c of them, block b) into the block's sums, after its reshape for them.
+  void add_values(Block& blk, size_t b, const float* xb, int c, bool exact_only);
   // offset[s] = the first wire word of segment s, offset.back() = the wire's words.
   void wire_layout(uint64_t total_adds, std::vector<uint64_t>& offset) const;
 

@@ -68,6 +68,12 @@ class GradAccumulator {
   virtual void clear() = 0;
   // sums += the exact value of grad.  grad: (n) fp32, backend memory.
   virtual void add(const float* grad) = 0;
+  // add(a) then add(b): the same sums bit for bit (the default is that); a backend may add both in
+  // one pass over its sums.  a, b: (n) fp32, backend memory.
+  virtual void add_pair(const float* a, const float* b) {
+    add(a);
+    add(b);
+  }
   // out[i] = ops::leaf_mean(round(Σ grads)[i], divisor): the exact sum rounded once to fp32,
   // then one IEEE division (exact when divisor is a power of two).  out: (n), backend memory.
   // Throws sb::Error when a NaN, an Inf or a value beyond the window was added.

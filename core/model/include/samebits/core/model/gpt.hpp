@@ -32,7 +32,7 @@ struct LeafPass {
   // Called between a leaf's forward and backward, with its index (the trainer's QK-clip reads the
   // leaf's attention inputs there).
   std::function<void(size_t leaf)> after_forward;
-  LeafObserver on_leaf;  // called after the leaf's gradient was added
+  LeafObserver on_leaf;  // called with each leaf's gradient, after its backward
   std::function<void(size_t leaf)> before_forward;  // called before a leaf's forward (the trace's leaf)
 };
 
@@ -65,6 +65,10 @@ class GPT {
   const Tensor& weights() const { return weights_; }
   Tensor& grads() { return grads_; }
   const Tensor& grads() const { return grads_; }
+  // The next backward() writes into a second gradient buffer (allocated on first use, flat_size
+  // floats more) and grads() is that one; the last backward()'s buffer keeps its values until the
+  // swap after next. accumulate_leaves adds two leaves' gradients in one pass this way.
+  void swap_gradients();
 
   // GPT-2 initialisation: element i of tensor `name` = init_std · det::philox_normal(seed,
   // det::stream_of(name), i) (one product), or its constant; padding zero.
@@ -91,6 +95,7 @@ class GPT {
   struct Layer;    // pointers of one block into the parameter, gradient and activation buffers
   struct Buffers;  // every block's Layer and the model-level pointers (gpt.cpp)
   void bind_buffers();
+  void bind_gradients();  // the Buffers' gradient pointers into grads_
   void norm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w,
                     const float* b);
   void norm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
@@ -124,6 +129,7 @@ class GPT {
   std::vector<ParamView> layout_;
   size_t flat_size_ = 0;
   Tensor weights_, grads_;
+  Tensor spare_grads_;  // swap_gradients()'s other buffer (empty until then)
   Tensor acts_;     // all forward activations, one allocation (see gpt.cpp for the layout)
   Tensor scratch_;  // backward temporaries
   Tensor tokens_;   // (2, B, T) i32: inputs, then targets
@@ -140,10 +146,11 @@ class GPT {
 // all tokens. The value is independent of the leaves' order, their split across calls and ranks,
 // and the thread count.
 
-// For each leaf in order: forward, pass.after_forward, backward(pass.loss_scale), add its
-// gradient into acc (not cleared here), pass.on_leaf; the per-token losses are merged exactly into
-// loss_sum. The one leaf loop: the trainer's step and batch_gradient below both run it. leaves:
-// host pointers, each (leaf_size, seq_len + 1) int32.
+// For each leaf in order: forward, pass.after_forward, backward(pass.loss_scale), pass.on_leaf
+// with its gradient, which goes into acc (not cleared here) — two leaves' at a time
+// (GradAccumulator::add_pair: the same sums as one by one, in half the passes over them); the
+// per-token losses are merged exactly into loss_sum. The one leaf loop: the trainer's step and
+// batch_gradient below both run it. leaves: host pointers, each (leaf_size, seq_len + 1) int32.
 void accumulate_leaves(GPT& model, std::span<const int32_t* const> leaves, GradAccumulator& acc,
                        det::ExactSum& loss_sum, const LeafPass& pass = {});
 
