@@ -20,4 +20,12 @@ void Backend::matmul_backward(float* dinp, float* dw, float* dbias, const float*
   if (dbias) bias_backward(dbias, dout, N, OC);
 }
 
+void GradAccumulator::add_leaves(const float* a, const float* b, TensorSums* squares) {
+  add(a);
+  if (b != nullptr) add(b);
+  if (squares == nullptr) return;
+  squares->add(a, false);
+  if (b != nullptr) squares->add(b, false);
+}
+
 }  // namespace sb

@@ -2,9 +2,11 @@
 // optimizers' host loops and the row-sum helpers shared by the op files. Results never depend on
 // the OpenMP thread count.
 #include "cpu_backend_class.hpp"
+#include "host_tensor_sums.hpp"
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -29,7 +31,38 @@ class CpuGradAccumulator final : public GradAccumulator {
   size_t size() const override { return acc_.size(); }
   void clear() override { acc_.clear(); }
   void add(const float* grad) override { acc_.add(grad); }
-  void add_pair(const float* a, const float* b) override { acc_.add_pair(a, b); }
+  // One pass for the leaves and their statistics: each statistics block's thread adds the
+  // accumulator blocks that start in it (two leaves' values each: add_pair's state), then takes the
+  // squares of the same elements while they are in cache; the blocks starting between the tensors
+  // (alignment padding) follow. Every block is added once, so the state is that of add, add, and
+  // the squares are add(a), add(b)'s (integer and exact sums: test_leaf_pass).
+  void add_leaves(const float* a, const float* b, TensorSums* squares) override {
+    auto* host = dynamic_cast<HostTensorSums*>(squares);
+    if (host == nullptr) {
+      if (b != nullptr) {
+        acc_.add_pair(a, b);
+      } else {
+        acc_.add(a);
+      }
+      if (squares != nullptr) squares->add(a, false);
+      if (squares != nullptr && b != nullptr) squares->add(b, false);
+      return;
+    }
+    constexpr size_t W = det::kWireBlock;
+    const uint64_t count = b != nullptr ? 2 : 1, adds_after = acc_.adds() + count;
+    uint32_t status = host->add_squares_visiting(a, b, [&](size_t first, size_t last) {
+      return acc_.add_blocks(a, b, (first + W - 1) / W, (last + W - 1) / W, adds_after);
+    });
+    std::vector<TensorSpan> spans = host->spans();
+    std::sort(spans.begin(), spans.end(), [](const TensorSpan& x, const TensorSpan& y) { return x.offset < y.offset; });
+    size_t covered = 0;  // the wire blocks before this one have been added
+    for (const TensorSpan& t : spans) {
+      status |= acc_.add_blocks(a, b, covered, (t.offset + W - 1) / W, adds_after);
+      covered = (t.offset + t.numel + W - 1) / W;
+    }
+    status |= acc_.add_blocks(a, b, covered, acc_.blocks(), adds_after);
+    acc_.finish_adds(status, count);
+  }
   void round(float* out, float divisor) override {
     acc_.check("the batch gradient");
     acc_.round_to_fp32(out);

@@ -360,13 +360,13 @@ void accumulate_leaves(GPT& model, std::span<const int32_t* const> leaves, GradA
     loss_sum.merge(model.loss_sum());
     if (pass.on_leaf) pass.on_leaf(i, loss, g);
     if (pending != nullptr) {
-      acc.add_pair(pending, g);
+      acc.add_leaves(pending, g, pass.leaf_squares);
       pending = nullptr;
     } else if (i + 1 < leaves.size()) {
       pending = g;  // kept in the other buffer while the next leaf runs
       model.swap_gradients();
     } else {
-      acc.add(g);
+      acc.add_leaves(g, nullptr, pass.leaf_squares);
     }
   }
 }

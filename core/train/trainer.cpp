@@ -228,7 +228,7 @@ void Trainer::accumulate(uint64_t step, float loss_scale, det::ExactSum& loss_su
                  config_.model.seq_len, config_.model.n_embd);
     };
   }
-  if (options_.statistics) pass.on_leaf = [&](size_t, float, const float* g) { stats_.add_leaf(g); };
+  if (options_.statistics) pass.leaf_squares = stats_.leaf_sums();
   int first = 0;
   trace::Recorder* const tracer = be_.tracer();  // a traced step's rows are keyed by global leaf
   if (tracer != nullptr) pass.before_forward = [&](size_t i) { tracer->set_leaf(order[size_t(first) + i]); };

@@ -192,6 +192,18 @@ void BlockAccumulator::add_pair(const float* x, const float* y) {
   status_.count_adds(2);
 }
 
+uint32_t BlockAccumulator::add_blocks(const float* x, const float* y, size_t first, size_t last, uint64_t adds_after) {
+  SB_CHECK(first <= last && last <= blocks_.size(), "accumulator blocks [", first, ", ", last, ") of ", blocks_.size());
+  uint32_t status = 0;
+  for (size_t b = first; b < last; ++b) status |= y ? add_pair_block(b, x, y, adds_after) : add_block(b, x, adds_after);
+  return status;
+}
+
+void BlockAccumulator::finish_adds(uint32_t status, uint64_t count) {
+  status_.bits |= status;
+  status_.count_adds(count);
+}
+
 Wide192 BlockAccumulator::value(size_t i) const {
   const size_t b = i / kWireBlock;
   const Block& blk = blocks_[b];

@@ -32,6 +32,12 @@ class BlockAccumulator {
   // add(x) then add(y) in one pass over the sums (x, y: (n)): the same state bit for bit, its
   // words read and written once for two values (the leaves' accumulation is bound by that traffic).
   void add_pair(const float* x, const float* y);
+  // A part of add(x) (y null) or add_pair(x, y), for a caller that runs its own pass beside it: the
+  // blocks [first, last) on the calling thread, with the add count `adds_after` = adds() + 1 or 2;
+  // returns their status bits. Once every block went through it exactly once, finish_adds(the
+  // bits of all, 1 or 2) leaves the state of the add itself.
+  uint32_t add_blocks(const float* x, const float* y, size_t first, size_t last, uint64_t adds_after);
+  void finish_adds(uint32_t status, uint64_t count);
   // out[i] = the exact sum of element i rounded to fp32, bitwise FixedAccumulator::round_to_fp32.
   void round_to_fp32(float* out) const;
   void clear();

@@ -68,12 +68,12 @@ class GradAccumulator {
   virtual void clear() = 0;
   // sums += the exact value of grad.  grad: (n) fp32, backend memory.
   virtual void add(const float* grad) = 0;
-  // add(a) then add(b): the same sums bit for bit (the default is that); a backend may add both in
-  // one pass over its sums.  a, b: (n) fp32, backend memory.
-  virtual void add_pair(const float* a, const float* b) {
-    add(a);
-    add(b);
-  }
+  // add(a), then add(b) unless b is null; when `squares` is given, also squares->add(a, false)
+  // (and b's): the leaf statistics' per-tensor Σg² of the same gradients. The same sums bit for bit
+  // as those calls one after the other (the default, in backend.cpp); a backend may add both leaves
+  // in one pass over its sums and take the squares while the gradients are in cache.
+  // a, b: (n) fp32, backend memory; squares: made by the same backend.
+  virtual void add_leaves(const float* a, const float* b, TensorSums* squares);
   // out[i] = ops::leaf_mean(round(Σ grads)[i], divisor): the exact sum rounded once to fp32,
   // then one IEEE division (exact when divisor is a power of two).  out: (n), backend memory.
   // Throws sb::Error when a NaN, an Inf or a value beyond the window was added.

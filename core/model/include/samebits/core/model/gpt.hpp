@@ -33,6 +33,10 @@ struct LeafPass {
   // leaf's attention inputs there).
   std::function<void(size_t leaf)> after_forward;
   LeafObserver on_leaf;  // called with each leaf's gradient, after its backward
+  // When set: each leaf's per-tensor Σg² is added into it with the leaf's gradient
+  // (GradAccumulator::add_leaves: one pass over the gradients on a CPU backend). Made by the
+  // model's backend over its tensors (the trainer's leaf statistics).
+  TensorSums* leaf_squares = nullptr;
   std::function<void(size_t leaf)> before_forward;  // called before a leaf's forward (the trace's leaf)
 };
 
@@ -147,8 +151,8 @@ class GPT {
 // and the thread count.
 
 // For each leaf in order: forward, pass.after_forward, backward(pass.loss_scale), pass.on_leaf
-// with its gradient, which goes into acc (not cleared here) — two leaves' at a time
-// (GradAccumulator::add_pair: the same sums as one by one, in half the passes over them); the
+// with its gradient, which goes into acc (not cleared here) and pass.leaf_squares — two leaves'
+// at a time (GradAccumulator::add_leaves: the same sums as one by one, in half the passes); the
 // per-token losses are merged exactly into loss_sum. The one leaf loop: the trainer's step and
 // batch_gradient below both run it. leaves: host pointers, each (leaf_size, seq_len + 1) int32.
 void accumulate_leaves(GPT& model, std::span<const int32_t* const> leaves, GradAccumulator& acc,

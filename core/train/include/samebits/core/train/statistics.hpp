@@ -50,6 +50,12 @@ class GradientStatistics {
   // One leaf's gradient, as backward left it (times the step's loss scale).  grad: (flat_size),
   // host or backend memory as constructed.
   void add_leaf(const float* grad);
+  // The per-leaf sums themselves, for a pass that adds leaves' squares with their gradients
+  // (LeafPass::leaf_squares; TensorSums::add(grad, false) per leaf, as add_leaf).
+  TensorSums* leaf_sums() {
+    leaves_pending_ = true;
+    return leaf_.get();
+  }
   // The per-tensor sums as ExactSum words, for an int64 SUM all-reduce: (words()).
   size_t words() const { return layout_.size() * det::ExactSum::kWords; }
   void to_words(int64_t* out);         // out: (words())
