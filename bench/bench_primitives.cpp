@@ -1,16 +1,19 @@
 // The price of determinism in the primitives, each next to its ordinary counterpart on the same
 // data: ExactSum vs a plain float loop, FixedAccumulator::add vs y[i] += x[i], lane32_sum /
 // lane32_sumsq vs naive loops; 1M and 16M floats; one step of the gradient accumulator
-// (8 leaves added, rounded once): BlockAccumulator vs FixedAccumulator's 4 limbs. docs/PRIMITIVES.md
-// records the ratios.
+// (8 leaves added, rounded once): BlockAccumulator vs FixedAccumulator's 4 limbs; two leaves added
+// one by one vs in one add_pair; the binned exact Σx² and Σx (core/exact_norm.hpp) per 2^16-element
+// block and over 16M floats. docs/PRIMITIVES.md and docs/PERFORMANCE.md record the ratios.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <random>
 #include <vector>
 
+#include "samebits/core/exact_norm.hpp"
 #include "samebits/det/block_accumulator.hpp"
 #include "samebits/det/exact_sum.hpp"
 #include "samebits/det/fixed_accumulator.hpp"
@@ -30,6 +33,17 @@ const std::vector<float>& data(size_t n) {
       v = std::ldexp(m, exponent(rng) - 23) * ((rng() & 1) ? -1.0f : 1.0f);
     }
   }
+  return x;
+}
+
+// Gradient-like values as a model's gradient holds them: normal, scale 3e-3 (a 2^16-element
+// block spans about 20 binades, so the binned sums' windows and the accumulator's one-word blocks
+// hold it; data() above spans 40 binades, the slow paths). (n)
+std::vector<float> normal_gradient(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 3e-3f);
+  std::vector<float> x(n);
+  for (float& v : x) v = normal(rng);
   return x;
 }
 
@@ -160,6 +174,44 @@ void accumulator_step(benchmark::State& state) {
 void BM_fixed_step(benchmark::State& state) { accumulator_step<sb::det::FixedAccumulator>(state); }
 void BM_block_step(benchmark::State& state) { accumulator_step<sb::det::BlockAccumulator>(state); }
 
+// Two leaves of normal_gradient into the block accumulator: add(x), add(y) (range 0) or
+// add_pair(x, y) (range 1).
+void BM_block_two_leaves(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  const std::vector<float> x = normal_gradient(n, 1), y = normal_gradient(n, 2);
+  sb::det::BlockAccumulator acc(n);
+  acc.add(x.data());
+  for (auto _ : state) {
+    if (state.range(1) == 0) {
+      acc.add(x.data());
+      acc.add(y.data());
+    } else {
+      acc.add_pair(x.data(), y.data());
+    }
+  }
+  set_counters(state, 2 * n);
+}
+
+// The binned exact sums of normal_gradient, block by block (kBinnedBlock = 2^16 floats: n of them
+// in cache, 2^24 from memory).
+template <bool kSquares>
+void binned(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  const std::vector<float> g = normal_gradient(n, 3);
+  const float* x = g.data();
+  for (auto _ : state) {
+    double total = 0.0;
+    for (size_t b = 0; b < n; b += sb::kBinnedBlock) {
+      const size_t len = std::min(sb::kBinnedBlock, n - b);
+      total += (kSquares ? sb::binned_sum_of_squares(x + b, len) : sb::binned_sum(x + b, len)).to_f64();
+    }
+    benchmark::DoNotOptimize(total);
+  }
+  set_counters(state, n);
+}
+void BM_binned_sum_of_squares(benchmark::State& state) { binned<true>(state); }
+void BM_binned_sum(benchmark::State& state) { binned<false>(state); }
+
 constexpr int64_t kSmall = int64_t{1} << 20, kLarge = int64_t{1} << 24;
 
 }  // namespace
@@ -174,5 +226,8 @@ BENCHMARK(BM_fixed_add)->Arg(kSmall)->Arg(kLarge)->Unit(benchmark::kMillisecond)
 BENCHMARK(BM_fixed_round)->Arg(kSmall)->Arg(kLarge)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_fixed_step)->Arg(kSmall)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_block_step)->Arg(kSmall)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_block_two_leaves)->Args({kLarge, 0})->Args({kLarge, 1})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_binned_sum_of_squares)->Arg(sb::kBinnedBlock)->Arg(kLarge)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_binned_sum)->Arg(sb::kBinnedBlock)->Arg(kLarge)->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();

@@ -55,8 +55,10 @@ class CpuBackend final : public Backend {
 //               attention's dSᵀ·Q and Pᵀ·dY.
 enum class GemmPart : uint8_t { full, syrk, lower, k_to_row, k_from_row };
 
-// The canonical GEMM on the calling thread only, fp32 operands, fresh chains: for ops that give
-// each thread whole independent problems (attention's (sequence, head) pairs). k >= 1.
+// The canonical GEMM on the calling thread only, fp32 operands, fresh chains, a causal part (lower,
+// k_to_row, k_from_row), with plain loops (no OpenMP team of its own: no fork or worksharing cost
+// per call): for ops that give each thread whole independent problems (attention's (sequence,
+// head) pairs). k >= 1.
 void canonical_gemm_serial(GemmPart part, Trans ta, Trans tb, int m, int n, int k, const float* a,
                            int lda, const float* b, int ldb, float* c, int ldc);
 

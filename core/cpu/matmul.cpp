@@ -326,21 +326,24 @@ void finish_rows_to_diagonal(const Packed& pk, int ip, bool fresh) {
   }
 }
 
-// GemmPart::lower, k_to_row and k_from_row: one task per row panel, with the panel's own k range
-// and column panels; fresh chains (called inside the parallel region, whose end is the barrier).
+// GemmPart::lower, k_to_row and k_from_row: one task per row panel (causal_panel), with the panel's
+// own k range and column panels; fresh chains (called inside the parallel region, whose end is the
+// barrier).
 // k_to_row's tiles stop at the panel's first row; finish_rows_to_diagonal ends each row's chains
 // at the row itself.
+void causal_panel(const Packed& pk, GemmPart part, int ip) {
+  auto [kb, ke] = panel_k_range(part, ip, pk.k);
+  if (part == GemmPart::k_to_row) ke = std::min(ke, ip * MR);
+  const int last_row = ip * MR + MR - 1;
+  const int jp1 = part == GemmPart::lower ? std::min(pk.np, last_row / NR + 1) : pk.np;
+  for (int p0 = kb; p0 < ke; p0 += KC)
+    for (int jp = 0; jp < jp1; ++jp) pk.tile(ip, jp, p0, std::min(KC, ke - p0), p0 > kb);
+  if (part == GemmPart::k_to_row) finish_rows_to_diagonal(pk, ip, ke == kb);
+}
+
 void causal_tiles(const Packed& pk, GemmPart part) {
 #pragma omp for schedule(dynamic, 1) nowait
-  for (int ip = 0; ip < pk.mp; ++ip) {
-    auto [kb, ke] = panel_k_range(part, ip, pk.k);
-    if (part == GemmPart::k_to_row) ke = std::min(ke, ip * MR);
-    const int last_row = ip * MR + MR - 1;
-    const int jp1 = part == GemmPart::lower ? std::min(pk.np, last_row / NR + 1) : pk.np;
-    for (int p0 = kb; p0 < ke; p0 += KC)
-      for (int jp = 0; jp < jp1; ++jp) pk.tile(ip, jp, p0, std::min(KC, ke - p0), p0 > kb);
-    if (part == GemmPart::k_to_row) finish_rows_to_diagonal(pk, ip, ke == kb);
-  }
+  for (int ip = 0; ip < pk.mp; ++ip) causal_panel(pk, part, ip);
 }
 
 // Long k into a C that stays in L2 (the head's dX = dlogits·W, k = the vocabulary; the layers' dX
@@ -484,18 +487,27 @@ void gemm_canonical(Trans ta, Trans tb, int m, int n, int k, const float* a, int
   float* const bpack = packed.data() + a_floats;
   const Packed pk{apack, bpack, a_panel, b_panel, pack_a ? MR : NR, mp, np, m, n, k, c, ldc};
   const Packers pack = packers(prec);
-#pragma omp parallel if (!serial)
+  const auto pack_a_panel = [&](int ip) {  // the panel's k range only: op(A) columns [kb, ke)
+    const auto [kb, ke] = panel_k_range(part, ip, k);
+    const float* a_kb = a + static_cast<size_t>(kb) * (ta == Trans::no ? 1 : lda);
+    pack.a(apack + ip * a_panel + static_cast<size_t>(kb) * MR, ta, a_kb, lda, ip * MR, m, ke - kb);
+  };
+  const auto pack_b_panel = [&](int jp) { pack.b(bpack + jp * b_panel, tb, b, ldb, jp * NR, n, k); };
+  if (serial) {  // the causal parts on the calling thread, with no team of its own: plain loops
+    SB_CHECK(part != GemmPart::full && part != GemmPart::syrk, "a serial canonical GEMM takes a causal part");
+    for (int ip = 0; ip < mp; ++ip) pack_a_panel(ip);
+    for (int jp = 0; jp < np; ++jp) pack_b_panel(jp);
+    for (int ip = 0; ip < mp; ++ip) causal_panel(pk, part, ip);
+    return;
+  }
+#pragma omp parallel
   {
-    if (pack_a) {  // each panel's k range only: op(A) columns [kb, ke)
+    if (pack_a) {
 #pragma omp for schedule(static) nowait
-      for (int ip = 0; ip < mp; ++ip) {
-        const auto [kb, ke] = panel_k_range(part, ip, k);
-        const float* a_kb = a + static_cast<size_t>(kb) * (ta == Trans::no ? 1 : lda);
-        pack.a(apack + ip * a_panel + static_cast<size_t>(kb) * MR, ta, a_kb, lda, ip * MR, m, ke - kb);
-      }
+      for (int ip = 0; ip < mp; ++ip) pack_a_panel(ip);
     }
 #pragma omp for schedule(static)
-    for (int jp = 0; jp < np; ++jp) pack.b(bpack + jp * b_panel, tb, b, ldb, jp * NR, n, k);
+    for (int jp = 0; jp < np; ++jp) pack_b_panel(jp);
     if (part == GemmPart::full)
       all_tiles(pk, accumulate, bias);
     else if (part == GemmPart::syrk)

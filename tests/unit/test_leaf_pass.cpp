@@ -95,7 +95,8 @@ TEST_CASE("add_leaves: the pass over two leaves and their squares is add, add an
   for (const size_t count : {size_t(1), size_t(2), size_t(5)}) {
     for (const bool specials : {false, true}) {
       std::vector<std::vector<float>> leaves;
-      for (size_t l = 0; l < count; ++l) leaves.push_back(leaf(n, static_cast<uint32_t>(l), specials && l == count - 1));
+      for (size_t l = 0; l < count; ++l)
+        leaves.push_back(leaf(n, static_cast<uint32_t>(l), specials && l == count - 1));
       const Outcome ref = run(false, leaves, spans, n, 1);
       for (const int threads : {1, 3}) {
         CAPTURE(count);

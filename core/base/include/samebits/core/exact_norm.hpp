@@ -122,12 +122,13 @@ det::ExactSum exact_sum(const float* x, size_t n);
 // Elements per block of the binned sums: each bin then receives at most 2^16 squares below 2^48,
 // so no uint64 bin (nor the sum of its 4 interleaved sets) overflows.
 constexpr size_t kBinnedBlock = size_t{1} << 16;
-// Σ x[i]² exactly (the exact value of sum_of_squares; 1.5 against 2.5 ns per element for the bins
-// alone in the 124M step, docs/PERFORMANCE.md): x = m·2^(s−150), s = max(e, 1), squares to the 48-bit integer m²
-// times 2^(2s−300). Per block of kBinnedBlock, the squares within 2^31 of the block's largest are
-// summed as integers in one fixed-point frame (a vectorized loop), those below it and NaN/±Inf
-// in one integer bin per fp32 exponent, and both go into the ExactSum once per block. The exact
-// value only: the ExactSum's count of added terms is this method's, not one per element.
+// Σ x[i]² exactly (the exact value of sum_of_squares): x = m·2^(s−150), s = max(e, 1), squares to
+// the 48-bit integer m² times 2^(2s−300), an exact double. Per block of kBinnedBlock, the squares
+// within 2^62 of the block's largest are split exactly onto three fixed fp64 grids whose sums of
+// ≤ 2^16 terms are exact in any order (a vectorized loop; binned_sum.cpp proves the bounds), those
+// below it and NaN/±Inf go into one integer bin per fp32 exponent, and both go into the ExactSum
+// once per block (0.39 ns per element in cache, docs/PERFORMANCE.md). The exact value only: the
+// ExactSum's count of added terms is this method's, not one per element.
 // Single-threaded (callers parallelise over blocks).  x: (n), host memory.
 det::ExactSum binned_sum_of_squares(const float* x, size_t n);
 
@@ -140,9 +141,11 @@ det::ExactSum binned_sum_of_squares(const float* x, size_t n);
 void binned_update_squares(det::ExactSum& delta_sq, det::ExactSum& weight_sq, const float* before,
                            const float* after, size_t n);
 
-// Σ x[i] exactly (the exact value, zero sign and NaN/Inf rules of ExactSum::add per element): x = ±m·2^(max(e,1)−150), so the signed 24-bit m are added as integers into one bin
-// per exponent (≤ 2^16 adds per bin: |bin| < 2^40), and each bin goes into the ExactSum as one
-// exact double once per block. Single-threaded.  x: (n), host memory.
+// Σ x[i] exactly (the exact value, zero sign and NaN/Inf rules of ExactSum::add per element): per
+// block, the values within 49 binades of the block's largest on one fixed fp64 grid and its exact
+// remainders (sums exact in any order, as binned_sum_of_squares), the rest as signed 24-bit
+// significands in one integer bin per exponent (≤ 2^16 adds per bin: |bin| < 2^40), into the
+// ExactSum once per block. Single-threaded.  x: (n), host memory.
 det::ExactSum binned_sum(const float* x, size_t n);
 // max |x[i]|: exact in any order; the canonical quiet NaN when any element is NaN; +0 for n = 0.
 float max_abs(const float* x, size_t n);
