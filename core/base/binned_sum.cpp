@@ -45,6 +45,45 @@ void add_square_bins(det::ExactSum& sum, const float* x, size_t n, uint32_t belo
   }
 }
 
+constexpr size_t kLanes = 16;  // independent fold sums per lane (a flat loop the compiler vectorizes)
+
+// A block's window: the values whose scale max(e, 1) is at least base go into its fp64 folds; a
+// non-zero x below it is masked to 0 there and binned by the caller.
+struct Window {
+  uint32_t floor_bits;  // base's exponent field (1 when base ≤ 1: nothing is below)
+  explicit Window(int base) : floor_bits(base > 1 ? static_cast<uint32_t>(base) << 23 : 1u) {}
+  // |x| below the window and x ≠ 0: (a − 1) < (floor − 1), unsigned.
+  uint32_t below(uint32_t b) const { return static_cast<uint32_t>((b & 0x7FFFFFFFu) - 1u < floor_bits - 1u); }
+  double value(float x) const {  // x, or 0 below the window (a mask: no branch to vectorize)
+    const uint32_t b = det::bits_of(x);
+    return static_cast<double>(det::float_of_bits(b & (below(b) - 1u)));
+  }
+  bool any_below(const float* x, size_t n) const {
+    uint32_t any = 0;
+    for (size_t i = 0; i < n; ++i) any |= below(det::bits_of(x[i]));
+    return any != 0;
+  }
+};
+
+// fold(f, l, v) for each element's windowed value v, lane l = i mod kLanes, into kFolds arrays of
+// lane sums; then each fold's total into sum when non-zero. Exact only on the callers' grids, where
+// every partial sum of ≤ 2^16 terms is representable: then lanes and totals may add in any order.
+template <int kFolds, class Fold>
+void add_folds(det::ExactSum& sum, const float* x, size_t n, const Window& w, Fold fold) {
+  double f[kFolds][kLanes] = {};
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+#pragma omp simd
+    for (size_t l = 0; l < kLanes; ++l) fold(f, l, w.value(x[i + l]));
+  }
+  for (size_t l = 0; i < n; ++i, ++l) fold(f, l, w.value(x[i]));
+  for (int k = 0; k < kFolds; ++k) {
+    double total = 0.0;
+    for (size_t l = 0; l < kLanes; ++l) total += f[k][l];
+    if (total != 0.0) sum.add(total);
+  }
+}
+
 // One block's Σ x² (n ≤ kBinnedBlock) into sum, in fp64 folds (the extraction of ExBLAS and
 // ReproBLAS, Demmel & Nguyen 2015). Every square x² = m²·2^(2s − 300), s = max(e, 1), m < 2^24, is
 // an exact double below 2^U, U = 2·top − 252 (top: the block's largest s). The squares whose scale
@@ -64,37 +103,18 @@ void add_block_squares(det::ExactSum& sum, const float* x, size_t n) {
   for (size_t i = 0; i < n; ++i) top = std::max(top, (det::bits_of(x[i]) >> 23) & 0xFFu);
   if (top == 0xFFu) return add_square_bins(sum, x, n, 256);  // NaN or ±Inf: every element binned
   const int s_top = static_cast<int>(std::max(top, 1u)), base = s_top - 31, U = 2 * s_top - 252;
-  // |x| with max(e, 1) < base, x ≠ 0, is below the window: (a − 1) < (floor − 1), unsigned.
-  const uint32_t floor_bits = base > 1 ? static_cast<uint32_t>(base) << 23 : 1u;
+  const Window window(base);
   const double c1 = 1.5 * pow2(U + 16), c2 = 1.5 * pow2(U - 21);
-  uint32_t below = 0;
-  for (size_t i = 0; i < n; ++i) below |= static_cast<uint32_t>((det::bits_of(x[i]) & 0x7FFFFFFFu) - 1u < floor_bits - 1u);
-  constexpr size_t kLanes = 16;  // independent fold sums per lane (a flat loop the compiler vectorizes)
-  double fold1[kLanes] = {}, fold2[kLanes] = {}, fold3[kLanes] = {};
-  const auto fold = [&](size_t l, float xi) {
-    const uint32_t b = det::bits_of(xi);
-    const uint32_t keep = 0u - static_cast<uint32_t>((b & 0x7FFFFFFFu) - 1u >= floor_bits - 1u);  // below: 0
-    const double xd = static_cast<double>(det::float_of_bits(b & keep));  // (a mask: no branch to vectorize)
+  add_folds<3>(sum, x, n, window, [c1, c2](double (&f)[3][kLanes], size_t l, double xd) {
     const double v = xd * xd;
     const double h1 = (v + c1) - c1;
     const double r1 = v - h1;
     const double h2 = (r1 + c2) - c2;
-    fold1[l] += h1;
-    fold2[l] += h2;
-    fold3[l] += r1 - h2;
-  };
-  size_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-#pragma omp simd
-    for (size_t l = 0; l < kLanes; ++l) fold(l, x[i + l]);
-  }
-  for (size_t l = 0; i < n; ++i, ++l) fold(l, x[i]);
-  for (const double* f : {fold1, fold2, fold3}) {
-    double total = 0.0;
-    for (size_t l = 0; l < kLanes; ++l) total += f[l];
-    if (total != 0.0) sum.add(total);
-  }
-  if (below != 0) add_square_bins(sum, x, n, static_cast<uint32_t>(base));
+    f[0][l] += h1;
+    f[1][l] += h2;
+    f[2][l] += r1 - h2;
+  });
+  if (window.any_below(x, n)) add_square_bins(sum, x, n, static_cast<uint32_t>(base));
 }
 
 // The bins of one block's elements whose scale max(e, 1) is below `below` (every element when
@@ -141,32 +161,14 @@ void add_block_sum(det::ExactSum& sum, const float* x, size_t n) {
     add_sum_bins(sum, x, n, 256);
   } else {
     const int s_top = static_cast<int>(std::max(top, 1u)), base = s_top - 48, U = s_top - 126;
-    const uint32_t floor_bits = base > 1 ? static_cast<uint32_t>(base) << 23 : 1u;  // as add_block_squares
+    const Window window(base);
     const double c = 1.5 * pow2(U + 16);
-    uint32_t below = 0;
-    for (size_t i = 0; i < n; ++i) below |= static_cast<uint32_t>((det::bits_of(x[i]) & 0x7FFFFFFFu) - 1u < floor_bits - 1u);
-    constexpr size_t kLanes = 16;
-    double fold1[kLanes] = {}, fold2[kLanes] = {};
-    const auto fold = [&](size_t l, float xi) {
-      const uint32_t b = det::bits_of(xi);
-      const uint32_t keep = 0u - static_cast<uint32_t>((b & 0x7FFFFFFFu) - 1u >= floor_bits - 1u);
-      const double v = static_cast<double>(det::float_of_bits(b & keep));
+    add_folds<2>(sum, x, n, window, [c](double (&f)[2][kLanes], size_t l, double v) {
       const double h = (v + c) - c;
-      fold1[l] += h;
-      fold2[l] += v - h;
-    };
-    size_t i = 0;
-    for (; i + kLanes <= n; i += kLanes) {
-#pragma omp simd
-      for (size_t l = 0; l < kLanes; ++l) fold(l, x[i + l]);
-    }
-    for (size_t l = 0; i < n; ++i, ++l) fold(l, x[i]);
-    for (const double* f : {fold1, fold2}) {
-      double total = 0.0;
-      for (size_t l = 0; l < kLanes; ++l) total += f[l];
-      if (total != 0.0) sum.add(total);
-    }
-    if (below != 0) add_sum_bins(sum, x, n, static_cast<uint32_t>(base));
+      f[0][l] += h;
+      f[1][l] += v - h;
+    });
+    if (window.any_below(x, n)) add_sum_bins(sum, x, n, static_cast<uint32_t>(base));
   }
   sum.add(not_neg_zero != 0 ? 0.0 : -0.0);
 }

@@ -6,7 +6,6 @@
 
 #include <omp.h>
 
-#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -53,10 +52,8 @@ class CpuGradAccumulator final : public GradAccumulator {
     uint32_t status = host->add_squares_visiting(a, b, [&](size_t first, size_t last) {
       return acc_.add_blocks(a, b, (first + W - 1) / W, (last + W - 1) / W, adds_after);
     });
-    std::vector<TensorSpan> spans = host->spans();
-    std::sort(spans.begin(), spans.end(), [](const TensorSpan& x, const TensorSpan& y) { return x.offset < y.offset; });
     size_t covered = 0;  // the wire blocks before this one have been added
-    for (const TensorSpan& t : spans) {
+    for (const TensorSpan& t : host->spans_by_offset()) {
       status |= acc_.add_blocks(a, b, covered, (t.offset + W - 1) / W, adds_after);
       covered = (t.offset + t.numel + W - 1) / W;
     }

@@ -25,13 +25,13 @@ class HostTensorSums final : public TensorSums {
   // a caller's own pass over the same elements finds them in cache), then takes the squares of a
   // and b there. Returns the OR of visit's results.  a, b: flat host memory.
   uint32_t add_squares_visiting(const float* a, const float* b, const std::function<uint32_t(size_t, size_t)>& visit);
-  const std::vector<TensorSpan>& spans() const { return spans_; }
+  const std::vector<TensorSpan>& spans_by_offset() const { return by_offset_; }  // the spans, sorted
 
  private:
   struct Block {  // elements [begin, end) of tensor `tensor`
     size_t tensor, begin, end;
   };
-  std::vector<TensorSpan> spans_;
+  std::vector<TensorSpan> spans_, by_offset_;
   std::vector<Block> blocks_;
   std::vector<det::ExactSum> squares_, sums_;  // (spans)
   std::vector<uint32_t> max_bits_;             // (spans) max of abs_bits

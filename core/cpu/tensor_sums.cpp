@@ -15,7 +15,10 @@ namespace sb {
 namespace cpu {
 
 HostTensorSums::HostTensorSums(std::vector<TensorSpan> spans)
-    : spans_(std::move(spans)), squares_(spans_.size()), sums_(spans_.size()), max_bits_(spans_.size(), 0) {
+    : spans_(std::move(spans)), by_offset_(spans_), squares_(spans_.size()), sums_(spans_.size()),
+      max_bits_(spans_.size(), 0) {
+  std::sort(by_offset_.begin(), by_offset_.end(),
+            [](const TensorSpan& x, const TensorSpan& y) { return x.offset < y.offset; });
   for (size_t t = 0; t < spans_.size(); ++t) {
     const size_t begin = spans_[t].offset, end = begin + spans_[t].numel;
     for (size_t b = begin; b < end; b += kBinnedBlock) blocks_.push_back({t, b, std::min(end, b + kBinnedBlock)});

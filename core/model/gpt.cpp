@@ -127,22 +127,35 @@ void GPT::bind_buffers() {
   };
   buf_ = std::make_unique<Buffers>();
   Buffers& b = *buf_;
+  grad_slots_.clear();
   b.wte = wp("wte"), b.wpe = wp("wpe"), b.lnfw = wp("lnf.w"), b.lnfb = wp("lnf.b");
+  bind_gradient(b.dwte, "wte"), bind_gradient(b.dwpe, "wpe"), bind_gradient(b.dlnfw, "lnf.w");
+  bind_gradient(b.dlnfb, "lnf.b");
   b.headw = cfg_.tied_head ? b.wte : wp("lm_head.w");
+  bind_gradient(b.dheadw, cfg_.tied_head ? "wte" : "lm_head.w");
   b.inputs = tokens_.data_as<int32_t>();
   b.targets = b.inputs + N;
   b.encoded = take(N * C);
   b.layers.assign(static_cast<size_t>(cfg_.n_layer), Layer{});
+  // Each block's tensors: the name after "h.<l>.", their weight and gradient pointers.
+  static constexpr struct {
+    const char* name;
+    const float* Layer::*w;
+    float* Layer::*g;
+  } kTensors[] = {{"ln1.w", &Layer::ln1w, &Layer::dln1w},          {"ln1.b", &Layer::ln1b, &Layer::dln1b},
+                  {"attn.qkv.w", &Layer::qkvw, &Layer::dqkvw},     {"attn.qkv.b", &Layer::qkvb, &Layer::dqkvb},
+                  {"attn.proj.w", &Layer::projw, &Layer::dprojw},  {"attn.proj.b", &Layer::projb, &Layer::dprojb},
+                  {"ln2.w", &Layer::ln2w, &Layer::dln2w},          {"ln2.b", &Layer::ln2b, &Layer::dln2b},
+                  {"mlp.fc.w", &Layer::fcw, &Layer::dfcw},         {"mlp.fc.b", &Layer::fcb, &Layer::dfcb},
+                  {"mlp.proj.w", &Layer::fc2w, &Layer::dfc2w},     {"mlp.proj.b", &Layer::fc2b, &Layer::dfc2b}};
   const float* input = b.encoded;
   for (int l = 0; l < cfg_.n_layer; ++l) {
     Layer& L = b.layers[static_cast<size_t>(l)];
     const std::string h = "h." + std::to_string(l) + ".";
-    L.ln1w = wp(h + "ln1.w"), L.ln1b = wp(h + "ln1.b");
-    L.qkvw = wp(h + "attn.qkv.w"), L.qkvb = wp(h + "attn.qkv.b");
-    L.projw = wp(h + "attn.proj.w"), L.projb = wp(h + "attn.proj.b");
-    L.ln2w = wp(h + "ln2.w"), L.ln2b = wp(h + "ln2.b");
-    L.fcw = wp(h + "mlp.fc.w"), L.fcb = wp(h + "mlp.fc.b");
-    L.fc2w = wp(h + "mlp.proj.w"), L.fc2b = wp(h + "mlp.proj.b");
+    for (const auto& t : kTensors) {
+      L.*t.w = wp(h + t.name);
+      bind_gradient(L.*t.g, h + t.name);
+    }
     L.input = input;
     L.ln1 = take(N * C), L.ln1_mean = take(N), L.ln1_rstd = take(N);
     L.qkv = take(N * 3 * CA);
@@ -169,23 +182,11 @@ void GPT::bind_buffers() {
   b.dff1 = take(N * F), b.dff2 = take(N * F);
   b.dlogits = take(N * V);
   SB_CHECK(cursor <= scratch_.data_as<float>() + scratch, "scratch layout overflows its buffer");
-  bind_gradients();
 }
 
-void GPT::bind_gradients() {
-  Buffers& b = *buf_;
-  b.dwte = gp("wte"), b.dwpe = gp("wpe"), b.dlnfw = gp("lnf.w"), b.dlnfb = gp("lnf.b");
-  b.dheadw = cfg_.tied_head ? b.dwte : gp("lm_head.w");
-  for (int l = 0; l < cfg_.n_layer; ++l) {
-    Layer& L = b.layers[static_cast<size_t>(l)];
-    const std::string h = "h." + std::to_string(l) + ".";
-    L.dln1w = gp(h + "ln1.w"), L.dln1b = gp(h + "ln1.b");
-    L.dqkvw = gp(h + "attn.qkv.w"), L.dqkvb = gp(h + "attn.qkv.b");
-    L.dprojw = gp(h + "attn.proj.w"), L.dprojb = gp(h + "attn.proj.b");
-    L.dln2w = gp(h + "ln2.w"), L.dln2b = gp(h + "ln2.b");
-    L.dfcw = gp(h + "mlp.fc.w"), L.dfcb = gp(h + "mlp.fc.b");
-    L.dfc2w = gp(h + "mlp.proj.w"), L.dfc2b = gp(h + "mlp.proj.b");
-  }
+void GPT::bind_gradient(float*& slot, const std::string& name) {
+  slot = gp(name);
+  grad_slots_.push_back({&slot, slot == nullptr ? -1 : slot - grads_.data_as<float>()});
 }
 
 // Both buffers come zero-filled from alloc, and backward() writes every tensor whole (dwte of an
@@ -193,7 +194,8 @@ void GPT::bind_gradients() {
 void GPT::swap_gradients() {
   if (spare_grads_.data() == nullptr) spare_grads_ = be_.alloc(DType::f32, {static_cast<int64_t>(flat_size_)});
   std::swap(grads_, spare_grads_);
-  bind_gradients();
+  float* const flat = grads_.data_as<float>();
+  for (const auto& [slot, offset] : grad_slots_) *slot = offset < 0 ? nullptr : flat + offset;
 }
 
 // Every element is a pure function of (seed, tensor name, index) (Philox counters), so the

@@ -60,6 +60,23 @@ std::vector<float> random_finite(size_t n, uint32_t stream) {
   return x;
 }
 
+// One 2^16-element block at the folds' grid edges: values in the binades t .. t - (binades - 1)
+// (biased exponents clamped at min_biased), significands all ones, a single low bit, a half-grid
+// pattern or random, random signs; x[0] the block's top, 0x1.fffffep0 · 2^t.
+std::vector<float> grid_edge_block(int t, int binades, int min_biased, uint32_t stream) {
+  std::vector<float> x(size_t{1} << 16);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const uint32_t r = sb::det::philox_u32(9, stream, i);
+    const int down = static_cast<int>(r % static_cast<uint32_t>(binades));
+    const uint32_t pattern[4] = {0x7FFFFFu, 0x000001u, 0x400001u, r >> 9};
+    const int e = std::max(t - down + 127, min_biased);
+    const uint32_t bits = (r & 0x80000000u) | (static_cast<uint32_t>(e) << 23) | pattern[(r >> 5) & 3u];
+    std::memcpy(&x[i], &bits, sizeof bits);
+  }
+  x[0] = std::ldexp(0x1.fffffep0f, t);
+  return x;
+}
+
 }  // namespace
 
 TEST_CASE("binned_sum is exactly exact_sum: every exponent, block edges, zeros, Inf, NaN") {
@@ -102,16 +119,7 @@ TEST_CASE("binned_sum: the fp64 fold at its grid's edges and the window's bottom
   // (the fold's sums at their bounds), for tops at the bottom, middle and top of fp32's range.
   for (const int t : {-126, -100, -20, 0, 40, 127}) {
     CAPTURE(t);
-    std::vector<float> x(size_t{1} << 16);
-    for (size_t i = 0; i < x.size(); ++i) {
-      const uint32_t r = sb::det::philox_u32(9, 16, i);
-      const int down = static_cast<int>(r % 51);  // binades t .. t - 50: 49 in the window, 2 below
-      const uint32_t pattern[4] = {0x7FFFFFu, 0x000001u, 0x400001u, r >> 9};
-      const int e = std::max(t - down + 127, 0);  // biased; 0: subnormals
-      const uint32_t bits = (r & 0x80000000u) | (static_cast<uint32_t>(e) << 23) | pattern[(r >> 5) & 3u];
-      std::memcpy(&x[i], &bits, sizeof bits);
-    }
-    x[0] = std::ldexp(0x1.fffffep0f, std::max(t, -126));
+    std::vector<float> x = grid_edge_block(t, 51, 0, 16);  // 49 binades in the window, 2 below; subnormals
     CHECK(same(sb::binned_sum(x.data(), x.size()), plain_exact_sum(x.data(), x.size())));
     CHECK(same_value(sb::binned_sum(x.data(), x.size()), plain_exact_sum(x.data(), x.size())));
     for (size_t i = 0; i < x.size(); ++i) x[i] = std::ldexp(0x1.fffffep0f, std::max(t, -126));  // the bound
@@ -217,16 +225,7 @@ TEST_CASE("binned_sum_of_squares: the fp64 folds at their grids' edges") {
   // (the folds' sums at their bounds), for tops at the bottom, middle and top of fp32's range.
   for (const int t : {-126, -100, -20, 0, 40, 127}) {
     CAPTURE(t);
-    std::vector<float> x(size_t{1} << 16);
-    for (size_t i = 0; i < x.size(); ++i) {
-      const uint32_t r = sb::det::philox_u32(9, 15, i);
-      const int down = static_cast<int>(r % 32);  // the binade t - down, inside the window
-      const uint32_t pattern[4] = {0x7FFFFFu, 0x000001u, 0x400001u, r >> 9};
-      const int e = std::max(t - down + 127, 1);  // biased; scale 1 holds the subnormals' binade
-      const uint32_t bits = (r & 0x80000000u) | (static_cast<uint32_t>(e) << 23) | pattern[(r >> 5) & 3u];
-      std::memcpy(&x[i], &bits, sizeof bits);
-    }
-    x[0] = t >= -126 ? std::ldexp(0x1.fffffep0f, t) : x[0];  // the top scale is t's
+    std::vector<float> x = grid_edge_block(t, 32, 1, 15);  // the window; scale 1 holds the subnormals' binade
     CHECK(same_value(sb::binned_sum_of_squares(x.data(), x.size()), plain_sum_of_squares(x.data(), x.size())));
     for (size_t i = 1; i < x.size(); ++i) x[i] = std::ldexp(0x1.fffffep0f, t);  // 2^16 maximal squares
     CHECK(same_value(sb::binned_sum_of_squares(x.data(), x.size()), plain_sum_of_squares(x.data(), x.size())));

@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "samebits/core/backend.hpp"
@@ -99,7 +100,8 @@ class GPT {
   struct Layer;    // pointers of one block into the parameter, gradient and activation buffers
   struct Buffers;  // every block's Layer and the model-level pointers (gpt.cpp)
   void bind_buffers();
-  void bind_gradients();  // the Buffers' gradient pointers into grads_
+  // slot = the gradient of tensor `name` in grads_ (null when absent), recorded in grad_slots_.
+  void bind_gradient(float*& slot, const std::string& name);
   void norm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w,
                     const float* b);
   void norm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
@@ -134,6 +136,9 @@ class GPT {
   size_t flat_size_ = 0;
   Tensor weights_, grads_;
   Tensor spare_grads_;  // swap_gradients()'s other buffer (empty until then)
+  // Every gradient pointer of buf_ and its offset in the flat buffer (-1: absent): swap_gradients
+  // re-points them without looking the tensors up again.
+  std::vector<std::pair<float**, ptrdiff_t>> grad_slots_;
   Tensor acts_;     // all forward activations, one allocation (see gpt.cpp for the layout)
   Tensor scratch_;  // backward temporaries
   Tensor tokens_;   // (2, B, T) i32: inputs, then targets
