@@ -291,8 +291,8 @@ std::vector<ConfigField> build_fields() {
                   "matrix products: canonical ascending-k fma chains, or vendor BLAS (OpenBLAS, cuBLAS)"),
             "canonical (vendor under mode=vendor)"),
       noted(field("numerics.reduce", SB_MEMBER(numerics.reduce), yes,
-                  "row and scalar reductions: canonical orders, or native float sums in thread order and "
-                  "atomics"),
+                  "row and scalar reductions: canonical orders, or native float sums in thread order (and "
+                  "float atomics on CUDA)"),
             "canonical (native under mode=vendor)"),
       noted(field("numerics.allreduce", SB_MEMBER(numerics.allreduce), yes,
                   "gradient sum across ranks: exact fixed-point integers, or native float all-reduce"),

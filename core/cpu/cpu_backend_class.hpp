@@ -101,9 +101,12 @@ void token_reduce(float* out /* (C) */, int N, int C, ReduceMode mode, Step step
 #pragma omp parallel
   {
     std::unique_ptr<float[]> part(new float[C]());
+    float* const acc = part.get();
 #pragma omp for schedule(static) nowait
-    for (int n = 0; n < N; ++n)
-      for (int c = 0; c < C; ++c) part[c] = step(part[c], n, c);
+    for (int n = 0; n < N; ++n) {
+#pragma omp simd
+      for (int c = 0; c < C; ++c) acc[c] = step(acc[c], n, c);
+    }
 #pragma omp critical(sb_token_reduce)
     for (int c = 0; c < C; ++c) out[c] += part[c];
   }

@@ -1,9 +1,10 @@
-// Token + position embeddings on the CPU. Forward: OpenMP over tokens. Backward (canonical): dwte
-// rows in parallel, each row adding its tokens' gradients in token order (no races, rule 3);
-// dwpe rows in parallel, each the chain over sequences b ascending. Native: OpenMP over tokens
-// with atomic float adds (order depends on timing). Only the tokens of the table's VocabRows
-// touch it (the vocabulary-parallel layout): a row's chain is the same on whichever rank holds it.
-// Formulas: ops/embedding.hpp.
+// Token + position embeddings on the CPU. Forward: OpenMP over tokens. Backward: dwte rows in
+// parallel, each row adding its tokens' gradients in token order (no races, rule 3); dwpe rows in
+// parallel, each the chain over sequences b ascending. reduce=native keeps this order: PyTorch's
+// CPU embedding backward is the same scheme (each vocabulary row's tokens added in order by one
+// thread), and float atomics would cost a locked instruction per element. Only the tokens of the
+// table's VocabRows touch it (the vocabulary-parallel layout): a row's chain is the same on
+// whichever rank holds it. Formulas: ops/embedding.hpp.
 #include <vector>
 
 #include "cpu_backend_class.hpp"
@@ -32,24 +33,6 @@ void CpuBackend::embedding_backward(float* dwte, float* dwpe, const float* dout,
              " is outside the vocabulary [0, ", V, ")");
   SB_CHECK(rows.begin >= 0 && rows.begin <= rows.end && rows.end <= V, "embedding table rows [", rows.begin, ", ",
            rows.end, ") outside the vocabulary [0, ", V, ")");
-  if (numerics().reduce == ReduceMode::native) {
-    for (size_t i = 0; i < static_cast<size_t>(T) * C; ++i) dwpe[i] = 0.0f;
-#pragma omp parallel for schedule(static)
-    for (int n = 0; n < N; ++n) {
-      const float* g = dout + static_cast<size_t>(n) * C;
-      float* te = rows.holds(tokens[n]) ? dwte + static_cast<size_t>(tokens[n] - rows.begin) * C : nullptr;
-      float* pe = dwpe + static_cast<size_t>(n % T) * C;
-      for (int c = 0; c < C; ++c) {
-        if (te != nullptr) {
-#pragma omp atomic
-          te[c] += g[c];
-        }
-#pragma omp atomic
-        pe[c] += g[c];
-      }
-    }
-    return;
-  }
   // Tokens grouped by vocabulary row, each group in ascending token order (a counting sort).
   std::vector<int> start(static_cast<size_t>(V) + 1, 0), order(N);
   for (int n = 0; n < N; ++n) ++start[tokens[n] + 1];

@@ -9,6 +9,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -42,11 +43,18 @@ constexpr int TI = 8, TJ = 4;
 // Transposing packs move kPackBlock values of k at a time.
 constexpr int kPackBlock = 16;
 
-// The micro-kernel: c (MR, NR) with leading dimension ldc; ap (kc, as) and bp (kc, NR) packed
-// (as = MR, or NR when the A panel is a slice of a B panel: syrk). The row loops are unrolled so
-// that the accumulators stay in registers.
-// c[r][j] ← fma(ap[p][r], bp[p][j], c[r][j]) for p ascending; starts from +0 unless load.
+// The micro-kernel: c (MR, NR) with leading dimension ldc; bp (kc, NR) packed; ap packed (kc, as)
+// (as = MR, or NR when the A panel is a slice of a B panel: syrk), or with RowsA A's own rows in
+// place (MR, as), as = lda: op(A)[r][p] = ap[r·as + p] — the same values (fp32), no copy. The row
+// loops are unrolled so that the accumulators stay in registers.
+// c[r][j] ← fma(a[r][p], bp[p][j], c[r][j]) for p ascending; starts from +0 unless load.
+template <bool RowsA>
+constexpr size_t a_index(int p, int r, int as) {
+  return RowsA ? static_cast<size_t>(r) * as + p : static_cast<size_t>(p) * as + r;
+}
+
 #if defined(SB_HAVE_AVX512)
+template <bool RowsA>
 void micro_kernel(int kc, const float* ap, int as, const float* bp, float* c, int ldc, bool load) {
   __m512 acc[MR][2];
 #pragma GCC unroll 8
@@ -59,7 +67,7 @@ void micro_kernel(int kc, const float* ap, int as, const float* bp, float* c, in
     const __m512 b1 = _mm512_loadu_ps(bp + p * NR + 16);
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
-      const __m512 a = _mm512_set1_ps(ap[p * as + r]);
+      const __m512 a = _mm512_set1_ps(ap[a_index<RowsA>(p, r, as)]);
       acc[r][0] = _mm512_fmadd_ps(a, b0, acc[r][0]);
       acc[r][1] = _mm512_fmadd_ps(a, b1, acc[r][1]);
     }
@@ -71,6 +79,7 @@ void micro_kernel(int kc, const float* ap, int as, const float* bp, float* c, in
   }
 }
 #elif defined(SB_HAVE_AVX2)
+template <bool RowsA>
 void micro_kernel(int kc, const float* ap, int as, const float* bp, float* c, int ldc, bool load) {
   __m256 acc[MR][2];
 #pragma GCC unroll 8
@@ -83,7 +92,7 @@ void micro_kernel(int kc, const float* ap, int as, const float* bp, float* c, in
     const __m256 b1 = _mm256_loadu_ps(bp + p * NR + 8);
 #pragma GCC unroll 8
     for (int r = 0; r < MR; ++r) {
-      const __m256 a = _mm256_broadcast_ss(ap + p * as + r);
+      const __m256 a = _mm256_broadcast_ss(ap + a_index<RowsA>(p, r, as));
       acc[r][0] = _mm256_fmadd_ps(a, b0, acc[r][0]);
       acc[r][1] = _mm256_fmadd_ps(a, b1, acc[r][1]);
     }
@@ -95,13 +104,14 @@ void micro_kernel(int kc, const float* ap, int as, const float* bp, float* c, in
   }
 }
 #else
+template <bool RowsA>
 void micro_kernel(int kc, const float* ap, int as, const float* bp, float* c, int ldc, bool load) {
   float acc[MR][NR];
   for (int r = 0; r < MR; ++r)
     for (int j = 0; j < NR; ++j) acc[r][j] = load ? c[r * ldc + j] : 0.0f;
   for (int p = 0; p < kc; ++p)
     for (int r = 0; r < MR; ++r)
-      for (int j = 0; j < NR; ++j) acc[r][j] = det::fma_f32(ap[p * as + r], bp[p * NR + j], acc[r][j]);
+      for (int j = 0; j < NR; ++j) acc[r][j] = det::fma_f32(ap[a_index<RowsA>(p, r, as)], bp[p * NR + j], acc[r][j]);
   for (int r = 0; r < MR; ++r)
     for (int j = 0; j < NR; ++j) c[r * ldc + j] = acc[r][j];
 }
@@ -215,26 +225,29 @@ Packers packers(Precision p) {
 
 // One MR × NR tile of C at (i0, j0) over k-block [p0, p0+kc): continues each chain (load) unless
 // this is the first block of a fresh product. Edge tiles go through a full-size local copy.
+template <bool RowsA = false>
 void run_tile(int kc, const float* ap, int as, const float* bp, float* c, int ldc, int i0, int j0,
               int m, int n, bool load) {
   const int h = std::min(MR, m - i0), w = std::min(NR, n - j0);
   float* corner = c + static_cast<size_t>(i0) * ldc + j0;
   if (h == MR && w == NR) {
-    micro_kernel(kc, ap, as, bp, corner, ldc, load);
+    micro_kernel<RowsA>(kc, ap, as, bp, corner, ldc, load);
     return;
   }
   alignas(64) float tile[MR * NR] = {};
   if (load)
     for (int r = 0; r < h; ++r)
       for (int j = 0; j < w; ++j) tile[r * NR + j] = corner[static_cast<size_t>(r) * ldc + j];
-  micro_kernel(kc, ap, as, bp, tile, NR, load);
+  micro_kernel<RowsA>(kc, ap, as, bp, tile, NR, load);
   for (int r = 0; r < h; ++r)
     for (int j = 0; j < w; ++j) corner[static_cast<size_t>(r) * ldc + j] = tile[r * NR + j];
 }
 
 // The packed operands of one call and the C they multiply into: (m, n) with ldc. op(B) is np
 // column panels (k, NR); op(A) is mp row panels (k, MR) — or, for syrk where op(A) = op(B)ᵀ,
-// slices of the B panels read with stride NR (a_stride), when NR is a multiple of MR.
+// slices of the B panels read with stride NR (a_stride), when NR is a multiple of MR. a_rows: A
+// itself (row-major op(A), fp32, lda): its whole row panels are read in place, only a last partial
+// one is packed.
 struct Packed {
   const float* a;
   const float* b;
@@ -243,6 +256,8 @@ struct Packed {
   int mp, np, m, n, k;
   float* c;
   int ldc;
+  const float* a_rows = nullptr;
+  int lda = 0;
   const float* a_at(int ip, int p0) const {
     if (a_stride == MR) return a + ip * a_panel + static_cast<size_t>(p0) * MR;
     const int row = ip * MR;
@@ -250,10 +265,14 @@ struct Packed {
   }
   // Tile (ip, jp) over the k-block [p0, p0 + kc).
   void tile(int ip, int jp, int p0, int kc, bool load) const {
-    run_tile(kc, a_at(ip, p0), a_stride,
-             b + jp * b_panel + static_cast<size_t>(p0) * NR, c, ldc, ip * MR, jp * NR, m, n,
-             load);
+    const float* bp = b + jp * b_panel + static_cast<size_t>(p0) * NR;
+    if (in_place(ip))
+      run_tile<true>(kc, a_rows + static_cast<size_t>(ip) * MR * lda + p0, lda, bp, c, ldc, ip * MR, jp * NR, m, n,
+                     load);
+    else
+      run_tile(kc, a_at(ip, p0), a_stride, bp, c, ldc, ip * MR, jp * NR, m, n, load);
   }
+  bool in_place(int ip) const { return a_rows != nullptr && (ip + 1) * MR <= m; }
 };
 
 // Every tile of C, in tasks of TI × TJ tiles (static: called inside the parallel region, whose
@@ -485,7 +504,10 @@ void gemm_canonical(Trans ta, Trans tb, int m, int n, int k, const float* a, int
   if (packed.size() < a_floats + b_panel * np) packed.resize(a_floats + b_panel * np);
   float* const apack = packed.data();
   float* const bpack = packed.data() + a_floats;
-  const Packed pk{apack, bpack, a_panel, b_panel, pack_a ? MR : NR, mp, np, m, n, k, c, ldc};
+  // fp32 row-major op(A) of a full product: the tiles read A's rows in place.
+  const bool a_rows = part == GemmPart::full && prec == Precision::fp32 && ta == Trans::no;
+  const Packed pk{apack, bpack, a_panel, b_panel, pack_a ? MR : NR, mp, np, m, n, k, c, ldc,
+                  a_rows ? a : nullptr, lda};
   const Packers pack = packers(prec);
   const auto pack_a_panel = [&](int ip) {  // the panel's k range only: op(A) columns [kb, ke)
     const auto [kb, ke] = panel_k_range(part, ip, k);
@@ -504,7 +526,8 @@ void gemm_canonical(Trans ta, Trans tb, int m, int n, int k, const float* a, int
   {
     if (pack_a) {
 #pragma omp for schedule(static) nowait
-      for (int ip = 0; ip < mp; ++ip) pack_a_panel(ip);
+      for (int ip = 0; ip < mp; ++ip)
+        if (!pk.in_place(ip)) pack_a_panel(ip);
     }
 #pragma omp for schedule(static)
     for (int jp = 0; jp < np; ++jp) pack_b_panel(jp);
@@ -521,28 +544,34 @@ void gemm_canonical(Trans ta, Trans tb, int m, int n, int k, const float* a, int
 // when m >= n, else columns; 16-aligned slices). OpenBLAS's own thread pool stays idle, so it never
 // competes with the OpenMP threads for the cores. Called inside a parallel region it runs whole on
 // the calling thread. bf16/fp16 operands are rounded copies. Vendor mode promises no bits; OpenBLAS
-// never splits k, so every output is the same chain as the unsliced call's.
+// never splits k, so every output is the same chain as the unsliced call's. With a bias (the
+// linear layer's forward) each slice of C is first filled with the bias rows and the product added
+// with β = 1, as PyTorch's addmm does: no β = 0 pass over C and no bias pass after it.
+// A bf16/fp16 operand for OpenBLAS: the first `size` floats of `x` rounded into `copy` (fp32: x).
+const float* vendor_operand(const float* x, size_t size, Precision prec, std::vector<float>& copy) {
+  if (prec == Precision::fp32) return x;
+  copy.resize(size);
+  for (size_t i = 0; i < size; ++i) copy[i] = ops::round_operand(x[i], prec);
+  return copy.data();
+}
+
 void gemm_vendor(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b,
-                 int ldb, float* c, int ldc, bool accumulate, Precision prec) {
+                 int ldb, float* c, int ldc, bool accumulate, Precision prec,
+                 const float* bias = nullptr) {
   std::vector<float> ar, br;
-  if (prec != Precision::fp32) {
-    const size_t asz = static_cast<size_t>(ta == Trans::no ? m : k) * lda;
-    const size_t bsz = static_cast<size_t>(tb == Trans::no ? k : n) * ldb;
-    ar.resize(asz);
-    br.resize(bsz);
-    for (size_t i = 0; i < asz; ++i) ar[i] = ops::round_operand(a[i], prec);
-    for (size_t i = 0; i < bsz; ++i) br[i] = ops::round_operand(b[i], prec);
-    a = ar.data();
-    b = br.data();
-  }
+  a = vendor_operand(a, static_cast<size_t>(ta == Trans::no ? m : k) * lda, prec, ar);
+  b = vendor_operand(b, static_cast<size_t>(tb == Trans::no ? k : n) * ldb, prec, br);
   if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
   const auto sgemm = [&](int m0, int m1, int n0, int n1) {
     if (m1 <= m0 || n1 <= n0) return;
     const float* as = a + static_cast<size_t>(m0) * (ta == Trans::no ? lda : 1);
     const float* bs = b + static_cast<size_t>(n0) * (tb == Trans::no ? 1 : ldb);
+    if (bias != nullptr)
+      for (int i = m0; i < m1; ++i)
+        std::memcpy(c + static_cast<size_t>(i) * ldc + n0, bias + n0, sizeof(float) * (n1 - n0));
     cblas_sgemm(CblasRowMajor, ta == Trans::no ? CblasNoTrans : CblasTrans,
                 tb == Trans::no ? CblasNoTrans : CblasTrans, m1 - m0, n1 - n0, k, 1.0f, as, lda, bs,
-                ldb, accumulate ? 1.0f : 0.0f, c + static_cast<size_t>(m0) * ldc + n0, ldc);
+                ldb, accumulate || bias != nullptr ? 1.0f : 0.0f, c + static_cast<size_t>(m0) * ldc + n0, ldc);
   };
   constexpr int kSlice = 16;  // rows or columns per slice: a multiple of OpenBLAS's register tiles
   const bool rows = m >= n;
@@ -582,10 +611,23 @@ void CpuBackend::syrk(Trans ta, int n, int k, const float* a, int lda, float* c,
                       Precision precision) {
   SB_CHECK(n >= 0 && k >= 0, "syrk sizes must be non-negative, got n=", n, " k=", k);
   const Trans tb = ta == Trans::no ? Trans::yes : Trans::no;
-  if (numerics().gemm == GemmMode::vendor || k == 0 || n == 0)
+  if (k == 0 || n == 0) {
     gemm(ta, tb, n, n, k, a, lda, a, lda, c, ldc, false, precision);
-  else
+  } else if (numerics().gemm == GemmMode::vendor) {
+    // OpenBLAS ssyrk's upper triangle, mirrored to the lower one: on the calling thread inside a
+    // parallel region (Muon runs its matrices on the OpenMP threads), else on OpenBLAS's threads
+    // (they split C's columns, never k: the same chains).
+    std::vector<float> ar;
+    a = vendor_operand(a, static_cast<size_t>(ta == Trans::no ? n : k) * lda, precision, ar);
+    const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+    if (openblas_get_num_threads() != threads) openblas_set_num_threads(threads);
+    cblas_ssyrk(CblasRowMajor, CblasUpper, ta == Trans::no ? CblasNoTrans : CblasTrans, n, k, 1.0f, a, lda, 0.0f,
+                c, ldc);
+    for (int i = 1; i < n; ++i)
+      for (int j = 0; j < i; ++j) c[static_cast<size_t>(i) * ldc + j] = c[static_cast<size_t>(j) * ldc + i];
+  } else {
     gemm_canonical(ta, tb, n, n, k, a, lda, a, lda, c, ldc, false, precision, GemmPart::syrk);
+  }
 }
 
 void canonical_gemm_serial(GemmPart part, Trans ta, Trans tb, int m, int n, int k, const float* a,
@@ -597,7 +639,11 @@ void canonical_gemm_serial(GemmPart part, Trans ta, Trans tb, int m, int n, int 
 }
 
 bool CpuBackend::gemm_bias(float* out, const float* inp, const float* w, const float* bias, int N, int C, int OC) {
-  if (numerics().gemm != GemmMode::canonical || N <= 0 || OC <= 0 || C <= 0) return false;
+  if (N <= 0 || OC <= 0 || C <= 0) return false;
+  if (numerics().gemm == GemmMode::vendor) {  // addmm: the bias rows, then the product with β = 1
+    gemm_vendor(Trans::no, Trans::yes, N, OC, C, inp, C, w, C, out, OC, false, numerics().precision, bias);
+    return true;
+  }
   // The bias in the GEMM's own fork/join (all_tiles), after each output's chain.
   gemm_canonical(Trans::no, Trans::yes, N, OC, C, inp, C, w, C, out, OC, false, numerics().precision, GemmPart::full,
                  false, bias);

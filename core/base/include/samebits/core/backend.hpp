@@ -176,7 +176,7 @@ class Backend {
   // p = 0..k-1 ascending of round(op(A)[i][p]), round(op(A)[j][p]) from +0 — the gemm of op(A) and
   // op(A)ᵀ, bit for bit. Since fma(x, y, acc) = fma(y, x, acc), C[j][i]'s chain is C[i][j]'s:
   // a backend may compute one triangle and mirror it (half the multiply-adds). For a symmetric S,
-  // syrk(S) is S·S, bitwise. Default and vendor GEMM mode: the plain gemm.
+  // syrk(S) is S·S, bitwise. Default: the plain gemm (the CPU's vendor mode: OpenBLAS ssyrk).
   virtual void syrk(Trans ta, int n, int k, const float* a, int lda, float* c, int ldc,
                     Precision precision) {
     gemm(ta, ta == Trans::no ? Trans::yes : Trans::no, n, n, k, a, lda, a, lda, c, ldc, false,
@@ -203,9 +203,10 @@ class Backend {
                        int N, int C, int OC);
   // out[n][o] = ops::linear_out(out[n][o], bias[o]).  out: (N, OC); bias: (OC)
   virtual void bias_forward(float* out, const float* bias, int N, int OC) = 0;
-  // matmul_forward with a bias in one pass, where a backend can (the CPU's canonical GEMM adds
-  // the bias after each output's chain, inside its own fork/join): the same bits as the gemm then
-  // bias_forward. false: not done here, matmul_forward runs those two.
+  // matmul_forward with a bias in one pass, where a backend can. The CPU's canonical GEMM adds
+  // the bias after each output's chain, inside its own fork/join: the same bits as the gemm then
+  // bias_forward. Its vendor GEMM starts C at the bias and adds the product with β = 1 (PyTorch's
+  // addmm; vendor bits). false: not done here, matmul_forward runs those two.
   virtual bool gemm_bias(float* out, const float* inp, const float* w, const float* bias, int N, int C, int OC) {
     (void)out, (void)inp, (void)w, (void)bias, (void)N, (void)C, (void)OC;
     return false;

@@ -14,7 +14,8 @@ namespace sb {
 enum class GemmMode { canonical, vendor };
 
 // reduce=canonical: rules 2, 3, 5 (32-lane rows, token-ascending chains, exact scalars).
-// reduce=native: plain float loops, OpenMP reduction partials and atomics in thread order.
+// reduce=native: plain float loops and OpenMP reduction partials in thread order (CUDA: float
+// atomics too).
 enum class ReduceMode { canonical, native };
 
 // The precision of GEMM operands: bf16/fp16 round both operands to that format (RNE) on load and
