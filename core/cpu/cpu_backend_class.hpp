@@ -108,7 +108,7 @@ void token_reduce(float* out /* (C) */, int N, int C, ReduceMode mode, Step step
       for (int c = 0; c < C; ++c) acc[c] = step(acc[c], n, c);
     }
 #pragma omp critical(sb_token_reduce)
-    for (int c = 0; c < C; ++c) out[c] += part[c];
+    for (int c = 0; c < C; ++c) out[c] += acc[c];
   }
 }
 

@@ -1,10 +1,12 @@
 // GEMM and the linear layer on the CPU. Canonical (rule 1): every C element is one fma chain over
 // k ascending from +0 (or from C's value when accumulating); the kernel packs operands (rounding
-// them to the GEMM precision), then register-blocked tiles continue each element's chain across
-// k-blocks — no split-K, no partial sums. OpenMP over output tiles only: the bits do not depend
+// them to the GEMM precision; a full product's fp32 row-major op(A) is read in place), then
+// register-blocked tiles continue each element's chain across k-blocks — no split-K, no partial
+// sums. OpenMP over output tiles only: the bits do not depend
 // on the thread count, the tile sizes or the SIMD width (bitwise equal to core/cuda/matmul.cu).
 // syrk (C = op(A)·op(A)ᵀ) computes the upper triangle's tiles and mirrors them: the same chains.
-// Vendor: OpenBLAS sgemm, single-threaded on slices of C over the OpenMP threads.
+// Vendor: OpenBLAS sgemm single-threaded on slices of C over the OpenMP threads (a bias as addmm
+// adds it), ssyrk for syrk.
 #include <cblas.h>
 #include <omp.h>
 
@@ -300,6 +302,11 @@ void all_tiles(const Packed& pk, bool accumulate, const float* bias) {
   }
 }
 
+// Row i of a symmetric C below the diagonal from its upper triangle: C[i][j] = C[j][i] for j < i.
+void mirror_row(float* c, int ldc, int i) {
+  for (int j = 0; j < i; ++j) c[static_cast<size_t>(i) * ldc + j] = c[static_cast<size_t>(j) * ldc + i];
+}
+
 // syrk: the tiles that reach the upper triangle j ≥ i (column panels from ip·MR / NR on), one
 // task per row panel, longest first; then C[i][j] = C[j][i] below the diagonal — the same chain
 // (Backend::syrk). Fresh chains (called inside the parallel region, whose end is the last barrier).
@@ -309,9 +316,7 @@ void upper_tiles_mirrored(const Packed& pk) {
     for (int p0 = 0; p0 < pk.k; p0 += KC)
       for (int jp = ip * MR / NR; jp < pk.np; ++jp) pk.tile(ip, jp, p0, std::min(KC, pk.k - p0), p0 > 0);
 #pragma omp for schedule(static) nowait
-  for (int i = 1; i < pk.m; ++i)
-    for (int j = 0; j < i; ++j)
-      pk.c[static_cast<size_t>(i) * pk.ldc + j] = pk.c[static_cast<size_t>(j) * pk.ldc + i];
+  for (int i = 1; i < pk.m; ++i) mirror_row(pk.c, pk.ldc, i);
 }
 
 // The k range [begin, end) of row panel ip's chains: all of k, or cut at the panel (k_to_row,
@@ -540,13 +545,6 @@ void gemm_canonical(Trans ta, Trans tb, int m, int n, int k, const float* a, int
   }
 }
 
-// Vendor: OpenBLAS sgemm, single-threaded, on slices of C over samebits' OpenMP threads (rows
-// when m >= n, else columns; 16-aligned slices). OpenBLAS's own thread pool stays idle, so it never
-// competes with the OpenMP threads for the cores. Called inside a parallel region it runs whole on
-// the calling thread. bf16/fp16 operands are rounded copies. Vendor mode promises no bits; OpenBLAS
-// never splits k, so every output is the same chain as the unsliced call's. With a bias (the
-// linear layer's forward) each slice of C is first filled with the bias rows and the product added
-// with β = 1, as PyTorch's addmm does: no β = 0 pass over C and no bias pass after it.
 // A bf16/fp16 operand for OpenBLAS: the first `size` floats of `x` rounded into `copy` (fp32: x).
 const float* vendor_operand(const float* x, size_t size, Precision prec, std::vector<float>& copy) {
   if (prec == Precision::fp32) return x;
@@ -555,6 +553,13 @@ const float* vendor_operand(const float* x, size_t size, Precision prec, std::ve
   return copy.data();
 }
 
+// Vendor: OpenBLAS sgemm, single-threaded, on slices of C over samebits' OpenMP threads (rows
+// when m >= n, else columns; 16-aligned slices). OpenBLAS's own thread pool stays idle, so it never
+// competes with the OpenMP threads for the cores. Called inside a parallel region it runs whole on
+// the calling thread. bf16/fp16 operands are rounded copies. Vendor mode promises no bits; OpenBLAS
+// never splits k, so every output is the same chain as the unsliced call's. With a bias (the
+// linear layer's forward) each slice of C is first filled with the bias rows and the product added
+// with β = 1, as PyTorch's addmm does: no β = 0 pass over C and no bias pass after it.
 void gemm_vendor(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b,
                  int ldb, float* c, int ldc, bool accumulate, Precision prec,
                  const float* bias = nullptr) {
@@ -623,8 +628,7 @@ void CpuBackend::syrk(Trans ta, int n, int k, const float* a, int lda, float* c,
     if (openblas_get_num_threads() != threads) openblas_set_num_threads(threads);
     cblas_ssyrk(CblasRowMajor, CblasUpper, ta == Trans::no ? CblasNoTrans : CblasTrans, n, k, 1.0f, a, lda, 0.0f,
                 c, ldc);
-    for (int i = 1; i < n; ++i)
-      for (int j = 0; j < i; ++j) c[static_cast<size_t>(i) * ldc + j] = c[static_cast<size_t>(j) * ldc + i];
+    for (int i = 1; i < n; ++i) mirror_row(c, ldc, i);
   } else {
     gemm_canonical(ta, tb, n, n, k, a, lda, a, lda, c, ldc, false, precision, GemmPart::syrk);
   }
