@@ -20,14 +20,15 @@ namespace sb {
 
 NumericsConfig numerics_preset(NumericsMode mode) {
   if (mode == NumericsMode::vendor) {
-    return {NumericsMode::vendor, GemmMode::vendor, ReduceMode::native, AllreduceMode::native};
+    return {NumericsMode::vendor, GemmMode::vendor, ReduceMode::native, AllreduceMode::native, LeafSumMode::native};
   }
-  return {NumericsMode::deterministic, GemmMode::canonical, ReduceMode::canonical, AllreduceMode::exact};
+  return {NumericsMode::deterministic, GemmMode::canonical, ReduceMode::canonical, AllreduceMode::exact,
+          LeafSumMode::exact};
 }
 
 bool is_deterministic(const NumericsConfig& n) {
   return n.gemm == GemmMode::canonical && n.reduce == ReduceMode::canonical &&
-         n.allreduce == AllreduceMode::exact;
+         n.allreduce == AllreduceMode::exact && n.leaf_sum == LeafSumMode::exact;
 }
 
 namespace {
@@ -231,6 +232,9 @@ void validate(const Config& config) {
   validate_perturbation(config.perturb, config.model, config.train.steps);
   validate_run(config.run);
   validate_tp(config.model, config.parallel.tp);
+  SB_CHECK(config.numerics.leaf_sum == LeafSumMode::exact || config.numerics.allreduce == AllreduceMode::native,
+           "config numerics.leaf_sum=native needs numerics.allreduce=native (the exact all-reduce sums each "
+           "rank's exact leaf sums); set numerics.allreduce=native or numerics.leaf_sum=exact");
 }
 
 std::string to_ini_text(const Config& config) { return ini_text(config, false); }

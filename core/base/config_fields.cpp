@@ -52,6 +52,8 @@ constexpr Rule adaptive = when("train.schedule is adaptive",
 constexpr Rule fp16 = when("train.precision is fp16",
                            [](const Config& c) { return c.train.precision == Precision::fp16; });
 constexpr Rule perturbed = when("perturb.tensor is set", [](const Config& c) { return c.perturb.enabled(); });
+constexpr Rule native_leaf_sum = when("numerics.leaf_sum is native",
+                                      [](const Config& c) { return c.numerics.leaf_sum == LeafSumMode::native; });
 
 // ---- row builders -------------------------------------------------------------------------------
 
@@ -283,10 +285,10 @@ std::vector<ConfigField> build_fields() {
       field("perturb.step", SB_MEMBER(perturb.step), perturbed,
             "apply it after this many steps, just before the forward pass of the next (0 = the initial "
             "weights); the first step that can differ is step + 1"),
-      // [numerics]: mode presets the three switches; a switch given explicitly (applied after it) wins.
+      // [numerics]: mode presets the four switches; a switch given explicitly (applied after it) wins.
       preset(field("numerics.mode", SB_MEMBER(numerics.mode), no,
                    "deterministic: the reproducibility contract; vendor: ordinary framework numerics. "
-                   "Presets gemm, reduce and allreduce; a switch given explicitly overrides it")),
+                   "Presets gemm, reduce, allreduce and leaf_sum; a switch given explicitly overrides it")),
       noted(field("numerics.gemm", SB_MEMBER(numerics.gemm), yes,
                   "matrix products: canonical ascending-k fma chains, or vendor BLAS (OpenBLAS, cuBLAS)"),
             "canonical (vendor under mode=vendor)"),
@@ -296,6 +298,10 @@ std::vector<ConfigField> build_fields() {
             "canonical (native under mode=vendor)"),
       noted(field("numerics.allreduce", SB_MEMBER(numerics.allreduce), yes,
                   "gradient sum across ranks: exact fixed-point integers, or native float all-reduce"),
+            "exact (native under mode=vendor)"),
+      noted(field("numerics.leaf_sum", SB_MEMBER(numerics.leaf_sum), native_leaf_sum,
+                  "a rank's leaf gradients summed: exactly and rounded once, or in fp32 in leaf order as a "
+                  "framework accumulates gradients (native needs numerics.allreduce=native)"),
             "exact (native under mode=vendor)"),
       // [run]
       field("run.backend", SB_MEMBER(run.backend), no,

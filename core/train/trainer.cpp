@@ -158,7 +158,8 @@ void Trainer::build() {
       owner_ = std::make_unique<OwnerGradient>(model_->params(), sharded_->ownership(), be_, comm_);
     }
   }
-  acc_ = be_.make_accumulator(model_->flat_size());
+  acc_ = config_.numerics.leaf_sum == LeafSumMode::native ? be_.make_native_accumulator(model_->flat_size())
+                                                           : be_.make_accumulator(model_->flat_size());
   if (config_.train.precision == Precision::fp16) scaler_.emplace(config_.train);
   grad_ = be_.alloc(DType::f32, {static_cast<int64_t>(model_->flat_size())});
   if (config_.train.schedule == Schedule::adaptive) {
@@ -281,13 +282,15 @@ void Trainer::round_gradient(float loss_scale, uint64_t adds, uint32_t status) {
     acc_->round(g, divisor);
     return;
   }
-  // allreduce=native, as frameworks do: each rank's partial sum rounded to fp32, a float SUM
-  // all-reduce in the communicator's order, then the same one division.
+  // allreduce=native, as frameworks do: each rank's partial sum in fp32 (the exact one rounded, or
+  // leaf_sum=native's), a float SUM all-reduce in the communicator's order, then the same one
+  // division.
   const size_t n = model_->flat_size();
   acc_->round(g, 1.0f);
   comm_.allreduce_sum_f32(g, n);
   const float* view = Host::view(be_, g, n, host_->grad);
   float* out = const_cast<float*>(view);
+#pragma omp parallel for simd schedule(static)
   for (size_t i = 0; i < n; ++i) out[i] = ops::leaf_mean(view[i], divisor);
   if (be_.device() != Device::cpu) be_.copy_from_host(g, out, n * sizeof(float));
 }

@@ -213,6 +213,7 @@ TEST_CASE("the experiment id is 16 hex digits of the numerics-relevant fields on
   CHECK(differs([](sb::Config& c) { c.train.eval_every = 10; }));
   CHECK(differs([](sb::Config& c) { c.numerics.gemm = sb::GemmMode::vendor; }));
   CHECK(differs([](sb::Config& c) { c.numerics.allreduce = sb::AllreduceMode::native; }));
+  CHECK(differs([](sb::Config& c) { c.numerics.leaf_sum = sb::LeafSumMode::native; }));
   CHECK(differs([](sb::Config& c) { c.optim.adam_betas[1] = 0.999; }));
 
   // Under adamw the Muon keys cannot act; under fp16 the loss scale does.
@@ -241,9 +242,14 @@ TEST_CASE("numerics presets and the deterministic predicate") {
   CHECK(vendor.gemm == sb::GemmMode::vendor);
   CHECK(vendor.reduce == sb::ReduceMode::native);
   CHECK(vendor.allreduce == sb::AllreduceMode::native);
+  CHECK(vendor.leaf_sum == sb::LeafSumMode::native);
+  CHECK(det.leaf_sum == sb::LeafSumMode::exact);
   CHECK_FALSE(sb::is_deterministic(vendor));
   sb::NumericsConfig one = det;
   one.allreduce = sb::AllreduceMode::native;
+  CHECK_FALSE(sb::is_deterministic(one));
+  one.allreduce = sb::AllreduceMode::exact;
+  one.leaf_sum = sb::LeafSumMode::native;
   CHECK_FALSE(sb::is_deterministic(one));
 }
 

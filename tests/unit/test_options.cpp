@@ -105,6 +105,11 @@ TEST_CASE("numerics.mode presets the switches; an explicit switch wins wherever 
   CHECK(c.numerics.gemm == sb::GemmMode::vendor);
   CHECK(c.numerics.reduce == sb::ReduceMode::native);
   CHECK(c.numerics.allreduce == sb::AllreduceMode::native);
+  CHECK(c.numerics.leaf_sum == sb::LeafSumMode::native);
+
+  c = sb::cli::parse_config("", {"--numerics.leaf_sum", "exact", "--numerics.mode", "vendor"});
+  CHECK(c.numerics.leaf_sum == sb::LeafSumMode::exact);
+  CHECK(c.numerics.allreduce == sb::AllreduceMode::native);
 
   c = sb::cli::parse_config("", {"--numerics.gemm", "canonical", "--numerics.mode", "vendor"});
   CHECK(c.numerics.mode == sb::NumericsMode::vendor);
@@ -163,6 +168,10 @@ TEST_CASE("invalid values, repeated keys, missing files and bad syntax are error
   CHECK(contains(parse_error("", {"--optim.lr", "-0.1"}), "config optim.lr=-0.1 must be a positive"));
   CHECK(contains(parse_error("", {"--model.n_embd", "100", "--model.n_head", "3"}),
                  "config model.n_embd=100 is not divisible by model.n_head=3"));
+  CHECK(contains(parse_error("", {"--numerics.leaf_sum", "native"}),
+                 "config numerics.leaf_sum=native needs numerics.allreduce=native"));
+  CHECK(contains(parse_error("", {"--numerics.mode", "vendor", "--numerics.allreduce", "exact"}),
+                 "numerics.leaf_sum=exact"));
   CHECK(contains(parse_error("", {"--train.steps", "5", "--train.steps", "6"}),
                  "config key train.steps is given twice on the command line"));
   const std::string twice = dir.write("twice.ini", "[train]\nsteps = 5\nsteps = 6\n");

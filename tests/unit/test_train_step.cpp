@@ -1,7 +1,8 @@
 // One training step against the core's definitions: the trainer's batch gradient is the GPT batch
 // scheme g = fl(fl(Σ_l g_l)/L) (its fingerprint equals batch_gradient's), its loss is the exact
 // mean, its leaf statistics are the exact Σ_l ‖g_l‖²; switches that must not change bits
-// (statistics off, allreduce=native on one rank) do not; a few steps lower the loss.
+// (statistics off, allreduce=native on one rank) do not; leaf_sum=native's gradient is the leaves'
+// fp32 sum in leaf order; a few steps lower the loss.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/config.hpp"
 #include "samebits/core/exact_norm.hpp"
+#include "samebits/core/ops/gradient.hpp"
 #include "samebits/core/train/trainer.hpp"
 #include "samebits/data/sampler.hpp"
 #include "samebits/det/fingerprint.hpp"
@@ -79,6 +81,50 @@ TEST_CASE("the first step's gradient, loss and leaf statistics are the core's ba
   }
   CHECK(std::isfinite(r.stats.noise_scale));
   CHECK(r.comm.total_bytes() > 0);
+}
+
+TEST_CASE("leaf_sum=native: the batch gradient is the leaves' fp32 sum in leaf order, on 1 and 3 threads") {
+  sb::Config config = tiny_config();
+  config.numerics.allreduce = sb::AllreduceMode::native;
+  config.numerics.leaf_sum = sb::LeafSumMode::native;
+  auto backend = sb::make_cpu_backend();
+  sb::GPT model(config.model, static_cast<int>(config.data.leaf_size), *backend);
+  model.init(config.train.seed);
+  const int L = static_cast<int>(config.data.leaves);
+  REQUIRE(L >= 3);
+  const size_t leaf_tokens = size_t(config.data.leaf_size) * size_t(config.model.seq_len + 1);
+  std::vector<int32_t> tokens(size_t(L) * leaf_tokens);
+  sb::Trainer reference(config);
+  reference.sampler().leaves(0, sb::data::LeafRange{0, L}, tokens.data());
+  std::vector<const int32_t*> leaves;
+  for (int l = 0; l < L; ++l) leaves.push_back(tokens.data() + size_t(l) * leaf_tokens);
+  // The leaves' gradients summed on the host, s = g0; s = s + g1; …, then divided by L.
+  std::vector<float> sum;
+  auto exact = backend->make_accumulator(model.flat_size());
+  std::vector<float> g_exact(model.flat_size());
+  sb::batch_gradient(model, leaves, *exact, g_exact.data(), [&](size_t l, float, const float* g) {
+    if (l == 0) {
+      sum.assign(g, g + model.flat_size());
+    } else {
+      for (size_t i = 0; i < sum.size(); ++i) sum[i] = sum[i] + g[i];
+    }
+  });
+  for (float& x : sum) x = sb::ops::leaf_mean(x, static_cast<float>(L));
+  for (int threads : {1, 3}) {
+    CAPTURE(threads);
+    config.run.threads = threads;
+    sb::Trainer trainer(config);
+    const sb::StepResult r = trainer.step();
+    REQUIRE(r.grad_fingerprints.size() == model.params().size());
+    bool differs_from_exact = false;
+    for (size_t t = 0; t < model.params().size(); ++t) {
+      const sb::ParamView& p = model.params()[t];
+      CAPTURE(p.name);
+      CHECK(r.grad_fingerprints[t] == sb::det::fingerprint(sum.data() + p.offset, p.numel));
+      differs_from_exact |= r.grad_fingerprints[t] != sb::det::fingerprint(g_exact.data() + p.offset, p.numel);
+    }
+    CHECK(differs_from_exact);  // the switch changes bits
+  }
 }
 
 TEST_CASE("statistics and fingerprints off, or allreduce=native on one rank: the same weights") {

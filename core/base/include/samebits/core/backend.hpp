@@ -149,6 +149,11 @@ class Backend {
   virtual void synchronize() {}
   // The rule-4 accumulator for gradients of n floats (det::FixedWindow's default window).
   virtual std::unique_ptr<GradAccumulator> make_accumulator(size_t n) = 0;
+  // numerics.leaf_sum=native's accumulator (native_accumulator.cpp): fp32 sums in add order,
+  // sum = sum + grad by this backend's residual_forward, as a framework accumulates
+  // gradients (PyTorch's AccumulateGrad). round() divides the rounded-as-added sum; status() reports
+  // a NaN or an Inf in it; it has no exact wire (encode/decode throw).
+  virtual std::unique_ptr<GradAccumulator> make_native_accumulator(size_t n);
   // The optimizers' loops and exact reductions on this backend's memory (optim/optim_kernels.hpp),
   // owned by the backend: one object for every optimizer, Newton–Schulz and the clip.
   virtual OptimKernels& optim_kernels() = 0;

@@ -32,6 +32,7 @@ enum class MuonScale { shape, moonlight, spectral, none, unit_rms, max_dim };
 enum class Schedule { constant, cosine, wsd, adaptive };
 enum class NumericsMode { deterministic, vendor };
 enum class AllreduceMode { exact, native };
+enum class LeafSumMode { exact, native };
 enum class Progress { automatic, on, off };
 enum class TpMode { duplicated, blockwise, distributed, distributed_exact };
 
@@ -45,6 +46,7 @@ template <> struct EnumNames<MuonScale> { static constexpr std::array<std::strin
 template <> struct EnumNames<Schedule> { static constexpr std::array<std::string_view, 4> names{"constant", "cosine", "wsd", "adaptive"}; };
 template <> struct EnumNames<NumericsMode> { static constexpr std::array<std::string_view, 2> names{"deterministic", "vendor"}; };
 template <> struct EnumNames<AllreduceMode> { static constexpr std::array<std::string_view, 2> names{"exact", "native"}; };
+template <> struct EnumNames<LeafSumMode> { static constexpr std::array<std::string_view, 2> names{"exact", "native"}; };
 template <> struct EnumNames<Device> { static constexpr std::array<std::string_view, 2> names{"cpu", "cuda"}; };
 template <> struct EnumNames<Progress> { static constexpr std::array<std::string_view, 3> names{"auto", "on", "off"}; };
 template <> struct EnumNames<TpMode> {
@@ -154,15 +156,18 @@ struct PerturbConfig {
 // Called by validate(config).
 void validate_perturbation(const PerturbConfig& perturb, const GPTConfig& model, int64_t steps);
 
-// [numerics]: docs/CONTRACT.md. `mode` is a preset for the three switches, which are what the code
-// obeys: deterministic → gemm=canonical reduce=canonical allreduce=exact; vendor → gemm=vendor
-// reduce=native allreduce=native. A switch given explicitly (file or command line) overrides the
-// preset, so a study can turn on one source of nondeterminism at a time.
+// [numerics]: docs/CONTRACT.md. `mode` is a preset for the four switches, which are what the code
+// obeys: deterministic → gemm=canonical reduce=canonical allreduce=exact leaf_sum=exact; vendor →
+// gemm=vendor reduce=native allreduce=native leaf_sum=native. A switch given explicitly (file or
+// command line) overrides the preset, so a study can turn on one source of nondeterminism at a
+// time. leaf_sum=native (a rank's leaves summed in fp32, as a framework accumulates gradients)
+// needs allreduce=native: the exact all-reduce sums the exact leaf sums' words (validate()).
 struct NumericsConfig {
   NumericsMode mode = NumericsMode::deterministic;
   GemmMode gemm = GemmMode::canonical;
   ReduceMode reduce = ReduceMode::canonical;
   AllreduceMode allreduce = AllreduceMode::exact;
+  LeafSumMode leaf_sum = LeafSumMode::exact;
 };
 
 // The switches of a mode's preset (its `mode` field set to `mode`).

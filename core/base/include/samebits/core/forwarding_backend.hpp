@@ -26,6 +26,9 @@ class ForwardingBackend : public Backend {
   void zero(void* dst, size_t bytes) override { inner_.zero(dst, bytes); }
   void synchronize() override { inner_.synchronize(); }
   std::unique_ptr<GradAccumulator> make_accumulator(size_t n) override { return inner_.make_accumulator(n); }
+  std::unique_ptr<GradAccumulator> make_native_accumulator(size_t n) override {
+    return inner_.make_native_accumulator(n);
+  }
   OptimKernels& optim_kernels() override { return inner_.optim_kernels(); }
   std::unique_ptr<TensorSums> make_tensor_sums(std::vector<TensorSpan> spans) override {
     return inner_.make_tensor_sums(std::move(spans));

@@ -1,0 +1,106 @@
+// numerics.leaf_sum=native (Backend::make_native_accumulator): a rank's leaf gradients summed as a
+// framework accumulates them — the first leaf copied, each later one added in fp32 (the backend's
+// residual_forward: ops/residual.hpp's addition), rounded after every leaf. The bits depend on the
+// leaves' order and on how they are split over ranks; vendor mode exists to be measured against.
+#include <cmath>
+#include <vector>
+
+#include "samebits/core/backend.hpp"
+#include "samebits/core/ops/gradient.hpp"
+#include "samebits/det/error.hpp"
+#include "samebits/det/fixed_point.hpp"
+#include "samebits/det/fixed_status.hpp"
+
+namespace sb {
+namespace {
+
+class NativeGradAccumulator final : public GradAccumulator {
+ public:
+  NativeGradAccumulator(Backend& be, size_t n)
+      : be_(be), sum_(be.alloc(DType::f32, {static_cast<int64_t>(n)})), n_(n) {}
+  size_t size() const override { return n_; }
+  void clear() override { adds_ = 0; }
+  void add(const float* grad) override {
+    float* sum = sum_.data_as<float>();
+    if (adds_ == 0) {
+      be_.copy(sum, grad, n_ * sizeof(float));
+    } else {
+      be_.residual_forward(sum, sum, grad, static_cast<int64_t>(n_));
+    }
+    ++adds_;
+  }
+  // A first pair in one pass: sum = a + b, the bits of copying a and adding b.
+  void add_leaves(const float* a, const float* b, TensorSums* squares) override {
+    if (b == nullptr || adds_ != 0) {
+      GradAccumulator::add_leaves(a, b, squares);
+      return;
+    }
+    be_.residual_forward(sum_.data_as<float>(), a, b, static_cast<int64_t>(n_));
+    adds_ = 2;
+    if (squares == nullptr) return;
+    squares->add(a, false);
+    squares->add(b, false);
+  }
+  void round(float* out, float divisor) override {
+    const uint32_t bits = status();
+    SB_CHECK(bits == 0, "the batch gradient's fp32 leaf sum held", det::fixed_status_names(bits), " values");
+    if (adds_ == 0) {
+      be_.zero(out, n_ * sizeof(float));
+    } else if (out != sum_.data_as<float>()) {
+      be_.copy(out, sum_.data_as<float>(), n_ * sizeof(float));
+    }
+    if (divisor == 1.0f) return;  // x / 1 is x
+    const float* host = to_host(out);
+    std::vector<float> mean(n_);
+    for (size_t i = 0; i < n_; ++i) mean[i] = ops::leaf_mean(host[i], divisor);
+    be_.copy_from_host(out, mean.data(), n_ * sizeof(float));
+  }
+  uint64_t adds() const override { return adds_; }
+  // NaN or Inf in the sum: a leaf held one, or the fp32 sum overflowed.
+  uint32_t status() const override {
+    if (adds_ == 0) return 0;
+    const float* host = to_host(sum_.data_as<float>());
+    uint32_t nan = 0, inf = 0;
+#pragma omp parallel for simd reduction(| : nan, inf) schedule(static)
+    for (size_t i = 0; i < n_; ++i) {
+      const float x = host[i];
+      nan |= x != x ? 1u : 0u;
+      inf |= std::fabs(x) == INFINITY ? 1u : 0u;
+    }
+    return (nan != 0 ? det::kFixedNaN : 0u) | (inf != 0 ? det::kFixedInf : 0u);
+  }
+  uint8_t* block_ranges() override { no_wire(); }
+  size_t range_bytes() const override { no_wire(); }
+  size_t wire_words(uint64_t) override { no_wire(); }
+  uint64_t* encode(uint64_t, const std::vector<WireRun>&, uint64_t*) override { no_wire(); }
+  void decode(uint64_t, uint32_t, const std::vector<WireRun>&, size_t) override { no_wire(); }
+  size_t memory_bytes() const override { return n_ * sizeof(float); }
+
+ private:
+  [[noreturn]] static void no_wire() {
+    SB_FAIL(
+        "numerics.leaf_sum=native keeps fp32 sums, which have no exact all-reduce wire: use "
+        "numerics.allreduce=native with it");
+  }
+  // n floats of backend memory as a host array: itself on the CPU, else a copy.
+  const float* to_host(const float* p) const {
+    if (be_.device() == Device::cpu) return p;
+    host_.resize(n_);
+    be_.copy_to_host(host_.data(), p, n_ * sizeof(float));
+    return host_.data();
+  }
+
+  Backend& be_;
+  Tensor sum_;  // (n) fp32, backend memory
+  size_t n_;
+  uint64_t adds_ = 0;
+  mutable std::vector<float> host_;  // to_host's copy
+};
+
+}  // namespace
+
+std::unique_ptr<GradAccumulator> Backend::make_native_accumulator(size_t n) {
+  return std::make_unique<NativeGradAccumulator>(*this, n);
+}
+
+}  // namespace sb
