@@ -25,8 +25,8 @@ std::string setup_text(const ReplaySetup& s) {
          std::to_string(s.config.run.threads) + " threads, " + std::to_string(s.world) +
          (s.world == 1 ? " process" : " simulated ranks") + ", micro_leaves " + std::to_string(s.micro_leaves) +
          ", gemm " + std::string(config_name(n.gemm)) + ", reduce " + std::string(config_name(n.reduce)) +
-         ", allreduce " + std::string(config_name(n.allreduce)) + ", precision " +
-         std::string(config_name(s.config.train.precision));
+         ", allreduce " + std::string(config_name(n.allreduce)) + ", leaf_sum " + std::string(config_name(n.leaf_sum)) +
+         ", precision " + std::string(config_name(s.config.train.precision));
 }
 
 }  // namespace
