@@ -46,7 +46,7 @@ class NativeGradAccumulator final : public GradAccumulator {
     SB_CHECK(bits == 0, "the batch gradient's fp32 leaf sum held", det::fixed_status_names(bits), " values");
     if (adds_ == 0) {
       be_.zero(out, n_ * sizeof(float));
-    } else if (out != sum_.data_as<float>()) {
+    } else {
       be_.copy(out, sum_.data_as<float>(), n_ * sizeof(float));
     }
     if (divisor == 1.0f) return;  // x / 1 is x
