@@ -45,7 +45,7 @@ const char* const kUsage =
     "usage: mpi_train_driver [--config FILE.ini] [--precision fp32|bf16|fp16] [--optim muon|adamw|normuon]\n"
     "  [--muon-variants]\n"
     "  [--adaptive-lr]\n"
-    "  [--dist-optimizer] [--staged] [--allreduce exact|native] [--steps N] [--warmup N] [--layers L]\n"
+    "  [--dist-optimizer] [--staged] [--allreduce exact|native] [--leaf-sum exact|native] [--steps N] [--warmup N] [--layers L]\n"
     "  [--width C] [--heads H] [--seq T] [--vocab V] [--leaves N] [--leaf-size S] [--threads N]\n"
     "  [--save-after K --save FILE] [--resume FILE]\n"
     "  [--fail-rank R --fail-step S --fail-mode kill|error|error-abort] [--bench]\n"
@@ -77,6 +77,10 @@ Args parse(int argc, char** argv) {
       const auto m = sb::config_enum<sb::AllreduceMode>(value());
       SB_CHECK(m.has_value(), "--allreduce takes exact or native");
       c.numerics.allreduce = *m;
+    } else if (k == "--leaf-sum") {
+      const auto m = sb::config_enum<sb::LeafSumMode>(value());
+      SB_CHECK(m.has_value(), "--leaf-sum takes exact or native");
+      c.numerics.leaf_sum = *m;
     } else if (k == "--muon-variants") {  // docs/OPTIM.md §1.1, all at once
       c.optim.name = sb::OptimizerName::normuon;
       c.optim.split_qkv = true;
