@@ -2,12 +2,13 @@
 // framework accumulates them — the first leaf copied, each later one added in fp32 (the backend's
 // residual_forward: ops/residual.hpp's addition), rounded after every leaf. The bits depend on the
 // leaves' order and on how they are split over ranks; vendor mode exists to be measured against.
-#include <cmath>
 #include <vector>
 
 #include "samebits/core/backend.hpp"
 #include "samebits/core/ops/gradient.hpp"
+#include "samebits/core/optim_kernels.hpp"
 #include "samebits/det/error.hpp"
+#include "samebits/det/exact_sum.hpp"
 #include "samebits/det/fixed_point.hpp"
 #include "samebits/det/fixed_status.hpp"
 
@@ -50,24 +51,18 @@ class NativeGradAccumulator final : public GradAccumulator {
       be_.copy(out, sum_.data_as<float>(), n_ * sizeof(float));
     }
     if (divisor == 1.0f) return;  // x / 1 is x
-    const float* host = to_host(out);
     std::vector<float> mean(n_);
-    for (size_t i = 0; i < n_; ++i) mean[i] = ops::leaf_mean(host[i], divisor);
+    be_.copy_to_host(mean.data(), out, n_ * sizeof(float));
+    for (float& x : mean) x = ops::leaf_mean(x, divisor);
     be_.copy_from_host(out, mean.data(), n_ * sizeof(float));
   }
   uint64_t adds() const override { return adds_; }
-  // NaN or Inf in the sum: a leaf held one, or the fp32 sum overflowed.
+  // NaN or Inf in the sum (a leaf held one, or the fp32 sum overflowed), counted where the sum
+  // lives by the exact Σx² (its squares are exact in fp64: a finite value never counts as Inf).
   uint32_t status() const override {
     if (adds_ == 0) return 0;
-    const float* host = to_host(sum_.data_as<float>());
-    uint32_t nan = 0, inf = 0;
-#pragma omp parallel for simd reduction(| : nan, inf) schedule(static)
-    for (size_t i = 0; i < n_; ++i) {
-      const float x = host[i];
-      nan |= x != x ? 1u : 0u;
-      inf |= std::fabs(x) == INFINITY ? 1u : 0u;
-    }
-    return (nan != 0 ? det::kFixedNaN : 0u) | (inf != 0 ? det::kFixedInf : 0u);
+    const det::ExactSum s = be_.optim_kernels().sum_of_squares(sum_.data_as<float>(), n_);
+    return (s.nans() != 0 ? det::kFixedNaN : 0u) | (s.infs() != 0 ? det::kFixedInf : 0u);
   }
   uint8_t* block_ranges() override { no_wire(); }
   size_t range_bytes() const override { no_wire(); }
@@ -82,19 +77,10 @@ class NativeGradAccumulator final : public GradAccumulator {
         "numerics.leaf_sum=native keeps fp32 sums, which have no exact all-reduce wire: use "
         "numerics.allreduce=native with it");
   }
-  // n floats of backend memory as a host array: itself on the CPU, else a copy.
-  const float* to_host(const float* p) const {
-    if (be_.device() == Device::cpu) return p;
-    host_.resize(n_);
-    be_.copy_to_host(host_.data(), p, n_ * sizeof(float));
-    return host_.data();
-  }
-
   Backend& be_;
   Tensor sum_;  // (n) fp32, backend memory
   size_t n_;
   uint64_t adds_ = 0;
-  mutable std::vector<float> host_;  // to_host's copy
 };
 
 }  // namespace

@@ -148,6 +148,8 @@ class ExactSum {
 
   SB_HD int64_t count() const { return values_; }
   SB_HD bool is_finite() const { return nan_ == 0 && pos_inf_ == 0 && neg_inf_ == 0; }
+  SB_HD int64_t nans() const { return nan_; }               // NaNs added
+  SB_HD int64_t infs() const { return pos_inf_ + neg_inf_; }  // ±Infs added
 
  private:
   SB_HD void tally(bool neg_zero) {
