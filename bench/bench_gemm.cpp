@@ -19,13 +19,13 @@
 #include <utility>
 #include <vector>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/backend.hpp"
 #include "samebits/core/config.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/optim/optimizer.hpp"
-#include "samebits/core/train/trainer.hpp"
-#include "samebits/core/tracing_backend.hpp"
 #include "samebits/core/parallel/communicator.hpp"
+#include "samebits/core/tracing_backend.hpp"
+#include "samebits/core/train/trainer.hpp"
 
 namespace {
 
@@ -64,8 +64,7 @@ struct Ratio {
 };
 
 Ratio compare(const std::string& name, const std::string& a_label, const std::function<void()>& a,
-              const std::string& b_label, const std::function<void()>& b, int reps,
-              double block_seconds) {
+              const std::string& b_label, const std::function<void()>& b, int reps, double block_seconds) {
   a();  // warm: first touch, packing buffers, thread pools
   b();
   // Calls per block for each side (an update alone is far shorter than a step).
@@ -92,8 +91,8 @@ Ratio compare(const std::string& name, const std::string& a_label, const std::fu
   out.cpu = median(rc), out.wall = median(rw);
   out.a_cpu = median(ac), out.b_cpu = median(bc), out.a_wall = median(aw), out.b_wall = median(bw);
   out.reps = reps, out.calls = calls;
-  std::fprintf(stderr, "  %-44s cpu %.3f  wall %.3f  (%s %.3f ms, %s %.3f ms cpu)\n", name.c_str(),
-               out.cpu, out.wall, a_label.c_str(), 1e3 * out.a_cpu, b_label.c_str(), 1e3 * out.b_cpu);
+  std::fprintf(stderr, "  %-44s cpu %.3f  wall %.3f  (%s %.3f ms, %s %.3f ms cpu)\n", name.c_str(), out.cpu, out.wall,
+               a_label.c_str(), 1e3 * out.a_cpu, b_label.c_str(), 1e3 * out.b_cpu);
   return out;
 }
 
@@ -137,22 +136,22 @@ std::vector<GemmCase> linear_cases(int N, std::initializer_list<std::pair<int, i
 }
 
 std::string shape_name(const GemmCase& g) {
-  return std::string(g.ta == Trans::no ? "N" : "T") + (g.tb == Trans::no ? "N" : "T") + " " +
-         std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k);
+  return std::string(g.ta == Trans::no ? "N" : "T") + (g.tb == Trans::no ? "N" : "T") + " " + std::to_string(g.m) +
+         "x" + std::to_string(g.n) + "x" + std::to_string(g.k);
 }
 
 std::function<void()> canonical(Backend& be, GemmCase& g) {
   return [&be, &g] {
-    be.gemm(g.ta, g.tb, g.m, g.n, g.k, g.a.data(), g.lda(), g.b.data(), g.ldb(), g.c.data(), g.n,
-            false, Precision::fp32);
+    be.gemm(g.ta, g.tb, g.m, g.n, g.k, g.a.data(), g.lda(), g.b.data(), g.ldb(), g.c.data(), g.n, false,
+            Precision::fp32);
   };
 }
 
 std::function<void()> openblas(GemmCase& g) {
   return [&g] {
     cblas_sgemm(CblasRowMajor, g.ta == Trans::no ? CblasNoTrans : CblasTrans,
-                g.tb == Trans::no ? CblasNoTrans : CblasTrans, g.m, g.n, g.k, 1.0f, g.a.data(),
-                g.lda(), g.b.data(), g.ldb(), 0.0f, g.c.data(), g.n);
+                g.tb == Trans::no ? CblasNoTrans : CblasTrans, g.m, g.n, g.k, 1.0f, g.a.data(), g.lda(), g.b.data(),
+                g.ldb(), 0.0f, g.c.data(), g.n);
   };
 }
 
@@ -200,11 +199,12 @@ void print_json(const std::vector<Ratio>& ratios, double muon_bytes, double adam
   std::printf("{\n  \"ratios\": [\n");
   for (size_t i = 0; i < ratios.size(); ++i) {
     const Ratio& r = ratios[i];
-    std::printf("    {\"name\": \"%s\", \"a\": \"%s\", \"b\": \"%s\", \"cpu_ratio\": %.5f, "
-                "\"wall_ratio\": %.5f, \"a_cpu_s\": %.6g, \"b_cpu_s\": %.6g, \"a_wall_s\": %.6g, "
-                "\"b_wall_s\": %.6g, \"reps\": %d, \"calls_per_block\": %d}%s\n",
-                r.name.c_str(), r.a_label.c_str(), r.b_label.c_str(), r.cpu, r.wall, r.a_cpu,
-                r.b_cpu, r.a_wall, r.b_wall, r.reps, r.calls, i + 1 < ratios.size() ? "," : "");
+    std::printf(
+        "    {\"name\": \"%s\", \"a\": \"%s\", \"b\": \"%s\", \"cpu_ratio\": %.5f, "
+        "\"wall_ratio\": %.5f, \"a_cpu_s\": %.6g, \"b_cpu_s\": %.6g, \"a_wall_s\": %.6g, "
+        "\"b_wall_s\": %.6g, \"reps\": %d, \"calls_per_block\": %d}%s\n",
+        r.name.c_str(), r.a_label.c_str(), r.b_label.c_str(), r.cpu, r.wall, r.a_cpu, r.b_cpu, r.a_wall, r.b_wall,
+        r.reps, r.calls, i + 1 < ratios.size() ? "," : "");
   }
   const char* core = openblas_get_corename();
   std::printf("  ],\n  \"state_bytes\": {\"muon\": %.0f, \"adamw\": %.0f},\n  \"openblas_core\": \"%s\"\n}\n",
@@ -238,31 +238,30 @@ int main(int argc, char** argv) {
     std::vector<GemmCase> square = {make_case(Trans::no, Trans::no, 512, 512, 512),
                                     make_case(Trans::no, Trans::no, 1024, 1024, 1024)};
     for (GemmCase& g : square)
-      ratios.push_back(compare("sgemm " + shape_name(g), "canonical", canonical(*be, g), "openblas",
-                               openblas(g), reps, quick ? 0.05 : 0.15));
+      ratios.push_back(compare("sgemm " + shape_name(g), "canonical", canonical(*be, g), "openblas", openblas(g), reps,
+                               quick ? 0.05 : 0.15));
     // The default model's linear layers on one leaf (N = 4 × 128 tokens): forward NT (N, OC, C),
     // input gradient NN (N, C, OC), weight gradient TN (OC, C, N); (C, OC) of qkv, attention
     // projection, MLP up, MLP down and the tied LM head.
     std::vector<GemmCase> model = linear_cases(512, {{128, 384}, {128, 128}, {128, 512}, {512, 128}, {128, 256}});
     for (GemmCase& g : model)
-      ratios.push_back(compare("sgemm " + shape_name(g), "canonical", canonical(*be, g), "openblas",
-                               openblas(g), reps, quick ? 0.02 : 0.06));
+      ratios.push_back(compare("sgemm " + shape_name(g), "canonical", canonical(*be, g), "openblas", openblas(g), reps,
+                               quick ? 0.02 : 0.06));
     // All of them in one call sequence: the model's GEMM mix (time-weighted).
     auto all = [&](bool canon) {
       return [&, canon] {
         for (GemmCase& g : model) canon ? canonical(*be, g)() : openblas(g)();
       };
     };
-    ratios.push_back(compare("sgemm default-model mix (15 shapes)", "canonical", all(true),
-                             "openblas", all(false), reps, quick ? 0.05 : 0.15));
+    ratios.push_back(compare("sgemm default-model mix (15 shapes)", "canonical", all(true), "openblas", all(false),
+                             reps, quick ? 0.05 : 0.15));
 
     // GPT-2 124M (C = 768, V = 50257) on one leaf of 256 tokens: the tied head's three products
     // (logits NT, dX NN with k = V, dW TN with m = V) alone, and with every layer's twelve (qkv,
     // attention projection, MLP up and down; forward, input and weight gradient) in one call
     // sequence, the layers twelve times (time-weighted, as one leaf's GEMMs in a step).
     const int T = 256, C = 768, V = 50257;
-    std::vector<GemmCase> head = {make_case(Trans::no, Trans::yes, T, V, C),
-                                  make_case(Trans::no, Trans::no, T, C, V),
+    std::vector<GemmCase> head = {make_case(Trans::no, Trans::yes, T, V, C), make_case(Trans::no, Trans::no, T, C, V),
                                   make_case(Trans::yes, Trans::no, V, C, T)};
     std::vector<GemmCase> layer = linear_cases(T, {{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}});
     for (GemmCase& g : head)
@@ -275,18 +274,16 @@ int main(int argc, char** argv) {
           for (GemmCase& g : layer) canon ? canonical(*be, g)() : openblas(g)();
       };
     };
-    ratios.push_back(compare("sgemm 124M leaf mix (head + 12 layers x 12 shapes, 256 tokens)", "canonical",
-                             leaf(true), "openblas", leaf(false), quick ? 3 : 5, 1.0));
+    ratios.push_back(compare("sgemm 124M leaf mix (head + 12 layers x 12 shapes, 256 tokens)", "canonical", leaf(true),
+                             "openblas", leaf(false), quick ? 3 : 5, 1.0));
 
     // Newton–Schulz's A = X·Xᵀ on the default model's widest hidden matrices (r = 128, c = 512):
     // syrk (upper triangle, mirrored) against the plain canonical gemm of the same bits.
     GemmCase gram = make_case(Trans::no, Trans::yes, 128, 128, 512);
-    ratios.push_back(compare("syrk / gemm NT 128x128x512", "syrk",
-                             [&] {
-                               be->syrk(Trans::no, 128, 512, gram.a.data(), 512, gram.c.data(), 128,
-                                        Precision::fp32);
-                             },
-                             "gemm", canonical(*be, gram), reps, quick ? 0.02 : 0.06));
+    ratios.push_back(compare(
+        "syrk / gemm NT 128x128x512", "syrk",
+        [&] { be->syrk(Trans::no, 128, 512, gram.a.data(), 512, gram.c.data(), 128, Precision::fp32); }, "gemm",
+        canonical(*be, gram), reps, quick ? 0.02 : 0.06));
 
     std::fprintf(stderr, "canonical GEMM, 1 thread / 2 threads (time ratio = the speedup of 2 threads)\n");
     for (GemmCase* g : {&square[1], &model[0]}) {
@@ -296,8 +293,8 @@ int main(int argc, char** argv) {
           canonical(*be, *g)();
         };
       };
-      ratios.push_back(compare("canonical threads " + shape_name(*g), "1 thread", threads(1),
-                               "2 threads", threads(2), reps, quick ? 0.05 : 0.15));
+      ratios.push_back(compare("canonical threads " + shape_name(*g), "1 thread", threads(1), "2 threads", threads(2),
+                               reps, quick ? 0.05 : 0.15));
     }
   }
 
@@ -322,11 +319,11 @@ int main(int argc, char** argv) {
     const int step_reps = quick ? 7 : 41;
     const double block = 0.0;
     auto steps = [&](const std::string& name, const std::string& a_label, const Config& a_config,
-                     const TrainerOptions& a_options, const std::string& b_label,
-                     const Config& b_config, const TrainerOptions& b_options) {
+                     const TrainerOptions& a_options, const std::string& b_label, const Config& b_config,
+                     const TrainerOptions& b_options) {
       Trainer a(a_config, a_options), b(b_config, b_options);
-      ratios.push_back(compare(name, a_label, [&] { a.step(); }, b_label, [&] { b.step(); },
-                               step_reps, block));
+      ratios.push_back(compare(
+          name, a_label, [&] { a.step(); }, b_label, [&] { b.step(); }, step_reps, block));
     };
     steps("step deterministic / vendor", "deterministic", det, fast, "vendor", vendor, fast);
     steps("step muon / adamw", "muon", det, fast, "adamw", adamw, fast);
@@ -336,10 +333,12 @@ int main(int argc, char** argv) {
     // cheaper than 1 + (Muon update − AdamW update) / AdamW step (bench/run reports it).
     Trainer t_adamw(adamw, fast);
     LoneUpdate muon_update(OptimizerName::muon, *be), adamw_update(OptimizerName::adamw, *be);
-    ratios.push_back(compare("muon update / adamw step", "muon update", muon_update.call(),
-                             "adamw step", [&] { t_adamw.step(); }, step_reps, block));
-    ratios.push_back(compare("adamw update / adamw step", "adamw update", adamw_update.call(),
-                             "adamw step", [&] { t_adamw.step(); }, step_reps, block));
+    ratios.push_back(compare(
+        "muon update / adamw step", "muon update", muon_update.call(), "adamw step", [&] { t_adamw.step(); }, step_reps,
+        block));
+    ratios.push_back(compare(
+        "adamw update / adamw step", "adamw update", adamw_update.call(), "adamw step", [&] { t_adamw.step(); },
+        step_reps, block));
     muon_bytes = static_cast<double>(Trainer(det, fast).optimizer().state_bytes());
     adamw_bytes = static_cast<double>(t_adamw.optimizer().state_bytes());
   }
@@ -352,13 +351,15 @@ int main(int argc, char** argv) {
     fast.statistics = false;
     fast.fingerprints = false;
     const Config det = default_config();
-    const std::unique_ptr<Backend> cpu_a = make_cpu_backend(to_numerics(det)), cpu_b = make_cpu_backend(to_numerics(det));
+    const std::unique_ptr<Backend> cpu_a = make_cpu_backend(to_numerics(det)),
+                                   cpu_b = make_cpu_backend(to_numerics(det));
     TracingBackend detached(*cpu_a), traced(*cpu_b);
     const std::unique_ptr<Communicator> comm_a = make_local_communicator(), comm_b = make_local_communicator();
     Trainer plain(det, fast), wrapped(det, detached, *comm_a, fast), tracing(det, traced, *comm_b, fast);
     const int reps = quick ? 5 : 21;
-    ratios.push_back(compare("step tracing wrapper detached / plain backend", "detached", [&] { wrapped.step(); },
-                             "plain", [&] { plain.step(); }, reps, 0.0));
+    ratios.push_back(compare(
+        "step tracing wrapper detached / plain backend", "detached", [&] { wrapped.step(); }, "plain",
+        [&] { plain.step(); }, reps, 0.0));
     size_t traced_rows = 0;
     const auto traced_step = [&] {
       trace::Recorder recorder;
@@ -367,7 +368,8 @@ int main(int argc, char** argv) {
       traced.trace(nullptr);
       traced_rows = recorder.rows().size();
     };
-    ratios.push_back(compare("step traced / plain", "traced", traced_step, "plain", [&] { plain.step(); }, reps, 0.0));
+    ratios.push_back(compare(
+        "step traced / plain", "traced", traced_step, "plain", [&] { plain.step(); }, reps, 0.0));
     // The tracing code compiled in and off (every run's: the plain Trainer, no TracingBackend)
     // against a build without it (docs/TRACE.md): such a build saves only the tests of a null
     // Backend::tracer() — one per trace::Scope, each of which holds at least one row of a traced
@@ -381,8 +383,8 @@ int main(int argc, char** argv) {
     };
     std::fprintf(stderr, "  (%zu null-tracer checks a step: %zu rows of a traced step + %zu)\n", checks, traced_rows,
                  kTrainerChecks);
-    ratios.push_back(compare("step tracer checks / plain", "null-tracer checks", null_scopes, "plain",
-                             [&] { plain.step(); }, reps, 0.01));
+    ratios.push_back(compare(
+        "step tracer checks / plain", "null-tracer checks", null_scopes, "plain", [&] { plain.step(); }, reps, 0.01));
   }
   print_json(ratios, muon_bytes, adamw_bytes);
   return 0;

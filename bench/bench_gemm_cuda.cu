@@ -21,9 +21,9 @@
 
 namespace {
 
-#define BENCH_CUBLAS(call)                                                     \
-  do {                                                                         \
-    const cublasStatus_t s_ = (call);                                          \
+#define BENCH_CUBLAS(call)                                                                                   \
+  do {                                                                                                       \
+    const cublasStatus_t s_ = (call);                                                                        \
     if (s_ != CUBLAS_STATUS_SUCCESS) SB_FAIL("cuBLAS call ", #call, " failed: ", cublasGetStatusString(s_)); \
   } while (0)
 
@@ -114,9 +114,10 @@ int main(int argc, char** argv) {
         rows.push_back({s.name, method, ms, flop / (ms * 1e-3) / 1e12});
         return ms;
       };
-      const double canon = add("canonical (auto tile)", time_ms(stream, reps, [&] {
-        be->gemm(s.ta, s.tb, s.m, s.n, s.k, a, lda, b, ldb, c, ldc, false, sb::Precision::fp32);
-      }));
+      const double canon =
+          add("canonical (auto tile)", time_ms(stream, reps, [&] {
+                be->gemm(s.ta, s.tb, s.m, s.n, s.k, a, lda, b, ldb, c, ldc, false, sb::Precision::fp32);
+              }));
       if (big) {
         canonical_4096 = canon;
         for (int t = 0; t < static_cast<int>(sb::cuda_gemm_tiles().size()); ++t) {
@@ -124,11 +125,11 @@ int main(int argc, char** argv) {
           o.launch.gemm_tile = t;
           auto bt_be = sb::make_cuda_backend(sb::Numerics::deterministic(), o);
           const sb::CudaGemmTile& tile = sb::cuda_gemm_tiles()[static_cast<size_t>(t)];
-          const std::string name = sb::detail::concat("canonical tile ", t, " (", tile.bm, "x", tile.bn,
-                                                      "x", tile.bk, ", ", tile.tm, "x", tile.tn, ")");
+          const std::string name = sb::detail::concat("canonical tile ", t, " (", tile.bm, "x", tile.bn, "x", tile.bk,
+                                                      ", ", tile.tm, "x", tile.tn, ")");
           add(name, time_ms(sb::cuda_stream(*bt_be), reps, [&] {
-            bt_be->gemm(s.ta, s.tb, s.m, s.n, s.k, a, lda, b, ldb, c, ldc, false, sb::Precision::fp32);
-          }));
+                bt_be->gemm(s.ta, s.tb, s.m, s.n, s.k, a, lda, b, ldb, c, ldc, false, sb::Precision::fp32);
+              }));
         }
       }
       cublasHandle_t h;
@@ -139,22 +140,21 @@ int main(int argc, char** argv) {
       // Row-major C = op(A)·op(B) as column-major Cᵀ = op(B)ᵀ·op(A)ᵀ.
       BENCH_CUBLAS(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
       const double sg = add("cuBLAS SGEMM (TF32 off)", time_ms(stream, reps, [&] {
-        BENCH_CUBLAS(cublasSgemm(h, ob, oa, s.n, s.m, s.k, &one, b, ldb, a, lda, &zero, c, ldc));
-      }));
+                              BENCH_CUBLAS(cublasSgemm(h, ob, oa, s.n, s.m, s.k, &one, b, ldb, a, lda, &zero, c, ldc));
+                            }));
       if (big) sgemm_4096 = sg;
       BENCH_CUBLAS(cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH));
       add("cuBLAS SGEMM TF32", time_ms(stream, reps, [&] {
-        BENCH_CUBLAS(cublasSgemm(h, ob, oa, s.n, s.m, s.k, &one, b, ldb, a, lda, &zero, c, ldc));
-      }));
+            BENCH_CUBLAS(cublasSgemm(h, ob, oa, s.n, s.m, s.k, &one, b, ldb, a, lda, &zero, c, ldc));
+          }));
       BENCH_CUBLAS(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
       add("cuBLAS bf16 GemmEx (fp32 acc.)", time_ms(stream, reps, [&] {
-        BENCH_CUBLAS(cublasGemmEx(h, ob, oa, s.n, s.m, s.k, &one, b16, CUDA_R_16BF, ldb, a16,
-                                  CUDA_R_16BF, lda, &zero, c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
-                                  CUBLAS_GEMM_DEFAULT));
-      }));
+            BENCH_CUBLAS(cublasGemmEx(h, ob, oa, s.n, s.m, s.k, &one, b16, CUDA_R_16BF, ldb, a16, CUDA_R_16BF, lda,
+                                      &zero, c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+          }));
       BENCH_CUBLAS(cublasDestroy(h));
-      std::printf("%-26s canonical %.3f ms, SGEMM %.3f ms: canonical/SGEMM throughput %.2f\n", s.name,
-                  canon, sg, sg / canon);
+      std::printf("%-26s canonical %.3f ms, SGEMM %.3f ms: canonical/SGEMM throughput %.2f\n", s.name, canon, sg,
+                  sg / canon);
       std::fflush(stdout);
       SB_CUDA_CHECK(cudaFree(a));
       SB_CUDA_CHECK(cudaFree(b));
@@ -168,8 +168,7 @@ int main(int argc, char** argv) {
     std::printf("%-26s %-40s %10s %9s\n", "shape", "method", "ms", "TFLOP/s");
     for (const Row& r : rows)
       std::printf("%-26s %-40s %10.4f %9.2f\n", r.shape.c_str(), r.method.c_str(), r.ms, r.tflops);
-    std::printf("canonical / cuBLAS SGEMM (TF32 off) at 4096^3: %.2f (target >= 0.80)\n",
-                sgemm_4096 / canonical_4096);
+    std::printf("canonical / cuBLAS SGEMM (TF32 off) at 4096^3: %.2f (target >= 0.80)\n", sgemm_4096 / canonical_4096);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_gemm_cuda: %s\n", e.what());

@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/cli/options.hpp"
 #include "samebits/core/backend.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/io/token_files.hpp"
 #include "samebits/core/model/gpt.hpp"
 #include "samebits/core/optim/muon.hpp"
@@ -37,9 +37,7 @@ using namespace sb;
 
 namespace {
 
-double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 double cpu_now() {
   timespec ts{};
@@ -126,9 +124,9 @@ int main(int argc, char** argv) try {
 
   size_t params = 0;
   for (const ParamView& p : gpt_param_layout(c.model)) params += p.numel;
-  std::printf("bench_gpt2: %s, %zu parameters, %lld x %lld x %lld = %llu tokens a step, %d threads\n",
-              ini.c_str(), params, (long long)c.data.leaves, (long long)c.data.leaf_size,
-              (long long)c.model.seq_len, (unsigned long long)tokens_per_step, threads);
+  std::printf("bench_gpt2: %s, %zu parameters, %lld x %lld x %lld = %llu tokens a step, %d threads\n", ini.c_str(),
+              params, (long long)c.data.leaves, (long long)c.data.leaf_size, (long long)c.model.seq_len,
+              (unsigned long long)tokens_per_step, threads);
 
   std::unique_ptr<Trainer> trainer;
   TrainerOptions options;
@@ -148,7 +146,8 @@ int main(int argc, char** argv) try {
   {
     auto be = make_cpu_backend(to_numerics(c));
     std::unique_ptr<data::TokenSource> src;
-    report("open data source", timed([&] { src = data::open_source(to_data_config(c), data::Split::train, io::isolated_hdf5_decoder()); }));
+    report("open data source",
+           timed([&] { src = data::open_source(to_data_config(c), data::Split::train, io::isolated_hdf5_decoder()); }));
     std::unique_ptr<GPT> model;
     report("model buffers (weights, gradients, activations)",
            timed([&] { model = std::make_unique<GPT>(c.model, int(c.data.leaf_size), *be); }));
@@ -158,13 +157,11 @@ int main(int argc, char** argv) try {
     std::memcpy(one_thread.data(), model->weights().data(), one_thread.size() * sizeof(float));
     omp_set_num_threads(threads);
     report("initialisation, all threads", timed([&] { model->init(c.train.seed); }));
-    const bool same = std::memcmp(one_thread.data(), model->weights().data(),
-                                  one_thread.size() * sizeof(float)) == 0;
+    const bool same = std::memcmp(one_thread.data(), model->weights().data(), one_thread.size() * sizeof(float)) == 0;
     std::printf("  initialisation on 1 and %d threads: %s\n", threads, same ? "same bits" : "DIFFERENT BITS");
     if (!same) return 1;
     std::unique_ptr<Optimizer> opt;
-    report("optimizer state",
-           timed([&] { opt = make_optimizer(c.optim, model->params(), *be, c.train.precision); }));
+    report("optimizer state", timed([&] { opt = make_optimizer(c.optim, model->params(), *be, c.train.precision); }));
     std::unique_ptr<GradAccumulator> acc;
     report("fixed-point accumulator", timed([&] { acc = be->make_accumulator(model->flat_size()); }));
   }
@@ -182,10 +179,11 @@ int main(int argc, char** argv) try {
   for (int k = 0; k < 2; ++k) {
     const double per_token = (step_s[k] - ns_s[k]) / double(tokens_per_step);
     const double tokens_5pct = 19.0 * ns_s[k] / per_token;  // NS/(NS + t·per_token) = 0.05
-    std::printf("  Newton-Schulz share of step 2 (%s): %.1f %%; per-token rest %.3f ms; under 5 %% from "
-                "%.0f tokens a step (%.0f sequences of %lld)\n",
-                clocks[k], 100.0 * ns_s[k] / step_s[k], per_token * 1e3, tokens_5pct,
-                tokens_5pct / double(c.model.seq_len), (long long)c.model.seq_len);
+    std::printf(
+        "  Newton-Schulz share of step 2 (%s): %.1f %%; per-token rest %.3f ms; under 5 %% from "
+        "%.0f tokens a step (%.0f sequences of %lld)\n",
+        clocks[k], 100.0 * ns_s[k] / step_s[k], per_token * 1e3, tokens_5pct, tokens_5pct / double(c.model.seq_len),
+        (long long)c.model.seq_len);
   }
   fs::remove_all(dir);
   return 0;

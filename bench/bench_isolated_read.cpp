@@ -68,23 +68,22 @@ std::size_t read_in_process(const std::string& path, const std::string& state,
 }
 
 // The structure walks of the run file and its final state.
-void walk(const std::string& path) {
-  h5::check_structure(path, std::filesystem::file_size(path) - run::kSealBytes);
-}
+void walk(const std::string& path) { h5::check_structure(path, std::filesystem::file_size(path) - run::kSealBytes); }
 
 void BM_isolated_read(benchmark::State& state) {
   const char* path_env = std::getenv("SB_BENCH_RUN_FILE");
   if (path_env == nullptr) {
-    state.SkipWithError("set SB_BENCH_RUN_FILE to a finished run file (e.g. 20 steps of experiments/configs/default.ini)");
+    state.SkipWithError(
+        "set SB_BENCH_RUN_FILE to a finished run file (e.g. 20 steps of experiments/configs/default.ini)");
     return;
   }
   const std::string path = path_env;
   const std::size_t file_bytes = std::filesystem::file_size(path);
   const run::RunReader opened = run::RunReader::open(path);
   const std::vector<run::TensorInfo> tensors = opened.tensors();
-  const std::string state_file =
-      opened.has_final_state() ? run::store_file(path, run::StoreEntry{opened.info().steps, run::kStateBit, 0, 0})
-                               : std::string();
+  const std::string state_file = opened.has_final_state()
+                                     ? run::store_file(path, run::StoreEntry{opened.info().steps, run::kStateBit, 0, 0})
+                                     : std::string();
   std::vector<double> isolated_s, local_s, empty_s, isolated_cpu, local_cpu, walk_s;
   for (auto _ : state) {
     double t = now(), c = cpu_now();
@@ -103,8 +102,7 @@ void BM_isolated_read(benchmark::State& state) {
     t = now();
     try {
       io::read_isolated("no such kind", path);
-    } catch (const Error&) {
-    }
+    } catch (const Error&) {}
     empty_s.push_back(now() - t);
   }
   const double iso = median(isolated_s), local = median(local_s), empty = median(empty_s);
@@ -115,11 +113,12 @@ void BM_isolated_read(benchmark::State& state) {
   state.counters["isolated_ms"] = 1e3 * iso;
   state.counters["in_process_ms"] = 1e3 * local;
   state.counters["empty_reader_ms"] = 1e3 * empty;
-  std::printf("%s (%.1f MB): open + final state %.1f ms in reader processes, %.1f ms in this process "
-              "(+%.1f ms, x%.2f); CPU time %.1f ms (with the readers) vs %.1f ms; one reader process answering "
-              "an error at once: %.1f ms; the structure walks of both files: %.2f ms\n",
-              path.c_str(), double(file_bytes) / 1e6, 1e3 * iso, 1e3 * local, 1e3 * (iso - local), iso / local,
-              1e3 * iso_cpu, 1e3 * local_cpu_s, 1e3 * empty, 1e3 * walked);
+  std::printf(
+      "%s (%.1f MB): open + final state %.1f ms in reader processes, %.1f ms in this process "
+      "(+%.1f ms, x%.2f); CPU time %.1f ms (with the readers) vs %.1f ms; one reader process answering "
+      "an error at once: %.1f ms; the structure walks of both files: %.2f ms\n",
+      path.c_str(), double(file_bytes) / 1e6, 1e3 * iso, 1e3 * local, 1e3 * (iso - local), iso / local, 1e3 * iso_cpu,
+      1e3 * local_cpu_s, 1e3 * empty, 1e3 * walked);
 }
 BENCHMARK(BM_isolated_read)->Iterations(30)->Unit(benchmark::kMillisecond);
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/backend.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/model/gpt.hpp"
 
 namespace {
@@ -34,8 +34,8 @@ void BM_gpt_forward_backward(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * cfg.seq_len);
-  state.SetLabel(std::string(vendor ? "vendor" : "deterministic") + ", " + std::to_string(threads) +
-                 " thread" + (threads > 1 ? "s" : ""));
+  state.SetLabel(std::string(vendor ? "vendor" : "deterministic") + ", " + std::to_string(threads) + " thread" +
+                 (threads > 1 ? "s" : ""));
 }
 BENCHMARK(BM_gpt_forward_backward)
     ->ArgNames({"vendor", "threads"})

@@ -12,8 +12,7 @@
 
 namespace {
 
-void optimizer_step(benchmark::State& state, sb::OptimizerName name, sb::Precision precision,
-                    bool stats) {
+void optimizer_step(benchmark::State& state, sb::OptimizerName name, sb::Precision precision, bool stats) {
   const sb::GPTConfig cfg;  // the default model
   const std::vector<sb::ParamView> layout = sb::gpt_param_layout(cfg);
   size_t flat = 0, params = 0;

@@ -6,12 +6,12 @@
 // train.checkpoint_every steps in the printed total.
 #include <benchmark/benchmark.h>
 
+#include <unistd.h>
 #include <algorithm>
-#include <ctime>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <vector>
-#include <unistd.h>
 
 #include "samebits/core/config.hpp"
 #include "samebits/core/io/run_file.hpp"
@@ -50,7 +50,8 @@ void BM_logging_overhead(benchmark::State& state) {
   off.statistics = off.fingerprints = false;
   rows.statistics = false;
   Trainer quiet(config, off), plain(config, rows), full(config);
-  const std::string dir = (std::filesystem::temp_directory_path() / ("sb_bench_run_" + std::to_string(::getpid()))).string();
+  const std::string dir =
+      (std::filesystem::temp_directory_path() / ("sb_bench_run_" + std::to_string(::getpid()))).string();
   std::filesystem::create_directories(dir);
   run::RunWriter plain_writer = run::RunWriter::create(dir + "/plain.h5", run_header(config, plain));
   run::RunWriter full_writer = run::RunWriter::create(dir + "/full.h5", run_header(config, full));
@@ -88,11 +89,12 @@ void BM_logging_overhead(benchmark::State& state) {
   state.counters["full_ms"] = 1e3 * f;
   state.counters["checkpoint_ms"] = 1e3 * checkpoint_s;
   state.counters["overhead_pct"] = total;
-  std::printf("leaf_size %lld: step %.1f ms off | %.1f ms with fingerprints and run-file rows (%+.2f %%) | "
-              "%.1f ms with statistics too (%+.2f %%); checkpoint + commit %.1f ms every %.0f steps; "
-              "total %+.2f %%\n",
-              (long long)state.range(0), 1e3 * q, 1e3 * p, 100.0 * (p / q - 1), 1e3 * f, 100.0 * (f / q - 1),
-              1e3 * checkpoint_s, every, total);
+  std::printf(
+      "leaf_size %lld: step %.1f ms off | %.1f ms with fingerprints and run-file rows (%+.2f %%) | "
+      "%.1f ms with statistics too (%+.2f %%); checkpoint + commit %.1f ms every %.0f steps; "
+      "total %+.2f %%\n",
+      (long long)state.range(0), 1e3 * q, 1e3 * p, 100.0 * (p / q - 1), 1e3 * f, 100.0 * (f / q - 1),
+      1e3 * checkpoint_s, every, total);
 }
 BENCHMARK(BM_logging_overhead)->ArgName("leaf_size")->Arg(1)->Arg(4)->Iterations(40)->Unit(benchmark::kMillisecond);
 

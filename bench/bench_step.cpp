@@ -1,8 +1,8 @@
 // Whole training-step time of the default model (GPT 4×128, seq 128, vocab 256; 8 leaves of one
 // sequence, Config's default, and of four, experiments/configs/default.ini) with Muon and with
-// AdamW, statistics on and off; the optimizer step alone; the optimizer state bytes. Deterministic numerics, OpenMP threads as the machine gives. After the
-// runs it prints the ratios (the announcement claims Muon at 98 % of AdamW's throughput);
-// docs/TRAINING.md records them.
+// AdamW, statistics on and off; the optimizer step alone; the optimizer state bytes. Deterministic numerics, OpenMP
+// threads as the machine gives. After the runs it prints the ratios (the announcement claims Muon at 98 % of AdamW's
+// throughput); docs/TRAINING.md records them.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/config.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/optim/optimizer.hpp"
 #include "samebits/core/train/trainer.hpp"
 
@@ -149,8 +149,8 @@ int main(int argc, char** argv) {
   ratio("optimizer update alone: muon / adamw", "muon update", "adamw update");
   auto& b = reporter.state_bytes;
   if (b.count("muon update") && b.count("adamw update")) {
-    std::printf("  optimizer state bytes: muon %.0f, adamw %.0f (ratio %.3f)\n", b["muon update"],
-                b["adamw update"], b["muon update"] / b["adamw update"]);
+    std::printf("  optimizer state bytes: muon %.0f, adamw %.0f (ratio %.3f)\n", b["muon update"], b["adamw update"],
+                b["muon update"] / b["adamw update"]);
   }
   return 0;
 }

@@ -20,21 +20,27 @@ int main(int argc, char** argv) {
   }
   const long maxT = atol(argv[3]), ntok = atol(argv[4]);
   const long V = 50257, Vp = 50304, L = 12, NH = 12, C = 768;
-  const long params = Vp * C + maxT * C + L * (C + C + 3 * C * C + 3 * C + C * C + C + C + C +
-                                               4 * C * C + 4 * C + 4 * C * C + C) + 2 * C;
+  const long params = Vp * C + maxT * C +
+                      L * (C + C + 3 * C * C + 3 * C + C * C + C + C + C + 4 * C * C + 4 * C + 4 * C * C + C) + 2 * C;
   int header[256] = {0};
   FILE* m = fopen(argv[1], "wb");
-  if (m == NULL) { perror(argv[1]); return 1; }
+  if (m == NULL) {
+    perror(argv[1]);
+    return 1;
+  }
   header[0] = 20240326, header[1] = 3, header[2] = (int)maxT, header[3] = (int)V;
   header[4] = (int)L, header[5] = (int)NH, header[6] = (int)C, header[7] = (int)Vp;
   fwrite(header, sizeof(int), 256, m);
-  for (long i = 0; i < params; ++i) {  /* uniform in ±0.02 */
+  for (long i = 0; i < params; ++i) { /* uniform in ±0.02 */
     const float w = 0.04f * ((float)(next() >> 40) / 16777216.0f - 0.5f);
     fwrite(&w, sizeof w, 1, m);
   }
   fclose(m);
   FILE* t = fopen(argv[2], "wb");
-  if (t == NULL) { perror(argv[2]); return 1; }
+  if (t == NULL) {
+    perror(argv[2]);
+    return 1;
+  }
   int th[256] = {0};
   th[0] = 20240520, th[1] = 1, th[2] = (int)ntok;
   fwrite(th, sizeof(int), 256, t);

@@ -5,15 +5,14 @@
 
 namespace sb {
 
-void Backend::matmul_forward(float* out, const float* inp, const float* w, const float* bias, int N, int C,
-                             int OC) {
+void Backend::matmul_forward(float* out, const float* inp, const float* w, const float* bias, int N, int C, int OC) {
   if (bias != nullptr && gemm_bias(out, inp, w, bias, N, C, OC)) return;
   gemm(Trans::no, Trans::yes, N, OC, C, inp, C, w, C, out, OC, false, numerics().precision);
   if (bias != nullptr) bias_forward(out, bias, N, OC);
 }
 
-void Backend::matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp,
-                              const float* w, int N, int C, int OC) {
+void Backend::matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w,
+                              int N, int C, int OC) {
   const Precision prec = numerics().precision;
   if (dinp) gemm(Trans::no, Trans::no, N, C, OC, dout, OC, w, C, dinp, C, false, prec);
   gemm(Trans::yes, Trans::no, OC, C, N, dout, OC, inp, C, dw, C, false, prec);

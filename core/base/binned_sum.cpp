@@ -35,8 +35,7 @@ void add_square_bins(det::ExactSum& sum, const float* x, size_t n, uint32_t belo
     const auto [e, m] = fp32_bin(det::bits_of(x[i]));
     if (std::max(e, 1u) < below) bins[i & 3][e] += m * m;
   }
-  for (int e = 0; e < 255; ++e)
-    add_square_bin(sum, e, bins[0][e] + bins[1][e] + bins[2][e] + bins[3][e]);
+  for (int e = 0; e < 255; ++e) add_square_bin(sum, e, bins[0][e] + bins[1][e] + bins[2][e] + bins[3][e]);
   // NaN and ±Inf (exponent 255; m ≠ 0 for both): the ExactSum's own rules.
   if ((bins[0][255] | bins[1][255] | bins[2][255] | bins[3][255]) != 0) {
     for (size_t i = 0; i < n; ++i) {
@@ -105,7 +104,7 @@ void add_block_squares(det::ExactSum& sum, const float* x, size_t n) {
   const int s_top = static_cast<int>(std::max(top, 1u)), base = s_top - 31, U = 2 * s_top - 252;
   const Window window(base);
   const double c1 = 1.5 * pow2(U + 16), c2 = 1.5 * pow2(U - 21);
-  add_folds<3>(sum, x, n, window, [c1, c2](double (&f)[3][kLanes], size_t l, double xd) {
+  add_folds<3>(sum, x, n, window, [c1, c2](double(&f)[3][kLanes], size_t l, double xd) {
     const double v = xd * xd;
     const double h1 = (v + c1) - c1;
     const double r1 = v - h1;
@@ -163,7 +162,7 @@ void add_block_sum(det::ExactSum& sum, const float* x, size_t n) {
     const int s_top = static_cast<int>(std::max(top, 1u)), base = s_top - 48, U = s_top - 126;
     const Window window(base);
     const double c = 1.5 * pow2(U + 16);
-    add_folds<2>(sum, x, n, window, [c](double (&f)[2][kLanes], size_t l, double v) {
+    add_folds<2>(sum, x, n, window, [c](double(&f)[2][kLanes], size_t l, double v) {
       const double h = (v + c) - c;
       f[0][l] += h;
       f[1][l] += v - h;
@@ -184,12 +183,13 @@ det::ExactSum binned_sum_of_squares(const float* x, size_t n) {
 
 det::ExactSum binned_sum(const float* x, size_t n) {
   det::ExactSum sum;
-  for (size_t start = 0; start < n; start += kBinnedBlock) add_block_sum(sum, x + start, std::min(n, start + kBinnedBlock) - start);
+  for (size_t start = 0; start < n; start += kBinnedBlock)
+    add_block_sum(sum, x + start, std::min(n, start + kBinnedBlock) - start);
   return sum;
 }
 
-void binned_update_squares(det::ExactSum& delta_sq, det::ExactSum& weight_sq, const float* before,
-                           const float* after, size_t n) {
+void binned_update_squares(det::ExactSum& delta_sq, det::ExactSum& weight_sq, const float* before, const float* after,
+                           size_t n) {
   constexpr size_t kChunk = 4096;
   float d[kChunk];  // (kChunk) the exact steps fl32(after − before), 0 where it rounds
   for (size_t start = 0; start < n; start += kChunk) {

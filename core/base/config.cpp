@@ -27,8 +27,8 @@ NumericsConfig numerics_preset(NumericsMode mode) {
 }
 
 bool is_deterministic(const NumericsConfig& n) {
-  return n.gemm == GemmMode::canonical && n.reduce == ReduceMode::canonical &&
-         n.allreduce == AllreduceMode::exact && n.leaf_sum == LeafSumMode::exact;
+  return n.gemm == GemmMode::canonical && n.reduce == ReduceMode::canonical && n.allreduce == AllreduceMode::exact &&
+         n.leaf_sum == LeafSumMode::exact;
 }
 
 namespace {
@@ -48,19 +48,18 @@ void require_positive(const char* key, double value, const char* what_to_do) {
 
 void require_range(const char* key, double value, double lo, bool lo_open, double hi, bool hi_open,
                    const char* what_to_do) {
-  const bool ok = std::isfinite(value) && (lo_open ? value > lo : value >= lo) &&
-                  (hi_open ? value < hi : value <= hi);
-  SB_CHECK(ok, "config ", key, "=", double_text(value), " must lie in ", lo_open ? "(" : "[",
-           double_text(lo), ", ", double_text(hi), hi_open ? ")" : "]", "; ",
-           what_to_do);
+  const bool ok = std::isfinite(value) && (lo_open ? value > lo : value >= lo) && (hi_open ? value < hi : value <= hi);
+  SB_CHECK(ok, "config ", key, "=", double_text(value), " must lie in ", lo_open ? "(" : "[", double_text(lo), ", ",
+           double_text(hi), hi_open ? ")" : "]", "; ", what_to_do);
 }
 
 // Strings travel through INI files: '#' starts a comment and surrounding blanks are trimmed.
 void require_ini_safe(const char* key, const std::string& value) {
   const bool blank_edge = !value.empty() && (std::isspace(static_cast<unsigned char>(value.front())) ||
-                                              std::isspace(static_cast<unsigned char>(value.back())));
+                                             std::isspace(static_cast<unsigned char>(value.back())));
   SB_CHECK(value.find_first_of("#\n\r") == std::string::npos && !blank_edge, "config ", key, "='",
-           escape_untrusted(value), "' contains '#', a line break or surrounding blanks, which INI files "
+           escape_untrusted(value),
+           "' contains '#', a line break or surrounding blanks, which INI files "
            "cannot keep; rename the file or directory");
 }
 
@@ -85,16 +84,17 @@ void validate_data(const DataConfig& d, const GPTConfig& m) {
   require_ini_safe("data.path", d.path);
   require_ini_safe("data.val_path", d.val_path);
   if (d.source == DataSource::synthetic) {
-    SB_CHECK(d.path.empty() && d.val_path.empty(), "config data.path='", escape_untrusted(d.path),
-             "', data.val_path='", escape_untrusted(d.val_path), "': data.source=synthetic reads no file; "
+    SB_CHECK(d.path.empty() && d.val_path.empty(), "config data.path='", escape_untrusted(d.path), "', data.val_path='",
+             escape_untrusted(d.val_path),
+             "': data.source=synthetic reads no file; "
              "remove them or set data.source to shards, text or hdf5");
   } else {
     SB_CHECK(!d.path.empty(), "config data.source=", config_name(d.source),
              " needs data.path (the file or glob to read)");
   }
   if (d.source == DataSource::text) {
-    SB_CHECK(m.vocab >= 256, "config data.source=text reads bytes (token ids 0..255) but model.vocab=",
-             m.vocab, "; set model.vocab to at least 256");
+    SB_CHECK(m.vocab >= 256, "config data.source=text reads bytes (token ids 0..255) but model.vocab=", m.vocab,
+             "; set model.vocab to at least 256");
   }
   require_at_least("data.leaf_size", d.leaf_size, 1, "a leaf holds at least one sequence (default 1)");
   require_at_least("data.leaves", d.leaves, 1, "a step needs at least one leaf (default 8)");
@@ -102,8 +102,8 @@ void validate_data(const DataConfig& d, const GPTConfig& m) {
 
 void validate_optim(const OptimConfig& o) {
   require_positive("optim.lr", o.lr, "use a learning rate such as 0.02 (muon) or 3e-3 (adamw)");
-  SB_CHECK(std::isfinite(o.weight_decay) && o.weight_decay >= 0.0, "config optim.weight_decay=",
-           double_text(o.weight_decay), " must be zero or positive");
+  SB_CHECK(std::isfinite(o.weight_decay) && o.weight_decay >= 0.0,
+           "config optim.weight_decay=", double_text(o.weight_decay), " must be zero or positive");
   require_range("optim.momentum", o.momentum, 0.0, false, 1.0, true, "Muon's momentum is usually 0.95");
   require_at_least("optim.ns_steps", o.ns_steps, 1, "Newton–Schulz needs at least one iteration (default 5)");
   SB_CHECK(o.ns_steps <= 100, "config optim.ns_steps=", o.ns_steps, " exceeds 100; 5 is usual");
@@ -111,26 +111,31 @@ void validate_optim(const OptimConfig& o) {
     const std::size_t n = o.ns_custom.size();
     SB_CHECK(n == 3 || n == 3 * static_cast<std::size_t>(o.ns_steps), "config optim.ns_custom has ", n,
              " numbers but optim.ns_coefficients=custom needs 3 (a, b, c for every step) or 3 × "
-             "optim.ns_steps = ", 3 * o.ns_steps, " (one triple per step)");
+             "optim.ns_steps = ",
+             3 * o.ns_steps, " (one triple per step)");
     for (double c : o.ns_custom) {
       SB_CHECK(std::isfinite(c), "config optim.ns_custom holds a non-finite coefficient");
     }
   } else {
-    SB_CHECK(o.ns_custom.empty(), "config optim.ns_custom is set but optim.ns_coefficients=",
-             config_name(o.ns_coefficients), "; set optim.ns_coefficients=custom or remove ns_custom");
+    SB_CHECK(o.ns_custom.empty(),
+             "config optim.ns_custom is set but optim.ns_coefficients=", config_name(o.ns_coefficients),
+             "; set optim.ns_coefficients=custom or remove ns_custom");
   }
   if (o.ns_coefficients == NsCoefficients::polar_express_8) {
-    SB_CHECK(o.ns_steps >= 8, "config optim.ns_steps=", o.ns_steps, " is below the 8 triples of "
+    SB_CHECK(o.ns_steps >= 8, "config optim.ns_steps=", o.ns_steps,
+             " is below the 8 triples of "
              "optim.ns_coefficients=polar_express_8 (Emerging-Optimizers' table); use ns_steps=8 or more");
   }
   if (o.ns_coefficients == NsCoefficients::quintic) {
-    SB_CHECK(o.ns_steps % 5 == 0, "config optim.ns_steps=", o.ns_steps, " is not a multiple of the 5 "
+    SB_CHECK(o.ns_steps % 5 == 0, "config optim.ns_steps=", o.ns_steps,
+             " is not a multiple of the 5 "
              "triples of optim.ns_coefficients=quintic (cycled, as Emerging-Optimizers does); use 5 or 10");
   }
   require_positive("optim.ns_eps", o.ns_eps, "the Newton–Schulz normalisation epsilon is usually 1e-7");
-  require_positive("optim.extra_scale", o.extra_scale, "1 leaves the scale rule alone; 0.2 with scale=max_dim is Moonlight's");
-  SB_CHECK(std::isfinite(o.qk_clip) && o.qk_clip >= 0.0, "config optim.qk_clip=",
-           double_text(o.qk_clip), " must be zero (off) or a positive logit bound such as 100");
+  require_positive("optim.extra_scale", o.extra_scale,
+                   "1 leaves the scale rule alone; 0.2 with scale=max_dim is Moonlight's");
+  SB_CHECK(std::isfinite(o.qk_clip) && o.qk_clip >= 0.0, "config optim.qk_clip=", double_text(o.qk_clip),
+           " must be zero (off) or a positive logit bound such as 100");
   require_range("optim.normuon_beta2", o.normuon_beta2, 0.0, false, 1.0, true, "NorMuon's β2 is usually 0.95");
   require_at_least("optim.momentum_warmup", o.momentum_warmup, 0, "use 0 to turn the warmup off");
   if (o.momentum_warmup > 0) {
@@ -154,9 +159,8 @@ void validate_train(const TrainConfig& t) {
                   "wsd decays over the last fraction of the steps, e.g. 0.2");
     const double decay_steps = t.decay_fraction * static_cast<double>(t.steps);
     SB_CHECK(static_cast<double>(t.warmup) + decay_steps <= static_cast<double>(t.steps),
-             "config train.warmup=", t.warmup, " plus train.decay_fraction=",
-             double_text(t.decay_fraction), " of train.steps=", t.steps,
-             " exceeds the run; shorten the warmup or the decay");
+             "config train.warmup=", t.warmup, " plus train.decay_fraction=", double_text(t.decay_fraction),
+             " of train.steps=", t.steps, " exceeds the run; shorten the warmup or the decay");
   }
   if (t.schedule == Schedule::adaptive) {
     require_range("train.adaptive_beta", t.adaptive_beta, 0.0, false, 1.0, true,
@@ -168,24 +172,26 @@ void validate_train(const TrainConfig& t) {
   require_at_least("train.keep_states", t.keep_states, 0, "use 0 to keep no state beyond the last checkpoints");
   for (std::size_t i = 0; i < t.snapshot_steps.size(); ++i) {
     const int64_t s = t.snapshot_steps[i];
-    SB_CHECK(s >= 0 && s <= t.steps, "config train.snapshot_steps holds ", s,
-             ", outside [0, train.steps=", t.steps, "]");
-    SB_CHECK(i == 0 || s > t.snapshot_steps[i - 1], "config train.snapshot_steps must be strictly "
-             "ascending; ", s, " follows ", t.snapshot_steps[i == 0 ? 0 : i - 1]);
+    SB_CHECK(s >= 0 && s <= t.steps, "config train.snapshot_steps holds ", s, ", outside [0, train.steps=", t.steps,
+             "]");
+    SB_CHECK(i == 0 || s > t.snapshot_steps[i - 1],
+             "config train.snapshot_steps must be strictly "
+             "ascending; ",
+             s, " follows ", t.snapshot_steps[i == 0 ? 0 : i - 1]);
   }
-  const bool digest_ok = t.init_digest.size() == 16 &&
-                         t.init_digest.find_first_not_of("0123456789abcdef") == std::string::npos;
+  const bool digest_ok =
+      t.init_digest.size() == 16 && t.init_digest.find_first_not_of("0123456789abcdef") == std::string::npos;
   SB_CHECK(t.init.empty() ? t.init_digest.empty() : digest_ok, "config train.init_digest='",
            escape_untrusted(t.init_digest), "' ",
-           t.init.empty() ? "is given without train.init" : "must be the 16 lowercase hex digits of the XXH3-64 of "
-           "train.init's file (leave it out: samebits computes it)");
+           t.init.empty() ? "is given without train.init"
+                          : "must be the 16 lowercase hex digits of the XXH3-64 of "
+                            "train.init's file (leave it out: samebits computes it)");
   require_at_least("train.eval_every", t.eval_every, 0, "use 0 to turn validation off");
   require_at_least("train.eval_leaves", t.eval_leaves, 1, "the validation set needs at least one leaf");
   require_positive("train.loss_scale", t.loss_scale, "fp16 loss scaling usually starts at 65536");
   require_at_least("train.loss_scale_growth_interval", t.loss_scale_growth_interval, 1,
                    "grow the scale after N overflow-free steps, e.g. 1000");
-  require_range("train.loss_scale_growth", t.loss_scale_growth, 1.0, true, 1e6, false,
-                "the scale usually doubles (2)");
+  require_range("train.loss_scale_growth", t.loss_scale_growth, 1.0, true, 1e6, false, "the scale usually doubles (2)");
   require_range("train.loss_scale_backoff", t.loss_scale_backoff, 0.0, true, 1.0, true,
                 "the scale usually halves on overflow (0.5)");
 }
@@ -226,7 +232,8 @@ void validate(const Config& config) {
   validate_data(config.data, config.model);
   SB_CHECK(config.train.schedule != Schedule::adaptive || config.data.leaves >= 2,
            "config train.schedule=adaptive measures the gradient noise from the step's leaves, but "
-           "data.leaves=", config.data.leaves, "; use at least 2 leaves");
+           "data.leaves=",
+           config.data.leaves, "; use at least 2 leaves");
   validate_optim(config.optim);
   validate_train(config.train);
   validate_perturbation(config.perturb, config.model, config.train.steps);
@@ -239,9 +246,7 @@ void validate(const Config& config) {
 
 std::string to_ini_text(const Config& config) { return ini_text(config, false); }
 
-std::string experiment_text(const Config& config) {
-  return "# samebits experiment v1\n" + ini_text(config, true);
-}
+std::string experiment_text(const Config& config) { return "# samebits experiment v1\n" + ini_text(config, true); }
 
 std::string experiment_id(const Config& config) {
   const std::string text = experiment_text(config);
@@ -271,8 +276,7 @@ data::DataConfig to_data_config(const Config& config) {
 data::SampleOrder sample_order(const Config& config) {
   const DataConfig& d = config.data;
   if (d.order_seed == 0) return {d.seed, 0};
-  const uint64_t run_sequences =
-      uint64_t(config.train.steps) * uint64_t(d.leaves) * uint64_t(d.leaf_size);
+  const uint64_t run_sequences = uint64_t(config.train.steps) * uint64_t(d.leaves) * uint64_t(d.leaf_size);
   return {d.order_seed, run_sequences};
 }
 

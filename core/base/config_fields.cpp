@@ -23,10 +23,10 @@ constexpr Rule when(std::string_view condition, bool (*holds)(const Config&)) {
 
 constexpr Rule yes{};
 constexpr Rule no{Rule::Kind::never, {}, nullptr};
-constexpr Rule file_source = when("data.source is not synthetic",
-                                  [](const Config& c) { return c.data.source != DataSource::synthetic; });
-constexpr Rule synthetic = when("data.source is synthetic",
-                                [](const Config& c) { return c.data.source == DataSource::synthetic; });
+constexpr Rule file_source =
+    when("data.source is not synthetic", [](const Config& c) { return c.data.source != DataSource::synthetic; });
+constexpr Rule synthetic =
+    when("data.source is synthetic", [](const Config& c) { return c.data.source == DataSource::synthetic; });
 constexpr Rule reordered = when("data.order_seed is not 0", [](const Config& c) { return c.data.order_seed != 0; });
 constexpr Rule muon = when("optim.name is muon or normuon", [](const Config& c) { return c.optim.muon_family(); });
 constexpr Rule momentum_warmup =
@@ -38,22 +38,22 @@ constexpr Rule split_qkv = when("optim.name is muon or normuon and optim.split_q
                                 [](const Config& c) { return c.optim.muon_family() && c.optim.split_qkv; });
 constexpr Rule cautious_wd = when("optim.name is muon or normuon and optim.cautious_wd is true",
                                   [](const Config& c) { return c.optim.muon_family() && c.optim.cautious_wd; });
-constexpr Rule normuon = when("optim.name is normuon",
-                              [](const Config& c) { return c.optim.name == OptimizerName::normuon; });
+constexpr Rule normuon =
+    when("optim.name is normuon", [](const Config& c) { return c.optim.name == OptimizerName::normuon; });
 constexpr Rule qk_clip = when("optim.qk_clip > 0", [](const Config& c) { return c.optim.qk_clip > 0.0; });
-constexpr Rule tp_shortcut = when("optim.tp_mode is not duplicated",
-                                  [](const Config& c) { return c.optim.tp_mode != TpMode::duplicated; });
+constexpr Rule tp_shortcut =
+    when("optim.tp_mode is not duplicated", [](const Config& c) { return c.optim.tp_mode != TpMode::duplicated; });
 constexpr Rule init = when("train.init is set", [](const Config& c) { return !c.train.init.empty(); });
 constexpr Rule wsd = when("train.schedule is wsd", [](const Config& c) { return c.train.schedule == Schedule::wsd; });
-constexpr Rule decaying = when("train.schedule is not constant",
-                               [](const Config& c) { return c.train.schedule != Schedule::constant; });
-constexpr Rule adaptive = when("train.schedule is adaptive",
-                               [](const Config& c) { return c.train.schedule == Schedule::adaptive; });
-constexpr Rule fp16 = when("train.precision is fp16",
-                           [](const Config& c) { return c.train.precision == Precision::fp16; });
+constexpr Rule decaying =
+    when("train.schedule is not constant", [](const Config& c) { return c.train.schedule != Schedule::constant; });
+constexpr Rule adaptive =
+    when("train.schedule is adaptive", [](const Config& c) { return c.train.schedule == Schedule::adaptive; });
+constexpr Rule fp16 =
+    when("train.precision is fp16", [](const Config& c) { return c.train.precision == Precision::fp16; });
 constexpr Rule perturbed = when("perturb.tensor is set", [](const Config& c) { return c.perturb.enabled(); });
-constexpr Rule native_leaf_sum = when("numerics.leaf_sum is native",
-                                      [](const Config& c) { return c.numerics.leaf_sum == LeafSumMode::native; });
+constexpr Rule native_leaf_sum =
+    when("numerics.leaf_sum is native", [](const Config& c) { return c.numerics.leaf_sum == LeafSumMode::native; });
 
 // ---- row builders -------------------------------------------------------------------------------
 
@@ -100,38 +100,30 @@ ConfigField alias(std::string key, std::string alias_of, std::string value_name,
 
 // config.SECTION.MEMBER, for field(). `path` is a member path (model.n_embd), which parentheses
 // would break.
-#define SB_MEMBER(path) [](auto& c) -> auto& { return c.path; }  // NOLINT(bugprone-macro-parentheses)
+#define SB_MEMBER(path) \
+  [](auto& c) -> auto& { return c.path; }  // NOLINT(bugprone-macro-parentheses)
 
 std::vector<ConfigField> build_fields() {
   return {
       // [model]
       field("model.vocab", SB_MEMBER(model.vocab), yes,
             "vocabulary size; token ids are 0 … vocab-1 (at least 256 for text data)"),
-      field("model.seq_len", SB_MEMBER(model.seq_len), yes,
-            "tokens per sequence (the context length)"),
-      field("model.n_layer", SB_MEMBER(model.n_layer), yes,
-            "number of transformer blocks"),
-      field("model.n_head", SB_MEMBER(model.n_head), yes,
-            "attention heads per block; n_embd must be a multiple of it"),
-      field("model.n_embd", SB_MEMBER(model.n_embd), yes,
-            "model width (embedding dimension)"),
-      field("model.norm", SB_MEMBER(model.norm), yes,
-            "normalisation of the pre-norm blocks and the final norm"),
-      field("model.tied_head", SB_MEMBER(model.tied_head), yes,
-            "the LM head reuses the token embedding matrix"),
-      field("model.bias", SB_MEMBER(model.bias), yes,
-            "biases in the linear layers and the norms"),
+      field("model.seq_len", SB_MEMBER(model.seq_len), yes, "tokens per sequence (the context length)"),
+      field("model.n_layer", SB_MEMBER(model.n_layer), yes, "number of transformer blocks"),
+      field("model.n_head", SB_MEMBER(model.n_head), yes, "attention heads per block; n_embd must be a multiple of it"),
+      field("model.n_embd", SB_MEMBER(model.n_embd), yes, "model width (embedding dimension)"),
+      field("model.norm", SB_MEMBER(model.norm), yes, "normalisation of the pre-norm blocks and the final norm"),
+      field("model.tied_head", SB_MEMBER(model.tied_head), yes, "the LM head reuses the token embedding matrix"),
+      field("model.bias", SB_MEMBER(model.bias), yes, "biases in the linear layers and the norms"),
       // [data]
       field("data.source", SB_MEMBER(data.source), yes,
             "synthetic: the embedded synthetic language; shards: llm.c/nanoGPT .bin token files (path is a "
             "glob); text: a file read as bytes; hdf5: a 1-D integer token dataset"),
-      field("data.path", SB_MEMBER(data.path), yes,
-            "the file or glob to read; empty for synthetic"),
+      field("data.path", SB_MEMBER(data.path), yes, "the file or glob to read; empty for synthetic"),
       field("data.val_path", SB_MEMBER(data.val_path), file_source,
             "validation data of a file source, in the same form as path; empty for synthetic (its validation "
             "stream is separate)"),
-      field("data.seed", SB_MEMBER(data.seed), yes,
-            "seed of the data order and of the synthetic language"),
+      field("data.seed", SB_MEMBER(data.seed), yes, "seed of the data order and of the synthetic language"),
       field("data.order_seed", SB_MEMBER(data.order_seed), reordered,
             "reseeds the sampling order alone: 0 = the order data.seed gives; n > 0 = a file source's epochs "
             "permuted by n, the synthetic source's first steps × leaves × leaf_size windows read in an order "
@@ -152,10 +144,8 @@ std::vector<ConfigField> build_fields() {
             "synthetic: relative weight of recalls (exact copies of a marked span)"),
       field("data.markov_run", SB_MEMBER(data.synthetic.markov_run), synthetic,
             "synthetic: mean length of a Markov run, 1 … 1000"),
-      field("data.span_min", SB_MEMBER(data.synthetic.span_min), synthetic,
-            "synthetic: shortest marked span"),
-      field("data.span_max", SB_MEMBER(data.synthetic.span_max), synthetic,
-            "synthetic: longest marked span"),
+      field("data.span_min", SB_MEMBER(data.synthetic.span_min), synthetic, "synthetic: shortest marked span"),
+      field("data.span_max", SB_MEMBER(data.synthetic.span_max), synthetic, "synthetic: longest marked span"),
       field("data.max_depth", SB_MEMBER(data.synthetic.max_depth), synthetic,
             "synthetic: deepest bracket nesting, 0 … 16"),
       // [optim]
@@ -166,12 +156,10 @@ std::vector<ConfigField> build_fields() {
             "peak learning rate (of the Muon matrices, or of everything under adamw)"),
       field("optim.weight_decay", SB_MEMBER(optim.weight_decay), yes,
             "decoupled weight decay W ← W·(1 − lr·wd); never applied to norm gains and biases"),
-      field("optim.momentum", SB_MEMBER(optim.momentum), muon,
-            "Muon momentum μ (sum form M ← μ·M + G)"),
+      field("optim.momentum", SB_MEMBER(optim.momentum), muon, "Muon momentum μ (sum form M ← μ·M + G)"),
       field("optim.nesterov", SB_MEMBER(optim.nesterov), muon,
             "Muon Nesterov momentum: orthogonalise G + μ·M instead of M"),
-      field("optim.ns_steps", SB_MEMBER(optim.ns_steps), muon,
-            "Newton–Schulz iterations of Muon"),
+      field("optim.ns_steps", SB_MEMBER(optim.ns_steps), muon, "Newton–Schulz iterations of Muon"),
       field("optim.ns_coefficients", SB_MEMBER(optim.ns_coefficients), muon,
             "Newton–Schulz coefficient table: keller (3.4445, -4.7750, 2.0315) every step, polar_express "
             "per-step tuples (the paper's), polar_express_8 (Emerging-Optimizers' 8 tuples; ns_steps >= 8), "
@@ -180,8 +168,7 @@ std::vector<ConfigField> build_fields() {
       field("optim.ns_custom", SB_MEMBER(optim.ns_custom), muon,
             "custom coefficients a, b, c (used every step) or one triple per Newton–Schulz step; only with "
             "ns_coefficients=custom"),
-      field("optim.ns_eps", SB_MEMBER(optim.ns_eps), muon,
-            "ε of the normalisation X = U / (‖U‖_F + ε)"),
+      field("optim.ns_eps", SB_MEMBER(optim.ns_eps), muon, "ε of the normalisation X = U / (‖U‖_F + ε)"),
       field("optim.scale", SB_MEMBER(optim.scale), muon,
             "Muon update scale: shape √max(1, rows/cols); moonlight 0.2·√max(rows, cols); spectral = "
             "unit_rms √(rows/cols); max_dim √max(rows, cols); none"),
@@ -210,12 +197,9 @@ std::vector<ConfigField> build_fields() {
             "weight decay, modded-nanogpt)"),
       field("optim.normuon_beta2", SB_MEMBER(optim.normuon_beta2), normuon,
             "normuon: EMA factor β2 of each row's mean square of the orthogonalised update"),
-      field("optim.adam_betas", SB_MEMBER(optim.adam_betas), yes,
-            "AdamW β1, β2"),
-      field("optim.adam_eps", SB_MEMBER(optim.adam_eps), yes,
-            "AdamW ε"),
-      field("optim.clip", SB_MEMBER(optim.clip), yes,
-            "clip the global gradient norm (exact) to this value; 0 = off"),
+      field("optim.adam_betas", SB_MEMBER(optim.adam_betas), yes, "AdamW β1, β2"),
+      field("optim.adam_eps", SB_MEMBER(optim.adam_eps), yes, "AdamW ε"),
+      field("optim.clip", SB_MEMBER(optim.clip), yes, "clip the global gradient norm (exact) to this value; 0 = off"),
       field("optim.qk_clip", SB_MEMBER(optim.qk_clip), qk_clip,
             "QK-clip of MuonClip (Kimi K2): after each update, scale W_q and W_k of every head whose largest "
             "attention logit of the step exceeded τ by √(τ/max); 0 = off; maxima recorded as series/qk_max_logit"),
@@ -227,10 +211,8 @@ std::vector<ConfigField> build_fields() {
             "exact: independent of rank order and MPI algorithm); all but duplicated are other numerics; "
             "docs/DISTRIBUTED.md §10"),
       // [train]
-      field("train.steps", SB_MEMBER(train.steps), yes,
-            "optimizer steps"),
-      field("train.seed", SB_MEMBER(train.seed), yes,
-            "seed of the parameter initialisation"),
+      field("train.steps", SB_MEMBER(train.steps), yes, "optimizer steps"),
+      field("train.seed", SB_MEMBER(train.seed), yes, "seed of the parameter initialisation"),
       field("train.init", SB_MEMBER(train.init), no,
             "start from the weights of this safetensors file (samebits export: samebits or Hugging Face "
             "GPT-2 names) or Hugging Face GPT-2 directory instead of the seeded initialisation; the "
@@ -245,8 +227,7 @@ std::vector<ConfigField> build_fields() {
             "learning-rate schedule after the warmup: constant, cosine to min_lr_ratio, wsd "
             "(warmup-stable-decay), or adaptive (cosine times the AdaScale gain measured from the step's "
             "gradient noise, docs/TRAINING.md)"),
-      field("train.warmup", SB_MEMBER(train.warmup), yes,
-            "steps of linear warmup from 0 to the peak learning rate"),
+      field("train.warmup", SB_MEMBER(train.warmup), yes, "steps of linear warmup from 0 to the peak learning rate"),
       field("train.decay_fraction", SB_MEMBER(train.decay_fraction), wsd,
             "wsd: fraction of the steps, at the end, over which the lr decays to min_lr_ratio × peak"),
       field("train.min_lr_ratio", SB_MEMBER(train.min_lr_ratio), decaying,
@@ -261,12 +242,9 @@ std::vector<ConfigField> build_fields() {
       field("train.keep_states", SB_MEMBER(train.keep_states), no,
             "keep the full state (parameters, optimizer, data cursor) every N steps for good, for samebits "
             "verify --from; 0 = none"),
-      field("train.eval_every", SB_MEMBER(train.eval_every), yes,
-            "steps between validation losses; 0 = no validation"),
-      field("train.eval_leaves", SB_MEMBER(train.eval_leaves), yes,
-            "size of the fixed validation set, in leaves"),
-      field("train.loss_scale", SB_MEMBER(train.loss_scale), fp16,
-            "fp16: initial dynamic loss scale"),
+      field("train.eval_every", SB_MEMBER(train.eval_every), yes, "steps between validation losses; 0 = no validation"),
+      field("train.eval_leaves", SB_MEMBER(train.eval_leaves), yes, "size of the fixed validation set, in leaves"),
+      field("train.loss_scale", SB_MEMBER(train.loss_scale), fp16, "fp16: initial dynamic loss scale"),
       field("train.loss_scale_growth_interval", SB_MEMBER(train.loss_scale_growth_interval), fp16,
             "fp16: overflow-free steps before the scale grows"),
       field("train.loss_scale_growth", SB_MEMBER(train.loss_scale_growth), fp16,
@@ -304,14 +282,10 @@ std::vector<ConfigField> build_fields() {
                   "framework accumulates gradients (native needs numerics.allreduce=native)"),
             "exact (native under mode=vendor)"),
       // [run]
-      field("run.backend", SB_MEMBER(run.backend), no,
-            "where the kernels run"),
-      field("run.threads", SB_MEMBER(run.threads), no,
-            "CPU threads; 0 = all hardware threads"),
-      field("run.out", SB_MEMBER(run.out), no,
-            "the run file (HDF5); empty = runs/<experiment id>.h5"),
-      field("run.log_every", SB_MEMBER(run.log_every), no,
-            "steps between log lines"),
+      field("run.backend", SB_MEMBER(run.backend), no, "where the kernels run"),
+      field("run.threads", SB_MEMBER(run.threads), no, "CPU threads; 0 = all hardware threads"),
+      field("run.out", SB_MEMBER(run.out), no, "the run file (HDF5); empty = runs/<experiment id>.h5"),
+      field("run.log_every", SB_MEMBER(run.log_every), no, "steps between log lines"),
       field("run.progress", SB_MEMBER(run.progress), no,
             "progress bar: auto (when stderr is a terminal), on, or off (plain lines)"),
       // [parallel]
@@ -343,10 +317,12 @@ const std::vector<ConfigSection>& config_sections() {
       {"data", "the token source and the global batch"},
       {"optim", "the optimizer: Muon for hidden matrices with AdamW for the rest, or AdamW alone"},
       {"train", "the loop: steps, schedule, precision, validation and what is recorded"},
-      {"perturb", "one deliberate change of one weight, for divergence studies; part of the experiment when tensor is set"},
+      {"perturb",
+       "one deliberate change of one weight, for divergence studies; part of the experiment when tensor is set"},
       {"numerics", "numerics switches (docs/CONTRACT.md); part of the experiment"},
       {"run", "execution configuration: never part of the experiment id"},
-      {"parallel", "the ranks' layout (data × tensor parallel): part of the experiment id only where it changes the bits"},
+      {"parallel",
+       "the ranks' layout (data × tensor parallel): part of the experiment id only where it changes the bits"},
   };
   return sections;
 }

@@ -38,9 +38,7 @@ det::ExactSum reduce_blocks(const float* x, size_t n, det::ExactSum (*f)(const f
 
 }  // namespace
 
-det::ExactSum sum_of_squares(const float* x, size_t n) {
-  return reduce_blocks(x, n, binned_sum_of_squares);
-}
+det::ExactSum sum_of_squares(const float* x, size_t n) { return reduce_blocks(x, n, binned_sum_of_squares); }
 
 det::ExactSum exact_sum(const float* x, size_t n) { return reduce_blocks(x, n, binned_sum); }
 

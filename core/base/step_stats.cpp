@@ -6,8 +6,7 @@
 
 namespace sb {
 
-TensorBatchSums batch_sums(const det::ExactSum& squares, const det::ExactSum& sum, float max_abs,
-                           size_t numel) {
+TensorBatchSums batch_sums(const det::ExactSum& squares, const det::ExactSum& sum, float max_abs, size_t numel) {
   // optim/clip.hpp grad_stats, bit for bit, from the same exact sums.
   TensorBatchSums b;
   b.norm = sqrt_rounded(squares);

@@ -71,20 +71,16 @@ Tensor Tensor::host(DType dtype, Shape shape) {
   void* p = det::huge_alloc(padded);
   // A fresh huge-page mapping is zero: first-touched over the threads, as the compute splits it;
   // heap memory is zero-filled.
-  if (det::huge_mapping(padded))
-    cpu::parallel_first_touch(p, padded);
-  else
-    cpu::parallel_zero(p, padded);
-  std::shared_ptr<std::byte> storage(static_cast<std::byte*>(p),
-                                     [padded](std::byte* q) { det::huge_free(q, padded); });
+  if (det::huge_mapping(padded)) cpu::parallel_first_touch(p, padded);
+  else cpu::parallel_zero(p, padded);
+  std::shared_ptr<std::byte> storage(static_cast<std::byte*>(p), [padded](std::byte* q) { det::huge_free(q, padded); });
   return Tensor(std::move(storage), dtype, std::move(shape), Device::cpu);
 }
 
 int64_t Tensor::dim(int i) const {
   const int rank = static_cast<int>(shape_.size());
   const int k = i < 0 ? rank + i : i;
-  SB_CHECK(k >= 0 && k < rank, "dimension ", i, " requested of a tensor of shape ",
-           shape_string(shape_));
+  SB_CHECK(k >= 0 && k < rank, "dimension ", i, " requested of a tensor of shape ", shape_string(shape_));
   return shape_[k];
 }
 
@@ -98,8 +94,7 @@ Tensor Tensor::view(int64_t offset, Shape shape) const {
 }
 
 void Tensor::check_type(DType expected) const {
-  SB_CHECK(dtype_ == expected, "tensor of dtype ", dtype_name(dtype_), " accessed as ",
-           dtype_name(expected));
+  SB_CHECK(dtype_ == expected, "tensor of dtype ", dtype_name(dtype_), " accessed as ", dtype_name(expected));
 }
 
 }  // namespace sb

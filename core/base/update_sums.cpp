@@ -6,9 +6,7 @@
 
 namespace sb {
 
-void UpdateSums::add(float before, float after) {
-  add_update_squares(delta_sq, weight_sq, before, after);
-}
+void UpdateSums::add(float before, float after) { add_update_squares(delta_sq, weight_sq, before, after); }
 
 TensorUpdateStats UpdateSums::finish(size_t numel, float ortho_error) const {
   const double dsq = delta_sq.to_f64();

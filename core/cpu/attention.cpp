@@ -4,8 +4,8 @@
 // softmax uses the exact max and det::lane32 sums (rule 2). Bitwise equal to ops::attention_row_*
 // and to core/cuda/attention.cu for finite q, k, v, dy (a non-finite one makes the rows it reaches
 // NaN either way, though not always the same entries). Formulas: ops/attention.hpp.
-#include "cpu_backend_class.hpp"
 #include "samebits/core/ops/attention.hpp"
+#include "cpu_backend_class.hpp"
 
 namespace sb::cpu {
 namespace {
@@ -27,8 +27,7 @@ namespace {
 
 }  // namespace
 
-void CpuBackend::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
-                                   int NH) {
+void CpuBackend::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
   const ReduceMode mode = numerics().reduce;
   const int hs = C / NH;
   const int ld = 3 * C;
@@ -39,8 +38,8 @@ void CpuBackend::attention_forward(float* out, float* att, const float* qkv, int
     const float* q0 = qkv + static_cast<size_t>(b) * T * ld + h * hs;  // (T, ld) each
     const float* k0 = q0 + C;
     const float* v0 = q0 + 2 * C;
-    float* P = att + static_cast<size_t>(bh) * T * T;                     // (T, T)
-    float* y0 = out + static_cast<size_t>(b) * T * C + h * hs;            // (T, C)
+    float* P = att + static_cast<size_t>(bh) * T * T;           // (T, T)
+    float* y0 = out + static_cast<size_t>(b) * T * C + h * hs;  // (T, C)
     // Scores s[t][j] = canonical_dot(q_t, k_j) for j ≤ t (the rest is overwritten below).
     canonical_gemm_serial(GemmPart::lower, Trans::no, Trans::yes, T, T, hs, q0, ld, k0, ld, P, T);
     for (int t = 0; t < T; ++t) {
@@ -53,8 +52,8 @@ void CpuBackend::attention_forward(float* out, float* att, const float* qkv, int
   }
 }
 
-void CpuBackend::attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
-                                    const float* att, int B, int T, int C, int NH) {
+void CpuBackend::attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv, const float* att,
+                                    int B, int T, int C, int NH) {
   const ReduceMode mode = numerics().reduce;
   const int hs = C / NH;
   const int ld = 3 * C;
@@ -71,7 +70,7 @@ void CpuBackend::attention_backward(float* dqkv, float* datt, const float* dout,
     float* dv0 = dq0 + 2 * C;
     const float* dy0 = dout + static_cast<size_t>(b) * T * C + h * hs;  // (T, C)
     const float* P = att + static_cast<size_t>(bh) * T * T;             // (T, T)
-    float* dS = datt + static_cast<size_t>(bh) * T * T;                  // (T, T)
+    float* dS = datt + static_cast<size_t>(bh) * T * T;                 // (T, T)
     // dp[t][j] = canonical_dot(dy_t, v_j) for j ≤ t, then d(scores) row by row.
     canonical_gemm_serial(GemmPart::lower, Trans::no, Trans::yes, T, T, hs, dy0, C, v0, ld, dS, T);
     for (int t = 0; t < T; ++t) {

@@ -9,12 +9,12 @@
 #include <cstring>
 #include <vector>
 
-#include "samebits/core/parallel_zero.hpp"
-#include "samebits/core/ops/gradient.hpp"
 #include "samebits/core/cpu/cpu_backend.hpp"
+#include "samebits/core/ops/gradient.hpp"
 #include "samebits/core/optim_kernels.hpp"
-#include "samebits/det/error.hpp"
+#include "samebits/core/parallel_zero.hpp"
 #include "samebits/det/block_accumulator.hpp"
+#include "samebits/det/error.hpp"
 #include "samebits/det/lane32.hpp"
 
 namespace sb {
@@ -72,8 +72,7 @@ class CpuGradAccumulator final : public GradAccumulator {
   uint8_t* block_ranges() override { return acc_.ranges(); }
   size_t range_bytes() const override { return acc_.range_bytes(); }
   size_t wire_words(uint64_t total_adds) override { return acc_.wire_words(total_adds); }
-  uint64_t* encode(uint64_t total_adds, const std::vector<WireRun>& runs,
-                   uint64_t* run_words) override {
+  uint64_t* encode(uint64_t total_adds, const std::vector<WireRun>& runs, uint64_t* run_words) override {
     acc_.encode(total_adds, runs, run_words);
     return acc_.wire();
   }
@@ -117,9 +116,7 @@ void CpuBackend::copy_to_host(void* host_dst, const void* src, size_t bytes) {
 void CpuBackend::copy(void* dst, const void* src, size_t bytes) {
   if (bytes) std::memmove(dst, src, bytes);
 }
-void CpuBackend::zero(void* dst, size_t bytes) {
-  cpu::parallel_zero(dst, bytes);
-}
+void CpuBackend::zero(void* dst, size_t bytes) { cpu::parallel_zero(dst, bytes); }
 
 std::unique_ptr<GradAccumulator> CpuBackend::make_accumulator(size_t n) {
   return std::make_unique<CpuGradAccumulator>(n);
@@ -159,8 +156,6 @@ float row_dot(const float* x, const float* y, int n, ReduceMode mode) {
 
 }  // namespace cpu
 
-std::unique_ptr<Backend> make_cpu_backend(Numerics numerics) {
-  return std::make_unique<cpu::CpuBackend>(numerics);
-}
+std::unique_ptr<Backend> make_cpu_backend(Numerics numerics) { return std::make_unique<cpu::CpuBackend>(numerics); }
 
 }  // namespace sb

@@ -29,13 +29,12 @@ class CpuBackend final : public Backend {
   void fingerprints(const float* flat, const std::vector<TensorSpan>& spans,
                     uint64_t* out) override;  // tensor_sums.cpp
 
-  void gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b,
-            int ldb, float* c, int ldc, bool accumulate, Precision precision) override;
-  void syrk(Trans ta, int n, int k, const float* a, int lda, float* c, int ldc,
-            Precision precision) override;
+  void gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
+            int ldc, bool accumulate, Precision precision) override;
+  void syrk(Trans ta, int n, int k, const float* a, int lda, float* c, int ldc, Precision precision) override;
   bool gemm_bias(float* out, const float* inp, const float* w, const float* bias, int N, int C,
                  int OC) override;  // matmul.cpp
-  SB_BACKEND_OP_OVERRIDES  // one file per op: matmul.cpp, layernorm.cpp, …
+  SB_BACKEND_OP_OVERRIDES           // one file per op: matmul.cpp, layernorm.cpp, …
 };
 
 // ---- helpers shared by the op files ----------------------------------------------------------
@@ -59,8 +58,8 @@ enum class GemmPart : uint8_t { full, syrk, lower, k_to_row, k_from_row };
 // k_to_row, k_from_row), with plain loops (no OpenMP team of its own: no fork or worksharing cost
 // per call): for ops that give each thread whole independent problems (attention's (sequence,
 // head) pairs). k >= 1.
-void canonical_gemm_serial(GemmPart part, Trans ta, Trans tb, int m, int n, int k, const float* a,
-                           int lda, const float* b, int ldb, float* c, int ldc);
+void canonical_gemm_serial(GemmPart part, Trans ta, Trans tb, int m, int n, int k, const float* a, int lda,
+                           const float* b, int ldb, float* c, int ldc);
 
 // Row sums in the numerics' reduce mode: canonical = the 32-lane form (det::lane32_*, SIMD when
 // built with it); native = 16 float partials, the form a vectorising compiler gives a float sum.

@@ -13,8 +13,8 @@
 
 namespace sb::cpu {
 
-void CpuBackend::embedding_forward(float* out, const int32_t* tokens, const float* wte,
-                                   const float* wpe, int B, int T, int C, VocabRows rows) {
+void CpuBackend::embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T,
+                                   int C, VocabRows rows) {
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < B * T; ++n) {
     if (!rows.holds(tokens[n])) continue;
@@ -25,8 +25,8 @@ void CpuBackend::embedding_forward(float* out, const int32_t* tokens, const floa
   }
 }
 
-void CpuBackend::embedding_backward(float* dwte, float* dwpe, const float* dout,
-                                    const int32_t* tokens, int B, int T, int C, int V, VocabRows rows) {
+void CpuBackend::embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B, int T,
+                                    int C, int V, VocabRows rows) {
   const int N = B * T;
   for (int n = 0; n < N; ++n)
     SB_CHECK(tokens[n] >= 0 && tokens[n] < V, "token ", tokens[n], " at position ", n,

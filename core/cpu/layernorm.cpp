@@ -1,7 +1,7 @@
 // LayerNorm on the CPU: OpenMP over rows (forward, dinp) and over channel blocks (dw, db: chains
-// over tokens ascending, rule 3; canonical: in dinp's fork/join). Row statistics via det::lane32 (rule 2), formulas from
-// ops/layernorm.hpp, elementwise loops SIMD across channels: bitwise equal to
-// ops::layernorm_row_* and to core/cuda/layernorm.cu.
+// over tokens ascending, rule 3; canonical: in dinp's fork/join). Row statistics via det::lane32 (rule 2), formulas
+// from ops/layernorm.hpp, elementwise loops SIMD across channels: bitwise equal to ops::layernorm_row_* and to
+// core/cuda/layernorm.cu.
 #include <vector>
 
 #include "cpu_backend_class.hpp"
@@ -10,8 +10,8 @@
 
 namespace sb::cpu {
 
-void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
-                                   const float* w, const float* b, int N, int C) {
+void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w,
+                                   const float* b, int N, int C) {
   const ReduceMode mode = numerics().reduce;
 #pragma omp parallel
   {
@@ -35,9 +35,8 @@ void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, const f
   }
 }
 
-void CpuBackend::layernorm_backward(float* dinp, float* dw, float* db, const float* dout,
-                                    const float* inp, const float* w, const float* mean,
-                                    const float* rstd, int N, int C) {
+void CpuBackend::layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
+                                    const float* w, const float* mean, const float* rstd, int N, int C) {
   const ReduceMode mode = numerics().reduce;
   const auto dw_step = [&](float acc, int n, int c) {
     const size_t i = static_cast<size_t>(n) * C + c;

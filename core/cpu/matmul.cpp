@@ -228,8 +228,8 @@ Packers packers(Precision p) {
 // One MR × NR tile of C at (i0, j0) over k-block [p0, p0+kc): continues each chain (load) unless
 // this is the first block of a fresh product. Edge tiles go through a full-size local copy.
 template <bool RowsA = false>
-void run_tile(int kc, const float* ap, int as, const float* bp, float* c, int ldc, int i0, int j0,
-              int m, int n, bool load) {
+void run_tile(int kc, const float* ap, int as, const float* bp, float* c, int ldc, int i0, int j0, int m, int n,
+              bool load) {
   const int h = std::min(MR, m - i0), w = std::min(NR, n - j0);
   float* corner = c + static_cast<size_t>(i0) * ldc + j0;
   if (h == MR && w == NR) {
@@ -271,8 +271,7 @@ struct Packed {
     if (in_place(ip))
       run_tile<true>(kc, a_rows + static_cast<size_t>(ip) * MR * lda + p0, lda, bp, c, ldc, ip * MR, jp * NR, m, n,
                      load);
-    else
-      run_tile(kc, a_at(ip, p0), a_stride, bp, c, ldc, ip * MR, jp * NR, m, n, load);
+    else run_tile(kc, a_at(ip, p0), a_stride, bp, c, ldc, ip * MR, jp * NR, m, n, load);
   }
   bool in_place(int ip) const { return a_rows != nullptr && (ip + 1) * MR <= m; }
 };
@@ -289,8 +288,7 @@ void all_tiles(const Packed& pk, bool accumulate, const float* bias) {
       const int ip1 = std::min(pk.mp, (bi + 1) * TI), jp1 = std::min(pk.np, (bj + 1) * TJ);
       for (int p0 = 0; p0 < pk.k; p0 += KC)
         for (int jp = bj * TJ; jp < jp1; ++jp)
-          for (int ip = bi * TI; ip < ip1; ++ip)
-            pk.tile(ip, jp, p0, std::min(KC, pk.k - p0), accumulate || p0 > 0);
+          for (int ip = bi * TI; ip < ip1; ++ip) pk.tile(ip, jp, p0, std::min(KC, pk.k - p0), accumulate || p0 > 0);
       if (bias == nullptr) continue;
       const int i1 = std::min(pk.m, ip1 * MR), j0 = bj * TJ * NR, j1 = std::min(pk.n, jp1 * NR);
       for (int i = bi * TI * MR; i < i1; ++i) {
@@ -377,7 +375,7 @@ void causal_tiles(const Packed& pk, GemmPart part) {
 // C continues its chains block by block (load: C holds them in fp32 between blocks, as between the
 // KC blocks of all_tiles). The same chains, the same bits; only the order of the memory traffic.
 constexpr int kOuterBlock = 256;
-constexpr size_t kOuterMaxC = size_t{1} << 20;  // bytes of C held in cache across the blocks
+constexpr size_t kOuterMaxC = size_t{1} << 20;       // bytes of C held in cache across the blocks
 constexpr size_t kOuterMinPacked = size_t{4} << 20;  // bytes of packed operands that call for it
 
 bool use_k_outer(int m, int n, int k) {
@@ -386,8 +384,8 @@ bool use_k_outer(int m, int n, int k) {
   return k > 2 * kOuterBlock && c_bytes <= kOuterMaxC && packed_bytes >= kOuterMinPacked;
 }
 
-void gemm_k_outer(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b,
-                  int ldb, float* c, int ldc, bool accumulate, Precision prec) {
+void gemm_k_outer(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
+                  int ldc, bool accumulate, Precision prec) {
   const int mp = (m + MR - 1) / MR, np = (n + NR - 1) / NR;
   const size_t a_panel = static_cast<size_t>(kOuterBlock) * MR, b_panel = static_cast<size_t>(kOuterBlock) * NR;
   thread_local std::vector<float> packed;
@@ -405,8 +403,8 @@ void gemm_k_outer(Trans ta, Trans tb, int m, int n, int k, const float* a, int l
     for (int ip = 0; ip < mp; ++ip) pack.a(apack + ip * a_panel, ta, a_p0, lda, ip * MR, m, kb);
 #pragma omp for schedule(static)
     for (int jp = 0; jp < np; ++jp) pack.b(bpack + jp * b_panel, tb, b_p0, ldb, jp * NR, n, kb);
-    // Column panel outer (its B block stays in L1 across the row panels); the barrier at the end
-    // keeps the buffers until every tile has read them.
+      // Column panel outer (its B block stays in L1 across the row panels); the barrier at the end
+      // keeps the buffers until every tile has read them.
 #pragma omp for schedule(static)
     for (int t = 0; t < tiles; ++t) {
       const int jp = t / mp, ip = t % mp;
@@ -417,10 +415,10 @@ void gemm_k_outer(Trans ta, Trans tb, int m, int n, int k, const float* a, int l
 }
 
 // One operand far larger than the other (the head's logits = x·Wᵀ, n = the vocabulary; its
-// dW = dlogitsᵀ·x, m = the vocabulary; the layers' forward at GPT-2 width): the small one is packed whole (it stays in cache), the
-// large one a block of kStreamPanels panels at a time into the thread's own buffer just before that
-// block's tiles, instead of all of it first out to memory and back. Each tile's chains are
-// all_tiles' (k ascending, continued across the KC blocks): the same bits.
+// dW = dlogitsᵀ·x, m = the vocabulary; the layers' forward at GPT-2 width): the small one is packed whole (it stays in
+// cache), the large one a block of kStreamPanels panels at a time into the thread's own buffer just before that block's
+// tiles, instead of all of it first out to memory and back. Each tile's chains are all_tiles' (k ascending, continued
+// across the KC blocks): the same bits.
 constexpr int kStreamPanels = 8;
 constexpr size_t kStreamMaxSmall = size_t{1} << 20;  // bytes of the packed operand held in cache
 constexpr size_t kStreamMinLarge = size_t{4} << 20;  // bytes of the packed operand that call for it
@@ -434,17 +432,15 @@ char stream_side(int m, int n, int k) {
   return 0;
 }
 
-void gemm_streamed(char side, Trans ta, Trans tb, int m, int n, int k, const float* a, int lda,
-                   const float* b, int ldb, float* c, int ldc, bool accumulate, Precision prec) {
+void gemm_streamed(char side, Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
+                   float* c, int ldc, bool accumulate, Precision prec) {
   const int mp = (m + MR - 1) / MR, np = (n + NR - 1) / NR;
   const size_t a_panel = static_cast<size_t>(k) * MR, b_panel = static_cast<size_t>(k) * NR;
   const bool on_a = side == 'a';
   const Packers pack = packers(prec);
   const auto pack_panel = [&](float* dst, int panel) {
-    if (on_a)
-      pack.a(dst, ta, a, lda, panel * MR, m, k);
-    else
-      pack.b(dst, tb, b, ldb, panel * NR, n, k);
+    if (on_a) pack.a(dst, ta, a, lda, panel * MR, m, k);
+    else pack.b(dst, tb, b, ldb, panel * NR, n, k);
   };
   const int whole = on_a ? np : mp, streamed = on_a ? mp : np;
   const size_t whole_panel = on_a ? b_panel : a_panel, streamed_panel = on_a ? a_panel : b_panel;
@@ -456,10 +452,8 @@ void gemm_streamed(char side, Trans ta, Trans tb, int m, int n, int k, const flo
   {
 #pragma omp for schedule(static)
     for (int q = 0; q < whole; ++q) {
-      if (on_a)
-        pack.b(wpack + q * whole_panel, tb, b, ldb, q * NR, n, k);
-      else
-        pack.a(wpack + q * whole_panel, ta, a, lda, q * MR, m, k);
+      if (on_a) pack.b(wpack + q * whole_panel, tb, b, ldb, q * NR, n, k);
+      else pack.a(wpack + q * whole_panel, ta, a, lda, q * MR, m, k);
     }
     thread_local std::vector<float> block_packed;  // this thread's block of panels
     if (block_packed.size() < streamed_panel * kStreamPanels) block_packed.resize(streamed_panel * kStreamPanels);
@@ -474,9 +468,8 @@ void gemm_streamed(char side, Trans ta, Trans tb, int m, int n, int k, const flo
           for (int ip = ip0; ip < ip1; ++ip) {
             const float* ap = on_a ? spack + (ip - ip0) * a_panel : wpack + ip * a_panel;
             const float* bp = on_a ? wpack + jp * b_panel : spack + (jp - jp0) * b_panel;
-            run_tile(std::min(KC, k - p0), ap + static_cast<size_t>(p0) * MR, MR,
-                     bp + static_cast<size_t>(p0) * NR, c, ldc, ip * MR, jp * NR, m, n,
-                     accumulate || p0 > 0);
+            run_tile(std::min(KC, k - p0), ap + static_cast<size_t>(p0) * MR, MR, bp + static_cast<size_t>(p0) * NR, c,
+                     ldc, ip * MR, jp * NR, m, n, accumulate || p0 > 0);
           }
     }
   }
@@ -485,14 +478,14 @@ void gemm_streamed(char side, Trans ta, Trans tb, int m, int n, int k, const flo
 // part: full (accumulate or not), or one of the structured products (fresh chains; syrk: m = n,
 // op(A) = op(B)ᵀ). serial: on the calling thread only. bias (n), full only: C ← C + bias per row
 // after the chains (all_tiles).
-void gemm_canonical(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda,
-                    const float* b, int ldb, float* c, int ldc, bool accumulate, Precision prec,
-                    GemmPart part = GemmPart::full, bool serial = false,
+void gemm_canonical(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
+                    int ldc, bool accumulate, Precision prec, GemmPart part = GemmPart::full, bool serial = false,
                     const float* bias = nullptr) {
   const int mp = (m + MR - 1) / MR, np = (n + NR - 1) / NR;
   if (k == 0) {
     if (!accumulate)
-      for (int i = 0; i < m; ++i) std::fill(c + static_cast<size_t>(i) * ldc, c + static_cast<size_t>(i) * ldc + n, 0.0f);
+      for (int i = 0; i < m; ++i)
+        std::fill(c + static_cast<size_t>(i) * ldc, c + static_cast<size_t>(i) * ldc + n, 0.0f);
     return;
   }
   if (part == GemmPart::full && bias == nullptr && !serial && use_k_outer(m, n, k))
@@ -511,8 +504,7 @@ void gemm_canonical(Trans ta, Trans tb, int m, int n, int k, const float* a, int
   float* const bpack = packed.data() + a_floats;
   // fp32 row-major op(A) of a full product: the tiles read A's rows in place.
   const bool a_rows = part == GemmPart::full && prec == Precision::fp32 && ta == Trans::no;
-  const Packed pk{apack, bpack, a_panel, b_panel, pack_a ? MR : NR, mp, np, m, n, k, c, ldc,
-                  a_rows ? a : nullptr, lda};
+  const Packed pk{apack, bpack, a_panel, b_panel, pack_a ? MR : NR, mp, np, m, n, k, c, ldc, a_rows ? a : nullptr, lda};
   const Packers pack = packers(prec);
   const auto pack_a_panel = [&](int ip) {  // the panel's k range only: op(A) columns [kb, ke)
     const auto [kb, ke] = panel_k_range(part, ip, k);
@@ -536,12 +528,9 @@ void gemm_canonical(Trans ta, Trans tb, int m, int n, int k, const float* a, int
     }
 #pragma omp for schedule(static)
     for (int jp = 0; jp < np; ++jp) pack_b_panel(jp);
-    if (part == GemmPart::full)
-      all_tiles(pk, accumulate, bias);
-    else if (part == GemmPart::syrk)
-      upper_tiles_mirrored(pk);
-    else
-      causal_tiles(pk, part);
+    if (part == GemmPart::full) all_tiles(pk, accumulate, bias);
+    else if (part == GemmPart::syrk) upper_tiles_mirrored(pk);
+    else causal_tiles(pk, part);
   }
 }
 
@@ -560,9 +549,8 @@ const float* vendor_operand(const float* x, size_t size, Precision prec, std::ve
 // never splits k, so every output is the same chain as the unsliced call's. With a bias (the
 // linear layer's forward) each slice of C is first filled with the bias rows and the product added
 // with β = 1, as PyTorch's addmm does: no β = 0 pass over C and no bias pass after it.
-void gemm_vendor(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b,
-                 int ldb, float* c, int ldc, bool accumulate, Precision prec,
-                 const float* bias = nullptr) {
+void gemm_vendor(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
+                 int ldc, bool accumulate, Precision prec, const float* bias = nullptr) {
   std::vector<float> ar, br;
   a = vendor_operand(a, static_cast<size_t>(ta == Trans::no ? m : k) * lda, prec, ar);
   b = vendor_operand(b, static_cast<size_t>(tb == Trans::no ? k : n) * ldb, prec, br);
@@ -574,9 +562,9 @@ void gemm_vendor(Trans ta, Trans tb, int m, int n, int k, const float* a, int ld
     if (bias != nullptr)
       for (int i = m0; i < m1; ++i)
         std::memcpy(c + static_cast<size_t>(i) * ldc + n0, bias + n0, sizeof(float) * (n1 - n0));
-    cblas_sgemm(CblasRowMajor, ta == Trans::no ? CblasNoTrans : CblasTrans,
-                tb == Trans::no ? CblasNoTrans : CblasTrans, m1 - m0, n1 - n0, k, 1.0f, as, lda, bs,
-                ldb, accumulate || bias != nullptr ? 1.0f : 0.0f, c + static_cast<size_t>(m0) * ldc + n0, ldc);
+    cblas_sgemm(CblasRowMajor, ta == Trans::no ? CblasNoTrans : CblasTrans, tb == Trans::no ? CblasNoTrans : CblasTrans,
+                m1 - m0, n1 - n0, k, 1.0f, as, lda, bs, ldb, accumulate || bias != nullptr ? 1.0f : 0.0f,
+                c + static_cast<size_t>(m0) * ldc + n0, ldc);
   };
   constexpr int kSlice = 16;  // rows or columns per slice: a multiple of OpenBLAS's register tiles
   const bool rows = m >= n;
@@ -591,29 +579,22 @@ void gemm_vendor(Trans ta, Trans tb, int m, int n, int k, const float* a, int ld
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
     const int first = std::min(rows ? m : n, slices * t / nt * kSlice);
     const int last = std::min(rows ? m : n, slices * (t + 1) / nt * kSlice);
-    if (rows)
-      sgemm(first, last, 0, n);
-    else
-      sgemm(0, m, first, last);
+    if (rows) sgemm(first, last, 0, n);
+    else sgemm(0, m, first, last);
   }
 }
 
 }  // namespace
 
-void CpuBackend::gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda,
-                      const float* b, int ldb, float* c, int ldc, bool accumulate,
-                      Precision precision) {
-  SB_CHECK(m >= 0 && n >= 0 && k >= 0, "gemm sizes must be non-negative, got m=", m, " n=", n,
-           " k=", k);
+void CpuBackend::gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
+                      float* c, int ldc, bool accumulate, Precision precision) {
+  SB_CHECK(m >= 0 && n >= 0 && k >= 0, "gemm sizes must be non-negative, got m=", m, " n=", n, " k=", k);
   if (m == 0 || n == 0) return;
-  if (numerics().gemm == GemmMode::vendor)
-    gemm_vendor(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate, precision);
-  else
-    gemm_canonical(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate, precision);
+  if (numerics().gemm == GemmMode::vendor) gemm_vendor(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate, precision);
+  else gemm_canonical(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate, precision);
 }
 
-void CpuBackend::syrk(Trans ta, int n, int k, const float* a, int lda, float* c, int ldc,
-                      Precision precision) {
+void CpuBackend::syrk(Trans ta, int n, int k, const float* a, int lda, float* c, int ldc, Precision precision) {
   SB_CHECK(n >= 0 && k >= 0, "syrk sizes must be non-negative, got n=", n, " k=", k);
   const Trans tb = ta == Trans::no ? Trans::yes : Trans::no;
   if (k == 0 || n == 0) {
@@ -626,18 +607,18 @@ void CpuBackend::syrk(Trans ta, int n, int k, const float* a, int lda, float* c,
     a = vendor_operand(a, static_cast<size_t>(ta == Trans::no ? n : k) * lda, precision, ar);
     const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
     if (openblas_get_num_threads() != threads) openblas_set_num_threads(threads);
-    cblas_ssyrk(CblasRowMajor, CblasUpper, ta == Trans::no ? CblasNoTrans : CblasTrans, n, k, 1.0f, a, lda, 0.0f,
-                c, ldc);
+    cblas_ssyrk(CblasRowMajor, CblasUpper, ta == Trans::no ? CblasNoTrans : CblasTrans, n, k, 1.0f, a, lda, 0.0f, c,
+                ldc);
     for (int i = 1; i < n; ++i) mirror_row(c, ldc, i);
   } else {
     gemm_canonical(ta, tb, n, n, k, a, lda, a, lda, c, ldc, false, precision, GemmPart::syrk);
   }
 }
 
-void canonical_gemm_serial(GemmPart part, Trans ta, Trans tb, int m, int n, int k, const float* a,
-                           int lda, const float* b, int ldb, float* c, int ldc) {
-  SB_CHECK(m >= 0 && n >= 0 && k >= 1, "canonical_gemm_serial sizes: expected m, n >= 0 and k >= 1, got m=",
-           m, " n=", n, " k=", k);
+void canonical_gemm_serial(GemmPart part, Trans ta, Trans tb, int m, int n, int k, const float* a, int lda,
+                           const float* b, int ldb, float* c, int ldc) {
+  SB_CHECK(m >= 0 && n >= 0 && k >= 1, "canonical_gemm_serial sizes: expected m, n >= 0 and k >= 1, got m=", m,
+           " n=", n, " k=", k);
   if (m == 0 || n == 0) return;
   gemm_canonical(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, false, Precision::fp32, part, true);
 }

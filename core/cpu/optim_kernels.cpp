@@ -1,13 +1,13 @@
-// The optimizers' loops on host memory (optim_kernels.hpp): the CPU backend's OptimKernels. Contract: elements are independent (OpenMP over a static partition: any thread
-// count gives the same bits); sums are one det::ExactSum per thread (binned: exact_norm.hpp
-// binned_update_squares), merged exactly.
+// The optimizers' loops on host memory (optim_kernels.hpp): the CPU backend's OptimKernels. Contract: elements are
+// independent (OpenMP over a static partition: any thread count gives the same bits); sums are one det::ExactSum per
+// thread (binned: exact_norm.hpp binned_update_squares), merged exactly.
 #include "samebits/core/cpu/cpu_backend.hpp"
 
 #include <algorithm>
 #include <utility>
 
-#include "samebits/core/ops/muon.hpp"
 #include "samebits/core/exact_norm.hpp"
+#include "samebits/core/ops/muon.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb {
@@ -35,7 +35,7 @@ void apply_elements(size_t n, UpdateSums* sums, const Update& update) {
   }
   constexpr size_t kChunk = 4096;
   const ptrdiff_t chunks = static_cast<ptrdiff_t>((n + kChunk - 1) / kChunk);
-#pragma omp parallel if (static_cast<ptrdiff_t>(n) >= kParallelMin)
+#pragma omp parallel if (static_cast <ptrdiff_t>(n) >= kParallelMin)
   {
     UpdateSums local;
     float before[kChunk], after[kChunk];  // (kChunk) one chunk's weights before and after
@@ -58,8 +58,7 @@ void apply_elements(size_t n, UpdateSums* sums, const Update& update) {
 
 class HostOptimKernels final : public OptimKernels {
  public:
-  void muon_momentum(float* m, float* u, const float* g, size_t n, float mu,
-                     bool nesterov) override {
+  void muon_momentum(float* m, float* u, const float* g, size_t n, float mu, bool nesterov) override {
     parallel_for(n, [&](size_t j) {
       m[j] = ops::muon_momentum(m[j], g[j], mu);
       u[j] = ops::muon_input(g[j], m[j], mu, nesterov);
@@ -86,8 +85,7 @@ class HostOptimKernels final : public OptimKernels {
     return sq;
   }
 
-  void muon_apply(float* w, const float* x, size_t n, float decay, float step,
-                  UpdateSums* sums) override {
+  void muon_apply(float* w, const float* x, size_t n, float decay, float step, UpdateSums* sums) override {
     apply_elements(n, sums, [&](size_t j) {
       const float before = w[j];
       w[j] = ops::muon_apply(before, x[j], decay, step);
@@ -95,14 +93,13 @@ class HostOptimKernels final : public OptimKernels {
     });
   }
 
-  void muon_apply_rows(float* w, const float* x, int rows, int cols, float decay, float step,
-                       const float* row_step, bool cautious, UpdateSums* sums) override {
+  void muon_apply_rows(float* w, const float* x, int rows, int cols, float decay, float step, const float* row_step,
+                       bool cautious, UpdateSums* sums) override {
     const size_t c = static_cast<size_t>(cols);
     apply_elements(static_cast<size_t>(rows) * c, sums, [&](size_t j) {
       const float before = w[j];
       const float s = row_step != nullptr ? row_step[j / c] : step;
-      w[j] = cautious ? ops::muon_apply_cautious(before, x[j], decay, s)
-                      : ops::muon_apply(before, x[j], decay, s);
+      w[j] = cautious ? ops::muon_apply_cautious(before, x[j], decay, s) : ops::muon_apply(before, x[j], decay, s);
       return std::pair<float, float>{before, w[j]};
     });
   }
@@ -116,9 +113,7 @@ class HostOptimKernels final : public OptimKernels {
     });
   }
 
-  det::ExactSum sum_of_squares(const float* x, size_t n) override {
-    return sb::sum_of_squares(x, n);
-  }
+  det::ExactSum sum_of_squares(const float* x, size_t n) override { return sb::sum_of_squares(x, n); }
 
   void scale(float* x, size_t n, float factor) override {
     parallel_for(n, [&](size_t i) { x[i] = x[i] * factor; });

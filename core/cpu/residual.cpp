@@ -1,7 +1,7 @@
 // Residual addition on the CPU: elementwise, OpenMP over elements (ops/residual.hpp), bitwise
 // equal to core/cuda/residual.cu.
-#include "cpu_backend_class.hpp"
 #include "samebits/core/ops/residual.hpp"
+#include "cpu_backend_class.hpp"
 
 namespace sb::cpu {
 

@@ -10,8 +10,7 @@
 
 namespace sb::cpu {
 
-void CpuBackend::rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int N,
-                                 int C) {
+void CpuBackend::rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int N, int C) {
   const ReduceMode mode = numerics().reduce;
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
@@ -24,8 +23,8 @@ void CpuBackend::rmsnorm_forward(float* out, float* rstd, const float* inp, cons
   }
 }
 
-void CpuBackend::rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp,
-                                  const float* w, const float* rstd, int N, int C) {
+void CpuBackend::rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w,
+                                  const float* rstd, int N, int C) {
   const ReduceMode mode = numerics().reduce;
 #pragma omp parallel
   {

@@ -18,16 +18,16 @@ namespace {
   for (int v = 0; v < V; ++v) e[v] = ops::softmax_numerator(l[v], m);
 }
 
-[[gnu::flatten]] void dlogit_row(float* dl, const float* l, float m, float den, int target, int V,
-                                 float rows, float loss_scale) {  // (V) each
+[[gnu::flatten]] void dlogit_row(float* dl, const float* l, float m, float den, int target, int V, float rows,
+                                 float loss_scale) {  // (V) each
 #pragma omp simd
   for (int v = 0; v < V; ++v) dl[v] = ops::xent_dlogit(l[v], m, den, v == target, rows, loss_scale);
 }
 
 }  // namespace
 
-void CpuBackend::softmax_xent_forward(float* losses, float* stats, const float* logits,
-                                      const int32_t* targets, int N, int V) {
+void CpuBackend::softmax_xent_forward(float* losses, float* stats, const float* logits, const int32_t* targets, int N,
+                                      int V) {
   const ReduceMode mode = numerics().reduce;
   for (int n = 0; n < N; ++n)
     SB_CHECK(targets[n] >= 0 && targets[n] < V, "target token ", targets[n], " at position ", n,
@@ -48,8 +48,8 @@ void CpuBackend::softmax_xent_forward(float* losses, float* stats, const float* 
   }
 }
 
-void CpuBackend::softmax_xent_backward(float* dlogits, const float* logits, const float* stats,
-                                       const int32_t* targets, int N, int V, float loss_scale) {
+void CpuBackend::softmax_xent_backward(float* dlogits, const float* logits, const float* stats, const int32_t* targets,
+                                       int N, int V, float loss_scale) {
   const float rows = static_cast<float>(N);
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {

@@ -15,7 +15,10 @@ namespace sb {
 namespace cpu {
 
 HostTensorSums::HostTensorSums(std::vector<TensorSpan> spans)
-    : spans_(std::move(spans)), by_offset_(spans_), squares_(spans_.size()), sums_(spans_.size()),
+    : spans_(std::move(spans)),
+      by_offset_(spans_),
+      squares_(spans_.size()),
+      sums_(spans_.size()),
       max_bits_(spans_.size(), 0) {
   std::sort(by_offset_.begin(), by_offset_.end(),
             [](const TensorSpan& x, const TensorSpan& y) { return x.offset < y.offset; });
@@ -36,7 +39,7 @@ void HostTensorSums::clear() {
 void HostTensorSums::add(const float* flat, bool moments) {
   const size_t nb = blocks_.size();
   std::vector<det::ExactSum> sq(nb), sm(moments ? nb : 0);  // (blocks)
-  std::vector<uint32_t> mx(moments ? nb : 0);              // (blocks)
+  std::vector<uint32_t> mx(moments ? nb : 0);               // (blocks)
   const ptrdiff_t count = static_cast<ptrdiff_t>(nb);
   // Dynamic: the blocks range from a bias (C floats) to kBinnedBlock; each block's sums land in
   // its own slot, merged in block order below, so the schedule cannot change a bit.
@@ -98,8 +101,7 @@ std::unique_ptr<TensorSums> CpuBackend::make_tensor_sums(std::vector<TensorSpan>
   return make_host_tensor_sums(std::move(spans));
 }
 
-void CpuBackend::fingerprints(const float* flat, const std::vector<TensorSpan>& spans,
-                              uint64_t* out) {
+void CpuBackend::fingerprints(const float* flat, const std::vector<TensorSpan>& spans, uint64_t* out) {
   // One tensor per task (dynamic: tensors from C floats to the embedding), each its own slot.
   const ptrdiff_t count = static_cast<ptrdiff_t>(spans.size());
 #pragma omp parallel for schedule(dynamic, 1) if (count > 1)

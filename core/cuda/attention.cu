@@ -25,8 +25,7 @@ __device__ inline Head head_of(const float* qkv, int64_t bh, int T, int C, int N
   return {bh, qkv + b * T * ld + h * (C / NH), ld};
 }
 
-__global__ void attention_forward_kernel(float* out, float* att, const float* qkv, int B, int T,
-                                         int C, int NH) {
+__global__ void attention_forward_kernel(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
   const int lane = static_cast<int>(threadIdx.x % 32);
   const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (row >= static_cast<int64_t>(B) * NH * T) return;  // the whole warp leaves together
@@ -62,8 +61,8 @@ __global__ void attention_forward_kernel(float* out, float* att, const float* qk
 
 // datt row (b, h, t): dp[j] = canonical_dot(dy_t, v_j), then ds[j] = attention_dscore(p, dp,
 // Σ_j p·dp (32-lane form), scale); zeros beyond t.
-__global__ void attention_dscores_kernel(float* datt, const float* dout, const float* qkv,
-                                         const float* att, int B, int T, int C, int NH) {
+__global__ void attention_dscores_kernel(float* datt, const float* dout, const float* qkv, const float* att, int B,
+                                         int T, int C, int NH) {
   const int lane = static_cast<int>(threadIdx.x % 32);
   const int64_t row = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (row >= static_cast<int64_t>(B) * NH * T) return;
@@ -89,59 +88,52 @@ __global__ void attention_dscores_kernel(float* datt, const float* dout, const f
 
 // One thread per (b, h, r, d): dq[r][d] = Σ_{j ≤ r} ds[r][j]·k[j][d] (j ascending);
 // dk[r][d] = Σ_{t ≥ r} ds[t][r]·q[t][d] and dv[r][d] = Σ_{t ≥ r} p[t][r]·dy[t][d] (t ascending).
-__global__ void attention_dqkv_kernel(float* dqkv, const float* datt, const float* dout,
-                                      const float* qkv, const float* att, int B, int T, int C,
-                                      int NH) {
+__global__ void attention_dqkv_kernel(float* dqkv, const float* datt, const float* dout, const float* qkv,
+                                      const float* att, int B, int T, int C, int NH) {
   const int hs = C / NH;
   const int64_t total = static_cast<int64_t>(B) * NH * T * hs;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
-       idx += stride) {
+  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total; idx += stride) {
     const int d = static_cast<int>(idx % hs);
     const int r = static_cast<int>((idx / hs) % T);
     const int64_t bh = idx / hs / T;
     const Head hd = head_of(qkv, bh, T, C, NH);
     const int64_t b = bh / NH, h = bh % NH;
-    const float* q0 = hd.q0;         // (T, ld)
-    const float* k0 = hd.q0 + C;     // (T, ld)
-    const float* dS = datt + bh * T * T;  // (T, T)
-    const float* P = att + bh * T * T;    // (T, T)
+    const float* q0 = hd.q0;                       // (T, ld)
+    const float* k0 = hd.q0 + C;                   // (T, ld)
+    const float* dS = datt + bh * T * T;           // (T, T)
+    const float* P = att + bh * T * T;             // (T, T)
     const float* dy0 = dout + b * T * C + h * hs;  // (T, C)
     float* dq = dqkv + (hd.q0 - qkv) + r * hd.ld + d;
     dq[0] = ops::canonical_dot(dS + static_cast<int64_t>(r) * T, 1, k0 + d, hd.ld, r + 1, 0.0f);
-    dq[C] = ops::canonical_dot(dS + static_cast<int64_t>(r) * T + r, T, q0 + r * hd.ld + d, hd.ld,
-                               T - r, 0.0f);
-    dq[2 * C] = ops::canonical_dot(P + static_cast<int64_t>(r) * T + r, T,
-                                   dy0 + static_cast<int64_t>(r) * C + d, C, T - r, 0.0f);
+    dq[C] = ops::canonical_dot(dS + static_cast<int64_t>(r) * T + r, T, q0 + r * hd.ld + d, hd.ld, T - r, 0.0f);
+    dq[2 * C] = ops::canonical_dot(P + static_cast<int64_t>(r) * T + r, T, dy0 + static_cast<int64_t>(r) * C + d, C,
+                                   T - r, 0.0f);
   }
 }
 
 }  // namespace
 
-void CudaBackend::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,
-                                    int NH) {
+void CudaBackend::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
   const int64_t rows = static_cast<int64_t>(B) * NH * T;
   if (rows <= 0) return;
   activate();
   const int warps = launch().row_warps;
-  attention_forward_kernel<<<grid_for_rows(rows, warps), warps * 32, 0, stream()>>>(out, att, qkv,
-                                                                                    B, T, C, NH);
+  attention_forward_kernel<<<grid_for_rows(rows, warps), warps * 32, 0, stream()>>>(out, att, qkv, B, T, C, NH);
   SB_CUDA_CHECK_LAUNCH();
 }
 
-void CudaBackend::attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
-                                     const float* att, int B, int T, int C, int NH) {
+void CudaBackend::attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv, const float* att,
+                                     int B, int T, int C, int NH) {
   const int64_t rows = static_cast<int64_t>(B) * NH * T;
   if (rows <= 0) return;
   activate();
   const int warps = launch().row_warps;
-  attention_dscores_kernel<<<grid_for_rows(rows, warps), warps * 32, 0, stream()>>>(
-      datt, dout, qkv, att, B, T, C, NH);
+  attention_dscores_kernel<<<grid_for_rows(rows, warps), warps * 32, 0, stream()>>>(datt, dout, qkv, att, B, T, C, NH);
   SB_CUDA_CHECK_LAUNCH();
   const int64_t total = rows * (C / NH);
   const int threads = launch().block_threads;
-  attention_dqkv_kernel<<<grid_for(total, threads), threads, 0, stream()>>>(dqkv, datt, dout, qkv,
-                                                                            att, B, T, C, NH);
+  attention_dqkv_kernel<<<grid_for(total, threads), threads, 0, stream()>>>(dqkv, datt, dout, qkv, att, B, T, C, NH);
   SB_CUDA_CHECK_LAUNCH();
 }
 

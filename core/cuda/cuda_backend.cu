@@ -3,7 +3,6 @@
 // arithmetic on values here; the ops live in their own files.
 #include "cuda_backend_class.hpp"
 
-
 #include <charconv>
 #include <cstdlib>
 #include <utility>
@@ -32,8 +31,8 @@ void for_each_pair(std::string_view text, Fn fn) {
 int parse_int(std::string_view key, std::string_view value) {
   int v = 0;
   const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-  SB_CHECK(ec == std::errc{} && end == value.data() + value.size(), "CUDA launch configuration ",
-           key, "=", value, " is not an integer");
+  SB_CHECK(ec == std::errc{} && end == value.data() + value.size(), "CUDA launch configuration ", key, "=", value,
+           " is not an integer");
   return v;
 }
 
@@ -70,8 +69,8 @@ void CudaLaunchConfig::validate() const {
 }
 
 std::string CudaLaunchConfig::describe() const {
-  return detail::concat("gemm=", gemm_tile < 0 ? std::string("auto") : std::to_string(gemm_tile),
-                        " rows=", row_warps, " threads=", block_threads);
+  return detail::concat("gemm=", gemm_tile < 0 ? std::string("auto") : std::to_string(gemm_tile), " rows=", row_warps,
+                        " threads=", block_threads);
 }
 
 CudaOptions CudaOptions::from_environment() {
@@ -128,9 +127,8 @@ void CudaBackend::activate() const {
 }
 
 std::string CudaBackend::describe() const {
-  return detail::concat("cuda:", device_, " ", name_, " (sm_", cc_major_, cc_minor_, ", ",
-                        sm_count_, " SMs; launch ", options_.launch.describe(),
-                        options_.vendor_tf32 ? "; vendor TF32" : "", "; ",
+  return detail::concat("cuda:", device_, " ", name_, " (sm_", cc_major_, cc_minor_, ", ", sm_count_, " SMs; launch ",
+                        options_.launch.describe(), options_.vendor_tf32 ? "; vendor TF32" : "", "; ",
                         sb::describe(numerics()), ")");
 }
 
@@ -210,8 +208,8 @@ cublasHandle_t CudaBackend::cublas() {
   if (cublas_ == nullptr) {
     SB_CUBLAS_CHECK(cublasCreate(&cublas_));
     SB_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
-    SB_CUBLAS_CHECK(cublasSetMathMode(
-        cublas_, options_.vendor_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+    SB_CUBLAS_CHECK(
+        cublasSetMathMode(cublas_, options_.vendor_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
   }
   return cublas_;
 }
@@ -230,8 +228,7 @@ std::unique_ptr<Backend> make_cuda_backend(Numerics numerics, int device) {
   return make_cuda_backend(numerics, CudaOptions::from_environment(), device);
 }
 
-std::unique_ptr<Backend> make_cuda_backend(Numerics numerics, const CudaOptions& options,
-                                           int device) {
+std::unique_ptr<Backend> make_cuda_backend(Numerics numerics, const CudaOptions& options, int device) {
   return std::make_unique<cuda::CudaBackend>(numerics, options, device);
 }
 

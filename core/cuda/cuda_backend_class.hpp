@@ -19,12 +19,12 @@
 #include "samebits/core/optim_kernels.hpp"
 
 // SB_CUBLAS_CHECK(call): a cuBLAS status other than success throws sb::Error naming the call.
-#define SB_CUBLAS_CHECK(call)                                                                \
-  do {                                                                                       \
-    const cublasStatus_t sb_cublas_status_ = (call);                                         \
-    if (sb_cublas_status_ != CUBLAS_STATUS_SUCCESS)                                          \
+#define SB_CUBLAS_CHECK(call)                                                                   \
+  do {                                                                                          \
+    const cublasStatus_t sb_cublas_status_ = (call);                                            \
+    if (sb_cublas_status_ != CUBLAS_STATUS_SUCCESS)                                             \
       SB_FAIL("cuBLAS call ", #call, " failed: ", cublasGetStatusName(sb_cublas_status_), " (", \
-              cublasGetStatusString(sb_cublas_status_), ") at ", __FILE__, ":", __LINE__);   \
+              cublasGetStatusString(sb_cublas_status_), ") at ", __FILE__, ":", __LINE__);      \
   } while (0)
 
 namespace sb::cuda {
@@ -52,12 +52,15 @@ class CudaBackend final : public Backend {
   void fingerprints(const float* flat, const std::vector<TensorSpan>& spans,
                     uint64_t* out) override;  // tensor_sums.cu
 
-  void gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b,
-            int ldb, float* c, int ldc, bool accumulate, Precision precision) override;
+  void gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
+            int ldc, bool accumulate, Precision precision) override;
   SB_BACKEND_OP_OVERRIDES  // one file per op: matmul.cu, layernorm.cu, …
 
-  // ---- for the op files ------------------------------------------------------------------------
-  cudaStream_t stream() const { return stream_; }
+      // ---- for the op files ------------------------------------------------------------------------
+      cudaStream_t
+      stream() const {
+    return stream_;
+  }
   int device_index() const { return device_; }
   int sm_count() const { return sm_count_; }
   const CudaOptions& options() const { return options_; }
@@ -74,12 +77,10 @@ class CudaBackend final : public Backend {
   cublasHandle_t cublas();
 
  private:
-  void gemm_canonical(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda,
-                      const float* b, int ldb, float* c, int ldc, bool accumulate,
-                      Precision precision);
-  void gemm_vendor(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda,
-                   const float* b, int ldb, float* c, int ldc, bool accumulate,
-                   Precision precision);
+  void gemm_canonical(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
+                      float* c, int ldc, bool accumulate, Precision precision);
+  void gemm_vendor(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
+                   int ldc, bool accumulate, Precision precision);
 
   CudaOptions options_;
   int device_ = 0;
@@ -112,8 +113,7 @@ inline unsigned grid_for(int64_t n, int threads) {
 
 // Blocks of `warps` rows each for `rows` rows (at least 1).
 inline unsigned grid_for_rows(int64_t rows, int warps) {
-  SB_CHECK(rows <= (int64_t{1} << 31) - 1, "a row kernel over ", rows,
-           " rows exceeds the grid limit of 2^31 - 1 rows");
+  SB_CHECK(rows <= (int64_t{1} << 31) - 1, "a row kernel over ", rows, " rows exceeds the grid limit of 2^31 - 1 rows");
   return static_cast<unsigned>(std::max<int64_t>(1, (rows + warps - 1) / warps));
 }
 

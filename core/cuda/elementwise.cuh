@@ -11,8 +11,7 @@ namespace sb::cuda {
 template <class F>
 __global__ void for_each_kernel(int64_t n, F f) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-    f(i);
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) f(i);
 }
 
 template <class F>

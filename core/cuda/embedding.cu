@@ -33,16 +33,15 @@ struct EmbeddingForward {
 
 // Row rows[r] of dwte, channels c: dwte[v][c] ← dwte[v][c] + dout[n][c] for the row's tokens n in
 // ascending order (order[start[r] .. start[r+1]-1]).
-__global__ void embedding_rows_kernel(float* dwte, const float* dout, const int32_t* order,
-                                      const int32_t* rows, const int32_t* start, int C) {
+__global__ void embedding_rows_kernel(float* dwte, const float* dout, const int32_t* order, const int32_t* rows,
+                                      const int32_t* start, int C) {
   const int r = static_cast<int>(blockIdx.x);
   float* te = dwte + static_cast<int64_t>(rows[r]) * C;  // (C)
   const int s0 = start[r], s1 = start[r + 1];
   const int stride = static_cast<int>(gridDim.y * blockDim.x);
   for (int c = static_cast<int>(blockIdx.y * blockDim.x + threadIdx.x); c < C; c += stride) {
     float acc = te[c];
-    for (int s = s0; s < s1; ++s)
-      acc = ops::embedding_grad_step(acc, dout[static_cast<int64_t>(order[s]) * C + c]);
+    for (int s = s0; s < s1; ++s) acc = ops::embedding_grad_step(acc, dout[static_cast<int64_t>(order[s]) * C + c]);
     te[c] = acc;
   }
 }
@@ -77,21 +76,21 @@ struct NativeEmbeddingGrad {
 
 }  // namespace
 
-void CudaBackend::embedding_forward(float* out, const int32_t* tokens, const float* wte,
-                                    const float* wpe, int B, int T, int C, VocabRows rows) {
+void CudaBackend::embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T,
+                                    int C, VocabRows rows) {
   activate();
   for_each(*this, static_cast<int64_t>(B) * T * C, EmbeddingForward{out, tokens, wte, wpe, T, C, rows});
 }
 
-void CudaBackend::embedding_backward(float* dwte, float* dwpe, const float* dout,
-                                     const int32_t* tokens, int B, int T, int C, int V, VocabRows rows) {
+void CudaBackend::embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B, int T,
+                                     int C, int V, VocabRows rows) {
   activate();
   const int N = B * T;
   std::vector<int32_t> tok(static_cast<size_t>(N));  // (N) host copy: range check and grouping
   download(tok.data(), tokens, tok.size() * sizeof(int32_t));
   for (int n = 0; n < N; ++n)
-    SB_CHECK(tok[n] >= 0 && tok[n] < V, "token ", tok[n], " at position ", n,
-             " is outside the vocabulary [0, ", V, ")");
+    SB_CHECK(tok[n] >= 0 && tok[n] < V, "token ", tok[n], " at position ", n, " is outside the vocabulary [0, ", V,
+             ")");
   SB_CHECK(rows.begin >= 0 && rows.begin <= rows.end && rows.end <= V, "embedding table rows [", rows.begin, ", ",
            rows.end, ") outside the vocabulary [0, ", V, ")");
   const int64_t NC = static_cast<int64_t>(N) * C;

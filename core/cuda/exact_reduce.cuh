@@ -15,9 +15,7 @@ namespace sb::cuda {
 constexpr int kExactWords = det::ExactSum::kWords;
 
 struct AtomicWordAdd {
-  __device__ void operator()(unsigned long long* word, unsigned long long v) const {
-    atomicAdd(word, v);
-  }
+  __device__ void operator()(unsigned long long* word, unsigned long long v) const { atomicAdd(word, v); }
 };
 
 // term(i, sums) adds element i's terms into sums[0..S).  out: (S, kExactWords), added into.
@@ -28,8 +26,7 @@ __global__ void exact_reduce_kernel(int64_t n, Term term, unsigned long long* ou
   __syncthreads();
   det::ExactSum sums[S];
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-    term(i, sums);
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) term(i, sums);
   for (int s = 0; s < S; ++s) add_exact_words(block + s * kExactWords, sums[s], AtomicWordAdd{});
   __syncthreads();
   for (int j = threadIdx.x; j < S * kExactWords; j += blockDim.x) {
@@ -43,8 +40,7 @@ template <int S, class Term>
 void exact_reduce(CudaBackend& be, int64_t n, const Term& term, unsigned long long* out) {
   if (n <= 0) return;
   const int threads = be.launch().block_threads;
-  const unsigned blocks =
-      std::min<unsigned>(grid_for(n, threads), 2u * static_cast<unsigned>(be.sm_count()));
+  const unsigned blocks = std::min<unsigned>(grid_for(n, threads), 2u * static_cast<unsigned>(be.sm_count()));
   exact_reduce_kernel<S><<<blocks, threads, 0, be.stream()>>>(n, term, out);
   SB_CUDA_CHECK_LAUNCH();
 }

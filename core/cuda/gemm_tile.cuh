@@ -66,9 +66,7 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::MIN_BLOCKS) gemm_canonic
 #pragma unroll
     for (int j = 0; j < TN; ++j) {
       const int gi = m0 + row_of(i), gj = n0 + col_of(j);
-      acc[i][j] = (g.accumulate && gi < g.m && gj < g.n)
-                      ? g.c[static_cast<size_t>(gi) * g.ldc + gj]
-                      : 0.0f;
+      acc[i][j] = (g.accumulate && gi < g.m && gj < g.n) ? g.c[static_cast<size_t>(gi) * g.ldc + gj] : 0.0f;
     }
   }
 
@@ -81,12 +79,24 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::MIN_BLOCKS) gemm_canonic
   constexpr int A_PER = (A_UNITS + NT - 1) / NT, B_PER = (B_UNITS + NT - 1) / NT;
   auto a_unit = [&](int u, int* r, int* kk) {
     const int e = tid + u * NT;
-    if (TA) { *kk = e / (BM / G); *r = (e % (BM / G)) * G; } else { *r = e / (BK / G); *kk = (e % (BK / G)) * G; }
+    if (TA) {
+      *kk = e / (BM / G);
+      *r = (e % (BM / G)) * G;
+    } else {
+      *r = e / (BK / G);
+      *kk = (e % (BK / G)) * G;
+    }
     return e < A_UNITS;
   };
   auto b_unit = [&](int u, int* col, int* kk) {
     const int e = tid + u * NT;
-    if (TB) { *col = e / (BK / G); *kk = (e % (BK / G)) * G; } else { *kk = e / (BN / G); *col = (e % (BN / G)) * G; }
+    if (TB) {
+      *col = e / (BK / G);
+      *kk = (e % (BK / G)) * G;
+    } else {
+      *kk = e / (BN / G);
+      *col = (e % (BN / G)) * G;
+    }
     return e < B_UNITS;
   };
   // G values from p (a unit's first element) rounded to the GEMM precision, or zeros when the
@@ -134,7 +144,8 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::MIN_BLOCKS) gemm_canonic
       } else {
 #pragma unroll
         for (int q = 0; q < G; ++q) {
-          if (TA) As[buf][kk][r + q] = v[q]; else As[buf][kk + q][r] = v[q];
+          if (TA) As[buf][kk][r + q] = v[q];
+          else As[buf][kk + q][r] = v[q];
         }
       }
     }
@@ -148,7 +159,8 @@ __global__ void __launch_bounds__(Tile::kThreads, Tile::MIN_BLOCKS) gemm_canonic
       } else {
 #pragma unroll
         for (int q = 0; q < G; ++q) {
-          if (TB) Bs[buf][kk + q][col] = v[q]; else Bs[buf][kk][col + q] = v[q];
+          if (TB) Bs[buf][kk + q][col] = v[q];
+          else Bs[buf][kk][col + q] = v[q];
         }
       }
     }

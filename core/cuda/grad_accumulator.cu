@@ -13,9 +13,9 @@
 #include "cuda_backend_class.hpp"
 #include "elementwise.cuh"
 #include "samebits/core/ops/gradient.hpp"
+#include "samebits/det/block_wire.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/fixed_accumulator.hpp"
-#include "samebits/det/block_wire.hpp"
 #include "samebits/det/fixed_point.hpp"
 #include "samebits/det/wide_int.hpp"
 
@@ -26,8 +26,8 @@ using det::FixedAccumulator;
 using det::FixedWindow;
 
 // limbs += x element-wise; refused values OR their bits into *status.
-__global__ void fixed_add_kernel(int64_t* limbs /* (L, n) */, const float* x /* (n) */, int64_t n,
-                                 FixedWindow w, uint32_t* status) {
+__global__ void fixed_add_kernel(int64_t* limbs /* (L, n) */, const float* x /* (n) */, int64_t n, FixedWindow w,
+                                 uint32_t* status) {
   uint32_t local = 0;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
@@ -42,8 +42,8 @@ struct WireRanges {
   int64_t n;
   FixedWindow w;
   __device__ void operator()(int64_t b) const {
-    ranges[b] = det::wire_range_max(
-        ranges[b], det::wire_block_range(x + b * det::kWireBlock, det::wire_count(b, n), w));
+    ranges[b] =
+        det::wire_range_max(ranges[b], det::wire_block_range(x + b * det::kWireBlock, det::wire_count(b, n), w));
   }
 };
 
@@ -52,9 +52,7 @@ struct WireWords {
   const det::WireRange* ranges;
   int64_t n;
   uint64_t total_adds;
-  __device__ void operator()(int64_t s) const {
-    words[s] = det::wire_segment_words(ranges, s, n, total_adds);
-  }
+  __device__ void operator()(int64_t s) const { words[s] = det::wire_segment_words(ranges, s, n, total_adds); }
 };
 
 // Element e of block b, in units of 2^lo, from (to) the limb-major limbs.
@@ -81,13 +79,13 @@ struct WireEncode {
   uint64_t first_offset;   // offset[first]
   int64_t first;
   const det::WireRange* ranges;
-  const int64_t* limbs;    // (L, n)
+  const int64_t* limbs;  // (L, n)
   int64_t n;
   uint64_t total_adds, local_adds;
   __device__ void operator()(int64_t i) const {
     const int64_t s = first + i;
-    det::wire_encode_segment(wire + (offset[s] - first_offset), ranges, s, n, total_adds,
-                             local_adds, LimbValue{limbs, static_cast<size_t>(n)});
+    det::wire_encode_segment(wire + (offset[s] - first_offset), ranges, s, n, total_adds, local_adds,
+                             LimbValue{limbs, static_cast<size_t>(n)});
   }
 };
 
@@ -111,9 +109,7 @@ struct FixedNormalize {
   int64_t* limbs;  // (L, n)
   int64_t n;
   FixedWindow w;
-  __device__ void operator()(int64_t i) const {
-    det::fixed_normalize(limbs + i, static_cast<size_t>(n), w);
-  }
+  __device__ void operator()(int64_t i) const { det::fixed_normalize(limbs + i, static_cast<size_t>(n), w); }
 };
 
 struct FixedRound {
@@ -161,15 +157,13 @@ class CudaGradAccumulator final : public GradAccumulator {
     fixed_add_kernel<<<grid_for(static_cast<int64_t>(n_), threads), threads, 0, be_.stream()>>>(
         limbs(), grad, static_cast<int64_t>(n_), window_, status_word());
     SB_CUDA_CHECK_LAUNCH();
-    for_each(be_, static_cast<int64_t>(blocks_),
-             WireRanges{ranges(), grad, static_cast<int64_t>(n_), window_});
+    for_each(be_, static_cast<int64_t>(blocks_), WireRanges{ranges(), grad, static_cast<int64_t>(n_), window_});
   }
 
   void round(float* out, float divisor) override {
     check("the batch gradient");
     be_.activate();
-    for_each(be_, static_cast<int64_t>(n_),
-             FixedRound{out, limbs(), static_cast<int64_t>(n_), window_, divisor});
+    for_each(be_, static_cast<int64_t>(n_), FixedRound{out, limbs(), static_cast<int64_t>(n_), window_, divisor});
   }
 
   uint64_t adds() const override { return status_.adds; }
@@ -185,8 +179,7 @@ class CudaGradAccumulator final : public GradAccumulator {
   uint8_t* block_ranges() override { return static_cast<uint8_t*>(ranges_.data()); }
   size_t range_bytes() const override { return blocks_ * sizeof(det::WireRange); }
 
-  uint64_t* encode(uint64_t total_adds, const std::vector<WireRun>& runs,
-                   uint64_t* run_words) override {
+  uint64_t* encode(uint64_t total_adds, const std::vector<WireRun>& runs, uint64_t* run_words) override {
     be_.activate();
     layout(total_adds);
     size_t total = 0;
@@ -202,8 +195,8 @@ class CudaGradAccumulator final : public GradAccumulator {
     for (const WireRun& r : runs) {
       if (r.last > r.first) {
         for_each(be_, r.last - r.first,
-                 WireEncode{wire() + at, offsets(), host_offsets_[size_t(r.first)], r.first,
-                            ranges(), limbs(), static_cast<int64_t>(n_), total_adds, status_.adds});
+                 WireEncode{wire() + at, offsets(), host_offsets_[size_t(r.first)], r.first, ranges(), limbs(),
+                            static_cast<int64_t>(n_), total_adds, status_.adds});
       }
       at += run_span(r);
     }
@@ -217,20 +210,23 @@ class CudaGradAccumulator final : public GradAccumulator {
     layout(total_adds);
     size_t end = first_word;
     for (size_t k = 0; k < runs.size(); ++k) {
-      SB_CHECK(k == 0 || runs[k - 1].last <= runs[k].first, "GradAccumulator::decode: wire runs "
-               "must be ascending and disjoint; run ", k, " starts at segment ", runs[k].first,
-               " before the previous one ends (", runs[k - 1].last, ")");
+      SB_CHECK(k == 0 || runs[k - 1].last <= runs[k].first,
+               "GradAccumulator::decode: wire runs "
+               "must be ascending and disjoint; run ",
+               k, " starts at segment ", runs[k].first, " before the previous one ends (", runs[k - 1].last, ")");
       end += run_span(runs[k]);
     }
-    SB_CHECK(end <= wire_words_, "GradAccumulator::decode: the agreed ranges give the decoded "
-             "segments words up to ", end, ", but encode() wrote ", wire_words_,
+    SB_CHECK(end <= wire_words_,
+             "GradAccumulator::decode: the agreed ranges give the decoded "
+             "segments words up to ",
+             end, ", but encode() wrote ", wire_words_,
              "; every rank must encode with the same MAX-reduced ranges and total add count");
     size_t at = first_word;
     for (const WireRun& r : runs) {
       if (r.last > r.first) {
         for_each(be_, r.last - r.first,
-                 WireDecode{wire() + at, offsets(), host_offsets_[size_t(r.first)], r.first,
-                            ranges(), limbs(), static_cast<int64_t>(n_), total_adds});
+                 WireDecode{wire() + at, offsets(), host_offsets_[size_t(r.first)], r.first, ranges(), limbs(),
+                            static_cast<int64_t>(n_), total_adds});
       }
       at += run_span(r);
     }
@@ -240,8 +236,8 @@ class CudaGradAccumulator final : public GradAccumulator {
   }
 
   size_t memory_bytes() const override {
-    return limbs_.bytes() + ranges_.bytes() + offsets_.bytes() +
-           (wire_.defined() ? wire_.bytes() : 0) + (scan_.defined() ? scan_.bytes() : 0);
+    return limbs_.bytes() + ranges_.bytes() + offsets_.bytes() + (wire_.defined() ? wire_.bytes() : 0) +
+           (scan_.defined() ? scan_.bytes() : 0);
   }
 
  private:
@@ -283,9 +279,7 @@ class CudaGradAccumulator final : public GradAccumulator {
     pending_ = 0;
   }
 
-  void check(const char* what) const {
-    det::check_fixed_status(what, status(), window_, det::kGradientOverflowAdvice);
-  }
+  void check(const char* what) const { det::check_fixed_status(what, status(), window_, det::kGradientOverflowAdvice); }
 
   int64_t* limbs() { return limbs_.data_as<int64_t>(); }
 
@@ -294,12 +288,12 @@ class CudaGradAccumulator final : public GradAccumulator {
   size_t blocks_;
   size_t segments_;
   FixedWindow window_ = det::kGradientWindow;
-  Tensor limbs_;          // (limbs, n) i64, limb-major
-  Tensor status_dev_;     // (1) the device's status bits (kFixed*)
-  Tensor ranges_;         // (blocks) det::WireRange
-  Tensor offsets_;        // (segments + 1) u64: wire word offsets
-  Tensor wire_;           // (wire words) i64
-  Tensor scan_;           // cub's scan scratch
+  Tensor limbs_;                        // (limbs, n) i64, limb-major
+  Tensor status_dev_;                   // (1) the device's status bits (kFixed*)
+  Tensor ranges_;                       // (blocks) det::WireRange
+  Tensor offsets_;                      // (segments + 1) u64: wire word offsets
+  Tensor wire_;                         // (wire words) i64
+  Tensor scan_;                         // cub's scan scratch
   std::vector<uint64_t> host_offsets_;  // (segments + 1) offsets_' host copy
   size_t wire_words_ = 0;
   det::FixedStatus status_;  // host-side bits (add-count overflow, all-reduced status), adds

@@ -11,11 +11,11 @@
 namespace sb::cuda {
 namespace {
 
-__global__ void layernorm_forward_kernel(float* out, float* mean, float* rstd, const float* inp,
-                                         const float* w, const float* b, int N, int C) {
+__global__ void layernorm_forward_kernel(float* out, float* mean, float* rstd, const float* inp, const float* w,
+                                         const float* b, int N, int C) {
   const int lane = static_cast<int>(threadIdx.x % 32);
   const int64_t n = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
-  if (n >= N) return;  // the whole warp leaves together
+  if (n >= N) return;            // the whole warp leaves together
   const float* x = inp + n * C;  // (C)
   float s = 0.0f;
   for (int i = lane; i < C; i += 32) s = s + x[i];
@@ -37,9 +37,8 @@ __global__ void layernorm_forward_kernel(float* out, float* mean, float* rstd, c
   }
 }
 
-__global__ void layernorm_dinp_kernel(float* dinp, const float* dout, const float* inp,
-                                      const float* w, const float* mean, const float* rstd, int N,
-                                      int C) {
+__global__ void layernorm_dinp_kernel(float* dinp, const float* dout, const float* inp, const float* w,
+                                      const float* mean, const float* rstd, int N, int C) {
   const int lane = static_cast<int>(threadIdx.x % 32);
   const int64_t n = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (n >= N) return;
@@ -80,24 +79,21 @@ struct BiasGradStep {
 
 }  // namespace
 
-void CudaBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* inp,
-                                    const float* w, const float* b, int N, int C) {
+void CudaBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w,
+                                    const float* b, int N, int C) {
   if (N <= 0) return;
   activate();
   const int warps = launch().row_warps;
-  layernorm_forward_kernel<<<grid_for_rows(N, warps), warps * 32, 0, stream()>>>(
-      out, mean, rstd, inp, w, b, N, C);
+  layernorm_forward_kernel<<<grid_for_rows(N, warps), warps * 32, 0, stream()>>>(out, mean, rstd, inp, w, b, N, C);
   SB_CUDA_CHECK_LAUNCH();
 }
 
-void CudaBackend::layernorm_backward(float* dinp, float* dw, float* db, const float* dout,
-                                     const float* inp, const float* w, const float* mean,
-                                     const float* rstd, int N, int C) {
+void CudaBackend::layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
+                                     const float* w, const float* mean, const float* rstd, int N, int C) {
   activate();
   if (N > 0) {
     const int warps = launch().row_warps;
-    layernorm_dinp_kernel<<<grid_for_rows(N, warps), warps * 32, 0, stream()>>>(
-        dinp, dout, inp, w, mean, rstd, N, C);
+    layernorm_dinp_kernel<<<grid_for_rows(N, warps), warps * 32, 0, stream()>>>(dinp, dout, inp, w, mean, rstd, N, C);
     SB_CUDA_CHECK_LAUNCH();
   }
   token_reduce(*this, dw, N, C, GainGradStep{dout, inp, mean, rstd, C});

@@ -35,34 +35,31 @@ template <class T>
 constexpr CudaGemmTile tile_of() {
   return {T::BM, T::BN, T::BK, T::TM, T::TN, T::MIN_BLOCKS};
 }
-constexpr std::array<CudaGemmTile, 9> kTiles = {
-    tile_of<Tile0>(), tile_of<Tile1>(), tile_of<Tile2>(), tile_of<Tile3>(), tile_of<Tile4>(),
-    tile_of<Tile5>(), tile_of<Tile6>(), tile_of<Tile7>(), tile_of<Tile8>()};
+constexpr std::array<CudaGemmTile, 9> kTiles = {tile_of<Tile0>(), tile_of<Tile1>(), tile_of<Tile2>(),
+                                                tile_of<Tile3>(), tile_of<Tile4>(), tile_of<Tile5>(),
+                                                tile_of<Tile6>(), tile_of<Tile7>(), tile_of<Tile8>()};
 
 // Whether float4 staging is exact for this GEMM: both operands 16-byte aligned with leading
 // dimensions that are multiples of 4, and each operand's contiguous dimension (k for A, n for B;
 // m and k when transposed) a multiple of 4, so a unit of 4 never straddles the operand's edge.
 bool gemm_vectorizable(const GemmArgs& g, bool ta, bool tb) {
   auto aligned = [](const float* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  return aligned(g.a) && aligned(g.b) && g.lda % 4 == 0 && g.ldb % 4 == 0 &&
-         (ta ? g.m : g.k) % 4 == 0 && (tb ? g.k : g.n) % 4 == 0;
+  return aligned(g.a) && aligned(g.b) && g.lda % 4 == 0 && g.ldb % 4 == 0 && (ta ? g.m : g.k) % 4 == 0 &&
+         (tb ? g.k : g.n) % 4 == 0;
 }
 
 template <class Tile, bool TA, bool TB>
 void launch_gemm(const GemmArgs& g, const dim3& grid, cudaStream_t stream) {
-  if (gemm_vectorizable(g, TA, TB))
-    gemm_canonical_kernel<Tile, TA, TB, true><<<grid, Tile::kThreads, 0, stream>>>(g);
-  else
-    gemm_canonical_kernel<Tile, TA, TB, false><<<grid, Tile::kThreads, 0, stream>>>(g);
+  if (gemm_vectorizable(g, TA, TB)) gemm_canonical_kernel<Tile, TA, TB, true><<<grid, Tile::kThreads, 0, stream>>>(g);
+  else gemm_canonical_kernel<Tile, TA, TB, false><<<grid, Tile::kThreads, 0, stream>>>(g);
 }
 
 template <class Tile>
 void launch_gemm(const GemmArgs& g, bool ta, bool tb, cudaStream_t stream) {
   const int64_t row_tiles = (static_cast<int64_t>(g.m) + Tile::BM - 1) / Tile::BM;
-  SB_CHECK(row_tiles <= 65535, "canonical GEMM: m=", g.m, " needs ", row_tiles,
-           " row tiles of ", Tile::BM, ", more than the grid's 65535; use a larger tile");
-  const dim3 grid(static_cast<unsigned>((g.n + Tile::BN - 1) / Tile::BN),
-                  static_cast<unsigned>(row_tiles));
+  SB_CHECK(row_tiles <= 65535, "canonical GEMM: m=", g.m, " needs ", row_tiles, " row tiles of ", Tile::BM,
+           ", more than the grid's 65535; use a larger tile");
+  const dim3 grid(static_cast<unsigned>((g.n + Tile::BN - 1) / Tile::BN), static_cast<unsigned>(row_tiles));
   if (ta) {
     if (tb) launch_gemm<Tile, true, true>(g, grid, stream);
     else launch_gemm<Tile, true, false>(g, grid, stream);
@@ -112,9 +109,8 @@ struct BiasGradStep {
 
 }  // namespace
 
-void CudaBackend::gemm_canonical(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda,
-                                 const float* b, int ldb, float* c, int ldc, bool accumulate,
-                                 Precision precision) {
+void CudaBackend::gemm_canonical(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b,
+                                 int ldb, float* c, int ldc, bool accumulate, Precision precision) {
   const GemmArgs g{m, n, k, a, lda, b, ldb, c, ldc, accumulate, precision};
   const bool at = ta == Trans::yes, bt = tb == Trans::yes;
   const int tile = launch().gemm_tile >= 0 ? launch().gemm_tile : auto_tile(m, n, sm_count());
@@ -132,9 +128,8 @@ void CudaBackend::gemm_canonical(Trans ta, Trans tb, int m, int n, int k, const 
 }
 
 // Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ: cuBLAS gets B first, n and m swapped.
-void CudaBackend::gemm_vendor(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda,
-                              const float* b, int ldb, float* c, int ldc, bool accumulate,
-                              Precision precision) {
+void CudaBackend::gemm_vendor(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
+                              float* c, int ldc, bool accumulate, Precision precision) {
   if (k == 0) {  // C = beta·C: nothing to do when accumulating, zeros otherwise
     if (!accumulate)
       SB_CUDA_CHECK(cudaMemset2DAsync(c, static_cast<size_t>(ldc) * sizeof(float), 0,
@@ -157,22 +152,17 @@ void CudaBackend::gemm_vendor(Trans ta, Trans tb, int m, int n, int k, const flo
   for_each(*this, a_elems, To16Bit{a16, a, precision});
   for_each(*this, b_elems, To16Bit{b16, b, precision});
   const cudaDataType_t type = precision == Precision::bf16 ? CUDA_R_16BF : CUDA_R_16F;
-  SB_CUBLAS_CHECK(cublasGemmEx(cublas(), op_b, op_a, n, m, k, &alpha, b16, type, ldb, a16, type,
-                               lda, &beta, c, CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F,
-                               CUBLAS_GEMM_DEFAULT));
+  SB_CUBLAS_CHECK(cublasGemmEx(cublas(), op_b, op_a, n, m, k, &alpha, b16, type, ldb, a16, type, lda, &beta, c,
+                               CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
-void CudaBackend::gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda,
-                       const float* b, int ldb, float* c, int ldc, bool accumulate,
-                       Precision precision) {
-  SB_CHECK(m >= 0 && n >= 0 && k >= 0, "gemm sizes must be non-negative, got m=", m, " n=", n,
-           " k=", k);
+void CudaBackend::gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
+                       float* c, int ldc, bool accumulate, Precision precision) {
+  SB_CHECK(m >= 0 && n >= 0 && k >= 0, "gemm sizes must be non-negative, got m=", m, " n=", n, " k=", k);
   if (m == 0 || n == 0) return;
   activate();
-  if (numerics().gemm == GemmMode::vendor)
-    gemm_vendor(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate, precision);
-  else
-    gemm_canonical(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate, precision);
+  if (numerics().gemm == GemmMode::vendor) gemm_vendor(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate, precision);
+  else gemm_canonical(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate, precision);
 }
 
 void CudaBackend::bias_forward(float* out, const float* bias, int N, int OC) {

@@ -5,9 +5,9 @@
 #include "cuda_backend_class.hpp"
 #include "elementwise.cuh"
 #include "exact_reduce.cuh"
+#include "samebits/core/exact_norm.hpp"
 #include "samebits/core/ops/adamw.hpp"
 #include "samebits/core/ops/muon.hpp"
-#include "samebits/core/exact_norm.hpp"
 #include "samebits/core/optim_kernels.hpp"
 
 namespace sb::cuda {
@@ -20,9 +20,7 @@ constexpr int kWords = kExactWords;
 struct OrthoSquares {
   const float* a;  // (r, r)
   int64_t r;
-  __device__ void operator()(int64_t i, det::ExactSum* s) const {
-    s[0].add(ops::ortho_square(a[i], i % (r + 1) == 0));
-  }
+  __device__ void operator()(int64_t i, det::ExactSum* s) const { s[0].add(ops::ortho_square(a[i], i % (r + 1) == 0)); }
 };
 
 struct MuonMomentum {
@@ -89,8 +87,7 @@ struct MuonApplyRows {
   __device__ float operator()(int64_t j) const {
     const float before = w[j];
     const float s = row_step != nullptr ? row_step[j / cols] : step;
-    w[j] = cautious ? ops::muon_apply_cautious(before, x[j], decay, s)
-                    : ops::muon_apply(before, x[j], decay, s);
+    w[j] = cautious ? ops::muon_apply_cautious(before, x[j], decay, s) : ops::muon_apply(before, x[j], decay, s);
     return before;
   }
   __device__ void operator()(int64_t j, det::ExactSum* s) const {
@@ -120,11 +117,9 @@ struct AdamWUpdate {
 
 class CudaOptimKernels final : public OptimKernels {
  public:
-  explicit CudaOptimKernels(CudaBackend& be)
-      : be_(be), words_(be.alloc(DType::i64, {2 * kWords})) {}
+  explicit CudaOptimKernels(CudaBackend& be) : be_(be), words_(be.alloc(DType::i64, {2 * kWords})) {}
 
-  void muon_momentum(float* m, float* u, const float* g, size_t n, float mu,
-                     bool nesterov) override {
+  void muon_momentum(float* m, float* u, const float* g, size_t n, float mu, bool nesterov) override {
     be_.activate();
     for_each(be_, count(n), MuonMomentum{m, u, g, mu, nesterov});
   }
@@ -150,13 +145,12 @@ class CudaOptimKernels final : public OptimKernels {
     return s[0];
   }
 
-  void muon_apply(float* w, const float* x, size_t n, float decay, float step,
-                  UpdateSums* sums) override {
+  void muon_apply(float* w, const float* x, size_t n, float decay, float step, UpdateSums* sums) override {
     update(n, MuonApply{w, x, decay, step}, sums);
   }
 
-  void muon_apply_rows(float* w, const float* x, int rows, int cols, float decay, float step,
-                       const float* row_step, bool cautious, UpdateSums* sums) override {
+  void muon_apply_rows(float* w, const float* x, int rows, int cols, float decay, float step, const float* row_step,
+                       bool cautious, UpdateSums* sums) override {
     update(static_cast<size_t>(rows) * static_cast<size_t>(cols),
            MuonApplyRows{w, x, row_step, cols, decay, step, cautious}, sums);
   }

@@ -10,11 +10,10 @@
 namespace sb::cuda {
 namespace {
 
-__global__ void rmsnorm_forward_kernel(float* out, float* rstd, const float* inp, const float* w,
-                                       int N, int C) {
+__global__ void rmsnorm_forward_kernel(float* out, float* rstd, const float* inp, const float* w, int N, int C) {
   const int lane = static_cast<int>(threadIdx.x % 32);
   const int64_t n = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
-  if (n >= N) return;  // the whole warp leaves together
+  if (n >= N) return;            // the whole warp leaves together
   const float* x = inp + n * C;  // (C)
   float q = 0.0f;
   for (int i = lane; i < C; i += 32) q = det::fma_f32(x[i], x[i], q);
@@ -24,8 +23,8 @@ __global__ void rmsnorm_forward_kernel(float* out, float* rstd, const float* inp
   if (lane == 0) rstd[n] = r;
 }
 
-__global__ void rmsnorm_dinp_kernel(float* dinp, const float* dout, const float* inp,
-                                    const float* w, const float* rstd, int N, int C) {
+__global__ void rmsnorm_dinp_kernel(float* dinp, const float* dout, const float* inp, const float* w, const float* rstd,
+                                    int N, int C) {
   const int lane = static_cast<int>(threadIdx.x % 32);
   const int64_t n = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (n >= N) return;
@@ -36,8 +35,7 @@ __global__ void rmsnorm_dinp_kernel(float* dinp, const float* dout, const float*
   for (int i = lane; i < C; i += 32) s = det::fma_f32(dy[i] * w[i], ops::rmsnorm_xhat(x[i], r), s);
   const float m = ops::norm_mean(warp_lane32_fold(s), C);
   float* dx = dinp + n * C;  // (C)
-  for (int i = lane; i < C; i += 32)
-    dx[i] = ops::rmsnorm_dinp(dy[i] * w[i], ops::rmsnorm_xhat(x[i], r), m, r);
+  for (int i = lane; i < C; i += 32) dx[i] = ops::rmsnorm_dinp(dy[i] * w[i], ops::rmsnorm_xhat(x[i], r), m, r);
 }
 
 // dw[c] ← fma(dout[n][c], x[n][c]·rstd[n], dw[c]) for n ascending.
@@ -52,23 +50,20 @@ struct GainGradStep {
 
 }  // namespace
 
-void CudaBackend::rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int N,
-                                  int C) {
+void CudaBackend::rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int N, int C) {
   if (N <= 0) return;
   activate();
   const int warps = launch().row_warps;
-  rmsnorm_forward_kernel<<<grid_for_rows(N, warps), warps * 32, 0, stream()>>>(out, rstd, inp, w,
-                                                                               N, C);
+  rmsnorm_forward_kernel<<<grid_for_rows(N, warps), warps * 32, 0, stream()>>>(out, rstd, inp, w, N, C);
   SB_CUDA_CHECK_LAUNCH();
 }
 
-void CudaBackend::rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp,
-                                   const float* w, const float* rstd, int N, int C) {
+void CudaBackend::rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w,
+                                   const float* rstd, int N, int C) {
   activate();
   if (N > 0) {
     const int warps = launch().row_warps;
-    rmsnorm_dinp_kernel<<<grid_for_rows(N, warps), warps * 32, 0, stream()>>>(dinp, dout, inp, w,
-                                                                              rstd, N, C);
+    rmsnorm_dinp_kernel<<<grid_for_rows(N, warps), warps * 32, 0, stream()>>>(dinp, dout, inp, w, rstd, N, C);
     SB_CUDA_CHECK_LAUNCH();
   }
   token_reduce(*this, dw, N, C, GainGradStep{dout, inp, rstd, C});

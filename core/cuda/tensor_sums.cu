@@ -64,10 +64,8 @@ class CudaTensorSums final : public TensorSums {
       exact_reduce<2>(be_, n, SumsAndSquares{x}, w);
       if (n > 0) {
         const int threads = be_.launch().block_threads;
-        const unsigned blocks =
-            std::min<unsigned>(grid_for(n, threads), 2u * static_cast<unsigned>(be_.sm_count()));
-        max_abs_bits_kernel<<<blocks, threads, 0, be_.stream()>>>(
-            x, n, static_cast<unsigned*>(max_bits_.data()) + t);
+        const unsigned blocks = std::min<unsigned>(grid_for(n, threads), 2u * static_cast<unsigned>(be_.sm_count()));
+        max_abs_bits_kernel<<<blocks, threads, 0, be_.stream()>>>(x, n, static_cast<unsigned*>(max_bits_.data()) + t);
         SB_CUDA_CHECK_LAUNCH();
       }
     }
@@ -94,8 +92,8 @@ class CudaTensorSums final : public TensorSums {
 };
 
 // out[b] = the 8 lane sums of full block b of data.  out: (blocks, 8)
-__global__ void xxh3_blocks_kernel(const unsigned char* data, int64_t blocks,
-                                   const unsigned char* secret, unsigned long long* out) {
+__global__ void xxh3_blocks_kernel(const unsigned char* data, int64_t blocks, const unsigned char* secret,
+                                   unsigned long long* out) {
   const int64_t b = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (b >= blocks) return;
   uint64_t c[8];
@@ -105,16 +103,14 @@ __global__ void xxh3_blocks_kernel(const unsigned char* data, int64_t blocks,
 
 // One block of 8 threads: thread i applies every block's lane-i sum in order; thread 0 then
 // finishes.  *out = XXH3_64bits(data, len), len > kXxh3MidMax.
-__global__ void xxh3_chain_kernel(const unsigned char* data, size_t len,
-                                  const unsigned long long* contributions,
+__global__ void xxh3_chain_kernel(const unsigned char* data, size_t len, const unsigned long long* contributions,
                                   const unsigned char* secret, unsigned long long* out) {
   __shared__ uint64_t lanes[8];
   const int i = static_cast<int>(threadIdx.x);
   uint64_t lane = det::xxh3::initial_lane(i);
   const uint64_t key = det::xxh3::scramble_key(secret, i);
   const size_t blocks = det::xxh3::full_blocks(len);
-  for (size_t b = 0; b < blocks; ++b)
-    lane = det::xxh3::apply_block_lane(lane, contributions[b * 8 + i], key);
+  for (size_t b = 0; b < blocks; ++b) lane = det::xxh3::apply_block_lane(lane, contributions[b * 8 + i], key);
   lanes[i] = lane;
   __syncthreads();
   if (i == 0) *out = det::xxh3::finish_long(lanes, data, len, secret);
@@ -126,8 +122,7 @@ std::unique_ptr<TensorSums> CudaBackend::make_tensor_sums(std::vector<TensorSpan
   return std::make_unique<CudaTensorSums>(*this, std::move(spans));
 }
 
-void CudaBackend::fingerprints(const float* flat, const std::vector<TensorSpan>& spans,
-                               uint64_t* out) {
+void CudaBackend::fingerprints(const float* flat, const std::vector<TensorSpan>& spans, uint64_t* out) {
   activate();
   if (!xxh3_secret_.defined()) {
     xxh3_secret_ = alloc(DType::i64, {static_cast<int64_t>(det::kXxh3SecretSize / 8)});
@@ -154,8 +149,7 @@ void CudaBackend::fingerprints(const float* flat, const std::vector<TensorSpan>&
     const auto blocks = static_cast<int64_t>(det::xxh3::full_blocks(len));
     if (blocks > 0) {
       const int threads = launch().block_threads;
-      xxh3_blocks_kernel<<<grid_for(blocks, threads), threads, 0, stream()>>>(data, blocks, secret,
-                                                                            contributions);
+      xxh3_blocks_kernel<<<grid_for(blocks, threads), threads, 0, stream()>>>(data, blocks, secret, contributions);
       SB_CUDA_CHECK_LAUNCH();
     }
     xxh3_chain_kernel<<<1, 8, 0, stream()>>>(data, len, contributions, secret, device_out + t);

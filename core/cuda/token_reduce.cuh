@@ -22,8 +22,7 @@ __global__ void token_reduce_canonical_kernel(float* out /* (C) */, int N, int C
 }
 
 template <class Step>
-__global__ void token_reduce_native_kernel(float* out /* (C), zeroed */, int N, int C, int chunk,
-                                           Step step) {
+__global__ void token_reduce_native_kernel(float* out /* (C), zeroed */, int N, int C, int chunk, Step step) {
   const int n0 = static_cast<int>(blockIdx.y) * chunk;
   const int n1 = n0 + chunk < N ? n0 + chunk : N;
   const int stride = static_cast<int>(gridDim.x * blockDim.x);

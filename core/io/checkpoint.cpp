@@ -51,7 +51,8 @@ void write_params(h5::Group& group, std::span<const float> flat, const std::vect
                   std::vector<RawWrite>& raw) {
   SB_CHECK(flat.size() == flat_size(tensors), "parameters of ", flat.size(), " values given for a layout of ",
            flat_size(tensors));
-  for (const TensorInfo& t : tensors) reserve_floats(group, t.name, flat.subspan(t.offset, t.numel), dims_of(t.shape), raw);
+  for (const TensorInfo& t : tensors)
+    reserve_floats(group, t.name, flat.subspan(t.offset, t.numel), dims_of(t.shape), raw);
 }
 
 std::vector<float> read_params(const h5::Group& group, const std::vector<TensorInfo>& tensors) {
@@ -103,8 +104,7 @@ TrainerState read_state(const h5::Group& group, const std::vector<TensorInfo>& t
     check_buffer_name(optimizer.where(), name);
     const h5::Dataset d = optimizer.dataset(name);
     d.check(h5::DType::f32, {h5::kAny});
-    SB_CHECK(d.rows() <= largest, d.where(), ": ", d.rows(), " values, more than the model's ", largest,
-             " parameters");
+    SB_CHECK(d.rows() <= largest, d.where(), ": ", d.rows(), " values, more than the model's ", largest, " parameters");
     std::vector<float> data(d.rows());
     d.read_into<float>(data);
     s.optimizer.push_back({name, std::move(data)});
@@ -159,9 +159,9 @@ TrainerState get_state(ByteReader& in, const std::vector<TensorInfo>& tensors, c
 ResumePoint find_resume_point(const std::string& run_path, const RunHeader& header,
                               const std::function<void(const TrainerState&)>& accept) {
   const RunReader run = RunReader::open(run_path);
-  SB_CHECK(run.info().experiment_id == header.experiment_id, "cannot resume '", run_path,
-           "': it records experiment ", run.info().experiment_id, ", this configuration is experiment ",
-           header.experiment_id, " (resume with the run's own configuration; its resolved text is the "
+  SB_CHECK(run.info().experiment_id == header.experiment_id, "cannot resume '", run_path, "': it records experiment ",
+           run.info().experiment_id, ", this configuration is experiment ", header.experiment_id,
+           " (resume with the run's own configuration; its resolved text is the "
            "file's `config` attribute)");
   SB_CHECK(run.tensors() == header.tensors, "cannot resume '", run_path,
            "': its tensor table differs from this model's layout (different samebits version?)");

@@ -30,13 +30,18 @@ struct HfName {
 HfName hf_name(const std::string& name) {
   static const std::map<std::string, HfName> kTop = {
       {"wte", {"wte.weight"}}, {"wpe", {"wpe.weight"}}, {"lnf.w", {"ln_f.weight"}}, {"lnf.b", {"ln_f.bias"}}};
-  static const std::map<std::string, HfName> kBlock = {
-      {"ln1.w", {"ln_1.weight"}}, {"ln1.b", {"ln_1.bias"}},
-      {"attn.qkv.w", {"attn.c_attn.weight", true}}, {"attn.qkv.b", {"attn.c_attn.bias"}},
-      {"attn.proj.w", {"attn.c_proj.weight", true}}, {"attn.proj.b", {"attn.c_proj.bias"}},
-      {"ln2.w", {"ln_2.weight"}}, {"ln2.b", {"ln_2.bias"}},
-      {"mlp.fc.w", {"mlp.c_fc.weight", true}}, {"mlp.fc.b", {"mlp.c_fc.bias"}},
-      {"mlp.proj.w", {"mlp.c_proj.weight", true}}, {"mlp.proj.b", {"mlp.c_proj.bias"}}};
+  static const std::map<std::string, HfName> kBlock = {{"ln1.w", {"ln_1.weight"}},
+                                                       {"ln1.b", {"ln_1.bias"}},
+                                                       {"attn.qkv.w", {"attn.c_attn.weight", true}},
+                                                       {"attn.qkv.b", {"attn.c_attn.bias"}},
+                                                       {"attn.proj.w", {"attn.c_proj.weight", true}},
+                                                       {"attn.proj.b", {"attn.c_proj.bias"}},
+                                                       {"ln2.w", {"ln_2.weight"}},
+                                                       {"ln2.b", {"ln_2.bias"}},
+                                                       {"mlp.fc.w", {"mlp.c_fc.weight", true}},
+                                                       {"mlp.fc.b", {"mlp.c_fc.bias"}},
+                                                       {"mlp.proj.w", {"mlp.c_proj.weight", true}},
+                                                       {"mlp.proj.b", {"mlp.c_proj.bias"}}};
   if (const auto it = kTop.find(name); it != kTop.end()) return it->second;
   if (name.rfind("h.", 0) == 0) {
     const std::size_t dot = name.find('.', 2);
@@ -72,8 +77,8 @@ bool is_hf_buffer(const std::string& name) {
 }
 
 std::string model_text(const GPTConfig& cfg) {
-  return "model.vocab=" + std::to_string(cfg.vocab) + " seq_len=" + std::to_string(cfg.seq_len) + " n_layer=" +
-         std::to_string(cfg.n_layer) + " n_embd=" + std::to_string(cfg.n_embd);
+  return "model.vocab=" + std::to_string(cfg.vocab) + " seq_len=" + std::to_string(cfg.seq_len) +
+         " n_layer=" + std::to_string(cfg.n_layer) + " n_embd=" + std::to_string(cfg.n_embd);
 }
 
 }  // namespace
@@ -115,9 +120,9 @@ std::string hf_gpt2_config_json(const GPTConfig& cfg) {
   SB_CHECK(why.empty(), "the model is not GPT-2-shaped: ", why, "; export it with --format safetensors");
   const auto n = [](int v) { return std::to_string(v); };
   std::string s = "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n";
-  s += "  \"vocab_size\": " + n(cfg.vocab) + ",\n  \"n_positions\": " + n(cfg.seq_len) + ",\n  \"n_ctx\": " +
-       n(cfg.seq_len) + ",\n  \"n_embd\": " + n(cfg.n_embd) + ",\n  \"n_layer\": " + n(cfg.n_layer) +
-       ",\n  \"n_head\": " + n(cfg.n_head) + ",\n  \"n_inner\": null,\n";
+  s += "  \"vocab_size\": " + n(cfg.vocab) + ",\n  \"n_positions\": " + n(cfg.seq_len) +
+       ",\n  \"n_ctx\": " + n(cfg.seq_len) + ",\n  \"n_embd\": " + n(cfg.n_embd) +
+       ",\n  \"n_layer\": " + n(cfg.n_layer) + ",\n  \"n_head\": " + n(cfg.n_head) + ",\n  \"n_inner\": null,\n";
   s += "  \"activation_function\": \"gelu_new\",\n  \"layer_norm_epsilon\": 1e-05,\n"
        "  \"resid_pdrop\": 0.0,\n  \"embd_pdrop\": 0.0,\n  \"attn_pdrop\": 0.0,\n"
        "  \"scale_attn_weights\": true,\n  \"scale_attn_by_inverse_layer_idx\": false,\n"
@@ -156,8 +161,10 @@ std::vector<float> read_gpt_weights(const std::string& file, const GPTConfig& cf
   const WeightsNaming naming = samebits_names ? WeightsNaming::samebits : WeightsNaming::hf_gpt2;
   if (naming == WeightsNaming::hf_gpt2) {
     const std::string why = gpt2_mismatch(cfg);
-    SB_CHECK(why.empty(), file, ": holds Hugging Face GPT-2 names (it has no tensor 'wte'), but the model is not "
-             "GPT-2-shaped: ", why);
+    SB_CHECK(why.empty(), file,
+             ": holds Hugging Face GPT-2 names (it has no tensor 'wte'), but the model is not "
+             "GPT-2-shaped: ",
+             why);
   }
   // The file's entries by name (HF names without their optional "transformer." prefix).
   std::map<std::string, const SafeTensorEntry*> by_name;
@@ -177,7 +184,8 @@ std::vector<float> read_gpt_weights(const std::string& file, const GPTConfig& cf
   }
   const std::vector<ParamView> layout = gpt_param_layout(cfg);
   std::size_t flat_size = 0;
-  for (const ParamView& p : layout) flat_size = std::max(flat_size, p.offset + (p.numel + kParamAlign - 1) / kParamAlign * kParamAlign);
+  for (const ParamView& p : layout)
+    flat_size = std::max(flat_size, p.offset + (p.numel + kParamAlign - 1) / kParamAlign * kParamAlign);
   std::vector<float> flat(flat_size, 0.0f);
   for (const ParamView& p : layout) {
     const HfName hf = naming == WeightsNaming::hf_gpt2 ? hf_name(p.name) : HfName{p.name};
@@ -221,9 +229,11 @@ std::vector<float> load_initial_weights(const Config& config) {
   if (config.train.init.empty()) return {};
   const std::string file = init_weights_file(config.train.init);
   const std::string digest = file_digest(file);
-  SB_CHECK(digest == config.train.init_digest, "config train.init='", escape_untrusted(config.train.init), "': ",
-           escape_untrusted(file), " has content hash ", digest, " but the experiment was defined with "
-           "train.init_digest=", config.train.init_digest, " (the file changed since, or another file is at its path)");
+  SB_CHECK(digest == config.train.init_digest, "config train.init='", escape_untrusted(config.train.init),
+           "': ", escape_untrusted(file), " has content hash ", digest,
+           " but the experiment was defined with "
+           "train.init_digest=",
+           config.train.init_digest, " (the file changed since, or another file is at its path)");
   return read_gpt_weights(file, config.model);
 }
 

@@ -62,8 +62,8 @@ void Object::set_attr(std::string_view name, std::string_view value) {
   require_open();
   const std::string where = attr_where(*this, name);
   SB_CHECK(value.find('\0') == std::string_view::npos, where, ": a string attribute cannot hold a NUL character");
-  SB_CHECK(value.size() <= kMaxAttrBytes, where, ": a string of ", value.size(), " bytes is too long for an attribute (",
-           kMaxAttrBytes, " at most); store it in a dataset");
+  SB_CHECK(value.size() <= kMaxAttrBytes, where, ": a string of ", value.size(),
+           " bytes is too long for an attribute (", kMaxAttrBytes, " at most); store it in a dataset");
   if (has_attr(name)) remove_attr(name);
   // Fixed length, NUL-padded (an empty string is one NUL: HDF5 has no zero-size string type).
   std::string padded(value);
@@ -85,11 +85,11 @@ void Object::write_attr(std::string_view name, DType dtype, const void* data, st
            kMaxAttrBytes / dtype_bytes(dtype), " at most); store them in a dataset");
   if (has_attr(name)) remove_attr(name);
   const hsize_t n = count;
-  Handle space(check_id(scalar ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &n, nullptr), where,
-                        "cannot make the dataspace"));
-  Handle attr(check_id(H5Acreate2(id(), std::string(name).c_str(), detail::file_type(dtype), space.id(), H5P_DEFAULT,
-                                  H5P_DEFAULT),
-                       where, "cannot create the attribute"));
+  Handle space(
+      check_id(scalar ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &n, nullptr), where, "cannot make the dataspace"));
+  Handle attr(check_id(
+      H5Acreate2(id(), std::string(name).c_str(), detail::file_type(dtype), space.id(), H5P_DEFAULT, H5P_DEFAULT),
+      where, "cannot create the attribute"));
   if (count > 0) {
     check_status(H5Awrite(attr.id(), detail::memory_type(dtype), data), where, "cannot write the attribute");
   }
@@ -101,8 +101,8 @@ std::vector<std::byte> Object::read_attr(std::string_view name, DType dtype, boo
   Handle attr = open_attr(*this, name);
   Handle type(check_id(H5Aget_type(attr.id()), where, "cannot read the attribute type"));
   DType stored;
-  SB_CHECK(detail::classify(type.id(), stored) && stored == dtype, where, ": holds ",
-           detail::describe_type(type.id()), ", expected ", dtype_name(dtype));
+  SB_CHECK(detail::classify(type.id(), stored) && stored == dtype, where, ": holds ", detail::describe_type(type.id()),
+           ", expected ", dtype_name(dtype));
   Handle space(check_id(H5Aget_space(attr.id()), where, "cannot read the attribute shape"));
   const H5S_class_t kind = H5Sget_simple_extent_type(space.id());
   const int rank = H5Sget_simple_extent_ndims(space.id());
@@ -143,9 +143,15 @@ T scalar_from(const std::vector<std::byte>& bytes) {
 }
 }  // namespace
 
-int64_t Object::attr_int(std::string_view name) const { return scalar_from<int64_t>(read_attr(name, DType::i64, true)); }
-uint64_t Object::attr_uint(std::string_view name) const { return scalar_from<uint64_t>(read_attr(name, DType::u64, true)); }
-double Object::attr_double(std::string_view name) const { return scalar_from<double>(read_attr(name, DType::f64, true)); }
+int64_t Object::attr_int(std::string_view name) const {
+  return scalar_from<int64_t>(read_attr(name, DType::i64, true));
+}
+uint64_t Object::attr_uint(std::string_view name) const {
+  return scalar_from<uint64_t>(read_attr(name, DType::u64, true));
+}
+double Object::attr_double(std::string_view name) const {
+  return scalar_from<double>(read_attr(name, DType::f64, true));
+}
 std::vector<int64_t> Object::attr_ints(std::string_view name) const { return read_attr_array<int64_t>(name); }
 std::vector<uint64_t> Object::attr_uints(std::string_view name) const { return read_attr_array<uint64_t>(name); }
 std::vector<double> Object::attr_doubles(std::string_view name) const { return read_attr_array<double>(name); }
@@ -160,7 +166,8 @@ std::string Object::attr_string(std::string_view name) const {
   Handle space(check_id(H5Aget_space(attr.id()), where, "cannot read the attribute shape"));
   SB_CHECK(H5Sget_simple_extent_type(space.id()) == H5S_SCALAR, where, ": is an array of strings, expected one string");
   const H5T_cset_t cset = H5Tget_cset(type.id());
-  SB_CHECK(cset == H5T_CSET_ASCII || cset == H5T_CSET_UTF8, where, ": a string of an unknown character set (damaged file)");
+  SB_CHECK(cset == H5T_CSET_ASCII || cset == H5T_CSET_UTF8, where,
+           ": a string of an unknown character set (damaged file)");
   const htri_t variable = H5Tis_variable_str(type.id());
   check_status(variable < 0 ? -1 : 0, where, "cannot read the string type");
   if (variable > 0) {

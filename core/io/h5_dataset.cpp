@@ -31,8 +31,8 @@ void extents(const Object& d, Dims& dims, Dims* max_dims) {
 uint64_t product(const Dims& dims, std::size_t from, const std::string& where) {
   uint64_t n = 1;
   for (std::size_t i = from; i < dims.size(); ++i) {
-    SB_CHECK(dims[i] == 0 || n <= std::numeric_limits<uint64_t>::max() / dims[i], where, ": shape ",
-             dims_string(dims), " overflows 64 bits (damaged file?)");
+    SB_CHECK(dims[i] == 0 || n <= std::numeric_limits<uint64_t>::max() / dims[i], where, ": shape ", dims_string(dims),
+             " overflows 64 bits (damaged file?)");
     n *= dims[i];
   }
   return n;
@@ -88,8 +88,8 @@ void Dataset::check(DType expected_dtype, const Dims& expected_shape) const {
 
 uint64_t Dataset::rows_in(std::size_t elements) const {
   const uint64_t per_row = row_size();
-  SB_CHECK(per_row > 0 && elements % per_row == 0, where(), ": ", elements, " values are not whole rows of ",
-           per_row, " (shape ", dims_string(shape()), ")");
+  SB_CHECK(per_row > 0 && elements % per_row == 0, where(), ": ", elements, " values are not whole rows of ", per_row,
+           " (shape ", dims_string(shape()), ")");
   return elements / per_row;
 }
 

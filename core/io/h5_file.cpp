@@ -114,7 +114,8 @@ std::string describe_type(hid_t type) {
   if (classify(type, dtype)) return std::string(dtype_name(dtype));
   const std::size_t bits = H5Tget_size(type) * 8;
   switch (H5Tget_class(type)) {
-    case H5T_INTEGER: return std::to_string(bits) + "-bit " + (H5Tget_sign(type) == H5T_SGN_NONE ? "unsigned" : "signed") + " integer";
+    case H5T_INTEGER:
+      return std::to_string(bits) + "-bit " + (H5Tget_sign(type) == H5T_SGN_NONE ? "unsigned" : "signed") + " integer";
     case H5T_FLOAT: return std::to_string(bits) + "-bit float";
     case H5T_STRING: return "string";
     case H5T_COMPOUND: return "compound";
@@ -290,14 +291,12 @@ Group Group::create_group(std::string_view path) {
   H5Pset_create_intermediate_group(lcpl.id(), 1);
   H5Pset_obj_track_times(gcpl.id(), 0);
   detail::compact_links(gcpl.id(), file_ + ":" + full);
-  Handle g(check_id(H5Gcreate2(id(), std::string(path).c_str(), lcpl.id(), gcpl.id(), H5P_DEFAULT),
-                    file_ + ":" + full, "cannot create the group"));
+  Handle g(check_id(H5Gcreate2(id(), std::string(path).c_str(), lcpl.id(), gcpl.id(), H5P_DEFAULT), file_ + ":" + full,
+                    "cannot create the group"));
   return Group(std::move(g), file_, full);
 }
 
-Group Group::require_group(std::string_view path) {
-  return is_group(path) ? group(path) : create_group(path);
-}
+Group Group::require_group(std::string_view path) { return is_group(path) ? group(path) : create_group(path); }
 
 Dataset Group::dataset(std::string_view path) const {
   return Dataset(open_object(path, "dataset"), file_, child_path(path));
@@ -343,8 +342,8 @@ Dataset Group::create_extendible(std::string_view path, DType dtype, uint64_t co
   SB_CHECK(!has(path), file_, ":", full, ": already exists");
   const uint64_t row_bytes = dtype_bytes(dtype) * (cols == 0 ? 1 : cols);
   if (chunk_rows == 0) chunk_rows = std::max<uint64_t>(1, (uint64_t{64} << 10) / row_bytes);
-  SB_CHECK(chunk_rows * row_bytes <= (uint64_t{1} << 30), file_, ":", full, ": chunk of ", chunk_rows,
-           " rows of ", row_bytes, " bytes exceeds 1 GiB; choose fewer chunk rows");
+  SB_CHECK(chunk_rows * row_bytes <= (uint64_t{1} << 30), file_, ":", full, ": chunk of ", chunk_rows, " rows of ",
+           row_bytes, " bytes exceeds 1 GiB; choose fewer chunk rows");
   using detail::HDims;
   const HDims dims = cols == 0 ? HDims{0} : HDims{0, cols};
   const HDims max_dims = cols == 0 ? HDims{H5S_UNLIMITED} : HDims{H5S_UNLIMITED, cols};
@@ -382,9 +381,9 @@ File File::create(const std::string& path, Create how) {
   detail::compact_links(fcpl.id(), path);
   Handle fapl = plist(H5P_FILE_ACCESS);
   detail::pin_format_versions(fapl.id(), path);
-  f.file_handle_ = Handle(check_id(H5Fcreate(path.c_str(), how == Create::truncate ? H5F_ACC_TRUNC : H5F_ACC_EXCL,
-                                             fcpl.id(), fapl.id()),
-                                   path, "cannot create the HDF5 file (check the directory exists and is writable)"));
+  f.file_handle_ = Handle(
+      check_id(H5Fcreate(path.c_str(), how == Create::truncate ? H5F_ACC_TRUNC : H5F_ACC_EXCL, fcpl.id(), fapl.id()),
+               path, "cannot create the HDF5 file (check the directory exists and is writable)"));
   f.handle_ = Handle(check_id(H5Gopen2(f.file_handle_.id(), "/", H5P_DEFAULT), path, "cannot open the root group"));
   return f;
 }
@@ -402,11 +401,11 @@ File File::open(const std::string& path, Mode mode) {
   f.path_ = "/";
   Handle fapl = plist(H5P_FILE_ACCESS);
   detail::pin_format_versions(fapl.id(), path);  // what an append adds keeps the walk's versions
-  f.file_handle_ = Handle(check_id(H5Fopen(path.c_str(), mode == Mode::read_only ? H5F_ACC_RDONLY : H5F_ACC_RDWR,
-                                           fapl.id()),
-                                   path, "cannot open the HDF5 file (damaged, or locked by a process writing it)"));
-  f.handle_ = Handle(check_id(H5Gopen2(f.file_handle_.id(), "/", H5P_DEFAULT), path,
-                              "cannot open the root group (damaged file)"));
+  f.file_handle_ =
+      Handle(check_id(H5Fopen(path.c_str(), mode == Mode::read_only ? H5F_ACC_RDONLY : H5F_ACC_RDWR, fapl.id()), path,
+                      "cannot open the HDF5 file (damaged, or locked by a process writing it)"));
+  f.handle_ = Handle(
+      check_id(H5Gopen2(f.file_handle_.id(), "/", H5P_DEFAULT), path, "cannot open the root group (damaged file)"));
   return f;
 }
 
@@ -425,8 +424,8 @@ void File::sync() {
 
 void File::close() {
   require_open();
-  const ssize_t open_objects =
-      H5Fget_obj_count(file_handle_.id(), H5F_OBJ_DATASET | H5F_OBJ_GROUP | H5F_OBJ_DATATYPE | H5F_OBJ_ATTR | H5F_OBJ_LOCAL);
+  const ssize_t open_objects = H5Fget_obj_count(
+      file_handle_.id(), H5F_OBJ_DATASET | H5F_OBJ_GROUP | H5F_OBJ_DATATYPE | H5F_OBJ_ATTR | H5F_OBJ_LOCAL);
   check_status(open_objects < 0 ? -1 : 0, file_, "cannot count the open objects");
   SB_CHECK(open_objects <= 1, file_, ": cannot close: ", open_objects - 1,
            " groups, datasets or attributes of this file are still open; destroy them first");

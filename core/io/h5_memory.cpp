@@ -43,7 +43,8 @@ File File::create_in_memory(const std::string& name) {
 File File::open_in_memory(const std::string& path) {
   detail::init_library();
   std::error_code ec;
-  SB_CHECK(std::filesystem::is_regular_file(path, ec), "HDF5 file '", path, "' does not exist or is not a regular file");
+  SB_CHECK(std::filesystem::is_regular_file(path, ec), "HDF5 file '", path,
+           "' does not exist or is not a regular file");
   const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
   if (is_hdf5 < 0) detail::fail(path, "cannot read the file (check its permissions)");
   SB_CHECK(is_hdf5 > 0, "'", path, "' is not an HDF5 file (no HDF5 signature)");
@@ -53,8 +54,8 @@ File File::open_in_memory(const std::string& path) {
   f.path_ = "/";
   f.file_handle_ = Handle(check_id(H5Fopen(path.c_str(), H5F_ACC_RDWR, fapl.id()), path,
                                    "cannot open the HDF5 file into memory (damaged?)"));
-  f.handle_ = Handle(check_id(H5Gopen2(f.file_handle_.id(), "/", H5P_DEFAULT), path,
-                              "cannot open the root group (damaged file)"));
+  f.handle_ = Handle(
+      check_id(H5Gopen2(f.file_handle_.id(), "/", H5P_DEFAULT), path, "cannot open the root group (damaged file)"));
   return f;
 }
 

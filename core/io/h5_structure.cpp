@@ -45,7 +45,8 @@ struct LocalHeap {
 
 class Walker {
  public:
-  Walker(const run::Fd& file, const std::string& path, uint64_t content) : file_(file), path_(path), content_(content) {}
+  Walker(const run::Fd& file, const std::string& path, uint64_t content)
+      : file_(file), path_(path), content_(content) {}
 
   void run() {
     need(content_ >= kSuperblockBytes, 0, "a file of ", content_, " bytes has no room for a superblock");
@@ -56,8 +57,8 @@ class Walker {
          "a superblock of version ", int(s.byte(8)), " (samebits writes version 0)");
     need(s.byte(13) == 8 && s.byte(14) == 8 && s.byte(15) == 0, 13, "addresses of ", int(s.byte(13)),
          " and lengths of ", int(s.byte(14)), " bytes (samebits writes 8)");
-    need(s.u(16, 2) == kGroupLeafK && s.u(18, 2) == kGroupInternalK && s.u(20, 4) == 0, 16,
-         "B-tree widths ", s.u(16, 2), " and ", s.u(18, 2), " or flags ", s.u(20, 4), " (HDF5's defaults 4, 16, 0)");
+    need(s.u(16, 2) == kGroupLeafK && s.u(18, 2) == kGroupInternalK && s.u(20, 4) == 0, 16, "B-tree widths ",
+         s.u(16, 2), " and ", s.u(18, 2), " or flags ", s.u(20, 4), " (HDF5's defaults 4, 16, 0)");
     need(s.u(24, 8) == 0 && s.u(32, 8) == kUndefined && s.u(48, 8) == kUndefined, 24,
          "a base address, free-space or driver block (samebits writes none)");
     const uint64_t end = s.u(40, 8);
@@ -184,8 +185,8 @@ class Walker {
         continue;
       }
       const uint64_t size = b.u(left, 4), mask = b.u(left + 4, 4);
-      need(size == l.size && mask == 0 && child != kUndefined && child <= eof_ && size <= eof_ - child,
-           b.at() + left, "a chunk of ", size, " bytes at ", child, " (filter mask ", mask, "), expected ", l.size,
+      need(size == l.size && mask == 0 && child != kUndefined && child <= eof_ && size <= eof_ - child, b.at() + left,
+           "a chunk of ", size, " bytes at ", child, " (filter mask ", mask, "), expected ", l.size,
            " unfiltered bytes inside the file");
     }
   }
@@ -232,8 +233,8 @@ class Walker {
     need(nodes_.insert(at).second, at, "a symbol node reached twice (a cycle?)");
     const Block b = read(at, 8 + 2 * kGroupLeafK * 40);
     const uint64_t symbols = b.u(6, 2);
-    need(b.starts_with(0, "SNOD") && b.byte(4) == 1 && b.byte(5) == 0 && symbols >= 1 && symbols <= 2 * kGroupLeafK,
-         at, "no symbol node of 1 to ", 2 * kGroupLeafK, " entries here");
+    need(b.starts_with(0, "SNOD") && b.byte(4) == 1 && b.byte(5) == 0 && symbols >= 1 && symbols <= 2 * kGroupLeafK, at,
+         "no symbol node of 1 to ", 2 * kGroupLeafK, " entries here");
     for (uint64_t k = 0; k < symbols; ++k) {
       const Entry e = entry(b, 8 + 40 * k);
       need(plain_name(heap.name(e.name_offset, at + 8 + 40 * k)), at + 8 + 40 * k,
@@ -269,8 +270,8 @@ class Walker {
     auto c = collections_.find(r.collection);
     if (c == collections_.end()) c = collections_.emplace(r.collection, collection(r.collection)).first;
     const auto o = c->second.find(r.index);
-    need(r.index != 0 && o != c->second.end() && o->second == r.length, r.at, "a variable-length string of ",
-         r.length, " bytes whose global heap object ", r.index, " is missing or of another size");
+    need(r.index != 0 && o != c->second.end() && o->second == r.length, r.at, "a variable-length string of ", r.length,
+         " bytes whose global heap object ", r.index, " is missing or of another size");
   }
 
   // A global heap collection (version 1): objects (index, references, size, data padded to 8) that
@@ -278,8 +279,7 @@ class Walker {
   std::map<uint64_t, uint64_t> collection(uint64_t at) {
     const Block head = read(at, 16);
     const uint64_t size = head.u(8, 8);
-    need(head.starts_with(0, "GCOL") && head.byte(4) == 1 && size >= 4096 && size <= kMaxHeapBytes &&
-             size <= eof_ - at,
+    need(head.starts_with(0, "GCOL") && head.byte(4) == 1 && size >= 4096 && size <= kMaxHeapBytes && size <= eof_ - at,
          at, "no global heap collection of 4 KiB to 64 MiB inside the file here");
     const Block b = read(at, size);
     std::map<uint64_t, uint64_t> objects;

@@ -1,10 +1,10 @@
 // h5_walk.hpp: the object-header messages of the files samebits writes, each checked field by field
 // before HDF5 decodes it (HDF5 1.10's decoders do not bound their reads by the message's size):
 // dataspace (versions 1, 2), datatype (integers of 1, 2, 4 or 8 bytes, IEEE floats as samebits
-// writes them, fixed- and variable-length strings), fill value (old and new), layout (version 3, contiguous or chunked),
-// attribute (versions 1 to 3, nothing shared), symbol table, link info (compact storage only),
-// group info, link (hard, soft, external), continuation and modification time. Every size, count
-// and address is checked against the message and the file; anything else is refused.
+// writes them, fixed- and variable-length strings), fill value (old and new), layout (version 3, contiguous or
+// chunked), attribute (versions 1 to 3, nothing shared), symbol table, link info (compact storage only), group info,
+// link (hard, soft, external), continuation and modification time. Every size, count and address is checked against the
+// message and the file; anything else is refused.
 #include <cstring>
 
 #include "h5_walk.hpp"
@@ -35,7 +35,9 @@ constexpr uint64_t kMaxExtent = uint64_t{1} << 48;
 constexpr uint64_t kMaxAttributeBytes = 65536;
 
 // An address: undefined, or a structure of `n` bytes inside the file.
-bool address_ok(uint64_t addr, uint64_t n, uint64_t eof) { return addr == kUndefined || (addr <= eof && n <= eof - addr); }
+bool address_ok(uint64_t addr, uint64_t n, uint64_t eof) {
+  return addr == kUndefined || (addr <= eof && n <= eof - addr);
+}
 
 Type integer(const Block& b, uint64_t off, uint64_t size, uint64_t bits) {
   need((bits & ~uint64_t{0x09}) == 0 && (size == 1 || size == 2 || size == 4 || size == 8) && b.u(off + 8, 2) == 0 &&
@@ -143,8 +145,8 @@ void fill_value(const Block& b, unsigned type, Object& o) {
       p = 2;
     } else {
       const unsigned alloc = b.byte(1), write = b.byte(2), fill = b.byte(3);
-      need(alloc >= 1 && alloc <= 3 && write <= 2 && fill <= 1, at, "a fill value message with allocation time ",
-           alloc, ", write time ", write, ", defined ", fill);
+      need(alloc >= 1 && alloc <= 3 && write <= 2 && fill <= 1, at, "a fill value message with allocation time ", alloc,
+           ", write time ", write, ", defined ", fill);
       defined = version == 1 || fill == 1;
       p = 4;
     }
@@ -197,8 +199,8 @@ void attribute(const Block& b, Object& o) {
   const auto pad = [&](uint64_t n) { return version == 1 ? (n + 7) / 8 * 8 : n; };
   uint64_t p = version == 3 ? 9 : 8;
   if (version == 3) need(b.byte(8) <= 1, at, "an attribute name of character set ", int(b.byte(8)));
-  need(name_size >= 2 && b.has(p, pad(name_size)) && b.byte(p + name_size - 1) == 0, at,
-       "an attribute name of ", name_size, " bytes that does not fit or does not end with NUL");
+  need(name_size >= 2 && b.has(p, pad(name_size)) && b.byte(p + name_size - 1) == 0, at, "an attribute name of ",
+       name_size, " bytes that does not fit or does not end with NUL");
   std::string name(name_size - 1, '\0');
   for (uint64_t k = 0; k + 1 < name_size; ++k) name[k] = char(b.byte(p + k));
   need(plain_name(name), at, "an attribute name that is not printable ASCII");
@@ -243,8 +245,7 @@ void link(const Block& b, uint64_t eof, Object& o) {
   if (type == 0) {
     l.hard = true;
     l.address = b.u(p, 8);
-    need(l.address != kUndefined && address_ok(l.address, 16, eof), at, "a link to ", l.address,
-         " outside the file");
+    need(l.address != kUndefined && address_ok(l.address, 16, eof), at, "a link to ", l.address, " outside the file");
   } else if (type == 1 || type == 64) {
     const uint64_t n = b.u(p, 2);
     need(n >= 1 && b.has(p + 2, n), at, "a link value of ", n, " bytes past its message");
@@ -281,8 +282,8 @@ void parse_message(const Block& b, unsigned type, uint64_t eof, Object& o) {
       need(b.byte(0) == 0 && (flags & ~3u) == 0, at, "a link info message of version ", int(b.byte(0)), ", flags ",
            flags);
       const uint64_t p = (flags & 1) ? 10 : 2;
-      need(b.u(p, 8) == kUndefined && b.u(p + 8, 8) == kUndefined && (!(flags & 2) || b.u(p + 16, 8) == kUndefined),
-           at, "a group in dense link storage (a fractal heap), which samebits does not write");
+      need(b.u(p, 8) == kUndefined && b.u(p + 8, 8) == kUndefined && (!(flags & 2) || b.u(p + 16, 8) == kUndefined), at,
+           "a group in dense link storage (a fractal heap), which samebits does not write");
       ++o.link_infos;
       return;
     }
@@ -297,7 +298,8 @@ void parse_message(const Block& b, unsigned type, uint64_t eof, Object& o) {
     case 0x0a: {  // group info
       const unsigned flags = b.byte(1);
       need(b.byte(0) == 0 && (flags & ~3u) == 0, at, "a group info message of version ", int(b.byte(0)));
-      if (flags & 1) need(b.u(2, 2) >= b.u(4, 2), at, "a group info message whose compact limit is below its dense one");
+      if (flags & 1)
+        need(b.u(2, 2) >= b.u(4, 2), at, "a group info message whose compact limit is below its dense one");
       ++o.group_infos;
       return;
     }

@@ -46,8 +46,7 @@ std::string stderr_digest(const std::string& text) {
       if ((line.find("Sanitizer") != std::string::npos && line.find("DEADLYSIGNAL") == std::string::npos) ||
           line.find("runtime error") != std::string::npos) {
         report = line;
-      }
-      else if (first.empty() && line.find_first_not_of(" \t=") != std::string::npos) first = line;
+      } else if (first.empty() && line.find_first_not_of(" \t=") != std::string::npos) first = line;
       continue;
     }
     const std::size_t frame = line.find_first_not_of(' '), in = line.find(" in ");
@@ -57,8 +56,8 @@ std::string stderr_digest(const std::string& text) {
     }
     const std::string function = line.substr(in + 4, line.find(' ', in + 4) - in - 4);
     if (function.rfind("__asan", 0) == 0 || function.rfind("__interceptor", 0) == 0 ||
-        function.rfind("__ubsan", 0) == 0 || function == "malloc" || function == "calloc" ||
-        function == "realloc" || function.rfind("__sanitizer", 0) == 0) {
+        function.rfind("__ubsan", 0) == 0 || function == "malloc" || function == "calloc" || function == "realloc" ||
+        function.rfind("__sanitizer", 0) == 0) {
       continue;
     }
     frames += (kept == 0 ? " (in " : " <- ") + function;
@@ -83,7 +82,8 @@ Collected collect(int answer_fd, int stderr_fd, const detail::Limits& limits) {
   pollfd fds[2] = {{answer_fd, POLLIN, 0}, {stderr_fd, POLLIN, 0}};
   std::byte buffer[1 << 16];
   while (fds[0].fd >= 0 || fds[1].fd >= 0) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       c.timed_out = true;
       return c;
@@ -157,8 +157,7 @@ void write_request(Pipe& pipe, const detail::Request& request) {
 }
 
 // Starts `reader` with the descriptors of the file comment; its pid.
-pid_t spawn_reader(const std::string& reader, const std::string& path, int request_fd, int answer_fd,
-                   int stderr_fd) {
+pid_t spawn_reader(const std::string& reader, const std::string& path, int request_fd, int answer_fd, int stderr_fd) {
   const HighFd request(request_fd), answer(answer_fd), errors(stderr_fd);
   posix_spawn_file_actions_t actions;
   posix_spawnattr_t attr;
@@ -195,7 +194,8 @@ std::string reader_executable() {
   // executable; then where the build put it.
   Dl_info here{};
   std::string holder = ::dladdr(reinterpret_cast<void*>(&reader_executable), &here) != 0 && here.dli_fname != nullptr
-                           ? std::string(here.dli_fname) : std::string();
+                           ? std::string(here.dli_fname)
+                           : std::string();
   std::error_code ec;
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
   for (const std::filesystem::path& binary : {std::filesystem::path(holder), ec ? std::filesystem::path() : self}) {
@@ -228,14 +228,13 @@ std::vector<std::byte> read_isolated(const std::string& kind, const std::string&
   Collected c = collect(answer.fd[0], errors.fd[0], limits);
   if (c.timed_out || c.too_large) ::kill(pid, SIGKILL);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   const std::string digest = stderr_digest(c.stderr_text);
   const std::string said = digest.empty() ? "" : "; it reported: " + digest;
   SB_CHECK(!c.timed_out, path, " could not be read safely: the reader process did not finish within ",
            limits.wall_seconds, " s (a decoder looping on damaged metadata?)");
-  SB_CHECK(!c.too_large, path, " could not be read safely: the reader process answered more than ",
-           limits.answer_bytes, " bytes");
+  SB_CHECK(!c.too_large, path, " could not be read safely: the reader process answered more than ", limits.answer_bytes,
+           " bytes");
   if (WIFSIGNALED(status)) {
     const int sig = WTERMSIG(status);
     SB_CHECK(sig != SIGXCPU, path, " could not be read safely: the reader process used up its ", limits.cpu_seconds,

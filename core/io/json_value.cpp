@@ -64,7 +64,10 @@ class JsonParser {
         expect(':', "':' after a member name");
         v.members_.emplace_back(std::move(key), value(depth + 1));
         space();
-        if (at_ < s_.size() && s_[at_] == ',') { ++at_; continue; }
+        if (at_ < s_.size() && s_[at_] == ',') {
+          ++at_;
+          continue;
+        }
         expect('}', "',' or '}' in an object");
         return v;
       }
@@ -77,7 +80,10 @@ class JsonParser {
       for (;;) {
         v.items_.push_back(value(depth + 1));
         space();
-        if (at_ < s_.size() && s_[at_] == ',') { ++at_; continue; }
+        if (at_ < s_.size() && s_[at_] == ',') {
+          ++at_;
+          continue;
+        }
         expect(']', "',' or ']' in an array");
         return v;
       }
@@ -124,7 +130,10 @@ class JsonParser {
     for (int k = 0; k < 4; ++k, ++at_) {
       if (at_ >= s_.size()) fail("unexpected end inside a \\u escape");
       const char h = s_[at_];
-      const int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+      const int d = h >= '0' && h <= '9'   ? h - '0'
+                    : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                    : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                           : -1;
       if (d < 0) fail("a \\u escape needs four hex digits");
       u = u * 16 + unsigned(d);
     }

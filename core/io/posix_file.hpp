@@ -73,8 +73,7 @@ inline bool write_at(const Fd& f, const std::string& path, const void* data, std
     const ssize_t put = ::pwrite(f.fd, p, n, static_cast<off_t>(offset));
     if (put < 0 && errno == EINTR) continue;
     if (put < 0 && errno == EINVAL && refuse_einval) return false;
-    SB_CHECK(put > 0, "cannot write '", path, "' at byte ", offset, ": ", std::strerror(errno),
-             " (disk full?)");
+    SB_CHECK(put > 0, "cannot write '", path, "' at byte ", offset, ": ", std::strerror(errno), " (disk full?)");
     p += put;
     n -= static_cast<std::size_t>(put);
     offset += static_cast<uint64_t>(put);

@@ -57,8 +57,10 @@ RunInfo read_info(const h5::File& f) {
   SB_CHECK(format == kRunFormat, f.file_name(), ": attribute format is '", format, "', expected '", kRunFormat,
            "' (not a samebits run file)");
   i.format_version = f.attr_int("format_version");
-  SB_CHECK(i.format_version != 1, f.file_name(), ": a run file of format version 1 (samebits 0.1, which kept "
-           "snapshots and the final state inside the run file); this samebits reads version ", kFormatVersion,
+  SB_CHECK(i.format_version != 1, f.file_name(),
+           ": a run file of format version 1 (samebits 0.1, which kept "
+           "snapshots and the final state inside the run file); this samebits reads version ",
+           kFormatVersion,
            ". h5py reads it as it is (docs/FORMAT.md, version 1); to inspect, diff or verify it here, train its "
            "experiment again with this samebits (its resolved config is the file's `config` attribute)");
   SB_CHECK(i.format_version == kFormatVersion, f.file_name(), ": run file format version ", i.format_version,
@@ -139,8 +141,8 @@ std::vector<TensorInfo> read_tensors(const h5::File& f) {
   for (int64_t t = 0; t < n; ++t) {
     const std::size_t k = std::size_t(t);
     const int64_t r = rank[k], d0 = shape[2 * k], d1 = shape[2 * k + 1];
-    SB_CHECK((r == 1 && d1 == 1) || r == 2, g.where(), ": tensor ", names[k], " has rank ", r, " and shape (", d0,
-             ", ", d1, ")");
+    SB_CHECK((r == 1 && d1 == 1) || r == 2, g.where(), ": tensor ", names[k], " has rank ", r, " and shape (", d0, ", ",
+             d1, ")");
     SB_CHECK(offset[k] >= 0 && numel[k] >= 0, g.where(), ": tensor ", names[k], " has a negative offset or size");
     out.push_back({names[k], r == 2 ? std::vector<int64_t>{d0, d1} : std::vector<int64_t>{d0}, uint64_t(offset[k]),
                    uint64_t(numel[k])});
@@ -189,8 +191,7 @@ int64_t check_series(const h5::File& f, const SeriesShape& shape, int64_t steps)
     const uint64_t width = column_width(c, shape);
     d.check(c.dtype, width == 0 ? h5::Dims{h5::kAny} : h5::Dims{h5::kAny, width});
     const int64_t r = static_cast<int64_t>(d.rows());
-    SB_CHECK(rows < 0 || r == rows, d.where(), ": ", r, " rows, but /", series_columns().front().path, " has ",
-             rows);
+    SB_CHECK(rows < 0 || r == rows, d.where(), ": ", r, " rows, but /", series_columns().front().path, " has ", rows);
     rows = r;
   }
   SB_CHECK(rows <= steps, f.file_name(), ": ", rows, " steps recorded of a run of ", steps);
@@ -275,7 +276,8 @@ RunReader RunReader::open(const std::string& path) {
   SB_CHECK(!r.tensors_.empty(), path, ": 0 tensors");
   check_tensors(path + ":/tensors", r.tensors_);
   r.rows_ = in.get<int64_t>();
-  SB_CHECK(r.rows_ >= 0 && r.rows_ <= r.info_.steps, path, ": ", r.rows_, " steps recorded of a run of ", r.info_.steps);
+  SB_CHECK(r.rows_ >= 0 && r.rows_ <= r.info_.steps, path, ": ", r.rows_, " steps recorded of a run of ",
+           r.info_.steps);
   r.shape_ = {r.tensors_.size(), std::size_t(in.get<uint64_t>())};
   SB_CHECK(r.shape_.heads <= uint64_t(kMaxTensors), path, ": ", r.shape_.heads, " QK-clip heads per step");
   for (const SeriesColumn& c : series_columns()) {
@@ -295,8 +297,8 @@ RunReader RunReader::open(const std::string& path) {
     const StoreEntry e = get_entry(in);
     SB_CHECK(e.step >= 0 && e.step <= r.rows_ && (k == 0 || e.step > r.entries_.back().step) && e.kind != 0 &&
                  (e.kind & ~(kSnapshotBit | kStateBit | kKeptBit)) == 0,
-             path, ": store index entry ", k, " (step ", e.step, ", kind ", int(e.kind), ") is out of order, beyond the ",
-             r.rows_, " recorded steps or of an unknown kind");
+             path, ": store index entry ", k, " (step ", e.step, ", kind ", int(e.kind),
+             ") is out of order, beyond the ", r.rows_, " recorded steps or of an unknown kind");
     r.entries_.push_back(e);
   }
   in.finish();
@@ -356,8 +358,8 @@ const std::vector<std::byte>& RunReader::column_rows(std::string_view column, h5
              " (a QK-clip column: only runs with optim.qk_clip > 0 have it)");
     SB_CHECK(columns[k].dtype == dtype, path_, ": column ", column, " holds ", dtype_name(columns[k].dtype),
              ", read as ", dtype_name(dtype));
-    SB_CHECK(first <= uint64_t(rows_) && count <= uint64_t(rows_) - first, path_, ": rows [", first, ", ",
-             first, "+", count, ") of ", column, " are outside the ", rows_, " recorded");
+    SB_CHECK(first <= uint64_t(rows_) && count <= uint64_t(rows_) - first, path_, ": rows [", first, ", ", first, "+",
+             count, ") of ", column, " are outside the ", rows_, " recorded");
     return series_[k];
   }
   SB_FAIL(path_, ": no series column ", column);

@@ -2,8 +2,8 @@
 // and the series columns, each bound to the StepResult field it records. A column's dtype is
 // deduced from the field's type, so the file holds exactly the bits the trainer computed.
 #include <cstring>
-#include <string>
 #include <limits>
+#include <string>
 #include <type_traits>
 
 #include "samebits/core/io/run_file.hpp"
@@ -43,8 +43,7 @@ SeriesColumn stat(std::string_view path, std::string_view help) {
 template <float TensorStats::*Member>
 void append_tensor_stat(const StepResult& r, std::size_t tensors, std::vector<std::byte>& out) {
   for (std::size_t t = 0; t < tensors; ++t) {
-    put<float>(out, t < r.stats.tensors.size() ? r.stats.tensors[t].*Member
-                                               : std::numeric_limits<float>::quiet_NaN());
+    put<float>(out, t < r.stats.tensors.size() ? r.stats.tensors[t].*Member : std::numeric_limits<float>::quiet_NaN());
   }
 }
 
@@ -92,8 +91,8 @@ std::vector<SeriesColumn> make_columns() {
       tensor_stat<&T::grad_sq_est>("series/per_tensor/grad_sq_est", "|G|² estimate of the tensor"),
       tensor_stat<&T::trace_est>("series/per_tensor/trace_est", "tr(Σ) estimate of the tensor"),
       tensor_stat<&T::noise_scale>("series/per_tensor/noise_scale", "B_simple of the tensor"),
-      {"series/param_fingerprint", h5::DType::u64, Width::tensors,
-       "XXH3-64 of each tensor's parameters after the step", true,
+      {"series/param_fingerprint", h5::DType::u64, Width::tensors, "XXH3-64 of each tensor's parameters after the step",
+       true,
        [](const StepResult& r, std::size_t n, std::vector<std::byte>& out) {
          append_fingerprints(r.param_fingerprints, n, out);
        }},
@@ -110,9 +109,7 @@ std::vector<SeriesColumn> make_columns() {
        true},
       {"series/qk_clipped", h5::DType::i64, Width::one,
        "QK-clip (optim.qk_clip > 0 only): heads whose W_q, W_k rows the step rescaled (S_h > τ)", true,
-       [](const StepResult& r, std::size_t, std::vector<std::byte>& out) {
-         put<int64_t>(out, r.stats.qk_clipped);
-       },
+       [](const StepResult& r, std::size_t, std::vector<std::byte>& out) { put<int64_t>(out, r.stats.qk_clipped); },
        true},
       {"series/comm_bytes", h5::DType::u64, Width::collectives,
        "payload bytes this rank passed to each collective kind in the step", false,
@@ -169,12 +166,13 @@ SeriesShape series_shape(const std::vector<TensorInfo>& tensors, int64_t qk_n_he
     if (t.name != "h." + std::to_string(blocks) + ".attn.qkv.w") continue;
     SB_CHECK(t.shape.size() == 2 && t.shape[1] >= 1 && qk_n_head >= 1 && qk_n_head <= t.shape[1] &&
                  t.shape[1] % qk_n_head == 0,
-             "QK-clip columns of ", qk_n_head, " heads per block, but tensor ", t.name, " has shape (",
-             t.shape[0], t.shape.size() == 2 ? ", " + std::to_string(t.shape[1]) : std::string(),
+             "QK-clip columns of ", qk_n_head, " heads per block, but tensor ", t.name, " has shape (", t.shape[0],
+             t.shape.size() == 2 ? ", " + std::to_string(t.shape[1]) : std::string(),
              "): the heads must divide its width C");
     ++blocks;
   }
-  SB_CHECK(blocks >= 1, "QK-clip columns of ", qk_n_head, " heads per block, but the tensor table has no "
+  SB_CHECK(blocks >= 1, "QK-clip columns of ", qk_n_head,
+           " heads per block, but the tensor table has no "
            "h.0.attn.qkv.w");
   shape.heads = blocks * std::size_t(qk_n_head);
   return shape;

@@ -69,8 +69,8 @@ Sealed sealed_content(const Fd& f, const std::string& path) {
            " bytes is too short for a samebits file (truncated?)");
   std::array<unsigned char, kSealBytes> t{};
   read_at(f, path, t.data(), t.size(), size - kSealBytes);
-  SB_CHECK(std::memcmp(t.data(), kHeadMagic, 8) == 0 && std::memcmp(t.data() + 24, kTailMagic, 8) == 0, "'",
-           path, "' is damaged or not written by samebits: its last ", kSealBytes,
+  SB_CHECK(std::memcmp(t.data(), kHeadMagic, 8) == 0 && std::memcmp(t.data() + 24, kTailMagic, 8) == 0, "'", path,
+           "' is damaged or not written by samebits: its last ", kSealBytes,
            " bytes are not a samebits seal (truncated, or modified by another program)");
   const uint64_t length = load_u64(t.data() + 8);
   SB_CHECK(length == size - kSealBytes, "'", path, "' is damaged: its seal records ", length,
@@ -125,8 +125,7 @@ uint64_t check_seal(const std::string& path) {
 void unseal_file(const std::string& path) {
   const Fd f(path, O_RDWR);
   const uint64_t length = sealed_content(f, path).length;
-  SB_CHECK(::ftruncate(f.fd, static_cast<off_t>(length)) == 0, "cannot truncate '", path, "': ",
-           std::strerror(errno));
+  SB_CHECK(::ftruncate(f.fd, static_cast<off_t>(length)) == 0, "cannot truncate '", path, "': ", std::strerror(errno));
 }
 
 }  // namespace sb::run

@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <functional>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <utility>
 
@@ -49,8 +49,8 @@ uint64_t trim_to_content(const std::string& path) {
   for (int k = 7; k >= 0; --k) end = (end << 8) | head[40 + k];
   SB_CHECK(head[8] == 0 && end > 0 && end <= file_size(f, path), "'", path,
            "': HDF5 left a superblock of a version samebits does not write");
-  SB_CHECK(::ftruncate(f.fd, static_cast<off_t>(end)) == 0, "cannot trim '", path, "' to its content: ",
-           std::strerror(errno));
+  SB_CHECK(::ftruncate(f.fd, static_cast<off_t>(end)) == 0, "cannot trim '", path,
+           "' to its content: ", std::strerror(errno));
   return end;
 }
 
@@ -105,7 +105,8 @@ bool parse_store_name(const std::string& name, int64_t& step, bool& state) {
       continue;
     }
     const std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
-    if (digits.empty() || digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos) return false;
+    if (digits.empty() || digits.size() > 18 || digits.find_first_not_of("0123456789") != std::string::npos)
+      return false;
     step = std::stoll(digits);
     state = prefix == "state_step_";
     return name == std::string(state ? "state_" : "snapshot_") + step_name(step) + ".h5";
@@ -202,10 +203,10 @@ std::vector<StoreEntry> read_store_index(const h5::File& run, int64_t rows) {
   std::vector<StoreEntry> out;
   for (uint64_t i = 0; i < n; ++i) {
     const StoreEntry e{steps[i], kinds[i], digests[i], bytes[i]};
-    SB_CHECK(e.step >= 0 && e.step <= rows && (i == 0 || e.step > out.back().step), store.where(),
-             ": entry ", i, " is of step ", e.step, "; steps must ascend within the ", rows, " recorded");
-    SB_CHECK(e.kind != 0 && (e.kind & ~kKnownBits) == 0 && (e.is_state() || (e.kind & kKeptBit) == 0),
-             store.where(), ": entry ", i, " (step ", e.step, ") has kind ", int(e.kind),
+    SB_CHECK(e.step >= 0 && e.step <= rows && (i == 0 || e.step > out.back().step), store.where(), ": entry ", i,
+             " is of step ", e.step, "; steps must ascend within the ", rows, " recorded");
+    SB_CHECK(e.kind != 0 && (e.kind & ~kKnownBits) == 0 && (e.is_state() || (e.kind & kKeptBit) == 0), store.where(),
+             ": entry ", i, " (step ", e.step, ") has kind ", int(e.kind),
              "; expected snapshot (1), state (2) and kept (4) bits, kept only on a state");
     out.push_back(e);
   }
@@ -301,8 +302,8 @@ void remove_unindexed_files(const std::string& run_path, const std::vector<Store
     bool state = false;
     const bool ours = parse_store_name(name, step, state);
     const bool indexed = ours && std::any_of(entries.begin(), entries.end(), [&](const StoreEntry& x) {
-      return x.step == step && x.is_state() == state;
-    });
+                           return x.step == step && x.is_state() == state;
+                         });
     if ((ours && !indexed) || name.find(".h5.tmp.") != std::string::npos) fs::remove(file, ec);
   }
 }

@@ -136,8 +136,11 @@ void remove_stale_temporaries(const std::string& path) {
 }  // namespace
 
 RunWriter::RunWriter(std::string path, RunHeader header, int64_t committed, std::vector<StoreEntry> entries)
-    : path_(std::move(path)), header_(std::move(header)), shape_(series_shape(header_.tensors, header_.qk_n_head)),
-      committed_(committed), entries_(std::move(entries)) {
+    : path_(std::move(path)),
+      header_(std::move(header)),
+      shape_(series_shape(header_.tensors, header_.qk_n_head)),
+      committed_(committed),
+      entries_(std::move(entries)) {
   pending_.resize(series_columns().size());
 }
 
@@ -149,7 +152,8 @@ RunWriter RunWriter::create(const std::string& path, const RunHeader& header) {
   SB_CHECK(!header.tensors.empty(), "a run file needs the model's tensor layout");
   const fs::path store = store_dir(path);
   SB_CHECK(!fs::exists(store, ec) || (fs::is_directory(store, ec) && fs::is_empty(store, ec)), "the store folder '",
-           store.string(), "' of the new run file '", path, "' already exists and is not empty (left by a run whose "
+           store.string(), "' of the new run file '", path,
+           "' already exists and is not empty (left by a run whose "
            "run file was removed?); samebits never overwrites a run: remove it or choose another --out");
   const fs::path parent = fs::path(path).parent_path();
   if (!parent.empty()) {
@@ -198,8 +202,7 @@ RunWriter RunWriter::create(const std::string& path, const RunHeader& header) {
   return w;
 }
 
-RunWriter RunWriter::resume(const std::string& path, const RunHeader& header, int64_t step,
-                            const std::string& note) {
+RunWriter RunWriter::resume(const std::string& path, const RunHeader& header, int64_t step, const std::string& note) {
   std::vector<StoreEntry> kept, dropped;
   const SeriesShape shape = series_shape(header.tensors, header.qk_n_head);
   {
@@ -207,8 +210,8 @@ RunWriter RunWriter::resume(const std::string& path, const RunHeader& header, in
     SB_CHECK(run.info().experiment_id == header.experiment_id && run.tensors() == header.tensors &&
                  run.shape().heads == shape.heads,
              "cannot resume '", path, "': it records another experiment (", run.info().experiment_id, ")");
-    SB_CHECK(step >= 0 && step <= run.steps_recorded(), "cannot resume '", path, "' at step ", step,
-             ": it records ", run.steps_recorded(), " steps");
+    SB_CHECK(step >= 0 && step <= run.steps_recorded(), "cannot resume '", path, "' at step ", step, ": it records ",
+             run.steps_recorded(), " steps");
     for (const StoreEntry& e : run.store_entries()) (e.step <= step ? kept : dropped).push_back(e);
   }
   remove_stale_temporaries(path);
@@ -225,8 +228,8 @@ RunWriter RunWriter::resume(const std::string& path, const RunHeader& header, in
     write_execution(f, header.execution);
     f.set_attr("time_updated", now);
     f.set_attr("time_sessions", f.attr_string("time_sessions") + "\n" + now + " resume at step " +
-                                    std::to_string(step) + " on " + host_name() + ", " +
-                                    header.execution.layout + ": " + note);
+                                    std::to_string(step) + " on " + host_name() + ", " + header.execution.layout +
+                                    ": " + note);
   });
   remove_unindexed_files(path, kept);  // the dropped entries' files and those never indexed
   RunWriter w(path, header, step, std::move(kept));
@@ -235,8 +238,8 @@ RunWriter RunWriter::resume(const std::string& path, const RunHeader& header, in
 }
 
 void RunWriter::record(const StepResult& r) {
-  SB_CHECK(r.stats.step == steps_recorded() + 1, "run file '", path_, "': step ", r.stats.step,
-           " recorded after step ", steps_recorded());
+  SB_CHECK(r.stats.step == steps_recorded() + 1, "run file '", path_, "': step ", r.stats.step, " recorded after step ",
+           steps_recorded());
   SB_CHECK(r.stats.qk_max_logits.size() == shape_.heads, "run file '", path_, "': step ", r.stats.step, " has ",
            r.stats.qk_max_logits.size(), " QK-clip maxima, the file records ", shape_.heads, " per step");
   const auto& columns = series_columns();
@@ -284,7 +287,7 @@ void RunWriter::wait_store() {
   if (!job_) return;
   StoreJob job = std::move(*job_);
   job_.reset();
-  StoreEntry entry = job.write.get();  // a failed write throws here, after job_ is cleared
+  StoreEntry entry = job.write.get();             // a failed write throws here, after job_ is cleared
   if (job.state) spare_ = std::move(*job.state);  // the write is complete: its buffers are free
   if (job.weights && spare_.weights.empty()) spare_.weights = std::move(*job.weights);
   entry.kind |= job.kind;
@@ -323,9 +326,9 @@ void RunWriter::snapshot(int64_t step, const std::function<std::vector<float>()>
   StoreJob job;
   job.step = step;
   job.weights = weights;
-  start_store([file, step, id = header_.experiment_id, tensors = header_.tensors, weights] {
-    return write_snapshot_file(file, step, id, *weights, tensors);
-  }, std::move(job));
+  start_store([file, step, id = header_.experiment_id, tensors = header_.tensors,
+               weights] { return write_snapshot_file(file, step, id, *weights, tensors); },
+              std::move(job));
 }
 
 std::size_t RunWriter::pending_bytes() const {
@@ -380,13 +383,16 @@ void RunWriter::store_state(TrainerState state, bool keep, bool commit) {
   job.kind = kept;
   job.commit = commit;
   job.state = held;
-  start_store([file, tensors = header_.tensors, held] {
-    try {
-      return write_state_file(file, *held, tensors);
-    } catch (const Error& e) {
-      SB_FAIL("cannot write the checkpoint ", file, " (disk full?); the earlier checkpoints are intact: ", e.what());
-    }
-  }, std::move(job));
+  start_store(
+      [file, tensors = header_.tensors, held] {
+        try {
+          return write_state_file(file, *held, tensors);
+        } catch (const Error& e) {
+          SB_FAIL("cannot write the checkpoint ", file,
+                  " (disk full?); the earlier checkpoints are intact: ", e.what());
+        }
+      },
+      std::move(job));
 }
 
 void RunWriter::checkpoint(TrainerState state, bool keep) { store_state(std::move(state), keep, true); }

@@ -32,8 +32,8 @@ namespace {
 // Bytes per element of a safetensors dtype; 0 when unknown.
 uint64_t dtype_bytes(const std::string& dtype) {
   static const std::pair<const char*, uint64_t> kSizes[] = {
-      {"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8}, {"I32", 4}, {"I16", 2}, {"I8", 1},
-      {"U64", 8}, {"U32", 4}, {"U16", 2}, {"U8", 1}, {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
+      {"F64", 8}, {"F32", 4}, {"F16", 2}, {"BF16", 2}, {"I64", 8},  {"I32", 4},     {"I16", 2},    {"I8", 1},
+      {"U64", 8}, {"U32", 4}, {"U16", 2}, {"U8", 1},   {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
   for (const auto& [name, bytes] : kSizes) {
     if (dtype == name) return bytes;
   }
@@ -58,7 +58,8 @@ void read_exact(std::ifstream& in, uint64_t offset, void* out, uint64_t bytes, c
 
 SafeTensorEntry parse_entry(const std::string& path, const std::string& name, const JsonValue& v, uint64_t data_bytes) {
   const std::string where = path + ": tensor '" + escape_untrusted(name) + "'";
-  SB_CHECK(v.is(JsonValue::Kind::object), where, ": its header entry is ", json_kind_name(v.kind()), ", expected an object");
+  SB_CHECK(v.is(JsonValue::Kind::object), where, ": its header entry is ", json_kind_name(v.kind()),
+           ", expected an object");
   for (const auto& [key, value] : v.members()) {
     SB_CHECK(key == "dtype" || key == "shape" || key == "data_offsets", where, ": unknown header field '",
              escape_untrusted(key), "' (expected dtype, shape, data_offsets)");
@@ -67,7 +68,8 @@ SafeTensorEntry parse_entry(const std::string& path, const std::string& name, co
   const JsonValue* shape = v.find("shape");
   const JsonValue* offsets = v.find("data_offsets");
   SB_CHECK(dtype && shape && offsets, where, ": its header entry needs dtype, shape and data_offsets");
-  SB_CHECK(dtype->is(JsonValue::Kind::string), where, ": dtype is ", json_kind_name(dtype->kind()), ", expected a string");
+  SB_CHECK(dtype->is(JsonValue::Kind::string), where, ": dtype is ", json_kind_name(dtype->kind()),
+           ", expected a string");
   SafeTensorEntry e;
   e.name = name;
   e.dtype = dtype->string();
@@ -89,8 +91,8 @@ SafeTensorEntry parse_entry(const std::string& path, const std::string& name, co
   SB_CHECK(e.begin <= e.end && e.end <= data_bytes, where, ": data_offsets [", e.begin, ", ", e.end,
            "] are not inside the data buffer of ", data_bytes, " bytes");
   SB_CHECK(numel <= (e.end - e.begin) / element && numel * element == e.end - e.begin, where, ": data_offsets span ",
-           e.end - e.begin, " bytes but dtype ", e.dtype, " and shape ", shape_text(e.shape), " need ",
-           numel, " x ", element);
+           e.end - e.begin, " bytes but dtype ", e.dtype, " and shape ", shape_text(e.shape), " need ", numel, " x ",
+           element);
   return e;
 }
 
@@ -112,8 +114,8 @@ void write_safetensors(const std::string& path, const std::vector<SafeTensor>& t
   std::set<std::string> names;
   uint64_t offset = 0;
   for (const SafeTensor& t : tensors) {
-    SB_CHECK(t.name != "__metadata__" && !t.name.empty() && names.insert(t.name).second, path,
-             ": tensor name '", t.name, "' is empty, reserved or repeated");
+    SB_CHECK(t.name != "__metadata__" && !t.name.empty() && names.insert(t.name).second, path, ": tensor name '",
+             t.name, "' is empty, reserved or repeated");
     uint64_t numel = 1;
     for (const int64_t d : t.shape) numel *= uint64_t(d);
     SB_CHECK(numel == t.data.size(), path, ": tensor ", t.name, " has ", t.data.size(), " values for shape ",
@@ -124,8 +126,8 @@ void write_safetensors(const std::string& path, const std::vector<SafeTensor>& t
       shape += std::to_string(t.shape[k]);
     }
     const uint64_t end = offset + numel * sizeof(float);
-    header += std::string(header.size() > 1 ? "," : "") + json_string(t.name) + ":{\"dtype\":\"F32\",\"shape\":[" + shape +
-              "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(end) + "]}";
+    header += std::string(header.size() > 1 ? "," : "") + json_string(t.name) + ":{\"dtype\":\"F32\",\"shape\":[" +
+              shape + "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(end) + "]}";
     offset = end;
   }
   header += "}";
@@ -145,7 +147,8 @@ void write_safetensors(const std::string& path, const std::vector<SafeTensor>& t
 
 SafetensorsHeader read_safetensors_header(const std::string& path) {
   const uint64_t size = file_size(path);
-  SB_CHECK(size >= 8, path, ": ", size, " bytes is too short for a safetensors file (8-byte header length, "
+  SB_CHECK(size >= 8, path, ": ", size,
+           " bytes is too short for a safetensors file (8-byte header length, "
            "JSON header, data)");
   std::ifstream in(path, std::ios::binary);
   uint64_t n = 0;
@@ -178,7 +181,8 @@ SafetensorsHeader read_safetensors_header(const std::string& path) {
   // The format requires the tensors to cover the buffer exactly, without overlap.
   std::vector<const SafeTensorEntry*> by_offset;
   for (const SafeTensorEntry& e : h.tensors) by_offset.push_back(&e);
-  std::sort(by_offset.begin(), by_offset.end(), [](auto* a, auto* b) { return a->begin < b->begin || (a->begin == b->begin && a->end < b->end); });
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](auto* a, auto* b) { return a->begin < b->begin || (a->begin == b->begin && a->end < b->end); });
   uint64_t covered = 0;
   for (const SafeTensorEntry* e : by_offset) {
     SB_CHECK(e->begin == covered, path, ": tensor '", escape_untrusted(e->name), "' starts at byte ", e->begin,
@@ -190,7 +194,8 @@ SafetensorsHeader read_safetensors_header(const std::string& path) {
   return h;
 }
 
-std::vector<float> read_safetensor(const std::string& path, const SafetensorsHeader& header, const SafeTensorEntry& entry) {
+std::vector<float> read_safetensor(const std::string& path, const SafetensorsHeader& header,
+                                   const SafeTensorEntry& entry) {
   SB_CHECK(entry.dtype == "F32", path, ": tensor '", escape_untrusted(entry.name), "' has dtype ",
            escape_untrusted(entry.dtype), "; samebits reads F32 only (convert it, e.g. torch: t.float())");
   std::vector<float> data((entry.end - entry.begin) / sizeof(float));

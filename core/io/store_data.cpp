@@ -23,8 +23,7 @@ constexpr uint64_t kBlock = 4096;
 
 }  // namespace
 
-StoreDataWrite write_store_data(const std::string& path, uint64_t length, std::vector<RawWrite> raw,
-                                bool direct) {
+StoreDataWrite write_store_data(const std::string& path, uint64_t length, std::vector<RawWrite> raw, bool direct) {
   std::sort(raw.begin(), raw.end(), [](const RawWrite& a, const RawWrite& b) { return a.offset < b.offset; });
   for (std::size_t i = 0; i < raw.size(); ++i) {
     SB_CHECK(raw[i].offset <= length && raw[i].bytes <= length - raw[i].offset &&
@@ -35,7 +34,7 @@ StoreDataWrite write_store_data(const std::string& path, uint64_t length, std::v
   const Fd plain(path, O_RDWR);
   Fd fast = direct ? Fd::try_open(path, O_WRONLY | O_DIRECT) : Fd::closed();  // fd -1: no direct I/O
   const std::unique_ptr<char, decltype(&std::free)> stage(static_cast<char*>(std::aligned_alloc(kBlock, kWindow)),
-                                                         &std::free);
+                                                          &std::free);
   SB_CHECK(stage != nullptr, "cannot allocate ", kWindow, " bytes to write '", path, "'");
   const std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> hash(XXH3_createState(), &XXH3_freeState);
   SB_CHECK(hash != nullptr && XXH3_64bits_reset(hash.get()) == XXH_OK, "cannot start a hash of '", path, "'");

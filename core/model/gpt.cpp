@@ -17,39 +17,38 @@ namespace sb {
 // (B·T = N rows) into acts_. Biases are null without model.bias, norm biases also under RMSNorm.
 struct GPT::Layer {
   const float *ln1w, *ln1b, *qkvw, *qkvb, *projw, *projb, *ln2w, *ln2b, *fcw, *fcb, *fc2w, *fc2b;
-  float *dln1w, *dln1b, *dqkvw, *dqkvb, *dprojw, *dprojb, *dln2w, *dln2b, *dfcw, *dfcb, *dfc2w,
-      *dfc2b;
-  const float* input;     // (N, C) the residual stream entering the block
+  float *dln1w, *dln1b, *dqkvw, *dqkvb, *dprojw, *dprojb, *dln2w, *dln2b, *dfcw, *dfcb, *dfc2w, *dfc2b;
+  const float* input;                // (N, C) the residual stream entering the block
   float *ln1, *ln1_mean, *ln1_rstd;  // (N, C), (N), (N)
-  float* qkv;             // (N, 3C)
-  float* atty;            // (N, C) attention output before the projection
-  float* att;             // (B, NH, T, T) softmax probabilities
-  float* attproj;         // (N, C)
-  float* res2;            // (N, C) input + attproj
+  float* qkv;                        // (N, 3C)
+  float* atty;                       // (N, C) attention output before the projection
+  float* att;                        // (B, NH, T, T) softmax probabilities
+  float* attproj;                    // (N, C)
+  float* res2;                       // (N, C) input + attproj
   float *ln2, *ln2_mean, *ln2_rstd;  // (N, C), (N), (N)
-  float* fch;             // (N, 4C)
-  float* fch_gelu;        // (N, 4C)
-  float* fcproj;          // (N, C)
-  float* res3;            // (N, C) res2 + fcproj: the block's output
+  float* fch;                        // (N, 4C)
+  float* fch_gelu;                   // (N, 4C)
+  float* fcproj;                     // (N, C)
+  float* res3;                       // (N, C) res2 + fcproj: the block's output
 };
 
 struct GPT::Buffers {
   std::vector<Layer> layers;
   const float *wte, *wpe, *lnfw, *lnfb, *headw;  // headw is wte when tied
   float *dwte, *dwpe, *dlnfw, *dlnfb, *dheadw;
-  int32_t *inputs, *targets;            // (B, T) each
-  float* encoded;                       // (N, C)
-  float *lnf, *lnf_mean, *lnf_rstd;     // (N, C), (N), (N)
-  float* logits;                        // (N, V)
-  float* losses;                        // (N)
-  float* xstats;                        // (N, 2): row max, denominator
+  int32_t *inputs, *targets;         // (B, T) each
+  float* encoded;                    // (N, C)
+  float *lnf, *lnf_mean, *lnf_rstd;  // (N, C), (N), (N)
+  float* logits;                     // (N, V)
+  float* losses;                     // (N)
+  float* xstats;                     // (N, 2): row max, denominator
   // backward temporaries
-  float* dres;                          // (N, C) gradient of the residual stream
-  float *dbtc1, *dbtc2;                 // (N, C)
-  float* dqkv;                          // (N, 3C)
-  float* datt;                          // (B, NH, T, T)
-  float *dff1, *dff2;                   // (N, 4C)
-  float* dlogits;                       // (N, V)
+  float* dres;           // (N, C) gradient of the residual stream
+  float *dbtc1, *dbtc2;  // (N, C)
+  float* dqkv;           // (N, 3C)
+  float* datt;           // (B, NH, T, T)
+  float *dff1, *dff2;    // (N, 4C)
+  float* dlogits;        // (N, V)
 };
 
 namespace {
@@ -111,12 +110,10 @@ void GPT::bind_buffers() {
   const size_t N = static_cast<size_t>(B_) * cfg_.seq_len, C = cfg_.n_embd, V = cfg_.vocab;
   const size_t CA = C / S, F = 4 * C / S;  // this rank's attention and MLP widths
   const size_t TT = static_cast<size_t>(B_) * (cfg_.n_head / S) * cfg_.seq_len * cfg_.seq_len;
-  const size_t per_layer = 8 * aligned(N * C) + aligned(N * 3 * CA) + aligned(TT) +
-                           2 * aligned(N * F) + 4 * aligned(N);
-  const size_t acts = aligned(N * C) + cfg_.n_layer * per_layer + aligned(N * C) +
-                      3 * aligned(N) + aligned(N * V) + aligned(2 * N);
-  const size_t scratch = 3 * aligned(N * C) + aligned(N * 3 * CA) + aligned(TT) +
-                         2 * aligned(N * F) + aligned(N * V);
+  const size_t per_layer = 8 * aligned(N * C) + aligned(N * 3 * CA) + aligned(TT) + 2 * aligned(N * F) + 4 * aligned(N);
+  const size_t acts =
+      aligned(N * C) + cfg_.n_layer * per_layer + aligned(N * C) + 3 * aligned(N) + aligned(N * V) + aligned(2 * N);
+  const size_t scratch = 3 * aligned(N * C) + aligned(N * 3 * CA) + aligned(TT) + 2 * aligned(N * F) + aligned(N * V);
   acts_ = be_.alloc(DType::f32, {static_cast<int64_t>(acts)});
   scratch_ = be_.alloc(DType::f32, {static_cast<int64_t>(scratch)});
   float* cursor = acts_.data_as<float>();
@@ -142,12 +139,12 @@ void GPT::bind_buffers() {
     const char* name;
     const float* Layer::*w;
     float* Layer::*g;
-  } kTensors[] = {{"ln1.w", &Layer::ln1w, &Layer::dln1w},          {"ln1.b", &Layer::ln1b, &Layer::dln1b},
-                  {"attn.qkv.w", &Layer::qkvw, &Layer::dqkvw},     {"attn.qkv.b", &Layer::qkvb, &Layer::dqkvb},
-                  {"attn.proj.w", &Layer::projw, &Layer::dprojw},  {"attn.proj.b", &Layer::projb, &Layer::dprojb},
-                  {"ln2.w", &Layer::ln2w, &Layer::dln2w},          {"ln2.b", &Layer::ln2b, &Layer::dln2b},
-                  {"mlp.fc.w", &Layer::fcw, &Layer::dfcw},         {"mlp.fc.b", &Layer::fcb, &Layer::dfcb},
-                  {"mlp.proj.w", &Layer::fc2w, &Layer::dfc2w},     {"mlp.proj.b", &Layer::fc2b, &Layer::dfc2b}};
+  } kTensors[] = {{"ln1.w", &Layer::ln1w, &Layer::dln1w},         {"ln1.b", &Layer::ln1b, &Layer::dln1b},
+                  {"attn.qkv.w", &Layer::qkvw, &Layer::dqkvw},    {"attn.qkv.b", &Layer::qkvb, &Layer::dqkvb},
+                  {"attn.proj.w", &Layer::projw, &Layer::dprojw}, {"attn.proj.b", &Layer::projb, &Layer::dprojb},
+                  {"ln2.w", &Layer::ln2w, &Layer::dln2w},         {"ln2.b", &Layer::ln2b, &Layer::dln2b},
+                  {"mlp.fc.w", &Layer::fcw, &Layer::dfcw},        {"mlp.fc.b", &Layer::fcb, &Layer::dfcb},
+                  {"mlp.proj.w", &Layer::fc2w, &Layer::dfc2w},    {"mlp.proj.b", &Layer::fc2b, &Layer::dfc2b}};
   const float* input = b.encoded;
   for (int l = 0; l < cfg_.n_layer; ++l) {
     Layer& L = b.layers[static_cast<size_t>(l)];
@@ -241,22 +238,17 @@ void GPT::init(uint64_t seed) {
   if (!staging.empty()) be_.copy_from_host(weights_.data(), staging.data(), flat_size_ * sizeof(float));
 }
 
-void GPT::norm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w,
-                       const float* b) {
+void GPT::norm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b) {
   const int N = B_ * cfg_.seq_len, C = cfg_.n_embd;
-  if (cfg_.norm == NormKind::layernorm)
-    be_.layernorm_forward(out, mean, rstd, inp, w, b, N, C);
-  else
-    be_.rmsnorm_forward(out, rstd, inp, w, N, C);
+  if (cfg_.norm == NormKind::layernorm) be_.layernorm_forward(out, mean, rstd, inp, w, b, N, C);
+  else be_.rmsnorm_forward(out, rstd, inp, w, N, C);
 }
 
-void GPT::norm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
-                        const float* w, const float* mean, const float* rstd) {
+void GPT::norm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w,
+                        const float* mean, const float* rstd) {
   const int N = B_ * cfg_.seq_len, C = cfg_.n_embd;
-  if (cfg_.norm == NormKind::layernorm)
-    be_.layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
-  else
-    be_.rmsnorm_backward(dinp, dw, dout, inp, w, rstd, N, C);
+  if (cfg_.norm == NormKind::layernorm) be_.layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+  else be_.rmsnorm_backward(dinp, dw, dout, inp, w, rstd, N, C);
 }
 
 float GPT::forward(const int32_t* tokens) {
@@ -277,25 +269,67 @@ float GPT::forward(const int32_t* tokens) {
   be_.copy_from_host(b.inputs, split.data(), split.size() * sizeof(int32_t));
 
   // Each op under its call site (trace.hpp): nothing but a pointer test unless a trace records.
-  { const trace::Scope s(be_, "wte+wpe embedding forward"); embedding_forward(b.encoded, b.inputs, b.wte, b.wpe); }
+  {
+    const trace::Scope s(be_, "wte+wpe embedding forward");
+    embedding_forward(b.encoded, b.inputs, b.wte, b.wpe);
+  }
   for (size_t l = 0; l < b.layers.size(); ++l) {
     Layer& L = b.layers[l];
     const auto at = [&](const char* site) { return trace::Scope(be_, "h.", int64_t(l), site); };
-    { const auto s = at(".ln1 norm forward"); norm_forward(L.ln1, L.ln1_mean, L.ln1_rstd, L.input, L.ln1w, L.ln1b); }
-    { const auto s = at(".attn.qkv matmul forward"); be_.matmul_forward(L.qkv, L.ln1, L.qkvw, L.qkvb, N, C, 3 * CA); }
-    { const auto s = at(".attn attention forward"); be_.attention_forward(L.atty, L.att, L.qkv, B, T, CA, NH); }
-    { const auto s = at(".attn.proj matmul forward"); row_forward(L.attproj, L.atty, L.projw, L.projb, N, CA, C); }
-    { const auto s = at(".attn residual forward"); be_.residual_forward(L.res2, L.input, L.attproj, static_cast<int64_t>(N) * C); }
-    { const auto s = at(".ln2 norm forward"); norm_forward(L.ln2, L.ln2_mean, L.ln2_rstd, L.res2, L.ln2w, L.ln2b); }
-    { const auto s = at(".mlp.fc matmul forward"); be_.matmul_forward(L.fch, L.ln2, L.fcw, L.fcb, N, C, F); }
-    { const auto s = at(".mlp gelu forward"); be_.gelu_forward(L.fch_gelu, L.fch, static_cast<int64_t>(N) * F); }
-    { const auto s = at(".mlp.proj matmul forward"); row_forward(L.fcproj, L.fch_gelu, L.fc2w, L.fc2b, N, F, C); }
-    { const auto s = at(".mlp residual forward"); be_.residual_forward(L.res3, L.res2, L.fcproj, static_cast<int64_t>(N) * C); }
+    {
+      const auto s = at(".ln1 norm forward");
+      norm_forward(L.ln1, L.ln1_mean, L.ln1_rstd, L.input, L.ln1w, L.ln1b);
+    }
+    {
+      const auto s = at(".attn.qkv matmul forward");
+      be_.matmul_forward(L.qkv, L.ln1, L.qkvw, L.qkvb, N, C, 3 * CA);
+    }
+    {
+      const auto s = at(".attn attention forward");
+      be_.attention_forward(L.atty, L.att, L.qkv, B, T, CA, NH);
+    }
+    {
+      const auto s = at(".attn.proj matmul forward");
+      row_forward(L.attproj, L.atty, L.projw, L.projb, N, CA, C);
+    }
+    {
+      const auto s = at(".attn residual forward");
+      be_.residual_forward(L.res2, L.input, L.attproj, static_cast<int64_t>(N) * C);
+    }
+    {
+      const auto s = at(".ln2 norm forward");
+      norm_forward(L.ln2, L.ln2_mean, L.ln2_rstd, L.res2, L.ln2w, L.ln2b);
+    }
+    {
+      const auto s = at(".mlp.fc matmul forward");
+      be_.matmul_forward(L.fch, L.ln2, L.fcw, L.fcb, N, C, F);
+    }
+    {
+      const auto s = at(".mlp gelu forward");
+      be_.gelu_forward(L.fch_gelu, L.fch, static_cast<int64_t>(N) * F);
+    }
+    {
+      const auto s = at(".mlp.proj matmul forward");
+      row_forward(L.fcproj, L.fch_gelu, L.fc2w, L.fc2b, N, F, C);
+    }
+    {
+      const auto s = at(".mlp residual forward");
+      be_.residual_forward(L.res3, L.res2, L.fcproj, static_cast<int64_t>(N) * C);
+    }
   }
-  { const trace::Scope s(be_, "lnf norm forward"); norm_forward(b.lnf, b.lnf_mean, b.lnf_rstd, b.layers.back().res3, b.lnfw, b.lnfb); }
+  {
+    const trace::Scope s(be_, "lnf norm forward");
+    norm_forward(b.lnf, b.lnf_mean, b.lnf_rstd, b.layers.back().res3, b.lnfw, b.lnfb);
+  }
   // The scratch is free until backward: it stages this rank's logit columns.
-  { const trace::Scope s(be_, "lm_head matmul forward"); head_forward(b.logits, b.dlogits, b.lnf, b.headw); }
-  { const trace::Scope s(be_, "loss softmax_xent forward"); be_.softmax_xent_forward(b.losses, b.xstats, b.logits, b.targets, N, V); }
+  {
+    const trace::Scope s(be_, "lm_head matmul forward");
+    head_forward(b.logits, b.dlogits, b.lnf, b.headw);
+  }
+  {
+    const trace::Scope s(be_, "loss softmax_xent forward");
+    be_.softmax_xent_forward(b.losses, b.xstats, b.logits, b.targets, N, V);
+  }
 
   be_.copy_to_host(losses_host_.data(), b.losses, static_cast<size_t>(N) * sizeof(float));
   loss_sum_.clear();
@@ -318,8 +352,14 @@ void GPT::backward(float loss_scale) {
   // from +0, dwpe's chains) except the embedding's, which adds its tokens' rows into dwte: dwte
   // holds the tied head's dW by then, else it starts from zero. The padding stays zero from alloc.
   if (!cfg_.tied_head) be_.zero(b.dwte, param("wte").numel * sizeof(float));
-  { const trace::Scope s(be_, "loss softmax_xent backward"); be_.softmax_xent_backward(b.dlogits, b.logits, b.xstats, b.targets, N, V, loss_scale); }
-  { const trace::Scope s(be_, "lm_head matmul backward"); head_backward(b.dbtc1, b.dheadw, b.dlogits, b.lnf, b.headw); }
+  {
+    const trace::Scope s(be_, "loss softmax_xent backward");
+    be_.softmax_xent_backward(b.dlogits, b.logits, b.xstats, b.targets, N, V, loss_scale);
+  }
+  {
+    const trace::Scope s(be_, "lm_head matmul backward");
+    head_backward(b.dbtc1, b.dheadw, b.dlogits, b.lnf, b.headw);
+  }
   {
     const trace::Scope s(be_, "lnf norm backward");
     norm_backward(b.dres, b.dlnfw, b.dlnfb, b.dbtc1, b.layers.back().res3, b.lnfw, b.lnf_mean, b.lnf_rstd);
@@ -328,19 +368,52 @@ void GPT::backward(float loss_scale) {
     Layer& L = b.layers[l];
     const auto at = [&](const char* site) { return trace::Scope(be_, "h.", int64_t(l), site); };
     // MLP branch: dres is d(res3) = d(res2 + fcproj).
-    { const auto s = at(".mlp.proj matmul backward"); be_.matmul_backward(b.dff1, L.dfc2w, L.dfc2b, b.dres, L.fch_gelu, L.fc2w, N, F, C); }
-    { const auto s = at(".mlp gelu backward"); be_.gelu_backward(b.dff2, L.fch, b.dff1, static_cast<int64_t>(N) * F); }
-    { const auto s = at(".mlp.fc matmul backward"); col_backward(b.dbtc1, L.dfcw, L.dfcb, b.dff2, L.ln2, L.fcw, N, C, F, 1); }
-    { const auto s = at(".ln2 norm backward"); norm_backward(b.dbtc2, L.dln2w, L.dln2b, b.dbtc1, L.res2, L.ln2w, L.ln2_mean, L.ln2_rstd); }
-    { const auto s = at(".mlp residual backward"); be_.residual_forward(b.dres, b.dres, b.dbtc2, NC); }
+    {
+      const auto s = at(".mlp.proj matmul backward");
+      be_.matmul_backward(b.dff1, L.dfc2w, L.dfc2b, b.dres, L.fch_gelu, L.fc2w, N, F, C);
+    }
+    {
+      const auto s = at(".mlp gelu backward");
+      be_.gelu_backward(b.dff2, L.fch, b.dff1, static_cast<int64_t>(N) * F);
+    }
+    {
+      const auto s = at(".mlp.fc matmul backward");
+      col_backward(b.dbtc1, L.dfcw, L.dfcb, b.dff2, L.ln2, L.fcw, N, C, F, 1);
+    }
+    {
+      const auto s = at(".ln2 norm backward");
+      norm_backward(b.dbtc2, L.dln2w, L.dln2b, b.dbtc1, L.res2, L.ln2w, L.ln2_mean, L.ln2_rstd);
+    }
+    {
+      const auto s = at(".mlp residual backward");
+      be_.residual_forward(b.dres, b.dres, b.dbtc2, NC);
+    }
     // Attention branch: dres is now d(res2) = d(input + attproj).
-    { const auto s = at(".attn.proj matmul backward"); be_.matmul_backward(b.dbtc1, L.dprojw, L.dprojb, b.dres, L.atty, L.projw, N, CA, C); }
-    { const auto s = at(".attn attention backward"); be_.attention_backward(b.dqkv, b.datt, b.dbtc1, L.qkv, L.att, B, T, CA, NH); }
-    { const auto s = at(".attn.qkv matmul backward"); col_backward(b.dbtc1, L.dqkvw, L.dqkvb, b.dqkv, L.ln1, L.qkvw, N, C, 3 * CA, 3); }
-    { const auto s = at(".ln1 norm backward"); norm_backward(b.dbtc2, L.dln1w, L.dln1b, b.dbtc1, L.input, L.ln1w, L.ln1_mean, L.ln1_rstd); }
-    { const auto s = at(".attn residual backward"); be_.residual_forward(b.dres, b.dres, b.dbtc2, NC); }
+    {
+      const auto s = at(".attn.proj matmul backward");
+      be_.matmul_backward(b.dbtc1, L.dprojw, L.dprojb, b.dres, L.atty, L.projw, N, CA, C);
+    }
+    {
+      const auto s = at(".attn attention backward");
+      be_.attention_backward(b.dqkv, b.datt, b.dbtc1, L.qkv, L.att, B, T, CA, NH);
+    }
+    {
+      const auto s = at(".attn.qkv matmul backward");
+      col_backward(b.dbtc1, L.dqkvw, L.dqkvb, b.dqkv, L.ln1, L.qkvw, N, C, 3 * CA, 3);
+    }
+    {
+      const auto s = at(".ln1 norm backward");
+      norm_backward(b.dbtc2, L.dln1w, L.dln1b, b.dbtc1, L.input, L.ln1w, L.ln1_mean, L.ln1_rstd);
+    }
+    {
+      const auto s = at(".attn residual backward");
+      be_.residual_forward(b.dres, b.dres, b.dbtc2, NC);
+    }
   }
-  { const trace::Scope s(be_, "wte+wpe embedding backward"); be_.embedding_backward(b.dwte, b.dwpe, b.dres, b.inputs, B, T, C, V, vocab_rows_); }
+  {
+    const trace::Scope s(be_, "wte+wpe embedding backward");
+    be_.embedding_backward(b.dwte, b.dwpe, b.dres, b.inputs, B, T, C, V, vocab_rows_);
+  }
 }
 
 float mean_loss(const det::ExactSum& loss_sum, int64_t tokens) {
@@ -373,8 +446,8 @@ void accumulate_leaves(GPT& model, std::span<const int32_t* const> leaves, GradA
   }
 }
 
-float batch_gradient(GPT& model, std::span<const int32_t* const> leaves, GradAccumulator& acc,
-                     float* grad_out, const LeafObserver& on_leaf) {
+float batch_gradient(GPT& model, std::span<const int32_t* const> leaves, GradAccumulator& acc, float* grad_out,
+                     const LeafObserver& on_leaf) {
   SB_CHECK(!leaves.empty(), "a batch needs at least one leaf");
   acc.clear();
   det::ExactSum loss_sum;

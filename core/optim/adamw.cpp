@@ -30,10 +30,8 @@ double pow_int(double x, int64_t t) {
   return result;
 }
 
-ops::AdamWConstants adamw_constants(const AdamWOptions& options, double lr_factor, int64_t step,
-                                    bool decay) {
-  SB_CHECK(step >= 1, "AdamW: StepContext::step counts updates from 1 (bias correction), got ",
-           step);
+ops::AdamWConstants adamw_constants(const AdamWOptions& options, double lr_factor, int64_t step, bool decay) {
+  SB_CHECK(step >= 1, "AdamW: StepContext::step counts updates from 1 (bias correction), got ", step);
   const double lr = scheduled_lr(options.lr, lr_factor);
   const double b1 = options.betas[0], b2 = options.betas[1];
   const double bc1 = 1.0 - pow_int(b1, step);
@@ -53,13 +51,11 @@ ops::AdamWConstants adamw_constants(const AdamWOptions& options, double lr_facto
 class AdamW::Impl {
  public:
   Impl(const std::vector<ParamView>& params, Backend& backend)
-      : state(params, backend,
-              std::vector<std::vector<std::string>>(params.size(), {"exp_avg", "exp_avg_sq"})) {}
+      : state(params, backend, std::vector<std::vector<std::string>>(params.size(), {"exp_avg", "exp_avg_sq"})) {}
   TensorState state;
 };
 
-AdamW::AdamW(const std::vector<ParamView>& params, Backend& backend, const AdamWOptions& options)
-    : options_(options) {
+AdamW::AdamW(const std::vector<ParamView>& params, Backend& backend, const AdamWOptions& options) : options_(options) {
   impl_ = std::make_unique<Impl>(params, backend);
 }
 
@@ -74,11 +70,10 @@ void AdamW::step(float* weights, const float* grads, const StepContext& ctx) {
     const ops::AdamWConstants k = adamw_constants(options_, ctx.lr_factor, ctx.step, decays_weight(p));
     UpdateSums sums;
     const trace::Scope site(st.backend(), "adamw ", -1, p.name.c_str());
-    st.kernels().adamw(weights + p.offset, grads + p.offset, st.buffer(i, 0), st.buffer(i, 1),
-                       p.numel, k, ctx.compute_stats ? &sums : nullptr);
-    st.stats()[i] = ctx.compute_stats
-                        ? sums.finish(p.numel, std::numeric_limits<float>::quiet_NaN())
-                        : optim_detail::not_computed();
+    st.kernels().adamw(weights + p.offset, grads + p.offset, st.buffer(i, 0), st.buffer(i, 1), p.numel, k,
+                       ctx.compute_stats ? &sums : nullptr);
+    st.stats()[i] = ctx.compute_stats ? sums.finish(p.numel, std::numeric_limits<float>::quiet_NaN())
+                                      : optim_detail::not_computed();
   }
 }
 

@@ -8,7 +8,7 @@ namespace sb {
 
 double adaptive_gain(double grad_sq, double trace, double b_small, double b_big) {
   if (!(trace > 0.0)) return b_small / b_big;  // no measurable noise: a larger batch gains nothing
-  if (!(grad_sq > 0.0)) return 1.0;             // noise only: the full linear scaling
+  if (!(grad_sq > 0.0)) return 1.0;            // noise only: the full linear scaling
   const double noise = trace / grad_sq;
   return (noise + b_small) / (noise + b_big);
 }

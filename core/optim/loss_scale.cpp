@@ -19,12 +19,11 @@ bool is_power_of_two(double x) {
 
 }  // namespace
 
-DynamicLossScale::DynamicLossScale(double initial_scale, int64_t growth_interval, double growth,
-                                   double backoff)
+DynamicLossScale::DynamicLossScale(double initial_scale, int64_t growth_interval, double growth, double backoff)
     : growth_interval_(growth_interval), growth_(growth), backoff_(backoff) {
-  SB_CHECK(is_power_of_two(initial_scale) && initial_scale >= kMinScale &&
-               initial_scale <= kMaxScale,
-           "train.loss_scale=", initial_scale, " must be a power of two in [2^-24, 2^24] (so "
+  SB_CHECK(is_power_of_two(initial_scale) && initial_scale >= kMinScale && initial_scale <= kMaxScale,
+           "train.loss_scale=", initial_scale,
+           " must be a power of two in [2^-24, 2^24] (so "
            "scaling is exact); 65536 is usual");
   SB_CHECK(is_power_of_two(growth) && growth > 1.0, "train.loss_scale_growth=", growth,
            " must be a power of two above 1 (so the scale stays a power of two); 2 is usual");
@@ -56,11 +55,12 @@ bool DynamicLossScale::update(bool overflow) {
 
 void DynamicLossScale::set_state(const LossScaleState& state) {
   SB_CHECK(is_power_of_two(state.scale) && state.scale >= kMinScale && state.scale <= kMaxScale,
-           "loss-scale state: scale ", state.scale, " is not a power of two in [2^-24, 2^24]; "
+           "loss-scale state: scale ", state.scale,
+           " is not a power of two in [2^-24, 2^24]; "
            "the checkpoint is damaged or from another program");
   SB_CHECK(state.good_steps >= 0 && state.good_steps < growth_interval_ && state.skipped_steps >= 0,
-           "loss-scale state: good_steps ", state.good_steps, " must lie in [0, ",
-           growth_interval_, ") and skipped_steps ", state.skipped_steps,
+           "loss-scale state: good_steps ", state.good_steps, " must lie in [0, ", growth_interval_,
+           ") and skipped_steps ", state.skipped_steps,
            " must be non-negative; the checkpoint does not match train.loss_scale_growth_interval");
   state_ = state;
 }

@@ -19,11 +19,11 @@
 #include <memory>
 #include <string>
 
+#include "normuon.hpp"
 #include "samebits/core/exact_norm.hpp"
 #include "samebits/core/optim/schedule.hpp"
 #include "samebits/core/trace.hpp"
 #include "samebits/det/error.hpp"
-#include "normuon.hpp"
 #include "tensor_state.hpp"
 
 namespace sb {
@@ -50,8 +50,7 @@ MuonOptions muon_options(const OptimConfig& optim) {
 bool is_fused_qkv(const ParamView& p) {
   const std::string suffix = ".attn.qkv.w";
   return p.kind == ParamKind::matrix && p.shape.size() == 2 && p.shape[0] == 3 * p.shape[1] &&
-         p.name.size() >= suffix.size() &&
-         p.name.compare(p.name.size() - suffix.size(), suffix.size(), suffix) == 0;
+         p.name.size() >= suffix.size() && p.name.compare(p.name.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 double muon_scale(MuonScale rule, int64_t rows, int64_t cols) {
@@ -69,13 +68,12 @@ double muon_scale(MuonScale rule, int64_t rows, int64_t cols) {
 
 namespace {
 
-std::vector<std::vector<std::string>> state_kinds(const std::vector<ParamView>& params,
-                                                  bool normuon) {
+std::vector<std::vector<std::string>> state_kinds(const std::vector<ParamView>& params, bool normuon) {
   std::vector<std::vector<std::string>> kinds;
   for (const ParamView& p : params) {
     if (p.kind == ParamKind::matrix) {
-      SB_CHECK(p.shape.size() == 2, "Muon: matrix tensor ", p.name, " has shape ",
-               shape_string(p.shape), "; expected two dimensions");
+      SB_CHECK(p.shape.size() == 2, "Muon: matrix tensor ", p.name, " has shape ", shape_string(p.shape),
+               "; expected two dimensions");
       kinds.push_back(normuon ? std::vector<std::string>{"momentum", "second_moment"}
                               : std::vector<std::string>{"momentum"});
     } else {
@@ -89,12 +87,9 @@ std::vector<std::vector<std::string>> state_kinds(const std::vector<ParamView>& 
 std::vector<std::vector<size_t>> state_sizes(const std::vector<ParamView>& params, bool normuon) {
   std::vector<std::vector<size_t>> sizes;
   for (const ParamView& p : params) {
-    if (p.kind == ParamKind::matrix && normuon)
-      sizes.push_back({p.numel, static_cast<size_t>(p.shape[0])});
-    else if (p.kind == ParamKind::matrix)
-      sizes.push_back({p.numel});
-    else
-      sizes.push_back({p.numel, p.numel});
+    if (p.kind == ParamKind::matrix && normuon) sizes.push_back({p.numel, static_cast<size_t>(p.shape[0])});
+    else if (p.kind == ParamKind::matrix) sizes.push_back({p.numel});
+    else sizes.push_back({p.numel, p.numel});
   }
   return sizes;
 }
@@ -133,9 +128,8 @@ int qkv_blocks(const MuonOptions& options, const ParamView& p, const MatrixShard
 // Muon's update of matrix i (momentum, Newton–Schulz, the decayed step) with lane's scratch; the
 // GEMMs and loops run on the calling thread's team. A sharded matrix (shard.group set) takes
 // Newton–Schulz over its group and the full matrix's scale rule and statistics.
-void update_matrix(TensorState& st, const MuonOptions& options, size_t i, float* weights,
-                   const float* grads, const StepContext& ctx, float decay, MuonLane& lane,
-                   const MatrixShard& shard) {
+void update_matrix(TensorState& st, const MuonOptions& options, size_t i, float* weights, const float* grads,
+                   const StepContext& ctx, float decay, MuonLane& lane, const MatrixShard& shard) {
   const ParamView& p = st.params()[i];
   float* const w = weights + p.offset;
   const float* const g = grads + p.offset;
@@ -145,8 +139,7 @@ void update_matrix(TensorState& st, const MuonOptions& options, size_t i, float*
   const int rows = static_cast<int>(p.shape[0]), cols = static_cast<int>(p.shape[1]);
   float* const u = lane.input.data_as<float>();
   float* const x = lane.ortho.data_as<float>();
-  st.kernels().muon_momentum(st.buffer(i, 0), u, g, p.numel, static_cast<float>(ctx.muon_momentum),
-                             options.nesterov);
+  st.kernels().muon_momentum(st.buffer(i, 0), u, g, p.numel, static_cast<float>(ctx.muon_momentum), options.nesterov);
   // split_qkv: the Q, K and V blocks of rows, each (C, C), orthogonalised on their own.
   const int blocks = qkv_blocks(options, p, shard);
   const int block_rows = rows / blocks;
@@ -156,8 +149,7 @@ void update_matrix(TensorState& st, const MuonOptions& options, size_t i, float*
     float e = std::numeric_limits<float>::quiet_NaN();
     float* const e_or_null = ctx.compute_stats ? &e : nullptr;
     if (shard.group) {
-      lane.ns.run_shard(u + b * block, x + b * block, block_rows, cols, shard, options.ns,
-                        options.ns_eps, e_or_null);
+      lane.ns.run_shard(u + b * block, x + b * block, block_rows, cols, shard, options.ns, options.ns_eps, e_or_null);
     } else {
       lane.ns.run(u + b * block, x + b * block, block_rows, cols, options.ns, options.ns_eps, e_or_null);
     }
@@ -168,10 +160,8 @@ void update_matrix(TensorState& st, const MuonOptions& options, size_t i, float*
   const double step64 = lr * (muon_scale(options.scale, scale_rows, scale_cols) * options.extra_scale);
   const float step = static_cast<float>(step64);
   if (options.normuon) {
-    const float* row_step =
-        lane.rows.row_steps(x, rows, cols, st.buffer(i, 1), options.normuon_beta2, step64);
-    st.kernels().muon_apply_rows(w, x, rows, cols, decay, step, row_step, options.cautious_wd,
-                                 sums_or_null);
+    const float* row_step = lane.rows.row_steps(x, rows, cols, st.buffer(i, 1), options.normuon_beta2, step64);
+    st.kernels().muon_apply_rows(w, x, rows, cols, decay, step, row_step, options.cautious_wd, sums_or_null);
   } else if (options.cautious_wd) {
     st.kernels().muon_apply_rows(w, x, rows, cols, decay, step, nullptr, true, sums_or_null);
   } else {
@@ -219,8 +209,7 @@ class Muon::Impl {
   }
 };
 
-Muon::Muon(const std::vector<ParamView>& params, Backend& backend, Precision precision,
-           const MuonOptions& options)
+Muon::Muon(const std::vector<ParamView>& params, Backend& backend, Precision precision, const MuonOptions& options)
     : options_(options) {
   SB_CHECK(!options_.ns.empty(), "Muon: expected at least one Newton–Schulz step, got none");
   impl_ = std::make_unique<Impl>(params, backend, precision, options_.normuon);
@@ -242,14 +231,12 @@ void Muon::step(float* weights, const float* grads, const StepContext& ctx) {
       continue;
     }
     UpdateSums sums;
-    const ops::AdamWConstants k =
-        adamw_constants(options_.adam, ctx.lr_factor, ctx.step, decays_weight(p));
+    const ops::AdamWConstants k = adamw_constants(options_.adam, ctx.lr_factor, ctx.step, decays_weight(p));
     const trace::Scope site(impl_->backend, "adamw ", -1, p.name.c_str());
-    st.kernels().adamw(weights + p.offset, grads + p.offset, st.buffer(i, 0), st.buffer(i, 1),
-                       p.numel, k, ctx.compute_stats ? &sums : nullptr);
-    st.stats()[i] = ctx.compute_stats
-                        ? sums.finish(p.numel, std::numeric_limits<float>::quiet_NaN())
-                        : optim_detail::not_computed();
+    st.kernels().adamw(weights + p.offset, grads + p.offset, st.buffer(i, 0), st.buffer(i, 1), p.numel, k,
+                       ctx.compute_stats ? &sums : nullptr);
+    st.stats()[i] = ctx.compute_stats ? sums.finish(p.numel, std::numeric_limits<float>::quiet_NaN())
+                                      : optim_detail::not_computed();
   }
   // A traced step updates the matrices in order on this thread (its stream has one order).
   // So does one with sharded matrices (their groups' collectives in layout order on every rank).
@@ -265,8 +252,7 @@ void Muon::step(float* weights, const float* grads, const StepContext& ctx) {
   }
   // Largest Newton–Schulz cost first (a stable order: the schedule only balances the threads).
   const std::vector<double> cost = update_cost();
-  std::stable_sort(matrices.begin(), matrices.end(),
-                   [&](size_t a, size_t b) { return cost[a] > cost[b]; });
+  std::stable_sort(matrices.begin(), matrices.end(), [&](size_t a, size_t b) { return cost[a] > cost[b]; });
   impl_->reserve_lanes(static_cast<size_t>(threads));
   std::vector<std::exception_ptr> errors(static_cast<size_t>(threads));
   const ptrdiff_t count = static_cast<ptrdiff_t>(matrices.size());
@@ -274,8 +260,8 @@ void Muon::step(float* weights, const float* grads, const StepContext& ctx) {
   for (ptrdiff_t m = 0; m < count; ++m) {
     const size_t t = static_cast<size_t>(omp_get_thread_num());
     try {
-      update_matrix(st, options_, matrices[size_t(m)], weights, grads, ctx, decay,
-                    *impl_->lanes[t], impl_->shard(matrices[size_t(m)]));
+      update_matrix(st, options_, matrices[size_t(m)], weights, grads, ctx, decay, *impl_->lanes[t],
+                    impl_->shard(matrices[size_t(m)]));
     } catch (...) {
       errors[t] = std::current_exception();
     }
@@ -291,21 +277,21 @@ void Muon::set_owned(const std::vector<bool>& owned) { impl_->state.set_owned(ow
 
 void Muon::set_shards(std::vector<MatrixShard> shards) {
   const std::vector<ParamView>& params = impl_->state.params();
-  SB_CHECK(shards.size() == params.size(), "Muon::set_shards: ", shards.size(), " shards for ",
-           params.size(), " tensors");
+  SB_CHECK(shards.size() == params.size(), "Muon::set_shards: ", shards.size(), " shards for ", params.size(),
+           " tensors");
   for (size_t i = 0; i < params.size(); ++i) {
     const MatrixShard& s = shards[i];
     if (!s.group) continue;
     const ParamView& p = params[i];
-    SB_CHECK(!options_.normuon, "config optim.name=normuon with a Newton–Schulz over shards ("
+    SB_CHECK(!options_.normuon,
+             "config optim.name=normuon with a Newton–Schulz over shards ("
              "optim.tp_mode=distributed…): NorMuon's per-row state is not split yet; use optim.name=muon");
     const int64_t size = s.group->size();
     const bool fits = p.kind == ParamKind::matrix && p.shape.size() == 2 &&
                       (s.y == Trans::yes ? p.shape[0] * size == s.rows && p.shape[1] == s.cols
                                          : p.shape[0] == s.rows && p.shape[1] * size == s.cols);
-    SB_CHECK(fits, "Muon::set_shards: tensor ", p.name, " of shape ", shape_string(p.shape),
-             " is not a ", s.y == Trans::yes ? "row" : "column", " shard of (", s.rows, ", ", s.cols,
-             ") over ", size, " ranks");
+    SB_CHECK(fits, "Muon::set_shards: tensor ", p.name, " of shape ", shape_string(p.shape), " is not a ",
+             s.y == Trans::yes ? "row" : "column", " shard of (", s.rows, ", ", s.cols, ") over ", size, " ranks");
     impl_->sharded = true;
   }
   impl_->shards = std::move(shards);
@@ -318,9 +304,8 @@ std::vector<double> muon_update_cost(const MuonOptions& options, const std::vect
   for (const ParamView& p : params) {
     const int64_t blocks = options.split_qkv && is_fused_qkv(p) ? 3 : 1;
     cost.push_back(p.kind == ParamKind::matrix
-                       ? static_cast<double>(blocks) *
-                             newton_schulz_flops(p.shape[0] / blocks, p.shape[1],
-                                                 static_cast<int64_t>(options.ns.size()))
+                       ? static_cast<double>(blocks) * newton_schulz_flops(p.shape[0] / blocks, p.shape[1],
+                                                                           static_cast<int64_t>(options.ns.size()))
                        : static_cast<double>(p.numel));
   }
   return cost;

@@ -25,10 +25,7 @@ double newton_schulz_flops(int64_t rows, int64_t cols, int64_t steps) {
 }
 
 NewtonSchulz::NewtonSchulz(Backend& backend, Precision precision)
-    : backend_(backend),
-      kernels_(backend.optim_kernels()),
-      precision_(precision),
-      scratch_(kSlots) {}
+    : backend_(backend), kernels_(backend.optim_kernels()), precision_(precision), scratch_(kSlots) {}
 
 NewtonSchulz::~NewtonSchulz() = default;
 
@@ -39,8 +36,8 @@ float* NewtonSchulz::scratch(int slot, size_t numel) {
   return t.data_as<float>();
 }
 
-void NewtonSchulz::run(const float* u, float* out, int rows, int cols,
-                       const std::vector<NsStep>& steps, double eps, float* ortho_error) {
+void NewtonSchulz::run(const float* u, float* out, int rows, int cols, const std::vector<NsStep>& steps, double eps,
+                       float* ortho_error) {
   iterate(u, out, rows, cols, rows > cols ? Trans::yes : Trans::no, nullptr, steps, eps, ortho_error);
 }
 
@@ -52,8 +49,7 @@ void NewtonSchulz::run_shard(const float* u, float* out, int rows, int cols, con
 
 void NewtonSchulz::iterate(const float* u, float* out, int rows, int cols, Trans y, NsGroup* group,
                            const std::vector<NsStep>& steps, double eps, float* ortho_error) {
-  SB_CHECK(rows > 0 && cols > 0, "Newton–Schulz: expected a non-empty matrix, got (", rows, ", ",
-           cols, ")");
+  SB_CHECK(rows > 0 && cols > 0, "Newton–Schulz: expected a non-empty matrix, got (", rows, ", ", cols, ")");
   const size_t n = static_cast<size_t>(rows) * static_cast<size_t>(cols);
   det::ExactSum squares = kernels_.sum_of_squares(u, n);
   if (group != nullptr) squares = group->sum_exact(squares);
@@ -82,8 +78,7 @@ void NewtonSchulz::iterate(const float* u, float* out, int rows, int cols, Trans
     kernels_.ns_polynomial(B, A, rr, b, cc);
     if (tall)  // (B·Y)ᵀ = X·Bᵀ: element (j, i) is B·Y's (i, j) chain
       backend_.gemm(Trans::no, Trans::yes, c, r, r, X, cols, B, r, BY, cols, false, precision_);
-    else
-      backend_.gemm(Trans::no, Trans::no, r, c, r, B, r, X, cols, BY, cols, false, precision_);
+    else backend_.gemm(Trans::no, Trans::no, r, c, r, B, r, X, cols, BY, cols, false, precision_);
     kernels_.ns_combine(X, BY, n, a);
   }
   if (ortho_error != nullptr) {

@@ -5,17 +5,15 @@
 
 #include <algorithm>
 
-#include "samebits/core/ops/normuon.hpp"
 #include "samebits/core/exact_norm.hpp"
+#include "samebits/core/ops/normuon.hpp"
 #include "samebits/det/exact_sum.hpp"
 
 namespace sb::optim_detail {
 
-NorMuonRows::NorMuonRows(Backend& backend)
-    : backend_(backend), kernels_(backend.optim_kernels()) {}
+NorMuonRows::NorMuonRows(Backend& backend) : backend_(backend), kernels_(backend.optim_kernels()) {}
 
-const float* NorMuonRows::row_steps(const float* x, int rows, int cols, float* v, double beta2,
-                                    double step) {
+const float* NorMuonRows::row_steps(const float* x, int rows, int cols, float* v, double beta2, double step) {
   const size_t r = static_cast<size_t>(rows), c = static_cast<size_t>(cols);
   v_host_.resize(r);
   steps_host_.resize(r);

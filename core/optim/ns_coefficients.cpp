@@ -14,22 +14,17 @@ std::vector<NsStep> ns_schedule(const OptimConfig& config) {
   std::vector<NsStep> out;
   out.reserve(steps);
   switch (config.ns_coefficients) {
-    case NsCoefficients::keller:
-      out.assign(steps, kKellerNs);
-      break;
+    case NsCoefficients::keller: out.assign(steps, kKellerNs); break;
     case NsCoefficients::polar_express:
-      for (size_t i = 0; i < steps; ++i)
-        out.push_back(kPolarExpressNs[std::min(i, kPolarExpressNs.size() - 1)]);
+      for (size_t i = 0; i < steps; ++i) out.push_back(kPolarExpressNs[std::min(i, kPolarExpressNs.size() - 1)]);
       break;
     case NsCoefficients::polar_express_8:
       SB_CHECK(steps >= kPolarExpress8Ns.size(), "config optim.ns_steps=", steps,
                " is below the 8 triples of optim.ns_coefficients=polar_express_8");
-      for (size_t i = 0; i < steps; ++i)
-        out.push_back(kPolarExpress8Ns[std::min(i, kPolarExpress8Ns.size() - 1)]);
+      for (size_t i = 0; i < steps; ++i) out.push_back(kPolarExpress8Ns[std::min(i, kPolarExpress8Ns.size() - 1)]);
       break;
     case NsCoefficients::polar_express_5:
-      for (size_t i = 0; i < steps; ++i)
-        out.push_back(kPolarExpress5Ns[std::min(i, kPolarExpress5Ns.size() - 1)]);
+      for (size_t i = 0; i < steps; ++i) out.push_back(kPolarExpress5Ns[std::min(i, kPolarExpress5Ns.size() - 1)]);
       break;
     case NsCoefficients::quintic:
       SB_CHECK(steps % kQuinticNs.size() == 0, "config optim.ns_steps=", steps,
@@ -40,7 +35,8 @@ std::vector<NsStep> ns_schedule(const OptimConfig& config) {
       const std::vector<double>& c = config.ns_custom;
       SB_CHECK(c.size() == 3 || c.size() == 3 * steps, "config optim.ns_custom has ", c.size(),
                " numbers; optim.ns_coefficients=custom needs 3 (a, b, c every step) or 3 × "
-               "optim.ns_steps = ", 3 * steps, " (one triple per step)");
+               "optim.ns_steps = ",
+               3 * steps, " (one triple per step)");
       for (size_t i = 0; i < steps; ++i) {
         const size_t j = c.size() == 3 ? 0 : 3 * i;
         out.push_back({c[j], c[j + 1], c[j + 2]});

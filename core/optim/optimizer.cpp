@@ -8,15 +8,12 @@
 
 namespace sb {
 
-std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& config,
-                                          const std::vector<ParamView>& params, Backend& backend,
-                                          Precision precision) {
+std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& config, const std::vector<ParamView>& params,
+                                          Backend& backend, Precision precision) {
   switch (config.name) {
     case OptimizerName::muon:
-    case OptimizerName::normuon:
-      return std::make_unique<Muon>(params, backend, precision, muon_options(config));
-    case OptimizerName::adamw:
-      return std::make_unique<AdamW>(params, backend, adamw_options(config));
+    case OptimizerName::normuon: return std::make_unique<Muon>(params, backend, precision, muon_options(config));
+    case OptimizerName::adamw: return std::make_unique<AdamW>(params, backend, adamw_options(config));
   }
   SB_FAIL("make_optimizer: unknown optimizer ", static_cast<int>(config.name),
           "; expected optim.name=muon, normuon or adamw");

@@ -7,14 +7,16 @@
 #include <algorithm>
 #include <string>
 
-#include "samebits/core/ops/qk_clip.hpp"
 #include "samebits/core/exact_norm.hpp"
+#include "samebits/core/ops/qk_clip.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb {
 
 QkMaxLogits::QkMaxLogits(Backend& backend, int n_layer, int n_head)
-    : be_(backend), n_layer_(n_layer), n_head_(n_head),
+    : be_(backend),
+      n_layer_(n_layer),
+      n_head_(n_head),
       keys_(backend.alloc(DType::i32, {static_cast<int64_t>(n_layer) * n_head})) {
   clear();
 }
@@ -52,11 +54,11 @@ float qk_clip_factor(float max_logit, double tau) {
   return static_cast<float>(sqrt_f64(tau / s));
 }
 
-int apply_qk_clip(Backend& backend, float* weights, const std::vector<ParamView>& layout,
-                  const GPTConfig& model, const std::vector<float>& max_logits, double tau) {
+int apply_qk_clip(Backend& backend, float* weights, const std::vector<ParamView>& layout, const GPTConfig& model,
+                  const std::vector<float>& max_logits, double tau) {
   const int C = model.n_embd, NH = model.n_head, hs = C / NH;
-  SB_CHECK(max_logits.size() == static_cast<size_t>(model.n_layer) * NH, "QK-clip: ",
-           max_logits.size(), " maxima for ", model.n_layer, " blocks of ", NH, " heads");
+  SB_CHECK(max_logits.size() == static_cast<size_t>(model.n_layer) * NH, "QK-clip: ", max_logits.size(), " maxima for ",
+           model.n_layer, " blocks of ", NH, " heads");
   const auto find = [&](const std::string& name) -> const ParamView* {
     for (const ParamView& p : layout)
       if (p.name == name) return &p;
@@ -75,7 +77,7 @@ int apply_qk_clip(Backend& backend, float* weights, const std::vector<ParamView>
       for (int block : {0, 1}) {  // Q rows, then K rows of head h
         const size_t row0 = static_cast<size_t>(block) * C + static_cast<size_t>(h) * hs;
         backend.qk_clip_scale(weights + w->offset + row0 * C, static_cast<int64_t>(hs) * C, gamma);  // (hs, C)
-        if (b != nullptr) backend.qk_clip_scale(weights + b->offset + row0, hs, gamma);  // (hs)
+        if (b != nullptr) backend.qk_clip_scale(weights + b->offset + row0, hs, gamma);              // (hs)
       }
     }
   }

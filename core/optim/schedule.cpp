@@ -16,8 +16,7 @@ double lr_factor(const TrainConfig& train, int64_t step) {
   if (s <= W) return static_cast<double>(s) / static_cast<double>(W);
   const double m = train.min_lr_ratio;
   switch (train.schedule) {
-    case Schedule::constant:
-      return 1.0;
+    case Schedule::constant: return 1.0;
     case Schedule::cosine:
     case Schedule::adaptive: {  // the trainer multiplies by the measured gain (adaptive_lr.hpp)
       const double p = static_cast<double>(s - W) / static_cast<double>(S - W);
@@ -25,8 +24,7 @@ double lr_factor(const TrainConfig& train, int64_t step) {
       return m + (1.0 - m) * 0.5 * (1.0 + c);
     }
     case Schedule::wsd: {
-      const int64_t D = std::max<int64_t>(1, static_cast<int64_t>(train.decay_fraction *
-                                                                  static_cast<double>(S)));
+      const int64_t D = std::max<int64_t>(1, static_cast<int64_t>(train.decay_fraction * static_cast<double>(S)));
       const int64_t E = std::max(W, S - D);
       if (s <= E) return 1.0;
       return 1.0 - (1.0 - m) * static_cast<double>(s - E) / static_cast<double>(S - E);

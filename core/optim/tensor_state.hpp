@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "samebits/core/optim_kernels.hpp"
 #include "samebits/core/optim/optimizer.hpp"
+#include "samebits/core/optim_kernels.hpp"
 
 namespace sb::optim_detail {
 
@@ -21,8 +21,7 @@ class TensorState {
  public:
   // kinds[i]: the names of tensor i's buffers ("momentum", "exp_avg", ...), in order; sizes[i][k]
   // the length of buffer k (empty `sizes`: every buffer has its tensor's numel).
-  TensorState(const std::vector<ParamView>& params, Backend& backend,
-              std::vector<std::vector<std::string>> kinds,
+  TensorState(const std::vector<ParamView>& params, Backend& backend, std::vector<std::vector<std::string>> kinds,
               std::vector<std::vector<size_t>> sizes = {});
 
   const std::vector<ParamView>& params() const { return params_; }
@@ -44,7 +43,7 @@ class TensorState {
   std::vector<ParamView> params_;
   Backend& backend_;
   std::vector<std::vector<std::string>> kinds_;
-  std::vector<std::vector<size_t>> sizes_;    // [tensor][kind] buffer lengths
+  std::vector<std::vector<size_t>> sizes_;  // [tensor][kind] buffer lengths
   std::vector<bool> owned_;
   std::vector<std::vector<Tensor>> buffers_;  // [tensor][kind] (numel) f32, empty when unowned
   std::vector<TensorUpdateStats> stats_;      // (tensors), layout order

@@ -47,10 +47,8 @@ bool launched_by_mpi() { return launcher_world_size() > 0; }
 LaunchEnvironment read_launch_environment() {
   LaunchEnvironment env;
   env.world_size = launcher_world_size();
-  env.local_rank = first_set(
-      {"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID", "PMI_LOCAL_RANK"});
-  env.local_size =
-      first_set({"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE"});
+  env.local_rank = first_set({"OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MPI_LOCALRANKID", "PMI_LOCAL_RANK"});
+  env.local_size = first_set({"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "PMI_LOCAL_SIZE"});
   return env;
 }
 
@@ -75,8 +73,8 @@ CommunicatorPlan plan_communicator(Device backend, const LaunchEnvironment& env,
   SB_CHECK(device_count >= 1, "run.backend=", device_name(backend),
            ": no CUDA device is visible to this process (no GPU, or no driver); use "
            "run.backend=cpu");
-  SB_CHECK(requested_device >= -1 && requested_device < device_count, "run.device=",
-           requested_device, " is not a visible device: expected 0..", device_count - 1,
+  SB_CHECK(requested_device >= -1 && requested_device < device_count, "run.device=", requested_device,
+           " is not a visible device: expected 0..", device_count - 1,
            " (or -1: one per rank from the launcher's local rank)");
   if (!launched) {
     plan.device = requested_device >= 0 ? requested_device : 0;
@@ -94,17 +92,15 @@ CommunicatorPlan plan_communicator(Device backend, const LaunchEnvironment& env,
   return plan;
 }
 
-std::unique_ptr<Communicator> make_planned_communicator(const CommunicatorPlan& plan,
-                                                        Backend& backend) {
+std::unique_ptr<Communicator> make_planned_communicator(const CommunicatorPlan& plan, Backend& backend) {
   const long world = launcher_world_size();
   switch (plan.kind) {
     case CommunicatorKind::local: return make_local_communicator();
     case CommunicatorKind::mpi: return make_mpi_or_fail(world);
-    case CommunicatorKind::mpi_staged:
-      return make_staged_communicator(make_mpi_or_fail(world), backend);
+    case CommunicatorKind::mpi_staged: return make_staged_communicator(make_mpi_or_fail(world), backend);
     case CommunicatorKind::nccl:
-      SB_CHECK(backend.device() == Device::cuda, "the communicator plan is nccl, but ",
-               backend.describe(), " has no device communicator");
+      SB_CHECK(backend.device() == Device::cuda, "the communicator plan is nccl, but ", backend.describe(),
+               " has no device communicator");
       return make_nccl_communicator(backend, make_mpi_or_fail(world));
   }
   SB_FAIL("unknown communicator kind ", static_cast<int>(plan.kind));
@@ -115,8 +111,8 @@ std::unique_ptr<Communicator> make_communicator_from_environment() {
   return world == 0 ? make_local_communicator() : make_mpi_or_fail(world);
 }
 
-void end_job_on_error([[maybe_unused]] Communicator& comm,
-                      [[maybe_unused]] std::string_view message, [[maybe_unused]] int exit_code) {
+void end_job_on_error([[maybe_unused]] Communicator& comm, [[maybe_unused]] std::string_view message,
+                      [[maybe_unused]] int exit_code) {
 #ifdef SB_HAVE_MPI
   for (Communicator* c = &comm; c != nullptr; c = c->transport()) mpi_abort_job(*c, message, exit_code);
 #endif

@@ -23,8 +23,7 @@ void GradAccumulator::decode(uint64_t total_adds, uint32_t total_status) {
 
 int64_t GradAccumulator::segments() const { return det::wire_segments(static_cast<int64_t>(size())); }
 
-void exact_allreduce(GradAccumulator& acc, Communicator& comm, uint64_t total_adds,
-                     uint32_t total_status) {
+void exact_allreduce(GradAccumulator& acc, Communicator& comm, uint64_t total_adds, uint32_t total_status) {
   comm.allreduce_max_u8(acc.block_ranges(), acc.range_bytes());
   // In a world of one the SUM is the identity and decode would rebuild the same sums, adds and
   // status: the wire is neither written nor summed, only its words are counted as that SUM's
@@ -41,13 +40,12 @@ void exact_allreduce(GradAccumulator& acc, Communicator& comm, uint64_t total_ad
 
 std::vector<WireRun> wire_runs(std::vector<TensorSpan> spans, size_t n) {
   constexpr size_t kElements = size_t{det::kWireSegment} * det::kWireBlock;
-  std::sort(spans.begin(), spans.end(),
-            [](const TensorSpan& a, const TensorSpan& b) { return a.offset < b.offset; });
+  std::sort(spans.begin(), spans.end(), [](const TensorSpan& a, const TensorSpan& b) { return a.offset < b.offset; });
   std::vector<WireRun> runs;
   for (const TensorSpan& t : spans) {
     if (t.numel == 0) continue;
-    SB_CHECK(t.offset + t.numel <= n, "exact reduce-scatter: span [", t.offset, ", ",
-             t.offset + t.numel, ") beyond the gradient's ", n, " elements");
+    SB_CHECK(t.offset + t.numel <= n, "exact reduce-scatter: span [", t.offset, ", ", t.offset + t.numel,
+             ") beyond the gradient's ", n, " elements");
     const auto first = static_cast<int64_t>(t.offset / kElements);
     const auto last = static_cast<int64_t>((t.offset + t.numel - 1) / kElements + 1);
     if (!runs.empty() && first <= runs.back().last) {
@@ -59,13 +57,13 @@ std::vector<WireRun> wire_runs(std::vector<TensorSpan> spans, size_t n) {
   return runs;
 }
 
-void exact_reduce_scatter(GradAccumulator& acc, Communicator& comm, uint64_t total_adds,
-                          uint32_t total_status, const std::vector<std::vector<TensorSpan>>& need) {
+void exact_reduce_scatter(GradAccumulator& acc, Communicator& comm, uint64_t total_adds, uint32_t total_status,
+                          const std::vector<std::vector<TensorSpan>>& need) {
   const int world = comm.size(), me = comm.rank();
-  SB_CHECK(need.size() == static_cast<size_t>(world), "exact reduce-scatter: ", need.size(),
-           " parts for a world of ", world, " ranks");
+  SB_CHECK(need.size() == static_cast<size_t>(world), "exact reduce-scatter: ", need.size(), " parts for a world of ",
+           world, " ranks");
   comm.allreduce_max_u8(acc.block_ranges(), acc.range_bytes());
-  std::vector<WireRun> runs;             // every rank's runs, rank after rank
+  std::vector<WireRun> runs;                                         // every rank's runs, rank after rank
   std::vector<size_t> first_run(static_cast<size_t>(world) + 1, 0);  // rank r: runs [first_run[r], first_run[r + 1])
   std::vector<WireRun> mine;
   for (int r = 0; r < world; ++r) {

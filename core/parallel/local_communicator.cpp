@@ -31,8 +31,6 @@ class LocalCommunicator final : public Communicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_local_communicator() {
-  return std::make_unique<LocalCommunicator>();
-}
+std::unique_ptr<Communicator> make_local_communicator() { return std::make_unique<LocalCommunicator>(); }
 
 }  // namespace sb

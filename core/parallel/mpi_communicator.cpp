@@ -33,7 +33,8 @@ struct MpiSession {
   void acquire() {
     int finalised = 0;
     MPI_Finalized(&finalised);
-    SB_CHECK(!finalised, "MPI was already finalised in this process (its last communicator was "
+    SB_CHECK(!finalised,
+             "MPI was already finalised in this process (its last communicator was "
              "destroyed); keep one communicator for the whole job");
     int initialised = 0;
     MPI_Initialized(&initialised);
@@ -64,8 +65,7 @@ class MpiCommunicator final : public Communicator {
  public:
   MpiCommunicator() : MpiCommunicator(MPI_COMM_WORLD, true) {}
   // Over `comm` (MPI_COMM_WORLD, duplicated; or a fresh communicator of MPI_Comm_split, owned).
-  MpiCommunicator(MPI_Comm comm, bool duplicate)
-      : uncaught_at_start_(std::uncaught_exceptions()), world_(duplicate) {
+  MpiCommunicator(MPI_Comm comm, bool duplicate) : uncaught_at_start_(std::uncaught_exceptions()), world_(duplicate) {
     MpiSession::get().acquire();
     if (duplicate) {
       check(MPI_Comm_dup(comm, &comm_), "MPI_Comm_dup");
@@ -105,9 +105,8 @@ class MpiCommunicator final : public Communicator {
   }
 
   [[noreturn]] void abort_job(std::string_view message, int exit_code) {
-    std::fprintf(stderr,
-                 "samebits: rank %d of %d: %.*s\nsamebits: ending all %d ranks of the job\n", rank_,
-                 size_, static_cast<int>(message.size()), message.data(), size_);
+    std::fprintf(stderr, "samebits: rank %d of %d: %.*s\nsamebits: ending all %d ranks of the job\n", rank_, size_,
+                 static_cast<int>(message.size()), message.data(), size_);
     std::fflush(stderr);
     failed_ = true;
     MpiSession::get().failed = true;
@@ -136,14 +135,13 @@ class MpiCommunicator final : public Communicator {
     std::vector<int> c(static_cast<size_t>(size_));
     size_t offset = 0;
     for (int r = 0; r < size_; ++r) {
-      SB_CHECK(counts[r] <= size_t{INT_MAX}, "reduce-scatter of ", counts[r], " values to rank ", r,
-               "; at most ", INT_MAX, " per rank are supported by one MPI_Reduce_scatter");
+      SB_CHECK(counts[r] <= size_t{INT_MAX}, "reduce-scatter of ", counts[r], " values to rank ", r, "; at most ",
+               INT_MAX, " per rank are supported by one MPI_Reduce_scatter");
       c[size_t(r)] = static_cast<int>(counts[r]);
       if (r < rank_) offset += counts[r];
     }
     std::vector<uint64_t> mine(counts[rank_]);
-    check(MPI_Reduce_scatter(x, mine.data(), c.data(), MPI_UINT64_T, MPI_SUM, comm_),
-          "MPI_Reduce_scatter(uint64 SUM)");
+    check(MPI_Reduce_scatter(x, mine.data(), c.data(), MPI_UINT64_T, MPI_SUM, comm_), "MPI_Reduce_scatter(uint64 SUM)");
     std::copy(mine.begin(), mine.end(), x + offset);
   }
   void do_broadcast(void* data, size_t bytes, int root) override {
@@ -156,8 +154,7 @@ class MpiCommunicator final : public Communicator {
   void do_allgather_u64(const uint64_t* in, size_t n, uint64_t* out) override {
     SB_CHECK(n <= size_t{INT_MAX}, "allgather of ", n, " values per rank; at most ", INT_MAX,
              " are supported by one MPI_Allgather");
-    check(MPI_Allgather(in, static_cast<int>(n), MPI_UINT64_T, out, static_cast<int>(n),
-                        MPI_UINT64_T, comm_),
+    check(MPI_Allgather(in, static_cast<int>(n), MPI_UINT64_T, out, static_cast<int>(n), MPI_UINT64_T, comm_),
           "MPI_Allgather(uint64)");
   }
   void do_barrier() override { check(MPI_Barrier(comm_), "MPI_Barrier"); }
@@ -205,9 +202,7 @@ class MpiCommunicator final : public Communicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_mpi_communicator() {
-  return std::make_unique<MpiCommunicator>();
-}
+std::unique_ptr<Communicator> make_mpi_communicator() { return std::make_unique<MpiCommunicator>(); }
 
 bool mpi_abort_job(Communicator& comm, std::string_view message, int exit_code) {
   auto* mpi = dynamic_cast<MpiCommunicator*>(&comm);

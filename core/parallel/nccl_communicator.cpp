@@ -21,12 +21,11 @@
 #include "samebits/core/cuda/cuda_backend.hpp"
 #include "samebits/core/parallel/mpi.hpp"
 
-#define SB_NCCL_CHECK(call)                                                                   \
-  do {                                                                                        \
-    const ncclResult_t sb_nccl_status_ = (call);                                              \
-    if (sb_nccl_status_ != ncclSuccess)                                                       \
-      SB_FAIL("NCCL call ", #call, " failed: ", ncclGetErrorString(sb_nccl_status_), " at ",  \
-              __FILE__, ":", __LINE__);                                                       \
+#define SB_NCCL_CHECK(call)                                                                                            \
+  do {                                                                                                                 \
+    const ncclResult_t sb_nccl_status_ = (call);                                                                       \
+    if (sb_nccl_status_ != ncclSuccess)                                                                                \
+      SB_FAIL("NCCL call ", #call, " failed: ", ncclGetErrorString(sb_nccl_status_), " at ", __FILE__, ":", __LINE__); \
   } while (0)
 
 namespace sb {
@@ -42,7 +41,8 @@ class NcclCommunicator final : public Communicator {
     if (initialized == 0 && !launched_by_mpi()) {
       SB_NCCL_CHECK(ncclGetUniqueId(&id));  // a world of one: no peers to find
     } else {
-      SB_CHECK(initialized != 0, "the NCCL communicator finds its peers through MPI: initialise MPI "
+      SB_CHECK(initialized != 0,
+               "the NCCL communicator finds its peers through MPI: initialise MPI "
                "first (MPI_Init, or the MPI communicator) and launch the ranks with mpirun");
       MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
       MPI_Comm_size(MPI_COMM_WORLD, &size_);
@@ -65,9 +65,7 @@ class NcclCommunicator final : public Communicator {
   int size() const override { return size_; }
   Communicator* transport() override { return transport_.get(); }
 
-  std::string describe() const override {
-    return detail::concat("nccl (", size_, " ranks, cuda:", device_, ")");
-  }
+  std::string describe() const override { return detail::concat("nccl (", size_, " ranks, cuda:", device_, ")"); }
 
  protected:
   void do_allreduce_sum_i64(int64_t* x, size_t n) override { allreduce(x, n, ncclInt64, 8, ncclSum); }
@@ -97,14 +95,13 @@ class NcclCommunicator final : public Communicator {
     SB_CUDA_CHECK(cudaMemsetAsync(buf, 0, parts, stream_));
     for (int r = 0; r < size_; ++r) {
       if (r == rank_) mine = offset;
-      SB_CUDA_CHECK(cudaMemcpyAsync(buf + static_cast<size_t>(r) * part, x + offset,
-                                    counts[r] * sizeof(uint64_t), cudaMemcpyDefault, stream_));
+      SB_CUDA_CHECK(cudaMemcpyAsync(buf + static_cast<size_t>(r) * part, x + offset, counts[r] * sizeof(uint64_t),
+                                    cudaMemcpyDefault, stream_));
       offset += counts[r];
     }
     SB_NCCL_CHECK(ncclReduceScatter(buf, buf + parts, widest, ncclUint64, ncclSum, comm_, stream_));
     wait();
-    SB_CUDA_CHECK(cudaMemcpyAsync(x + mine, buf + parts, counts[rank_] * sizeof(uint64_t),
-                                  cudaMemcpyDefault, stream_));
+    SB_CUDA_CHECK(cudaMemcpyAsync(x + mine, buf + parts, counts[rank_] * sizeof(uint64_t), cudaMemcpyDefault, stream_));
     SB_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
 
@@ -176,8 +173,8 @@ class NcclCommunicator final : public Communicator {
       if (async != ncclSuccess) {
         ncclCommAbort(comm_);
         comm_ = nullptr;
-        SB_FAIL("an NCCL collective failed on rank ", rank_, " of ", size_, ": ",
-                ncclGetErrorString(async), " (a peer exited or the interconnect failed)");
+        SB_FAIL("an NCCL collective failed on rank ", rank_, " of ", size_, ": ", ncclGetErrorString(async),
+                " (a peer exited or the interconnect failed)");
       }
       std::this_thread::yield();
     }
@@ -220,8 +217,7 @@ class NcclCommunicator final : public Communicator {
 
 bool nccl_available() { return true; }
 
-std::unique_ptr<Communicator> make_nccl_communicator(Backend& cuda_backend,
-                                                     std::unique_ptr<Communicator> transport) {
+std::unique_ptr<Communicator> make_nccl_communicator(Backend& cuda_backend, std::unique_ptr<Communicator> transport) {
   return std::make_unique<NcclCommunicator>(cuda_backend, std::move(transport));
 }
 
@@ -233,11 +229,11 @@ namespace sb {
 
 bool nccl_available() { return false; }
 
-std::unique_ptr<Communicator> make_nccl_communicator(Backend& cuda_backend,
-                                                     std::unique_ptr<Communicator>) {
-  SB_FAIL("this samebits build has no NCCL communicator (it needs NCCL and MPI; install "
-          "libnccl-dev and libopenmpi-dev, then reconfigure); cannot serve ",
-          cuda_backend.describe());
+std::unique_ptr<Communicator> make_nccl_communicator(Backend& cuda_backend, std::unique_ptr<Communicator>) {
+  SB_FAIL(
+      "this samebits build has no NCCL communicator (it needs NCCL and MPI; install "
+      "libnccl-dev and libopenmpi-dev, then reconfigure); cannot serve ",
+      cuda_backend.describe());
 }
 
 }  // namespace sb

@@ -14,15 +14,12 @@
 
 namespace sb {
 
-OwnerGradient::OwnerGradient(std::vector<ParamView> layout, const Ownership& ownership,
-                             Backend& backend, Communicator& comm)
-    : layout_(std::move(layout)),
-      backend_(backend),
-      comm_(comm),
-      need_(static_cast<size_t>(comm.size())) {
+OwnerGradient::OwnerGradient(std::vector<ParamView> layout, const Ownership& ownership, Backend& backend,
+                             Communicator& comm)
+    : layout_(std::move(layout)), backend_(backend), comm_(comm), need_(static_cast<size_t>(comm.size())) {
   SB_CHECK(ownership.owner.size() == layout_.size() && ownership.world() == comm.size(),
-           "OwnerGradient: an ownership of ", ownership.owner.size(), " tensors over ",
-           ownership.world(), " ranks for ", layout_.size(), " tensors over ", comm.size());
+           "OwnerGradient: an ownership of ", ownership.owner.size(), " tensors over ", ownership.world(),
+           " ranks for ", layout_.size(), " tensors over ", comm.size());
   for (size_t t = 0; t < layout_.size(); ++t) {
     const int r = ownership.owner[t];
     need_[size_t(r)].push_back({layout_[t].offset, layout_[t].numel});

@@ -25,13 +25,12 @@ double Ownership::imbalance() const {
 Ownership assign_owners(const std::vector<double>& cost, int world) {
   SB_CHECK(world >= 1, "assign_owners: the world size must be at least 1, got ", world);
   for (size_t i = 0; i < cost.size(); ++i) {
-    SB_CHECK(std::isfinite(cost[i]) && cost[i] >= 0.0, "assign_owners: tensor ", i, " has cost ",
-             cost[i], "; costs must be finite and non-negative");
+    SB_CHECK(std::isfinite(cost[i]) && cost[i] >= 0.0, "assign_owners: tensor ", i, " has cost ", cost[i],
+             "; costs must be finite and non-negative");
   }
   std::vector<size_t> order(cost.size());
   std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return cost[a] > cost[b]; });
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return cost[a] > cost[b]; });
   Ownership o;
   o.owner.assign(cost.size(), 0);
   o.load.assign(static_cast<size_t>(world), 0.0);

@@ -1,6 +1,6 @@
 // ShardedOptimizer (parallel/sharded_optimizer.hpp): the inner optimizer updates this rank's tensors;
-// owners broadcast weights (in place, in backend memory), statistics and, for checkpoints, state. Determinism: no arithmetic
-// here — only copies of bits — so the result is the unsharded optimizer's, whatever the world.
+// owners broadcast weights (in place, in backend memory), statistics and, for checkpoints, state. Determinism: no
+// arithmetic here — only copies of bits — so the result is the unsharded optimizer's, whatever the world.
 #include "samebits/core/parallel/sharded_optimizer.hpp"
 
 #include <cstring>
@@ -13,7 +13,6 @@
 #include "samebits/det/error.hpp"
 
 namespace sb {
-
 
 static_assert(std::is_trivially_copyable_v<TensorUpdateStats>);
 
@@ -104,9 +103,9 @@ std::vector<StateArray> ShardedOptimizer::gather_state() {
     ByteReader r(w.bytes(), "the optimizer state from rank " + std::to_string(root), dist_detail::kBroadcastHint);
     for (size_t t = 0; t < owned_[size_t(root)].size(); ++t) {
       const auto i = r.get<uint64_t>();
-      SB_CHECK(i < params_.size() && ownership_.owner[i] == root, "rank ", root,
-               " sent the state of tensor ", i, ", which it does not own in this world of ",
-               comm_.size(), " ranks; the ranks run different samebits builds");
+      SB_CHECK(i < params_.size() && ownership_.owner[i] == root, "rank ", root, " sent the state of tensor ", i,
+               ", which it does not own in this world of ", comm_.size(),
+               " ranks; the ranks run different samebits builds");
       const auto count = r.get<uint64_t>();
       for (uint64_t k = 0; k < count; ++k) {
         StateArray a;
@@ -126,8 +125,8 @@ std::vector<StateArray> ShardedOptimizer::gather_state() {
 void ShardedOptimizer::scatter_state(const std::vector<StateArray>& full) {
   std::map<std::string, size_t> index;
   for (size_t k = 0; k < full.size(); ++k) {
-    SB_CHECK(index.emplace(full[k].name, k).second, "checkpoint optimizer state names '",
-             full[k].name, "' twice; the file is inconsistent");
+    SB_CHECK(index.emplace(full[k].name, k).second, "checkpoint optimizer state names '", full[k].name,
+             "' twice; the file is inconsistent");
   }
   const std::vector<StateBuffer> mine = inner_->state();
   std::vector<const StateArray*> source;  // (mine.size()) the checkpoint array of each buffer
@@ -136,15 +135,14 @@ void ShardedOptimizer::scatter_state(const std::vector<StateArray>& full) {
     SB_CHECK(found != index.end(), "the checkpoint has no optimizer state '", b.name,
              "'; it is from a different optimizer configuration");
     const StateArray& a = full[found->second];
-    SB_CHECK(a.data.size() == b.numel, "checkpoint optimizer state '", b.name, "' holds ",
-             a.data.size(), " values; this optimizer expects ", b.numel);
+    SB_CHECK(a.data.size() == b.numel, "checkpoint optimizer state '", b.name, "' holds ", a.data.size(),
+             " values; this optimizer expects ", b.numel);
     source.push_back(&a);
   }
   uint64_t total = mine.size();
   comm_.allreduce_sum_u64(&total, 1);
-  SB_CHECK(total == full.size(), "checkpoint holds ", full.size(),
-           " optimizer state buffers; this optimizer has ", total,
-           ": the checkpoint is from a different optimizer configuration");
+  SB_CHECK(total == full.size(), "checkpoint holds ", full.size(), " optimizer state buffers; this optimizer has ",
+           total, ": the checkpoint is from a different optimizer configuration");
   for (size_t k = 0; k < mine.size(); ++k) {
     backend_.copy_from_host(mine[k].data, source[k]->data.data(), mine[k].numel * sizeof(float));
   }

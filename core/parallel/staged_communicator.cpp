@@ -20,8 +20,7 @@ class StagedCommunicator final : public Communicator {
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
   std::string describe() const override {
-    return inner_->describe() + ", " + std::string(device_name(backend_.device())) +
-           " buffers staged through the host";
+    return inner_->describe() + ", " + std::string(device_name(backend_.device())) + " buffers staged through the host";
   }
   Communicator* transport() override { return inner_.get(); }
 
@@ -57,8 +56,7 @@ class StagedCommunicator final : public Communicator {
     const size_t bytes = n * sizeof(uint64_t), total = bytes * static_cast<size_t>(size());
     unsigned char* h = host(bytes + total);  // in (n), then out (size(), n)
     backend_.copy_to_host(h, in, bytes);
-    inner_->allgather_u64(reinterpret_cast<const uint64_t*>(h), n,
-                          reinterpret_cast<uint64_t*>(h + bytes));
+    inner_->allgather_u64(reinterpret_cast<const uint64_t*>(h), n, reinterpret_cast<uint64_t*>(h + bytes));
     backend_.copy_from_host(out, h + bytes, total);
   }
   void do_barrier() override { inner_->barrier(); }
@@ -85,8 +83,7 @@ class StagedCommunicator final : public Communicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_staged_communicator(std::unique_ptr<Communicator> inner,
-                                                       Backend& backend) {
+std::unique_ptr<Communicator> make_staged_communicator(std::unique_ptr<Communicator> inner, Backend& backend) {
   return std::make_unique<StagedCommunicator>(std::move(inner), backend);
 }
 

@@ -15,13 +15,9 @@ namespace {
 constexpr int64_t kMaxFiniteOrdered = 0x7f7fffff;  // the bits of FLT_MAX: the top of the line
 
 // The float line as integers: ±0 → 0, negative floats below it, monotonic in value.
-int64_t ordered(uint32_t bits) {
-  return (bits & 0x80000000u) ? -int64_t(bits & 0x7fffffffu) : int64_t(bits);
-}
+int64_t ordered(uint32_t bits) { return (bits & 0x80000000u) ? -int64_t(bits & 0x7fffffffu) : int64_t(bits); }
 
-uint32_t bits_of_ordered(int64_t v) {
-  return v < 0 ? 0x80000000u | uint32_t(-v) : uint32_t(v);
-}
+uint32_t bits_of_ordered(int64_t v) { return v < 0 ? 0x80000000u | uint32_t(-v) : uint32_t(v); }
 
 }  // namespace
 
@@ -33,9 +29,8 @@ float step_ulps(float x, int64_t k) {
            "element (perturb.index) or step (perturb.step)");
   const int64_t from = ordered(bits);
   const bool fits = k >= 0 ? k <= kMaxFiniteOrdered - from : k >= -kMaxFiniteOrdered - from;
-  SB_CHECK(fits, "perturb.ulps=", k, " moves ", x, " beyond the largest finite float (",
-           k > 0 ? "+" : "-", std::numeric_limits<float>::max(), " is ",
-           k > 0 ? kMaxFiniteOrdered - from : kMaxFiniteOrdered + from,
+  SB_CHECK(fits, "perturb.ulps=", k, " moves ", x, " beyond the largest finite float (", k > 0 ? "+" : "-",
+           std::numeric_limits<float>::max(), " is ", k > 0 ? kMaxFiniteOrdered - from : kMaxFiniteOrdered + from,
            " ULPs away); use a smaller |perturb.ulps|");
   const uint32_t out_bits = bits_of_ordered(from + k);
   float out;
@@ -49,8 +44,10 @@ bool perturbation_due(const PerturbConfig& perturb, int64_t steps_done) {
 
 PerturbationApplied apply_perturbation(const PerturbConfig& perturb, GPT& model) {
   const ParamView* param = find_param(model.params(), perturb.tensor);
-  SB_CHECK(param != nullptr, "perturb.tensor='", perturb.tensor, "' is not a tensor of this model; "
-           "valid names: ", param_names(model.params()));
+  SB_CHECK(param != nullptr, "perturb.tensor='", perturb.tensor,
+           "' is not a tensor of this model; "
+           "valid names: ",
+           param_names(model.params()));
   SB_CHECK(perturb.index >= 0 && uint64_t(perturb.index) < param->numel, "perturb.index=", perturb.index,
            " is outside tensor ", perturb.tensor, " (", param->numel, " elements)");
   PerturbationApplied applied;
@@ -69,8 +66,7 @@ std::string perturbation_text(const PerturbConfig& p) {
   if (!p.enabled()) return "off";
   std::ostringstream s;
   s << p.tensor << "[" << p.index << "] " << (p.ulps > 0 ? "+" : "") << p.ulps << " ULP"
-    << (p.ulps == 1 || p.ulps == -1 ? "" : "s") << " before step " << p.step + 1 << " (after "
-    << p.step << " steps)";
+    << (p.ulps == 1 || p.ulps == -1 ? "" : "s") << " before step " << p.step + 1 << " (after " << p.step << " steps)";
   return s.str();
 }
 

@@ -9,8 +9,8 @@
 #include <limits>
 #include <utility>
 
-#include "samebits/core/optim/clip.hpp"
 #include "samebits/core/exact_norm.hpp"
+#include "samebits/core/optim/clip.hpp"
 #include "samebits/det/bits.hpp"
 #include "samebits/det/error.hpp"
 
@@ -42,17 +42,12 @@ std::vector<TensorSpan> spans_of(const std::vector<ParamView>& layout) {
 
 }  // namespace
 
-GradientStatistics::GradientStatistics(std::vector<ParamView> layout,
-                                       std::unique_ptr<TensorSums> leaf,
+GradientStatistics::GradientStatistics(std::vector<ParamView> layout, std::unique_ptr<TensorSums> leaf,
                                        std::unique_ptr<TensorSums> batch)
-    : layout_(std::move(layout)),
-      leaf_(std::move(leaf)),
-      batch_(std::move(batch)),
-      leaf_sq_(layout_.size()) {}
+    : layout_(std::move(layout)), leaf_(std::move(leaf)), batch_(std::move(batch)), leaf_sq_(layout_.size()) {}
 
 GradientStatistics::GradientStatistics(const std::vector<ParamView>& layout)
-    : GradientStatistics(layout, make_host_tensor_sums(spans_of(layout)),
-                         make_host_tensor_sums(spans_of(layout))) {}
+    : GradientStatistics(layout, make_host_tensor_sums(spans_of(layout)), make_host_tensor_sums(spans_of(layout))) {}
 
 GradientStatistics::GradientStatistics(const std::vector<ParamView>& layout, Backend& backend)
     : GradientStatistics(layout, backend.make_tensor_sums(spans_of(layout)),
@@ -87,8 +82,8 @@ void GradientStatistics::from_words(const int64_t* in) {
   }
 }
 
-void GradientStatistics::finish(const float* grad, double leaf_scale, int64_t leaves,
-                                int64_t leaf_size, StepStats& stats) {
+void GradientStatistics::finish(const float* grad, double leaf_scale, int64_t leaves, int64_t leaf_size,
+                                StepStats& stats) {
   if (grad == nullptr) return finish(nullptr, det::ExactSum{}, leaf_scale, leaves, leaf_size, stats);
   std::vector<det::ExactSum> tensor_sq(layout_.size()), tensor_sum(layout_.size());  // (tensors)
   std::vector<float> tensor_max(layout_.size());                                     // (tensors)
@@ -104,18 +99,15 @@ void GradientStatistics::finish(const float* grad, double leaf_scale, int64_t le
   finish(batch.data(), batch_total, leaf_scale, leaves, leaf_size, stats);
 }
 
-void GradientStatistics::finish(const TensorBatchSums* batch, const det::ExactSum& batch_squares,
-                                double leaf_scale, int64_t leaves, int64_t leaf_size,
-                                StepStats& stats) {
-  SB_CHECK(leaves >= 1 && leaf_size >= 1, "gradient statistics of ", leaves, " leaves of ",
-           leaf_size, " sequences: both must be at least 1");
+void GradientStatistics::finish(const TensorBatchSums* batch, const det::ExactSum& batch_squares, double leaf_scale,
+                                int64_t leaves, int64_t leaf_size, StepStats& stats) {
+  SB_CHECK(leaves >= 1 && leaf_size >= 1, "gradient statistics of ", leaves, " leaves of ", leaf_size,
+           " sequences: both must be at least 1");
   const double unscale_sq = 1.0 / (leaf_scale * leaf_scale);  // a power of two: exact
   const double b_small = static_cast<double>(leaf_size);
   const double b_big = static_cast<double>(leaves) * b_small;
   // |G_small|² of a sum of squares (leaf gradients carry the loss scale squared).
-  auto leaf_mean = [&](const det::ExactSum& s) {
-    return s.to_f64() * unscale_sq / static_cast<double>(leaves);
-  };
+  auto leaf_mean = [&](const det::ExactSum& s) { return s.to_f64() * unscale_sq / static_cast<double>(leaves); };
 
   read_leaves();
   det::ExactSum leaf_total;

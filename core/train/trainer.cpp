@@ -2,8 +2,8 @@
 // rounding → fp16 skip/backoff → exact-norm clip → optimizer. Determinism: every cross-leaf and
 // cross-rank sum is integer (rule 4) or ExactSum (rule 5); the leaf order, micro-step split, thread
 // count and world size only change the order of integer additions.
-#include "samebits/core/io/token_files.hpp"
 #include "samebits/core/train/trainer.hpp"
+#include "samebits/core/io/token_files.hpp"
 
 #include <omp.h>
 
@@ -13,21 +13,21 @@
 #include <utility>
 
 #include "samebits/core/cpu/cpu_backend.hpp"
+#include "samebits/core/exact_norm.hpp"
+#include "samebits/core/ops/gradient.hpp"
+#include "samebits/core/optim/adaptive_lr.hpp"
+#include "samebits/core/optim/clip.hpp"
+#include "samebits/core/optim/qk_clip.hpp"
+#include "samebits/core/optim/schedule.hpp"
+#include "samebits/core/optim_kernels.hpp"
 #include "samebits/core/parallel/exact_allreduce.hpp"
 #include "samebits/core/parallel/owner_gradient.hpp"
 #include "samebits/core/parallel/sharded_optimizer.hpp"
 #include "samebits/core/parallel/tensor_parallel.hpp"
 #include "samebits/core/parallel/tp_optimizer.hpp"
-#include "samebits/core/ops/gradient.hpp"
-#include "samebits/core/optim/adaptive_lr.hpp"
-#include "samebits/core/optim/clip.hpp"
-#include "samebits/core/exact_norm.hpp"
-#include "samebits/core/optim_kernels.hpp"
-#include "samebits/core/optim/qk_clip.hpp"
-#include "samebits/core/optim/schedule.hpp"
-#include "samebits/core/untrusted_text.hpp"
-#include "samebits/core/train/perturbation.hpp"
 #include "samebits/core/trace.hpp"
+#include "samebits/core/train/perturbation.hpp"
+#include "samebits/core/untrusted_text.hpp"
 #include "samebits/data/permutation.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/fingerprint.hpp"
@@ -60,9 +60,9 @@ void check_tp_combination(const Config& c) {
 // The tensors' spans (for the per-tensor fingerprints where the tensors live), and the host copy
 // of the gradient that only allreduce=native makes on a non-CPU backend.
 struct Trainer::Host {
-  std::vector<TensorSpan> spans;  // (tensors) layout order
+  std::vector<TensorSpan> spans;   // (tensors) layout order
   std::vector<std::string> names;  // (tensors) layout order
-  std::vector<float> grad;        // (flat_size) the batch gradient
+  std::vector<float> grad;         // (flat_size) the batch gradient
 
   // det::fingerprint of each tensor of flat, computed by the backend.  flat: backend memory.
   std::vector<uint64_t> fingerprints(Backend& be, const float* flat) const {
@@ -81,19 +81,15 @@ struct Trainer::Host {
 };
 
 Trainer::Trainer(const Config& config, Backend& backend, Communicator& comm, TrainerOptions options)
-    : config_(config),
-      options_(options),
-      be_(backend),
-      comm_(comm),
-      stats_(rank_layout(config, comm), be_) {
+    : config_(config), options_(options), be_(backend), comm_(comm), stats_(rank_layout(config, comm), be_) {
   build();
 }
 
 Trainer::Trainer(const Config& config, TrainerOptions options)
     : Trainer(config, make_cpu_backend(to_numerics(config)), make_local_communicator(), options) {}
 
-Trainer::Trainer(const Config& config, std::unique_ptr<Backend> backend,
-                 std::unique_ptr<Communicator> comm, TrainerOptions options)
+Trainer::Trainer(const Config& config, std::unique_ptr<Backend> backend, std::unique_ptr<Communicator> comm,
+                 TrainerOptions options)
     : own_backend_(std::move(backend)),
       own_comm_(std::move(comm)),
       config_(config),
@@ -111,8 +107,7 @@ void Trainer::build() {
   SB_CHECK(options_.micro_leaves >= 0, "micro_leaves=", options_.micro_leaves,
            " must be 0 (all of a rank's leaves at once) or a positive number of leaves");
   // run.threads = 0: every hardware thread (also after an earlier Trainer chose fewer).
-  omp_set_num_threads(config_.run.threads > 0 ? static_cast<int>(config_.run.threads)
-                                              : omp_get_num_procs());
+  omp_set_num_threads(config_.run.threads > 0 ? static_cast<int>(config_.run.threads) : omp_get_num_procs());
   be_.set_numerics(to_numerics(config_));
   dp_ = &comm_;
   if (config_.parallel.tp > 1) {
@@ -127,9 +122,9 @@ void Trainer::build() {
     train_owned_ = data::open_source(data_config, data::Split::train, io::isolated_hdf5_decoder());
     train_source_ = train_owned_.get();
   }
-  sampler_ = std::make_unique<data::Sampler>(
-      *train_source_, config_.model.seq_len, static_cast<int>(config_.data.leaf_size),
-      static_cast<int>(config_.data.leaves), sample_order(config_));
+  sampler_ =
+      std::make_unique<data::Sampler>(*train_source_, config_.model.seq_len, static_cast<int>(config_.data.leaf_size),
+                                      static_cast<int>(config_.data.leaves), sample_order(config_));
 
   model_ = std::make_unique<GPT>(config_.model, static_cast<int>(config_.data.leaf_size), be_,
                                  tp_ ? &tp_->group() : nullptr);
@@ -147,9 +142,9 @@ void Trainer::build() {
   // DP rank owns the same tensors (balanced by the full tensors' costs) and the owners broadcast
   // their local shards to the same TP rank of the other groups.
   if (options_.distributed_optimizer && dp_->size() > 1) {
-    auto sharded = std::make_unique<ShardedOptimizer>(
-        std::move(optimizer_), model_->params(), update_cost(config_.optim, gpt_param_layout(config_.model)), be_,
-        *dp_);
+    auto sharded =
+        std::make_unique<ShardedOptimizer>(std::move(optimizer_), model_->params(),
+                                           update_cost(config_.optim, gpt_param_layout(config_.model)), be_, *dp_);
     sharded_ = sharded.get();
     optimizer_ = std::move(sharded);
     // The reduce-scatter's owner-side statistics are of whole tensors; under TP the gradient stays
@@ -159,11 +154,12 @@ void Trainer::build() {
     }
   }
   acc_ = config_.numerics.leaf_sum == LeafSumMode::native ? be_.make_native_accumulator(model_->flat_size())
-                                                           : be_.make_accumulator(model_->flat_size());
+                                                          : be_.make_accumulator(model_->flat_size());
   if (config_.train.precision == Precision::fp16) scaler_.emplace(config_.train);
   grad_ = be_.alloc(DType::f32, {static_cast<int64_t>(model_->flat_size())});
   if (config_.train.schedule == Schedule::adaptive) {
-    SB_CHECK(options_.statistics, "config train.schedule=adaptive sets the lr from the step's "
+    SB_CHECK(options_.statistics,
+             "config train.schedule=adaptive sets the lr from the step's "
              "gradient statistics; they are off in this trainer (TrainerOptions::statistics)");
     adaptive_ = std::make_unique<AdaptiveLr>(config_);
   }
@@ -179,7 +175,8 @@ void Trainer::build() {
 
 void Trainer::load_initial_weights() {
   const std::vector<float>* flat = options_.initial_weights;
-  SB_CHECK(flat != nullptr, "config train.init='", escape_untrusted(config_.train.init), "' names initial weights, "
+  SB_CHECK(flat != nullptr, "config train.init='", escape_untrusted(config_.train.init),
+           "' names initial weights, "
            "but the trainer was given none: load them with io::load_initial_weights(config) and pass "
            "them as TrainerOptions::initial_weights");
   if (tp_) {  // this rank's shards of the full buffer
@@ -201,14 +198,12 @@ std::optional<LossScaleState> Trainer::loss_scale() const {
 }
 
 std::vector<int> Trainer::leaf_order(uint64_t step) const {
-  const data::LeafRange range =
-      data::leaf_range(static_cast<int>(config_.data.leaves), dp_->size(), dp_->rank());
+  const data::LeafRange range = data::leaf_range(static_cast<int>(config_.data.leaves), dp_->size(), dp_->rank());
   std::vector<int> order(static_cast<size_t>(range.count()));
   for (int i = 0; i < range.count(); ++i) {
-    const uint64_t j = options_.leaf_order_seed == 0
-                           ? uint64_t(i)
-                           : data::keyed_permutation(uint64_t(i), uint64_t(range.count()),
-                                                     options_.leaf_order_seed, step);
+    const uint64_t j = options_.leaf_order_seed == 0 ? uint64_t(i)
+                                                     : data::keyed_permutation(uint64_t(i), uint64_t(range.count()),
+                                                                               options_.leaf_order_seed, step);
     order[size_t(i)] = range.begin + static_cast<int>(j);
   }
   return order;
@@ -225,8 +220,8 @@ void Trainer::accumulate(uint64_t step, float loss_scale, det::ExactSum& loss_su
   if (qk_) {
     pass.after_forward = [&](size_t) {
       for (int l = 0; l < config_.model.n_layer; ++l)
-        qk_->add(l, model_->attention_qkv(l), static_cast<int>(config_.data.leaf_size),
-                 config_.model.seq_len, config_.model.n_embd);
+        qk_->add(l, model_->attention_qkv(l), static_cast<int>(config_.data.leaf_size), config_.model.seq_len,
+                 config_.model.n_embd);
     };
   }
   if (options_.statistics) pass.leaf_squares = stats_.leaf_sums();
@@ -269,9 +264,8 @@ uint32_t Trainer::reduce_scalars(det::ExactSum& loss_sum, uint64_t* adds) {
 
 void Trainer::round_gradient(float loss_scale, uint64_t adds, uint32_t status) {
   const float divisor = static_cast<float>(config_.data.leaves) * loss_scale;
-  SB_CHECK(divisor > 0.0f && divisor <= std::numeric_limits<float>::max(),
-           "data.leaves=", config_.data.leaves, " × loss scale ", loss_scale,
-           " is not a finite fp32 divisor; lower train.loss_scale");
+  SB_CHECK(divisor > 0.0f && divisor <= std::numeric_limits<float>::max(), "data.leaves=", config_.data.leaves,
+           " × loss scale ", loss_scale, " is not a finite fp32 divisor; lower train.loss_scale");
   float* g = grad_.data_as<float>();
   if (config_.numerics.allreduce == AllreduceMode::exact) {
     if (owner_) {
@@ -329,8 +323,7 @@ void Trainer::check_replicas() {
   dp.allgather_u64(&mine, 1, all.data());
   for (size_t r = 1; r < all.size(); ++r) {
     SB_CHECK(all[r] == all[0], "after step ", step_, " the weights of rank ", r, " (fingerprint ",
-             det::fingerprint_hex(all[r]), ") differ from rank 0's (",
-             det::fingerprint_hex(all[0]),
+             det::fingerprint_hex(all[r]), ") differ from rank 0's (", det::fingerprint_hex(all[0]),
              "): the replicas diverged; check that every rank runs the same samebits build "
              "and configuration");
   }
@@ -352,8 +345,8 @@ void Trainer::clip_qk(StepStats& st) {
   }
   st.qk_max_logits = QkMaxLogits::values(keys);
   if (st.skipped) return;  // no update this step: nothing to clip (the maxima are still recorded)
-  st.qk_clipped = apply_qk_clip(be_, model_->weights().data_as<float>(), model_->params(),
-                                config_.model, st.qk_max_logits, config_.optim.qk_clip);
+  st.qk_clipped = apply_qk_clip(be_, model_->weights().data_as<float>(), model_->params(), config_.model,
+                                st.qk_max_logits, config_.optim.qk_clip);
 }
 
 StepResult Trainer::step() {
@@ -388,8 +381,7 @@ StepResult Trainer::step() {
   uint64_t adds = 0;
   const uint32_t status = reduce_scalars(loss_sum, &adds);
   st.loss = mean_loss(loss_sum, leaves * model_->leaf_tokens());
-  SB_CHECK(status == 0 || scaler_, "step ", number, ": a leaf gradient held",
-           det::fixed_status_names(status),
+  SB_CHECK(status == 0 || scaler_, "step ", number, ": a leaf gradient held", det::fixed_status_names(status),
            " values (loss ", st.loss, "); the run diverged in ", to_string(config_.train.precision),
            " — lower optim.lr / optim.adam_lr, or use train.precision=fp16 with loss scaling");
   const bool apply = scaler_ ? scaler_->update(status != 0) : true;

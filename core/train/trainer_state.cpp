@@ -4,10 +4,10 @@
 #include <cstring>
 
 #include "samebits/core/io/token_files.hpp"
-#include "samebits/core/parallel/sharded_optimizer.hpp"
-#include "samebits/core/parallel/tensor_parallel.hpp"
-#include "samebits/core/parallel/state_broadcast.hpp"
 #include "samebits/core/optim/adaptive_lr.hpp"
+#include "samebits/core/parallel/sharded_optimizer.hpp"
+#include "samebits/core/parallel/state_broadcast.hpp"
+#include "samebits/core/parallel/tensor_parallel.hpp"
 #include "samebits/core/train/trainer.hpp"
 #include "samebits/det/error.hpp"
 
@@ -21,11 +21,11 @@ float Trainer::evaluate() {
   if (!validation_) {
     if (validation_source_ == nullptr) validation_source_ = options_.validation_source;
     if (validation_source_ == nullptr) {
-      validation_owned_ = data::open_source(to_data_config(config_), data::Split::validation, io::isolated_hdf5_decoder());
+      validation_owned_ =
+          data::open_source(to_data_config(config_), data::Split::validation, io::isolated_hdf5_decoder());
       validation_source_ = validation_owned_.get();
     }
-    validation_ = std::make_unique<data::ValidationSet>(*validation_source_, T,
-                                                         uint64_t(leaves) * uint64_t(leaf_size));
+    validation_ = std::make_unique<data::ValidationSet>(*validation_source_, T, uint64_t(leaves) * uint64_t(leaf_size));
   }
   const data::LeafRange range = data::leaf_range(static_cast<int>(leaves), dp_->size(), dp_->rank());
   std::vector<int32_t> tokens(size_t(leaf_size) * size_t(T + 1));  // (leaf_size, seq_len + 1)
@@ -46,16 +46,14 @@ float Trainer::evaluate() {
 
 // Whether `state` holds the schedule's EMAs; if so, ema ← them and stripped ← a copy without that
 // entry. Throws when the state has the entry and this run does not expect it, or the reverse.
-bool Trainer::take_adaptive_state(const TrainerState& state, TrainerState& stripped,
-                                  AdaptiveLrState& ema) const {
+bool Trainer::take_adaptive_state(const TrainerState& state, TrainerState& stripped, AdaptiveLrState& ema) const {
   size_t found = state.optimizer.size();
   for (size_t i = 0; i < state.optimizer.size(); ++i)
     if (state.optimizer[i].name == kAdaptiveStateName) found = i;
   const bool has = found < state.optimizer.size();
-  SB_CHECK(has == (adaptive_ != nullptr), "checkpoint ",
-           has ? "holds" : "lacks", " the state of train.schedule=adaptive ('", kAdaptiveStateName,
-           "'), but this run's schedule is ", config_name(config_.train.schedule),
-           ": the checkpoint is from a different configuration");
+  SB_CHECK(has == (adaptive_ != nullptr), "checkpoint ", has ? "holds" : "lacks",
+           " the state of train.schedule=adaptive ('", kAdaptiveStateName, "'), but this run's schedule is ",
+           config_name(config_.train.schedule), ": the checkpoint is from a different configuration");
   if (!has) return false;
   const StateArray& a = state.optimizer[found];
   SB_CHECK(a.data.size() == 4, "checkpoint state '", kAdaptiveStateName, "' holds ", a.data.size(),
@@ -153,11 +151,10 @@ void Trainer::import_state(const TrainerState& state) {
   AdaptiveLrState ema;
   const TrainerState& s = take_adaptive_state(given, stripped, ema) ? stripped : given;
   const size_t flat = tp_ ? tp_->full_flat_size() : model_->flat_size();
-  SB_CHECK(s.weights.size() == flat, "checkpoint holds ", s.weights.size(),
-           " weights; this model's flat buffer has ", flat,
-           ": the checkpoint is from a different model configuration");
-  SB_CHECK(s.step >= 0 && s.updates >= 0 && s.updates <= s.step, "checkpoint step ", s.step,
-           " and update count ", s.updates, " are inconsistent (need 0 <= updates <= step)");
+  SB_CHECK(s.weights.size() == flat, "checkpoint holds ", s.weights.size(), " weights; this model's flat buffer has ",
+           flat, ": the checkpoint is from a different model configuration");
+  SB_CHECK(s.step >= 0 && s.updates >= 0 && s.updates <= s.step, "checkpoint step ", s.step, " and update count ",
+           s.updates, " are inconsistent (need 0 <= updates <= step)");
   // Under TP this rank's shard of every full buffer (each checked against its full tensor first).
   const std::vector<StateArray> shards = tp_ ? local_state(s.optimizer) : std::vector<StateArray>{};
   const std::vector<StateArray>& arrays = tp_ ? shards : s.optimizer;
@@ -173,12 +170,11 @@ void Trainer::import_state(const TrainerState& state) {
     }
   }
   const uint64_t data_step = sampler_->step_of(s.cursor);
-  SB_CHECK(data_step == uint64_t(s.step), "checkpoint data cursor (epoch ", s.cursor.epoch,
-           ", position ", s.cursor.position, ") is the start of step ", data_step,
-           ", but the checkpoint is after step ", s.step, "; the file is inconsistent");
-  SB_CHECK(scaler_ || s.loss_scale.skipped_steps == 0, "checkpoint records ",
-           s.loss_scale.skipped_steps, " skipped fp16 steps, but this run's precision is ",
-           to_string(config_.train.precision));
+  SB_CHECK(data_step == uint64_t(s.step), "checkpoint data cursor (epoch ", s.cursor.epoch, ", position ",
+           s.cursor.position, ") is the start of step ", data_step, ", but the checkpoint is after step ", s.step,
+           "; the file is inconsistent");
+  SB_CHECK(scaler_ || s.loss_scale.skipped_steps == 0, "checkpoint records ", s.loss_scale.skipped_steps,
+           " skipped fp16 steps, but this run's precision is ", to_string(config_.train.precision));
 
   if (sharded_ != nullptr) {
     sharded_->scatter_state(arrays);  // checks everything before it copies

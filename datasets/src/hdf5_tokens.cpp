@@ -82,8 +82,7 @@ std::vector<int32_t> decode_hdf5_tokens(const std::string& file_name, const std:
   Handle type(H5Dget_type(ds.get()), H5Tclose);
   SB_CHECK(type.ok(), where, ": cannot read the datatype");
   const H5T_class_t cls = H5Tget_class(type.get());
-  SB_CHECK(cls == H5T_INTEGER, where, " holds ", class_name(cls),
-           " values, expected integer token ids");
+  SB_CHECK(cls == H5T_INTEGER, where, " holds ", class_name(cls), " values, expected integer token ids");
   Handle space(H5Dget_space(ds.get()), H5Sclose);
   SB_CHECK(space.ok(), where, ": cannot read the dataspace");
   const int rank = H5Sget_simple_extent_ndims(space.get());
@@ -95,8 +94,8 @@ std::vector<int32_t> decode_hdf5_tokens(const std::string& file_name, const std:
   // never written), refused before it sizes an allocation.
   const std::size_t element = H5Tget_size(type.get());
   struct stat st {};
-  SB_CHECK(::stat(file_name.c_str(), &st) == 0 && element > 0 && n <= uint64_t(st.st_size) / element, where,
-           " claims ", n, " tokens of ", element, " bytes, more than the file's ", st.st_size,
+  SB_CHECK(::stat(file_name.c_str(), &st) == 0 && element > 0 && n <= uint64_t(st.st_size) / element, where, " claims ",
+           n, " tokens of ", element, " bytes, more than the file's ", st.st_size,
            " bytes hold (damaged, or written with gaps)");
   std::vector<int32_t> tokens(n);
 
@@ -105,11 +104,10 @@ std::vector<int32_t> decode_hdf5_tokens(const std::string& file_name, const std:
   for (hsize_t start = 0; start < n; start += kChunk) {
     const hsize_t count = std::min(kChunk, n - start);
     Handle mem(H5Screate_simple(1, &count, nullptr), H5Sclose);
-    SB_CHECK(mem.ok() && H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, &start, nullptr, &count,
-                                             nullptr) >= 0,
-             where, ": cannot select elements [", start, ", ", start + count, ")");
-    SB_CHECK(H5Dread(ds.get(), H5T_NATIVE_INT64, mem.get(), space.get(), H5P_DEFAULT, buffer.data()) >= 0,
-             where, ": cannot read elements [", start, ", ", start + count, ")");
+    SB_CHECK(mem.ok() && H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, &start, nullptr, &count, nullptr) >= 0, where,
+             ": cannot select elements [", start, ", ", start + count, ")");
+    SB_CHECK(H5Dread(ds.get(), H5T_NATIVE_INT64, mem.get(), space.get(), H5P_DEFAULT, buffer.data()) >= 0, where,
+             ": cannot read elements [", start, ", ", start + count, ")");
     for (hsize_t i = 0; i < count; ++i) {
       check_token(where, buffer[i], start + i, vocab);
       tokens[start + i] = int32_t(buffer[i]);
@@ -133,8 +131,8 @@ std::string Hdf5Tokens::describe() const {
 
 void Hdf5Tokens::read(uint64_t pos, uint64_t len, int32_t* out) const {
   const uint64_t n = tokens_.size();
-  SB_CHECK(pos <= n && len <= n - pos, describe(), ": window [", pos, ", ", pos + len,
-           ") is outside the ", n, " tokens");
+  SB_CHECK(pos <= n && len <= n - pos, describe(), ": window [", pos, ", ", pos + len, ") is outside the ", n,
+           " tokens");
   std::copy_n(tokens_.data() + pos, len, out);
 }
 

@@ -14,8 +14,8 @@ namespace {
 
 // Counts of n-grams keyed context*V + token, and per context its count and distinct successors.
 struct Table {
-  std::vector<uint64_t> keys, counts;        // (distinct n-grams,) sorted
-  std::vector<uint64_t> contexts;            // (distinct contexts,) sorted
+  std::vector<uint64_t> keys, counts;  // (distinct n-grams,) sorted
+  std::vector<uint64_t> contexts;      // (distinct contexts,) sorted
   std::vector<uint64_t> context_counts, context_types;
 
   explicit Table(std::vector<uint64_t> all, uint64_t v) {
@@ -53,10 +53,9 @@ double nll(double p) { return -double(det::log(float(p))); }
 
 }  // namespace
 
-NgramLosses ngram_cross_entropy(const int32_t* train, uint64_t n_train, const int32_t* eval,
-                                uint64_t n_eval, uint64_t vocab) {
-  SB_CHECK(vocab >= 1 && vocab <= (uint64_t{1} << 21), "n-gram baseline: vocab ", vocab,
-           " is outside [1, 2^21]");
+NgramLosses ngram_cross_entropy(const int32_t* train, uint64_t n_train, const int32_t* eval, uint64_t n_eval,
+                                uint64_t vocab) {
+  SB_CHECK(vocab >= 1 && vocab <= (uint64_t{1} << 21), "n-gram baseline: vocab ", vocab, " is outside [1, 2^21]");
   SB_CHECK(n_train >= 3 && n_eval >= 1, "n-gram baseline: need >= 3 training and >= 1 evaluation tokens");
   const uint64_t v = vocab;
   auto token = [&](const int32_t* x, uint64_t i) {

@@ -15,8 +15,8 @@ constexpr uint64_t kInfinite = TokenSource::kInfinite;
 }
 
 LeafRange leaf_range(int leaves, int world, int rank) {
-  SB_CHECK(leaves >= 0 && world >= 1 && rank >= 0 && rank < world, "leaf_range: leaves=", leaves,
-           ", world=", world, ", rank=", rank, ": need leaves >= 0, world >= 1, 0 <= rank < world");
+  SB_CHECK(leaves >= 0 && world >= 1 && rank >= 0 && rank < world, "leaf_range: leaves=", leaves, ", world=", world,
+           ", rank=", rank, ": need leaves >= 0, world >= 1, 0 <= rank < world");
   const int base = leaves / world, extra = leaves % world;
   const int begin = rank * base + std::min(rank, extra);
   return LeafRange{begin, begin + base + (rank < extra ? 1 : 0)};
@@ -55,8 +55,7 @@ uint64_t Sampler::window(uint64_t k) const {
 void Sampler::sequence(uint64_t k, int32_t* tokens) const {
   const uint64_t w = window(k);
   const uint64_t t = uint64_t(seq_len_);
-  SB_CHECK(w <= (kInfinite - t - 1) / t, source_.describe(), ": sequence ", k,
-           " lies beyond 2^64 tokens");
+  SB_CHECK(w <= (kInfinite - t - 1) / t, source_.describe(), ": sequence ", k, " lies beyond 2^64 tokens");
   source_.read(w * t, t + 1, tokens);
 }
 
@@ -70,15 +69,14 @@ void Sampler::leaf(uint64_t step, int leaf, int32_t* tokens) const {
 }
 
 void Sampler::leaves(uint64_t step, LeafRange range, int32_t* tokens) const {
-  SB_CHECK(range.begin >= 0 && range.begin <= range.end && range.end <= leaves_, "sampler: leaf range [",
-           range.begin, ", ", range.end, ") outside [0, ", leaves_, ")");
+  SB_CHECK(range.begin >= 0 && range.begin <= range.end && range.end <= leaves_, "sampler: leaf range [", range.begin,
+           ", ", range.end, ") outside [0, ", leaves_, ")");
   const uint64_t per_leaf = uint64_t(leaf_size_) * (uint64_t(seq_len_) + 1);
   for (int l = range.begin; l < range.end; ++l) leaf(step, l, tokens + uint64_t(l - range.begin) * per_leaf);
 }
 
 DataCursor Sampler::cursor(uint64_t step) const {
-  SB_CHECK(step <= kInfinite / sequences_per_step(), "sampler: step ", step,
-           " overflows the 64-bit sequence index");
+  SB_CHECK(step <= kInfinite / sequences_per_step(), "sampler: step ", step, " overflows the 64-bit sequence index");
   const uint64_t k = step * sequences_per_step();
   if (windows_ == kInfinite) return DataCursor{0, k};
   return DataCursor{k / windows_, k % windows_};
@@ -90,8 +88,8 @@ uint64_t Sampler::step_of(DataCursor c) const {
     SB_CHECK(c.epoch == 0, "data cursor (epoch ", c.epoch, ", position ", c.position, ") does not fit ",
              source_.describe(), ", which has a single endless epoch");
   } else {
-    SB_CHECK(c.position < windows_ && c.epoch <= (kInfinite - c.position) / windows_, "data cursor (epoch ",
-             c.epoch, ", position ", c.position, ") does not fit ", source_.describe(), " with ", windows_,
+    SB_CHECK(c.position < windows_ && c.epoch <= (kInfinite - c.position) / windows_, "data cursor (epoch ", c.epoch,
+             ", position ", c.position, ") does not fit ", source_.describe(), " with ", windows_,
              " windows of seq_len ", seq_len_, " per epoch: the data changed since the checkpoint");
     k += c.epoch * windows_;
   }

@@ -23,18 +23,17 @@ ShardInfo check_shard(const MappedFile& file) {
            " bytes, shorter than the 1024-byte header (truncated, or not an llm.c .bin token file)");
   int32_t header[3];
   std::memcpy(header, file.data(), sizeof(header));
-  SB_CHECK(header[0] == kShardMagic, "shard '", path, "': magic number ", header[0], ", expected ",
-           kShardMagic, " (not an llm.c / nanoGPT .bin token file)");
+  SB_CHECK(header[0] == kShardMagic, "shard '", path, "': magic number ", header[0], ", expected ", kShardMagic,
+           " (not an llm.c / nanoGPT .bin token file)");
   SB_CHECK(header[1] == 1 || header[1] == 2, "shard '", path, "': version ", header[1],
            ", expected 1 (uint16 tokens) or 2 (uint32 tokens)");
   SB_CHECK(header[2] >= 0, "shard '", path, "': negative token count ", header[2], " in the header");
   ShardInfo info{path, header[1], uint64_t(header[2])};
   const uint64_t expected = kShardHeaderBytes + info.tokens * (info.version == 1 ? 2 : 4);
-  SB_CHECK(file.size() >= expected, "shard '", path, "' is truncated: the header says ", info.tokens,
-           " tokens (", expected, " bytes with the header), the file has ", file.size(), " bytes");
-  SB_CHECK(file.size() == expected, "shard '", path, "': the header says ", info.tokens, " tokens (",
-           expected, " bytes with the header) but the file has ", file.size(),
-           " bytes; header and file disagree");
+  SB_CHECK(file.size() >= expected, "shard '", path, "' is truncated: the header says ", info.tokens, " tokens (",
+           expected, " bytes with the header), the file has ", file.size(), " bytes");
+  SB_CHECK(file.size() == expected, "shard '", path, "': the header says ", info.tokens, " tokens (", expected,
+           " bytes with the header) but the file has ", file.size(), " bytes; header and file disagree");
   return info;
 }
 
@@ -68,22 +67,21 @@ ShardFiles::ShardFiles(const std::string& pattern, uint64_t vocab) : pattern_(pa
 ShardFiles::~ShardFiles() = default;
 
 std::string ShardFiles::describe() const {
-  return "shards '" + pattern_ + "' (" + std::to_string(info_.size()) + " file" +
-         (info_.size() == 1 ? "" : "s") + ", " + std::to_string(total_) + " tokens)";
+  return "shards '" + pattern_ + "' (" + std::to_string(info_.size()) + " file" + (info_.size() == 1 ? "" : "s") +
+         ", " + std::to_string(total_) + " tokens)";
 }
 
 void ShardFiles::read(uint64_t pos, uint64_t len, int32_t* out) const {
-  SB_CHECK(pos <= total_ && len <= total_ - pos, describe(), ": window [", pos, ", ", pos + len,
-           ") is outside the ", total_, " tokens");
+  SB_CHECK(pos <= total_ && len <= total_ - pos, describe(), ": window [", pos, ", ", pos + len, ") is outside the ",
+           total_, " tokens");
   size_t f = size_t(std::upper_bound(starts_.begin(), starts_.end() - 1, pos) - starts_.begin()) - 1;
   while (len > 0) {
     while (starts_[f + 1] <= pos) ++f;  // skip files that end here (or are empty)
     const uint64_t offset = pos - starts_[f];
     const uint64_t n = std::min(len, starts_[f + 1] - pos);
     const uint8_t* body = maps_[f].data() + kShardHeaderBytes;
-    const uint32_t largest =
-        info_[f].version == 1 ? widen(reinterpret_cast<const uint16_t*>(body) + offset, n, out)
-                              : widen(reinterpret_cast<const uint32_t*>(body) + offset, n, out);
+    const uint32_t largest = info_[f].version == 1 ? widen(reinterpret_cast<const uint16_t*>(body) + offset, n, out)
+                                                   : widen(reinterpret_cast<const uint32_t*>(body) + offset, n, out);
     if (largest >= vocab_) {
       const uint64_t i = uint64_t(std::find_if(out, out + n, [&](int32_t t) { return uint32_t(t) >= vocab_; }) - out);
       SB_FAIL("shard '", info_[f].path, "': token ", uint32_t(out[i]), " at token position ", offset + i,
@@ -95,8 +93,7 @@ void ShardFiles::read(uint64_t pos, uint64_t len, int32_t* out) const {
   }
 }
 
-ShardWriter::ShardWriter(const std::string& path, int version)
-    : path_(path), tmp_(path + ".tmp"), version_(version) {
+ShardWriter::ShardWriter(const std::string& path, int version) : path_(path), tmp_(path + ".tmp"), version_(version) {
   SB_CHECK(version == 1 || version == 2, "shard writer: version ", version, ", expected 1 or 2");
   file_ = std::fopen(tmp_.c_str(), "wb");
   SB_CHECK(file_ != nullptr, "cannot create '", tmp_, "': ", std::strerror(errno));
@@ -131,8 +128,8 @@ void ShardWriter::append(const int32_t* tokens, uint64_t n) {
       std::memcpy(buffer_.data() + 4 * i, &v, 4);
     }
   }
-  SB_CHECK(std::fwrite(buffer_.data(), 1, buffer_.size(), file_) == buffer_.size(), "cannot write '",
-           tmp_, "': ", std::strerror(errno));
+  SB_CHECK(std::fwrite(buffer_.data(), 1, buffer_.size(), file_) == buffer_.size(), "cannot write '", tmp_,
+           "': ", std::strerror(errno));
   count_ += n;
 }
 
@@ -143,8 +140,7 @@ void ShardWriter::finish() {
   header[1] = version_;
   header[2] = int32_t(count_);
   const bool ok = std::fseek(file_, 0, SEEK_SET) == 0 &&
-                  std::fwrite(header, 4, kShardHeaderInts, file_) == kShardHeaderInts &&
-                  std::fflush(file_) == 0;
+                  std::fwrite(header, 4, kShardHeaderInts, file_) == kShardHeaderInts && std::fflush(file_) == 0;
   const int err = errno;
   const bool closed = std::fclose(file_) == 0;
   file_ = nullptr;

@@ -40,12 +40,10 @@ SyntheticLanguage::SyntheticLanguage(const SyntheticConfig& config, int vocab, u
     : config_(config), layout_(vocab), seed_(seed), split_(split) {
   const SyntheticConfig& c = config;
   SB_CHECK(c.doc_len >= 2, "data.doc_len=", c.doc_len, " must be at least 2 (BOS and one token)");
-  SB_CHECK(c.markov_run >= 1 && c.markov_run <= 1000, "data.markov_run=", c.markov_run,
-           " is outside [1, 1000]");
-  SB_CHECK(c.span_min >= 1 && c.span_max >= c.span_min && c.span_max <= 4096, "data.span_min=",
-           c.span_min, ", data.span_max=", c.span_max, ": need 1 <= span_min <= span_max <= 4096");
-  SB_CHECK(c.max_depth >= 0 && c.max_depth <= 16, "data.max_depth=", c.max_depth,
-           " is outside [0, 16]");
+  SB_CHECK(c.markov_run >= 1 && c.markov_run <= 1000, "data.markov_run=", c.markov_run, " is outside [1, 1000]");
+  SB_CHECK(c.span_min >= 1 && c.span_max >= c.span_min && c.span_max <= 4096, "data.span_min=", c.span_min,
+           ", data.span_max=", c.span_max, ": need 1 <= span_min <= span_max <= 4096");
+  SB_CHECK(c.max_depth >= 0 && c.max_depth <= 16, "data.max_depth=", c.max_depth, " is outside [0, 16]");
   const double mix[4] = {c.mix_markov, c.mix_grammar, c.mix_mark, c.mix_recall};
   const char* names[4] = {"mix_markov", "mix_grammar", "mix_mark", "mix_recall"};
   double sum = 0;
@@ -54,10 +52,12 @@ SyntheticLanguage::SyntheticLanguage(const SyntheticConfig& config, int vocab, u
              " must be a weight in [0, 1e6]");
     sum += mix[i];
   }
-  SB_CHECK(mix[0] + mix[1] + mix[2] > 0, "data.mix_markov, data.mix_grammar and data.mix_mark are "
+  SB_CHECK(mix[0] + mix[1] + mix[2] > 0,
+           "data.mix_markov, data.mix_grammar and data.mix_mark are "
            "all 0: a document needs a segment type that is always possible");
   for (int i = 0; i < 4; ++i) mix_[i] = uint32_t(std::llround(mix[i] / sum * 1e6));  // ppm
-  SB_CHECK(mix_[0] + mix_[1] + mix_[2] > 0, "data.mix_recall dwarfs the other mixture weights "
+  SB_CHECK(mix_[0] + mix_[1] + mix_[2] > 0,
+           "data.mix_recall dwarfs the other mixture weights "
            "(below one part per million each); give them more weight");
 
   const std::string name = std::string("data.synthetic.") + split_name(split);
@@ -87,8 +87,8 @@ SyntheticLanguage::SyntheticLanguage(const SyntheticConfig& config, int vocab, u
 }
 
 std::string SyntheticLanguage::describe() const {
-  return "synthetic language (vocab " + std::to_string(layout_.vocab) + ", seed " +
-         std::to_string(seed_) + ", " + split_name(split_) + " stream)";
+  return "synthetic language (vocab " + std::to_string(layout_.vocab) + ", seed " + std::to_string(seed_) + ", " +
+         split_name(split_) + " stream)";
 }
 
 uint32_t SyntheticLanguage::zipf_rank(uint32_t draw) const {
@@ -99,9 +99,9 @@ uint32_t SyntheticLanguage::zipf_rank(uint32_t draw) const {
 int32_t SyntheticLanguage::zipf_token(uint32_t row, uint32_t draw) const {
   const uint32_t rank = zipf_rank(draw);
   const uint64_t b = uint64_t(layout_.background);
-  const uint64_t perm =
-      rows_.empty() ? keyed_permutation(rank, b, seed_, det::stream_of("data.synthetic.markov_rows") + row)
-                    : rows_[row * b + rank];
+  const uint64_t perm = rows_.empty()
+                            ? keyed_permutation(rank, b, seed_, det::stream_of("data.synthetic.markov_rows") + row)
+                            : rows_[row * b + rank];
   return layout_.background0 + int32_t(perm);
 }
 
@@ -134,8 +134,8 @@ void SyntheticLanguage::read(uint64_t pos, uint64_t len, int32_t* out) const {
 SyntheticStats synthetic_stats(const SyntheticLanguage& language, uint64_t tokens) {
   const uint64_t doc_len = language.config().doc_len;
   const uint64_t docs = (tokens + doc_len - 1) / doc_len;
-  std::vector<int32_t> doc(doc_len);        // (doc_len,)
-  std::vector<TokenTrace> trace(doc_len);   // (doc_len,)
+  std::vector<int32_t> doc(doc_len);       // (doc_len,)
+  std::vector<TokenTrace> trace(doc_len);  // (doc_len,)
   std::vector<uint64_t> counts(language.vocab(), 0);
   uint64_t kind_count[kSegmentKinds] = {};
   double kind_nll[kSegmentKinds] = {};

@@ -14,8 +14,7 @@ namespace sb::data {
 class SyntheticGenerator {
  public:
   SyntheticGenerator(const SyntheticLanguage& language, uint64_t doc, int32_t* out, TokenTrace* trace)
-      : lang_(language), lay_(language.layout_), stream_(language.doc_stream_ + doc), out_(out),
-        trace_(trace) {}
+      : lang_(language), lay_(language.layout_), stream_(language.doc_stream_ + doc), out_(out), trace_(trace) {}
 
   void run(uint64_t count) {
     if (count == 0) return;
@@ -33,8 +32,21 @@ class SyntheticGenerator {
  private:
   enum class Mode { boundary, markov, pre_verb, after_open, post_verb, span, recall };
   // What a group's token does to the state; also fixes the group's token distribution.
-  enum class Act { markov, sentence, mark, recall, open, subject, verb, object, end, close,
-                   span_token, span_end, copy };
+  enum class Act {
+    markov,
+    sentence,
+    mark,
+    recall,
+    open,
+    subject,
+    verb,
+    object,
+    end,
+    close,
+    span_token,
+    span_end,
+    copy
+  };
   enum class Dist { uniform, keys, zipf, single };
   struct Group {
     uint64_t weight;
@@ -62,8 +74,7 @@ class SyntheticGenerator {
       case Act::mark: return {Dist::uniform, lay_.mark0, uint32_t(lay_.keys)};
       case Act::recall: return {Dist::keys, lay_.recall0, uint32_t(std::popcount(defined_))};
       case Act::open: return {Dist::uniform, lay_.open0, uint32_t(lay_.brackets)};
-      case Act::verb:
-        return {Dist::uniform, lay_.verb0 + frames_[depth_].number * lay_.words, uint32_t(lay_.words)};
+      case Act::verb: return {Dist::uniform, lay_.verb0 + frames_[depth_].number * lay_.words, uint32_t(lay_.words)};
       case Act::object: return {Dist::zipf, lay_.vocab, 0};
       case Act::end: return {Dist::single, lay_.end, 1};
       case Act::close: return {Dist::single, lay_.close0 + frames_[depth_].bracket, 1};
@@ -174,8 +185,7 @@ class SyntheticGenerator {
     advance(t, act, token);
   }
 
-  void record(uint64_t t, const Group* g, int n, uint64_t total, int chosen, const Choice& c,
-              uint32_t u_token) const {
+  void record(uint64_t t, const Group* g, int n, uint64_t total, int chosen, const Choice& c, uint32_t u_token) const {
     double entropy = 0, nll = 0;
     for (int i = 0; i < n; ++i) {
       const double p = double(g[i].weight) / double(total);
@@ -240,13 +250,13 @@ class SyntheticGenerator {
   const SyntheticLanguage& lang_;
   const SyntheticLayout& lay_;
   const uint64_t stream_;
-  int32_t* out_;        // (count,) the document so far
-  TokenTrace* trace_;   // (count,) or null
+  int32_t* out_;       // (count,) the document so far
+  TokenTrace* trace_;  // (count,) or null
   Mode mode_ = Mode::boundary;
   int32_t prev_ = 0;
   int depth_ = 0;
   Frame frames_[kMaxFrames] = {};
-  uint32_t defined_ = 0;        // bit j: key j has a completed span
+  uint32_t defined_ = 0;  // bit j: key j has a completed span
   uint64_t mark_start_[4] = {};
   uint64_t mark_len_[4] = {};
   int key_ = 0;

@@ -21,8 +21,8 @@ std::string TextFile::describe() const {
 
 void TextFile::read(uint64_t pos, uint64_t len, int32_t* out) const {
   const uint64_t n = file_->size();
-  SB_CHECK(pos <= n && len <= n - pos, describe(), ": window [", pos, ", ", pos + len,
-           ") is outside the ", n, " tokens");
+  SB_CHECK(pos <= n && len <= n - pos, describe(), ": window [", pos, ", ", pos + len, ") is outside the ", n,
+           " tokens");
   if (len == 0) return;
   const uint8_t* bytes = file_->data() + pos;
   uint32_t largest = 0;

@@ -18,8 +18,8 @@ std::unique_ptr<TokenSource> open_source(const DataConfig& config, Split split, 
     return std::make_unique<SyntheticLanguage>(config.synthetic, config.vocab, config.seed, split);
   }
   const std::string& path = split == Split::train ? config.path : config.val_path;
-  SB_CHECK(!path.empty(), "data.source=", config.source, " needs data.",
-           split == Split::train ? "path" : "val_path", " (the ", split_name(split), " data)");
+  SB_CHECK(!path.empty(), "data.source=", config.source, " needs data.", split == Split::train ? "path" : "val_path",
+           " (the ", split_name(split), " data)");
   if (config.source == "shards") return std::make_unique<ShardFiles>(path, vocab);
   if (config.source == "text") return std::make_unique<TextFile>(path, vocab);
   if (config.source == "hdf5") return std::make_unique<Hdf5Tokens>(path, vocab, decode_hdf5);

@@ -153,10 +153,10 @@ uint32_t BlockAccumulator::add_pair_block(size_t b, const float* x, const float*
   const int c = count(b);
   const float *xb = x + begin(b), *yb = y + begin(b);
   bool exact_x = true, exact_y = true;
-  const WireRange rx = c == kWireBlock ? wire_block_range(xb, kWireBlock, kFrame, &exact_x)
-                                       : wire_block_range(xb, c, kFrame, &exact_x);
-  const WireRange ry = c == kWireBlock ? wire_block_range(yb, kWireBlock, kFrame, &exact_y)
-                                       : wire_block_range(yb, c, kFrame, &exact_y);
+  const WireRange rx =
+      c == kWireBlock ? wire_block_range(xb, kWireBlock, kFrame, &exact_x) : wire_block_range(xb, c, kFrame, &exact_x);
+  const WireRange ry =
+      c == kWireBlock ? wire_block_range(yb, kWireBlock, kFrame, &exact_y) : wire_block_range(yb, c, kFrame, &exact_y);
   if (!exact_x || !exact_y) return add_block(b, x, adds_after - 1) | add_block(b, y, adds_after);
   const WireRange r = wire_range_max(rx, ry);
   if (r.hi == 0) return 0;  // zeros only
@@ -276,15 +276,15 @@ struct SegmentAt {
 };
 
 // The segments of runs at their words from `first_word` on (offset: wire_layout's).
-std::vector<SegmentAt> place(const std::vector<WireRun>& runs, const std::vector<uint64_t>& offset,
-                             uint64_t first_word, uint64_t* run_words) {
+std::vector<SegmentAt> place(const std::vector<WireRun>& runs, const std::vector<uint64_t>& offset, uint64_t first_word,
+                             uint64_t* run_words) {
   const int64_t ns = static_cast<int64_t>(offset.size()) - 1;
   std::vector<SegmentAt> out;
   uint64_t at = first_word;
   for (size_t k = 0; k < runs.size(); ++k) {
     const WireRun& r = runs[k];
-    SB_CHECK(0 <= r.first && r.first <= r.last && r.last <= ns, "BlockAccumulator: wire run [",
-             r.first, ", ", r.last, ") outside the ", ns, " segments of the wire");
+    SB_CHECK(0 <= r.first && r.first <= r.last && r.last <= ns, "BlockAccumulator: wire run [", r.first, ", ", r.last,
+             ") outside the ", ns, " segments of the wire");
     for (int64_t s = r.first; s < r.last; ++s) {
       out.push_back({s, at});
       at += offset[size_t(s) + 1] - offset[size_t(s)];
@@ -296,13 +296,11 @@ std::vector<SegmentAt> place(const std::vector<WireRun>& runs, const std::vector
 
 }  // namespace
 
-void BlockAccumulator::encode(uint64_t total_adds, const std::vector<WireRun>& runs,
-                              uint64_t* run_words) {
+void BlockAccumulator::encode(uint64_t total_adds, const std::vector<WireRun>& runs, uint64_t* run_words) {
   std::vector<uint64_t> offset;
   wire_layout(total_adds, offset);
   const std::vector<SegmentAt> seg = place(runs, offset, 0, run_words);
-  wire_.resize(seg.empty() ? 0
-                           : seg.back().at + offset[size_t(seg.back().s) + 1] - offset[size_t(seg.back().s)]);
+  wire_.resize(seg.empty() ? 0 : seg.back().at + offset[size_t(seg.back().s) + 1] - offset[size_t(seg.back().s)]);
   const int64_t n = static_cast<int64_t>(n_);
   const std::ptrdiff_t ns = static_cast<std::ptrdiff_t>(seg.size());
   // Element e of block b in units of 2^lo: this rank's sums of the element's group are multiples
@@ -325,25 +323,28 @@ void BlockAccumulator::encode(uint64_t total_adds, const std::vector<WireRun>& r
   };
 #pragma omp parallel for schedule(static) if (ns > 16)
   for (std::ptrdiff_t j = 0; j < ns; ++j) {
-    wire_encode_segment(wire_.data() + seg[size_t(j)].at, ranges_.data(), seg[size_t(j)].s, n,
-                        total_adds, status_.adds, value);
+    wire_encode_segment(wire_.data() + seg[size_t(j)].at, ranges_.data(), seg[size_t(j)].s, n, total_adds, status_.adds,
+                        value);
   }
 }
 
-void BlockAccumulator::decode(uint64_t total_adds, uint32_t total_status,
-                              const std::vector<WireRun>& runs, size_t first_word) {
+void BlockAccumulator::decode(uint64_t total_adds, uint32_t total_status, const std::vector<WireRun>& runs,
+                              size_t first_word) {
   std::vector<uint64_t> offset;
   wire_layout(total_adds, offset);
   for (size_t k = 1; k < runs.size(); ++k) {
-    SB_CHECK(runs[k - 1].last <= runs[k].first, "BlockAccumulator::decode: wire runs must be "
-             "ascending and disjoint; run ", k, " starts at segment ", runs[k].first,
-             " before the previous one ends (", runs[k - 1].last, ")");
+    SB_CHECK(runs[k - 1].last <= runs[k].first,
+             "BlockAccumulator::decode: wire runs must be "
+             "ascending and disjoint; run ",
+             k, " starts at segment ", runs[k].first, " before the previous one ends (", runs[k - 1].last, ")");
   }
   const std::vector<SegmentAt> seg = place(runs, offset, first_word, nullptr);
-  const uint64_t end = seg.empty() ? first_word
-                                   : seg.back().at + offset[size_t(seg.back().s) + 1] - offset[size_t(seg.back().s)];
-  SB_CHECK(end <= wire_.size(), "BlockAccumulator::decode: the agreed ranges give the decoded "
-           "segments words up to ", end, ", but encode() wrote ", wire_.size(),
+  const uint64_t end =
+      seg.empty() ? first_word : seg.back().at + offset[size_t(seg.back().s) + 1] - offset[size_t(seg.back().s)];
+  SB_CHECK(end <= wire_.size(),
+           "BlockAccumulator::decode: the agreed ranges give the decoded "
+           "segments words up to ",
+           end, ", but encode() wrote ", wire_.size(),
            "; every rank must encode with the same MAX-reduced ranges and total add count");
   const int64_t n = static_cast<int64_t>(n_);
   // Σ S / 2^lo back in units of 2^base (base = the block's lowest lo): exact left shifts; the sum
@@ -368,8 +369,7 @@ void BlockAccumulator::decode(uint64_t total_adds, uint32_t total_status,
     for (size_t b = static_cast<size_t>(s) * kWireSegment; b < b1; ++b) {
       Block& blk = blocks_[b];
       const int words = block_words_needed(ranges_[b], total_adds);
-      blk.ext = words > 1 ? std::make_unique<uint64_t[]>(static_cast<size_t>(words - 1) * count(b))
-                          : nullptr;
+      blk.ext = words > 1 ? std::make_unique<uint64_t[]>(static_cast<size_t>(words - 1) * count(b)) : nullptr;
       blk.words = static_cast<uint8_t>(words);
       blk.base = static_cast<uint8_t>(wire_block_lo(ranges_[b]));
     }

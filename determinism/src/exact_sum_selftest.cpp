@@ -51,20 +51,18 @@ SelftestResult selftest_exact_sum() {
     for (double x : values) s.add(x);
     return s;
   };
-  const bool known =
-      sum({1e308, 1.0, -1e308}).to_f64() == 1.0 &&
-      sum({1.0, 0x1p-24, 0x1p-60}).to_f32() == 1.0f + 0x1p-23f &&  // no double rounding
-      sum({1.0 + 0x1p-52, 0x1p-53}).to_f64() == 1.0 + 0x1p-51 &&   // tie to even
-      bits_of(sum({-0.0, -0.0}).to_f64()) == bits_of(-0.0) &&
-      bits_of(sum({-1.0, 1.0}).to_f64()) == bits_of(0.0) &&
-      sum({0x1p-1074, 0x1p-1074}).to_f64() == 0x1p-1073;
+  const bool known = sum({1e308, 1.0, -1e308}).to_f64() == 1.0 &&
+                     sum({1.0, 0x1p-24, 0x1p-60}).to_f32() == 1.0f + 0x1p-23f &&  // no double rounding
+                     sum({1.0 + 0x1p-52, 0x1p-53}).to_f64() == 1.0 + 0x1p-51 &&   // tie to even
+                     bits_of(sum({-0.0, -0.0}).to_f64()) == bits_of(-0.0) &&
+                     bits_of(sum({-1.0, 1.0}).to_f64()) == bits_of(0.0) &&
+                     sum({0x1p-1074, 0x1p-1074}).to_f64() == 0x1p-1073;
   return {"exact_sum", invariant && known,
           std::to_string(xs.size()) +
               " fp64 values over the whole range: forward, backward, 7-part "
               "merge and serialized words " +
               (invariant ? "identical" : "DIFFER") +
-              "; known answers (cancellation, single rounding, ties, -0, subnormals) " +
-              (known ? "ok" : "WRONG")};
+              "; known answers (cancellation, single rounding, ties, -0, subnormals) " + (known ? "ok" : "WRONG")};
 }
 
 }  // namespace sb::det

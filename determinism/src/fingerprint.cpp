@@ -14,8 +14,7 @@
 
 namespace sb::det {
 
-static_assert(std::endian::native == std::endian::little,
-              "fingerprints are defined over little-endian encodings");
+static_assert(std::endian::native == std::endian::little, "fingerprints are defined over little-endian encodings");
 
 uint64_t fingerprint(const void* data, size_t bytes) { return XXH3_64bits(data, bytes); }
 
@@ -26,18 +25,10 @@ const unsigned char* xxh3_default_secret() {
   } secret;
   return secret.bytes;
 }
-uint64_t fingerprint(const float* x, size_t n) {
-  return fingerprint(static_cast<const void*>(x), n * sizeof(float));
-}
-uint64_t fingerprint(const double* x, size_t n) {
-  return fingerprint(static_cast<const void*>(x), n * sizeof(double));
-}
-uint64_t fingerprint(const bf16* x, size_t n) {
-  return fingerprint(static_cast<const void*>(x), n * sizeof(bf16));
-}
-uint64_t fingerprint(const fp16* x, size_t n) {
-  return fingerprint(static_cast<const void*>(x), n * sizeof(fp16));
-}
+uint64_t fingerprint(const float* x, size_t n) { return fingerprint(static_cast<const void*>(x), n * sizeof(float)); }
+uint64_t fingerprint(const double* x, size_t n) { return fingerprint(static_cast<const void*>(x), n * sizeof(double)); }
+uint64_t fingerprint(const bf16* x, size_t n) { return fingerprint(static_cast<const void*>(x), n * sizeof(bf16)); }
+uint64_t fingerprint(const fp16* x, size_t n) { return fingerprint(static_cast<const void*>(x), n * sizeof(fp16)); }
 
 std::string fingerprint_hex(uint64_t fp) {
   char text[17];
@@ -53,14 +44,13 @@ SelftestResult selftest_fingerprint() {
   const float zeros[2] = {0.0f, -0.0f};
   const float nans[2] = {float_of_bits(0x7fc00000u), float_of_bits(0x7fc00001u)};
   const void* empty = nullptr;
-  const bool known = fingerprint(empty, 0) == 0x2d06800538d394c2ull &&
-                     fingerprint(ramp, 8) == 0x7e4dfa05b8cea732ull;
+  const bool known = fingerprint(empty, 0) == 0x2d06800538d394c2ull && fingerprint(ramp, 8) == 0x7e4dfa05b8cea732ull;
   const bool zeros_differ = fingerprint(&zeros[0], 1) != fingerprint(&zeros[1], 1);
   const bool nans_differ = fingerprint(&nans[0], 1) != fingerprint(&nans[1], 1);
-  std::string detail = "xxh3 known values " + std::string(known ? "match" : "DIFFER") +
-                       ", +0/-0 " + (zeros_differ ? "differ" : "COLLIDE") + ", NaN payloads " +
-                       (nans_differ ? "differ" : "COLLIDE") + "; fingerprint(0..7) = " +
-                       fingerprint_hex(fingerprint(ramp, 8));
+  std::string detail = "xxh3 known values " + std::string(known ? "match" : "DIFFER") + ", +0/-0 " +
+                       (zeros_differ ? "differ" : "COLLIDE") + ", NaN payloads " +
+                       (nans_differ ? "differ" : "COLLIDE") +
+                       "; fingerprint(0..7) = " + fingerprint_hex(fingerprint(ramp, 8));
   return {"fingerprint", known && zeros_differ && nans_differ, detail};
 }
 

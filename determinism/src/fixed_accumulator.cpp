@@ -14,8 +14,7 @@ namespace {
 // Elements per OpenMP work item: whole SIMD blocks, large enough to amortize scheduling.
 constexpr std::ptrdiff_t kChunk = 1 << 14;
 
-uint32_t add_range(int64_t* limbs, size_t n, const float* x, size_t begin, size_t end,
-                   const FixedWindow& w) {
+uint32_t add_range(int64_t* limbs, size_t n, const float* x, size_t begin, size_t end, const FixedWindow& w) {
 #if defined(SB_HAVE_AVX512)
   return detail::fixed_add_range_avx512(limbs, n, x, begin, end, w);
 #elif defined(SB_HAVE_AVX2)
@@ -37,8 +36,8 @@ uint32_t fixed_add_range_scalar(int64_t* limbs, size_t n, const float* x, size_t
 }  // namespace detail
 
 FixedAccumulator::FixedAccumulator(size_t n, FixedWindow window) : n_(n), window_(window) {
-  SB_CHECK(fixed_window_valid(window), "FixedWindow{lsb_exponent=", window.lsb_exponent,
-           ", limbs=", window.limbs, "} is invalid: expected 1..", kFixedMaxLimbs,
+  SB_CHECK(fixed_window_valid(window), "FixedWindow{lsb_exponent=", window.lsb_exponent, ", limbs=", window.limbs,
+           "} is invalid: expected 1..", kFixedMaxLimbs,
            " limbs, lsb_exponent >= -400 and a top exponent lsb_exponent + 32*limbs - 1 in "
            "[-126, 400] (seen ",
            fixed_top_exponent(window), ")");
@@ -64,11 +63,9 @@ void FixedAccumulator::add(const float* x) {
 }
 
 void FixedAccumulator::merge(const FixedAccumulator& other) {
-  SB_CHECK(other.n_ == n_ && other.window_.limbs == window_.limbs &&
-               other.window_.lsb_exponent == window_.lsb_exponent,
-           "FixedAccumulator::merge: expected the same size and window (n=", n_,
-           ", limbs=", window_.limbs, ", lsb_exponent=", window_.lsb_exponent,
-           "), seen n=", other.n_, ", limbs=", other.window_.limbs,
+  SB_CHECK(other.n_ == n_ && other.window_.limbs == window_.limbs && other.window_.lsb_exponent == window_.lsb_exponent,
+           "FixedAccumulator::merge: expected the same size and window (n=", n_, ", limbs=", window_.limbs,
+           ", lsb_exponent=", window_.lsb_exponent, "), seen n=", other.n_, ", limbs=", other.window_.limbs,
            ", lsb_exponent=", other.window_.lsb_exponent);
   if (pending_ + other.pending_ + 1 > kMaxPending) normalize();
   int64_t* dst = limbs_.data();
@@ -106,8 +103,8 @@ void FixedAccumulator::clear() {
 }
 
 void FixedAccumulator::finish_allreduce(int ranks, uint64_t total_adds, uint32_t total_status) {
-  SB_CHECK(ranks >= 1 && ranks <= kMaxRanks, "FixedAccumulator::finish_allreduce: expected 1..",
-           kMaxRanks, " ranks (the int64 headroom of un-normalized limbs), seen ", ranks);
+  SB_CHECK(ranks >= 1 && ranks <= kMaxRanks, "FixedAccumulator::finish_allreduce: expected 1..", kMaxRanks,
+           " ranks (the int64 headroom of un-normalized limbs), seen ", ranks);
   status_.reduced(total_adds, total_status);
   normalize();
 }

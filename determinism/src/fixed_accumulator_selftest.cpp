@@ -49,8 +49,7 @@ SelftestResult selftest_fixed_accumulator() {
   all.round_to_fp32(c.data());
   bool invariant = true;
   for (size_t j = 0; j < forward.limb_count(); ++j) {
-    invariant = invariant && forward.limbs()[j] == backward.limbs()[j] &&
-                forward.limbs()[j] == all.limbs()[j];
+    invariant = invariant && forward.limbs()[j] == backward.limbs()[j] && forward.limbs()[j] == all.limbs()[j];
   }
   bool exact = true;
   for (size_t i = 0; i < n; ++i) {
@@ -67,10 +66,9 @@ SelftestResult selftest_fixed_accumulator() {
   bad.add(refused);
   const bool reported = bad.status() == (kFixedOverflow | kFixedNaN);
   return {"fixed_accumulator", invariant && exact && reported,
-          std::to_string(leaves) + " leaves x " + std::to_string(n) +
-              " elements: forward, backward, 3-part merge " + (invariant ? "identical" : "DIFFER") +
-              "; rounded sums vs exact sum " + (exact ? "equal" : "DIFFER") + "; overflow/NaN " +
-              (reported ? "reported" : "NOT REPORTED")};
+          std::to_string(leaves) + " leaves x " + std::to_string(n) + " elements: forward, backward, 3-part merge " +
+              (invariant ? "identical" : "DIFFER") + "; rounded sums vs exact sum " + (exact ? "equal" : "DIFFER") +
+              "; overflow/NaN " + (reported ? "reported" : "NOT REPORTED")};
 }
 
 }  // namespace sb::det

@@ -32,8 +32,7 @@ uint32_t fixed_add_range_avx512(int64_t* limbs, size_t n, const float* x, size_t
   __mmask8 nan_seen = 0, inf_seen = 0, over_seen = 0;
   size_t i = begin;
   for (; i + 8 <= end; i += 8) {
-    const __m512i bits =
-        _mm512_cvtepu32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)));
+    const __m512i bits = _mm512_cvtepu32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i)));
     const __m512i abs = _mm512_and_si512(bits, abs_mask);
     const __mmask8 special = _mm512_cmpge_epu64_mask(abs, inf);
     const __mmask8 nan = _mm512_cmpgt_epu64_mask(abs, inf);
@@ -45,8 +44,8 @@ uint32_t fixed_add_range_avx512(int64_t* limbs, size_t n, const float* x, size_t
     // |x| = m·2^e; p = e - lsb_exponent.
     const __m512i biased = _mm512_srli_epi64(abs, 23);
     const __mmask8 normal = _mm512_test_epi64_mask(biased, biased);
-    const __m512i m = _mm512_mask_or_epi64(_mm512_and_si512(abs, frac_mask), normal,
-                                           _mm512_and_si512(abs, frac_mask), implicit);
+    const __m512i m =
+        _mm512_mask_or_epi64(_mm512_and_si512(abs, frac_mask), normal, _mm512_and_si512(abs, frac_mask), implicit);
     const __m512i p = _mm512_sub_epi64(_mm512_max_epi64(biased, one), bias);
     const __mmask8 inside = _mm512_cmpge_epi64_mask(p, zero);
     // Inside the window: v = m << (p mod 32) at limb p / 32.
@@ -57,8 +56,8 @@ uint32_t fixed_add_range_avx512(int64_t* limbs, size_t n, const float* x, size_t
     const __m512i q = _mm512_srlv_epi64(m, sh);
     const __m512i rest = _mm512_and_si512(m, _mm512_sub_epi64(_mm512_sllv_epi64(one, sh), one));
     const __m512i half = _mm512_sllv_epi64(one, _mm512_sub_epi64(sh, one));
-    const __mmask8 up = _mm512_cmpgt_epu64_mask(rest, half) |
-                        (_mm512_cmpeq_epi64_mask(rest, half) & _mm512_test_epi64_mask(q, one));
+    const __mmask8 up =
+        _mm512_cmpgt_epu64_mask(rest, half) | (_mm512_cmpeq_epi64_mask(rest, half) & _mm512_test_epi64_mask(q, one));
     const __m512i v_below = _mm512_mask_add_epi64(q, up, q, one);
     const __m512i v = _mm512_mask_blend_epi64(inside, v_below, v_in);
     const __m512i lo = _mm512_and_si512(v, digit_mask);
@@ -67,15 +66,13 @@ uint32_t fixed_add_range_avx512(int64_t* limbs, size_t n, const float* x, size_t
     for (int j = 0; j < w.limbs; ++j) {
       const __mmask8 at_lo = _mm512_cmpeq_epi64_mask(k, _mm512_set1_epi64(j)) & valid;
       const __mmask8 at_hi = _mm512_cmpeq_epi64_mask(k, _mm512_set1_epi64(j - 1)) & valid;
-      __m512i d =
-          _mm512_add_epi64(_mm512_maskz_mov_epi64(at_lo, lo), _mm512_maskz_mov_epi64(at_hi, hi));
+      __m512i d = _mm512_add_epi64(_mm512_maskz_mov_epi64(at_lo, lo), _mm512_maskz_mov_epi64(at_hi, hi));
       d = _mm512_mask_sub_epi64(d, negative, zero, d);
       int64_t* row = limbs + static_cast<size_t>(j) * n + i;
       _mm512_storeu_si512(row, _mm512_add_epi64(_mm512_loadu_si512(row), d));
     }
   }
-  uint32_t status =
-      (nan_seen ? kFixedNaN : 0u) | (inf_seen ? kFixedInf : 0u) | (over_seen ? kFixedOverflow : 0u);
+  uint32_t status = (nan_seen ? kFixedNaN : 0u) | (inf_seen ? kFixedInf : 0u) | (over_seen ? kFixedOverflow : 0u);
   for (; i < end; ++i) fixed_add(limbs + i, n, x[i], w, &status);
   return status;
 }
@@ -87,9 +84,7 @@ uint32_t fixed_add_range_avx512(int64_t* limbs, size_t n, const float* x, size_t
 #if defined(SB_HAVE_AVX2)
 namespace {
 // a >= b for int64 lanes (all-ones / zero lanes).
-__m256i cmpge(__m256i a, __m256i b) {
-  return _mm256_xor_si256(_mm256_cmpgt_epi64(b, a), _mm256_set1_epi64x(-1));
-}
+__m256i cmpge(__m256i a, __m256i b) { return _mm256_xor_si256(_mm256_cmpgt_epi64(b, a), _mm256_set1_epi64x(-1)); }
 }  // namespace
 
 uint32_t fixed_add_range_avx2(int64_t* limbs, size_t n, const float* x, size_t begin, size_t end,
@@ -108,8 +103,7 @@ uint32_t fixed_add_range_avx2(int64_t* limbs, size_t n, const float* x, size_t b
   size_t i = begin;
   for (; i + 4 <= end; i += 4) {
     // All values below are non-negative and < 2^63, so signed compares are unsigned ones.
-    const __m256i bits =
-        _mm256_cvtepu32_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
+    const __m256i bits = _mm256_cvtepu32_epi64(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i)));
     const __m256i abs = _mm256_and_si256(bits, abs_mask);
     const __m256i special = cmpge(abs, inf);
     const __m256i nan = _mm256_cmpgt_epi64(abs, inf);
@@ -120,22 +114,20 @@ uint32_t fixed_add_range_avx2(int64_t* limbs, size_t n, const float* x, size_t b
     const __m256i valid = _mm256_xor_si256(_mm256_or_si256(special, over), _mm256_set1_epi64x(-1));
     const __m256i biased = _mm256_srli_epi64(abs, 23);
     const __m256i normal = _mm256_cmpgt_epi64(biased, zero);
-    const __m256i m =
-        _mm256_or_si256(_mm256_and_si256(abs, frac_mask), _mm256_and_si256(normal, implicit));
+    const __m256i m = _mm256_or_si256(_mm256_and_si256(abs, frac_mask), _mm256_and_si256(normal, implicit));
     const __m256i p = _mm256_sub_epi64(_mm256_blendv_epi8(one, biased, normal), bias);
     const __m256i inside = cmpge(p, zero);
     const __m256i v_in = _mm256_sllv_epi64(m, _mm256_and_si256(p, thirty_one));
     // p >= 0 where it is used, so a logical shift is p / 32.
     const __m256i k = _mm256_and_si256(inside, _mm256_srli_epi64(p, 5));
     const __m256i minus_p = _mm256_sub_epi64(zero, p);
-    const __m256i sh =
-        _mm256_blendv_epi8(minus_p, thirty_one, _mm256_cmpgt_epi64(minus_p, thirty_one));
+    const __m256i sh = _mm256_blendv_epi8(minus_p, thirty_one, _mm256_cmpgt_epi64(minus_p, thirty_one));
     const __m256i q = _mm256_srlv_epi64(m, sh);
     const __m256i rest = _mm256_and_si256(m, _mm256_sub_epi64(_mm256_sllv_epi64(one, sh), one));
     const __m256i half = _mm256_sllv_epi64(one, _mm256_sub_epi64(sh, one));
     const __m256i odd = _mm256_cmpeq_epi64(_mm256_and_si256(q, one), one);
-    const __m256i up = _mm256_or_si256(_mm256_cmpgt_epi64(rest, half),
-                                       _mm256_and_si256(_mm256_cmpeq_epi64(rest, half), odd));
+    const __m256i up =
+        _mm256_or_si256(_mm256_cmpgt_epi64(rest, half), _mm256_and_si256(_mm256_cmpeq_epi64(rest, half), odd));
     const __m256i v_below = _mm256_sub_epi64(q, up);  // up is -1 where rounding up
     const __m256i v = _mm256_blendv_epi8(v_below, v_in, inside);
     const __m256i lo = _mm256_and_si256(_mm256_and_si256(v, digit_mask), valid);

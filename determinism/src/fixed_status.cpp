@@ -15,10 +15,11 @@ std::string fixed_status_names(uint32_t bits) {
 
 void check_fixed_status(const char* what, uint32_t bits, const FixedWindow& window, const char* advice) {
   if (bits == 0) return;
-  SB_FAIL(what, ": the fixed-point accumulator refused values (status ", bits, ":",
-          fixed_status_names(bits), "); expected finite values below 2^", fixed_top_exponent(window),
-          " and at most ", FixedStatus::kMaxAdds, " adds per element. NaN/Inf come from the values "
-          "themselves; ", advice);
+  SB_FAIL(what, ": the fixed-point accumulator refused values (status ", bits, ":", fixed_status_names(bits),
+          "); expected finite values below 2^", fixed_top_exponent(window), " and at most ", FixedStatus::kMaxAdds,
+          " adds per element. NaN/Inf come from the values "
+          "themselves; ",
+          advice);
 }
 
 }  // namespace sb::det

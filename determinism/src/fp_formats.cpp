@@ -74,8 +74,7 @@ SelftestResult selftest_fp_formats() {
   const int cases = static_cast<int>(std::size(kFp16Cases) + std::size(kBf16Cases));
   return {"fp_formats", wrong == 0 && round_trip_wrong == 0,
           std::to_string(cases - wrong) + "/" + std::to_string(cases) +
-              " boundary cases right, 2x65536 round trips: " + std::to_string(round_trip_wrong) +
-              " wrong"};
+              " boundary cases right, 2x65536 round trips: " + std::to_string(round_trip_wrong) + " wrong"};
 }
 
 }  // namespace sb::det

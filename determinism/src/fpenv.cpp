@@ -29,11 +29,11 @@ const char* rounding_name(int mode) {
 }
 
 struct FpEnvironment {
-  std::string control;      // the control register as text, e.g. "MXCSR=0x1f80"
-  bool ftz = false;         // results below the normal range flushed to zero
-  bool daz = false;         // subnormal inputs read as zero
-  int simd_rounding = 0;    // the rounding of scalar/vector float arithmetic (FE_* value)
-  int c_rounding = 0;       // fegetround() (on x86: the x87 unit)
+  std::string control;    // the control register as text, e.g. "MXCSR=0x1f80"
+  bool ftz = false;       // results below the normal range flushed to zero
+  bool daz = false;       // subnormal inputs read as zero
+  int simd_rounding = 0;  // the rounding of scalar/vector float arithmetic (FE_* value)
+  int c_rounding = 0;     // fegetround() (on x86: the x87 unit)
 };
 
 FpEnvironment read_environment() {
@@ -63,8 +63,8 @@ FpEnvironment read_environment() {
 }
 
 std::string describe(const FpEnvironment& env) {
-  std::string s = env.control + " FTZ=" + (env.ftz ? "on" : "off") +
-                  " DAZ=" + (env.daz ? "on" : "off") + " round=" + rounding_name(env.simd_rounding);
+  std::string s = env.control + " FTZ=" + (env.ftz ? "on" : "off") + " DAZ=" + (env.daz ? "on" : "off") +
+                  " round=" + rounding_name(env.simd_rounding);
   if (env.c_rounding != env.simd_rounding) {
     s += std::string(" (fegetround: ") + rounding_name(env.c_rounding) + ")";
   }
@@ -85,13 +85,15 @@ std::string fp_environment_description() { return describe(read_environment()); 
 
 void check_fp_environment() {
   const FpEnvironment env = read_environment();
-  const bool ok = !env.ftz && !env.daz && env.simd_rounding == FE_TONEAREST &&
-                  env.c_rounding == FE_TONEAREST;
-  SB_CHECK(ok, "floating-point environment breaks the numerical contract: expected FTZ=off "
-               "DAZ=off round=nearest, seen ", describe(env), ". Something in this process "
-               "changed it (a library built with -ffast-math or -Ofast sets FTZ/DAZ when it is "
-               "loaded; or a call to _mm_setcsr or fesetround): rebuild or drop it, since samebits "
-               "cannot give reproducible bits in this environment.");
+  const bool ok = !env.ftz && !env.daz && env.simd_rounding == FE_TONEAREST && env.c_rounding == FE_TONEAREST;
+  SB_CHECK(ok,
+           "floating-point environment breaks the numerical contract: expected FTZ=off "
+           "DAZ=off round=nearest, seen ",
+           describe(env),
+           ". Something in this process "
+           "changed it (a library built with -ffast-math or -Ofast sets FTZ/DAZ when it is "
+           "loaded; or a call to _mm_setcsr or fesetround): rebuild or drop it, since samebits "
+           "cannot give reproducible bits in this environment.");
   SB_CHECK(!library_contracts_mul_add(),
            "this samebits build contracts a*b+c into fused multiply-adds (expected two roundings, "
            "seen one): it was compiled without -ffp-contract=off. Build with the flags of "

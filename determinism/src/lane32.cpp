@@ -30,16 +30,14 @@ float lane32_avx2(const float* x, const float* y, size_t n) {
   for (; i + kLanes <= n; i += kLanes) {
     for (int v = 0; v < 4; ++v) {
       const __m256 a = _mm256_loadu_ps(x + i + 8 * v);
-      s[v] =
-          kDot ? _mm256_fmadd_ps(a, _mm256_loadu_ps(y + i + 8 * v), s[v]) : _mm256_add_ps(s[v], a);
+      s[v] = kDot ? _mm256_fmadd_ps(a, _mm256_loadu_ps(y + i + 8 * v), s[v]) : _mm256_add_ps(s[v], a);
     }
   }
   const std::ptrdiff_t rest = static_cast<std::ptrdiff_t>(n - i);
   for (int v = 0; v < 4 && 8 * v < rest; ++v) {
     const __m256i mask = lanes_below(rest - 8 * v);
     const __m256 a = _mm256_maskload_ps(x + i + 8 * v, mask);
-    const __m256 t = kDot ? _mm256_fmadd_ps(a, _mm256_maskload_ps(y + i + 8 * v, mask), s[v])
-                          : _mm256_add_ps(s[v], a);
+    const __m256 t = kDot ? _mm256_fmadd_ps(a, _mm256_maskload_ps(y + i + 8 * v, mask), s[v]) : _mm256_add_ps(s[v], a);
     s[v] = _mm256_blendv_ps(s[v], t, _mm256_castsi256_ps(mask));
   }
   float lanes[kLanes];
@@ -49,9 +47,7 @@ float lane32_avx2(const float* x, const float* y, size_t n) {
 }  // namespace
 
 float lane32_sum_avx2(const float* x, size_t n) { return lane32_avx2<false>(x, nullptr, n); }
-float lane32_dot_avx2(const float* x, const float* y, size_t n) {
-  return lane32_avx2<true>(x, y, n);
-}
+float lane32_dot_avx2(const float* x, const float* y, size_t n) { return lane32_avx2<true>(x, y, n); }
 #endif
 
 #if defined(SB_HAVE_AVX512)
@@ -91,9 +87,7 @@ float lane32_avx512(const float* x, const float* y, size_t n) {
 }  // namespace
 
 float lane32_sum_avx512(const float* x, size_t n) { return lane32_avx512<false>(x, nullptr, n); }
-float lane32_dot_avx512(const float* x, const float* y, size_t n) {
-  return lane32_avx512<true>(x, y, n);
-}
+float lane32_dot_avx512(const float* x, const float* y, size_t n) { return lane32_avx512<true>(x, y, n); }
 #endif
 
 }  // namespace detail

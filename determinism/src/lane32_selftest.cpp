@@ -28,8 +28,7 @@ SelftestResult selftest_lane32() {
   int agree = 0, total = 0;
   for (size_t n : lengths) {
     agree += bits_of(lane32_sum(x.data(), n)) == bits_of(lane32_sum_ref(x.data(), n));
-    agree += bits_of(lane32_dot(x.data(), y.data(), n)) ==
-             bits_of(lane32_dot_ref(x.data(), y.data(), n));
+    agree += bits_of(lane32_dot(x.data(), y.data(), n)) == bits_of(lane32_dot_ref(x.data(), y.data(), n));
     agree += bits_of(lane32_sumsq(x.data(), n)) == bits_of(lane32_dot_ref(x.data(), x.data(), n));
     total += 3;
   }
@@ -41,8 +40,8 @@ SelftestResult selftest_lane32() {
   const char* form = "scalar";
 #endif
   return {"lane32", agree == total,
-          std::string(form) + " sum/dot/sumsq vs the scalar definition, lengths 0..4097: " +
-              std::to_string(agree) + "/" + std::to_string(total) + " bitwise equal"};
+          std::string(form) + " sum/dot/sumsq vs the scalar definition, lengths 0..4097: " + std::to_string(agree) +
+              "/" + std::to_string(total) + " bitwise equal"};
 }
 
 }  // namespace sb::det

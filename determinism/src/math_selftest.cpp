@@ -106,9 +106,8 @@ SelftestResult selftest_math() {
   constexpr int kKnownCount = sizeof kKnown / sizeof kKnown[0];
   const bool ok = known_ok == kKnownCount && sweeps_ok == kFnCount;
   return {"math", ok,
-          std::to_string(known_ok) + "/" + std::to_string(kKnownCount) + " known values, " +
-              std::to_string(sweeps_ok) + "/7 sweep fingerprints (65536 " + "results each)" +
-              (ok ? "" : "; differ:" + wrong)};
+          std::to_string(known_ok) + "/" + std::to_string(kKnownCount) + " known values, " + std::to_string(sweeps_ok) +
+              "/7 sweep fingerprints (65536 " + "results each)" + (ok ? "" : "; differ:" + wrong)};
 }
 
 }  // namespace sb::det

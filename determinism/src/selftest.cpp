@@ -11,10 +11,10 @@ std::vector<SelftestResult> run_selftests() {
     const char* name;
     Check check;
   } checks[] = {
-      {"fp_env", selftest_fp_env},         {"fp_formats", selftest_fp_formats},
-      {"math", selftest_math},             {"philox", selftest_philox},
-      {"exact_sum", selftest_exact_sum},   {"fixed_accumulator", selftest_fixed_accumulator},
-      {"lane32", selftest_lane32},         {"fingerprint", selftest_fingerprint},
+      {"fp_env", selftest_fp_env},       {"fp_formats", selftest_fp_formats},
+      {"math", selftest_math},           {"philox", selftest_philox},
+      {"exact_sum", selftest_exact_sum}, {"fixed_accumulator", selftest_fixed_accumulator},
+      {"lane32", selftest_lane32},       {"fingerprint", selftest_fingerprint},
   };
   std::vector<SelftestResult> results;
   for (const auto& c : checks) {

@@ -130,9 +130,10 @@ void inspect_synthetic(const Options& o) {
   const uint64_t tokens = o.tokens > 0 ? uint64_t(o.tokens) : uint64_t{1} << 20;
   const data::SyntheticLayout& l = train.layout();
   std::printf("source:      %s\n", val.describe().c_str());
-  std::printf("layout:      BOS 0, %d bracket pairs, %d subject and %d verb words per number, %d span keys, "
-              "%d background tokens [%d, %d)\n",
-              l.brackets, l.words, l.words, l.keys, l.background, l.background0, l.vocab);
+  std::printf(
+      "layout:      BOS 0, %d bracket pairs, %d subject and %d verb words per number, %d span keys, "
+      "%d background tokens [%d, %d)\n",
+      l.brackets, l.words, l.words, l.keys, l.background, l.background0, l.vocab);
   const data::SyntheticStats s = data::synthetic_stats(val, tokens);
   std::printf("statistics over %llu validation tokens, nats per token:\n", static_cast<unsigned long long>(s.tokens));
   std::printf("  unigram entropy      %.4f\n", s.unigram_entropy);

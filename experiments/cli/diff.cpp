@@ -106,8 +106,10 @@ std::vector<std::string> overrides(const DiffArguments& args, const std::map<std
 }
 
 int run_side_by_side(const DiffArguments& args) {
-  SB_CHECK(args.files.size() == 1 || args.files.size() == 2, "samebits diff --side-by-side expects one or two "
-           "config files, got ", args.files.size(), " (samebits diff --side-by-side A.ini [B.ini])");
+  SB_CHECK(args.files.size() == 1 || args.files.size() == 2,
+           "samebits diff --side-by-side expects one or two "
+           "config files, got ",
+           args.files.size(), " (samebits diff --side-by-side A.ini [B.ini])");
   const Config a = parse_config(args.files[0], overrides(args, args.set_a));
   const Config b = parse_config(args.files.back(), overrides(args, args.set_b));
   const int64_t total = args.steps > 0 ? args.steps : a.train.steps;
@@ -150,8 +152,9 @@ int run_diff(const std::vector<std::string>& argv) {
   return d.identical() ? kExitOk : kExitDifferent;
 }
 
-const Registrar kDiff{{"diff", "compare two run files (or two configs trained side by side): first divergent step, "
-                               "ULP table, distance growth, prediction agreement (exit 0 = identical)",
+const Registrar kDiff{{"diff",
+                       "compare two run files (or two configs trained side by side): first divergent step, "
+                       "ULP table, distance growth, prediction agreement (exit 0 = identical)",
                        run_diff}};
 
 }  // namespace

@@ -44,19 +44,20 @@ int run_export(const std::vector<std::string>& args) {
   SB_CHECK(format == "hf" || format == "safetensors", "samebits export --format '", format,
            "': expected safetensors or hf");
   options.format = format == "hf" ? ExportFormat::hf : ExportFormat::safetensors;
-  SB_CHECK(positional.size() == 2, "expected a run file and an output (samebits export RUN.h5 [--step N] "
+  SB_CHECK(positional.size() == 2,
+           "expected a run file and an output (samebits export RUN.h5 [--step N] "
            "[--format safetensors|hf] OUT)");
   options.run_path = positional[0];
   options.out = positional[1];
   const ExportResult r = export_run(options);
-  std::printf("exported %s of %s: %zu tensors, %zu parameters\n", r.source.c_str(), options.run_path.c_str(),
-              r.tensors, r.parameters);
+  std::printf("exported %s of %s: %zu tensors, %zu parameters\n", r.source.c_str(), options.run_path.c_str(), r.tensors,
+              r.parameters);
   for (const std::string& f : r.files) std::printf("  %s\n", f.c_str());
   return kExitOk;
 }
 
-const Registrar kExport{{"export", "write a run's weights as safetensors or a Hugging Face GPT-2 directory",
-                         run_export}};
+const Registrar kExport{
+    {"export", "write a run's weights as safetensors or a Hugging Face GPT-2 directory", run_export}};
 
 }  // namespace
 }  // namespace sb::cli

@@ -28,8 +28,8 @@ int run_inspect(const std::vector<std::string>& args) {
   return kExitOk;
 }
 
-const Registrar kInspect{{"inspect", "show what a run file holds: experiment, status, steps, loss, checkpoints",
-                          run_inspect}};
+const Registrar kInspect{
+    {"inspect", "show what a run file holds: experiment, status, steps, loss, checkpoints", run_inspect}};
 
 }  // namespace
 }  // namespace sb::cli

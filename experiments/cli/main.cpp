@@ -6,8 +6,8 @@
 #include <exception>
 #include <iostream>
 
-#include "samebits/core/untrusted_text.hpp"
 #include "samebits/cli/command.hpp"
+#include "samebits/core/untrusted_text.hpp"
 #include "samebits/det/build_info.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/fpenv.hpp"
@@ -26,8 +26,7 @@ void print_help() {
             << "usage: samebits <command> [arguments]   (samebits <command> --help for its options)\n\n"
             << "commands:\n";
   auto sorted = commands();
-  std::sort(sorted.begin(), sorted.end(),
-            [](const Command& a, const Command& b) { return a.name < b.name; });
+  std::sort(sorted.begin(), sorted.end(), [](const Command& a, const Command& b) { return a.name < b.name; });
   for (const auto& c : sorted) {
     std::printf("  %-10s %s\n", c.name.c_str(), c.summary.c_str());
   }

@@ -9,9 +9,10 @@ namespace {
 
 int run_selftest(const std::vector<std::string>& args) {
   if (!args.empty()) {
-    std::puts("usage: samebits selftest\n\nRuns the determinism primitives' invariance checks "
-              "(fp environment, fp formats, math, Philox, exact sums, fixed-point accumulator, "
-              "32-lane reduction, fingerprints) and prints one line each. Exit 0 when all pass.");
+    std::puts(
+        "usage: samebits selftest\n\nRuns the determinism primitives' invariance checks "
+        "(fp environment, fp formats, math, Philox, exact sums, fixed-point accumulator, "
+        "32-lane reduction, fingerprints) and prints one line each. Exit 0 when all pass.");
     return args[0] == "--help" ? kExitOk : kExitError;
   }
   int failed = 0;

@@ -94,7 +94,8 @@ int run_sweep(const std::vector<std::string>& args) {
   const Pairwise* pairs_or_null = spec.pairwise ? &pairs : nullptr;
   write_summary(spec, results, pairs_or_null, (fs::path(spec.out) / "summary.h5").string());
   std::string note;
-  const std::vector<std::string> pngs = spec.plot ? draw_plots(spec, options.self_binary, note) : std::vector<std::string>{};
+  const std::vector<std::string> pngs =
+      spec.plot ? draw_plots(spec, options.self_binary, note) : std::vector<std::string>{};
   const std::string report_path = (fs::path(spec.out) / "report.md").string();
   const std::string report = report_markdown(spec, results, pairs_or_null, pngs, note);
   h5::write_file_atomically(report_path, [&](const std::string& tmp) {
@@ -103,18 +104,19 @@ int run_sweep(const std::vector<std::string>& args) {
     SB_CHECK(out.good(), "cannot write ", tmp);
   });
   std::cout << "\n" << results_table(results) << "\n";
-  if (spec.pairwise) std::cout << "first divergent step of every pair (=: identical)\n" << pairwise_table(spec, pairs) << "\n";
+  if (spec.pairwise)
+    std::cout << "first divergent step of every pair (=: identical)\n" << pairwise_table(spec, pairs) << "\n";
   if (!note.empty()) std::cout << note << "\n";
-  std::cout << "report: " << report_path << (pngs.empty() ? "" : " (plots in " + (fs::path(spec.out) / "plots").string() + "/)")
-            << "\n";
+  std::cout << "report: " << report_path
+            << (pngs.empty() ? "" : " (plots in " + (fs::path(spec.out) / "plots").string() + "/)") << "\n";
   for (std::size_t i = 0; i < runs.size(); ++i) {
     if (runs[i].state == "failed") std::cout << "failed: " << spec.cells[i].name << ": " << runs[i].message << "\n";
   }
   return failed ? kExitError : kExitOk;
 }
 
-const Registrar kSweep{{"sweep", "train a grid of configurations, compare each with its reference, report with plots",
-                        run_sweep}};
+const Registrar kSweep{
+    {"sweep", "train a grid of configurations, compare each with its reference, report with plots", run_sweep}};
 
 }  // namespace
 }  // namespace sb::cli

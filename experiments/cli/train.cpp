@@ -122,9 +122,11 @@ int run_train(const std::vector<std::string>& args) {
   if (r.interrupted) return kExitError;
   if (r.stopped) return kExitOk;
   if (!r.already_finished && r.rank == 0) {
-    std::printf("run %s finished: %lld steps (%lld in this session, %.1f s); %.1f MB written to the run file "
-                "and its store\n", r.path.c_str(), (long long)r.steps_done, (long long)(r.steps_done - r.first_step),
-                r.seconds, double(r.bytes_written) / 1e6);
+    std::printf(
+        "run %s finished: %lld steps (%lld in this session, %.1f s); %.1f MB written to the run file "
+        "and its store\n",
+        r.path.c_str(), (long long)r.steps_done, (long long)(r.steps_done - r.first_step), r.seconds,
+        double(r.bytes_written) / 1e6);
   }
   return kExitOk;
 }

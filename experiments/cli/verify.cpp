@@ -4,8 +4,8 @@
 
 #include "samebits/cli/arguments.hpp"
 #include "samebits/cli/command.hpp"
-#include "samebits/cli/verify.hpp"
 #include "samebits/cli/pack.hpp"
+#include "samebits/cli/verify.hpp"
 #include "samebits/cli/verify_budget.hpp"
 #include "samebits/det/error.hpp"
 
@@ -56,8 +56,8 @@ int run_verify(const std::vector<std::string>& args) {
   return r.reproduced() ? kExitOk : kExitDifferent;
 }
 
-const Registrar kVerify{{"verify", "re-run a recorded run here and check every step's bits (exit 0 = reproduced)",
-                         run_verify}};
+const Registrar kVerify{
+    {"verify", "re-run a recorded run here and check every step's bits (exit 0 = reproduced)", run_verify}};
 
 }  // namespace
 }  // namespace sb::cli

@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <sstream>
 
-#include "samebits/core/untrusted_text.hpp"
 #include "samebits/cli/diff.hpp"
 #include "samebits/cli/json.hpp"
+#include "samebits/core/untrusted_text.hpp"
 
 namespace sb::cli {
 namespace {
@@ -49,8 +49,8 @@ std::string json_side(const RunSide& s) {
 std::string diff_text(const RunDiff& d) {
   std::ostringstream s;
   for (const auto& [label, side] : {std::pair{"A", &d.a}, std::pair{"B", &d.b}}) {
-    s << label << "  " << side->path << ": experiment " << escape_untrusted(side->experiment_id) << ", "
-      << side->status << ", " << side->steps << " steps, " << escape_untrusted(side->backend) << "\n";
+    s << label << "  " << side->path << ": experiment " << escape_untrusted(side->experiment_id) << ", " << side->status
+      << ", " << side->steps << " steps, " << escape_untrusted(side->backend) << "\n";
   }
   s << "experiment   " << (d.same_experiment ? "same (" + escape_untrusted(d.a.experiment_id) + ")" : "DIFFERENT");
   if (!d.experiment_differences.empty()) {
@@ -122,8 +122,8 @@ std::string diff_json(const RunDiff& d) {
   s << "  \"experiment_differences\": " << json_strings(d.experiment_differences) << ",\n";
   s << "  \"same_layout\": " << (d.same_layout ? "true" : "false") << ",\n";
   s << "  \"compared_steps\": " << d.compared_steps << ",\n";
-  s << "  \"first_divergent_step\": "
-    << (d.first_divergent_step > 0 ? std::to_string(d.first_divergent_step) : "null") << ",\n";
+  s << "  \"first_divergent_step\": " << (d.first_divergent_step > 0 ? std::to_string(d.first_divergent_step) : "null")
+    << ",\n";
   s << "  \"divergent_columns\": " << json_strings(d.divergent_columns) << ",\n";
   s << "  \"divergent_params\": " << json_strings(d.divergent_params) << ",\n";
   s << "  \"divergent_grads\": " << json_strings(d.divergent_grads) << ",\n";
@@ -137,9 +137,9 @@ std::string diff_json(const RunDiff& d) {
     for (std::size_t t = 0; t < st.tensors.size(); ++t) {
       const TensorDistance& x = st.tensors[t];
       s << (t ? ", " : "") << "{\"name\": " << json_string(x.tensor) << ", \"numel\": " << x.numel
-        << ", \"differing\": " << x.differing << ", \"max_ulp\": "
-        << (x.max_ulp == kUlpNaN ? "null" : std::to_string(x.max_ulp)) << ", \"rel_l2\": " << json_number(x.rel_l2)
-        << "}";
+        << ", \"differing\": " << x.differing
+        << ", \"max_ulp\": " << (x.max_ulp == kUlpNaN ? "null" : std::to_string(x.max_ulp))
+        << ", \"rel_l2\": " << json_number(x.rel_l2) << "}";
     }
     s << "]}";
   }
@@ -149,7 +149,8 @@ std::string diff_json(const RunDiff& d) {
   s << (d.distance.empty() ? "],\n" : "\n  ],\n");
   s << "  \"growth\": " << growth_json(d.growth) << ",\n";
   s << "  \"agreement\": [";
-  for (std::size_t k = 0; k < d.agreement.size(); ++k) s << (k ? ",\n    " : "\n    ") << agreement_json(d.agreement[k]);
+  for (std::size_t k = 0; k < d.agreement.size(); ++k)
+    s << (k ? ",\n    " : "\n    ") << agreement_json(d.agreement[k]);
   s << (d.agreement.empty() ? "],\n" : "\n  ],\n");
   s << "  \"agreement_note\": " << (d.agreement_note.empty() ? "null" : json_string(d.agreement_note)) << "\n}\n";
   return s.str();

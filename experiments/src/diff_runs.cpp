@@ -17,9 +17,7 @@ namespace sb::cli {
 namespace {
 
 // The float line as integers: negative floats below zero, ±0 → 0, monotonic in value.
-int64_t ordered(uint32_t bits) {
-  return (bits & 0x80000000u) ? -int64_t(bits & 0x7fffffffu) : int64_t(bits);
-}
+int64_t ordered(uint32_t bits) { return (bits & 0x80000000u) ? -int64_t(bits & 0x7fffffffu) : int64_t(bits); }
 
 uint32_t bits_of(float x) {
   uint32_t u;
@@ -111,8 +109,9 @@ StateDistance state_distance(int64_t step, std::string source, const std::vector
       diff_sq += (x - y) * (x - y);
     }
   }
-  s.rel_l2 = s.differing_tensors() == 0 ? 0 : norm_sq == 0 ? std::numeric_limits<double>::infinity()
-                                                            : std::sqrt(diff_sq) / std::sqrt(norm_sq);
+  s.rel_l2 = s.differing_tensors() == 0 ? 0
+             : norm_sq == 0             ? std::numeric_limits<double>::infinity()
+                                        : std::sqrt(diff_sq) / std::sqrt(norm_sq);
   return s;
 }
 

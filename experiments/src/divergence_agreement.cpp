@@ -7,8 +7,8 @@
 #include <cstring>
 #include <limits>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/cli/divergence.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/io/token_files.hpp"
 #include "samebits/core/model/gpt.hpp"
 #include "samebits/data/sampler.hpp"
@@ -63,7 +63,7 @@ Agreement AgreementProbe::compare(std::span<const float> a, std::span<const floa
 
   const int T = p.config.model.seq_len;
   const int64_t V = p.config.model.vocab;
-  std::vector<int32_t> tokens(size_t(T) + 1);  // (seq_len + 1)
+  std::vector<int32_t> tokens(size_t(T) + 1);                   // (seq_len + 1)
   std::vector<float> la(size_t(T) * size_t(V)), lb(la.size());  // (seq_len, vocab) host logits
   det::ExactSum loss_a, loss_b;
   Agreement r;

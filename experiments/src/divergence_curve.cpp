@@ -168,8 +168,8 @@ std::string distance_text(const std::vector<DistancePoint>& curve, const Growth&
     const std::size_t i = first + (span * k) / (n - 1);
     if (shown.empty() || shown.back() != i) shown.push_back(i);
   }
-  s << "distance     " << curve.size() << " point(s) from step " << curve.front().step << " to "
-    << curve.back().step << "\n";
+  s << "distance     " << curve.size() << " point(s) from step " << curve.front().step << " to " << curve.back().step
+    << "\n";
   s << "  step        rel L2     max ULP   differing\n";
   for (const std::size_t i : shown) {
     const DistancePoint& p = curve[i];
@@ -209,12 +209,11 @@ std::string loss_gap_text(std::span<const double> gap) {
 
 std::string agreement_text(const Agreement& a) {
   std::ostringstream s;
-  s << "predictions  at step " << a.step << (a.source.empty() ? "" : " (" + a.source + ")") << ": "
-    << a.disagreeing << " of " << a.positions << " argmax tokens differ (" << fmt("%.4g", 100.0 * a.disagreement)
+  s << "predictions  at step " << a.step << (a.source.empty() ? "" : " (" + a.source + ")") << ": " << a.disagreeing
+    << " of " << a.positions << " argmax tokens differ (" << fmt("%.4g", 100.0 * a.disagreement)
     << "%), logit correlation " << fmt("%.9f", a.logit_correlation);
   if (a.logit_correlation < 1) s << " (1 - r = " << fmt("%.3g", 1 - a.logit_correlation) << ")";
-  s << ", loss " << fmt("%.6f", a.loss_a)
-    << " | " << fmt("%.6f", a.loss_b) << "\n";
+  s << ", loss " << fmt("%.6f", a.loss_a) << " | " << fmt("%.6f", a.loss_b) << "\n";
   return s.str();
 }
 

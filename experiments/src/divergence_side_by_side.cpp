@@ -32,9 +32,7 @@ bool steps_differ(const StepResult& a, const StepResult& b) {
 }
 
 // The trainer's weights.  Returns (flat_size) host memory (the CPU backend's own buffer).
-std::span<const float> weights(Trainer& t) {
-  return {t.model().weights().data_as<float>(), t.model().flat_size()};
-}
+std::span<const float> weights(Trainer& t) { return {t.model().weights().data_as<float>(), t.model().flat_size()}; }
 
 // (steps) |loss_a − loss_b| in fp64.
 std::vector<double> loss_gaps(const SideBySide& s) {
@@ -46,20 +44,21 @@ std::vector<double> loss_gaps(const SideBySide& s) {
 }  // namespace
 
 bool SideBySide::identical() const {
-  return first_divergent_step == 0 &&
-         std::all_of(distance.begin(), distance.end(), [](const DistancePoint& p) { return p.rel_l2 == 0 && p.max_ulp == 0; });
+  return first_divergent_step == 0 && std::all_of(distance.begin(), distance.end(), [](const DistancePoint& p) {
+           return p.rel_l2 == 0 && p.max_ulp == 0;
+         });
 }
 
 SideBySide side_by_side(const Config& a, const Config& b, int64_t steps, int64_t every,
                         const SideBySideOptions& options) {
   SB_CHECK(steps >= 0, "side by side: ", steps, " steps; use 0 (A's train.steps) or a positive number");
   const int64_t n = steps > 0 ? steps : a.train.steps;
-  SB_CHECK(n <= a.train.steps && n <= b.train.steps, "side by side: ", n,
-           " steps, but A's train.steps is ", a.train.steps, " and B's ", b.train.steps,
-           "; choose --steps at most the smaller");
+  SB_CHECK(n <= a.train.steps && n <= b.train.steps, "side by side: ", n, " steps, but A's train.steps is ",
+           a.train.steps, " and B's ", b.train.steps, "; choose --steps at most the smaller");
   SB_CHECK(every >= 1, "side by side: a distance point every ", every, " steps; use 1 or more");
   const std::vector<run::TensorInfo> tensors = run::tensor_infos(a.model);
-  SB_CHECK(tensors == run::tensor_infos(b.model), "side by side: the two configs' models have different tensor "
+  SB_CHECK(tensors == run::tensor_infos(b.model),
+           "side by side: the two configs' models have different tensor "
            "tables (model.* differs), so their parameters cannot be compared; keep [model] equal");
 
   SideBySide s;
@@ -112,9 +111,9 @@ std::string side_by_side_text(const SideBySide& s) {
   o << distance_text(s.distance, s.growth);
   if (s.agreement) o << agreement_text(*s.agreement);
   o << "result       "
-    << (s.identical() ? "IDENTICAL: every step's loss, fingerprints and weights are bitwise equal"
-                      : s.first_divergent_step > 0 ? "DIFFERENT: first divergent step " + std::to_string(s.first_divergent_step)
-                                                   : std::string("DIFFERENT: the weights differ"))
+    << (s.identical()                ? "IDENTICAL: every step's loss, fingerprints and weights are bitwise equal"
+        : s.first_divergent_step > 0 ? "DIFFERENT: first divergent step " + std::to_string(s.first_divergent_step)
+                                     : std::string("DIFFERENT: the weights differ"))
     << "\n";
   return o.str();
 }

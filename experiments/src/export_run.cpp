@@ -25,7 +25,8 @@ std::string steps_list(const std::vector<int64_t>& steps) {
 
 void refuse_existing(const std::string& path) {
   std::error_code ec;
-  SB_CHECK(!fs::exists(path, ec), "'", path, "' already exists: samebits export never overwrites; remove it or "
+  SB_CHECK(!fs::exists(path, ec), "'", path,
+           "' already exists: samebits export never overwrites; remove it or "
            "choose another OUT");
 }
 
@@ -45,8 +46,10 @@ ExportResult export_run(const ExportOptions& options) {
   const std::vector<int64_t> states = run.state_steps();
   if (!options.step) {
     SB_CHECK(run.has_final_state(), options.run_path, " is not finished (status ", to_string(run.info().status), ", ",
-             run.steps_recorded(), " of ", run.info().steps, " steps) and so has no final state: choose --step N of its "
-             "snapshots (", steps_list(snapshots), ") or states (", steps_list(states), ")");
+             run.steps_recorded(), " of ", run.info().steps,
+             " steps) and so has no final state: choose --step N of its "
+             "snapshots (",
+             steps_list(snapshots), ") or states (", steps_list(states), ")");
     const TrainerState& state = run.read_final_state();
     flat = state.weights;
     result.step = state.step;
@@ -75,11 +78,12 @@ ExportResult export_run(const ExportOptions& options) {
       {"format", "pt"},  // what transformers' loader requires of a PyTorch checkpoint
       {"samebits_experiment_id", run.info().experiment_id},
       {"samebits_step", std::to_string(result.step)},
-      {"samebits_model", "vocab=" + std::to_string(config.model.vocab) + " seq_len=" + std::to_string(config.model.seq_len) +
-                             " n_layer=" + std::to_string(config.model.n_layer) + " n_head=" +
-                             std::to_string(config.model.n_head) + " n_embd=" + std::to_string(config.model.n_embd) +
-                             " norm=" + std::string(config_name(config.model.norm)) + " tied_head=" +
-                             (config.model.tied_head ? "true" : "false") + " bias=" + (config.model.bias ? "true" : "false")}};
+      {"samebits_model",
+       "vocab=" + std::to_string(config.model.vocab) + " seq_len=" + std::to_string(config.model.seq_len) +
+           " n_layer=" + std::to_string(config.model.n_layer) + " n_head=" + std::to_string(config.model.n_head) +
+           " n_embd=" + std::to_string(config.model.n_embd) + " norm=" + std::string(config_name(config.model.norm)) +
+           " tied_head=" + (config.model.tied_head ? "true" : "false") +
+           " bias=" + (config.model.bias ? "true" : "false")}};
   if (options.format == ExportFormat::safetensors) {
     refuse_existing(options.out);
     io::write_safetensors(options.out, tensors, metadata);

@@ -2,8 +2,8 @@
 // here trusts the file beyond what RunReader checked: the config text is parsed like any INI file,
 // checkpoint files are read (and so checked) before they are called good, and every text taken
 // from a file is printed escaped (untrusted_text.hpp).
-#include "samebits/core/untrusted_text.hpp"
 #include "samebits/cli/inspect.hpp"
+#include "samebits/core/untrusted_text.hpp"
 #include "samebits/data/data_manifest.hpp"
 #include "samebits/det/fingerprint.hpp"
 
@@ -23,10 +23,10 @@ namespace {
 std::string experiment_summary(const Config& c) {
   std::ostringstream s;
   s << config_name(c.optim.name) << ", " << config_name(c.train.precision) << ", "
-    << (is_deterministic(c.numerics) ? "deterministic" : "vendor numerics") << "; " << c.model.n_layer
-    << " layers x " << c.model.n_embd << ", " << c.model.n_head << " heads, vocab " << c.model.vocab << ", seq "
-    << c.model.seq_len << "; " << config_name(c.data.source) << " data, " << c.data.leaves << " leaves x "
-    << c.data.leaf_size << " sequences";
+    << (is_deterministic(c.numerics) ? "deterministic" : "vendor numerics") << "; " << c.model.n_layer << " layers x "
+    << c.model.n_embd << ", " << c.model.n_head << " heads, vocab " << c.model.vocab << ", seq " << c.model.seq_len
+    << "; " << config_name(c.data.source) << " data, " << c.data.leaves << " leaves x " << c.data.leaf_size
+    << " sequences";
   if (c.data.order_seed != 0) s << " (order seed " << c.data.order_seed << ")";
   return s.str();
 }
@@ -82,7 +82,8 @@ std::string describe_run(const run::RunReader& run) {
     s << "  (" << experiment_summary(config) << ")\n";
     if (config.perturb.enabled()) s << "perturbation " << perturbation_text(config.perturb) << "\n";
     if (!config.train.init.empty()) {
-      s << "init         weights of " << escape_untrusted(config.train.init) << " (XXH3 " << config.train.init_digest << ")\n";
+      s << "init         weights of " << escape_untrusted(config.train.init) << " (XXH3 " << config.train.init_digest
+        << ")\n";
     }
   } catch (const Error& e) {
     s << "\n             config not usable here: " << escape_untrusted(e.what()) << "\n";
@@ -98,8 +99,8 @@ std::string describe_run(const run::RunReader& run) {
   if (rows > 0) {
     const auto loss = run.series<float>("series/loss");
     const auto val = run.series<float>("series/val_loss");
-    s << "loss         first " << fmt("%.6f", loss.front()) << " (step 1), last "
-      << fmt("%.6f", loss.back()) << " (step " << rows << ")";
+    s << "loss         first " << fmt("%.6f", loss.front()) << " (step 1), last " << fmt("%.6f", loss.back())
+      << " (step " << rows << ")";
     for (int64_t k = rows - 1; k >= 0; --k) {
       if (!std::isnan(val[size_t(k)])) {
         s << "; validation " << fmt("%.6f", val[size_t(k)]) << " (step " << k + 1 << ")";
@@ -123,8 +124,8 @@ std::string describe_run(const run::RunReader& run) {
     int64_t total = 0, steps = 0;
     for (int64_t c : clipped) total += c, steps += c > 0 ? 1 : 0;
     s << "qk-clip      largest logit " << fmt("%.6g", largest(0)) << " (step 1), " << fmt("%.6g", largest(rows - 1))
-      << " (step " << rows << ") over " << heads << " heads; " << total << " head clips in " << steps << " of "
-      << rows << " steps\n";
+      << " (step " << rows << ") over " << heads << " heads; " << total << " head clips in " << steps << " of " << rows
+      << " steps\n";
   }
   if (run.has_final_state()) {
     const TrainerState f = run.read_final_state();
@@ -143,8 +144,8 @@ std::string describe_run(const run::RunReader& run) {
   bool first = true;
   for (const run::StoreEntry& e : run.store_entries()) {
     if (!e.is_state()) continue;
-    s << (first ? "" : "\n             ") << "step " << e.step
-      << (e.kind & run::kKeptBit ? " (kept)" : " (checkpoint)") << "  ";
+    s << (first ? "" : "\n             ") << "step " << e.step << (e.kind & run::kKeptBit ? " (kept)" : " (checkpoint)")
+      << "  ";
     first = false;
     try {
       const TrainerState c = run.read_state(e.step);
@@ -155,8 +156,8 @@ std::string describe_run(const run::RunReader& run) {
   }
   s << "\n";
   s << "execution    " << i.execution.backend << "; " << i.execution.communicator << ", world size "
-    << i.execution.world_size << ", " << i.execution.threads << " threads, micro-leaves "
-    << i.execution.micro_leaves << "\n";
+    << i.execution.world_size << ", " << i.execution.threads << " threads, micro-leaves " << i.execution.micro_leaves
+    << "\n";
   if (rows > 0) {  // rank 0's backend ↔ host bytes and speed (not content: never compared)
     const auto down = run.series<uint64_t>("series/bytes_to_host");
     const auto up = run.series<uint64_t>("series/bytes_from_host");
@@ -165,13 +166,14 @@ std::string describe_run(const run::RunReader& run) {
     double t = 0, n = 0;  // steps after the first (warm-up) when there are several
     for (std::size_t k = rows > 1 ? 1 : 0; k < seconds.size(); ++k) t += seconds[k], n += double(tokens[k]);
     s << "traffic      at most " << *std::max_element(down.begin(), down.end()) << " bytes/step to the host, "
-      << *std::max_element(up.begin(), up.end()) << " from it; " << fmt("%.0f", t > 0 ? n / t : 0.0)
-      << " tok/s" << (rows > 1 ? " (steps 2..)" : "") << "\n";
+      << *std::max_element(up.begin(), up.end()) << " from it; " << fmt("%.0f", t > 0 ? n / t : 0.0) << " tok/s"
+      << (rows > 1 ? " (steps 2..)" : "") << "\n";
   }
   s << "build        " << i.compiler << " " << i.build_type << ", simd " << i.simd << "; " << i.fp_flags << "\n";
   s << "fp env       " << i.fp_environment << "\n";
-  s << "environment  " << (i.execution.environment.empty() ? "not recorded (an older samebits wrote the file)"
-                                                            : indent_lines(i.execution.environment, "             "))
+  s << "environment  "
+    << (i.execution.environment.empty() ? "not recorded (an older samebits wrote the file)"
+                                        : indent_lines(i.execution.environment, "             "))
     << "\n";
   s << "data         " << (i.data_files.empty() ? "not recorded (an older samebits wrote the file)\n" : "");
   try {

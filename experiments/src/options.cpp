@@ -75,8 +75,7 @@ void collect(const po::parsed_options& parsed, const std::string& origin, bool c
       SB_FAIL("unknown config key '", prefix, escape_untrusted(opt.string_key), "' ", origin,
               suggestion(opt.string_key, prefix), "; samebits train --help lists the options");
     }
-    SB_CHECK(!seen[opt.string_key], "config key ", opt.string_key, " is given twice ", origin,
-             "; keep one");
+    SB_CHECK(!seen[opt.string_key], "config key ", opt.string_key, " is given twice ", origin, "; keep one");
     seen[opt.string_key] = true;
     SB_CHECK(opt.value.size() == 1, "config key ", opt.string_key, " ", origin, " needs one value");
     SB_CHECK(!command_line || opt.value.front().rfind("--", 0) != 0, "config key --", opt.string_key,
@@ -128,14 +127,14 @@ Config resolve(const Source* source, const std::vector<std::string>& cli_overrid
     const auto on_command_line = from_command_line.find(f.key);
     const auto in_file = from_file.find(f.key);
     const Given* given = on_command_line != from_command_line.end() ? &on_command_line->second
-                         : in_file != from_file.end()                ? &in_file->second
-                                                                     : nullptr;
+                         : in_file != from_file.end()               ? &in_file->second
+                                                                    : nullptr;
     if (given == nullptr) continue;
     try {
       f.set(config, given->value);
     } catch (const BadConfigValue& bad) {
-      SB_FAIL("config ", f.key, "='", escape_untrusted(given->value), "' ", given->origin,
-              " is not valid: expected ", bad.expected);
+      SB_FAIL("config ", f.key, "='", escape_untrusted(given->value), "' ", given->origin, " is not valid: expected ",
+              bad.expected);
     }
   }
   // train.init enters the experiment by content: hash its file unless the digest is given at the
@@ -231,8 +230,9 @@ std::string options_markdown() {
       std::replace(value_name.begin(), value_name.end(), '|', '/');
       const std::string default_text = f.default_text();
       const std::string experiment = f.is_alias() ? "as `" + f.alias_of + "`" : f.experiment.describe();
-      out << "| `" << f.key << "` | " << value_name << " | " << (default_text.empty() ? "(empty)" : "`" + default_text + "`")
-          << " | " << experiment << " | " << f.help << " |\n";
+      out << "| `" << f.key << "` | " << value_name << " | "
+          << (default_text.empty() ? "(empty)" : "`" + default_text + "`") << " | " << experiment << " | " << f.help
+          << " |\n";
     }
     out << "\n";
   }

@@ -11,13 +11,13 @@
 #include <numeric>
 #include <sstream>
 
-#include "samebits/core/untrusted_text.hpp"
 #include "samebits/cli/diff.hpp"
 #include "samebits/cli/divergence.hpp"
 #include "samebits/cli/json.hpp"
 #include "samebits/cli/sweep.hpp"
 #include "samebits/core/io/h5.hpp"
 #include "samebits/core/io/run_file.hpp"
+#include "samebits/core/untrusted_text.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb::cli {
@@ -201,22 +201,25 @@ std::string results_table(const std::vector<CellResult>& results) {
       continue;
     }
     const bool self = r.reference == r.name;
-    t << (self ? "—" : r.reference) << " | " << (self ? "reference" : r.identical ? "**yes**" : "no") << " | "
-      << (r.first_divergent_step > 0 ? std::to_string(r.first_divergent_step) : "—") << " | ";
+    t << (self ? "—" : r.reference) << " | "
+      << (self          ? "reference"
+          : r.identical ? "**yes**"
+                        : "no")
+      << " | " << (r.first_divergent_step > 0 ? std::to_string(r.first_divergent_step) : "—") << " | ";
     if (std::isnan(r.final_rel_l2)) {
       t << "— | ";
     } else {
-      t << (r.final_rel_l2 == 0 ? std::string("0") : fmt("%.3g", r.final_rel_l2)) << " ("
-        << r.final_distance_step << ") | ";
+      t << (r.final_rel_l2 == 0 ? std::string("0") : fmt("%.3g", r.final_rel_l2)) << " (" << r.final_distance_step
+        << ") | ";
     }
     t << (std::isnan(r.growth_rate) ? std::string("—") : fmt("%.3g", r.growth_rate)) << " | "
       << (std::isnan(r.disagreement) ? std::string("—")
-          : r.disagreement == 0  ? std::string("0")
-                                 : fmt("%.2g", 100 * r.disagreement) + " %")
+          : r.disagreement == 0      ? std::string("0")
+                                     : fmt("%.2g", 100 * r.disagreement) + " %")
       << " | ";
     t << fmt("%.6f", r.final_loss) << (r.status == "finished" ? "" : " (" + r.status + ")") << " | "
-      << (r.max_loss_gap == 0 ? std::string("0") : fmt("%.2g", r.max_loss_gap))
-      << " | " << fmt("%.1f", r.wall_seconds) << " |\n";
+      << (r.max_loss_gap == 0 ? std::string("0") : fmt("%.2g", r.max_loss_gap)) << " | " << fmt("%.1f", r.wall_seconds)
+      << " |\n";
   }
   return t.str();
 }
@@ -288,11 +291,11 @@ std::string report_markdown(const SweepSpec& spec, const std::vector<CellResult>
   md << "# " << spec.title << "\n\n";
   if (!spec.question.empty()) md << "**Question.** " << spec.question << "\n\n";
   if (!spec.expect.empty()) md << "**What to expect.** " << spec.expect << "\n\n";
-  md << "Sweep file `" << spec.file << "` over the base experiment `"
-     << (spec.base.empty() ? "(defaults)" : spec.base) << "`: " << results.size() << " cells, run files in `"
-     << (fs::path(spec.out) / "runs").string() << "/`, per-cell logs in `" << (fs::path(spec.out) / "logs").string()
-     << "/`, the numbers below in `" << (fs::path(spec.out) / "summary.h5").string()
-     << "`. Running `samebits sweep " << spec.file << "` again skips finished runs and resumes interrupted ones.\n\n";
+  md << "Sweep file `" << spec.file << "` over the base experiment `" << (spec.base.empty() ? "(defaults)" : spec.base)
+     << "`: " << results.size() << " cells, run files in `" << (fs::path(spec.out) / "runs").string()
+     << "/`, per-cell logs in `" << (fs::path(spec.out) / "logs").string() << "/`, the numbers below in `"
+     << (fs::path(spec.out) / "summary.h5").string() << "`. Running `samebits sweep " << spec.file
+     << "` again skips finished runs and resumes interrupted ones.\n\n";
   md << "## Results\n\n" << results_table(results) << "\n";
   md << "Each cell is compared with the reference run of its experiment group (cells that differ only in "
         "execution, numerics switches, perturbation or seeds): *identical* means every recorded bit — losses, "

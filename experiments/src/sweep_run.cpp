@@ -189,7 +189,8 @@ std::vector<CellRun> run_cells(const SweepSpec& spec, const SweepOptions& option
       log << "  " << cell.name << ": " << state << "\n";
     } else if (cell.ranks > 0 && find_on_path("mpirun").empty()) {
       runs[i].state = "failed";
-      runs[i].message = "ranks = " + std::to_string(cell.ranks) + " needs mpirun, which is not on PATH (scripts/setup installs openmpi-bin)";
+      runs[i].message = "ranks = " + std::to_string(cell.ranks) +
+                        " needs mpirun, which is not on PATH (scripts/setup installs openmpi-bin)";
       log << "  " << cell.name << ": " << runs[i].message << "\n";
     } else {
       pending.push_back(i);
@@ -279,16 +280,15 @@ std::vector<std::string> draw_plots(const SweepSpec& spec, const std::string& se
   }
   const std::string python = fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : find_on_path("python3");
   if (package.empty() || python.empty()) {
-    note = "plots not drawn: " + std::string(package.empty() ? "python/samebits/analysis not found (set SAMEBITS_PYTHONPATH)"
-                                                             : "no python3");
+    note = "plots not drawn: " +
+           std::string(package.empty() ? "python/samebits/analysis not found (set SAMEBITS_PYTHONPATH)" : "no python3");
     return {};
   }
   const std::string log_path = (fs::path(spec.out) / "logs" / "plots.log").string();
   const pid_t pid = spawn({python, "-m", "samebits.analysis.report", spec.out},
                           {{"PYTHONPATH", package}, {"MPLBACKEND", "Agg"}, {"PYTHONDONTWRITEBYTECODE", "1"}}, log_path);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     note = "plots not drawn: python3 -m samebits.analysis.report failed (" + log_path +
            "; it needs python3-h5py and python3-matplotlib, which scripts/setup installs)";

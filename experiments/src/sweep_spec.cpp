@@ -137,7 +137,8 @@ std::vector<SweepCell> expand_grid(const std::string& file, const Section& grid)
   for (const Entry& e : grid.entries) {
     const std::string where = "sweep file " + file + " line " + std::to_string(e.line) + " [grid]";
     const std::vector<std::string> values = split_list(e.value);
-    for (const std::string& v : values) SB_CHECK(!v.empty(), where, ": ", e.key, " has an empty value in '", e.value, "'");
+    for (const std::string& v : values)
+      SB_CHECK(!v.empty(), where, ": ", e.key, " has an empty value in '", e.value, "'");
     std::vector<SweepCell> next;
     for (const SweepCell& c : cells) {
       for (const std::string& v : values) {
@@ -202,7 +203,8 @@ void resolve(SweepSpec& spec, const KeyValues& sweep_set, const SweepOptions& op
     cell.run_path = (fs::path(spec.out) / "runs" / (cell.name + ".h5")).string();
     merge(kv, "run.out", cell.run_path);
     cell.config = parse_cell(spec, cell, tokens(kv, false));
-    const bool own_snapshots = std::any_of(kv.begin(), kv.end(), [](const auto& p) { return p.first == "train.snapshot_steps"; });
+    const bool own_snapshots =
+        std::any_of(kv.begin(), kv.end(), [](const auto& p) { return p.first == "train.snapshot_steps"; });
     if (spec.snapshot_every > 0 && !own_snapshots) {
       std::string steps;
       for (int64_t s = 0; s <= cell.config.train.steps; s += spec.snapshot_every) {
@@ -237,7 +239,8 @@ std::string SweepCell::describe() const {
 
 SweepSpec load_sweep(const std::string& path, const SweepOptions& options) {
   std::ifstream in(path, std::ios::binary);
-  SB_CHECK(in.good(), "cannot read sweep file '", path, "' (expected an INI file such as experiments/sweeps/quickstart.ini)");
+  SB_CHECK(in.good(), "cannot read sweep file '", path,
+           "' (expected an INI file such as experiments/sweeps/quickstart.ini)");
   SweepSpec spec;
   spec.file = path;
   spec.text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -256,8 +259,8 @@ SweepSpec load_sweep(const std::string& path, const SweepOptions& options) {
         const std::string where = "sweep file " + path + " line " + std::to_string(e.line) + " [sweep]";
         if (e.key == "base") {
           spec.base = e.value.empty() ? "" : (fs::path(path).parent_path() / e.value).lexically_normal().string();
-          SB_CHECK(spec.base.empty() || fs::exists(spec.base), where, ": base = ", e.value, " is not a file (", spec.base,
-                   "; paths in a sweep file are relative to the sweep file)");
+          SB_CHECK(spec.base.empty() || fs::exists(spec.base), where, ": base = ", e.value, " is not a file (",
+                   spec.base, "; paths in a sweep file are relative to the sweep file)");
         } else if (e.key == "out") {
           spec.out = e.value;
         } else if (e.key == "title") {

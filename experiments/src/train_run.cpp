@@ -4,11 +4,11 @@
 // is complete, when pending rows grow large, and at the end; a resume imports the newest good
 // checkpoint, so every recorded bit equals the uninterrupted run's (the trainer's contract),
 // whatever the moment the earlier session died.
+#include "samebits/cli/train_run.hpp"
+#include "samebits/cli/data_provenance.hpp"
 #include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/io/gpt_weights.hpp"
 #include "samebits/core/untrusted_text.hpp"
-#include "samebits/cli/train_run.hpp"
-#include "samebits/cli/data_provenance.hpp"
 
 #include <unistd.h>
 
@@ -20,12 +20,12 @@
 #include <iostream>
 #include <optional>
 
-#include "samebits/core/parallel/launch.hpp"
-#include "samebits/core/parallel/mpi.hpp"
 #include "samebits/core/io/checkpoint.hpp"
 #include "samebits/core/io/run_file.hpp"
 #include "samebits/core/io/run_store.hpp"
 #include "samebits/core/io/trace_file.hpp"
+#include "samebits/core/parallel/launch.hpp"
+#include "samebits/core/parallel/mpi.hpp"
 #include "samebits/core/tracing_backend.hpp"
 #include "samebits/core/train/run_header.hpp"
 #include "samebits/det/error.hpp"
@@ -68,7 +68,6 @@ class StopSignals {
   struct sigaction old_term_ {};
 };
 
-
 std::vector<float> host_weights(Trainer& trainer) {
   std::vector<float> w(trainer.model().flat_size());  // (flat_size)
   trainer.backend().copy_to_host(w.data(), trainer.model().weights().data(), w.size() * sizeof(float));
@@ -82,8 +81,9 @@ int device_count(const Config& config) {
 #ifdef SB_HAVE_CUDA
   return cuda_device_count();
 #else
-  SB_FAIL("config run.backend=cuda: this samebits was built without CUDA (build the cuda preset, or use "
-          "run.backend=cpu)");
+  SB_FAIL(
+      "config run.backend=cuda: this samebits was built without CUDA (build the cuda preset, or use "
+      "run.backend=cpu)");
 #endif
 }
 
@@ -100,7 +100,8 @@ std::optional<run::RunWriter> open_writer(const std::string& path, const run::Ru
     if (options.resume) log << "resume: no run file at " << path << "; starting a new run\n";
     return run::RunWriter::create(path, header);
   }
-  SB_CHECK(options.resume, "run file '", path, "' already exists: continue it with --resume, or choose another "
+  SB_CHECK(options.resume, "run file '", path,
+           "' already exists: continue it with --resume, or choose another "
            "--out (samebits never overwrites a run)");
   check_same_data(path, header.data_files);
   const bool alone = trainer.communicator().size() == 1;
@@ -164,7 +165,9 @@ std::string duration_text(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
   const auto s = static_cast<int64_t>(seconds + 0.5);
   char text[32];
-  if (s >= 3600) std::snprintf(text, sizeof text, "%lld:%02lld:%02lld", (long long)(s / 3600), (long long)(s / 60 % 60), (long long)(s % 60));
+  if (s >= 3600)
+    std::snprintf(text, sizeof text, "%lld:%02lld:%02lld", (long long)(s / 3600), (long long)(s / 60 % 60),
+                  (long long)(s % 60));
   else std::snprintf(text, sizeof text, "%lld:%02lld", (long long)(s / 60), (long long)(s % 60));
   return text;
 }
@@ -193,9 +196,8 @@ void ProgressDisplay::update(int64_t step, int64_t tokens, double seconds, float
     constexpr int kWidth = 24;
     const int filled = total_ > 0 ? int(kWidth * step / total_) : kWidth;
     const std::string bar = std::string(size_t(filled), '#') + std::string(size_t(kWidth - filled), '.');
-    std::snprintf(line, sizeof line, "\r%s %lld/%lld [%s] loss %.4f%s  %.0f tok/s  ETA %s ", what_,
-                  (long long)step, (long long)total_, bar.c_str(), double(loss), val, rate,
-                  duration_text(eta).c_str());
+    std::snprintf(line, sizeof line, "\r%s %lld/%lld [%s] loss %.4f%s  %.0f tok/s  ETA %s ", what_, (long long)step,
+                  (long long)total_, bar.c_str(), double(loss), val, rate, duration_text(eta).c_str());
     out_ << line << std::flush;
     return;
   }
@@ -241,7 +243,7 @@ TrainRunResult train_run(const Config& config, const TrainRunOptions& options, s
     std::optional<TrainerState> chosen;
     if (writes) writer = open_writer(result.path, header, options, trainer, chosen, result, out);
     if (writes) writer->write_in_background(true);  // store files written while the steps go on
-    if (!alone) {  // rank 0's decision, shared; the import is collective
+    if (!alone) {                                   // rank 0's decision, shared; the import is collective
       int64_t decision[2] = {result.already_finished ? 1 : 0, result.first_step};
       comm->broadcast(decision, sizeof decision, 0);
       result.already_finished = decision[0] != 0;
@@ -260,8 +262,8 @@ TrainRunResult train_run(const Config& config, const TrainRunOptions& options, s
 
     std::vector<io::TracedStep> traced_steps;  // --trace-steps: the streams so far
     const bool bar = writes && progress_bar_wanted(config.run.progress);
-    ProgressDisplay progress(bar ? std::cerr : out, bar, config.run.log_every, result.first_step,
-                             config.train.steps, "step");
+    ProgressDisplay progress(bar ? std::cerr : out, bar, config.run.log_every, result.first_step, config.train.steps,
+                             "step");
     const int64_t every = config.train.checkpoint_every;
     const int64_t keep = config.train.keep_states;
     // A checkpoint: the state is gathered by every rank, rank 0 writes it (kept for good at the
@@ -284,7 +286,8 @@ TrainRunResult train_run(const Config& config, const TrainRunOptions& options, s
       progress.finish();
       const int64_t step = trainer.steps_done();
       if (step > result.first_step && !checkpoint_due(step)) checkpoint();
-      if (writes) writer->fail(why + " after step " + std::to_string(step) + "; continue with samebits train … --resume");
+      if (writes)
+        writer->fail(why + " after step " + std::to_string(step) + "; continue with samebits train … --resume");
       out << why << " after step " << step << "; checkpoint written, continue with --resume\n";
       result.steps_done = step;
       if (writes) result.bytes_written = writer->bytes_written();

@@ -14,8 +14,8 @@
 #include "samebits/cli/diff.hpp"
 #include "samebits/cli/inspect.hpp"
 #include "samebits/cli/train_run.hpp"
-#include "samebits/core/io/gpt_weights.hpp"
 #include "samebits/core/io/checkpoint.hpp"
+#include "samebits/core/io/gpt_weights.hpp"
 #include "samebits/core/io/run_file.hpp"
 #include "samebits/core/io/run_store.hpp"
 #include "samebits/det/build_info.hpp"
@@ -56,13 +56,11 @@ std::string steps_text(const std::vector<int64_t>& steps) {
 }
 
 // Fills mismatch.element (or a note) by comparing the re-run's parameters with the file's.
-void locate_element(const run::RunReader& run, int64_t step, const std::vector<float>& computed,
-                    VerifyMismatch& m) {
+void locate_element(const run::RunReader& run, int64_t step, const std::vector<float>& computed, VerifyMismatch& m) {
   const auto stored = stored_params(run, step);
   if (!stored) {
     m.note = "the file holds no parameters of step " + std::to_string(step) +
-             ": element values need a snapshot there (train with --train.snapshot_steps " + std::to_string(step) +
-             ")";
+             ": element values need a snapshot there (train with --train.snapshot_steps " + std::to_string(step) + ")";
     return;
   }
   const std::vector<float>& recorded = stored->first;
@@ -84,9 +82,10 @@ void locate_element(const run::RunReader& run, int64_t step, const std::vector<f
       return;
     }
   }
-  m.note = "the file's parameters of step " + std::to_string(step) + " (" + stored->second +
-           ") equal the re-run's bit for bit" +
-           (m.params.empty() ? std::string() : ": the recorded fingerprints are wrong (the file was edited or damaged)");
+  m.note =
+      "the file's parameters of step " + std::to_string(step) + " (" + stored->second +
+      ") equal the re-run's bit for bit" +
+      (m.params.empty() ? std::string() : ": the recorded fingerprints are wrong (the file was edited or damaged)");
 }
 
 void fingerprint_mismatches(const run::RunReader& run, const Column& col, std::size_t step_row,
@@ -123,9 +122,11 @@ VerifyResult verify_run(const std::string& path, const VerifyOptions& options, s
   const int64_t rows = run.steps_recorded();
   SB_CHECK(rows > 0, path, " records no steps yet (status ", to_string(run.info().status), "): nothing to verify");
   const int64_t from = options.from;
-  SB_CHECK(from >= 0 && from < rows, "--from ", from, ": ", path, " records ", rows, " steps (a window starts before the last one)");
+  SB_CHECK(from >= 0 && from < rows, "--from ", from, ": ", path, " records ", rows,
+           " steps (a window starts before the last one)");
   SB_CHECK(options.steps >= 0 && options.steps <= rows - from, "--steps ", options.steps, ": ", path, " records ", rows,
-           " steps", from > 0 ? ", " + std::to_string(rows - from) + " of them after step " + std::to_string(from) : "");
+           " steps",
+           from > 0 ? ", " + std::to_string(rows - from) + " of them after step " + std::to_string(from) : "");
   const int64_t steps = options.steps > 0 ? options.steps : rows - from;
   if (from > 0) {
     const auto states = run.state_steps();
@@ -137,8 +138,8 @@ VerifyResult verify_run(const std::string& path, const VerifyOptions& options, s
   const run::RunInfo& info = run.info();
   if (info.samebits_version != build::kVersion || info.samebits_commit != build::kGitCommit) {
     result.warnings.push_back("the file was written by samebits " + info.samebits_version + " (commit " +
-                              info.samebits_commit + "), this is " + build::kVersion + " (commit " +
-                              build::kGitCommit + "); the contract holds for one samebits version");
+                              info.samebits_commit + "), this is " + build::kVersion + " (commit " + build::kGitCommit +
+                              "); the contract holds for one samebits version");
   }
 
   result.data_differences = data_differences(path, info, config);
@@ -187,7 +188,8 @@ VerifyResult verify_run(const std::string& path, const VerifyOptions& options, s
         continue;
       }
       m.columns.emplace_back(col.column->path);
-      if (col.column->path == "series/param_fingerprint") fingerprint_mismatches(run, col, size_t(s - 1), row, m.params);
+      if (col.column->path == "series/param_fingerprint")
+        fingerprint_mismatches(run, col, size_t(s - 1), row, m.params);
       if (col.column->path == "series/grad_fingerprint") fingerprint_mismatches(run, col, size_t(s - 1), row, m.grads);
     }
     if (!m.columns.empty()) {

@@ -31,8 +31,7 @@ TEST_CASE("adaptive lr: bitwise invariant to threads, accumulation split, leaf o
     base.optim.name = name;
     if (name == sb::OptimizerName::adamw) base.optim.lr = 3e-3;
     const sb::test::RunBits ref = sb::test::run_bits(base);
-    sb::test::check_invariance(base, ref,
-                               {.threads = {2, 3}, .micro = {1, 2}, .shuffle_seed = 77, .shuffle_micro = 2});
+    sb::test::check_invariance(base, ref, {.threads = {2, 3}, .micro = {1, 2}, .shuffle_seed = 77, .shuffle_micro = 2});
     sb::TrainerState middle;
     sb::test::check_same(ref, sb::test::run_resumed(base, 6, &middle));
     CHECK(middle.optimizer.back().name == sb::kAdaptiveStateName);
@@ -59,11 +58,11 @@ TEST_CASE("adaptive lr: the factors are cosine times the gain of the EMAs, and d
 }
 
 TEST_CASE("adaptive lr: the gain's limits and the refusals") {
-  CHECK(sb::adaptive_gain(1.0, 0.0, 2.0, 8.0) == 0.25);    // no noise: no gain from the batch, B_s / B_b
-  CHECK(sb::adaptive_gain(1.0, -3.0, 2.0, 8.0) == 0.25);   // a negative estimate counts as none
-  CHECK(sb::adaptive_gain(0.0, 1.0, 2.0, 8.0) == 1.0);     // noise only: the full linear scaling
-  CHECK(sb::adaptive_gain(1.0, 1e9, 2.0, 8.0) > 0.999);    // noise-dominated: ρ → 1
-  CHECK(sb::adaptive_gain(1.0, 4.0, 2.0, 8.0) == 0.5);     // B_noise = 4: (4 + 2) / (4 + 8)
+  CHECK(sb::adaptive_gain(1.0, 0.0, 2.0, 8.0) == 0.25);   // no noise: no gain from the batch, B_s / B_b
+  CHECK(sb::adaptive_gain(1.0, -3.0, 2.0, 8.0) == 0.25);  // a negative estimate counts as none
+  CHECK(sb::adaptive_gain(0.0, 1.0, 2.0, 8.0) == 1.0);    // noise only: the full linear scaling
+  CHECK(sb::adaptive_gain(1.0, 1e9, 2.0, 8.0) > 0.999);   // noise-dominated: ρ → 1
+  CHECK(sb::adaptive_gain(1.0, 4.0, 2.0, 8.0) == 0.5);    // B_noise = 4: (4 + 2) / (4 + 8)
   sb::Config c = tiny_config();
   c.data.leaves = 1;
   CHECK_THROWS_AS(sb::validate(c), sb::Error);

@@ -9,8 +9,8 @@
 #include <cstring>
 #include <vector>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/backend.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/model/gpt.hpp"
 
 using namespace sb;

@@ -17,8 +17,8 @@
 
 namespace {
 
-using sb::test::RunBits;
 using sb::test::run_bits;
+using sb::test::RunBits;
 using sb::test::same_bits;
 
 sb::Config tiny_config() {

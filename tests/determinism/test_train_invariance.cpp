@@ -16,8 +16,8 @@
 namespace {
 
 using sb::test::check_same;
-using sb::test::RunBits;
 using sb::test::run_bits;
+using sb::test::RunBits;
 using sb::test::same_bits;
 
 sb::Config tiny_config(sb::Precision precision, sb::OptimizerName optimizer) {
@@ -30,9 +30,9 @@ sb::Config tiny_config(sb::Precision precision, sb::OptimizerName optimizer) {
 
 // The reference run and every variant of the execution configuration.
 void check_invariance(const sb::Config& base) {
-  sb::test::check_invariance(base, run_bits(base, {}),
-                             {.threads = {2, 3, 4}, .micro = {1, 2, 4}, .shuffle_seed = 12345,
-                              .shuffle_micro = 3, .shuffle_threads = 3});
+  sb::test::check_invariance(
+      base, run_bits(base, {}),
+      {.threads = {2, 3, 4}, .micro = {1, 2, 4}, .shuffle_seed = 12345, .shuffle_micro = 3, .shuffle_threads = 3});
 }
 
 }  // namespace

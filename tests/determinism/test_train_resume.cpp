@@ -18,8 +18,7 @@ using sb::test::check_same_state;
 using sb::test::same_bits;
 
 sb::Config tiny_config(sb::Precision precision) {
-  sb::Config c =
-      sb::test::tiny_gpt_config({.steps = 20, .warmup = 3, .eval_every = 5, .eval_leaves = 2, .threads = 2});
+  sb::Config c = sb::test::tiny_gpt_config({.steps = 20, .warmup = 3, .eval_every = 5, .eval_leaves = 2, .threads = 2});
   c.train.precision = precision;
   c.optim.momentum_warmup = 6;
   if (precision == sb::Precision::fp16) {

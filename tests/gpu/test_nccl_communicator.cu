@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "samebits/core/cuda/cuda_backend.hpp"
-#include "samebits/core/parallel/nccl_communicator.hpp"
 #include "samebits/core/parallel/mpi.hpp"
+#include "samebits/core/parallel/nccl_communicator.hpp"
 #include "support/gpu.hpp"
 
 #if defined(SB_HAVE_MPI)

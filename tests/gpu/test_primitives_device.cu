@@ -108,9 +108,9 @@ std::vector<float> spread_inputs() {
     const uint64_t b = static_cast<uint64_t>(i) * 4096 + (static_cast<uint64_t>(i) * 0x9e3779b1ull) % 4096;
     x.push_back(float_of_bits(static_cast<uint32_t>(b)));
   }
-  for (uint32_t b : {0x00000000u, 0x80000000u, 0x00000001u, 0x80000001u, 0x007fffffu, 0x00800000u,
-                     0x7f7fffffu, 0xff7fffffu, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00001u,
-                     0x7f800001u, 0x3f800000u, 0xbf800000u, 0x42b17218u, 0xc2cff1b5u, 0x49800000u})
+  for (uint32_t b : {0x00000000u, 0x80000000u, 0x00000001u, 0x80000001u, 0x007fffffu, 0x00800000u, 0x7f7fffffu,
+                     0xff7fffffu, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00001u, 0x7f800001u, 0x3f800000u,
+                     0xbf800000u, 0x42b17218u, 0xc2cff1b5u, 0x49800000u})
     x.push_back(float_of_bits(b));
   return x;
 }
@@ -157,8 +157,7 @@ TEST_CASE("samebits math gives the host's bits on the device") {
   }
 }
 
-__global__ void narrow_kernel(uint16_t* bf, uint16_t* hf, float* rb, float* rh, const float* x,
-                              int64_t n) {
+__global__ void narrow_kernel(uint16_t* bf, uint16_t* hf, float* rb, float* rh, const float* x, int64_t n) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
   bf[i] = sb::det::bf16_bits_from_f32(x[i]);
@@ -212,8 +211,8 @@ TEST_CASE("fp32 <-> bf16 / fp16 conversions give the host's bits on the device")
 
 // Element `first + i` of stream `stream`: samebits' Philox draws and cuRAND's device API
 // (curand_init(seed, subsequence = stream, offset = first + i)).
-__global__ void philox_kernel(uint32_t* u, float* uni, float* nor, uint32_t* cu, float* cuni,
-                              int64_t n, uint64_t seed, uint64_t stream, uint64_t first) {
+__global__ void philox_kernel(uint32_t* u, float* uni, float* nor, uint32_t* cu, float* cuni, int64_t n, uint64_t seed,
+                              uint64_t stream, uint64_t first) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
   const uint64_t index = first + static_cast<uint64_t>(i);
@@ -239,8 +238,8 @@ TEST_CASE("Philox draws give the host's bits on the device and equal cuRAND's de
     const int64_t n = kMillion / 2;
     DeviceArray<uint32_t> u(n), cu(n);
     DeviceArray<float> uni(n), nor(n), cuni(n);
-    philox_kernel<<<blocks(n), kThreads>>>(u.get(), uni.get(), nor.get(), cu.get(), cuni.get(), n,
-                                           c.seed, c.stream, c.first);
+    philox_kernel<<<blocks(n), kThreads>>>(u.get(), uni.get(), nor.get(), cu.get(), cuni.get(), n, c.seed, c.stream,
+                                           c.first);
     sync_and_check();
     std::vector<uint32_t> hu(n);
     std::vector<float> huni(n), hnor(n);
@@ -260,8 +259,8 @@ TEST_CASE("Philox draws give the host's bits on the device and equal cuRAND's de
 
 // Row r (x[offset[r] .. offset[r+1]-1]): the 32-lane sum and dot by one warp (lanes strided,
 // det::lane32_fold's tree by shuffles), and by one thread with the scalar definitions.
-__global__ void lane32_warp_kernel(float* sum, float* dot, const float* x, const float* y,
-                                   const int64_t* offset, int rows) {
+__global__ void lane32_warp_kernel(float* sum, float* dot, const float* x, const float* y, const int64_t* offset,
+                                   int rows) {
   const int lane = static_cast<int>(threadIdx.x % 32);
   const int r = static_cast<int>(blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32);
   if (r >= rows) return;
@@ -279,8 +278,8 @@ __global__ void lane32_warp_kernel(float* sum, float* dot, const float* x, const
   }
 }
 
-__global__ void lane32_scalar_kernel(float* sum, float* dot, const float* x, const float* y,
-                                     const int64_t* offset, int rows) {
+__global__ void lane32_scalar_kernel(float* sum, float* dot, const float* x, const float* y, const int64_t* offset,
+                                     int rows) {
   const int r = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   if (r >= rows) return;
   const size_t len = static_cast<size_t>(offset[r + 1] - offset[r]);
@@ -328,8 +327,7 @@ TEST_CASE("32-lane row reductions: warp shuffles and the scalar form give det::l
   CHECK(count_differences(sd.host(), hd, "device lane32_dot_ref") == 0);
 }
 
-__global__ void fixed_add_kernel(int64_t* limbs, const float* x, int64_t n, sb::det::FixedWindow w,
-                                 uint32_t* status) {
+__global__ void fixed_add_kernel(int64_t* limbs, const float* x, int64_t n, sb::det::FixedWindow w, uint32_t* status) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= n) return;
   uint32_t local = 0;
@@ -380,8 +378,7 @@ TEST_CASE("fixed_add, fixed_normalize and fixed_round_f32 give det::FixedAccumul
 
 // Thread t sums x[t·per .. (t+1)·per - 1] exactly (fp32 and their fp64 squares) and writes its
 // words and its own rounding.
-__global__ void exact_sum_kernel(int64_t* words, float* f32, double* f64, const float* x,
-                                 int threads, int per) {
+__global__ void exact_sum_kernel(int64_t* words, float* f32, double* f64, const float* x, int threads, int per) {
   const int t = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   if (t >= threads) return;
   sb::det::ExactSum s;
@@ -429,9 +426,8 @@ TEST_CASE("ExactSum on the device: per-thread sums, roundings and merged words e
 }
 
 // Dot r: canonical_dot_rounded over k[r] values of a (stride sa) and b (stride sb), from acc[r].
-__global__ void dot_kernel(float* out, const float* a, const float* b, const int* k,
-                           const int64_t* start, const float* acc, int dots, int sa, int sb,
-                           sb::Precision p) {
+__global__ void dot_kernel(float* out, const float* a, const float* b, const int* k, const int64_t* start,
+                           const float* acc, int dots, int sa, int sb, sb::Precision p) {
   const int r = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
   if (r >= dots) return;
   out[r] = sb::ops::canonical_dot_rounded(a + start[r], sa, b + start[r], sb, k[r], acc[r], p);
@@ -457,15 +453,14 @@ TEST_CASE("canonical dot products give the host's bits on the device") {
   DeviceArray<int> dk(k);
   DeviceArray<int64_t> dstart(start);
   for (sb::Precision p : {sb::Precision::fp32, sb::Precision::bf16, sb::Precision::fp16}) {
-    dot_kernel<<<blocks(kDots), kThreads>>>(out.get(), da.get(), db.get(), dk.get(), dstart.get(),
-                                            dacc.get(), kDots, kSa, kSb, p);
+    dot_kernel<<<blocks(kDots), kThreads>>>(out.get(), da.get(), db.get(), dk.get(), dstart.get(), dacc.get(), kDots,
+                                            kSa, kSb, p);
     sync_and_check();
     std::vector<float> host(kDots);
     for (int r = 0; r < kDots; ++r)
-      host[r] = sb::ops::canonical_dot_rounded(a.data() + start[r], kSa, b.data() + start[r], kSb,
-                                               k[r], acc[r], p);
-    CHECK(count_differences_nan_equal(out.host(), host, "canonical_dot_rounded, " +
-                                      std::string(sb::to_string(p))) == 0);
+      host[r] = sb::ops::canonical_dot_rounded(a.data() + start[r], kSa, b.data() + start[r], kSb, k[r], acc[r], p);
+    CHECK(count_differences_nan_equal(out.host(), host, "canonical_dot_rounded, " + std::string(sb::to_string(p))) ==
+          0);
   }
 }
 

@@ -23,7 +23,8 @@ TEST_CASE("samebits diff: a 1-ULP perturbation after step 5 diverges at step 6, 
   const std::string d = dir.path.string();
   write_text(dir / "base.ini", tiny_config(kSnapshots));
   write_text(dir / "pert.ini", tiny_config(kSnapshots + kPerturb));
-  for (const auto& [ini, out] : {std::pair{"base.ini", "a.h5"}, std::pair{"base.ini", "a2.h5"}, std::pair{"pert.ini", "p.h5"}}) {
+  for (const auto& [ini, out] :
+       {std::pair{"base.ini", "a.h5"}, std::pair{"base.ini", "a2.h5"}, std::pair{"pert.ini", "p.h5"}}) {
     const Result r = run({"train", ini, "--out", out}, SpawnOptions{0, d});
     REQUIRE_MESSAGE(r.code == 0, describe(r));
   }
@@ -90,9 +91,9 @@ TEST_CASE("samebits diff --side-by-side") {
   CHECK_MESSAGE(same.code == 0, describe(same));
   CHECK(contains(same.output, "result       IDENTICAL"));
 
-  const Result pert = run({"diff", "--side-by-side", dir / "run.ini", dir / "run.ini", "--steps", "8", "--every", "2",
-                           "--set", "b.perturb.tensor=h.0.attn.qkv.w", "--set", "b.perturb.step=5", "--set",
-                           "train.steps=12", "--json"});
+  const Result pert =
+      run({"diff", "--side-by-side", dir / "run.ini", dir / "run.ini", "--steps", "8", "--every", "2", "--set",
+           "b.perturb.tensor=h.0.attn.qkv.w", "--set", "b.perturb.step=5", "--set", "train.steps=12", "--json"});
   CHECK_MESSAGE(pert.code == 1, describe(pert));
   CHECK(contains(pert.output, "\"first_divergent_step\": 6,"));
   CHECK(contains(pert.output, "\"steps\": 8,"));
@@ -101,8 +102,8 @@ TEST_CASE("samebits diff --side-by-side") {
   CHECK(contains(pert.output, "{\"step\": 8, \"rel_l2\": "));
 
   // A-only override: another init seed differs from step 1 on.
-  const Result seed = run({"diff", "--side-by-side", dir / "run.ini", "--steps", "2", "--set", "a.train.seed=2",
-                           "--no-agreement"});
+  const Result seed =
+      run({"diff", "--side-by-side", dir / "run.ini", "--steps", "2", "--set", "a.train.seed=2", "--no-agreement"});
   CHECK(seed.code == 1);
   CHECK(contains(seed.output, "train.seed = 2 | 1"));
   CHECK(contains(seed.output, "first divergent step 1"));
@@ -124,8 +125,8 @@ TEST_CASE("samebits diff goes on without the agreement when the validation data 
   for (int i = 0; i < 4000; ++i) text += char('a' + (i * 7 + i / 13) % 26);
   write_text(dir / "data.txt", text);
   write_text(dir / "run.ini", tiny_config(kSnapshots));
-  const std::vector<std::string> data{"--model.vocab", "256", "--data.source", "text", "--data.path", "data.txt",
-                                      "--data.val_path", "data.txt"};
+  const std::vector<std::string> data{"--model.vocab", "256",      "--data.source",   "text",
+                                      "--data.path",   "data.txt", "--data.val_path", "data.txt"};
   for (const auto& [out, extra] : {std::pair{"a.h5", ""}, std::pair{"b.h5", "--perturb.tensor=wte"}}) {
     std::vector<std::string> args{"train", "run.ini", "--out", out};
     args.insert(args.end(), data.begin(), data.end());

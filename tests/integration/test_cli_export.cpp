@@ -27,7 +27,8 @@ void expect_error(const sbt::Result& r, const std::string& part) {
   CHECK_MESSAGE(r.code == 2, describe(r));
   CHECK_MESSAGE(r.output.find(part) != std::string::npos, describe(r));
   std::size_t errors = 0;
-  for (std::size_t at = r.output.find("error:"); at != std::string::npos; at = r.output.find("error:", at + 1)) ++errors;
+  for (std::size_t at = r.output.find("error:"); at != std::string::npos; at = r.output.find("error:", at + 1))
+    ++errors;
   CHECK_MESSAGE(errors == 1, describe(r));
 }
 
@@ -98,11 +99,13 @@ TEST_CASE("export → train --init: the same bits, invariant across threads and 
     const std::string out = dir / "bad.h5";
     expect_error(run({"train", ini, "--init", dir / "absent.safetensors", "--out", out}), "absent.safetensors");
     sbt::write_text(dir / "junk.safetensors", "not a safetensors file at all");
-    expect_error(run({"train", ini, "--init", dir / "junk.safetensors", "--out", out}), "junk.safetensors: the header length");
+    expect_error(run({"train", ini, "--init", dir / "junk.safetensors", "--out", out}),
+                 "junk.safetensors: the header length");
     std::vector<char> bytes = sbt::read_bytes(st);
     bytes.resize(bytes.size() - 100);
     sbt::write_bytes(dir / "cut.safetensors", bytes);
-    expect_error(run({"train", ini, "--init", dir / "cut.safetensors", "--out", out}), "cut.safetensors: tensor 'lnf.b': data_offsets");
+    expect_error(run({"train", ini, "--init", dir / "cut.safetensors", "--out", out}),
+                 "cut.safetensors: tensor 'lnf.b': data_offsets");
     expect_error(run({"train", ini, "--init", st, "--model.vocab", "65", "--out", out}),
                  "tensor 'wte' has shape [64, 32] but this model (model.vocab=65");
     expect_error(run({"train", ini, "--init", hf, "--model.norm", "rmsnorm", "--out", out}),

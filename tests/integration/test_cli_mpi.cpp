@@ -102,8 +102,8 @@ TEST_CASE("mpirun samebits train --distributed-optimizer: the reduce-scattered g
   for (const auto& c : cells) {
     CAPTURE(c.ranks);
     const std::string out = "rs" + std::to_string(c.ranks) + ".h5";
-    const sb::test::Launch r = mpi(c.ranks, d, {"train", "run.ini", "--out", out, "--distributed-optimizer",
-                                      "--micro-leaves", c.micro});
+    const sb::test::Launch r =
+        mpi(c.ranks, d, {"train", "run.ini", "--out", out, "--distributed-optimizer", "--micro-leaves", c.micro});
     REQUIRE_MESSAGE(r.exit_code == 0, r.output);
     CHECK(calls_of(dir / out, sb::Collective::reduce_scatter) == 20);  // one per step
     const Result same = run({"diff", dir / "one.h5", dir / out});
@@ -112,10 +112,11 @@ TEST_CASE("mpirun samebits train --distributed-optimizer: the reduce-scattered g
     CHECK_MESSAGE(as_allreduce.code == 0, as_allreduce.output);
   }
   // Stopped at 2 sharded ranks, resumed at 3 sharded, then finished in one process.
-  const sb::test::Launch stopped = mpi(2, d, {"train", "run.ini", "--out", "el.h5", "--distributed-optimizer", "--stop-after", "7"});
+  const sb::test::Launch stopped =
+      mpi(2, d, {"train", "run.ini", "--out", "el.h5", "--distributed-optimizer", "--stop-after", "7"});
   REQUIRE_MESSAGE(stopped.exit_code == 0, stopped.output);
-  const sb::test::Launch resumed = mpi(3, d, {"train", "run.ini", "--out", "el.h5", "--distributed-optimizer", "--resume",
-                                    "--stop-after", "13"});
+  const sb::test::Launch resumed =
+      mpi(3, d, {"train", "run.ini", "--out", "el.h5", "--distributed-optimizer", "--resume", "--stop-after", "13"});
   REQUIRE_MESSAGE(resumed.exit_code == 0, resumed.output);
   REQUIRE(run({"train", "run.ini", "--out", "el.h5", "--resume"}, SpawnOptions{0, d}).code == 0);
   const Result elastic = run({"diff", dir / "one.h5", dir / "el.h5"});

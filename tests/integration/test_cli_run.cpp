@@ -71,13 +71,15 @@ std::string train(const TempDir& dir, const std::string& name, const std::string
 TEST_CASE("train --help lists every option; --print-config prints the resolved config and writes nothing") {
   const Result help = run({"train", "--help"});
   CHECK(help.code == 0);
-  for (const auto& f : sb::config_fields()) CHECK_MESSAGE(help.output.find("--" + f.key + " ") != std::string::npos, f.key);
+  for (const auto& f : sb::config_fields())
+    CHECK_MESSAGE(help.output.find("--" + f.key + " ") != std::string::npos, f.key);
   for (const char* flag : {"--resume", "--out", "--micro-leaves", "--print-config", "--stop-after"}) {
     CHECK(help.output.find(flag) != std::string::npos);
   }
   TempDir dir;
   sbt::write_text(dir / "c.ini", sbt::tiny_config());
-  const Result printed = run({"train", dir / "c.ini", "--optim.lr", "0.01", "--print-config"}, sbt::SpawnOptions{0, dir.path.string()});
+  const Result printed =
+      run({"train", dir / "c.ini", "--optim.lr", "0.01", "--print-config"}, sbt::SpawnOptions{0, dir.path.string()});
   CHECK(printed.code == 0);
   CHECK(printed.output == sb::to_ini_text(sb::cli::parse_config(dir / "c.ini", {"--optim.lr", "0.01"})));
   CHECK_FALSE(sbt::fs::exists(dir / "runs"));
@@ -100,10 +102,12 @@ TEST_CASE("config errors: one line naming the key or file, exit 2, no run file")
       {{"train", c, "--model.n_emb", "32"}, "--model.n_emb"},
       {{"train", c, "--train.steps", "abc"}, "train.steps"},
       {{"train", c, "--optim.lr=-0.1"}, "optim.lr"},
-      {{"train", c, "--model.n_embd", "30", "--model.n_head", "4"}, "model.n_embd=30 is not divisible by model.n_head=4"},
+      {{"train", c, "--model.n_embd", "30", "--model.n_head", "4"},
+       "model.n_embd=30 is not divisible by model.n_head=4"},
       {{"train", c, "--model.vocab", "256", "--data.source", "text", "--data.path", dir / "small.txt"}, "seq_len"},
       {{"train", dir / "missing.ini"}, "missing.ini"},
-      {{"train", c, "--data.source", "hdf5", "--model.vocab", "256", "--data.path", dir / "none.h5:/tokens"}, "none.h5"},
+      {{"train", c, "--data.source", "hdf5", "--model.vocab", "256", "--data.path", dir / "none.h5:/tokens"},
+       "none.h5"},
       {{"train", c, "--numerics.gemm", "fast"}, "numerics.gemm"},
       {{"train", c, "--micro-leaves", "-1"}, "--micro-leaves"},
       {{"train", c, "--stop-after", "7x"}, "samebits train --stop-after '7x': expected an integer such as 4"},
@@ -296,8 +300,9 @@ TEST_CASE("verify --from S: a window of a run reproduces from a kept state witho
   // No state at 7: refused with the kept steps; and windows beyond the run.
   const Result none = run({"verify", a, "--from", "7"});
   CHECK(none.code == 2);
-  CHECK_MESSAGE(none.output.find("keeps no state of step 7; its store keeps states of steps 5, 10, 15, 20") !=
-                    std::string::npos, none.output);
+  CHECK_MESSAGE(
+      none.output.find("keeps no state of step 7; its store keeps states of steps 5, 10, 15, 20") != std::string::npos,
+      none.output);
   CHECK(run({"verify", a, "--from", "10", "--steps", "11"}).code == 2);
   CHECK(run({"verify", a, "--from", "20"}).code == 2);
   const Result bad = run({"verify", a, "--from", "x"});

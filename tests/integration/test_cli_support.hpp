@@ -39,9 +39,9 @@ inline std::string samebits_binary() {
 }
 
 struct Result {
-  int code = -1;     // exit status, -1 when killed by a signal
-  int signal = 0;    // the signal that ended it, 0 when it exited
-  std::string output;  // stdout and stderr
+  int code = -1;           // exit status, -1 when killed by a signal
+  int signal = 0;          // the signal that ended it, 0 when it exited
+  std::string output;      // stdout and stderr
   bool timed_out = false;  // killed after SpawnOptions::timeout_seconds
 };
 
@@ -102,7 +102,8 @@ class Child {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds_);
     for (;;) {
       if (timeout_seconds_ > 0) {
-        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        const auto left =
+            std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
         pollfd p{fd_, POLLIN, 0};
         if (left.count() <= 0 || ::poll(&p, 1, int(left.count())) == 0) {
           r.timed_out = true;
@@ -117,8 +118,7 @@ class Child {
     }
     ::close(fd_);
     int status = 0;
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {}
     pid_ = -1;
     if (WIFEXITED(status)) r.code = WEXITSTATUS(status);
     if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
@@ -190,10 +190,18 @@ inline std::string attribute_text(const sb::h5::Object& o, const std::string& na
     std::memcpy(&u, &d, 8);
     return std::to_string(u);
   };
-  try { return "s:" + o.attr_string(name); } catch (const sb::Error&) {}
-  try { return "i:" + std::to_string(o.attr_int(name)); } catch (const sb::Error&) {}
-  try { return "u:" + std::to_string(o.attr_uint(name)); } catch (const sb::Error&) {}
-  try { return "d:" + hex_bits(o.attr_double(name)); } catch (const sb::Error&) {}
+  try {
+    return "s:" + o.attr_string(name);
+  } catch (const sb::Error&) {}
+  try {
+    return "i:" + std::to_string(o.attr_int(name));
+  } catch (const sb::Error&) {}
+  try {
+    return "u:" + std::to_string(o.attr_uint(name));
+  } catch (const sb::Error&) {}
+  try {
+    return "d:" + hex_bits(o.attr_double(name));
+  } catch (const sb::Error&) {}
   try {
     std::string s = "I:";
     for (auto v : o.attr_ints(name)) s += std::to_string(v) + ",";

@@ -71,7 +71,8 @@ TEST_CASE("a damaged newest checkpoint: --resume falls back to the previous one 
     write_bytes(newest, bytes);
     const Result r = train(dir, {"--resume"});
     REQUIRE_MESSAGE(r.code == 0, describe(r));
-    CHECK_MESSAGE(r.output.find("checkpoint run.store/state_step_000020.h5 is not usable") != std::string::npos, r.output);
+    CHECK_MESSAGE(r.output.find("checkpoint run.store/state_step_000020.h5 is not usable") != std::string::npos,
+                  r.output);
     CHECK(r.output.find("falling back to the previous one") != std::string::npos);
     CHECK(r.output.find("at step 18 (from checkpoint run.store/state_step_000018.h5)") != std::string::npos);
     CHECK(content_difference(ref + "/run.h5", dir + "/run.h5") == "");

@@ -107,8 +107,8 @@ inline void kill_and_resume(const std::string& config, int min_kills, int min_tr
     }
     const Result resumed = train(dir, {"--resume"});
     REQUIRE_MESSAGE(resumed.code == 0, describe(resumed));
-    CHECK_MESSAGE(content_difference(ref + "/run.h5", dir + "/run.h5") == "", "attempt ", attempt,
-                  " (", landed, " kills):\n", resumed.output);
+    CHECK_MESSAGE(content_difference(ref + "/run.h5", dir + "/run.h5") == "", "attempt ", attempt, " (", landed,
+                  " kills):\n", resumed.output);
     CHECK(temporaries(dir) == 0);
     CHECK(unindexed_store_files(dir + "/run.h5").empty());
     kills += landed;

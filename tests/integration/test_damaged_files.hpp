@@ -20,8 +20,8 @@ namespace sbt {
 
 struct Variant {
   std::string path;
-  std::string what;     // how it was damaged, for messages
-  bool byte_damage;     // truncated, flipped or edited without sealing: must be refused as damaged
+  std::string what;  // how it was damaged, for messages
+  bool byte_damage;  // truncated, flipped or edited without sealing: must be refused as damaged
 };
 
 // A test's two source runs, each trained from run.ini into run.h5 in its own folder (so their
@@ -66,8 +66,8 @@ inline void edited_copy(const std::string& source, const std::string& path,
 
 // `count` byte-damaged copies of `source` (half truncated at a random offset, half with 1-4
 // random bytes changed), named <dir>/<prefix><i>.h5.
-inline std::vector<Variant> byte_variants(const std::string& source, const std::string& dir,
-                                          const std::string& prefix, int count, uint64_t seed) {
+inline std::vector<Variant> byte_variants(const std::string& source, const std::string& dir, const std::string& prefix,
+                                          int count, uint64_t seed) {
   std::mt19937_64 rng(seed);
   const std::vector<char> good = read_bytes(source);
   std::vector<Variant> out;
@@ -202,11 +202,13 @@ inline std::vector<Variant> structure_variants(const std::string& source, const 
     f.create_dataset("store/step", DType::f64, shape);
   });
   add("store index missing", [](sb::h5::File& f) { f.remove("store"); });
-  add("unsealed: a loss changed", [](sb::h5::File& f) {
-    f.dataset("series/loss").write_rows<float>(0, std::vector<float>{1.0f});
-  }, false);
-  add("unsealed: an attribute added", [](sb::h5::File& f) { f.set_attr("note", "edited"); }, false);
-  add("unsealed: nothing changed", [](sb::h5::File&) {}, false);
+  add(
+      "unsealed: a loss changed",
+      [](sb::h5::File& f) { f.dataset("series/loss").write_rows<float>(0, std::vector<float>{1.0f}); }, false);
+  add(
+      "unsealed: an attribute added", [](sb::h5::File& f) { f.set_attr("note", "edited"); }, false);
+  add(
+      "unsealed: nothing changed", [](sb::h5::File&) {}, false);
   return out;
 }
 
@@ -225,7 +227,8 @@ inline void check_answer(const Result& r, const std::string& command, const Vari
   }
   if (v.byte_damage) {
     CHECK(r.code == 2);
-    CHECK((r.output.find("is damaged") != std::string::npos || r.output.find("not written by samebits") != std::string::npos));
+    CHECK((r.output.find("is damaged") != std::string::npos ||
+           r.output.find("not written by samebits") != std::string::npos));
   }
 }
 

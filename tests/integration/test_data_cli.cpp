@@ -83,8 +83,8 @@ TEST_CASE("data synth writes the synthetic stream as an llm.c shard, the same in
   // A second run writes the same bytes; the validation split writes other tokens.
   REQUIRE(run("data synth --out " + (dir / "b.bin") + " --tokens 100000 --seed 3 --vocab 64").code == 0);
   CHECK(file_bytes(dir / "a.bin") == file_bytes(dir / "b.bin"));
-  REQUIRE(run("data synth --out " + (dir / "v.bin") + " --tokens 100000 --seed 3 --vocab 64 --split validation")
-              .code == 0);
+  REQUIRE(run("data synth --out " + (dir / "v.bin") + " --tokens 100000 --seed 3 --vocab 64 --split validation").code ==
+          0);
   CHECK(file_bytes(dir / "a.bin") != file_bytes(dir / "v.bin"));
   // A vocabulary beyond uint16 is written as version 2.
   REQUIRE(run("data synth --out " + (dir / "big.bin") + " --tokens 1000 --vocab 70000").code == 0);

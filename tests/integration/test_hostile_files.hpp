@@ -37,7 +37,8 @@ class MetadataMap {
     add(0, 96, "superblock");
     object_header(u(64, 8));
     for (std::size_t at = 0; at + 16 <= b_.size(); ++at) {
-      if (std::memcmp(b_.data() + at, "GCOL", 4) == 0) add(at, std::min<std::size_t>(u(at + 8, 8), 4096), "global heap");
+      if (std::memcmp(b_.data() + at, "GCOL", 4) == 0)
+        add(at, std::min<std::size_t>(u(at + 8, 8), 4096), "global heap");
     }
   }
   const std::vector<Region>& regions() const { return regions_; }
@@ -70,18 +71,19 @@ class MetadataMap {
     while (at + 8 <= end && valid(at, 8)) {
       const uint64_t type = u(at, 2), length = u(at + 2, 2), body = at + 8;
       add(at, 8, "message header");
-      const char* kinds[] = {"nil message", "dataspace message", "link info message", "datatype message",
-                             "fill value message", "fill value message", "link message", "external files message",
-                             "layout message", "bogus message", "group info message", "filter message",
+      const char* kinds[] = {"nil message",        "dataspace message",  "link info message",  "datatype message",
+                             "fill value message", "fill value message", "link message",       "external files message",
+                             "layout message",     "bogus message",      "group info message", "filter message",
                              "attribute message"};
       if (type < 13 && type != 0) add(body, length, kinds[type]);
       if (type == 0x10) messages(u(body, 8), u(body + 8, 8));  // continuation
-      if (type == 0x06) link(body, length);                     // a new-style group's member
-      if (type == 0x11) {                                        // symbol table: B-tree, local heap
+      if (type == 0x06) link(body, length);                    // a new-style group's member
+      if (type == 0x11) {                                      // symbol table: B-tree, local heap
         group_btree(u(body, 8));
         local_heap(u(body + 8, 8));
       }
-      if (type == 0x08 && valid(body, 2) && b_[body] == 3 && b_[body + 1] == 2) chunk_btree(u(body + 3, 8), b_[body + 2]);
+      if (type == 0x08 && valid(body, 2) && b_[body] == 3 && b_[body + 1] == 2)
+        chunk_btree(u(body + 3, 8), b_[body + 2]);
       at = body + length;
     }
   }
@@ -219,9 +221,21 @@ inline void mutate_metadata(const std::vector<char>& good, int count, uint64_t s
   std::vector<std::string> kinds;
   for (const auto& [k, v] : by_kind) kinds.push_back(k);
   std::mt19937_64 rng(seed);
-  const uint64_t interesting[] = {0, 1, 2, 0x7f, 0x80, 0xff, 0x7fff, 0xffff, 0x7fffffff, 0xffffffff,
-                                  uint64_t(good.size()), uint64_t(good.size()) + 1, uint64_t(1) << 32,
-                                  uint64_t(1) << 62, ~uint64_t(0)};
+  const uint64_t interesting[] = {0,
+                                  1,
+                                  2,
+                                  0x7f,
+                                  0x80,
+                                  0xff,
+                                  0x7fff,
+                                  0xffff,
+                                  0x7fffffff,
+                                  0xffffffff,
+                                  uint64_t(good.size()),
+                                  uint64_t(good.size()) + 1,
+                                  uint64_t(1) << 32,
+                                  uint64_t(1) << 62,
+                                  ~uint64_t(0)};
   for (int i = 0; i < count; ++i) {
     std::vector<char> bytes = good;
     const std::string& kind = kinds[std::size_t(i) % kinds.size()];
@@ -234,8 +248,8 @@ inline void mutate_metadata(const std::vector<char>& good, int count, uint64_t s
       const int width = std::array<int, 4>{1, 2, 4, 8}[rng() % 4];
       const uint64_t value = rng() % 3 == 0 ? rng() : interesting[rng() % std::size(interesting)];
       for (int k = 0; k < width && at + std::size_t(k) < bytes.size(); ++k) {
-        bytes[at + std::size_t(k)] = char(width == 1 && rng() % 2 ? uint8_t(bytes[at]) ^ uint8_t(1 + rng() % 255)
-                                                                   : uint8_t(value >> (8 * k)));
+        bytes[at + std::size_t(k)] =
+            char(width == 1 && rng() % 2 ? uint8_t(bytes[at]) ^ uint8_t(1 + rng() % 255) : uint8_t(value >> (8 * k)));
       }
       what += " " + std::to_string(width) + " bytes at " + std::to_string(at);
     }
@@ -268,9 +282,9 @@ struct FuzzCounts {
   std::map<std::string, int> classes;  // problem (addresses and pids left out) · mutated structure → count
   std::string summary() const {
     return std::to_string(commands) + " commands: " + std::to_string(read) + " read, " + std::to_string(refused) +
-           " refused (" + std::to_string(unsafe) + " of them by a failed reader process); " +
-           std::to_string(signals) + " signals, " + std::to_string(sanitizer) + " sanitizer reports, " +
-           std::to_string(hangs) + " hangs, " + std::to_string(unclear) + " unclear answers";
+           " refused (" + std::to_string(unsafe) + " of them by a failed reader process); " + std::to_string(signals) +
+           " signals, " + std::to_string(sanitizer) + " sanitizer reports, " + std::to_string(hangs) + " hangs, " +
+           std::to_string(unclear) + " unclear answers";
   }
   std::string class_table() const {
     std::string out;
@@ -391,9 +405,8 @@ inline Mutants make_mutants(const Sources& s, const std::string& dir, int runs, 
   std::vector<char> content = read_bytes(vlen);
   content.resize(content.size() - sb::run::kSealBytes);
   const std::set<std::string> kinds = MetadataMap(content).kinds();
-  for (const char* k : {"object header", "datatype message", "dataspace message", "layout message",
-                        "attribute message", "group B-tree node", "symbol table node", "local heap",
-                        "chunk index node", "global heap"}) {
+  for (const char* k : {"object header", "datatype message", "dataspace message", "layout message", "attribute message",
+                        "group B-tree node", "symbol table node", "local heap", "chunk index node", "global heap"}) {
     CHECK_MESSAGE(kinds.count(k) == 1, "no ", std::string(k), " found in ", vlen);
   }
   m.runs = metadata_mutants(s.finished, dir, "run", runs - runs / 4, seed);

@@ -10,8 +10,8 @@
 namespace {
 
 sb::test::Launch fail(const std::string& mode) {
-  const std::string command = sb::test::mpirun(3) + " " + sb::test::driver() +
-                              " --steps 40 --fail-rank 1 --fail-step 3 --fail-mode " + mode;
+  const std::string command =
+      sb::test::mpirun(3) + " " + sb::test::driver() + " --steps 40 --fail-rank 1 --fail-step 3 --fail-mode " + mode;
   return sb::test::launch(command, 60);
 }
 

@@ -5,8 +5,8 @@
 // leaf splits), with and without the distributed optimizer, in fp32 and bf16. The distributed
 // optimizer spreads the optimizer state (the ranks' bytes add up to one process's, and no rank
 // holds more than 3/4 of it) at the price of its owners' broadcasts, and reduce-scatters the
-// gradient; the gradient all-reduce's payload is the same at every world size. The host-staged communicator (what CUDA ranks sharing
-// a GPU use) gives the same bits under 2 and 3 ranks, and so do sharded fp16 runs.
+// gradient; the gradient all-reduce's payload is the same at every world size. The host-staged communicator (what CUDA
+// ranks sharing a GPU use) gives the same bits under 2 and 3 ranks, and so do sharded fp16 runs.
 #include <doctest/doctest.h>
 
 #include <numeric>
@@ -26,8 +26,7 @@ void check_world_sizes(const std::string& precision) {
     for (bool sharded : {false, true}) {
       CAPTURE(ranks);
       CAPTURE(sharded);
-      const sb::test::Launch run =
-          sb::test::train(ranks, args + (sharded ? " --dist-optimizer" : ""));
+      const sb::test::Launch run = sb::test::train(ranks, args + (sharded ? " --dist-optimizer" : ""));
       CHECK(sb::test::result_lines(run.output) == ref);
       // The gradient's all-reduce payload does not depend on the world size; the distributed
       // optimizer reduce-scatters it instead (each owner receives its tensors' part). Every owner
@@ -71,13 +70,9 @@ TEST_CASE("host-staged MPI (as CUDA ranks sharing a GPU use): the same bits, eac
   }
 }
 
-TEST_CASE("fp32: every step's bits are the same in 1, 2, 3 and 4 ranks, sharded or not") {
-  check_world_sizes("fp32");
-}
+TEST_CASE("fp32: every step's bits are the same in 1, 2, 3 and 4 ranks, sharded or not") { check_world_sizes("fp32"); }
 
-TEST_CASE("bf16: every step's bits are the same in 1, 2, 3 and 4 ranks, sharded or not") {
-  check_world_sizes("bf16");
-}
+TEST_CASE("bf16: every step's bits are the same in 1, 2, 3 and 4 ranks, sharded or not") { check_world_sizes("bf16"); }
 
 TEST_CASE("fp16 (loss scaling): the reduce-scattered sharded ranks have the one-process bits") {
   const sb::test::Launch one = sb::test::train(0, "--precision fp16");

@@ -10,26 +10,23 @@
 #include "mpi_support.hpp"
 
 TEST_CASE("allreduce=native: 1 vs 3 ranks differ; allreduce=exact: they do not") {
-  const std::vector<std::string> one =
-      sb::test::result_lines(sb::test::train(0, "--allreduce native").output);
-  const std::vector<std::string> three =
-      sb::test::result_lines(sb::test::train(3, "--allreduce native").output);
+  const std::vector<std::string> one = sb::test::result_lines(sb::test::train(0, "--allreduce native").output);
+  const std::vector<std::string> three = sb::test::result_lines(sb::test::train(3, "--allreduce native").output);
   REQUIRE(one.size() == 9);
   REQUIRE(three.size() == one.size());
   size_t first = 0;
   while (first < one.size() && one[first] == three[first]) ++first;
   MESSAGE("allreduce=native, 1 vs 3 ranks: ",
-          first == one.size()
-              ? std::string("identical bits")
-              : "first divergent line: '" + one[first] + "' vs '" + three[first] + "'");
+          first == one.size() ? std::string("identical bits")
+                              : "first divergent line: '" + one[first] + "' vs '" + three[first] + "'");
   CHECK(first < one.size());
   CHECK(sb::test::result_lines(sb::test::train(3, "--allreduce exact").output) ==
         sb::test::result_lines(sb::test::train(0, "--allreduce exact").output));
 }
 
-TEST_CASE("leaf_sum=native with allreduce=native: 1 and 3 ranks train, differ from each other and from exact leaf sums") {
-  const std::vector<std::string> exact_sums =
-      sb::test::result_lines(sb::test::train(0, "--allreduce native").output);
+TEST_CASE(
+    "leaf_sum=native with allreduce=native: 1 and 3 ranks train, differ from each other and from exact leaf sums") {
+  const std::vector<std::string> exact_sums = sb::test::result_lines(sb::test::train(0, "--allreduce native").output);
   const std::vector<std::string> one =
       sb::test::result_lines(sb::test::train(0, "--allreduce native --leaf-sum native").output);
   const std::vector<std::string> three =

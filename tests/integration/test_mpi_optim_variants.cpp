@@ -15,8 +15,8 @@ TEST_CASE("Muon variants: every step's bits are the same in 1 and 3 ranks, shard
   CHECK(sb::test::result_lines(plain.output) != ref);  // the variants change the training
   for (bool sharded : {false, true}) {
     CAPTURE(sharded);
-    const sb::test::Launch run = sb::test::train(3, std::string("--muon-variants") +
-                                                        (sharded ? " --dist-optimizer" : ""));
+    const sb::test::Launch run =
+        sb::test::train(3, std::string("--muon-variants") + (sharded ? " --dist-optimizer" : ""));
     CHECK(sb::test::result_lines(run.output) == ref);
   }
 }

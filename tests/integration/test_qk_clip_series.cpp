@@ -168,13 +168,19 @@ TEST_CASE("qk_clip: damaged QK-clip datasets are refused with an error naming th
   };
   const std::vector<Case> cases = {
       {"one head too many", "series/qk_max_logit",
-       [&](sb::h5::File& f) { recreate(f, "series/qk_max_logit", sb::h5::DType::f32, {3, 3}, 2); }},
+       [&](sb::h5::File& f) {
+         recreate(f, "series/qk_max_logit", sb::h5::DType::f32, {3, 3}, 2);
+       }},
       {"one row too few", "series/qk_max_logit",
-       [&](sb::h5::File& f) { recreate(f, "series/qk_max_logit", sb::h5::DType::f32, {2, 2}, 2); }},
+       [&](sb::h5::File& f) {
+         recreate(f, "series/qk_max_logit", sb::h5::DType::f32, {2, 2}, 2);
+       }},
       {"rank 1", "series/qk_max_logit",
        [&](sb::h5::File& f) { recreate(f, "series/qk_max_logit", sb::h5::DType::f32, {3}, 2); }},
       {"float64", "series/qk_max_logit",
-       [&](sb::h5::File& f) { recreate(f, "series/qk_max_logit", sb::h5::DType::f64, {3, 2}, 2); }},
+       [&](sb::h5::File& f) {
+         recreate(f, "series/qk_max_logit", sb::h5::DType::f64, {3, 2}, 2);
+       }},
       {"n_head 3 (does not divide C = 32)", "series/qk_max_logit",
        [&](sb::h5::File& f) { f.dataset("series/qk_max_logit").set_attr("n_head", int64_t{3}); }},
       {"n_head 0", "series/qk_max_logit",
@@ -184,7 +190,9 @@ TEST_CASE("qk_clip: damaged QK-clip datasets are refused with an error naming th
       {"qk_clipped missing", "series/qk_clipped", [&](sb::h5::File& f) { f.remove("series/qk_clipped"); }},
       {"qk_max_logit missing", "series/qk_clipped", [&](sb::h5::File& f) { f.remove("series/qk_max_logit"); }},
       {"qk_clipped of 2 columns", "series/qk_clipped",
-       [&](sb::h5::File& f) { recreate(f, "series/qk_clipped", sb::h5::DType::i64, {3, 2}, 0); }},
+       [&](sb::h5::File& f) {
+         recreate(f, "series/qk_clipped", sb::h5::DType::i64, {3, 2}, 0);
+       }},
   };
   int n = 0;
   for (const Case& c : cases) {

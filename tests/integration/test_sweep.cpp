@@ -20,7 +20,9 @@ using namespace sbt;
 std::string tiny_base(int steps) {
   return "[model]\nvocab = 64\nseq_len = 16\nn_layer = 1\nn_head = 2\nn_embd = 32\n"
          "[data]\nleaf_size = 1\nleaves = 4\n"
-         "[train]\nsteps = " + std::to_string(steps) + "\nwarmup = 2\neval_every = 0\ncheckpoint_every = 5\n"
+         "[train]\nsteps = " +
+         std::to_string(steps) +
+         "\nwarmup = 2\neval_every = 0\ncheckpoint_every = 5\n"
          "[run]\nthreads = 1\nlog_every = 10\n";
 }
 
@@ -31,14 +33,14 @@ sb::h5::Group cell_group(const sb::h5::File& f, const std::string& name) { retur
 TEST_CASE("sweep file: grid product, explicit cells, settings merged, groups and references") {
   TempDir dir;
   write_text(dir / "base.ini", tiny_base(8));
-  write_text(dir / "s.ini",
-             "[sweep]\nbase = base.ini\nout = " + (dir / "out") + "\nsnapshot_every = 4\nset.train.steps = 6\n"
-             "[grid]\nrun.threads = 1, 2\nnumerics.gemm = canonical, vendor\n"
-             "[cell split]\nmicro_leaves = 2\nenv.OMP_WAIT_POLICY = passive\n"
-             "[cell adamw]\noptim.name = adamw\n"
-             "[cell adamw-seed]\noptim.name = adamw\ntrain.seed = 7\n"
-             "[cell pinned]\nnumerics.reduce = native\nreference = split\n"
-             "[cell variant]\nbinary = /opt/scalar/samebits\nranks = 3\n");
+  write_text(dir / "s.ini", "[sweep]\nbase = base.ini\nout = " + (dir / "out") +
+                                "\nsnapshot_every = 4\nset.train.steps = 6\n"
+                                "[grid]\nrun.threads = 1, 2\nnumerics.gemm = canonical, vendor\n"
+                                "[cell split]\nmicro_leaves = 2\nenv.OMP_WAIT_POLICY = passive\n"
+                                "[cell adamw]\noptim.name = adamw\n"
+                                "[cell adamw-seed]\noptim.name = adamw\ntrain.seed = 7\n"
+                                "[cell pinned]\nnumerics.reduce = native\nreference = split\n"
+                                "[cell variant]\nbinary = /opt/scalar/samebits\nranks = 3\n");
   sb::cli::SweepOptions options;
   options.set = {"train.warmup=1"};
   const sb::cli::SweepSpec spec = sb::cli::load_sweep(dir / "s.ini", options);
@@ -48,7 +50,7 @@ TEST_CASE("sweep file: grid product, explicit cells, settings merged, groups and
                                           "threads-2_gemm-canonical", "threads-2_gemm-vendor", "split", "adamw",
                                           "adamw-seed", "pinned", "variant"});
   const auto& first = spec.cells[0];
-  CHECK(first.config.train.steps == 6);  // set.* in [sweep]
+  CHECK(first.config.train.steps == 6);   // set.* in [sweep]
   CHECK(first.config.train.warmup == 1);  // --set
   CHECK(first.config.train.snapshot_steps == std::vector<int64_t>{0, 4});
   CHECK(first.run_path == (dir / "out") + "/runs/threads-1_gemm-canonical.h5");
@@ -122,11 +124,13 @@ TEST_CASE("sweep: deterministic cells identical, vendor cell divergent, report, 
   for (const char* cell : {"ref", "threads-2", "split", "vendor", "ulp"}) {
     CHECK(fs::exists(dir / (std::string("out/runs/") + cell + ".h5")));
   }
-  const std::string report = std::string(read_bytes(dir / "out/report.md").data(), read_bytes(dir / "out/report.md").size());
+  const std::string report =
+      std::string(read_bytes(dir / "out/report.md").data(), read_bytes(dir / "out/report.md").size());
   CHECK(report.find("# tiny") != std::string::npos);
   CHECK(report.find("**Question.** same bits?") != std::string::npos);
-  for (const char* row : {"| ref | (base) |", "| threads-2 | threads=2 |", "| split | micro_leaves=2 |", "| vendor | mode=vendor |",
-                          "| ulp | tensor=h.0.attn.qkv.w index=5 ulps=1 step=4 | ref | no | 5 |"}) {
+  for (const char* row :
+       {"| ref | (base) |", "| threads-2 | threads=2 |", "| split | micro_leaves=2 |", "| vendor | mode=vendor |",
+        "| ulp | tensor=h.0.attn.qkv.w index=5 ulps=1 step=4 | ref | no | 5 |"}) {
     CHECK_MESSAGE(report.find(row) != std::string::npos, row);
     CHECK_MESSAGE(r.output.find(row) != std::string::npos, row);
   }

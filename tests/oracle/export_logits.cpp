@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/cli/inspect.hpp"
 #include "samebits/core/backend.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/io/run_file.hpp"
 #include "samebits/core/model/gpt.hpp"
 #include "samebits/det/error.hpp"
@@ -48,7 +48,8 @@ int main(int argc, char** argv) {
     std::vector<float> logits(std::size_t(B) * T * cfg.vocab);  // (B, T, V)
     be->copy_to_host(logits.data(), model.logits(), logits.size() * sizeof(float));
     std::vector<int32_t> inputs;  // (B, T)
-    for (int b = 0; b < B; ++b) inputs.insert(inputs.end(), tokens.begin() + b * (T + 1), tokens.begin() + b * (T + 1) + T);
+    for (int b = 0; b < B; ++b)
+      inputs.insert(inputs.end(), tokens.begin() + b * (T + 1), tokens.begin() + b * (T + 1) + T);
     write_raw(std::string(argv[2]) + ".tokens", inputs.data(), inputs.size() * sizeof(int32_t));
     write_raw(std::string(argv[2]) + ".logits", logits.data(), logits.size() * sizeof(float));
   } catch (const std::exception& e) {

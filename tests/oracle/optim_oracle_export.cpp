@@ -13,20 +13,20 @@
 //                  W W_new (3C, C), b b_new (3C): QK-clip of one block (optim/qk_clip.hpp)
 #include <hdf5.h>
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "oracle_h5.hpp"
 #include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/ops/muon.hpp"
 #include "samebits/core/optim/adamw.hpp"
 #include "samebits/core/optim/muon.hpp"
 #include "samebits/core/optim/qk_clip.hpp"
 #include "samebits/det/error.hpp"
-#include "oracle_h5.hpp"
 
 namespace {
 
@@ -67,8 +67,7 @@ void muon_case(hid_t file, const MuonCase& c, uint32_t seed) {
       {c.split_qkv ? "h.0.attn.qkv.w" : "w", {c.rows, c.cols}, 0, n, ParamKind::matrix, 0, 0}};
   auto be = make_cpu_backend();
   Muon opt(layout, *be, c.precision, o);
-  const std::vector<float> w0 = normal(n, seed, 0.02f), g = normal(n, seed + 1, 1e-3f),
-                           m0 = normal(n, seed + 2, 1e-3f);
+  const std::vector<float> w0 = normal(n, seed, 0.02f), g = normal(n, seed + 1, 1e-3f), m0 = normal(n, seed + 2, 1e-3f);
   StateBuffer momentum = opt.state().at(0);
   std::memcpy(momentum.data, m0.data(), n * sizeof(float));
   // NorMuon: a second moment from earlier steps, positive, near the rows' mean squares (1/cols).
@@ -90,8 +89,7 @@ void muon_case(hid_t file, const MuonCase& c, uint32_t seed) {
   const int blocks = c.split_qkv ? 3 : 1, block_rows = c.rows / blocks;
   const size_t block = static_cast<size_t>(block_rows) * c.cols;
   for (int b = 0; b < blocks; ++b) {
-    NewtonSchulz(*be, c.precision)
-        .run(u.data() + b * block, x.data() + b * block, block_rows, c.cols, o.ns, o.ns_eps);
+    NewtonSchulz(*be, c.precision).run(u.data() + b * block, x.data() + b * block, block_rows, c.cols, o.ns, o.ns_eps);
   }
 
   const Group grp(file, std::string("muon/") + c.name);
@@ -251,26 +249,34 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    const hid_t file = checked(H5Fcreate(argv[1], H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT),
-                               std::string("create ") + argv[1]);
+    const hid_t file =
+        checked(H5Fcreate(argv[1], H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), std::string("create ") + argv[1]);
     // The default model's matrices (n_embd 128): qkv (384, 128), attn.proj (128, 128),
     // mlp.fc (512, 128), mlp.proj (128, 512).
     const MuonCase muon[] = {
         {"qkv_keller", 384, 128, NsCoefficients::keller, 5, MuonScale::shape, true, 0.1, Precision::fp32},
-        {"proj_polar_express", 128, 128, NsCoefficients::polar_express, 8, MuonScale::spectral, false, 0.0, Precision::fp32},
+        {"proj_polar_express", 128, 128, NsCoefficients::polar_express, 8, MuonScale::spectral, false, 0.0,
+         Precision::fp32},
         {"fc_keller_moonlight", 512, 128, NsCoefficients::keller, 5, MuonScale::moonlight, true, 0.0, Precision::fp32},
-        {"mlp_proj_polar_express", 128, 512, NsCoefficients::polar_express, 5, MuonScale::shape, true, 0.1, Precision::fp32},
+        {"mlp_proj_polar_express", 128, 512, NsCoefficients::polar_express, 5, MuonScale::shape, true, 0.1,
+         Precision::fp32},
         {"qkv_keller_bf16", 384, 128, NsCoefficients::keller, 5, MuonScale::shape, true, 0.1, Precision::bf16},
         // The variants: Emerging-Optimizers' tables and scale modes, split Q/K/V, cautious
         // weight decay, NorMuon (alone and with the others).
-        {"proj_polar_express_8", 128, 128, NsCoefficients::polar_express_8, 8, MuonScale::unit_rms, true, 0.0, Precision::fp32},
-        {"fc_polar_express_5_max_dim", 512, 128, NsCoefficients::polar_express_5, 5, MuonScale::max_dim, true, 0.1, Precision::fp32, 0.2},
+        {"proj_polar_express_8", 128, 128, NsCoefficients::polar_express_8, 8, MuonScale::unit_rms, true, 0.0,
+         Precision::fp32},
+        {"fc_polar_express_5_max_dim", 512, 128, NsCoefficients::polar_express_5, 5, MuonScale::max_dim, true, 0.1,
+         Precision::fp32, 0.2},
         {"mlp_proj_quintic", 128, 512, NsCoefficients::quintic, 5, MuonScale::shape, true, 0.0, Precision::fp32, 1.5},
         {"qkv_split", 384, 128, NsCoefficients::keller, 5, MuonScale::shape, true, 0.1, Precision::fp32, 1.0, true},
-        {"fc_cautious_wd", 512, 128, NsCoefficients::keller, 5, MuonScale::shape, true, 0.5, Precision::fp32, 1.0, false, true},
-        {"proj_normuon", 128, 128, NsCoefficients::keller, 5, MuonScale::shape, true, 0.0, Precision::fp32, 1.0, false, false, true},
-        {"mlp_proj_normuon", 128, 512, NsCoefficients::polar_express, 5, MuonScale::moonlight, false, 0.1, Precision::fp32, 1.0, false, false, true},
-        {"qkv_normuon_split_cautious", 384, 128, NsCoefficients::polar_express_5, 5, MuonScale::shape, true, 0.5, Precision::fp32, 1.0, true, true, true},
+        {"fc_cautious_wd", 512, 128, NsCoefficients::keller, 5, MuonScale::shape, true, 0.5, Precision::fp32, 1.0,
+         false, true},
+        {"proj_normuon", 128, 128, NsCoefficients::keller, 5, MuonScale::shape, true, 0.0, Precision::fp32, 1.0, false,
+         false, true},
+        {"mlp_proj_normuon", 128, 512, NsCoefficients::polar_express, 5, MuonScale::moonlight, false, 0.1,
+         Precision::fp32, 1.0, false, false, true},
+        {"qkv_normuon_split_cautious", 384, 128, NsCoefficients::polar_express_5, 5, MuonScale::shape, true, 0.5,
+         Precision::fp32, 1.0, true, true, true},
     };
     uint32_t seed = 1000;
     for (const MuonCase& c : muon) muon_case(file, c, seed += 10);

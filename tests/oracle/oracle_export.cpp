@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/backend.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/model/gpt.hpp"
 #include "samebits/det/error.hpp"
 
@@ -31,8 +31,10 @@ hid_t checked(hid_t id, const std::string& what) {
 
 void write_dataset(hid_t loc, const std::string& name, hid_t type, const Shape& shape, const void* data) {
   std::vector<hsize_t> dims(shape.begin(), shape.end());
-  const hid_t space = checked(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), "dataspace of " + name);
-  const hid_t set = checked(H5Dcreate2(loc, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "create " + name);
+  const hid_t space =
+      checked(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), "dataspace of " + name);
+  const hid_t set =
+      checked(H5Dcreate2(loc, name.c_str(), type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "create " + name);
   checked(H5Dwrite(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "write " + name);
   H5Dclose(set);
   H5Sclose(space);
@@ -83,13 +85,15 @@ int main(int argc, char** argv) {
     uint32_t x = 2718281;
     for (int32_t& t : tokens) t = static_cast<int32_t>(((x = x * 1664525u + 1013904223u) >> 8) % cfg.vocab);
     std::vector<const int32_t*> leaf_ptrs;
-    for (int l = 0; l < leaves; ++l) leaf_ptrs.push_back(tokens.data() + static_cast<size_t>(l) * leaf_size * (cfg.seq_len + 1));
+    for (int l = 0; l < leaves; ++l)
+      leaf_ptrs.push_back(tokens.data() + static_cast<size_t>(l) * leaf_size * (cfg.seq_len + 1));
     auto acc = be->make_accumulator(model.flat_size());
     std::vector<float> grad(model.flat_size());
     const float loss = batch_gradient(model, leaf_ptrs, *acc, grad.data());
     const float* w = model.weights().data_as<float>();
 
-    const hid_t file = checked(H5Fcreate(argv[1], H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), std::string("create ") + argv[1]);
+    const hid_t file =
+        checked(H5Fcreate(argv[1], H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), std::string("create ") + argv[1]);
     write_attr(file, "vocab", cfg.vocab);
     write_attr(file, "seq_len", cfg.seq_len);
     write_attr(file, "n_layer", cfg.n_layer);

@@ -113,7 +113,7 @@ inline std::vector<float> parity_values(size_t n, uint32_t seed, float large = 1
     switch (kind(rng)) {
       case 0: x = 0.0f; break;
       case 1: x = -0.0f; break;
-      case 2: x = u(rng) * 1e-40f; break;        // subnormal
+      case 2: x = u(rng) * 1e-40f; break;         // subnormal
       case 3: x = det::float_of_bits(1u); break;  // the smallest subnormal
       case 4: x = u(rng) * large; break;
       case 5: x = static_cast<float>(small(rng)); break;
@@ -124,8 +124,7 @@ inline std::vector<float> parity_values(size_t n, uint32_t seed, float large = 1
 }
 
 // Bitwise equality; on a difference, reports its count and the first one.
-inline bool same_bits(const std::vector<float>& gpu, const std::vector<float>& cpu,
-                      const std::string& what) {
+inline bool same_bits(const std::vector<float>& gpu, const std::vector<float>& cpu, const std::string& what) {
   REQUIRE(gpu.size() == cpu.size());
   size_t diff = 0, first = 0;
   for (size_t i = 0; i < cpu.size(); ++i) {
@@ -135,9 +134,8 @@ inline bool same_bits(const std::vector<float>& gpu, const std::vector<float>& c
     }
   }
   if (diff != 0) {
-    MESSAGE(what, ": ", diff, " of ", cpu.size(), " differ; first at ", first, ": gpu ", gpu[first],
-            " (0x", std::hex, det::bits_of(gpu[first]), ") cpu ", cpu[first], " (0x",
-            det::bits_of(cpu[first]), std::dec, ")");
+    MESSAGE(what, ": ", diff, " of ", cpu.size(), " differ; first at ", first, ": gpu ", gpu[first], " (0x", std::hex,
+            det::bits_of(gpu[first]), ") cpu ", cpu[first], " (0x", det::bits_of(cpu[first]), std::dec, ")");
   }
   return diff == 0;
 }

@@ -41,8 +41,8 @@ int main(int argc, char** argv) {
                 gpu->backend().describe().c_str());
     const std::vector<std::string> diff = sb::test::compare_trainers(*gpu, *cpu, steps, true);
     for (const std::string& line : diff) std::printf("parity_train: DIFF %s\n", line.c_str());
-    std::printf("parity_train: %s after %d steps (%zu differing fields)\n",
-                diff.empty() ? "IDENTICAL" : "DIFFERENT", steps, diff.size());
+    std::printf("parity_train: %s after %d steps (%zu differing fields)\n", diff.empty() ? "IDENTICAL" : "DIFFERENT",
+                steps, diff.size());
     return diff.empty() ? 0 : 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "parity_train: error: %s\n", e.what());

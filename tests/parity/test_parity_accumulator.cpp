@@ -44,8 +44,8 @@ TEST_CASE("GradAccumulator: CUDA wire, rounding and status equal the CPU's") {
       gpu->copy_from_host(g.data(), x.data(), n * sizeof(float));
       gacc->add(g.data());
       if (a % 256 == 0 || a + 1 == adds) {
-        REQUIRE_MESSAGE(wire_of(*gpu, *gacc) == wire_of(*cpu, *cacc), "wire differs after add ", a,
-                        " on ", gpu->describe());
+        REQUIRE_MESSAGE(wire_of(*gpu, *gacc) == wire_of(*cpu, *cacc), "wire differs after add ", a, " on ",
+                        gpu->describe());
       }
     }
     CHECK(gacc->adds() == cacc->adds());

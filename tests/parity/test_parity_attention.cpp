@@ -2,8 +2,8 @@
 // canonical dots, exact max, 32-lane sums; per-(row, channel) chains for dq, dk, dv) equals the
 // CPU bit for bit, for sequence lengths and head sizes below, at and above 32, under every launch
 // configuration; outputs inside guard bands.
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "parity/parity_support.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 
 namespace sb::test {
 namespace {
@@ -32,10 +32,9 @@ TEST_CASE("attention forward and backward: CUDA equals the CPU bitwise") {
       Guarded gqkv(*gpu, qkv_n, qkv), gdout(*gpu, out_n, dout), gout(*gpu, out_n), gatt(*gpu, att_n),
           gdqkv(*gpu, qkv_n), gdatt(*gpu, att_n);
       gpu->attention_forward(gout.data(), gatt.data(), gqkv.data(), s.B, s.T, C, s.NH);
-      gpu->attention_backward(gdqkv.data(), gdatt.data(), gdout.data(), gqkv.data(), gatt.data(), s.B,
-                              s.T, C, s.NH);
-      const std::string on = detail::concat(" B=", s.B, " T=", s.T, " NH=", s.NH, " hs=", s.hs,
-                                            " on ", gpu->describe());
+      gpu->attention_backward(gdqkv.data(), gdatt.data(), gdout.data(), gqkv.data(), gatt.data(), s.B, s.T, C, s.NH);
+      const std::string on =
+          detail::concat(" B=", s.B, " T=", s.T, " NH=", s.NH, " hs=", s.hs, " on ", gpu->describe());
       check_output(gout, out, "attention out" + on);
       check_output(gatt, att, "attention probabilities" + on);
       check_output(gdqkv, dqkv, "attention dqkv" + on);

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "parity/parity_support.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 
 namespace sb::test {
 namespace {
@@ -28,8 +28,8 @@ size_t stored(bool trans, int rows, int cols, int ld) {
 
 // pad: the leading dimensions' excess over the rows' widths (A, B; C gets 2). Pads that are
 // multiples of 4 with widths that are too take the kernel's float4 staging; others the scalar one.
-void check_gemm(Backend& cpu, Backend& gpu, Trans ta, Trans tb, Shape3 s, bool accumulate,
-                Precision p, uint32_t seed, int pad_a = 3, int pad_b = 1) {
+void check_gemm(Backend& cpu, Backend& gpu, Trans ta, Trans tb, Shape3 s, bool accumulate, Precision p, uint32_t seed,
+                int pad_a = 3, int pad_b = 1) {
   const bool at = ta == Trans::yes, bt = tb == Trans::yes;
   const int lda = (at ? s.m : s.k) + pad_a, ldb = (bt ? s.k : s.n) + pad_b, ldc = s.n + 2;
   const std::vector<float> a = parity_values(std::max<size_t>(stored(at, s.m, s.k, lda), 1), seed, large_for(p));
@@ -39,9 +39,9 @@ void check_gemm(Backend& cpu, Backend& gpu, Trans ta, Trans tb, Shape3 s, bool a
   cpu.gemm(ta, tb, s.m, s.n, s.k, a.data(), lda, b.data(), ldb, c.data(), ldc, accumulate, p);
   Guarded ga(gpu, a.size(), a), gb(gpu, b.size(), b), gc(gpu, c0.size(), c0);
   gpu.gemm(ta, tb, s.m, s.n, s.k, ga.data(), lda, gb.data(), ldb, gc.data(), ldc, accumulate, p);
-  check_output(gc, c, detail::concat("gemm ", s.m, "x", s.n, "x", s.k, " ta=", at, " tb=", bt,
-                                     " acc=", accumulate, " lda=", lda, " ldb=", ldb, " ",
-                                     to_string(p), " on ", gpu.describe()));
+  check_output(gc, c,
+               detail::concat("gemm ", s.m, "x", s.n, "x", s.k, " ta=", at, " tb=", bt, " acc=", accumulate,
+                              " lda=", lda, " ldb=", ldb, " ", to_string(p), " on ", gpu.describe()));
   CHECK(ga.guards_intact());
   CHECK(gb.guards_intact());
 }
@@ -49,14 +49,14 @@ void check_gemm(Backend& cpu, Backend& gpu, Trans ta, Trans tb, Shape3 s, bool a
 TEST_CASE("canonical GEMM: CUDA equals the CPU bitwise for every tile, transposition and precision") {
   require_gpu();
   auto cpu = make_cpu_backend(Numerics::deterministic());
-  const Shape3 shapes[] = {{1, 1, 1}, {7, 13, 5}, {33, 65, 17}, {129, 70, 257}, {64, 128, 8},
-                           {130, 131, 9}, {3, 200, 0}, {257, 33, 129}};
+  const Shape3 shapes[] = {{1, 1, 1},    {7, 13, 5},    {33, 65, 17}, {129, 70, 257},
+                           {64, 128, 8}, {130, 131, 9}, {3, 200, 0},  {257, 33, 129}};
   uint32_t seed = 1;
   // parity_launches(), plus one launch for each tile of cuda_gemm_tiles() it does not name.
   std::vector<CudaLaunchConfig> launches = parity_launches();
   for (int t = 0; t < static_cast<int>(cuda_gemm_tiles().size()); ++t) {
-    const bool named = std::any_of(launches.begin(), launches.end(),
-                                   [t](const CudaLaunchConfig& l) { return l.gemm_tile == t; });
+    const bool named =
+        std::any_of(launches.begin(), launches.end(), [t](const CudaLaunchConfig& l) { return l.gemm_tile == t; });
     if (!named) launches.push_back({t, 4, 256});
   }
   for (const CudaLaunchConfig& launch : launches) {
@@ -111,8 +111,8 @@ void check_linear(Backend& cpu, Backend& gpu, int N, int C, int OC) {
   cpu.matmul_forward(out.data(), inp.data(), w.data(), bias.data(), N, C, OC);
   cpu.matmul_backward(dinp.data(), dw.data(), db.data(), dout.data(), inp.data(), w.data(), N, C, OC);
   Guarded ginp(gpu, inp.size(), inp), gw(gpu, w.size(), w), gbias(gpu, bias.size(), bias),
-      gdout(gpu, dout.size(), dout), gout(gpu, out.size()), gdinp(gpu, dinp.size()),
-      gdw(gpu, dw.size()), gdb(gpu, db.size());
+      gdout(gpu, dout.size(), dout), gout(gpu, out.size()), gdinp(gpu, dinp.size()), gdw(gpu, dw.size()),
+      gdb(gpu, db.size());
   gpu.matmul_forward(gout.data(), ginp.data(), gw.data(), gbias.data(), N, C, OC);
   gpu.matmul_backward(gdinp.data(), gdw.data(), gdb.data(), gdout.data(), ginp.data(), gw.data(), N, C, OC);
   const std::string on = detail::concat(" N=", N, " C=", C, " OC=", OC, " on ", gpu.describe());
@@ -135,8 +135,8 @@ TEST_CASE("linear layer forward and backward: CUDA equals the CPU bitwise") {
 }
 
 // max |gpu − ref| / Σ_k |a||b| over C: the error relative to the magnitude of the terms.
-double relative_error(const std::vector<float>& gpu, const std::vector<float>& ref,
-                      const std::vector<float>& a, const std::vector<float>& b, int m, int n, int k) {
+double relative_error(const std::vector<float>& gpu, const std::vector<float>& ref, const std::vector<float>& a,
+                      const std::vector<float>& b, int m, int n, int k) {
   double worst = 0;
   for (int i = 0; i < m; ++i) {
     for (int j = 0; j < n; ++j) {

@@ -63,9 +63,9 @@ TEST_CASE("GPT forward and backward: CUDA equals the CPU bitwise") {
       gm.init(c.train.seed);
       const float gloss = gm.forward(tokens.data());
       gm.backward(scale);
-      const std::string what = detail::concat(v.norm == NormKind::layernorm ? "layernorm" : "rmsnorm",
-                                              v.tied ? " tied" : " untied", v.bias ? " bias " : " ",
-                                              to_string(v.precision), " on ", gpu->describe());
+      const std::string what =
+          detail::concat(v.norm == NormKind::layernorm ? "layernorm" : "rmsnorm", v.tied ? " tied" : " untied",
+                         v.bias ? " bias " : " ", to_string(v.precision), " on ", gpu->describe());
       CHECK_MESSAGE(det::bits_of(gloss) == det::bits_of(closs), "loss: ", what);
       CHECK_MESSAGE(same_bits(gm.token_losses(), cm.token_losses(), "token losses " + what), what);
       const std::vector<float> ggrad = host_copy(*gpu, gm.grads());
@@ -117,7 +117,8 @@ TEST_CASE("vendor numerics on the GPU (cuBLAS, float atomics) run and stay close
   const std::vector<int32_t> tokens = leaf_tokens(c, 0);
   auto canonical = make_parity_gpu(Numerics::deterministic(), CudaLaunchConfig{});
   auto vendor = make_parity_gpu(Numerics::vendor(), CudaLaunchConfig{});
-  GPT a(c.model, static_cast<int>(c.data.leaf_size), *canonical), b(c.model, static_cast<int>(c.data.leaf_size), *vendor);
+  GPT a(c.model, static_cast<int>(c.data.leaf_size), *canonical),
+      b(c.model, static_cast<int>(c.data.leaf_size), *vendor);
   a.init(3);
   b.init(3);
   const float la = a.forward(tokens.data()), lb = b.forward(tokens.data());

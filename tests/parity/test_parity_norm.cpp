@@ -2,8 +2,8 @@
 // det::lane32_fold's order; per-channel token chains) equals the CPU bit for bit, for row lengths
 // below, at and above multiples of 32, with and without bias, under every launch configuration;
 // outputs inside guard bands.
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "parity/parity_support.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 
 namespace sb::test {
 namespace {
@@ -27,17 +27,16 @@ TEST_CASE("LayerNorm forward and backward: CUDA equals the CPU bitwise") {
         const std::vector<float> b = parity_values(s.C, seed + 2, 1e3f);
         const std::vector<float> dy = parity_values(NC, seed + 3, 1e6f);
         std::vector<float> out(NC), mean(s.N), rstd(s.N), dx(NC), dw(s.C), db(s.C);
-        cpu->layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(),
-                               bias ? b.data() : nullptr, s.N, s.C);
-        cpu->layernorm_backward(dx.data(), dw.data(), bias ? db.data() : nullptr, dy.data(), x.data(),
-                                w.data(), mean.data(), rstd.data(), s.N, s.C);
-        Guarded gx(*gpu, NC, x), gw(*gpu, s.C, w), gb(*gpu, s.C, b), gdy(*gpu, NC, dy),
-            gout(*gpu, NC), gmean(*gpu, s.N), grstd(*gpu, s.N), gdx(*gpu, NC), gdw(*gpu, s.C),
-            gdb(*gpu, s.C);
+        cpu->layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.data(), bias ? b.data() : nullptr, s.N,
+                               s.C);
+        cpu->layernorm_backward(dx.data(), dw.data(), bias ? db.data() : nullptr, dy.data(), x.data(), w.data(),
+                                mean.data(), rstd.data(), s.N, s.C);
+        Guarded gx(*gpu, NC, x), gw(*gpu, s.C, w), gb(*gpu, s.C, b), gdy(*gpu, NC, dy), gout(*gpu, NC),
+            gmean(*gpu, s.N), grstd(*gpu, s.N), gdx(*gpu, NC), gdw(*gpu, s.C), gdb(*gpu, s.C);
         gpu->layernorm_forward(gout.data(), gmean.data(), grstd.data(), gx.data(), gw.data(),
                                bias ? gb.data() : nullptr, s.N, s.C);
-        gpu->layernorm_backward(gdx.data(), gdw.data(), bias ? gdb.data() : nullptr, gdy.data(),
-                                gx.data(), gw.data(), gmean.data(), grstd.data(), s.N, s.C);
+        gpu->layernorm_backward(gdx.data(), gdw.data(), bias ? gdb.data() : nullptr, gdy.data(), gx.data(), gw.data(),
+                                gmean.data(), grstd.data(), s.N, s.C);
         const std::string on = detail::concat(" N=", s.N, " C=", s.C, " bias=", bias, " on ", gpu->describe());
         check_output(gout, out, "layernorm out" + on);
         check_output(gmean, mean, "layernorm mean" + on);
@@ -64,8 +63,8 @@ TEST_CASE("RMSNorm forward and backward: CUDA equals the CPU bitwise") {
       std::vector<float> out(NC), rstd(s.N), dx(NC), dw(s.C);
       cpu->rmsnorm_forward(out.data(), rstd.data(), x.data(), w.data(), s.N, s.C);
       cpu->rmsnorm_backward(dx.data(), dw.data(), dy.data(), x.data(), w.data(), rstd.data(), s.N, s.C);
-      Guarded gx(*gpu, NC, x), gw(*gpu, s.C, w), gdy(*gpu, NC, dy), gout(*gpu, NC),
-          grstd(*gpu, s.N), gdx(*gpu, NC), gdw(*gpu, s.C);
+      Guarded gx(*gpu, NC, x), gw(*gpu, s.C, w), gdy(*gpu, NC, dy), gout(*gpu, NC), grstd(*gpu, s.N), gdx(*gpu, NC),
+          gdw(*gpu, s.C);
       gpu->rmsnorm_forward(gout.data(), grstd.data(), gx.data(), gw.data(), s.N, s.C);
       gpu->rmsnorm_backward(gdx.data(), gdw.data(), gdy.data(), gx.data(), gw.data(), grstd.data(), s.N, s.C);
       const std::string on = detail::concat(" N=", s.N, " C=", s.C, " on ", gpu->describe());

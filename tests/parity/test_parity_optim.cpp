@@ -9,10 +9,10 @@
 
 #include "parity/parity_support.hpp"
 #include "samebits/core/cpu/cpu_backend.hpp"
-#include "samebits/core/optim/clip.hpp"
 #include "samebits/core/exact_norm.hpp"
-#include "samebits/core/optim_kernels.hpp"
+#include "samebits/core/optim/clip.hpp"
 #include "samebits/core/optim/optimizer.hpp"
+#include "samebits/core/optim_kernels.hpp"
 #include "unit/test_optim_support.hpp"
 
 namespace sb::test {
@@ -33,10 +33,10 @@ std::vector<ParamView> optim_layout(size_t* flat) {
 
 // What one backend's optimizer holds after each step.
 struct After {
-  std::vector<float> weights;                  // (flat)
-  std::vector<std::vector<float>> state;       // Optimizer::state() order
+  std::vector<float> weights;             // (flat)
+  std::vector<std::vector<float>> state;  // Optimizer::state() order
   std::vector<std::string> state_names;
-  std::vector<TensorUpdateStats> stats;        // (tensors)
+  std::vector<TensorUpdateStats> stats;  // (tensors)
 };
 
 // `steps` steps of `config` on `be` from weights w0 with gradients grads[s]; one After per step.
@@ -72,8 +72,8 @@ std::vector<After> run_steps(Backend& be, const OptimConfig& config, Precision p
 }
 
 void check_stat(float gpu, float cpu, const std::string& what) {
-  CHECK_MESSAGE(det::bits_of(gpu) == det::bits_of(cpu), what, ": gpu ", gpu, " (0x", std::hex,
-                det::bits_of(gpu), ") cpu ", cpu, " (0x", det::bits_of(cpu), std::dec, ")");
+  CHECK_MESSAGE(det::bits_of(gpu) == det::bits_of(cpu), what, ": gpu ", gpu, " (0x", std::hex, det::bits_of(gpu),
+                ") cpu ", cpu, " (0x", det::bits_of(cpu), std::dec, ")");
 }
 
 void check_optimizer(const OptimConfig& config, Precision precision, uint32_t seed) {
@@ -81,13 +81,13 @@ void check_optimizer(const OptimConfig& config, Precision precision, uint32_t se
   const std::vector<ParamView> layout = optim_layout(&flat);
   const std::vector<float> w0 = parity_values(flat, seed, 1e15f);
   // Gradients: step 1 mixed values, step 2 small ones (so the state carries both), step 3 mixed.
-  std::vector<std::vector<float>> grads = {parity_values(flat, seed + 1, 1e15f),
-                                           parity_values(flat, seed + 2, 1.0f),
+  std::vector<std::vector<float>> grads = {parity_values(flat, seed + 1, 1e15f), parity_values(flat, seed + 2, 1.0f),
                                            parity_values(flat, seed + 3, 1e15f)};
   for (const ParamView& p : layout) {  // the trainer's gradients hold zeros in the padding
     const size_t end = p.offset + p.numel;
     const size_t next = (end + kParamAlign - 1) / kParamAlign * kParamAlign;
-    for (auto& g : grads) std::fill(g.begin() + static_cast<ptrdiff_t>(end), g.begin() + static_cast<ptrdiff_t>(next), 0.0f);
+    for (auto& g : grads)
+      std::fill(g.begin() + static_cast<ptrdiff_t>(end), g.begin() + static_cast<ptrdiff_t>(next), 0.0f);
   }
   const auto cpu_backend = make_cpu_backend();
   const std::vector<After> cpu = run_steps(*cpu_backend, config, precision, layout, w0, grads);
@@ -111,8 +111,7 @@ void check_optimizer(const OptimConfig& config, Precision precision, uint32_t se
       for (size_t t = 0; t < layout.size(); ++t) {
         const std::string n = at + layout[t].name + " ";
         check_stat(gpu[s].stats[t].update_rms, cpu[s].stats[t].update_rms, n + "update_rms");
-        check_stat(gpu[s].stats[t].update_weight_ratio, cpu[s].stats[t].update_weight_ratio,
-                   n + "update_weight_ratio");
+        check_stat(gpu[s].stats[t].update_weight_ratio, cpu[s].stats[t].update_weight_ratio, n + "update_weight_ratio");
         check_stat(gpu[s].stats[t].ortho_error, cpu[s].stats[t].ortho_error, n + "ortho_error");
       }
     }

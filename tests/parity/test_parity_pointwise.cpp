@@ -4,8 +4,8 @@
 // configuration, for lengths that are not multiples of any block size; outputs inside guard bands.
 #include <random>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "parity/parity_support.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 
 namespace sb::test {
 namespace {
@@ -83,9 +83,11 @@ TEST_CASE("embedding backward rejects a token outside the vocabulary, as the CPU
   auto gpu = make_parity_gpu(Numerics::deterministic(), CudaLaunchConfig{});
   const std::vector<int32_t> tokens = {1, 2, 7};
   Tensor gtok = device_ints(*gpu, tokens);
-  Guarded dwte(*gpu, 5 * 4, std::vector<float>(20, 0.0f)), dwpe(*gpu, 3 * 4), dout(*gpu, 12, std::vector<float>(12, 1.0f));
-  CHECK_THROWS_AS(gpu->embedding_backward(dwte.data(), dwpe.data(), dout.data(), gtok.data_as<int32_t>(), 1, 3, 4, 5, {0, 5}),
-                  sb::Error);
+  Guarded dwte(*gpu, 5 * 4, std::vector<float>(20, 0.0f)), dwpe(*gpu, 3 * 4),
+      dout(*gpu, 12, std::vector<float>(12, 1.0f));
+  CHECK_THROWS_AS(
+      gpu->embedding_backward(dwte.data(), dwpe.data(), dout.data(), gtok.data_as<int32_t>(), 1, 3, 4, 5, {0, 5}),
+      sb::Error);
 }
 
 }  // namespace

@@ -45,15 +45,16 @@ void check_identical(const Config& c, const CudaLaunchConfig* launch = nullptr) 
     clipped += rc.stats.qk_clipped;
   }
   for (const std::string& line : diff) MESSAGE(line);
-  CHECK_MESSAGE(diff.empty(), diff.size(), " fields differ CPU vs GPU (first: ",
-                diff.empty() ? std::string() : diff.front(), ")");
+  CHECK_MESSAGE(diff.empty(), diff.size(),
+                " fields differ CPU vs GPU (first: ", diff.empty() ? std::string() : diff.front(), ")");
   CHECK(cpu_maxima.size() == size_t(c.train.steps * c.model.n_layer * c.model.n_head));
   CHECK(same_bits(gpu_maxima, cpu_maxima));
   CHECK(clipped > 0);  // the clip acts
   const TrainerState sc = cpu->export_state(), sg = gpu->export_state();
   CHECK(same_bits(sg.weights, sc.weights));
   REQUIRE(sg.optimizer.size() == sc.optimizer.size());
-  for (size_t b = 0; b < sc.optimizer.size(); ++b) CHECK_MESSAGE(same_bits(sg.optimizer[b].data, sc.optimizer[b].data), sc.optimizer[b].name);
+  for (size_t b = 0; b < sc.optimizer.size(); ++b)
+    CHECK_MESSAGE(same_bits(sg.optimizer[b].data, sc.optimizer[b].data), sc.optimizer[b].name);
   for (const std::string& line : state_differences(sg, sc, layout)) MESSAGE(line);
 }
 

@@ -4,8 +4,8 @@
 // launch configuration; outputs inside guard bands.
 #include <random>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "parity/parity_support.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 
 namespace sb::test {
 namespace {
@@ -49,9 +49,9 @@ TEST_CASE("softmax cross-entropy rejects a target outside the vocabulary, as the
   auto gpu = make_parity_gpu(Numerics::deterministic(), CudaLaunchConfig{});
   Tensor targets = device_ints(*gpu, {0, 9});
   Guarded logits(*gpu, 2 * 4, std::vector<float>(8, 0.5f)), losses(*gpu, 2), stats(*gpu, 4);
-  CHECK_THROWS_AS(gpu->softmax_xent_forward(losses.data(), stats.data(), logits.data(),
-                                            targets.data_as<int32_t>(), 2, 4),
-                  sb::Error);
+  CHECK_THROWS_AS(
+      gpu->softmax_xent_forward(losses.data(), stats.data(), logits.data(), targets.data_as<int32_t>(), 2, 4),
+      sb::Error);
 }
 
 }  // namespace

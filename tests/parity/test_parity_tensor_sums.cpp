@@ -23,8 +23,7 @@ namespace {
 std::vector<TensorSpan> spans_for(size_t n) {
   std::vector<TensorSpan> s;
   size_t at = 0;
-  for (size_t len : {size_t{0}, size_t{1}, size_t{60}, size_t{61}, size_t{256}, size_t{257},
-                     size_t{4112}}) {
+  for (size_t len : {size_t{0}, size_t{1}, size_t{60}, size_t{61}, size_t{256}, size_t{257}, size_t{4112}}) {
     s.push_back({at, len});
     at += (len + 15) / 16 * 16;
   }
@@ -40,8 +39,7 @@ TEST_CASE("fingerprints and per-tensor exact sums: GPU equals CPU") {
   std::vector<float> host = parity_values(n, 21, 1e30f);
   const std::vector<TensorSpan> spans = spans_for(n);
   std::vector<uint64_t> want(spans.size());
-  for (size_t t = 0; t < spans.size(); ++t)
-    want[t] = det::fingerprint(host.data() + spans[t].offset, spans[t].numel);
+  for (size_t t = 0; t < spans.size(); ++t) want[t] = det::fingerprint(host.data() + spans[t].offset, spans[t].numel);
   const auto cpu = make_cpu_backend();
   for (const CudaLaunchConfig& launch : parity_launches()) {
     const auto gpu = make_parity_gpu(Numerics::deterministic(), launch);
@@ -55,7 +53,7 @@ TEST_CASE("fingerprints and per-tensor exact sums: GPU equals CPU") {
     CHECK((gpu->host_traffic() - before).to_host <= 8 * spans.size() + 4 * 61);
 
     std::vector<float> second = parity_values(n, 22);
-    second[spans[3].offset] = det::float_of_bits(0x7f800000u);           // +Inf
+    second[spans[3].offset] = det::float_of_bits(0x7f800000u);          // +Inf
     second[spans.back().offset + 9] = det::float_of_bits(0xffc00001u);  // a NaN
     Guarded dev2(*gpu, n, second);
     auto g = gpu->make_tensor_sums(spans);

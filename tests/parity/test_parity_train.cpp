@@ -25,8 +25,8 @@ void check_identical(const Config& c, int steps, const CudaLaunchConfig* launch 
   const auto gpu = make_trainer(c, Device::cuda, launch);
   const std::vector<std::string> diff = compare_trainers(*gpu, *cpu, steps, false);
   for (const std::string& line : diff) MESSAGE(line);
-  CHECK_MESSAGE(diff.empty(), diff.size(), " fields differ CPU vs GPU (first: ",
-                diff.empty() ? std::string() : diff.front(), ")");
+  CHECK_MESSAGE(diff.empty(), diff.size(),
+                " fields differ CPU vs GPU (first: ", diff.empty() ? std::string() : diff.front(), ")");
 }
 
 TEST_CASE("20 Muon steps through the Trainer: the GPU's results equal the CPU's at every step") {

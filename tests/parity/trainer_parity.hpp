@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/config.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/cuda/cuda_backend.hpp"
 #include "samebits/core/parallel/communicator.hpp"
 #include "samebits/core/train/trainer.hpp"
@@ -40,14 +40,13 @@ struct OwnedTrainer {
 
 // A Trainer for `config` on the given backend (run.backend is set to match); a CUDA backend takes
 // `launch` when given, else SAMEBITS_CUDA_LAUNCH / the defaults.
-inline OwnedTrainer make_trainer(Config config, Device device,
-                                 const CudaLaunchConfig* launch = nullptr) {
+inline OwnedTrainer make_trainer(Config config, Device device, const CudaLaunchConfig* launch = nullptr) {
   config.run.backend = device;
   CudaOptions cuda = CudaOptions::from_environment();
   if (launch != nullptr) cuda.launch = *launch;
   OwnedTrainer t;
-  t.backend = device == Device::cuda ? make_cuda_backend(to_numerics(config), cuda)
-                                     : make_cpu_backend(to_numerics(config));
+  t.backend =
+      device == Device::cuda ? make_cuda_backend(to_numerics(config), cuda) : make_cpu_backend(to_numerics(config));
   t.comm = make_local_communicator();
   t.trainer = std::make_unique<Trainer>(config, *t.backend, *t.comm);
   return t;
@@ -61,8 +60,8 @@ inline std::vector<std::string> step_differences(const StepResult& gpu, const St
   const std::string at = "step " + std::to_string(cpu.stats.step) + " ";
   auto scalar = [&](const std::string& what, float g, float c) {
     if (det::bits_of(g) != det::bits_of(c))
-      out.push_back(at + what + ": gpu " + hex32(g) + " (" + std::to_string(g) + ") cpu " +
-                    hex32(c) + " (" + std::to_string(c) + ")");
+      out.push_back(at + what + ": gpu " + hex32(g) + " (" + std::to_string(g) + ") cpu " + hex32(c) + " (" +
+                    std::to_string(c) + ")");
   };
   const StepStats &g = gpu.stats, &c = cpu.stats;
   if (g.step != c.step || g.skipped != c.skipped) out.push_back(at + "step number or skip differs");
@@ -105,8 +104,8 @@ inline std::vector<std::string> step_differences(const StepResult& gpu, const St
     }
     for (size_t t = 0; t < pc.size(); ++t) {
       if (pg[t] != pc[t])
-        out.push_back(at + layout[t].name + " " + what + " fingerprint: gpu " +
-                      det::fingerprint_hex(pg[t]) + " cpu " + det::fingerprint_hex(pc[t]));
+        out.push_back(at + layout[t].name + " " + what + " fingerprint: gpu " + det::fingerprint_hex(pg[t]) + " cpu " +
+                      det::fingerprint_hex(pc[t]));
     }
   };
   prints("gradient", gpu.grad_fingerprints, cpu.grad_fingerprints);
@@ -126,9 +125,8 @@ inline std::vector<std::string> state_differences(const TrainerState& gpu, const
     }
     if (count != 0)
       out.push_back(what + ": " + std::to_string(count) + " of " + std::to_string(n) +
-                    " elements differ; first at element " + std::to_string(at) + ": gpu " +
-                    hex32(g[at]) + " (" + std::to_string(g[at]) + ") cpu " + hex32(c[at]) + " (" +
-                    std::to_string(c[at]) + ")");
+                    " elements differ; first at element " + std::to_string(at) + ": gpu " + hex32(g[at]) + " (" +
+                    std::to_string(g[at]) + ") cpu " + hex32(c[at]) + " (" + std::to_string(c[at]) + ")");
   };
   if (gpu.weights.size() != cpu.weights.size() || gpu.optimizer.size() != cpu.optimizer.size()) {
     out.push_back("the states differ in size");
@@ -136,13 +134,12 @@ inline std::vector<std::string> state_differences(const TrainerState& gpu, const
   }
   for (const ParamView& p : layout)
     first("weights " + p.name, gpu.weights.data() + p.offset, cpu.weights.data() + p.offset, p.numel);
-  first("weights (whole flat buffer, padding included)", gpu.weights.data(), cpu.weights.data(),
-        cpu.weights.size());
+  first("weights (whole flat buffer, padding included)", gpu.weights.data(), cpu.weights.data(), cpu.weights.size());
   for (size_t b = 0; b < cpu.optimizer.size(); ++b) {
     const StateArray &g = gpu.optimizer[b], &c = cpu.optimizer[b];
     if (g.name != c.name || g.data.size() != c.data.size()) {
-      out.push_back("optimizer buffer " + std::to_string(b) + " is " + g.name + " on the gpu, " +
-                    c.name + " on the cpu");
+      out.push_back("optimizer buffer " + std::to_string(b) + " is " + g.name + " on the gpu, " + c.name +
+                    " on the cpu");
       continue;
     }
     first("optimizer " + c.name, g.data.data(), c.data.data(), c.data.size());
@@ -164,9 +161,8 @@ inline std::vector<std::string> compare_trainers(Trainer& gpu, Trainer& cpu, int
     uint64_t wc = 0;
     for (uint64_t f : c.param_fingerprints) wc = wc * 0x100000001b3ull ^ f;
     if (print)
-      std::printf("parity_train: step %4lld  loss %.6f  weights %s  %s\n",
-                  static_cast<long long>(c.stats.step), static_cast<double>(c.stats.loss),
-                  det::fingerprint_hex(wc).c_str(),
+      std::printf("parity_train: step %4lld  loss %.6f  weights %s  %s\n", static_cast<long long>(c.stats.step),
+                  static_cast<double>(c.stats.loss), det::fingerprint_hex(wc).c_str(),
                   diff.empty() ? "identical" : ("DIFFERENT (" + std::to_string(diff.size()) + " fields)").c_str());
     all.insert(all.end(), diff.begin(), diff.end());
     if (!diff.empty() && !state_reported) {

@@ -26,8 +26,7 @@ constexpr int kSeqLen = 64;
 
 // Writes `count` version-1 (uint16) shards of `tokens` tokens each: consecutive pieces of the
 // synthetic language's `split` stream at GPT-2's vocabulary.
-void write_shards(const fs::path& dir, const std::string& stem, sb::data::Split split, int count,
-                  uint64_t tokens) {
+void write_shards(const fs::path& dir, const std::string& stem, sb::data::Split split, int count, uint64_t tokens) {
   const sb::data::SyntheticLanguage language(sb::data::SyntheticConfig{}, 50257, 7, split);
   std::vector<int32_t> buf(tokens);
   for (int i = 0; i < count; ++i) {
@@ -62,10 +61,9 @@ TEST_CASE("gpt2_124m.ini: 2 steps on generated shards equal 1 step, stop, resume
 
   const sb::Config config = sb::cli::parse_config(
       (kSourceRoot / "experiments" / "configs" / "gpt2_124m.ini").string(),
-      {"--data.path", (dir / "gpt2_train_*.bin").string(), "--data.val_path",
-       (dir / "gpt2_val_*.bin").string(), "--model.seq_len", std::to_string(kSeqLen),
-       "--data.leaves", "2", "--train.steps", "2", "--train.warmup", "0", "--train.eval_every",
-       "1", "--train.eval_leaves", "1"});
+      {"--data.path", (dir / "gpt2_train_*.bin").string(), "--data.val_path", (dir / "gpt2_val_*.bin").string(),
+       "--model.seq_len", std::to_string(kSeqLen), "--data.leaves", "2", "--train.steps", "2", "--train.warmup", "0",
+       "--train.eval_every", "1", "--train.eval_leaves", "1"});
   // The config's shape is GPT-2 small: 124,439,808 parameters at context 1024 (less the
   // position rows beyond kSeqLen here).
   REQUIRE(config.model.vocab == 50257);

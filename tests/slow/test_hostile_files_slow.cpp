@@ -21,12 +21,13 @@ TEST_CASE("2400 resealed mutants of HDF5 metadata: no signal, no sanitizer repor
   sbt::FuzzCounts counts;
   sbt::fuzz_commands(m.runs, s, root.path.string(), 10, counts);
   sbt::fuzz_checkpoints(m.checkpoints, s, root.path.string(), counts);
-  MESSAGE("seed ", seed, ": ", m.runs.size(), " run-file and ", m.checkpoints.size(), " checkpoint mutants; ", counts.summary(),
-          counts.class_table());
+  MESSAGE("seed ", seed, ": ", m.runs.size(), " run-file and ", m.checkpoints.size(), " checkpoint mutants; ",
+          counts.summary(), counts.class_table());
   CHECK_MESSAGE(counts.signals + counts.sanitizer + counts.hangs + counts.unclear == 0, counts.first_problem);
 }
 
-TEST_CASE("1000 damaged token files (HDF5 metadata, shard headers and sizes): no signal, no sanitizer report, no hang") {
+TEST_CASE(
+    "1000 damaged token files (HDF5 metadata, shard headers and sizes): no signal, no sanitizer report, no hang") {
   sbt::TempDir root;
   // SB_HOSTILE_TOKEN_MUTANTS: mutants of each HDF5 token file (the shard gets half as many);
   // SB_HOSTILE_SEED as above.

@@ -64,8 +64,7 @@ TEST_CASE("the default Muon model learns the synthetic language, and reaches Ada
   const std::vector<float> adamw = validation_curve(sb::OptimizerName::adamw);
   REQUIRE(muon.size() == kSteps / kEvalEvery);
   REQUIRE(adamw.size() == kSteps / kEvalEvery);
-  std::printf("unigram entropy %.4f nats, ideal loss %.4f\nstep   muon val   adamw val\n", unigram,
-              stats.ideal_loss);
+  std::printf("unigram entropy %.4f nats, ideal loss %.4f\nstep   muon val   adamw val\n", unigram, stats.ideal_loss);
   for (size_t i = 0; i < muon.size(); ++i) {
     std::printf("%4zu   %8.4f   %9.4f\n", (i + 1) * kEvalEvery, muon[i], adamw[i]);
   }
@@ -74,8 +73,8 @@ TEST_CASE("the default Muon model learns the synthetic language, and reaches Ada
   const float target = adamw.back();
   const int muon_steps = steps_to_reach(muon, target);
   const int adamw_steps = steps_to_reach(adamw, target);
-  std::printf("AdamW's final validation loss %.4f: Muon reaches it at step %d, AdamW at step %d\n",
-              target, muon_steps, adamw_steps);
+  std::printf("AdamW's final validation loss %.4f: Muon reaches it at step %d, AdamW at step %d\n", target, muon_steps,
+              adamw_steps);
   CHECK(muon_steps > 0);
   CHECK(muon_steps < adamw_steps);
 }

@@ -45,8 +45,7 @@ inline void curand_init_gpt(sb::GPT& model, uint64_t seed) {
     if (p.init_std == 0.0f) {
       fill_kernel<<<blocks, 256, 0, stream>>>(w + p.offset, n, p.init_value);
     } else {
-      curand_normal_kernel<<<blocks, 256, 0, stream>>>(w + p.offset, n, p.init_std, seed,
-                                                       sb::det::stream_of(p.name));
+      curand_normal_kernel<<<blocks, 256, 0, stream>>>(w + p.offset, n, p.init_std, seed, sb::det::stream_of(p.name));
     }
     SB_CUDA_CHECK_LAUNCH();
   }

@@ -34,9 +34,7 @@ inline const char* math_name(MathFn f) {
 }
 
 // The contract's bound (docs/MATH.md): exp and log within 1 ULP, the others within 2.
-inline double math_ulp_bound(MathFn f) {
-  return (f == MathFn::exp || f == MathFn::log) ? 1.0 : 2.0;
-}
+inline double math_ulp_bound(MathFn f) { return (f == MathFn::exp || f == MathFn::log) ? 1.0 : 2.0; }
 
 inline float math_eval(MathFn f, float x) {
   switch (f) {
@@ -118,14 +116,48 @@ struct SplitMix64 {
 // Inputs where each function is hardest or changes form: limits, thresholds, branch edges.
 inline std::vector<float> math_edge_inputs() {
   const float inf = std::numeric_limits<float>::infinity();
-  std::vector<float> base = {0.0f, 0x1p-149f, 0x1p-126f, 0x1.fffffcp-127f, 0x1p-12f, 0x1p-25f,
-                             0.5f, 0.875f, 1.0f, 2.0f, 3.92f, 3.9192058f, 4.0f, 9.0f, 9.02f,
-                             0.7853981f, 0.78539819f, 1.5707964f, 3.1415927f, 0x1p20f,
-                             0x1.fffffep19f, 0x1p24f, 0x1p23f, 0x1.921fb6p+100f,
-                             16367173.0f * 0x1p72f, 0x1.62e42ep6f, 0x1.62e430p6f, 103.97208f,
-                             103.97207f, 104.0f, 87.336548f, 0x1.fffffep127f, inf,
-                             std::numeric_limits<float>::quiet_NaN(), 0.25f, 0.75f, 0.125f,
-                             0x1p-30f, 1.0f - 0x1p-24f, 1.0f + 0x1p-23f, 1.4142135f, 1.4142137f};
+  std::vector<float> base = {0.0f,
+                             0x1p-149f,
+                             0x1p-126f,
+                             0x1.fffffcp-127f,
+                             0x1p-12f,
+                             0x1p-25f,
+                             0.5f,
+                             0.875f,
+                             1.0f,
+                             2.0f,
+                             3.92f,
+                             3.9192058f,
+                             4.0f,
+                             9.0f,
+                             9.02f,
+                             0.7853981f,
+                             0.78539819f,
+                             1.5707964f,
+                             3.1415927f,
+                             0x1p20f,
+                             0x1.fffffep19f,
+                             0x1p24f,
+                             0x1p23f,
+                             0x1.921fb6p+100f,
+                             16367173.0f * 0x1p72f,
+                             0x1.62e42ep6f,
+                             0x1.62e430p6f,
+                             103.97208f,
+                             103.97207f,
+                             104.0f,
+                             87.336548f,
+                             0x1.fffffep127f,
+                             inf,
+                             std::numeric_limits<float>::quiet_NaN(),
+                             0.25f,
+                             0.75f,
+                             0.125f,
+                             0x1p-30f,
+                             1.0f - 0x1p-24f,
+                             1.0f + 0x1p-23f,
+                             1.4142135f,
+                             1.4142137f};
   std::vector<float> out;
   for (float x : base) {
     out.push_back(x);
@@ -146,14 +178,12 @@ inline float math_random_input(MathFn f, SplitMix64& rng) {
   };
   switch (f) {
     case MathFn::exp: return by_bits ? sign * bits_below(104.0f) : rng.uniform(-104.0f, 89.0f);
-    case MathFn::log: return by_bits ? bits_below(std::numeric_limits<float>::infinity())
-                                     : rng.uniform(0.25f, 4.0f);
+    case MathFn::log: return by_bits ? bits_below(std::numeric_limits<float>::infinity()) : rng.uniform(0.25f, 4.0f);
     case MathFn::tanh: return sign * (by_bits ? bits_below(10.0f) : rng.uniform(0.0f, 10.0f));
     case MathFn::erf: return sign * (by_bits ? bits_below(4.0f) : rng.uniform(0.0f, 4.0f));
     case MathFn::sin:
     case MathFn::cos:
-      return sign * (by_bits ? bits_below(std::numeric_limits<float>::infinity())
-                             : rng.uniform(0.0f, 1000.0f));
+      return sign * (by_bits ? bits_below(std::numeric_limits<float>::infinity()) : rng.uniform(0.0f, 1000.0f));
     case MathFn::cos_2pi: return by_bits ? bits_below(1.0f) : rng.uniform(0.0f, 1.0f);
   }
   return 0.0f;
@@ -194,8 +224,8 @@ inline UlpSweep math_ulp_sweep(MathFn f, uint64_t strided, uint64_t random, uint
 }
 
 inline void print_sweep(MathFn f, const UlpSweep& s) {
-  std::printf("%-8s max %.4f ULP (bound %.0f) at x = %a; %llu inputs, %.4f%% correctly rounded\n",
-              math_name(f), s.max_ulp, math_ulp_bound(f), static_cast<double>(s.worst_input),
+  std::printf("%-8s max %.4f ULP (bound %.0f) at x = %a; %llu inputs, %.4f%% correctly rounded\n", math_name(f),
+              s.max_ulp, math_ulp_bound(f), static_cast<double>(s.worst_input),
               static_cast<unsigned long long>(s.count),
               100.0 * static_cast<double>(s.correctly_rounded) / static_cast<double>(s.count));
   std::fflush(stdout);

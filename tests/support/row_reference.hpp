@@ -15,9 +15,8 @@
 namespace sb::test {
 
 // LayerNorm, one row: Σx (32 lanes) → mean; Σ(x − mean)² (32 lanes, fma) → rstd; out.
-inline void layernorm_row_forward(float* out /* (C) */, float* mean_out, float* rstd_out,
-                                  const float* x /* (C) */, const float* w /* (C) */,
-                                  const float* b /* (C) or null */, int C) {
+inline void layernorm_row_forward(float* out /* (C) */, float* mean_out, float* rstd_out, const float* x /* (C) */,
+                                  const float* w /* (C) */, const float* b /* (C) or null */, int C) {
   const float mean = ops::norm_mean(det::lane32_sum_ref(x, C), C);
   float s[det::kLanes];
   for (int l = 0; l < det::kLanes; ++l) s[l] = 0.0f;
@@ -35,9 +34,8 @@ inline void layernorm_row_forward(float* out /* (C) */, float* mean_out, float* 
 }
 
 // LayerNorm backward, one row (dinp only; dw and db are chains over tokens).
-inline void layernorm_row_backward(float* dinp /* (C) */, const float* dout /* (C) */,
-                                   const float* x /* (C) */, const float* w /* (C) */, float mean,
-                                   float rstd, int C) {
+inline void layernorm_row_backward(float* dinp /* (C) */, const float* dout /* (C) */, const float* x /* (C) */,
+                                   const float* w /* (C) */, float mean, float rstd, int C) {
   float s1[det::kLanes], s2[det::kLanes];
   for (int l = 0; l < det::kLanes; ++l) s1[l] = s2[l] = 0.0f;
   for (int i = 0; i < C; ++i) {
@@ -60,9 +58,8 @@ inline void rmsnorm_row_forward(float* out /* (C) */, float* rstd_out, const flo
   *rstd_out = rstd;
 }
 
-inline void rmsnorm_row_backward(float* dinp /* (C) */, const float* dout /* (C) */,
-                                 const float* x /* (C) */, const float* w /* (C) */, float rstd,
-                                 int C) {
+inline void rmsnorm_row_backward(float* dinp /* (C) */, const float* dout /* (C) */, const float* x /* (C) */,
+                                 const float* w /* (C) */, float rstd, int C) {
   float s[det::kLanes];
   for (int l = 0; l < det::kLanes; ++l) s[l] = 0.0f;
   for (int i = 0; i < C; ++i)
@@ -72,13 +69,11 @@ inline void rmsnorm_row_backward(float* dinp /* (C) */, const float* dout /* (C)
 }
 
 // Row t of one head: att row (T) gets the probabilities (0 beyond t), out (hs) the weighted sum.
-inline void attention_row_forward(float* out /* (hs) */, float* att /* (T) */,
-                                  const float* q /* (hs) */, const float* k /* (T, ld) */,
-                                  const float* v /* (T, ld) */, ptrdiff_t ld, int t, int T,
-                                  int hs) {
+inline void attention_row_forward(float* out /* (hs) */, float* att /* (T) */, const float* q /* (hs) */,
+                                  const float* k /* (T, ld) */, const float* v /* (T, ld) */, ptrdiff_t ld, int t,
+                                  int T, int hs) {
   const float scale = ops::attention_scale(hs);
-  for (int j = 0; j <= t; ++j)
-    att[j] = ops::attention_score(ops::canonical_dot(q, 1, k + j * ld, 1, hs, 0.0f), scale);
+  for (int j = 0; j <= t; ++j) att[j] = ops::attention_score(ops::canonical_dot(q, 1, k + j * ld, 1, hs, 0.0f), scale);
   const float m = ops::row_max(att, t + 1);
   const float den = ops::softmax_denominator(att, t + 1, m);
   for (int j = 0; j <= t; ++j) att[j] = ops::softmax_prob(ops::softmax_numerator(att[j], m), den);
@@ -87,9 +82,8 @@ inline void attention_row_forward(float* out /* (hs) */, float* att /* (T) */,
 }
 
 // Row t of one head's d(scores): datt row (T) (0 beyond t) from the probabilities and dy.
-inline void attention_row_dscores(float* datt /* (T) */, const float* att /* (T) */,
-                                  const float* dy /* (hs) */, const float* v /* (T, ld) */,
-                                  ptrdiff_t ld, int t, int T, int hs) {
+inline void attention_row_dscores(float* datt /* (T) */, const float* att /* (T) */, const float* dy /* (hs) */,
+                                  const float* v /* (T, ld) */, ptrdiff_t ld, int t, int T, int hs) {
   const float scale = ops::attention_scale(hs);
   float s[det::kLanes];
   for (int l = 0; l < det::kLanes; ++l) s[l] = 0.0f;

@@ -132,12 +132,12 @@ inline void check_same_state(const TrainerState& a, const TrainerState& b) {
 
 // The execution configurations an invariance test tries against the reference run.
 struct Invariance {
-  std::vector<int> threads;  // run.threads values
-  std::vector<int> micro;    // TrainerOptions::micro_leaves values
-  uint64_t shuffle_seed = 0; // non-zero: also a permuted leaf order, in micro-steps of
-  int shuffle_micro = 0;     // shuffle_micro leaves on shuffle_threads threads
+  std::vector<int> threads;   // run.threads values
+  std::vector<int> micro;     // TrainerOptions::micro_leaves values
+  uint64_t shuffle_seed = 0;  // non-zero: also a permuted leaf order, in micro-steps of
+  int shuffle_micro = 0;      // shuffle_micro leaves on shuffle_threads threads
   int shuffle_threads = 1;
-  int resume_after = 0;      // non-zero: also run_resumed after that many steps
+  int resume_after = 0;  // non-zero: also run_resumed after that many steps
 };
 
 inline void check_invariance(const Config& base, const RunBits& ref, const Invariance& v) {

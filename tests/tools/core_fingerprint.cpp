@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/backend.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/model/gpt.hpp"
 #include "samebits/det/fingerprint.hpp"
 

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/cli/options.hpp"
 #include "samebits/core/config.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/parallel/exact_allreduce.hpp"
 #include "samebits/core/parallel/launch.hpp"
 #include "samebits/core/parallel/mpi.hpp"
@@ -34,18 +34,19 @@ struct Args {
   std::string save, resume;
   int fail_rank = -1;
   int64_t fail_step = -1;
-  std::string fail_mode;    // kill | error | error-abort
-  bool bench = false;       // no statistics or fingerprints; timing and traffic lines
-  int collective_reps = 0;  // > 0: time the gradient all-reduce alone, exact vs native, and stop
+  std::string fail_mode;           // kill | error | error-abort
+  bool bench = false;              // no statistics or fingerprints; timing and traffic lines
+  int collective_reps = 0;         // > 0: time the gradient all-reduce alone, exact vs native, and stop
   bool check_collectives = false;  // check MAX and reduce-scatter against their definitions, stop
-  bool staged = false;      // the collectives on host copies through the backend (parallel/launch.hpp)
+  bool staged = false;             // the collectives on host copies through the backend (parallel/launch.hpp)
 };
 
 const char* const kUsage =
     "usage: mpi_train_driver [--config FILE.ini] [--precision fp32|bf16|fp16] [--optim muon|adamw|normuon]\n"
     "  [--muon-variants]\n"
     "  [--adaptive-lr]\n"
-    "  [--dist-optimizer] [--staged] [--allreduce exact|native] [--leaf-sum exact|native] [--steps N] [--warmup N] [--layers L]\n"
+    "  [--dist-optimizer] [--staged] [--allreduce exact|native] [--leaf-sum exact|native] [--steps N] [--warmup N] "
+    "[--layers L]\n"
     "  [--width C] [--heads H] [--seq T] [--vocab V] [--leaves N] [--leaf-size S] [--threads N]\n"
     "  [--save-after K --save FILE] [--resume FILE]\n"
     "  [--fail-rank R --fail-step S --fail-mode kill|error|error-abort] [--bench]\n"
@@ -242,14 +243,12 @@ uint32_t bits_of(float x) {
 }
 
 void print_traffic(int64_t step, const sb::CommCounters& c, double seconds) {
-  std::printf("# traffic step %lld seconds %.6f total_bytes %llu received %llu",
-              static_cast<long long>(step), seconds, static_cast<unsigned long long>(c.total_bytes()),
-              static_cast<unsigned long long>(c.total_received()));
+  std::printf("# traffic step %lld seconds %.6f total_bytes %llu received %llu", static_cast<long long>(step), seconds,
+              static_cast<unsigned long long>(c.total_bytes()), static_cast<unsigned long long>(c.total_received()));
   for (size_t k = 0; k < sb::kCollectiveKinds; ++k) {
     if (c.calls[k] == 0) continue;
     std::printf(" %s=%llux%llu", std::string(sb::to_string(static_cast<sb::Collective>(k))).c_str(),
-                static_cast<unsigned long long>(c.calls[k]),
-                static_cast<unsigned long long>(c.bytes[k]));
+                static_cast<unsigned long long>(c.calls[k]), static_cast<unsigned long long>(c.bytes[k]));
   }
   std::printf("\n");
 }
@@ -273,8 +272,7 @@ double fastest_of(int reps, sb::Communicator& comm, const F& collective) {
     comm.barrier();
     const auto start = std::chrono::steady_clock::now();
     collective();
-    const double s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     best = i == 0 ? s : std::min(best, s);
   }
   return best;
@@ -321,8 +319,8 @@ int check_collectives(sb::Communicator& comm) {
   const int w = comm.size(), me = comm.rank();
   std::vector<uint8_t> bytes = {static_cast<uint8_t>(me * 40), static_cast<uint8_t>(200 - me), 3};
   comm.allreduce_max_u8(bytes.data(), bytes.size());
-  SB_CHECK(bytes[0] == (w - 1) * 40 && bytes[1] == 200 && bytes[2] == 3, "allreduce_max_u8 gave ",
-           int(bytes[0]), " ", int(bytes[1]), " ", int(bytes[2]));
+  SB_CHECK(bytes[0] == (w - 1) * 40 && bytes[1] == 200 && bytes[2] == 3, "allreduce_max_u8 gave ", int(bytes[0]), " ",
+           int(bytes[1]), " ", int(bytes[2]));
   std::vector<size_t> counts(static_cast<size_t>(w));
   for (int r = 0; r < w; ++r) counts[size_t(r)] = r == 3 ? 0 : static_cast<size_t>(r + 1);
   size_t total = 0, offset = 0;
@@ -337,8 +335,7 @@ int check_collectives(sb::Communicator& comm) {
   for (size_t i = offset; i < offset + counts[size_t(me)]; ++i) {
     uint64_t want = 0;
     for (int r = 0; r < w; ++r) want += (uint64_t{1} << 63) / 2 * uint64_t(r + 3) - i * uint64_t(r);
-    SB_CHECK(x[i] == want, "reduce_scatter_sum_u64 on rank ", me, ": element ", i, " is ", x[i],
-             ", expected ", want);
+    SB_CHECK(x[i] == want, "reduce_scatter_sum_u64 on rank ", me, ": element ", i, " is ", x[i], ", expected ", want);
   }
   comm.barrier();
   if (me == 0) std::printf("# collectives ok world %d\n", w);
@@ -356,8 +353,8 @@ int train(const Args& a, sb::Backend& backend, sb::Communicator& comm) {
   }
   const std::vector<uint64_t> state_bytes = sb::state_bytes_per_rank(trainer.optimizer(), comm);
   if (root) {
-    std::printf("# world %d (%s) distributed_optimizer %d allreduce %s\n# optimizer_state_bytes",
-                comm.size(), comm.describe().c_str(), a.options.distributed_optimizer ? 1 : 0,
+    std::printf("# world %d (%s) distributed_optimizer %d allreduce %s\n# optimizer_state_bytes", comm.size(),
+                comm.describe().c_str(), a.options.distributed_optimizer ? 1 : 0,
                 std::string(sb::config_name(a.config.numerics.allreduce)).c_str());
     for (uint64_t b : state_bytes) std::printf(" %llu", static_cast<unsigned long long>(b));
     std::printf("\n");
@@ -371,14 +368,12 @@ int train(const Args& a, sb::Backend& backend, sb::Communicator& comm) {
   while (!trainer.finished()) {
     if (comm.rank() == a.fail_rank && trainer.steps_done() == a.fail_step) {
       if (a.fail_mode == "kill") std::raise(SIGKILL);
-      SB_FAIL("a deliberate failure on rank ", comm.rank(), " before step ", a.fail_step + 1,
-              " (--fail-rank)");
+      SB_FAIL("a deliberate failure on rank ", comm.rank(), " before step ", a.fail_step + 1, " (--fail-rank)");
     }
     const sb::StepResult r = trainer.step();
     if (root && !a.bench) {
       std::printf("step %lld loss %08x val %08x params %016llx grads %016llx stats %016llx\n",
-                  static_cast<long long>(r.stats.step), bits_of(r.stats.loss),
-                  bits_of(r.stats.val_loss),
+                  static_cast<long long>(r.stats.step), bits_of(r.stats.loss), bits_of(r.stats.val_loss),
                   static_cast<unsigned long long>(list_fingerprint(r.param_fingerprints)),
                   static_cast<unsigned long long>(list_fingerprint(r.grad_fingerprints)),
                   static_cast<unsigned long long>(stats_fingerprint(r.stats)));
@@ -400,10 +395,9 @@ int train(const Args& a, sb::Backend& backend, sb::Communicator& comm) {
   }
   const sb::TrainerState s = trainer.export_state();
   if (root && !a.bench) {
-    std::printf(
-        "final weights %016llx optimizer %016llx\n",
-        static_cast<unsigned long long>(sb::det::fingerprint(s.weights.data(), s.weights.size())),
-        static_cast<unsigned long long>(state_fingerprint(s)));
+    std::printf("final weights %016llx optimizer %016llx\n",
+                static_cast<unsigned long long>(sb::det::fingerprint(s.weights.data(), s.weights.size())),
+                static_cast<unsigned long long>(state_fingerprint(s)));
   }
   // Every rank's received bytes per timed step, per kind (ranks receive different parts of a
   // reduce-scatter and of the owners' broadcasts): "# received rank R total B kind=B …".
@@ -428,8 +422,7 @@ int train(const Args& a, sb::Backend& backend, sb::Communicator& comm) {
     std::printf(
         "# summary world %d seconds_per_step %.6f bytes_per_step %llu "
         "optimizer_state_bytes_max %llu fastest_step %.6f\n",
-        comm.size(), seconds / double(timed),
-        static_cast<unsigned long long>(bytes / uint64_t(timed)),
+        comm.size(), seconds / double(timed), static_cast<unsigned long long>(bytes / uint64_t(timed)),
         static_cast<unsigned long long>(most), fastest);
   }
   return 0;

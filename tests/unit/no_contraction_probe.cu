@@ -5,14 +5,12 @@
 #include "samebits/det/hd.hpp"
 
 // in: (4) floats, (3) doubles; out: (1) float, (1) double.
-extern "C" __global__ void sb_probe_unfused(const float* a, const double* d, float* out_f,
-                                            double* out_d) {
+extern "C" __global__ void sb_probe_unfused(const float* a, const double* d, float* out_f, double* out_d) {
   out_f[0] = sb::det::contraction_probe_f32(a[0], a[1], a[2], a[3]);
   out_d[0] = sb::det::contraction_probe_f64(d[0], d[1], d[2]);
 }
 
-extern "C" __global__ void sb_probe_fused(const float* a, const double* d, float* out_f,
-                                          double* out_d) {
+extern "C" __global__ void sb_probe_fused(const float* a, const double* d, float* out_f, double* out_d) {
   out_f[0] = sb::det::fma_f32(a[0], a[1], a[2]);
   out_d[0] = sb::det::fma_f64(d[0], d[1], d[2]);
 }

@@ -9,11 +9,11 @@
 #include <cmath>
 #include <vector>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/backend.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/ops/attention.hpp"
-#include "test_op_support.hpp"
 #include "support/row_reference.hpp"
+#include "test_op_support.hpp"
 
 using namespace sb;
 
@@ -46,18 +46,22 @@ bool check(int B, int T, int C, int NH, uint32_t seed, bool underflow = false) {
       const float* P = &att_ref[head];
       float* dS = &datt_ref[head];
       for (int t = 0; t < T; ++t) {
-        test::attention_row_forward(&y_ref[(static_cast<size_t>(b) * T + t) * C + h * hs], &att_ref[head + static_cast<size_t>(t) * T],
-                                   &qkv[base + static_cast<size_t>(t) * ld], &qkv[base + C], &qkv[base + 2 * C], ld, t, T, hs);
+        test::attention_row_forward(
+            &y_ref[(static_cast<size_t>(b) * T + t) * C + h * hs], &att_ref[head + static_cast<size_t>(t) * T],
+            &qkv[base + static_cast<size_t>(t) * ld], &qkv[base + C], &qkv[base + 2 * C], ld, t, T, hs);
         test::attention_row_dscores(&dS[static_cast<size_t>(t) * T], &P[static_cast<size_t>(t) * T],
-                                   &dy[(static_cast<size_t>(b) * T + t) * C + h * hs], &qkv[base + 2 * C], ld, t, T, hs);
+                                    &dy[(static_cast<size_t>(b) * T + t) * C + h * hs], &qkv[base + 2 * C], ld, t, T,
+                                    hs);
       }
       for (int t = 0; t < T; ++t)
         for (int d = 0; d < hs; ++d) {
           const size_t r = base + static_cast<size_t>(t) * ld + d;
           dqkv_ref[r] = ops::canonical_dot(&dS[static_cast<size_t>(t) * T], 1, &qkv[base + C + d], ld, t + 1, 0.0f);
-          dqkv_ref[r + C] = ops::canonical_dot(&dS[static_cast<size_t>(t) * T + t], T, &qkv[base + static_cast<size_t>(t) * ld + d], ld, T - t, 0.0f);
-          dqkv_ref[r + 2 * C] = ops::canonical_dot(&P[static_cast<size_t>(t) * T + t], T,
-                                                   &dy[(static_cast<size_t>(b) * T + t) * C + h * hs + d], C, T - t, 0.0f);
+          dqkv_ref[r + C] = ops::canonical_dot(&dS[static_cast<size_t>(t) * T + t], T,
+                                               &qkv[base + static_cast<size_t>(t) * ld + d], ld, T - t, 0.0f);
+          dqkv_ref[r + 2 * C] =
+              ops::canonical_dot(&P[static_cast<size_t>(t) * T + t], T,
+                                 &dy[(static_cast<size_t>(b) * T + t) * C + h * hs + d], C, T - t, 0.0f);
         }
     }
   const bool probs = test::same_bits(att, att_ref, "attention probabilities");
@@ -73,8 +77,8 @@ TEST_CASE("attention: blocked kernels equal the row references at head sizes 8..
   struct Shape {
     int B, T, C, NH;
   };
-  const Shape shapes[] = {{1, 1, 8, 1}, {2, 37, 24, 3}, {1, 128, 128, 4}, {2, 131, 60, 3},
-                          {1, 9, 64, 1}, {1, 300, 32, 1}};
+  const Shape shapes[] = {{1, 1, 8, 1},    {2, 37, 24, 3}, {1, 128, 128, 4},
+                          {2, 131, 60, 3}, {1, 9, 64, 1},  {1, 300, 32, 1}};
   uint32_t seed = 40;
   for (const Shape& s : shapes) {
     CAPTURE(s.B);

@@ -7,8 +7,8 @@
 #include <limits>
 #include <vector>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/backend.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/exact_norm.hpp"
 #include "samebits/core/train/statistics.hpp"
 
@@ -104,11 +104,10 @@ TEST_CASE("statistics from backend memory equal the host statistics bit for bit 
   device.finish(batch.data(), 1.0, 4, 2, s_device);
   REQUIRE(s_host.tensors.size() == 2);
   REQUIRE(s_device.tensors.size() == 2);
-  CHECK(std::memcmp(s_host.tensors.data(), s_device.tensors.data(),
-                    2 * sizeof(sb::TensorStats)) == 0);
-  for (const auto& [x, y] : {std::pair{s_host.leaf_sq_mean, s_device.leaf_sq_mean},
-                             std::pair{s_host.batch_sq, s_device.batch_sq},
-                             std::pair{s_host.noise_scale, s_device.noise_scale}}) {
+  CHECK(std::memcmp(s_host.tensors.data(), s_device.tensors.data(), 2 * sizeof(sb::TensorStats)) == 0);
+  for (const auto& [x, y] :
+       {std::pair{s_host.leaf_sq_mean, s_device.leaf_sq_mean}, std::pair{s_host.batch_sq, s_device.batch_sq},
+        std::pair{s_host.noise_scale, s_device.noise_scale}}) {
     CHECK(same_bits(x, y));
   }
   CHECK(std::isfinite(s_host.tensors[0].grad_norm));

@@ -33,8 +33,8 @@ using sb::test::random_float;
 using sb::test::random_leaves;
 
 struct Reference {
-  std::vector<Wide192> sums;    // (n) exact, in the frame
-  std::vector<uint32_t> bits;   // (n) rounded
+  std::vector<Wide192> sums;   // (n) exact, in the frame
+  std::vector<uint32_t> bits;  // (n) rounded
   uint32_t status = 0;
   uint64_t adds = 0;
 };
@@ -133,20 +133,20 @@ Leaves adversarial(size_t leaves) {
       kinds.push_back(v);
     }
   };
-  block([](size_t, size_t) { return 0.0f; });                                    // empty
-  block([](size_t l, size_t) { return l % 2 ? -0.0f : 0.0f; });                   // signed zeros
-  block([](size_t, size_t) { return 1.0f; });                                    // all equal
-  block([](size_t, size_t e) { return e % 2 ? kTop : -kTop; });                  // top, alternating
-  block([](size_t l, size_t e) { return (l + e) % 2 ? kTop : kLsb; });            // full window span
-  block([](size_t l, size_t) { return l % 2 ? -kTop : kTop; });                  // cancelling, max
-  block([](size_t l, size_t e) { return l % 2 ? -kTiny * float(e) : kTiny * float(e); });  // subnormals
-  block([&](size_t, size_t) { return random_float(rng, -140, -95); });           // below the window
-  block([](size_t, size_t e) { return std::ldexp(1.5f, -101 - int(e % 4)); });    // below-window ties
-  block([](size_t l, size_t) { return l == 0 ? 1e6f : -1e-29f; });                // re-base, widen
-  block([](size_t l, size_t e) { return l == 0 && e == 7 ? kTop : 1e-6f; });      // one outlier
-  block([&](size_t, size_t) { return random_float(rng, -149, 26); });            // every exponent
+  block([](size_t, size_t) { return 0.0f; });                                                   // empty
+  block([](size_t l, size_t) { return l % 2 ? -0.0f : 0.0f; });                                 // signed zeros
+  block([](size_t, size_t) { return 1.0f; });                                                   // all equal
+  block([](size_t, size_t e) { return e % 2 ? kTop : -kTop; });                                 // top, alternating
+  block([](size_t l, size_t e) { return (l + e) % 2 ? kTop : kLsb; });                          // full window span
+  block([](size_t l, size_t) { return l % 2 ? -kTop : kTop; });                                 // cancelling, max
+  block([](size_t l, size_t e) { return l % 2 ? -kTiny * float(e) : kTiny * float(e); });       // subnormals
+  block([&](size_t, size_t) { return random_float(rng, -140, -95); });                          // below the window
+  block([](size_t, size_t e) { return std::ldexp(1.5f, -101 - int(e % 4)); });                  // below-window ties
+  block([](size_t l, size_t) { return l == 0 ? 1e6f : -1e-29f; });                              // re-base, widen
+  block([](size_t l, size_t e) { return l == 0 && e == 7 ? kTop : 1e-6f; });                    // one outlier
+  block([&](size_t, size_t) { return random_float(rng, -149, 26); });                           // every exponent
   block([](size_t l, size_t e) { return e < 8 ? 1e-20f * float(l + 1) : 3.0f * 1048576.0f; });  // groups far apart
-  block([](size_t l, size_t e) { return e == 31 ? (l % 2 ? -kLsb : kLsb) : 0.0f; });  // one group only
+  block([](size_t l, size_t e) { return e == 31 ? (l % 2 ? -kLsb : kLsb) : 0.0f; });            // one group only
   block([](size_t l, size_t e) { return e < 24 ? 0.0f : std::ldexp(1.0f, 26 - int(l % 3)); });  // last group
   // Interleave: leaf l's vector is the concatenation of every kind's leaf-l block.
   Leaves out(leaves);
@@ -194,8 +194,8 @@ TEST_CASE("block wire: random partitions of random leaves over 1-7 ranks") {
 }
 
 TEST_CASE("block wire: every special value; the status bits agree on every rank") {
-  const std::vector<float> specials = {0.0f,  -0.0f, kTiny, -kTiny, 1.17549435e-38f, kTop, -kTop,
-                                       134217728.0f, kMax,  -kMax, kInf,  -kInf, kNaN,  1.0f};
+  const std::vector<float> specials = {0.0f,         -0.0f, kTiny, -kTiny, 1.17549435e-38f, kTop, -kTop,
+                                       134217728.0f, kMax,  -kMax, kInf,   -kInf,           kNaN, 1.0f};
   Leaves data(3, std::vector<float>(specials.size() * 3, 0.5f));
   for (size_t l = 0; l < 3; ++l) {
     for (size_t i = 0; i < specials.size(); ++i) data[l][i * 3 + l] = specials[i];
@@ -279,8 +279,8 @@ TEST_CASE("block wire: a block's range equals the fold of every value's range") 
   for (int e = -149; e <= 30; ++e) {
     for (int k = 0; k < 6; ++k) x.push_back(random_float(rng, e, e));
   }
-  for (float v : {0.0f, -0.0f, kTiny, -kTiny, kLsb, -kLsb, std::ldexp(1.5f, -101), kTop, -kTop,
-                  134217728.0f, kMax, kInf, -kInf, kNaN, 1.0f, std::ldexp(1.0f, -77)}) {
+  for (float v : {0.0f, -0.0f, kTiny, -kTiny, kLsb, -kLsb, std::ldexp(1.5f, -101), kTop, -kTop, 134217728.0f, kMax,
+                  kInf, -kInf, kNaN, 1.0f, std::ldexp(1.0f, -77)}) {
     x.push_back(v);
   }
   std::shuffle(x.begin(), x.end(), rng);

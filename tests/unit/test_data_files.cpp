@@ -20,8 +20,8 @@
 #include "samebits/data/shards.hpp"
 #include "samebits/data/text_file.hpp"
 #include "samebits/det/error.hpp"
-#include "support/token_files.hpp"
 #include "support/error_text.hpp"
+#include "support/token_files.hpp"
 
 using namespace sb::data;
 namespace fs = std::filesystem;
@@ -175,8 +175,7 @@ TEST_CASE("bad shards: missing, empty glob, magic, version, truncated, size mism
   const ShardFiles v(dir / "vocab.bin", 256);
   std::vector<int32_t> out(300);
   v.read(0, 256, out.data());
-  check_error([&] { v.read(200, 100, out.data()); },
-              {"vocab.bin", "token 256 at token position 256 is >= vocab 256"});
+  check_error([&] { v.read(200, 100, out.data()); }, {"vocab.bin", "token 256 at token position 256 is >= vocab 256"});
   write_shard(dir / "vocab2.bin", std::vector<int32_t>{1, 2, 2000000000}, 2);
   check_error([&] { read_all(ShardFiles(dir / "vocab2.bin", 50257)); },
               {"vocab2.bin", "token 2000000000 at token position 2"});
@@ -242,9 +241,11 @@ TEST_CASE("bad HDF5 input: each error names the file and the dataset") {
   check_error([&] { Hdf5Tokens(dir / "f.h5:/tokens", 256, decode); },
               {"f.h5", "'/tokens'", "holds floating-point values, expected integer token ids"});
   check_error([&] { Hdf5Tokens(dir / "g.h5:/tokens", 256, decode); }, {"g.h5", "has rank 2, expected a 1-D dataset"});
-  check_error([&] { Hdf5Tokens(dir / "n.h5:/tokens", 256, decode); }, {"n.h5", "token -2 at position 1 is outside the vocabulary"});
+  check_error([&] { Hdf5Tokens(dir / "n.h5:/tokens", 256, decode); },
+              {"n.h5", "token -2 at position 1 is outside the vocabulary"});
   check_error([&] { Hdf5Tokens(dir / "n.h5:/tokens", 1, decode); }, {"n.h5", "token 1 at position 0"});
-  check_error([&] { Hdf5Tokens(dir / "f.h5", 256, decode); }, {"f.h5", "must name the file and the dataset: FILE.h5:/dataset"});
+  check_error([&] { Hdf5Tokens(dir / "f.h5", 256, decode); },
+              {"f.h5", "must name the file and the dataset: FILE.h5:/dataset"});
   // Read in the reader process behind the structure walk, which knows no filters: a compressed
   // dataset is refused, saying what is read.
   sbt::write_token_h5(dir / "z.h5", "/tokens", H5T_STD_U16LE, {1, 2, 3}, 2, true);

@@ -42,8 +42,7 @@ struct Seen {
 // An independent recognizer of the language (docs/DATA.md): brackets nest and match, verbs agree
 // with their clause's subject, spans have span_min..span_max tokens, a recall copies the last span
 // of its key. Truncation at the document's end is allowed in any state. Returns "" or the fault.
-std::string recognize(const SyntheticLayout& l, const SyntheticConfig& c, const int32_t* doc, size_t n,
-                      Seen* seen) {
+std::string recognize(const SyntheticLayout& l, const SyntheticConfig& c, const int32_t* doc, size_t n, Seen* seen) {
   enum { boundary, pre_verb, after_open, post_verb, span, recall } mode = boundary;
   struct Frame {
     int bracket, number;
@@ -159,8 +158,8 @@ TEST_CASE("random access equals sequential generation, bit for bit") {
   cfg.doc_len = 100;
   const SyntheticLanguage lang(cfg, 128, 3, Split::train);
   const std::vector<int32_t> all = stream(lang, 0, 20000);
-  const uint64_t windows[][2] = {{0, 1}, {0, 100}, {1, 99}, {99, 2}, {150, 1000}, {7777, 3333},
-                                 {19999, 1}, {12345, 0}, {200, 100}};
+  const uint64_t windows[][2] = {{0, 1},       {0, 100},   {1, 99},    {99, 2},   {150, 1000},
+                                 {7777, 3333}, {19999, 1}, {12345, 0}, {200, 100}};
   for (const auto& w : windows) {
     const std::vector<int32_t> part = stream(lang, w[0], w[1]);
     CHECK(part == std::vector<int32_t>(all.begin() + int64_t(w[0]), all.begin() + int64_t(w[0] + w[1])));
@@ -284,10 +283,10 @@ TEST_CASE("n-gram baselines: structure to learn, and more that needs attention")
     const std::vector<int32_t> a = stream(train, 0, 1 << 21), b = stream(val, 0, 1 << 18);
     const NgramLosses n = ngram_cross_entropy(a.data(), a.size(), b.data(), b.size(), uint64_t(vocab));
     const SyntheticStats s = synthetic_stats(val, 1 << 18);
-    MESSAGE("vocab ", vocab, ": unigram H ", s.unigram_entropy, ", n-gram ", n.unigram, " / ", n.bigram,
-            " / ", n.trigram, ", ideal ", s.ideal_loss);
+    MESSAGE("vocab ", vocab, ": unigram H ", s.unigram_entropy, ", n-gram ", n.unigram, " / ", n.bigram, " / ",
+            n.trigram, ", ideal ", s.ideal_loss);
     CHECK(n.unigram == doctest::Approx(s.unigram_entropy).epsilon(0.01));
-    CHECK(n.bigram < s.unigram_entropy - 0.5);               // a bigram model learns something
+    CHECK(n.bigram < s.unigram_entropy - 0.5);                  // a bigram model learns something
     CHECK(s.ideal_loss < std::min(n.bigram, n.trigram) - 0.7);  // attention is needed for the rest
   }
 }

@@ -11,15 +11,15 @@
 #include <string>
 #include <vector>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/cli/divergence.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/io/token_files.hpp"
 #include "samebits/core/model/gpt.hpp"
 #include "samebits/core/train/perturbation.hpp"
 #include "samebits/data/sampler.hpp"
 #include "samebits/det/error.hpp"
-#include "support/train_bits.hpp"
 #include "support/error_text.hpp"
+#include "support/train_bits.hpp"
 
 namespace {
 
@@ -81,15 +81,16 @@ TEST_CASE("distance_growth recovers the rate of an exponential and finds a known
 
   // A jump of ×5000 between steps 7 and 8, ×2 elsewhere; steps before the first divergence and
   // zero distances are not fitted.
-  const std::vector<sb::cli::DistancePoint> jumpy{
-      {2, 0.5, 9, 0.1}, {6, 0, 0, 0}, {7, 1e-9, 1, 0.1}, {8, 5e-6, 9, 0.2}, {9, 1e-5, 9, 0.3}, {10, 2e-5, 9, 0.3}};
+  const std::vector<sb::cli::DistancePoint> jumpy{{2, 0.5, 9, 0.1},  {6, 0, 0, 0},      {7, 1e-9, 1, 0.1},
+                                                  {8, 5e-6, 9, 0.2}, {9, 1e-5, 9, 0.3}, {10, 2e-5, 9, 0.3}};
   const sb::cli::Growth j = sb::cli::distance_growth(jumpy, 7);
   CHECK(j.points == 4);
   CHECK(j.jump_step == 8);
   CHECK(j.jump == doctest::Approx(std::log(5000.0)).epsilon(1e-6));
   CHECK(j.threshold_step == 2);  // any point counts for the threshold
 
-  const sb::cli::Growth none = sb::cli::distance_growth(std::vector<sb::cli::DistancePoint>{{0, 0, 0, 0}, {5, 1e-8, 1, 0}}, 5);
+  const sb::cli::Growth none =
+      sb::cli::distance_growth(std::vector<sb::cli::DistancePoint>{{0, 0, 0, 0}, {5, 1e-8, 1, 0}}, 5);
   CHECK(none.points == 1);
   CHECK(std::isnan(none.rate));
   CHECK(none.jump_step == 0);
@@ -123,7 +124,8 @@ TEST_CASE("prediction agreement: equal states agree exactly; the correlation mat
   sb::GPT ma(c.model, 1, *be), mb(c.model, 1, *be);
   std::memcpy(ma.weights().data(), a.data(), a.size() * sizeof(float));
   std::memcpy(mb.weights().data(), b.data(), b.size() * sizeof(float));
-  const auto source = sb::data::open_source(sb::to_data_config(c), sb::data::Split::validation, sb::io::isolated_hdf5_decoder());
+  const auto source =
+      sb::data::open_source(sb::to_data_config(c), sb::data::Split::validation, sb::io::isolated_hdf5_decoder());
   const sb::data::ValidationSet set(*source, c.model.seq_len, 2);
   std::vector<double> xa, xb;
   std::vector<int32_t> tokens(17);

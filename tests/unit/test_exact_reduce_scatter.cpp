@@ -14,14 +14,14 @@
 #include <random>
 #include <vector>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/backend.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/parallel/exact_allreduce.hpp"
 #include "samebits/core/parallel/launch.hpp"
+#include "samebits/core/parallel/thread_world.hpp"
 #include "samebits/det/bits.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/fixed_point.hpp"
-#include "samebits/core/parallel/thread_world.hpp"
 
 namespace {
 
@@ -81,8 +81,8 @@ struct RankResult {
 
 // Every rank's accumulator gets the leaves owner[l] == r; then the exact reduce-scatter (need)
 // or, with need empty, the exact all-reduce.
-std::vector<RankResult> run_world(const Leaves& leaves, const std::vector<int>& owner, int world,
-                                  const Need& need, bool staged) {
+std::vector<RankResult> run_world(const Leaves& leaves, const std::vector<int>& owner, int world, const Need& need,
+                                  bool staged) {
   const size_t n = leaves[0].size();
   sb::ThreadWorld threads(world);
   std::vector<std::unique_ptr<sb::Communicator>> comms;
@@ -137,9 +137,9 @@ TEST_CASE("wire_runs: the segments that hold the spans, ascending and merged") {
   CHECK(runs({}, 10 * S).empty());
   CHECK(runs({{5, 0}}, 10 * S).empty());
   CHECK(runs({{0, 1}}, 10 * S) == V{{0, 1}});
-  CHECK(runs({{S - 1, 2}}, 10 * S) == V{{0, 2}});                       // straddles two segments
+  CHECK(runs({{S - 1, 2}}, 10 * S) == V{{0, 2}});                            // straddles two segments
   CHECK(runs({{5 * S, S}, {0, 16}, {S, 16}}, 10 * S) == V{{0, 2}, {5, 6}});  // sorted, adjacent merged
-  CHECK(runs({{3 * S, 10}, {3 * S + 20, 10}}, 10 * S) == V{{3, 4}});   // one segment, two spans
+  CHECK(runs({{3 * S, 10}, {3 * S + 20, 10}}, 10 * S) == V{{3, 4}});         // one segment, two spans
   CHECK(runs({{9 * S, S}}, 10 * S) == V{{9, 10}});
   CHECK_THROWS_AS(sb::wire_runs({{9 * S, S + 1}}, 10 * S), sb::Error);
 }
@@ -223,9 +223,9 @@ TEST_CASE("encode and decode by runs: any order and repeats to encode, ascending
   CHECK(words[0] > 0);
   CHECK(words[2] > 0);
   CHECK(words[1] > words[2]);  // two segments, the second of them also in runs[2]
-  CHECK_THROWS_AS(acc->decode(1, 0, {{1, 2}, {0, 1}}, 0), sb::Error);            // not ascending
-  CHECK_THROWS_AS(acc->decode(1, 0, {{0, 3}}, words[0] + 1), sb::Error);         // beyond the wire
-  CHECK_THROWS_AS(acc->encode(1, {{0, 4}}, words.data()), sb::Error);            // beyond the segments
+  CHECK_THROWS_AS(acc->decode(1, 0, {{1, 2}, {0, 1}}, 0), sb::Error);     // not ascending
+  CHECK_THROWS_AS(acc->decode(1, 0, {{0, 3}}, words[0] + 1), sb::Error);  // beyond the wire
+  CHECK_THROWS_AS(acc->encode(1, {{0, 4}}, words.data()), sb::Error);     // beyond the segments
   // The words of segment 1 from runs[2], decoded alone: this rank's sums again (one rank: the SUM
   // is the identity).
   acc->encode(1, runs, words.data());

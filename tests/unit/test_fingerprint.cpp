@@ -30,8 +30,8 @@ TEST_CASE("signed zeros and NaN payloads give different fingerprints") {
   CHECK(fingerprint(&pz, 1) != fingerprint(&nz, 1));
   const double dpz = 0.0, dnz = -0.0;
   CHECK(fingerprint(&dpz, 1) != fingerprint(&dnz, 1));
-  const float nans[] = {float_of_bits(0x7fc00000u), float_of_bits(0x7fc00001u),
-                        float_of_bits(0xffc00000u), float_of_bits(0x7f800001u)};  // (4)
+  const float nans[] = {float_of_bits(0x7fc00000u), float_of_bits(0x7fc00001u), float_of_bits(0xffc00000u),
+                        float_of_bits(0x7f800001u)};  // (4)
   for (int i = 0; i < 4; ++i) {
     for (int j = i + 1; j < 4; ++j) CHECK(fingerprint(&nans[i], 1) != fingerprint(&nans[j], 1));
   }
@@ -53,7 +53,7 @@ TEST_CASE("one flipped bit anywhere in a tensor changes the fingerprint") {
 }
 
 TEST_CASE("typed overloads hash the same bytes as the raw overload") {
-  const double d[3] = {1.0, -2.5, 1e300};      // (3)
+  const double d[3] = {1.0, -2.5, 1e300};            // (3)
   const fp16 h[3] = {{0x3c00}, {0xc100}, {0x7bff}};  // (3)
   CHECK(fingerprint(d, 3) == XXH3_64bits(d, sizeof d));
   CHECK(fingerprint(h, 3) == XXH3_64bits(h, sizeof h));

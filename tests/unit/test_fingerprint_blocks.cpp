@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/backend.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/det/fingerprint.hpp"
 #include "samebits/det/xxh3_blocks.hpp"
 
@@ -43,9 +43,8 @@ TEST_CASE("the block decomposition is XXH3_64bits for every length 0..5000") {
 
 TEST_CASE("the block decomposition is XXH3_64bits for large inputs and at block edges") {
   const std::vector<unsigned char> data = random_bytes((size_t{3} << 20) + 77, 2);
-  for (const size_t len : {size_t{1024} * 7, size_t{1024} * 7 + 1, size_t{1024} * 7 - 1,
-                           size_t{1024} * 7 + 64, size_t{1} << 20, (size_t{1} << 20) + 63,
-                           data.size()}) {
+  for (const size_t len : {size_t{1024} * 7, size_t{1024} * 7 + 1, size_t{1024} * 7 - 1, size_t{1024} * 7 + 64,
+                           size_t{1} << 20, (size_t{1} << 20) + 63, data.size()}) {
     CHECK_MESSAGE(by_blocks(data.data(), len) == XXH3_64bits(data.data(), len), "length ", len);
   }
 }

@@ -157,18 +157,16 @@ TEST_CASE("fixed accumulator: thread count and SIMD path do not change a bit") {
 #if defined(SB_HAVE_AVX512)
   forms.push_back(sb::det::detail::fixed_add_range_avx512);
 #endif
-  const std::pair<size_t, size_t> ranges[] = {{0, 0},  {0, 1},    {0, 7},   {0, 8},
-                                              {3, 12}, {5, 1003}, {0, 1003}};
-  for (const FixedWindow win : {FixedWindow{}, FixedWindow{-149, 6}, FixedWindow{-40, 1},
-                                FixedWindow{-300, 8}, FixedWindow{-20, 3}}) {
+  const std::pair<size_t, size_t> ranges[] = {{0, 0}, {0, 1}, {0, 7}, {0, 8}, {3, 12}, {5, 1003}, {0, 1003}};
+  for (const FixedWindow win :
+       {FixedWindow{}, FixedWindow{-149, 6}, FixedWindow{-40, 1}, FixedWindow{-300, 8}, FixedWindow{-20, 3}}) {
     for (Range form : forms) {
       for (const auto& [begin, end] : ranges) {
         const size_t m = 1003;
         std::vector<int64_t> a(m * win.limbs, 0), b(m * win.limbs, 0);
         uint32_t status_a = 0, status_b = 0;
         for (int l = 0; l < 6; ++l) {
-          status_a |= sb::det::detail::fixed_add_range_scalar(a.data(), m, leaves[l].data(), begin,
-                                                              end, win);
+          status_a |= sb::det::detail::fixed_add_range_scalar(a.data(), m, leaves[l].data(), begin, end, win);
           status_b |= form(b.data(), m, leaves[l].data(), begin, end, win);
         }
         CHECK(a == b);
@@ -206,17 +204,9 @@ TEST_CASE("fixed accumulator: below the window, each value rounds to nearest, ti
     float x;
     double want;  // in units of 2^-100
   };
-  const Case cases[] = {{0.5f * u, 0},
-                        {1.5f * u, 2},
-                        {2.5f * u, 2},
-                        {-2.5f * u, -2},
-                        {0.75f * u, 1},
-                        {-0.25f * u, 0},
-                        {3.5f * u, 4},
-                        {0x1p-149f, 0},
-                        {u * 0x1.000002p-1f, 1},
-                        {-u * 0x1.fffffep-2f, 0},
-                        {7.0f * u, 7}};
+  const Case cases[] = {
+      {0.5f * u, 0}, {1.5f * u, 2},  {2.5f * u, 2},           {-2.5f * u, -2},          {0.75f * u, 1}, {-0.25f * u, 0},
+      {3.5f * u, 4}, {0x1p-149f, 0}, {u * 0x1.000002p-1f, 1}, {-u * 0x1.fffffep-2f, 0}, {7.0f * u, 7}};
   for (const Case& c : cases) {
     FixedAccumulator acc(1, w);
     acc.add(&c.x);
@@ -306,8 +296,7 @@ TEST_CASE("fixed_round_f32 reads un-normalized limbs") {
       save[j] += t * (int64_t{1} << 32);
       save[j + 1] -= t;
     }
-    CHECK(bits_of(sb::det::fixed_round_f32(save, 1, w)) ==
-          bits_of(sb::det::fixed_round_f32(canon, 1, w)));
+    CHECK(bits_of(sb::det::fixed_round_f32(save, 1, w)) == bits_of(sb::det::fixed_round_f32(canon, 1, w)));
     sb::det::fixed_normalize(save, 1, w);
     CHECK(std::equal(save, save + 4, canon));
   }

@@ -27,8 +27,7 @@ std::string hex(uint32_t v) {
 // F16C and AVX in CPUID, and the OS saving the YMM registers (XGETBV).
 void require_f16c() {
   unsigned a = 0, b = 0, c = 0, d = 0;
-  const bool cpu = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) && (c & bit_AVX) &&
-                   (c & bit_OSXSAVE);
+  const bool cpu = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) && (c & bit_AVX) && (c & bit_OSXSAVE);
   unsigned xcr0 = 0, xcr0_high = 0;
   if (cpu) __asm__("xgetbv" : "=a"(xcr0), "=d"(xcr0_high) : "c"(0));
   if (!cpu || (xcr0 & 6u) != 6u) sb::test::skip("this CPU has no F16C: no hardware fp16 reference");
@@ -40,9 +39,7 @@ __attribute__((target("avx,f16c"))) void f16c_narrow8(const uint32_t* u, uint16_
   _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
 }
 
-__attribute__((target("avx,f16c"))) uint32_t f16c_widen(uint16_t h) {
-  return bits_of(_cvtsh_ss(h));
-}
+__attribute__((target("avx,f16c"))) uint32_t f16c_widen(uint16_t h) { return bits_of(_cvtsh_ss(h)); }
 
 }  // namespace
 
@@ -70,7 +67,7 @@ TEST_CASE("fp16_bits_from_f32 equals F16C for all 2^32 fp32 inputs") {
     }
   }
   INFO("first wrong input " << hex(first_wrong) << ": samebits "
-                              << hex(fp16_bits_from_f32(float_of_bits(first_wrong))));
+                            << hex(fp16_bits_from_f32(float_of_bits(first_wrong))));
   CHECK(wrong == 0);
 }
 
@@ -83,8 +80,8 @@ TEST_CASE("f32_from_fp16_bits equals F16C for all 2^16 fp16 encodings") {
     if (bits_of(f32_from_fp16_bits(e)) != f16c_widen(e) && wrong++ == 0) first_wrong = h;
   }
   INFO("first wrong fp16 " << hex(first_wrong) << ": samebits "
-                           << hex(bits_of(f32_from_fp16_bits(static_cast<uint16_t>(first_wrong))))
-                           << ", F16C " << hex(f16c_widen(static_cast<uint16_t>(first_wrong))));
+                           << hex(bits_of(f32_from_fp16_bits(static_cast<uint16_t>(first_wrong)))) << ", F16C "
+                           << hex(f16c_widen(static_cast<uint16_t>(first_wrong))));
   CHECK(wrong == 0);
 }
 

@@ -5,9 +5,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <string>
 #include <cstdint>
 #include <cstdio>
+#include <string>
 
 #include "samebits/det/fp_formats.hpp"
 
@@ -36,8 +36,7 @@ uint16_t bf16_reference(uint32_t u) {
   const double lo = static_cast<double>(float_of_bits(static_cast<uint32_t>(below) << 16));
   // The bf16 above the largest finite one (0x7f7f) is Inf; it counts as 2^128 for rounding.
   const uint32_t above = static_cast<uint32_t>(below + 1) << 16;
-  const double hi = below == 0x7f7fu ? std::ldexp(1.0, 128)
-                                     : static_cast<double>(float_of_bits(above));
+  const double hi = below == 0x7f7fu ? std::ldexp(1.0, 128) : static_cast<double>(float_of_bits(above));
   const double to_lo = x - lo, to_hi = hi - x;  // exact: both fit in 53 bits
   uint16_t mag16;
   if (to_lo < to_hi) {
@@ -79,9 +78,8 @@ TEST_CASE("bf16_bits_from_f32 equals the reference for all 2^32 fp32 inputs") {
       wrong += local;
     }
   }
-  INFO("first wrong input " << hex(first_wrong) << ": samebits "
-                              << hex(bf16_bits_from_f32(float_of_bits(first_wrong)))
-                              << ", reference " << hex(bf16_reference(first_wrong)));
+  INFO("first wrong input " << hex(first_wrong) << ": samebits " << hex(bf16_bits_from_f32(float_of_bits(first_wrong)))
+                            << ", reference " << hex(bf16_reference(first_wrong)));
   CHECK(wrong == 0);
 }
 

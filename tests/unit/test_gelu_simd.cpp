@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/backend.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/ops/gelu.hpp"
 #include "samebits/det/bits.hpp"
 #include "test_op_support.hpp"
@@ -31,8 +31,7 @@ bool same_bits_or_nan(const std::vector<float>& a, const std::vector<float>& b, 
   for (size_t i = 0; i < a.size(); ++i) {
     if (std::isnan(a[i]) && std::isnan(b[i])) continue;
     if (det::bits_of(a[i]) != det::bits_of(b[i])) {
-      MESSAGE(what, ": first difference at element ", i, ": bits ", det::bits_of(a[i]), " vs ",
-              det::bits_of(b[i]));
+      MESSAGE(what, ": first difference at element ", i, ": bits ", det::bits_of(a[i]), " vs ", det::bits_of(b[i]));
       return false;
     }
   }
@@ -62,8 +61,8 @@ TEST_CASE("gelu SIMD loops: every 1009th bit pattern, bitwise equal to the scala
   auto be = make_cpu_backend();
   std::vector<float> x;
   for (uint64_t b = 0; b <= 0xFFFFFFFFull; b += 1009) x.push_back(det::float_of_bits(static_cast<uint32_t>(b)));
-  for (uint32_t b : {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0x00000001u,
-                     0x807fffffu, 0x3f600000u, 0xbf600000u})
+  for (uint32_t b : {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0x00000001u, 0x807fffffu,
+                     0x3f600000u, 0xbf600000u})
     x.push_back(det::float_of_bits(b));
   const std::vector<float> dy = test::uniform(x.size(), 3, -2.0f, 2.0f);
   CHECK(check(*be, x, dy, 2));

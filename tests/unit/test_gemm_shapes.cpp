@@ -9,8 +9,8 @@
 #include <cmath>
 #include <vector>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/backend.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/ops/matmul.hpp"
 #include "test_op_support.hpp"
 
@@ -29,9 +29,8 @@ float op_at(const std::vector<float>& x, Trans t, int ld, int row, int col) {
 }
 
 // Rule 1 as plainly as possible: c (m, n), ldc.
-std::vector<float> reference(const GemmShape& s, const std::vector<float>& a, int lda,
-                             const std::vector<float>& b, int ldb, const std::vector<float>& c0,
-                             int ldc, bool accumulate, Precision prec) {
+std::vector<float> reference(const GemmShape& s, const std::vector<float>& a, int lda, const std::vector<float>& b,
+                             int ldb, const std::vector<float>& c0, int ldc, bool accumulate, Precision prec) {
   std::vector<float> c = c0;
   for (int i = 0; i < s.m; ++i)
     for (int j = 0; j < s.n; ++j) {
@@ -45,8 +44,7 @@ std::vector<float> reference(const GemmShape& s, const std::vector<float>& a, in
 }
 
 // Runs shape s on `threads` threads and compares with the reference; returns whether equal.
-bool check_shape(Backend& be, const GemmShape& s, bool accumulate, Precision prec, int threads,
-                 uint32_t seed) {
+bool check_shape(Backend& be, const GemmShape& s, bool accumulate, Precision prec, int threads, uint32_t seed) {
   const int lda = (s.ta == Trans::no ? s.k : s.m) + 1;
   const int ldb = (s.tb == Trans::no ? s.n : s.k) + 2;
   const int ldc = s.n + 3;
@@ -91,9 +89,9 @@ TEST_CASE("canonical gemm: tile, task and k-block edges, every transposition, bi
 
 TEST_CASE("canonical gemm: vectors, K = 1 and K = 4099 in all transpositions and precisions") {
   auto be = make_cpu_backend();
-  const GemmShape base[] = {{Trans::no, Trans::no, 1, 300, 77},  {Trans::no, Trans::no, 300, 1, 77},
-                        {Trans::no, Trans::no, 1, 1, 4099},  {Trans::no, Trans::no, 45, 39, 1},
-                        {Trans::no, Trans::no, 19, 37, 4099}, {Trans::no, Trans::no, 1, 70, 4099}};
+  const GemmShape base[] = {{Trans::no, Trans::no, 1, 300, 77},   {Trans::no, Trans::no, 300, 1, 77},
+                            {Trans::no, Trans::no, 1, 1, 4099},   {Trans::no, Trans::no, 45, 39, 1},
+                            {Trans::no, Trans::no, 19, 37, 4099}, {Trans::no, Trans::no, 1, 70, 4099}};
   uint32_t seed = 7000;
   for (GemmShape s : base)
     for (Trans ta : {Trans::no, Trans::yes})
@@ -118,8 +116,8 @@ TEST_CASE("canonical gemm: the default model's linear layers, forward and both g
   uint32_t seed = 9000;
   for (auto [C, OC] : {std::pair{128, 384}, {128, 128}, {128, 512}, {512, 128}, {128, 256}}) {
     const GemmShape shapes[] = {{Trans::no, Trans::yes, N, OC, C},   // forward: x · wᵀ
-                            {Trans::no, Trans::no, N, C, OC},    // input gradient: dy · w
-                            {Trans::yes, Trans::no, OC, C, N}};  // weight gradient: dyᵀ · x
+                                {Trans::no, Trans::no, N, C, OC},    // input gradient: dy · w
+                                {Trans::yes, Trans::no, OC, C, N}};  // weight gradient: dyᵀ · x
     for (const GemmShape& s : shapes) {
       const int threads = 1 + static_cast<int>(seed % 4);
       CAPTURE(s.m);

@@ -47,8 +47,8 @@ std::vector<T> sample_values(std::size_t n) {
   for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<T>(i * 37 % 101);
   if constexpr (std::is_floating_point_v<T>) {
     using L = std::numeric_limits<T>;
-    const T specials[] = {-T(0), L::denorm_min(), -L::denorm_min(), L::max(), L::lowest(), L::infinity(),
-                          -L::infinity(), L::quiet_NaN(), T(0.1), T(1) / T(3)};
+    const T specials[] = {-T(0),         L::denorm_min(), -L::denorm_min(), L::max(), L::lowest(),
+                          L::infinity(), -L::infinity(),  L::quiet_NaN(),   T(0.1),   T(1) / T(3)};
     for (std::size_t i = 0; i < std::size(specials) && i < n; ++i) v[i] = specials[i];
     if (n > std::size(specials)) {  // a NaN with a payload must survive too
       using Bits = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
@@ -253,10 +253,12 @@ TEST_CASE("errors name the file and the object path") {
   CHECK(error_of([&] { f.group("params/wte"); }) == path + ":/params/wte: is a dataset, expected a group");
   CHECK(error_of([&] { f.dataset("series/loss").read<double>(); }) ==
         path + ":/series/loss: holds f32 values, read as f64");
-  CHECK(error_of([&] { f.dataset("params/wte").check(DType::f32, {3, kAny}); }) ==
-        path + ":/params/wte: holds f32 (2, 3), expected f32 (3, *)");
-  CHECK(error_of([&] { f.dataset("params/wte").check(DType::f64, {2, 3}); }) ==
-        path + ":/params/wte: holds f32 (2, 3), expected f64 (2, 3)");
+  CHECK(error_of([&] {
+          f.dataset("params/wte").check(DType::f32, {3, kAny});
+        }) == path + ":/params/wte: holds f32 (2, 3), expected f32 (3, *)");
+  CHECK(error_of([&] {
+          f.dataset("params/wte").check(DType::f64, {2, 3});
+        }) == path + ":/params/wte: holds f32 (2, 3), expected f64 (2, 3)");
   CHECK_NOTHROW(f.dataset("params/wte").check(DType::f32, {kAny, 3}));
   CHECK(contains(error_of([&] { f.dataset("params/wte").read_rows<float>(1, 2); }),
                  path + ":/params/wte: rows [1, 1+2) are outside the 2 rows"));
@@ -371,9 +373,7 @@ TEST_CASE("atomic writes: the old file survives a writer that throws, no tempora
   std::getline(note, line);
   CHECK(line == "done");
   const std::string nowhere = dir.file("absent/checkpoint.h5");
-  CHECK(contains(error_of([&] {
-                   write_h5_atomically(nowhere, [](File& f) { f.set_attr("step", int64_t{1}); });
-                 }),
+  CHECK(contains(error_of([&] { write_h5_atomically(nowhere, [](File& f) { f.set_attr("step", int64_t{1}); }); }),
                  "absent/checkpoint.h5.tmp."));
   CHECK_FALSE(fs::exists(dir.path / "absent"));
 }
@@ -412,36 +412,44 @@ TEST_CASE("h5py reads what we write, and we read what h5py writes") {
     f.dataset("params/w").set_attr("kind", "matrix");
     f.close();
   }
-  CHECK(run_python(dir, "import h5py, numpy as np, sys\n"
-                        "f = h5py.File('" + ours + "', 'r')\n"
-                        "a = f.attrs\n"
-                        "assert a['format_version'] == 1 and a['format_version'].dtype == np.int64\n"
-                        "assert a['config'] == b'[model]\\nvocab = 256\\n', a['config']\n"  // fixed-length: bytes in h5py
-                        "assert a['seed'] == 2**64 - 1 and a['seed'].dtype == np.uint64\n"
-                        "assert a['lr'] == 0.02\n"
-                        "assert list(a['snapshot_steps']) == [0, 100]\n"
-                        "loss = f['series/loss']\n"
-                        "assert loss.dtype == np.float32 and loss.maxshape == (None,) and loss.chunks is not None\n"
-                        "assert list(loss[:].view(np.uint32)) == list(np.array([4.5, -0.0, 1e-45], np.float32).view(np.uint32))\n"
-                        "assert f['series/fingerprint'].shape == (2, 2) and f['series/fingerprint'][0, 1] == 2**64 - 1\n"
-                        "assert f['params/w'].shape == (2, 3) and f['params/w'][1, 2] == 0.6\n"
-                        "assert f['params/w'].attrs['kind'] == b'matrix'\n"
-                        "assert list(f['tokens'][:]) == [-2**31, 7] and f['tokens'].dtype == np.int32\n"
-                        "assert list(f['cursor'][:]) == [3, -4] and list(f['rng'][:]) == [0, 255]\n"
-                        "assert f['rng'].dtype == np.uint8\n") == 0);
+  CHECK(
+      run_python(
+          dir,
+          "import h5py, numpy as np, sys\n"
+          "f = h5py.File('" +
+              ours +
+              "', 'r')\n"
+              "a = f.attrs\n"
+              "assert a['format_version'] == 1 and a['format_version'].dtype == np.int64\n"
+              "assert a['config'] == b'[model]\\nvocab = 256\\n', a['config']\n"  // fixed-length: bytes in h5py
+              "assert a['seed'] == 2**64 - 1 and a['seed'].dtype == np.uint64\n"
+              "assert a['lr'] == 0.02\n"
+              "assert list(a['snapshot_steps']) == [0, 100]\n"
+              "loss = f['series/loss']\n"
+              "assert loss.dtype == np.float32 and loss.maxshape == (None,) and loss.chunks is not None\n"
+              "assert list(loss[:].view(np.uint32)) == list(np.array([4.5, -0.0, 1e-45], np.float32).view(np.uint32))\n"
+              "assert f['series/fingerprint'].shape == (2, 2) and f['series/fingerprint'][0, 1] == 2**64 - 1\n"
+              "assert f['params/w'].shape == (2, 3) and f['params/w'][1, 2] == 0.6\n"
+              "assert f['params/w'].attrs['kind'] == b'matrix'\n"
+              "assert list(f['tokens'][:]) == [-2**31, 7] and f['tokens'].dtype == np.int32\n"
+              "assert list(f['cursor'][:]) == [3, -4] and list(f['rng'][:]) == [0, 255]\n"
+              "assert f['rng'].dtype == np.uint8\n") == 0);
 
   const std::string theirs = dir.file("theirs.h5");
-  REQUIRE(run_python(dir, "import h5py, numpy as np\n"
-                          "f = h5py.File('" + theirs + "', 'w')\n"
-                          "f.attrs['name'] = 'h5py string'\n"
-                          "f.attrs['fixed'] = np.bytes_(b'fixed ascii')\n"
-                          "f.attrs['count'] = np.int64(-5)\n"
-                          "f.attrs['ratio'] = 0.25\n"
-                          "f.attrs['list'] = np.array([1.5, 2.5])\n"
-                          "f.create_dataset('big_endian', data=np.array([1.0, -2.0, 3.5], dtype='>f4'))\n"
-                          "f.create_dataset('grid', data=np.arange(6, dtype=np.uint8).reshape(2, 3))\n"
-                          "f.create_dataset('half', data=np.zeros(3, dtype=np.float16))\n"
-                          "f.close()\n") == 0);
+  REQUIRE(run_python(dir,
+                     "import h5py, numpy as np\n"
+                     "f = h5py.File('" +
+                         theirs +
+                         "', 'w')\n"
+                         "f.attrs['name'] = 'h5py string'\n"
+                         "f.attrs['fixed'] = np.bytes_(b'fixed ascii')\n"
+                         "f.attrs['count'] = np.int64(-5)\n"
+                         "f.attrs['ratio'] = 0.25\n"
+                         "f.attrs['list'] = np.array([1.5, 2.5])\n"
+                         "f.create_dataset('big_endian', data=np.array([1.0, -2.0, 3.5], dtype='>f4'))\n"
+                         "f.create_dataset('grid', data=np.arange(6, dtype=np.uint8).reshape(2, 3))\n"
+                         "f.create_dataset('half', data=np.zeros(3, dtype=np.float16))\n"
+                         "f.close()\n") == 0);
   File f = File::open(theirs);
   CHECK(f.attr_string("name") == "h5py string");
   CHECK(f.attr_string("fixed") == "fixed ascii");

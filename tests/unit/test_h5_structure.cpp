@@ -149,7 +149,7 @@ TEST_CASE("a global-heap object longer than the string that names it is refused"
   older_file(t.file("old.h5"));
   std::vector<char> b = bytes_of(t.file("old.h5"));
   const std::size_t object = find(b, "GCOL") + 16;  // the first object: index, refs, reserved, size
-  put_u64(b, object + 8, 8);  // "wte\nwpe" is 7 bytes; 8 keeps the objects' tiling (padded to 8)
+  put_u64(b, object + 8, 8);                        // "wte\nwpe" is 7 bytes; 8 keeps the objects' tiling (padded to 8)
   write_bytes(t.file("gcol.h5"), b);
   INFO(walk_error(t.file("gcol.h5")));
   CHECK(walk_error(t.file("gcol.h5")).find("global heap object 1 is missing or of another size") != std::string::npos);
@@ -160,8 +160,8 @@ TEST_CASE("a chunk index node that points to itself is refused (HDF5 would recur
   samebits_file(t.file("new.h5"));
   std::vector<char> b = bytes_of(t.file("new.h5"));
   const std::size_t node = find(b, "TREE\x01");
-  b[node + 5] = 1;                                 // level 1: its children are nodes
-  put_u64(b, node + 24 + 24, uint64_t(node));      // child 0 (after key 0 of 8 + 8 * 2 bytes) = itself
+  b[node + 5] = 1;                             // level 1: its children are nodes
+  put_u64(b, node + 24 + 24, uint64_t(node));  // child 0 (after key 0 of 8 + 8 * 2 bytes) = itself
   write_bytes(t.file("cycle.h5"), b);
   CHECK(walk_error(t.file("cycle.h5")).find("a B-tree node reached twice") != std::string::npos);
 }

@@ -63,8 +63,8 @@ TEST_CASE("an sb::Error in the reader keeps its message; an unknown kind is one"
   ByteWriter message;
   message.put_string("run.h5: attribute steps = -1 is outside [1, 2^32]");
   CHECK(error_of("fail", message) == "run.h5: attribute steps = -1 is outside [1, 2^32]");
-  CHECK(error_of("no such kind").find("/proc/self/exe could not be read safely: the reader knows no kind 'no such kind'") ==
-        0);
+  CHECK(error_of("no such kind")
+            .find("/proc/self/exe could not be read safely: the reader knows no kind 'no such kind'") == 0);
 }
 
 TEST_CASE("a crash in the reader is one clear error") {
@@ -123,9 +123,9 @@ TEST_CASE("untrusted text prints escaped; valid UTF-8 stays") {
   CHECK(sb::escape_untrusted("h.0\x1b[31mred") == "h.0\\x1b[31mred");
   CHECK(sb::escape_untrusted("a\nb\tc\x7f") == "a\\x0ab\\x09c\\x7f");
   CHECK(sb::escape_untrusted("wte \xe2\x80\x94 ok \xc3\xa9") == "wte \xe2\x80\x94 ok \xc3\xa9");
-  CHECK(sb::escape_untrusted("\xff\xc3") == "\\xff\\xc3");                   // invalid, truncated
-  CHECK(sb::escape_untrusted("\xc0\xaf") == "\\xc0\\xaf");                   // overlong '/'
-  CHECK(sb::escape_untrusted("\xed\xa0\x80") == "\\xed\\xa0\\x80");          // a surrogate
-  CHECK(sb::escape_untrusted("\xc2\x9b") == "\\xc2\\x9b");                   // C1 CSI
-  CHECK(sb::escape_untrusted("x\xe2\x80\xaey") == "x\\xe2\\x80\\xaey");      // right-to-left override
+  CHECK(sb::escape_untrusted("\xff\xc3") == "\\xff\\xc3");               // invalid, truncated
+  CHECK(sb::escape_untrusted("\xc0\xaf") == "\\xc0\\xaf");               // overlong '/'
+  CHECK(sb::escape_untrusted("\xed\xa0\x80") == "\\xed\\xa0\\x80");      // a surrogate
+  CHECK(sb::escape_untrusted("\xc2\x9b") == "\\xc2\\x9b");               // C1 CSI
+  CHECK(sb::escape_untrusted("x\xe2\x80\xaey") == "x\\xe2\\x80\\xaey");  // right-to-left override
 }

@@ -16,8 +16,7 @@ using sb::det::bits_of;
 
 namespace {
 
-const size_t kLengths[] = {0,  1,  2,  15, 16,  17,   31,   32,   33,
-                           47, 63, 64, 65, 100, 1000, 1024, 4097, 100003};
+const size_t kLengths[] = {0, 1, 2, 15, 16, 17, 31, 32, 33, 47, 63, 64, 65, 100, 1000, 1024, 4097, 100003};
 
 // Mixed data: normal values over a wide range, subnormals, ±0, near-cancelling neighbours.
 std::vector<float> mixed_data(std::mt19937_64& rng, size_t n) {
@@ -84,8 +83,7 @@ TEST_CASE("lane32: the definition's order (lanes, then the fixed tree) and its f
   std::vector<float> x(64, 0x1p-24f);
   x[0] = 1.0f;
   CHECK(sb::det::lane32_sum_ref(x.data(), x.size()) == 1.0f + 31 * 0x1p-23f);
-  CHECK(bits_of(sb::det::lane32_sum(x.data(), x.size())) ==
-        bits_of(sb::det::lane32_sum_ref(x.data(), x.size())));
+  CHECK(bits_of(sb::det::lane32_sum(x.data(), x.size())) == bits_of(sb::det::lane32_sum_ref(x.data(), x.size())));
   CHECK(bits_of(sb::det::lane32_sum(nullptr, 0)) == 0u);  // empty: +0
   // One fma per element: lane 0 holds -round(a·a), then fma(a, a, ·) leaves the exact error 2^-24
   // (a separate multiply and add would give 0).

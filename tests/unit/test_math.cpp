@@ -39,8 +39,7 @@ void check_cases(const Case* cases, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     const Case& c = cases[i];
     const float got = sb::test::math_eval(c.f, c.x);
-    INFO(sb::test::math_name(c.f), "(", hex_of(c.x), ") = ", hex_of(got), ", want ",
-         hex_of(c.want));
+    INFO(sb::test::math_name(c.f), "(", hex_of(c.x), ") = ", hex_of(got), ", want ", hex_of(c.want));
     CHECK(bits_of_f32(got) == bits_of_f32(c.want));
   }
 }
@@ -63,7 +62,7 @@ TEST_CASE("math: special values, bit for bit") {
       {MathFn::exp, kMax, kInf},
       {MathFn::exp, -104.0f, 0.0f},
       {MathFn::exp, -kMax, 0.0f},
-      {MathFn::exp, -103.0f, kMin},  // e^-103 = 0.88·2^-149 rounds up to the smallest subnormal
+      {MathFn::exp, -103.0f, kMin},                    // e^-103 = 0.88·2^-149 rounds up to the smallest subnormal
       {MathFn::exp, 0x1.62e42ep6f, 0x1.ffff08p+127f},  // last finite result
       {MathFn::exp, 1.0f, 0x1.5bf0a8p+1f},
       // log

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/backend.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/model/gpt.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/fixed_accumulator.hpp"
@@ -70,14 +70,16 @@ struct RefGPT {
           double m = -INFINITY, den = 0;
           for (int j = 0; j <= t; ++j) {
             double d = 0;
-            for (int i = 0; i < hs; ++i) d += qkv[(b * T + t) * 3 * C + h * hs + i] * qkv[(b * T + j) * 3 * C + C + h * hs + i];
+            for (int i = 0; i < hs; ++i)
+              d += qkv[(b * T + t) * 3 * C + h * hs + i] * qkv[(b * T + j) * 3 * C + C + h * hs + i];
             s[j] = d / std::sqrt(static_cast<double>(hs));
             m = std::fmax(m, s[j]);
           }
           for (int j = 0; j <= t; ++j) den += std::exp(s[j] - m);
           for (int j = 0; j <= t; ++j)
             for (int i = 0; i < hs; ++i)
-              y[(b * T + t) * C + h * hs + i] += std::exp(s[j] - m) / den * qkv[(b * T + j) * 3 * C + 2 * C + h * hs + i];
+              y[(b * T + t) * C + h * hs + i] +=
+                  std::exp(s[j] - m) / den * qkv[(b * T + j) * 3 * C + 2 * C + h * hs + i];
         }
     return y;
   }
@@ -211,9 +213,8 @@ TEST_CASE("GPT-2 initialisation: the same bits on 1..4 threads, padding zero, ov
   std::vector<float> expect(model.flat_size(), 0.0f);
   for (const ParamView& p : model.params()) {
     for (size_t i = 0; i < p.numel; ++i) {
-      expect[p.offset + i] = p.init_std == 0.0f
-                                 ? p.init_value
-                                 : p.init_std * det::philox_normal(77, det::stream_of(p.name), i);
+      expect[p.offset + i] =
+          p.init_std == 0.0f ? p.init_value : p.init_std * det::philox_normal(77, det::stream_of(p.name), i);
     }
   }
   const int threads_before = omp_get_max_threads();

@@ -21,8 +21,8 @@ volatile double g_da = kProbeF64, g_db = kProbeF64, g_dc = -kProbeF64Product;
 
 TEST_CASE("the inputs separate fused from unfused results (checked in fp64)") {
   const double a = kProbeF32;
-  CHECK(a * a == 1.0 + 0x1p-11 + 0x1p-24);                     // exact in fp64
-  CHECK(static_cast<float>(a * a) == 1.0f + 0x1p-11f);         // the fp32 product: a tie to even
+  CHECK(a * a == 1.0 + 0x1p-11 + 0x1p-24);              // exact in fp64
+  CHECK(static_cast<float>(a * a) == 1.0f + 0x1p-11f);  // the fp32 product: a tie to even
   CHECK(static_cast<double>(kProbeF64Product) == 1.0 + 0x1p-26);
 }
 
@@ -31,9 +31,7 @@ TEST_CASE("a*b + c*d in an SB_HD function compiled with the project's flags is n
   CHECK(bits_of(contraction_probe_f64(g_da, g_db, g_dc)) == bits_of(0.0));
 }
 
-TEST_CASE("the determinism library was compiled without contraction") {
-  CHECK_FALSE(library_contracts_mul_add());
-}
+TEST_CASE("the determinism library was compiled without contraction") { CHECK_FALSE(library_contracts_mul_add()); }
 
 TEST_CASE("fma_f32 and fma_f64 are fused: one rounding") {
   CHECK(bits_of(fma_f32(g_a, g_b, -(1.0f + 0x1p-11f))) == bits_of(0x1p-24f));

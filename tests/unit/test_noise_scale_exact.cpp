@@ -16,8 +16,8 @@
 #include <random>
 #include <vector>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/config.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/train/statistics.hpp"
 #include "samebits/core/train/trainer.hpp"
 #include "samebits/data/sampler.hpp"
@@ -50,8 +50,7 @@ struct Direct {
   double trace = 0;    // (1/(L−1)) Σ_i ‖g_i − Ḡ‖²
   double grad_sq = 0;  // ‖Ḡ‖² − trace/L
 };
-Direct direct(const std::vector<float>& g, size_t F, const std::vector<int>& idx, size_t begin,
-              size_t end) {
+Direct direct(const std::vector<float>& g, size_t F, const std::vector<int>& idx, size_t begin, size_t end) {
   const double L = double(idx.size());
   Direct d;
   for (size_t e = begin; e < end; ++e) {
@@ -88,8 +87,7 @@ TEST_CASE("the trainer's noise estimates are the exact per-example covariance al
   for (int64_t step = 0; step < config.train.steps; ++step) {
     CAPTURE(step);
     // The per-example gradients at the weights this step starts from, on this step's leaves.
-    std::memcpy(model.weights().data_as<float>(), trainer.model().weights().data_as<float>(),
-                F * sizeof(float));
+    std::memcpy(model.weights().data_as<float>(), trainer.model().weights().data_as<float>(), F * sizeof(float));
     trainer.sampler().leaves(uint64_t(step), sb::data::LeafRange{0, L}, tokens.data());
     const std::vector<float> g = per_example_gradients(model, tokens.data(), L);
     const sb::StepResult r = trainer.step();
@@ -180,8 +178,8 @@ TEST_CASE("averaged over batches the estimates match the pool's exact mean and c
   // B_simple as a ratio of the averaged estimates (what smoothing |G|² and tr(Σ) separately, then
   // dividing, estimates): within 5 standard errors of the delta method.
   const double b_true = trace / mu_sq, b_avg = mt / mg;
-  const double se_b_simple = b_avg * std::sqrt(vt / (mt * mt) + vg / (mg * mg) -
-                                               2 * cgt / (mt * mg)) / std::sqrt(double(R));
+  const double se_b_simple =
+      b_avg * std::sqrt(vt / (mt * mt) + vg / (mg * mg) - 2 * cgt / (mt * mg)) / std::sqrt(double(R));
   CAPTURE(b_true);
   CAPTURE(b_avg);
   CHECK(std::fabs(b_avg - b_true) < 5 * se_b_simple);

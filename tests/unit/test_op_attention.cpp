@@ -7,11 +7,11 @@
 #include <cmath>
 #include <vector>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/backend.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/ops/attention.hpp"
-#include "test_op_support.hpp"
 #include "support/row_reference.hpp"
+#include "test_op_support.hpp"
 
 using namespace sb;
 
@@ -63,8 +63,9 @@ TEST_CASE("attention: CPU equals the row references and canonical dots, bitwise"
       float* dS = &datt_ref[(static_cast<size_t>(b) * NH + h) * T * T];
       for (int t = 0; t < T; ++t) {
         test::attention_row_forward(&y_ref[(b * T + t) * C + h * hs], &att_ref[((b * NH + h) * T + t) * T],
-                                   &qkv[base + t * ld], &qkv[base + C], &qkv[base + 2 * C], ld, t, T, hs);
-        test::attention_row_dscores(&dS[t * T], &P[t * T], &dy[(b * T + t) * C + h * hs], &qkv[base + 2 * C], ld, t, T, hs);
+                                    &qkv[base + t * ld], &qkv[base + C], &qkv[base + 2 * C], ld, t, T, hs);
+        test::attention_row_dscores(&dS[t * T], &P[t * T], &dy[(b * T + t) * C + h * hs], &qkv[base + 2 * C], ld, t, T,
+                                    hs);
       }
       for (int t = 0; t < T; ++t)
         for (int d = 0; d < hs; ++d) {

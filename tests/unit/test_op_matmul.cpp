@@ -7,8 +7,8 @@
 #include <cmath>
 #include <vector>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/backend.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/ops/matmul.hpp"
 #include "test_op_support.hpp"
 
@@ -26,10 +26,9 @@ float op_at(const std::vector<float>& x, Trans t, int ld, int row, int col) {
 }
 
 // The contract's definition, written as plainly as possible.
-std::vector<float> gemm_reference(Trans ta, Trans tb, int m, int n, int k, const std::vector<float>& a,
-                                  int lda, const std::vector<float>& b, int ldb,
-                                  const std::vector<float>& c0, int ldc, bool accumulate,
-                                  Precision prec) {
+std::vector<float> gemm_reference(Trans ta, Trans tb, int m, int n, int k, const std::vector<float>& a, int lda,
+                                  const std::vector<float>& b, int ldb, const std::vector<float>& c0, int ldc,
+                                  bool accumulate, Precision prec) {
   std::vector<float> c = c0;
   for (int i = 0; i < m; ++i)
     for (int j = 0; j < n; ++j) {
@@ -86,7 +85,8 @@ TEST_CASE("gemm on integer-valued inputs is exact, canonical and vendor") {
       for (int j = 0; j < n; ++j) {
         int64_t s = 0;
         for (int p = 0; p < k; ++p)
-          s += static_cast<int64_t>(a[static_cast<size_t>(i) * k + p]) * static_cast<int64_t>(b[static_cast<size_t>(p) * n + j]);
+          s += static_cast<int64_t>(a[static_cast<size_t>(i) * k + p]) *
+               static_cast<int64_t>(b[static_cast<size_t>(p) * n + j]);
         exact = exact && c[static_cast<size_t>(i) * n + j] == static_cast<float>(s);
       }
     CHECK_MESSAGE(exact, "gemm=", to_string(mode));
@@ -118,8 +118,8 @@ TEST_CASE("matmul forward and backward follow the canonical formulas") {
   const auto w = test::uniform(static_cast<size_t>(OC) * C, 22);
   const auto bias = test::uniform(OC, 23);
   const auto dy = test::uniform(static_cast<size_t>(N) * OC, 24);
-  std::vector<float> y(static_cast<size_t>(N) * OC), dx(static_cast<size_t>(N) * C),
-      dw(static_cast<size_t>(OC) * C), db(OC);
+  std::vector<float> y(static_cast<size_t>(N) * OC), dx(static_cast<size_t>(N) * C), dw(static_cast<size_t>(OC) * C),
+      db(OC);
   be->matmul_forward(y.data(), x.data(), w.data(), bias.data(), N, C, OC);
   be->matmul_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), N, C, OC);
   std::vector<float> y_ref(y.size()), dx_ref(dx.size()), dw_ref(dw.size()), db_ref(OC);

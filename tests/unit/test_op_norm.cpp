@@ -7,13 +7,13 @@
 #include <cmath>
 #include <vector>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/backend.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/ops/layernorm.hpp"
 #include "samebits/core/ops/matmul.hpp"
 #include "samebits/core/ops/rmsnorm.hpp"
-#include "test_op_support.hpp"
 #include "support/row_reference.hpp"
+#include "test_op_support.hpp"
 
 using namespace sb;
 
@@ -58,8 +58,8 @@ TEST_CASE("layernorm: CPU equals the row reference and token chains, bitwise") {
       const float* bp = bias ? b.data() : nullptr;
       std::vector<float> y(x.size()), mean(N), rstd(N), dx(x.size()), dw(C), db(C);
       be->layernorm_forward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), bp, N, C);
-      be->layernorm_backward(dx.data(), dw.data(), bias ? db.data() : nullptr, dy.data(), x.data(),
-                             w.data(), mean.data(), rstd.data(), N, C);
+      be->layernorm_backward(dx.data(), dw.data(), bias ? db.data() : nullptr, dy.data(), x.data(), w.data(),
+                             mean.data(), rstd.data(), N, C);
       std::vector<float> y_ref(x.size()), mean_ref(N), rstd_ref(N), dx_ref(x.size()), dw_ref(C), db_ref(C);
       for (int n = 0; n < N; ++n) {
         test::layernorm_row_forward(&y_ref[n * C], &mean_ref[n], &rstd_ref[n], &x[n * C], w.data(), bp, C);
@@ -124,8 +124,7 @@ TEST_CASE("layernorm backward matches fp64 finite differences") {
   const auto r = test::uniform(static_cast<size_t>(N) * C, 14);
   std::vector<float> y(x.size()), mean(N), rstd(N), dx(x.size()), dw(C), db(C);
   be->layernorm_forward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N, C);
-  be->layernorm_backward(dx.data(), dw.data(), db.data(), r.data(), x.data(), w.data(), mean.data(),
-                         rstd.data(), N, C);
+  be->layernorm_backward(dx.data(), dw.data(), db.data(), r.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C);
   auto xd = test::to_double(x), wd = test::to_double(w), bd = test::to_double(b);
   auto loss = [&] { return test::project(layernorm_ref(xd, wd, &bd, N, C), r); };
   test::check_gradient(dx, test::fd_gradient(xd, loss), 1e-4, "layernorm dinp");
@@ -160,7 +159,8 @@ TEST_CASE("norm bits do not depend on the thread count") {
     omp_set_num_threads(threads);
     std::vector<float> y(x.size()), mean(N), rstd(N), dx(x.size()), dw(C), db(C);
     be->layernorm_forward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), w.data(), N, C);
-    be->layernorm_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), mean.data(), rstd.data(), N, C);
+    be->layernorm_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), mean.data(), rstd.data(), N,
+                           C);
     std::vector<float> all = y;
     all.insert(all.end(), dx.begin(), dx.end());
     all.insert(all.end(), dw.begin(), dw.end());

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <vector>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/backend.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/ops/embedding.hpp"
 #include "samebits/core/ops/gelu.hpp"
 #include "samebits/core/ops/residual.hpp"

@@ -7,8 +7,8 @@
 #include <cstring>
 #include <vector>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/backend.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/ops/softmax_xent.hpp"
 #include "samebits/det/bits.hpp"
 #include "test_op_support.hpp"
@@ -42,8 +42,8 @@ TEST_CASE("softmax_xent: CPU equals the row formulas, bitwise; loss scale exact"
     for (int n = 0; n < N; ++n) {
       losses_ref[n] = ops::xent_row_forward(&stats_ref[2 * n], &logits[n * V], targets[n], V);
       for (int v = 0; v < V; ++v)
-        dl_ref[n * V + v] = ops::xent_dlogit(logits[n * V + v], stats_ref[2 * n], stats_ref[2 * n + 1],
-                                             v == targets[n], static_cast<float>(N), 1.0f);
+        dl_ref[n * V + v] = ops::xent_dlogit(logits[n * V + v], stats_ref[2 * n], stats_ref[2 * n + 1], v == targets[n],
+                                             static_cast<float>(N), 1.0f);
     }
     for (size_t i = 0; i < dl.size(); ++i) dl_unscaled[i] = dl_scaled[i] / 1024.0f;
     CAPTURE(V);

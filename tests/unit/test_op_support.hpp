@@ -31,9 +31,7 @@ inline std::vector<float> integers(size_t n, uint32_t seed, int range) {
   return v;
 }
 
-inline std::vector<double> to_double(const std::vector<float>& v) {
-  return std::vector<double>(v.begin(), v.end());
-}
+inline std::vector<double> to_double(const std::vector<float>& v) { return std::vector<double>(v.begin(), v.end()); }
 
 // Bitwise equality of two float arrays (memcmp of the encodings); reports the first difference.
 inline bool same_bits(const float* a, const float* b, size_t n, const char* what) {
@@ -52,8 +50,7 @@ inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b, 
 
 // Central differences of L at every element of x (perturbed in place, restored): (L(x+h) −
 // L(x−h)) / 2h, h = 1e-6·max(1, |x_i|), all in fp64.
-inline std::vector<double> fd_gradient(std::vector<double>& x,
-                                       const std::function<double()>& loss) {
+inline std::vector<double> fd_gradient(std::vector<double>& x, const std::function<double()>& loss) {
   std::vector<double> g(x.size());
   for (size_t i = 0; i < x.size(); ++i) {
     const double x0 = x[i];
@@ -71,8 +68,8 @@ inline std::vector<double> fd_gradient(std::vector<double>& x,
 // Every analytic (fp32) gradient within rtol of the fp64 numeric one, relative to the larger of
 // its magnitude and the RMS of all numeric gradients; returns the largest relative error seen
 // (and prints it unless quiet).
-inline double check_gradient(const std::vector<float>& analytic, const std::vector<double>& numeric,
-                             double rtol, const char* what, bool quiet = false) {
+inline double check_gradient(const std::vector<float>& analytic, const std::vector<double>& numeric, double rtol,
+                             const char* what, bool quiet = false) {
   REQUIRE(analytic.size() == numeric.size());
   double ss = 0;
   for (double g : numeric) ss += g * g;

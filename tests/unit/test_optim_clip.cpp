@@ -8,8 +8,8 @@
 #include <cstring>
 #include <limits>
 
-#include "samebits/core/optim/clip.hpp"
 #include "samebits/core/exact_norm.hpp"
+#include "samebits/core/optim/clip.hpp"
 #include "test_op_support.hpp"
 
 namespace {
@@ -29,10 +29,10 @@ TEST_CASE("exact norm: correctly rounded square root of an exact sum") {
   CHECK(std::isinf(sqrt_of({std::numeric_limits<double>::infinity()})));
   // m = 1 + 2^-24 is the midpoint between 1 and 1 + 2^-23; m² is exact in fp64.
   const double m = 1.0 + 0x1p-24;
-  CHECK(sqrt_of({m * m}) == 1.0f);                  // tie: to even (1)
+  CHECK(sqrt_of({m * m}) == 1.0f);                       // tie: to even (1)
   CHECK(sqrt_of({m * m, 0x1p-200}) == 1.0f + 0x1p-23f);  // a hair above: up (fp64 alone: 1)
-  CHECK(sqrt_of({m * m, -0x1p-200}) == 1.0f);       // a hair below: down
-  const double m_odd = 1.0 + 3 * 0x1p-24;           // between 1 + 2^-23 (odd) and 1 + 2^-22
+  CHECK(sqrt_of({m * m, -0x1p-200}) == 1.0f);            // a hair below: down
+  const double m_odd = 1.0 + 3 * 0x1p-24;                // between 1 + 2^-23 (odd) and 1 + 2^-22
   CHECK(sqrt_of({m_odd * m_odd}) == 1.0f + 0x1p-22f);
   CHECK(sqrt_of({m_odd * m_odd, -0x1p-200}) == 1.0f + 0x1p-23f);
   // Just below a power of two the lower neighbour is half an ulp closer.
@@ -95,7 +95,11 @@ TEST_CASE("clip: per-tensor statistics follow the layout") {
   CHECK(s[0].norm == 5.0f);
   CHECK(s[0].max_abs == 4.0f);
   CHECK(s[0].mean == 0.5f);
-  CHECK(s[1].norm == sb::sqrt_rounded([] { sb::det::ExactSum e; e.add(7.0); return e; }()));
+  CHECK(s[1].norm == sb::sqrt_rounded([] {
+          sb::det::ExactSum e;
+          e.add(7.0);
+          return e;
+        }()));
   CHECK(s[1].max_abs == 2.0f);
   CHECK(s[1].mean == -0.25f);
 }

@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "samebits/core/cpu/cpu_backend.hpp"
+#include "samebits/core/exact_norm.hpp"
 #include "samebits/core/ops/adamw.hpp"
 #include "samebits/core/ops/muon.hpp"
-#include "samebits/core/exact_norm.hpp"
 #include "samebits/core/optim_kernels.hpp"
 #include "samebits/det/bits.hpp"
 
@@ -89,8 +89,8 @@ std::vector<float> mixed_values(size_t n, uint32_t seed) {
   return v;
 }
 
-const std::vector<std::pair<size_t, size_t>> kLaunches = {
-    {1, 1}, {2, 1}, {3, 3}, {32, 32}, {257, 96}, {1000, 128}, {4099, 1024}};
+const std::vector<std::pair<size_t, size_t>> kLaunches = {{1, 1},    {2, 1},      {3, 3},      {32, 32},
+                                                          {257, 96}, {1000, 128}, {4099, 1024}};
 
 }  // namespace
 
@@ -103,12 +103,12 @@ TEST_CASE("exact words: sums of squares and signed sums equal the sequential Exa
       plain.add(v);
     }
     for (const auto& [threads, block] : kLaunches) {
-      const std::string what = "n=" + std::to_string(n) + " threads=" + std::to_string(threads) +
-                               " block=" + std::to_string(block);
-      check_same(device_scheme(n, threads, block, 3, [&](size_t i) { return sb::exact_square(x[i]); }),
-                 squares, "squares " + what);
-      check_same(device_scheme(n, threads, block, 4, [&](size_t i) { return static_cast<double>(x[i]); }),
-                 plain, "signed " + what);
+      const std::string what =
+          "n=" + std::to_string(n) + " threads=" + std::to_string(threads) + " block=" + std::to_string(block);
+      check_same(device_scheme(n, threads, block, 3, [&](size_t i) { return sb::exact_square(x[i]); }), squares,
+                 "squares " + what);
+      check_same(device_scheme(n, threads, block, 4, [&](size_t i) { return static_cast<double>(x[i]); }), plain,
+                 "signed " + what);
     }
   }
 }
@@ -117,14 +117,14 @@ TEST_CASE("exact words: -0, Inf and NaN keep ExactSum's rules across parts") {
   const float inf = std::numeric_limits<float>::infinity();
   const std::vector<std::vector<float>> cases = {
       {-0.0f, -0.0f, -0.0f}, {-0.0f, 0.0f, -0.0f}, {1.0f, -1.0f}, {-1.0f, 1.0f, -0.0f},
-      {inf, 1.0f, 2.0f},     {-inf, 3.0f},          {inf, -inf},  {sb::det::float_of_bits(0x7fc00001u), 1.0f}};
+      {inf, 1.0f, 2.0f},     {-inf, 3.0f},         {inf, -inf},   {sb::det::float_of_bits(0x7fc00001u), 1.0f}};
   for (size_t c = 0; c < cases.size(); ++c) {
     const std::vector<float>& x = cases[c];
     ExactSum want;
     for (float v : x) want.add(static_cast<double>(v));
     for (const auto& [threads, block] : kLaunches) {
-      const ExactSum got = device_scheme(x.size(), threads, block, 5,
-                                         [&](size_t i) { return static_cast<double>(x[i]); });
+      const ExactSum got =
+          device_scheme(x.size(), threads, block, 5, [&](size_t i) { return static_cast<double>(x[i]); });
       INFO("case ", c, " threads=", threads);
       CHECK(sb::det::bits_of(got.to_f64()) == sb::det::bits_of(want.to_f64()));
       CHECK(got.count() == want.count());

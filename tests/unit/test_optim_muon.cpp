@@ -36,9 +36,8 @@ struct Fixture {
 };
 
 // fp64 Muon on one matrix: returns W after one step; m is the momentum, updated.
-std::vector<double> ref_muon_step(const std::vector<double>& w, const std::vector<double>& g,
-                                  std::vector<double>& m, int rows, int cols,
-                                  const sb::MuonOptions& o, double mu, double lr_factor) {
+std::vector<double> ref_muon_step(const std::vector<double>& w, const std::vector<double>& g, std::vector<double>& m,
+                                  int rows, int cols, const sb::MuonOptions& o, double mu, double lr_factor) {
   std::vector<double> u(w.size());
   for (size_t i = 0; i < w.size(); ++i) {
     m[i] = mu * m[i] + g[i];
@@ -79,8 +78,8 @@ double muon_vs_reference(const sb::MuonOptions& o, int steps) {
     for (size_t t = 0; t < f.layout.size(); ++t) {
       const auto& p = f.layout[t];
       if (p.kind != sb::ParamKind::matrix) continue;
-      w64[t] = ref_muon_step(w64[t], slice64(g, p), m64[t], static_cast<int>(p.shape[0]),
-                             static_cast<int>(p.shape[1]), o, 0.9, ctx.lr_factor);
+      w64[t] = ref_muon_step(w64[t], slice64(g, p), m64[t], static_cast<int>(p.shape[0]), static_cast<int>(p.shape[1]),
+                             o, 0.9, ctx.lr_factor);
     }
   }
   return sb::test::worst_matrix_update_error(f.layout, w, w0, w64);
@@ -110,9 +109,7 @@ TEST_CASE("muon: variants equal the fp64 reference over three steps") {
     c.ns_steps = 7;
     o.ns = sb::ns_schedule(c);
   }
-  SUBCASE("custom per-step triples") {
-    o.ns = {{3.0, -3.2, 1.2}, {2.0, -1.5, 0.5}, {1.875, -1.25, 0.375}};
-  }
+  SUBCASE("custom per-step triples") { o.ns = {{3.0, -3.2, 1.2}, {2.0, -1.5, 0.5}, {1.875, -1.25, 0.375}}; }
   SUBCASE("moonlight scale") { o.scale = sb::MuonScale::moonlight; }
   SUBCASE("spectral scale") { o.scale = sb::MuonScale::spectral; }
   SUBCASE("no scale") { o.scale = sb::MuonScale::none; }
@@ -177,8 +174,8 @@ TEST_CASE("muon: bf16 Newton–Schulz stays near the fp32 result") {
   const sb::MuonOptions o;
   sb::NewtonSchulz(*be, sb::Precision::fp32).run(u.data(), x32.data(), 24, 40, o.ns, o.ns_eps);
   sb::NewtonSchulz(*be, sb::Precision::bf16).run(u.data(), x16.data(), 24, 40, o.ns, o.ns_eps);
-  const double err = sb::test::rel_error(std::vector<double>(x16.begin(), x16.end()),
-                                         std::vector<double>(x32.begin(), x32.end()));
+  const double err =
+      sb::test::rel_error(std::vector<double>(x16.begin(), x16.end()), std::vector<double>(x32.begin(), x32.end()));
   MESSAGE("bf16 vs fp32 Newton–Schulz: ", err);
   CHECK(err > 0.0);   // bf16 operands do change the bits
   CHECK(err < 0.05);  // but not the orthogonalisation
@@ -205,9 +202,9 @@ TEST_CASE("muon: the non-matrix tensors take AdamW with adam_lr") {
   }
   std::vector<std::string> names;
   for (const auto& b : opt.state()) names.push_back(b.name);
-  CHECK(names == std::vector<std::string>{"wide/momentum", "tall/momentum", "square/momentum",
-                                          "gain/exp_avg", "gain/exp_avg_sq", "bias/exp_avg",
-                                          "bias/exp_avg_sq", "emb/exp_avg", "emb/exp_avg_sq"});
+  CHECK(names == std::vector<std::string>{"wide/momentum", "tall/momentum", "square/momentum", "gain/exp_avg",
+                                          "gain/exp_avg_sq", "bias/exp_avg", "bias/exp_avg_sq", "emb/exp_avg",
+                                          "emb/exp_avg_sq"});
 }
 
 TEST_CASE("muon: statistics against fp64 recomputation") {
@@ -464,10 +461,8 @@ TEST_CASE("make_optimizer: one word switches; Muon holds one buffer per matrix, 
   CHECK(adamw->state_bytes() == 4 * 2 * (matrix + other));
   const auto cost = muon->update_cost();
   for (size_t i = 0; i < l.size(); ++i) {
-    if (l[i].kind == sb::ParamKind::matrix)
-      CHECK(cost[i] == sb::newton_schulz_flops(l[i].shape[0], l[i].shape[1], 5));
-    else
-      CHECK(cost[i] == static_cast<double>(l[i].numel));
+    if (l[i].kind == sb::ParamKind::matrix) CHECK(cost[i] == sb::newton_schulz_flops(l[i].shape[0], l[i].shape[1], 5));
+    else CHECK(cost[i] == static_cast<double>(l[i].numel));
   }
   CHECK(dynamic_cast<sb::AdamW*>(adamw.get())->options().lr == config.lr);
 }

@@ -8,8 +8,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/config.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/ops/muon.hpp"
 #include "samebits/core/optim/muon.hpp"
 #include "samebits/det/error.hpp"
@@ -30,9 +30,9 @@ std::vector<sb::ParamView> layout(size_t* flat) {
 }
 
 // One fp64 step of the variant on one matrix; m (momentum) and v (NorMuon's, rows) updated.
-std::vector<double> ref_step(const std::vector<double>& w, const std::vector<double>& g,
-                             std::vector<double>& m, std::vector<double>& v, const sb::ParamView& p,
-                             const sb::MuonOptions& o, double mu, double lr) {
+std::vector<double> ref_step(const std::vector<double>& w, const std::vector<double>& g, std::vector<double>& m,
+                             std::vector<double>& v, const sb::ParamView& p, const sb::MuonOptions& o, double mu,
+                             double lr) {
   const int rows = static_cast<int>(p.shape[0]), cols = static_cast<int>(p.shape[1]);
   const size_t n = w.size();
   std::vector<double> u(n);

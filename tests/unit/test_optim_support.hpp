@@ -17,8 +17,8 @@
 namespace sb::test {
 
 // Tensors (name, shape, kind) packed at kParamAlign offsets; init fields unused.
-inline std::vector<ParamView> make_layout(
-    const std::vector<std::tuple<std::string, Shape, ParamKind>>& tensors, size_t* flat_size) {
+inline std::vector<ParamView> make_layout(const std::vector<std::tuple<std::string, Shape, ParamKind>>& tensors,
+                                          size_t* flat_size) {
   std::vector<ParamView> out;
   size_t offset = 0;
   for (const auto& [name, shape, kind] : tensors) {
@@ -31,8 +31,8 @@ inline std::vector<ParamView> make_layout(
 }
 
 // flat_size values, normal(0, std) on every tensor element and 0 in the padding.
-inline std::vector<float> random_flat(const std::vector<ParamView>& layout, size_t flat_size,
-                                      uint32_t seed, float std) {
+inline std::vector<float> random_flat(const std::vector<ParamView>& layout, size_t flat_size, uint32_t seed,
+                                      float std) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> dist(0.0f, std);
   std::vector<float> v(flat_size, 0.0f);
@@ -42,8 +42,7 @@ inline std::vector<float> random_flat(const std::vector<ParamView>& layout, size
 }
 
 // C (m, n) = A (m, k) · B (k, n) in fp64.
-inline std::vector<double> matmul64(const std::vector<double>& a, const std::vector<double>& b,
-                                    int m, int k, int n) {
+inline std::vector<double> matmul64(const std::vector<double>& a, const std::vector<double>& b, int m, int k, int n) {
   std::vector<double> c(static_cast<size_t>(m) * n, 0.0);
   for (int i = 0; i < m; ++i)
     for (int p = 0; p < k; ++p) {
@@ -110,8 +109,7 @@ inline double rel_error(const std::vector<double>& a, const std::vector<double>&
 // The worst rel_error, over the matrices of `layout`, of the total update W_T − W_0: samebits'
 // fp32 weights `w` against the fp64 reference `w64` (one vector per tensor), both from `w0`.
 inline double worst_matrix_update_error(const std::vector<ParamView>& layout, const std::vector<float>& w,
-                                        const std::vector<float>& w0,
-                                        const std::vector<std::vector<double>>& w64) {
+                                        const std::vector<float>& w0, const std::vector<std::vector<double>>& w64) {
   double worst = 0.0;
   for (size_t t = 0; t < layout.size(); ++t) {
     const auto& p = layout[t];

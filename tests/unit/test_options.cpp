@@ -55,9 +55,7 @@ std::string read_text(const fs::path& path) {
 
 }  // namespace
 
-TEST_CASE("no file and no overrides give the defaults") {
-  CHECK(sb::cli::parse_config("", {}) == sb::Config{});
-}
+TEST_CASE("no file and no overrides give the defaults") { CHECK(sb::cli::parse_config("", {}) == sb::Config{}); }
 
 TEST_CASE("INI values apply and the command line wins") {
   TempDir dir;
@@ -92,8 +90,7 @@ TEST_CASE("INI values apply and the command line wins") {
 }
 
 TEST_CASE("optim.adjust_lr_fn, torch.optim.Muon's name, sets optim.scale") {
-  CHECK(sb::cli::parse_config("", {"--optim.adjust_lr_fn", "match_rms_adamw"}).optim.scale ==
-        sb::MuonScale::moonlight);
+  CHECK(sb::cli::parse_config("", {"--optim.adjust_lr_fn", "match_rms_adamw"}).optim.scale == sb::MuonScale::moonlight);
   CHECK(sb::cli::parse_config("", {"--optim.scale", "none", "--optim.adjust_lr_fn=original"}).optim.scale ==
         sb::MuonScale::shape);
   CHECK_THROWS_AS(sb::cli::parse_config("", {"--optim.adjust_lr_fn", "rms"}), sb::Error);
@@ -234,14 +231,45 @@ TEST_CASE("the table holds exactly the keys of the resolved INI text") {
   }
   CHECK(table_keys == ini_keys);
   // The option names docs/CONFIG.md promises to scripts and notebooks.
-  for (const char* key : {"model.vocab", "model.seq_len", "model.n_layer", "model.n_head", "model.n_embd", "model.norm",
-                          "model.tied_head", "data.source", "data.path", "data.seed", "data.leaf_size", "data.leaves",
-                          "optim.name", "optim.lr", "optim.weight_decay", "optim.momentum", "optim.nesterov",
-                          "optim.ns_steps", "optim.ns_coefficients", "optim.scale", "optim.adam_lr", "optim.adam_betas",
-                          "optim.adam_eps", "optim.clip", "train.steps", "train.seed", "train.precision",
-                          "train.schedule", "train.warmup", "train.checkpoint_every", "train.snapshot_steps",
-                          "train.eval_every", "numerics.mode", "numerics.gemm", "numerics.reduce", "numerics.allreduce",
-                          "run.backend", "run.threads", "run.out"}) {
+  for (const char* key : {"model.vocab",
+                          "model.seq_len",
+                          "model.n_layer",
+                          "model.n_head",
+                          "model.n_embd",
+                          "model.norm",
+                          "model.tied_head",
+                          "data.source",
+                          "data.path",
+                          "data.seed",
+                          "data.leaf_size",
+                          "data.leaves",
+                          "optim.name",
+                          "optim.lr",
+                          "optim.weight_decay",
+                          "optim.momentum",
+                          "optim.nesterov",
+                          "optim.ns_steps",
+                          "optim.ns_coefficients",
+                          "optim.scale",
+                          "optim.adam_lr",
+                          "optim.adam_betas",
+                          "optim.adam_eps",
+                          "optim.clip",
+                          "train.steps",
+                          "train.seed",
+                          "train.precision",
+                          "train.schedule",
+                          "train.warmup",
+                          "train.checkpoint_every",
+                          "train.snapshot_steps",
+                          "train.eval_every",
+                          "numerics.mode",
+                          "numerics.gemm",
+                          "numerics.reduce",
+                          "numerics.allreduce",
+                          "run.backend",
+                          "run.threads",
+                          "run.out"}) {
     CHECK_MESSAGE(table_keys.count(key) == 1, "docs/CONFIG.md key missing: ", key);
   }
 }
@@ -273,7 +301,8 @@ TEST_CASE("the table: sections contiguous in order, rules described, aliases of 
 }
 
 TEST_CASE("INI text in memory: messages name its source; text from it is printed escaped") {
-  CHECK(sb::cli::parse_config_text("[optim]\nlr = 0.01\n", "the recorded config", {"--train.steps=70"}).optim.lr == 0.01);
+  CHECK(sb::cli::parse_config_text("[optim]\nlr = 0.01\n", "the recorded config", {"--train.steps=70"}).optim.lr ==
+        0.01);
   const auto text_error = [](const std::string& text) {
     try {
       sb::cli::parse_config_text(text, "the recorded config", {});
@@ -287,7 +316,9 @@ TEST_CASE("INI text in memory: messages name its source; text from it is printed
   std::string e = text_error("[model]\nnorm = \x1b[31mred\n");
   CHECK(contains(e, "config model.norm='\\x1b[31mred' in the recorded config is not valid"));
   CHECK_FALSE(contains(e, "\x1b"));
-  e = text_error("[model]\n\x07" "bell = 1\n");
+  e = text_error(
+      "[model]\n\x07"
+      "bell = 1\n");
   CHECK(contains(e, "unknown config key 'model.\\x07bell' in the recorded config"));
   CHECK_FALSE(contains(e, "\x07"));
   e = text_error("[model]\njust \x1b words\n");

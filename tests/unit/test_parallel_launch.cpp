@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <vector>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/backend.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/parallel/launch.hpp"
 #include "samebits/det/error.hpp"
 
@@ -64,8 +64,7 @@ TEST_CASE("CUDA ranks: NCCL with one GPU per local rank, host-staged MPI when th
 
 TEST_CASE("CUDA without a device, or a device that is not there, is a clear error") {
   CHECK_THROWS_WITH_AS(plan(Device::cuda, {}, 0), doctest::Contains("no CUDA device"), sb::Error);
-  CHECK_THROWS_WITH_AS(plan(Device::cuda, {}, 2, 2), doctest::Contains("run.device=2"),
-                       sb::Error);
+  CHECK_THROWS_WITH_AS(plan(Device::cuda, {}, 2, 2), doctest::Contains("run.device=2"), sb::Error);
   CHECK(std::string(sb::to_string(CommunicatorKind::mpi_staged)) == "mpi-staged");
 }
 
@@ -80,8 +79,7 @@ TEST_CASE("the launch environment is read from the launchers' variables") {
   ::unsetenv("OMPI_COMM_WORLD_LOCAL_RANK");
   ::setenv("SLURM_LOCALID", "3", 1);
   CHECK(sb::read_launch_environment().local_rank == 3);
-  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_LOCALID"})
-    ::unsetenv(v);
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "SLURM_LOCALID"}) ::unsetenv(v);
   env = sb::read_launch_environment();
   CHECK(env.world_size == 0);
   CHECK(env.local_rank == -1);

@@ -46,8 +46,7 @@ TEST_CASE("assign_owners on the default GPT's Muon costs: within the list-schedu
   CHECK(sb::update_cost(sb::OptimConfig{}, layout) == cost);
   sb::OptimConfig adamw;
   adamw.name = sb::OptimizerName::adamw;
-  CHECK(sb::update_cost(adamw, layout) ==
-        sb::make_optimizer(adamw, layout, *be, sb::Precision::fp32)->update_cost());
+  CHECK(sb::update_cost(adamw, layout) == sb::make_optimizer(adamw, layout, *be, sb::Precision::fp32)->update_cost());
   const double total = std::accumulate(cost.begin(), cost.end(), 0.0);
   const double largest = *std::max_element(cost.begin(), cost.end());
   for (int world = 1; world <= 8; ++world) {
@@ -120,8 +119,7 @@ TEST_CASE("ShardedOptimizer in a world of one: the unsharded bits, gather and sc
   REQUIRE(full.size() == buffers.size());
   for (size_t k = 0; k < full.size(); ++k) {
     CHECK(full[k].name == buffers[k].name);
-    CHECK(same_bits(full[k].data,
-                    std::vector<float>(buffers[k].data, buffers[k].data + buffers[k].numel)));
+    CHECK(same_bits(full[k].data, std::vector<float>(buffers[k].data, buffers[k].data + buffers[k].numel)));
   }
   for (const sb::StateBuffer& b : sharded.state()) std::fill(b.data, b.data + b.numel, 0.0f);
   sharded.scatter_state(full);

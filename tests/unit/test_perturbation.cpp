@@ -18,8 +18,8 @@
 #include "samebits/core/train/perturbation.hpp"
 #include "samebits/core/train/trainer.hpp"
 #include "samebits/det/error.hpp"
-#include "support/train_bits.hpp"
 #include "support/error_text.hpp"
+#include "support/train_bits.hpp"
 
 namespace {
 
@@ -128,8 +128,8 @@ TEST_CASE("step_ulps refuses non-finite values and steps past the largest float"
 
 TEST_CASE("[perturb] keys: parsed, validated against the tensor table, and part of the experiment id") {
   const auto parse = [](std::vector<std::string> args) { return sb::cli::parse_config("", args); };
-  const sb::Config c = parse({"--perturb.tensor", "h.0.attn.qkv.w", "--perturb.index=17", "--perturb.ulps=-3",
-                              "--perturb.step", "5"});
+  const sb::Config c =
+      parse({"--perturb.tensor", "h.0.attn.qkv.w", "--perturb.index=17", "--perturb.ulps=-3", "--perturb.step", "5"});
   CHECK(c.perturb.tensor == "h.0.attn.qkv.w");
   CHECK(c.perturb.index == 17);
   CHECK(c.perturb.ulps == -3);
@@ -144,8 +144,13 @@ TEST_CASE("[perturb] keys: parsed, validated against the tensor table, and part 
   const std::string range = error_of([&] { parse({"--perturb.tensor=lnf.w", "--perturb.index=128"}); });
   CHECK(contains(range, "config perturb.index=128 is outside tensor lnf.w, which has 128 elements"));
   CHECK(contains(error_of([&] { parse({"--perturb.tensor=lnf.w", "--perturb.index=-1"}); }), "perturb.index=-1"));
-  CHECK(contains(error_of([&] { parse({"--perturb.tensor=wte", "--perturb.ulps=0"}); }), "perturb.ulps=0 changes nothing"));
-  CHECK(contains(error_of([&] { parse({"--perturb.tensor=wte", "--perturb.step=300"}); }),
+  CHECK(contains(error_of([&] {
+                   parse({"--perturb.tensor=wte", "--perturb.ulps=0"});
+                 }),
+                 "perturb.ulps=0 changes nothing"));
+  CHECK(contains(error_of([&] {
+                   parse({"--perturb.tensor=wte", "--perturb.step=300"});
+                 }),
                  "perturb.step=300 must lie in [0, train.steps=300)"));
   CHECK(contains(error_of([&] { parse({"--perturb.index=4"}); }), "perturb.tensor is empty"));
 
@@ -174,12 +179,11 @@ TEST_CASE("the default experiment's id and bits are unchanged by [perturb] and d
   const std::vector<uint32_t> loss{0x408455b5, 0x4085106d, 0x4084528c, 0x40840f81,
                                    0x4084196c, 0x4085a342, 0x4084aad0, 0x40852869};
   CHECK(s.loss == loss);
-  const std::vector<uint64_t> last{0x2e972e6ba6acf81bull, 0xff07676c00309362ull, 0x6bc68a735aa978f3ull,
-                                   0x41ae0b37b16e2ffcull, 0x3175db880628415eull, 0x0f77ccb1d84d8359ull,
-                                   0x46e012a38198dfc6ull, 0x571a141a6338ec8aull, 0xc3c29f0b7fab0003ull,
-                                   0x92730689889dad21ull, 0x1f30d7585b477f35ull, 0x8b8d6491174b9fabull,
-                                   0xc92239dff54a3312ull, 0xb3623d737decb788ull, 0x9df91d694186d50cull,
-                                   0x44ef8216db679e09ull};
+  const std::vector<uint64_t> last{
+      0x2e972e6ba6acf81bull, 0xff07676c00309362ull, 0x6bc68a735aa978f3ull, 0x41ae0b37b16e2ffcull,
+      0x3175db880628415eull, 0x0f77ccb1d84d8359ull, 0x46e012a38198dfc6ull, 0x571a141a6338ec8aull,
+      0xc3c29f0b7fab0003ull, 0x92730689889dad21ull, 0x1f30d7585b477f35ull, 0x8b8d6491174b9fabull,
+      0xc92239dff54a3312ull, 0xb3623d737decb788ull, 0x9df91d694186d50cull, 0x44ef8216db679e09ull};
   CHECK(s.params.back() == last);
 }
 
@@ -300,7 +304,8 @@ TEST_CASE("SampleOrder: a finite source's epochs keyed by the seed; a generated 
   CHECK(differs);
 
   sb::Config c = tiny_config();
-  const auto generated = sb::data::open_source(sb::to_data_config(c), sb::data::Split::train, sb::io::isolated_hdf5_decoder());
+  const auto generated =
+      sb::data::open_source(sb::to_data_config(c), sb::data::Split::train, sb::io::isolated_hdf5_decoder());
   const sb::data::Sampler stream(*generated, 16, 1, 4, sb::data::SampleOrder{7, 0});
   const sb::data::Sampler permuted(*generated, 16, 1, 4, sb::data::SampleOrder{7, 10});
   for (uint64_t k = 0; k < 30; ++k) CHECK(stream.window(k) == k);

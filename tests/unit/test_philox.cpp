@@ -15,10 +15,8 @@ using namespace sb::det;
 TEST_CASE("philox4x32_10 equals the Random123 known-answer vectors") {
   // Random123 examples/kat_vectors, "philox4x32 10": counter, key, expected output.
   const Philox4 zeros = philox4x32_10(0, 0, 0, 0, 0, 0);
-  const Philox4 ones = philox4x32_10(0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu,
-                                     0xffffffffu, 0xffffffffu);
-  const Philox4 pi = philox4x32_10(0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u,
-                                   0xa4093822u, 0x299f31d0u);
+  const Philox4 ones = philox4x32_10(0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu);
+  const Philox4 pi = philox4x32_10(0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u, 0xa4093822u, 0x299f31d0u);
   const uint32_t expected[3][4] = {{0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u},
                                    {0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu},
                                    {0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u}};
@@ -31,8 +29,7 @@ TEST_CASE("philox4x32_10 equals the Random123 known-answer vectors") {
 TEST_CASE("philox_u32 is lane index % 4 of the block at counter (index / 4, stream), key seed") {
   const uint64_t seed = 0x299f31d0a4093822ull, stream = 0x0370734413198a2eull;
   const uint64_t group = 0x05a308d3243f6a88ull;
-  const Philox4 b = philox4x32_10(0x243f6a88u, 0x05a308d3u, 0x13198a2eu, 0x03707344u,
-                                  0xa4093822u, 0x299f31d0u);
+  const Philox4 b = philox4x32_10(0x243f6a88u, 0x05a308d3u, 0x13198a2eu, 0x03707344u, 0xa4093822u, 0x299f31d0u);
   for (unsigned lane = 0; lane < 4; ++lane) {
     CHECK(philox_u32(seed, stream, 4 * group + lane) == b.v[lane]);
   }
@@ -95,7 +92,7 @@ TEST_CASE("philox_normal over 10^6 draws: mean, variance and tails of a standard
 
 TEST_CASE("stream_of is FNV-1a 64 of the name: fixed values, usable at compile time") {
   static_assert(stream_of("") == 0xcbf29ce484222325ull);
-  static_assert(stream_of("a") == 0xaf63dc4c8601ec8cull);       // FNV test vectors
+  static_assert(stream_of("a") == 0xaf63dc4c8601ec8cull);  // FNV test vectors
   static_assert(stream_of("foobar") == 0x85944171f73967e8ull);
   CHECK(stream_of("blocks.0.attn.wq") == 0x409cff4941f90b78ull);
   CHECK(stream_of("blocks.0.attn.wq") != stream_of("blocks.0.attn.wk"));

@@ -19,10 +19,7 @@ namespace {
 
 struct HostGenerator {
   curandGenerator_t g = nullptr;
-  HostGenerator() {
-    REQUIRE(curandCreateGeneratorHost(&g, CURAND_RNG_PSEUDO_PHILOX4_32_10) ==
-            CURAND_STATUS_SUCCESS);
-  }
+  HostGenerator() { REQUIRE(curandCreateGeneratorHost(&g, CURAND_RNG_PSEUDO_PHILOX4_32_10) == CURAND_STATUS_SUCCESS); }
   ~HostGenerator() { curandDestroyGenerator(g); }
   void start(uint64_t seed, uint64_t offset) {
     REQUIRE(curandSetPseudoRandomGeneratorSeed(g, seed) == CURAND_STATUS_SUCCESS);
@@ -72,4 +69,3 @@ TEST_CASE("cuRAND host generator comparison") {
   sb::test::skip("built without cuRAND (CUDA toolkit): no reference generator");
 }
 #endif
-

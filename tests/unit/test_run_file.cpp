@@ -31,7 +31,6 @@ namespace fs = std::filesystem;
 
 Config tiny() { return cli::config_from_text(sbt::tiny_config(), {}); }
 
-
 template <class T>
 bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
@@ -222,9 +221,7 @@ TEST_CASE("resume: the series and later snapshots are cut back; find_resume_poin
   CHECK(p.notes[0].find("state_step_000006.h5 is not usable") != std::string::npos);
   CHECK(p.notes[0].find("damaged") != std::string::npos);
   // A checkpoint the importer refuses is passed over too.
-  p = run::find_resume_point(path, header, [](const TrainerState& s) {
-    SB_CHECK(s.step > 5, "refused");
-  });
+  p = run::find_resume_point(path, header, [](const TrainerState& s) { SB_CHECK(s.step > 5, "refused"); });
   CHECK(p.step == 0);
   CHECK(p.source.empty());
   CHECK(p.notes.size() == 4);
@@ -289,14 +286,13 @@ TEST_CASE("config_from_text gives back the resolved config; the schema's columns
   Config config = tiny();
   config.optim.lr = 0.0123;
   CHECK(cli::config_from_text(to_ini_text(config), {}) == config);
-  CHECK_THROWS_WITH_AS(cli::config_from_text("[model]\nn_embd = abc\n", {}),
-                       doctest::Contains("model.n_embd"), Error);
+  CHECK_THROWS_WITH_AS(cli::config_from_text("[model]\nn_embd = abc\n", {}), doctest::Contains("model.n_embd"), Error);
   std::set<std::string_view> paths;
   for (const run::SeriesColumn& c : run::series_columns()) CHECK(paths.insert(c.path).second);
-  for (const char* p : {"series/loss", "series/val_loss", "series/lr", "series/adam_lr", "series/grad_norm",
-                        "series/param_fingerprint", "series/grad_fingerprint", "series/per_tensor/update_rms",
-                        "series/per_tensor/ortho_error", "series/noise_scale", "series/comm_bytes",
-                        "series/tokens", "timing/step_seconds"}) {
+  for (const char* p :
+       {"series/loss", "series/val_loss", "series/lr", "series/adam_lr", "series/grad_norm", "series/param_fingerprint",
+        "series/grad_fingerprint", "series/per_tensor/update_rms", "series/per_tensor/ortho_error",
+        "series/noise_scale", "series/comm_bytes", "series/tokens", "timing/step_seconds"}) {
     CHECK_MESSAGE(paths.count(p) == 1, p);
   }
 }
@@ -319,7 +315,8 @@ TEST_CASE("docs/FORMAT.md names every series column and every attribute a run fi
   w.checkpoint(trainer.export_state());
   const h5::File f = h5::File::open(path);
   for (const std::string& a : f.attr_names()) CHECK_MESSAGE(text.find("`" + a + "`") != std::string::npos, a);
-  for (const std::string& a : f.group("snapshots/step_000001").attr_names()) CHECK(text.find("`" + a + "`") != std::string::npos);
+  for (const std::string& a : f.group("snapshots/step_000001").attr_names())
+    CHECK(text.find("`" + a + "`") != std::string::npos);
   const h5::File c = h5::File::open(run::store_file(path, run::StoreEntry{1, run::kStateBit, 0, 0}));
   for (const std::string& a : c.attr_names()) CHECK_MESSAGE(text.find(a) != std::string::npos, a);
   for (const std::string& name : f.group("tensors").names()) CHECK(text.find("`" + name + "`") != std::string::npos);

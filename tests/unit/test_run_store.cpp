@@ -30,7 +30,6 @@ Config tiny(int64_t steps) {
   return c;
 }
 
-
 std::vector<float> weights(Trainer& trainer) {
   std::vector<float> v(trainer.model().flat_size());
   trainer.backend().copy_to_host(v.data(), trainer.model().weights().data(), v.size() * 4);
@@ -158,7 +157,8 @@ TEST_CASE("store files written in the background: the same files and the same in
   CHECK(here[2].kind == (run::kStateBit | run::kKeptBit));
 }
 
-TEST_CASE("a store file that fails in the background surfaces as the checkpoint's error; the run file stays committed") {
+TEST_CASE(
+    "a store file that fails in the background surfaces as the checkpoint's error; the run file stays committed") {
   TempDir dir;
   const Config config = tiny(4);
   Trainer trainer(config);
@@ -179,7 +179,8 @@ TEST_CASE("a store file that fails in the background surfaces as the checkpoint'
   CHECK(r.info().status == run::Status::failed);
 }
 
-TEST_CASE("store data written in one pass: the regions over what HDF5 left, hashed; direct and page-cache writes agree") {
+TEST_CASE(
+    "store data written in one pass: the regions over what HDF5 left, hashed; direct and page-cache writes agree") {
   // A file of 3 windows and a partial block, random bytes standing for HDF5's metadata; regions
   // crossing window and block boundaries, one at the very start and one ending at the last byte.
   TempDir dir;
@@ -189,9 +190,12 @@ TEST_CASE("store data written in one pass: the regions over what HDF5 left, hash
     left[i] = static_cast<char>((i * 2654435761u) >> 13);
     data[i] = static_cast<char>((i * 40503u + 7) >> 5);
   }
-  const std::vector<std::pair<uint64_t, uint64_t>> spans = {
-      {0, 100}, {4000, 200}, {4200, (uint64_t{8} << 20) - 1000}, {(uint64_t{16} << 20) - 3, 4099},
-      {(uint64_t{16} << 20) + 5000, (uint64_t{8} << 20)}, {length - 777, 777}};
+  const std::vector<std::pair<uint64_t, uint64_t>> spans = {{0, 100},
+                                                            {4000, 200},
+                                                            {4200, (uint64_t{8} << 20) - 1000},
+                                                            {(uint64_t{16} << 20) - 3, 4099},
+                                                            {(uint64_t{16} << 20) + 5000, (uint64_t{8} << 20)},
+                                                            {length - 777, 777}};
   std::vector<char> expected = left;
   std::vector<run::RawWrite> raw;
   for (const auto& [offset, bytes] : spans) {

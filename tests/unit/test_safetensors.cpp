@@ -12,9 +12,9 @@
 #include "integration/test_cli_support.hpp"
 #include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/io/gpt_weights.hpp"
-#include "samebits/core/model/gpt.hpp"
 #include "samebits/core/io/json_value.hpp"
 #include "samebits/core/io/safetensors.hpp"
+#include "samebits/core/model/gpt.hpp"
 #include "samebits/det/error.hpp"
 #include "support/error_text.hpp"
 
@@ -104,7 +104,8 @@ TEST_CASE("GPT weights: import of export is the identity in both namings; HF nam
   CHECK(has(io::hf_gpt2_config_json(cfg), "\"n_head\": 2"));
   GPTConfig rms = cfg;
   rms.norm = NormKind::rmsnorm;
-  CHECK(has(error_of([&] { io::gpt_tensors(rms, seeded_flat(rms), io::WeightsNaming::hf_gpt2); }), "model.norm=rmsnorm"));
+  CHECK(
+      has(error_of([&] { io::gpt_tensors(rms, seeded_flat(rms), io::WeightsNaming::hf_gpt2); }), "model.norm=rmsnorm"));
 }
 
 TEST_CASE("GPT weights: HF files without the transformer. prefix, with mask buffers and a tied lm_head") {
@@ -121,7 +122,8 @@ TEST_CASE("GPT weights: HF files without the transformer. prefix, with mask buff
   CHECK(std::memcmp(back.data(), flat.data(), flat.size() * 4) == 0);
   tensors.back().data[3] += 1.0f;
   io::write_safetensors(dir / "untied.safetensors", tensors);
-  CHECK(has(error_of([&] { io::read_gpt_weights(dir / "untied.safetensors", cfg); }), "differs from the token embedding"));
+  CHECK(has(error_of([&] { io::read_gpt_weights(dir / "untied.safetensors", cfg); }),
+            "differs from the token embedding"));
 }
 
 TEST_CASE("GPT weights: wrong shape, missing, unknown, F16 and non-finite tensors name the file and the tensor") {
@@ -141,7 +143,8 @@ TEST_CASE("GPT weights: wrong shape, missing, unknown, F16 and non-finite tensor
   auto missing = base;
   missing.erase(missing.begin() + 3);
   io::write_safetensors(dir / "m.safetensors", missing);
-  CHECK(has(error_of([&] { io::read_gpt_weights(dir / "m.safetensors", cfg); }), "has no tensor '" + base[3].name + "'"));
+  CHECK(
+      has(error_of([&] { io::read_gpt_weights(dir / "m.safetensors", cfg); }), "has no tensor '" + base[3].name + "'"));
 
   auto extra = base;
   extra.push_back({"h.9.evil\x1b[31m", {1}, {1.0f}});
@@ -155,7 +158,8 @@ TEST_CASE("GPT weights: wrong shape, missing, unknown, F16 and non-finite tensor
   CHECK(has(error_of([&] { io::read_gpt_weights(dir / "n.safetensors", cfg); }), "holds a non-finite value"));
 
   write_raw(dir / "f16.safetensors", R"({"wte":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}})", "abcd");
-  CHECK(has(error_of([&] { io::read_gpt_weights(dir / "f16.safetensors", cfg); }), "tensor 'wte' has dtype F16; samebits reads F32 only"));
+  CHECK(has(error_of([&] { io::read_gpt_weights(dir / "f16.safetensors", cfg); }),
+            "tensor 'wte' has dtype F16; samebits reads F32 only"));
 }
 
 TEST_CASE("safetensors: damaged and hostile files get one clear error") {
@@ -186,7 +190,10 @@ TEST_CASE("safetensors: damaged and hostile files get one clear error") {
   expect("not inside the data buffer");
   write_raw(p, R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", "abcdefgh");
   expect("cover 4 of the 8 bytes");
-  write_raw(p, R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", "abcdefgh");
+  write_raw(
+      p,
+      R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+      "abcdefgh");
   expect("tensors overlap or leave a gap");
   write_raw(p, R"({"a":{"dtype":"Q4","shape":[1],"data_offsets":[0,4]}})", "abcd");
   expect("unknown dtype 'Q4'");
@@ -215,7 +222,8 @@ TEST_CASE("json: strict values, escapes and surrogates; bounded") {
   CHECK(u == 1);
   CHECK(!v.find("a")->items()[1].as_uint(u));
   CHECK(v.find("s")->string() == "x\xc3\xa9\xf0\x9f\x98\x80\n");
-  for (const char* bad : {"", "{", "[1,]", "01", "1.", "\"\\ud800\"", "\"\\x\"", "\"a\x01\"", "tru", "{\"a\" 1}", "1e999"}) {
+  for (const char* bad :
+       {"", "{", "[1,]", "01", "1.", "\"\\ud800\"", "\"\\x\"", "\"a\x01\"", "tru", "{\"a\" 1}", "1e999"}) {
     CHECK_THROWS_AS(io::parse_json(bad, "t"), Error);
   }
 }

@@ -7,12 +7,12 @@
 #include <cstdint>
 #include <vector>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/backend.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/ops/attention.hpp"
 #include "samebits/core/ops/softmax_xent.hpp"
-#include "test_op_support.hpp"
 #include "support/row_reference.hpp"
+#include "test_op_support.hpp"
 
 using namespace sb;
 
@@ -51,7 +51,7 @@ TEST_CASE("attention: scores hundreds apart (probabilities that underflow to 0),
   std::vector<float> y_ref(y.size()), att_ref(att.size());
   for (int t = 0; t < T; ++t)
     test::attention_row_forward(&y_ref[static_cast<size_t>(t) * C], &att_ref[static_cast<size_t>(t) * T],
-                               &qkv[static_cast<size_t>(t) * ld], &qkv[C], &qkv[2 * C], ld, t, T, hs);
+                                &qkv[static_cast<size_t>(t) * ld], &qkv[C], &qkv[2 * C], ld, t, T, hs);
   bool underflow = false;  // the test reaches exp's zero branch (causal entries j ≤ t only)
   for (int t = 0; t < T; ++t)
     for (int j = 0; j <= t; ++j) underflow = underflow || att_ref[static_cast<size_t>(t) * T + j] == 0.0f;

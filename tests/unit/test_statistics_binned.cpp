@@ -13,9 +13,9 @@
 #include <cstring>
 #include <vector>
 
+#include "samebits/core/exact_norm.hpp"
 #include "samebits/core/model/gpt.hpp"
 #include "samebits/core/optim/clip.hpp"
-#include "samebits/core/exact_norm.hpp"
 #include "samebits/core/train/statistics.hpp"
 #include "samebits/det/philox.hpp"
 
@@ -159,7 +159,7 @@ TEST_CASE("binned_update_squares has exactly the values of add_update_squares's 
   mixed_b[2] = -0.0f, mixed_a[2] = 0.0f;
   mixed_b[3] = 0.0f, mixed_a[3] = -0.0f;
   mixed_b[4] = 0x1.fffffep127f, mixed_a[4] = -0x1.fffffep127f;  // d = −2^129: beyond fp32
-  mixed_b[5] = 1.0f, mixed_a[5] = 0x1p-140f;  // fl32(after − before) rounds: the fallback
+  mixed_b[5] = 1.0f, mixed_a[5] = 0x1p-140f;                    // fl32(after − before) rounds: the fallback
   check_update_squares(mixed_b, mixed_a);
   std::vector<float> inf_b = {1.0f, INFINITY, 2.0f}, inf_a = {1.5f, INFINITY, 2.5f};
   check_update_squares(inf_b, inf_a);  // Inf − Inf: a NaN step
@@ -174,8 +174,8 @@ TEST_CASE("binned_sum_of_squares has exactly the value of sum_of_squares") {
   // around the 2^16-element blocks and not multiples of 4 (the interleaved bin sets).
   std::vector<float> g(200003);
   for (size_t i = 0; i < g.size(); ++i) g[i] = sb::det::philox_normal(9, 4, i) * 3e-3f;
-  for (size_t len : {size_t(1), size_t(7), size_t(8), size_t(9), size_t(65535), size_t(65536),
-                     size_t(65537), g.size()}) {
+  for (size_t len :
+       {size_t(1), size_t(7), size_t(8), size_t(9), size_t(65535), size_t(65536), size_t(65537), g.size()}) {
     CAPTURE(len);
     CHECK(same_value(sb::binned_sum_of_squares(g.data(), len), plain_sum_of_squares(g.data(), len)));
   }
@@ -209,14 +209,12 @@ TEST_CASE("binned_sum_of_squares: the edges of its fixed-point window") {
     const uint32_t b = sb::det::philox_u32(9, 13, i) % 0x08000000u;  // scales 0 to 15
     std::memcpy(&tiny[i], &b, sizeof b);
   }
-  CHECK(same_value(sb::binned_sum_of_squares(tiny.data(), tiny.size()),
-                   plain_sum_of_squares(tiny.data(), tiny.size())));
+  CHECK(
+      same_value(sb::binned_sum_of_squares(tiny.data(), tiny.size()), plain_sum_of_squares(tiny.data(), tiny.size())));
   const std::vector<float> any = random_finite(150000, 14);
-  CHECK(same_value(sb::binned_sum_of_squares(any.data(), any.size()),
-                   plain_sum_of_squares(any.data(), any.size())));
+  CHECK(same_value(sb::binned_sum_of_squares(any.data(), any.size()), plain_sum_of_squares(any.data(), any.size())));
   const std::vector<float> top(65536, -0x1.fffffep127f);
-  CHECK(same_value(sb::binned_sum_of_squares(top.data(), top.size()),
-                   plain_sum_of_squares(top.data(), top.size())));
+  CHECK(same_value(sb::binned_sum_of_squares(top.data(), top.size()), plain_sum_of_squares(top.data(), top.size())));
 }
 
 TEST_CASE("binned_sum_of_squares: the fp64 folds at their grids' edges") {

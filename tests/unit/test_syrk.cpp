@@ -10,8 +10,8 @@
 #include <cmath>
 #include <vector>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/backend.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/ops/matmul.hpp"
 #include "test_op_support.hpp"
 
@@ -27,8 +27,8 @@ float op_at(const std::vector<float>& a, Trans t, int ld, int row, int p) {
 }
 
 // Rule 1 as plainly as possible: c (n, n) with ldc, columns beyond n kept.
-std::vector<float> reference(Trans ta, int n, int k, const std::vector<float>& a, int lda,
-                             const std::vector<float>& c0, int ldc, Precision prec) {
+std::vector<float> reference(Trans ta, int n, int k, const std::vector<float>& a, int lda, const std::vector<float>& c0,
+                             int ldc, Precision prec) {
   std::vector<float> c = c0;
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < n; ++j) {
@@ -107,8 +107,7 @@ TEST_CASE("syrk of a symmetric S is the gemm S·S, bitwise") {
       for (int j = 0; j < i; ++j) s[static_cast<size_t>(i) * ld + j] = s[static_cast<size_t>(j) * ld + i];
     std::vector<float> ss(static_cast<size_t>(n) * n), gemm_ss(ss.size());
     be->syrk(Trans::no, n, n, s.data(), ld, ss.data(), n, Precision::fp32);
-    be->gemm(Trans::no, Trans::no, n, n, n, s.data(), ld, s.data(), ld, gemm_ss.data(), n, false,
-             Precision::fp32);
+    be->gemm(Trans::no, Trans::no, n, n, n, s.data(), ld, s.data(), ld, gemm_ss.data(), n, false, Precision::fp32);
     CAPTURE(n);
     CHECK(test::same_bits(ss, gemm_ss, "syrk(S) vs S·S"));
   }

@@ -23,8 +23,7 @@ sb::det::ExactSum plain_sum_of_squares(const float* x, size_t n) {
 
 // Two tensors with a gap between them, as gpt_param_layout pads: a (4) at 0, b (3) at 16.
 std::vector<sb::ParamView> two_tensors() {
-  return {{"a", {4}, 0, 4, sb::ParamKind::bias, 0.0f, 0.0f},
-          {"b", {3}, 16, 3, sb::ParamKind::bias, 0.0f, 0.0f}};
+  return {{"a", {4}, 0, 4, sb::ParamKind::bias, 0.0f, 0.0f}, {"b", {3}, 16, 3, sb::ParamKind::bias, 0.0f, 0.0f}};
 }
 constexpr size_t kFlat = 19;
 
@@ -89,8 +88,7 @@ TEST_CASE("a loss scale divides out of the leaf sums exactly") {
   const sb::StepStats plain = statistics(1.0f, 2);
   const sb::StepStats scaled = statistics(1024.0f, 2);
   REQUIRE(plain.tensors.size() == scaled.tensors.size());
-  CHECK(std::memcmp(plain.tensors.data(), scaled.tensors.data(),
-                    plain.tensors.size() * sizeof(sb::TensorStats)) == 0);
+  CHECK(std::memcmp(plain.tensors.data(), scaled.tensors.data(), plain.tensors.size() * sizeof(sb::TensorStats)) == 0);
   CHECK(plain.noise_scale == scaled.noise_scale);
 }
 

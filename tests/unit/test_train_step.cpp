@@ -9,8 +9,8 @@
 #include <cstring>
 #include <vector>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/config.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/exact_norm.hpp"
 #include "samebits/core/ops/gradient.hpp"
 #include "samebits/core/train/trainer.hpp"
@@ -20,9 +20,7 @@
 
 namespace {
 
-sb::Config tiny_config() {
-  return sb::test::tiny_gpt_config({.leaf_size = 2, .steps = 40, .threads = 2});
-}
+sb::Config tiny_config() { return sb::test::tiny_gpt_config({.leaf_size = 2, .steps = 40, .threads = 2}); }
 
 }  // namespace
 
@@ -44,10 +42,9 @@ TEST_CASE("the first step's gradient, loss and leaf statistics are the core's ba
   auto acc = backend->make_accumulator(model.flat_size());
   std::vector<float> g(model.flat_size());
   sb::det::ExactSum leaf_sq;
-  const float loss = sb::batch_gradient(model, leaves, *acc, g.data(),
-                                        [&](size_t, float, const float* leaf_grad) {
-                                          leaf_sq.merge(sb::sum_of_squares(leaf_grad, g.size()));
-                                        });
+  const float loss = sb::batch_gradient(model, leaves, *acc, g.data(), [&](size_t, float, const float* leaf_grad) {
+    leaf_sq.merge(sb::sum_of_squares(leaf_grad, g.size()));
+  });
 
   CHECK(std::memcmp(&loss, &r.stats.loss, sizeof(float)) == 0);
   REQUIRE(r.grad_fingerprints.size() == model.params().size());
@@ -76,8 +73,7 @@ TEST_CASE("the first step's gradient, loss and leaf statistics are the core's ba
     CAPTURE(model.params()[t].name);
     CHECK(r.stats.tensors[t].update_rms > 0.0f);
     CHECK(std::isfinite(r.stats.tensors[t].leaf_sq_mean));
-    CHECK(std::isnan(r.stats.tensors[t].ortho_error) ==
-          (model.params()[t].kind != sb::ParamKind::matrix));
+    CHECK(std::isnan(r.stats.tensors[t].ortho_error) == (model.params()[t].kind != sb::ParamKind::matrix));
   }
   CHECK(std::isfinite(r.stats.noise_scale));
   CHECK(r.comm.total_bytes() > 0);

@@ -18,7 +18,7 @@ struct NgramLosses {
 };
 
 // train (n_train,), eval (n_eval,): token ids < vocab <= 2^21.
-NgramLosses ngram_cross_entropy(const int32_t* train, uint64_t n_train, const int32_t* eval,
-                                uint64_t n_eval, uint64_t vocab);
+NgramLosses ngram_cross_entropy(const int32_t* train, uint64_t n_train, const int32_t* eval, uint64_t n_eval,
+                                uint64_t vocab);
 
 }  // namespace sb::data

@@ -38,8 +38,8 @@ constexpr int kSegmentKinds = 5;
 // Per-token record of the generator's true next-token distribution, for the ideal-loss estimate:
 // the state is a function of the visible document prefix, so these are the exact conditionals.
 struct TokenTrace {
-  float entropy;   // H(p(. | prefix)) in nats
-  float nll;       // -ln p(token | prefix)
+  float entropy;  // H(p(. | prefix)) in nats
+  float nll;      // -ln p(token | prefix)
   SegmentKind kind;
 };
 
@@ -75,17 +75,17 @@ class SyntheticLanguage final : public TokenSource {
   uint32_t mix_[4];                 // markov, grammar, mark, recall weights (parts per million)
   std::vector<uint32_t> zipf_cdf_;  // (B,) cumulative Zipf weights floor(2^20 / (r+1))
   double zipf_entropy_ = 0;
-  std::vector<uint32_t> rows_;      // (V+1, B) row permutations, when small enough to cache
+  std::vector<uint32_t> rows_;  // (V+1, B) row permutations, when small enough to cache
 };
 
 // Statistics of the language's stream over its first `tokens` tokens (whole documents), in nats.
 struct SyntheticStats {
   uint64_t tokens = 0;
-  double unigram_entropy = 0;  // plug-in entropy of the token frequencies
-  double ideal_loss = 0;       // mean entropy of the true next-token distribution
-  double ideal_nll = 0;        // mean -ln p(token | prefix): the same expectation, sampled
-  double fraction[kSegmentKinds] = {};   // share of tokens by SegmentKind
-  double kind_nll[kSegmentKinds] = {};   // mean ideal -ln p within each kind
+  double unigram_entropy = 0;           // plug-in entropy of the token frequencies
+  double ideal_loss = 0;                // mean entropy of the true next-token distribution
+  double ideal_nll = 0;                 // mean -ln p(token | prefix): the same expectation, sampled
+  double fraction[kSegmentKinds] = {};  // share of tokens by SegmentKind
+  double kind_nll[kSegmentKinds] = {};  // mean ideal -ln p within each kind
 };
 SyntheticStats synthetic_stats(const SyntheticLanguage& language, uint64_t tokens);
 

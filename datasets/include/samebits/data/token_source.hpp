@@ -20,24 +20,24 @@ const char* split_name(Split split);  // "train" or "validation"
 // The synthetic language (docs/DATA.md): documents of doc_len tokens, each a BOS token followed by
 // segments; at every segment boundary the next segment's type is drawn with these relative weights.
 struct SyntheticConfig {
-  uint64_t doc_len = 256;    // tokens per document, BOS included; use seq_len = a multiple of it
-  double mix_markov = 0.40;  // Zipfian Markov runs (bigram structure)
-  double mix_grammar = 0.30; // sentences with nested brackets and subject-verb agreement
-  double mix_mark = 0.15;    // a marked span: MARK_j, random tokens, SPAN_END
-  double mix_recall = 0.15;  // RECALL_j, then an exact copy of the last span marked j
-  int markov_run = 8;        // mean length of a Markov run (geometric), 1..1000
-  int span_min = 4;          // a marked span has span_min..span_max tokens (uniform)
+  uint64_t doc_len = 256;     // tokens per document, BOS included; use seq_len = a multiple of it
+  double mix_markov = 0.40;   // Zipfian Markov runs (bigram structure)
+  double mix_grammar = 0.30;  // sentences with nested brackets and subject-verb agreement
+  double mix_mark = 0.15;     // a marked span: MARK_j, random tokens, SPAN_END
+  double mix_recall = 0.15;   // RECALL_j, then an exact copy of the last span marked j
+  int markov_run = 8;         // mean length of a Markov run (geometric), 1..1000
+  int span_min = 4;           // a marked span has span_min..span_max tokens (uniform)
   int span_max = 12;
-  int max_depth = 3;         // deepest bracket nesting of a sentence, 0..16
+  int max_depth = 3;  // deepest bracket nesting of a sentence, 0..16
 };
 
 // What the [data] section of an experiment configures (docs/CONFIG.md, docs/DATA.md).
 struct DataConfig {
   std::string source = "synthetic";  // synthetic | shards | text | hdf5
-  std::string path;       // training data: a glob of .bin shards, a text file, or FILE.h5:/dataset
-  std::string val_path;   // validation data, same form (synthetic: the validation stream instead)
-  uint64_t seed = 1;      // the synthetic language and its streams; the epoch permutations
-  int vocab = 256;        // the model's vocabulary: every token read must be < vocab
+  std::string path;                  // training data: a glob of .bin shards, a text file, or FILE.h5:/dataset
+  std::string val_path;              // validation data, same form (synthetic: the validation stream instead)
+  uint64_t seed = 1;                 // the synthetic language and its streams; the epoch permutations
+  int vocab = 256;                   // the model's vocabulary: every token read must be < vocab
   SyntheticConfig synthetic;
 };
 

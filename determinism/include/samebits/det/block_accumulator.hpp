@@ -61,8 +61,7 @@ class BlockAccumulator {
   // another. The elements of those segments then hold the exact sums over all ranks; the others
   // keep this rank's own sums. Throws sb::Error for runs outside the wire or out of order.
   void encode(uint64_t total_adds, const std::vector<WireRun>& runs, uint64_t* run_words = nullptr);
-  void decode(uint64_t total_adds, uint32_t total_status, const std::vector<WireRun>& runs,
-              size_t first_word);
+  void decode(uint64_t total_adds, uint32_t total_status, const std::vector<WireRun>& runs, size_t first_word);
   int64_t segments() const { return wire_segments(static_cast<int64_t>(n_)); }
 
   // Element i's exact sum in the frame (units of 2^FixedWindow{}.lsb_exponent).
@@ -78,8 +77,8 @@ class BlockAccumulator {
 
  private:
   struct Block {
-    uint8_t base = 0;   // values are in units of 2^base (the frame's bit index)
-    uint8_t words = 1;  // int64 words per element: 1, 2 or 3
+    uint8_t base = 0;                 // values are in units of 2^base (the frame's bit index)
+    uint8_t words = 1;                // int64 words per element: 1, 2 or 3
     std::unique_ptr<uint64_t[]> ext;  // (words - 1, count): the upper words, when words > 1
   };
   size_t begin(size_t b) const { return b * kWireBlock; }

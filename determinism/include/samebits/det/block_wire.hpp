@@ -30,10 +30,10 @@
 
 namespace sb::det {
 
-constexpr int kWireBlock = 32;                       // elements per block: one top bit
-constexpr int kWireGroup = 8;                        // elements per group: one low bit
+constexpr int kWireBlock = 32;  // elements per block: one top bit
+constexpr int kWireGroup = 8;   // elements per group: one low bit
 constexpr int kWireGroups = kWireBlock / kWireGroup;
-constexpr int kWireSegment = 64;                     // blocks per segment of the word stream
+constexpr int kWireSegment = 64;  // blocks per segment of the word stream
 
 // Bit range of a block as MAX-reduced bytes: hi = the largest bitlength(|q|) (<= 127) and, per
 // group, 255 - lo (lo = the smallest ctz(q), so 255 - lo >= 128). q = 0, NaN, Inf and refused
@@ -67,8 +67,7 @@ SB_HD void wire_range_add(WireRange& r, int e, float x, const FixedWindow& w) {
 // formula, ctz(m) read off the float of m's lowest set bit (exact: a power of two); a block with
 // any other non-zero value (below the window, refused) folds every value with wire_range_add.
 // *exact (when given): whether every non-zero value lies in that range.
-SB_HD WireRange wire_block_range(const float* x, int count, const FixedWindow& w,
-                                 bool* exact = nullptr) {
+SB_HD WireRange wire_block_range(const float* x, int count, const FixedWindow& w, bool* exact = nullptr) {
   const uint32_t exact_lo = static_cast<uint32_t>(w.lsb_exponent + 150) << 23;
   const uint32_t zone = fixed_limit_bits(w) - exact_lo;
   const int shift = -150 - w.lsb_exponent;  // q's exponent = biased + shift
@@ -77,7 +76,7 @@ SB_HD WireRange wire_block_range(const float* x, int count, const FixedWindow& w
   for (int e = 0; e < count; ++e) {  // one element at a time, no branch: vectorizable
     const uint32_t a = bits_of(x[e]) & 0x7FFFFFFFu;
     const uint32_t in = 0u - static_cast<uint32_t>(a - exact_lo < zone);  // masks, not selects:
-    odd |= ~in & static_cast<uint32_t>(a != 0);                             // gcc vectorizes these
+    odd |= ~in & static_cast<uint32_t>(a != 0);                           // gcc vectorizes these
     const int biased = static_cast<int>(a >> 23);
     const int32_t m = static_cast<int32_t>((a & 0x7FFFFFu) | 0x800000u);
     const int ctz = static_cast<int>(bits_of(static_cast<float>(m & -m)) >> 23) - 127;
@@ -212,13 +211,15 @@ SB_HD Wide192 wire_get(const uint64_t* words, const BlockWire& bw, uint64_t pos)
 
 // Writes the low `width` (<= 64) bits of f at bit `pos`: wire_put's fast path for narrow fields.
 SB_HD void wire_put64(uint64_t* words, const BlockWire& bw, uint64_t pos, uint64_t f) {
-  wire_pieces(bw, pos, [&](uint64_t k, int off, int len, int done) { words[k] |= wire_low_bits(f >> done, len) << off; });
+  wire_pieces(bw, pos,
+              [&](uint64_t k, int off, int len, int done) { words[k] |= wire_low_bits(f >> done, len) << off; });
 }
 
 // Reads `width` (<= 64) bits at bit `pos`: wire_get's fast path.
 SB_HD uint64_t wire_get64(const uint64_t* words, const BlockWire& bw, uint64_t pos) {
   uint64_t f = 0;
-  wire_pieces(bw, pos, [&](uint64_t k, int off, int len, int done) { f |= wire_low_bits(words[k] >> off, len) << done; });
+  wire_pieces(bw, pos,
+              [&](uint64_t k, int off, int len, int done) { f |= wire_low_bits(words[k] >> off, len) << done; });
   return f;
 }
 
@@ -227,8 +228,8 @@ SB_HD uint64_t wire_get64(const uint64_t* words, const BlockWire& bw, uint64_t p
 // this rank's adds (a). Fields of at most 64 bits take 64-bit arithmetic (S/2^lo then fits an
 // int64, F a uint64).
 template <class Value>
-SB_HD void wire_encode_segment(uint64_t* words, const WireRange* ranges, int64_t s, int64_t n,
-                               uint64_t total_adds, uint64_t local_adds, Value value) {
+SB_HD void wire_encode_segment(uint64_t* words, const WireRange* ranges, int64_t s, int64_t n, uint64_t total_adds,
+                               uint64_t local_adds, Value value) {
   const uint64_t nw = wire_segment_words(ranges, s, n, total_adds);
   for (uint64_t k = 0; k < nw; ++k) words[k] = 0;
   const int h = wire_ceil_log2(total_adds);
@@ -253,8 +254,8 @@ SB_HD void wire_encode_segment(uint64_t* words, const WireRange* ranges, int64_t
 // b's exact total in units of 2^lo (an empty group: 0 with lo = wire_block_lo). words:
 // (wire_segment_words(...)), carry-propagated in place.
 template <class Store>
-SB_HD void wire_decode_segment(uint64_t* words, const WireRange* ranges, int64_t s, int64_t n,
-                               uint64_t total_adds, Store store) {
+SB_HD void wire_decode_segment(uint64_t* words, const WireRange* ranges, int64_t s, int64_t n, uint64_t total_adds,
+                               Store store) {
   const uint64_t nw = wire_segment_words(ranges, s, n, total_adds);
   const int h = wire_ceil_log2(total_adds), chunk = 64 - h;
   const uint64_t mask = chunk == 64 ? ~uint64_t{0} : (uint64_t{1} << chunk) - 1;

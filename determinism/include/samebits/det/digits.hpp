@@ -48,9 +48,7 @@ constexpr IeeeFormat kBinary64{53, -1022, 0x7FF0000000000000ull, 63};
 
 // Index of the most significant set bit of a nonzero digit (< 2^32): read from the exponent of its
 // exact conversion to fp64, so no data-dependent branches and no intrinsics.
-SB_HD int msb_index(uint64_t digit) {
-  return static_cast<int>(bits_of(static_cast<double>(digit)) >> 52) - 1023;
-}
+SB_HD int msb_index(uint64_t digit) { return static_cast<int>(bits_of(static_cast<double>(digit)) >> 52) - 1023; }
 
 // Rounds V = Σ limb[j]·2^(lsb_exponent + 32j), j < n, to `format`, to nearest with ties to even,
 // straight from the exact value (no double rounding); overflow gives ±Inf, V = 0 gives +0. `limb`
@@ -93,7 +91,7 @@ SB_HD uint64_t round_to_bits(int64_t* limb, int lsb_exponent, IeeeFormat format)
   const int q_min = format.emin - (p - 1);
   const int q = q_normal > q_min ? q_normal : q_min;
   const int drop = 63 - (msb_exponent - q);  // >= 64 - p
-  uint64_t mant = 0, rest = 0, half = 1;  // half an ulp, in units of T's last bit
+  uint64_t mant = 0, rest = 0, half = 1;     // half an ulp, in units of T's last bit
   if (drop < 64) {
     mant = t >> drop;
     rest = t & ((1ull << drop) - 1);

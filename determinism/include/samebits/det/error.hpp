@@ -26,8 +26,8 @@ std::string concat(const Args&... args) {
 }  // namespace sb
 
 // SB_CHECK(cond, parts...): throws sb::Error(parts...) when cond is false.
-#define SB_CHECK(cond, ...)                                                           \
-  do {                                                                                \
+#define SB_CHECK(cond, ...)                                                                        \
+  do {                                                                                             \
     if (!(cond)) ::sb::detail::throw_error(__FILE__, __LINE__, ::sb::detail::concat(__VA_ARGS__)); \
   } while (0)
 

@@ -116,8 +116,8 @@ class ExactSum {
     }
     int64_t scratch[kLimbs];
     if (!canonical_copy(scratch)) return float_of_bits(static_cast<uint32_t>(zero_sign() << 31));
-    return float_of_bits(static_cast<uint32_t>(
-        digits::round_to_bits<kLimbs>(scratch, kLsbExponent, digits::kBinary32)));
+    return float_of_bits(
+        static_cast<uint32_t>(digits::round_to_bits<kLimbs>(scratch, kLsbExponent, digits::kBinary32)));
   }
 
   // Serialization for merging across ranks (words: (kWords)): the canonical limbs, then the counts
@@ -148,7 +148,7 @@ class ExactSum {
 
   SB_HD int64_t count() const { return values_; }
   SB_HD bool is_finite() const { return nan_ == 0 && pos_inf_ == 0 && neg_inf_ == 0; }
-  SB_HD int64_t nans() const { return nan_; }               // NaNs added
+  SB_HD int64_t nans() const { return nan_; }                 // NaNs added
   SB_HD int64_t infs() const { return pos_inf_ + neg_inf_; }  // ±Infs added
 
  private:
@@ -164,9 +164,7 @@ class ExactSum {
   }
 
   // limb[k] += ±d, d < 2^32 (sign: 0 for +, -1 for -).
-  SB_HD void add_digit(int k, uint64_t d, int64_t sign) {
-    limb_[k] += (static_cast<int64_t>(d) ^ sign) - sign;
-  }
+  SB_HD void add_digit(int k, uint64_t d, int64_t sign) { limb_[k] += (static_cast<int64_t>(d) ^ sign) - sign; }
 
   SB_HD void bump() {
     if (++pending_ >= kMaxPending) normalize();

@@ -71,8 +71,7 @@ namespace detail {
 uint32_t fixed_add_range_scalar(int64_t* limbs, size_t n, const float* x, size_t begin, size_t end,
                                 const FixedWindow& w);
 #if defined(SB_HAVE_AVX2)
-uint32_t fixed_add_range_avx2(int64_t* limbs, size_t n, const float* x, size_t begin, size_t end,
-                              const FixedWindow& w);
+uint32_t fixed_add_range_avx2(int64_t* limbs, size_t n, const float* x, size_t begin, size_t end, const FixedWindow& w);
 #endif
 #if defined(SB_HAVE_AVX512)
 uint32_t fixed_add_range_avx512(int64_t* limbs, size_t n, const float* x, size_t begin, size_t end,

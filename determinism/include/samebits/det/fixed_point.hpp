@@ -37,8 +37,7 @@ SB_HD int fixed_top_exponent(const FixedWindow& w) { return w.lsb_exponent + 32 
 // lsb exponent >= -400.
 SB_HD bool fixed_window_valid(const FixedWindow& w) {
   const int top = fixed_top_exponent(w);
-  return w.limbs >= 1 && w.limbs <= kFixedMaxLimbs && top >= -126 && top <= 400 &&
-         w.lsb_exponent >= -400;
+  return w.limbs >= 1 && w.limbs <= kFixedMaxLimbs && top >= -126 && top <= 400 && w.lsb_exponent >= -400;
 }
 
 // Bits of 2^top as a float (the first |x| bit pattern that overflows); +Inf's bits when top > 127.
@@ -74,8 +73,7 @@ SB_HD FixedDigits fixed_digits(uint32_t abs_bits, const FixedWindow& w) {
 // Adds x to one element: limb0 points at the element's limb 0, limb j at limb0[j·stride]. Every
 // limb moves by less than 2^32. NaN, Inf and values at or above the window's top are not added and
 // OR their bit into *status (a caller-local word: reduce it with OR / atomicOr afterwards).
-SB_HD void fixed_add(int64_t* limb0, size_t limb_stride, float x, const FixedWindow& w,
-                     uint32_t* status) {
+SB_HD void fixed_add(int64_t* limb0, size_t limb_stride, float x, const FixedWindow& w, uint32_t* status) {
   const uint32_t bits = bits_of(x);
   const uint32_t abs_bits = bits & 0x7FFFFFFFu;
   if (abs_bits >= 0x7F800000u) {
@@ -106,8 +104,7 @@ SB_HD float fixed_round_f32_n(const int64_t* limb0, size_t limb_stride, int lsb_
   SB_DIGITS_UNROLL
   for (int j = 0; j < kLimbs; ++j) limb[j] = limb0[j * limb_stride];
   digits::canonicalize(limb, kLimbs, 1);
-  return float_of_bits(
-      static_cast<uint32_t>(digits::round_to_bits<kLimbs>(limb, lsb_exponent, digits::kBinary32)));
+  return float_of_bits(static_cast<uint32_t>(digits::round_to_bits<kLimbs>(limb, lsb_exponent, digits::kBinary32)));
 }
 
 // The element's exact value rounded to fp32, to nearest with ties to even (an exact zero is +0).

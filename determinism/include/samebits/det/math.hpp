@@ -17,9 +17,7 @@ constexpr uint32_t kSignF32 = 0x80000000u;
 SB_HD float abs_f32(float x) { return float_of_bits(bits_of(x) & ~kSignF32); }
 
 // |y| with the sign bit of `sign_of` (y ≥ 0 or NaN).
-SB_HD float with_sign_of(float y, float sign_of) {
-  return float_of_bits(bits_of(y) | (bits_of(sign_of) & kSignF32));
-}
+SB_HD float with_sign_of(float y, float sign_of) { return float_of_bits(bits_of(y) | (bits_of(sign_of) & kSignF32)); }
 
 SB_HD float inf_f32() { return float_of_bits(0x7f800000u); }
 // Every NaN result is this one quiet NaN: hardware differs in how it propagates NaN payloads
@@ -135,8 +133,7 @@ SB_HD Reduced reduce_pio2(float a) {
   const int w = first >> 5, sh = first & 31;
   uint32_t win[4];  // 128-bit window, most significant word first
   for (int j = 0; j < 4; ++j) {
-    const uint64_t pair =
-        (static_cast<uint64_t>(two_over_pi[w + j]) << 32) | two_over_pi[w + j + 1];
+    const uint64_t pair = (static_cast<uint64_t>(two_over_pi[w + j]) << 32) | two_over_pi[w + j + 1];
     win[j] = static_cast<uint32_t>(pair >> (32 - sh));
   }
   // y = m·window mod 2^128 = a·(2/π) mod 4, scaled by 2^126: quadrant in the top 2 bits.
@@ -148,11 +145,9 @@ SB_HD Reduced reduce_pio2(float a) {
     carry = p >> 32;
   }
   // The 126 fraction bits, read as a signed fraction in [−1/2, 1/2) (rounding a·2/π to nearest).
-  const uint64_t hi =
-      (static_cast<uint64_t>(y[0]) << 34) | (static_cast<uint64_t>(y[1]) << 2) | (y[2] >> 30);
+  const uint64_t hi = (static_cast<uint64_t>(y[0]) << 34) | (static_cast<uint64_t>(y[1]) << 2) | (y[2] >> 30);
   const uint64_t lo = (static_cast<uint64_t>(y[2]) << 34) | (static_cast<uint64_t>(y[3]) << 2);
-  const double f =
-      static_cast<double>(static_cast<int64_t>(hi)) + static_cast<double>(lo) * 0x1p-64;
+  const double f = static_cast<double>(static_cast<int64_t>(hi)) + static_cast<double>(lo) * 0x1p-64;
   const unsigned n = (y[0] >> 30) + static_cast<unsigned>(hi >> 63);
   return {f * 0x1.921fb54442d18p-64, n};  // f·2^-64·π/2
 }
@@ -176,7 +171,7 @@ SB_HD float sin_or_cos(float x, bool cos_wanted) {
 // e^x. Max error below 1 ULP; exact ±Inf/0 limits. Every NaN result is 0x7fc00000.
 SB_HD float exp(float x) {
   if (!(x > -104.0f)) return x != x ? math_detail::nan_f32() : 0.0f;  // e^x < 2^-150 → +0
-  if (x > 0x1.62e42ep6f) return math_detail::inf_f32();  // e^x ≥ 2^128·(1 − 2^-25)
+  if (x > 0x1.62e42ep6f) return math_detail::inf_f32();               // e^x ≥ 2^128·(1 − 2^-25)
   return math_detail::exp_finite_f32(x);
 }
 
@@ -184,11 +179,10 @@ namespace math_detail {
 // log of a positive finite float x (normal or subnormal): the body of det::log below, without its
 // special cases and branches, so that loops over many values can be vectorised (philox.hpp).
 SB_HD float log_positive_finite(float x) {
-  const uint64_t id = bits_of(static_cast<double>(x));  // subnormal floats are normal doubles
+  const uint64_t id = bits_of(static_cast<double>(x));                // subnormal floats are normal doubles
   const bool high = (id & 0xfffffffffffffull) >= 0x6a09e667f3bcdull;  // mantissa ≥ √2
   const int k = static_cast<int>(id >> 52) - 1023 + (high ? 1 : 0);
-  const double m = double_of_bits((id & 0xfffffffffffffull) |
-                                  (high ? 0x3fe0000000000000ull : 0x3ff0000000000000ull));
+  const double m = double_of_bits((id & 0xfffffffffffffull) | (high ? 0x3fe0000000000000ull : 0x3ff0000000000000ull));
   const double f = m - 1.0;  // exact
   const double s = f / (2.0 + f);
   const double z = s * s;

@@ -36,8 +36,7 @@ SB_HD void round(uint32_t c[4], const uint32_t k[2]) {
 }  // namespace philox_detail
 
 // The raw block: 10 rounds of Philox4x32 on counter (c0, c1, c2, c3) with key (k0, k1).
-SB_HD Philox4 philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0,
-                            uint32_t k1) {
+SB_HD Philox4 philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0, uint32_t k1) {
   uint32_t c[4] = {c0, c1, c2, c3};
   uint32_t k[2] = {k0, k1};
   for (int r = 0; r < 10; ++r) {
@@ -54,9 +53,9 @@ SB_HD Philox4 philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, 
 // curand_init(seed, subsequence = stream, offset = index)); element index % 4 is its lane.
 SB_HD Philox4 philox_block(uint64_t seed, uint64_t stream, uint64_t index) {
   const uint64_t group = index / 4;
-  return philox4x32_10(static_cast<uint32_t>(group), static_cast<uint32_t>(group >> 32),
-                       static_cast<uint32_t>(stream), static_cast<uint32_t>(stream >> 32),
-                       static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
+  return philox4x32_10(static_cast<uint32_t>(group), static_cast<uint32_t>(group >> 32), static_cast<uint32_t>(stream),
+                       static_cast<uint32_t>(stream >> 32), static_cast<uint32_t>(seed),
+                       static_cast<uint32_t>(seed >> 32));
 }
 
 // One 32-bit draw: element `index` of stream `stream`.
@@ -66,9 +65,7 @@ SB_HD uint32_t philox_u32(uint64_t seed, uint64_t stream, uint64_t index) {
 
 // Uniform in (0, 1], as cuRAND's _curand_uniform: float(x) · 2^-32 + 2^-33 in fp32 — x rounded to
 // nearest fp32, an exact scaling, one rounded add (never fused: the build forbids contraction).
-SB_HD float uniform_from_u32(uint32_t x) {
-  return static_cast<float>(x) * 0x1p-32f + 0x1p-33f;
-}
+SB_HD float uniform_from_u32(uint32_t x) { return static_cast<float>(x) * 0x1p-32f + 0x1p-33f; }
 
 SB_HD float philox_uniform(uint64_t seed, uint64_t stream, uint64_t index) {
   return uniform_from_u32(philox_u32(seed, stream, index));
@@ -90,8 +87,7 @@ SB_HD float philox_normal(uint64_t seed, uint64_t stream, uint64_t index) {
 
 // out[i] = scale · philox_normal(seed, stream, first + i) for i < n, first even: the same values,
 // computed with one Philox block per pair of elements and in loops the compiler vectorises.
-inline void philox_normal_fill(uint64_t seed, uint64_t stream, uint64_t first, uint64_t n, float scale,
-                               float* out) {
+inline void philox_normal_fill(uint64_t seed, uint64_t stream, uint64_t first, uint64_t n, float scale, float* out) {
   constexpr uint64_t kChunk = 64;
   float u1[kChunk], u2[kChunk];
   for (uint64_t done = 0; done < n; done += kChunk) {

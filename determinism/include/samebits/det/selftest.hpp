@@ -7,7 +7,7 @@
 namespace sb::det {
 
 struct SelftestResult {
-  std::string name;    // the primitive, e.g. "philox"
+  std::string name;  // the primitive, e.g. "philox"
   bool ok = false;
   std::string detail;  // what was checked and measured, one line
 };

@@ -18,8 +18,8 @@
 
 namespace sb::det {
 
-constexpr size_t kXxh3MidMax = 240;       // longer inputs take the long loop
-constexpr size_t kXxh3Stripe = 64;        // bytes per stripe
+constexpr size_t kXxh3MidMax = 240;  // longer inputs take the long loop
+constexpr size_t kXxh3Stripe = 64;   // bytes per stripe
 constexpr size_t kXxh3StripesPerBlock = 16;
 constexpr size_t kXxh3Block = kXxh3Stripe * kXxh3StripesPerBlock;  // 1024 bytes
 constexpr size_t kXxh3SecretSize = 192;
@@ -65,8 +65,7 @@ SB_HD void add_stripe(uint64_t* lanes, const unsigned char* stripe, const unsign
 }
 
 // The 8 lane sums of `stripes` stripes starting at `block` (a full block: kXxh3StripesPerBlock).
-SB_HD void block_contribution(uint64_t* out, const unsigned char* block, size_t stripes,
-                              const unsigned char* secret) {
+SB_HD void block_contribution(uint64_t* out, const unsigned char* block, size_t stripes, const unsigned char* secret) {
   for (int i = 0; i < 8; ++i) out[i] = 0;
   for (size_t s = 0; s < stripes; ++s) add_stripe(out, block + s * kXxh3Stripe, secret + 8 * s);
 }
@@ -95,12 +94,10 @@ SB_HD uint64_t mul128_fold64(uint64_t a, uint64_t b) {
 
 // The hash from the lanes after every full block of an input of len > kXxh3MidMax bytes: the last
 // partial block's stripes, the last stripe (the input's final 64 bytes), the merge.
-SB_HD uint64_t finish_long(uint64_t* lanes, const unsigned char* input, size_t len,
-                           const unsigned char* secret) {
+SB_HD uint64_t finish_long(uint64_t* lanes, const unsigned char* input, size_t len, const unsigned char* secret) {
   const size_t blocks = (len - 1) / kXxh3Block;
   const size_t stripes = ((len - 1) - kXxh3Block * blocks) / kXxh3Stripe;
-  for (size_t s = 0; s < stripes; ++s)
-    add_stripe(lanes, input + blocks * kXxh3Block + s * kXxh3Stripe, secret + 8 * s);
+  for (size_t s = 0; s < stripes; ++s) add_stripe(lanes, input + blocks * kXxh3Block + s * kXxh3Stripe, secret + 8 * s);
   add_stripe(lanes, input + len - kXxh3Stripe, secret + kXxh3SecretSize - kXxh3Stripe - 7);
   uint64_t h = static_cast<uint64_t>(len) * kPrime64_1;
   for (int i = 0; i < 4; ++i) {
@@ -119,14 +116,12 @@ SB_HD size_t full_blocks(size_t len) { return (len - 1) / kXxh3Block; }
 
 // XXH3_64bits of len > kXxh3MidMax bytes by the three steps above, sequentially (the reference
 // of the decomposition; a device runs step 1 in parallel).
-inline uint64_t xxh3_long_by_blocks(const unsigned char* input, size_t len,
-                                    const unsigned char* secret) {
+inline uint64_t xxh3_long_by_blocks(const unsigned char* input, size_t len, const unsigned char* secret) {
   uint64_t lanes[8], c[8];
   for (int i = 0; i < 8; ++i) lanes[i] = xxh3::initial_lane(i);
   for (size_t b = 0; b < xxh3::full_blocks(len); ++b) {
     xxh3::block_contribution(c, input + b * kXxh3Block, kXxh3StripesPerBlock, secret);
-    for (int i = 0; i < 8; ++i)
-      lanes[i] = xxh3::apply_block_lane(lanes[i], c[i], xxh3::scramble_key(secret, i));
+    for (int i = 0; i < 8; ++i) lanes[i] = xxh3::apply_block_lane(lanes[i], c[i], xxh3::scramble_key(secret, i));
   }
   return xxh3::finish_long(lanes, input, len, secret);
 }

@@ -21,10 +21,10 @@ namespace sb::cli {
 struct TensorDistance {
   std::string tensor;
   uint64_t numel = 0;
-  uint64_t differing = 0;          // elements whose bits differ
-  uint64_t max_ulp = 0;            // over the elements (kUlpNaN: a NaN difference)
-  double rel_l2 = 0;               // ‖a − b‖₂ / ‖a‖₂ in fp64 (0 when equal; inf when a = 0 ≠ b)
-  int64_t first_differing = -1;    // flat index in the tensor, -1 when none
+  uint64_t differing = 0;        // elements whose bits differ
+  uint64_t max_ulp = 0;          // over the elements (kUlpNaN: a NaN difference)
+  double rel_l2 = 0;             // ‖a − b‖₂ / ‖a‖₂ in fp64 (0 when equal; inf when a = 0 ≠ b)
+  int64_t first_differing = -1;  // flat index in the tensor, -1 when none
   double fraction() const { return numel ? double(differing) / double(numel) : 0.0; }
 };
 // a, b: (numel) the same tensor of two runs.

@@ -36,13 +36,13 @@ struct DistancePoint {
   double differing_fraction = 0;  // elements whose bits differ / all elements (padding excluded)
 };
 // a, b: (flat_size(tensors)) flat parameters.
-DistancePoint distance_point(int64_t step, const std::vector<run::TensorInfo>& tensors,
-                             std::span<const float> a, std::span<const float> b);
+DistancePoint distance_point(int64_t step, const std::vector<run::TensorInfo>& tensors, std::span<const float> a,
+                             std::span<const float> b);
 
 // How fast the distance grows. The fit uses the points at or after the first divergent step with
 // 0 < rel_l2 < inf ("fitted points").
 struct Growth {
-  int64_t points = 0;     // fitted points
+  int64_t points = 0;  // fitted points
   // Least-squares slope of ln(rel_l2) against the step, per step (e-folding time 1/rate), and the
   // fit's ln(rel_l2) at step 0. NaN with fewer than 2 fitted points.
   double rate = std::numeric_limits<double>::quiet_NaN();
@@ -64,14 +64,14 @@ Growth distance_growth(std::span<const DistancePoint> curve, int64_t first_diver
 // Predictions of two parameter states on the same fixed batch.
 struct Agreement {
   int64_t step = 0;
-  std::string source;            // "snapshot", "final state", "side by side"
-  int64_t positions = 0;         // token positions: sequences × seq_len
-  int64_t disagreeing = 0;       // positions whose argmax token differs (ties: the lowest token id)
-  double disagreement = 0;       // disagreeing / positions
-  double logit_correlation = 1;  // Pearson correlation of all positions × vocab logits, fp64 (two
-                                 // passes); 1 when the logits are bitwise equal, NaN when one
-                                 // state's logits are constant
-  double loss_a = 0, loss_b = 0; // mean cross-entropy of each state on the batch
+  std::string source;             // "snapshot", "final state", "side by side"
+  int64_t positions = 0;          // token positions: sequences × seq_len
+  int64_t disagreeing = 0;        // positions whose argmax token differs (ties: the lowest token id)
+  double disagreement = 0;        // disagreeing / positions
+  double logit_correlation = 1;   // Pearson correlation of all positions × vocab logits, fp64 (two
+                                  // passes); 1 when the logits are bitwise equal, NaN when one
+                                  // state's logits are constant
+  double loss_a = 0, loss_b = 0;  // mean cross-entropy of each state on the batch
 };
 
 // The fixed evaluation batch of an experiment and a model to forward it: the first `sequences`
@@ -87,8 +87,7 @@ class AgreementProbe {
 
   int64_t sequences() const;
   // a, b: (flat_size) flat parameters of this experiment's model.
-  Agreement compare(std::span<const float> a, std::span<const float> b, int64_t step = 0,
-                    std::string source = "");
+  Agreement compare(std::span<const float> a, std::span<const float> b, int64_t step = 0, std::string source = "");
 
  private:
   struct Impl;
@@ -117,8 +116,8 @@ struct SideBySide {
   std::vector<float> loss_a, loss_b;    // (steps)
   std::vector<DistancePoint> distance;  // after steps 0, every, 2·every, …, and `steps`
   Growth growth;
-  std::optional<Agreement> agreement;   // after `steps` (options.agreement)
-  bool identical() const;               // no divergent step and every distance point 0
+  std::optional<Agreement> agreement;  // after `steps` (options.agreement)
+  bool identical() const;              // no divergent step and every distance point 0
 };
 
 // Trains a and b side by side in this process (two sb::Trainer on the CPU backend, one step of a

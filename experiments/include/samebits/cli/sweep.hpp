@@ -19,13 +19,13 @@ namespace sb::cli {
 using KeyValues = std::vector<std::pair<std::string, std::string>>;  // in file order
 
 struct SweepCell {
-  std::string name;             // [A-Za-z0-9._-]+, the run file's name
-  KeyValues settings;           // config overrides of this cell ("numerics.gemm", "vendor")
-  int ranks = 0;                // > 0: launched as mpirun -np ranks; 0: one process
-  int micro_leaves = 0;         // accumulation split (samebits train --micro-leaves)
-  KeyValues env;                // environment variables of the process
-  std::string binary;           // the samebits executable; "" = the one running the sweep
-  std::string reference;        // explicit reference cell ("" = the group's rule)
+  std::string name;       // [A-Za-z0-9._-]+, the run file's name
+  KeyValues settings;     // config overrides of this cell ("numerics.gemm", "vendor")
+  int ranks = 0;          // > 0: launched as mpirun -np ranks; 0: one process
+  int micro_leaves = 0;   // accumulation split (samebits train --micro-leaves)
+  KeyValues env;          // environment variables of the process
+  std::string binary;     // the samebits executable; "" = the one running the sweep
+  std::string reference;  // explicit reference cell ("" = the group's rule)
 
   // Resolved by load_sweep:
   std::vector<std::string> overrides;  // "--key=value" tokens handed to samebits train
@@ -38,24 +38,24 @@ struct SweepCell {
 };
 
 struct SweepSpec {
-  std::string file;            // the sweep file as given
-  std::string text;            // its content (stored in summary.h5)
-  std::string base;            // the base experiment INI ("" = every option at its default)
-  std::string out;             // output folder
+  std::string file;                     // the sweep file as given
+  std::string text;                     // its content (stored in summary.h5)
+  std::string base;                     // the base experiment INI ("" = every option at its default)
+  std::string out;                      // output folder
   std::string title, question, expect;  // for the report
-  bool plot = true;            // draw PNGs (python3 -m samebits.analysis.report)
-  int64_t snapshot_every = 0;  // > 0: snapshots at 0, N, 2N, … ≤ steps (unless a cell sets them)
-  bool pairwise = false;       // also compare every pair of cells of a group
-  std::vector<SweepCell> cells;  // grid cells first (in product order), then explicit cells
+  bool plot = true;                     // draw PNGs (python3 -m samebits.analysis.report)
+  int64_t snapshot_every = 0;           // > 0: snapshots at 0, N, 2N, … ≤ steps (unless a cell sets them)
+  bool pairwise = false;                // also compare every pair of cells of a group
+  std::vector<SweepCell> cells;         // grid cells first (in product order), then explicit cells
 };
 
 struct SweepOptions {
-  std::string out;                    // overrides [sweep] out
-  std::vector<std::string> set;       // "key=value": applied to every cell, last
-  int jobs = 1;                       // cells trained at once
-  bool plot = true;                   // false: no PNGs whatever the file says
-  std::string self_binary;            // this samebits executable
-  bool live = false;                  // redraw the running cells' latest step line (a terminal)
+  std::string out;               // overrides [sweep] out
+  std::vector<std::string> set;  // "key=value": applied to every cell, last
+  int jobs = 1;                  // cells trained at once
+  bool plot = true;              // false: no PNGs whatever the file says
+  std::string self_binary;       // this samebits executable
+  bool live = false;             // redraw the running cells' latest step line (a terminal)
 };
 
 // Reads, expands and resolves a sweep file: every cell's configuration parsed (config errors name
@@ -70,10 +70,10 @@ bool is_compared_axis(const std::string& key);
 // ---- running ----------------------------------------------------------------------------------
 
 struct CellRun {
-  std::string state;      // "trained", "skipped" (already finished), "failed", "interrupted"
-  double seconds = 0;     // wall time of this sweep's session of the cell
-  std::string log;        // OUT/logs/<cell>.log
-  std::string message;    // why it failed
+  std::string state;    // "trained", "skipped" (already finished), "failed", "interrupted"
+  double seconds = 0;   // wall time of this sweep's session of the cell
+  std::string log;      // OUT/logs/<cell>.log
+  std::string message;  // why it failed
 };
 
 // The command line that trains `cell` (mpirun … samebits train BASE … --out RUN --resume).
@@ -92,24 +92,24 @@ std::vector<std::string> draw_plots(const SweepSpec& spec, const std::string& se
 
 struct CellResult {
   std::string name, description, experiment_id, group, reference, status;
-  bool available = false;          // the run file could be read
-  bool identical = false;          // bitwise identical to the reference run
-  int64_t steps = 0;               // recorded steps
+  bool available = false;            // the run file could be read
+  bool identical = false;            // bitwise identical to the reference run
+  int64_t steps = 0;                 // recorded steps
   int64_t first_divergent_step = 0;  // 0: none
-  double final_rel_l2 = 0;         // at the last step both hold parameters (NaN: none)
+  double final_rel_l2 = 0;           // at the last step both hold parameters (NaN: none)
   int64_t final_distance_step = 0;
-  double growth_rate = 0;          // d ln(rel-L2) / d step over the fitted points (Growth; NaN: < 2)
-  int64_t jump_step = 0;           // Growth::jump_step (0: none)
-  double disagreement = 0;         // argmax disagreement on the probe batch at that last step (NaN: none)
-  double logit_correlation = 1;    // Pearson correlation of the probe's logits there
-  float final_loss = 0;            // NaN when no step was recorded
-  double max_loss_gap = 0;         // max |loss − reference loss| over the compared steps
-  double wall_seconds = 0;         // sum of the run's /timing/step_seconds
-  std::vector<float> loss;         // (steps)
+  double growth_rate = 0;                     // d ln(rel-L2) / d step over the fitted points (Growth; NaN: < 2)
+  int64_t jump_step = 0;                      // Growth::jump_step (0: none)
+  double disagreement = 0;                    // argmax disagreement on the probe batch at that last step (NaN: none)
+  double logit_correlation = 1;               // Pearson correlation of the probe's logits there
+  float final_loss = 0;                       // NaN when no step was recorded
+  double max_loss_gap = 0;                    // max |loss − reference loss| over the compared steps
+  double wall_seconds = 0;                    // sum of the run's /timing/step_seconds
+  std::vector<float> loss;                    // (steps)
   std::vector<float> grad_sq_est, trace_est;  // (steps) the noise-scale estimates (TRAINING.md)
-  std::vector<double> loss_gap;    // (compared steps) loss − reference loss
-  std::vector<int64_t> distance_steps;  // steps where both runs hold the parameters
-  std::vector<double> rel_l2;           // (distance_steps) ‖W − W_ref‖₂ / ‖W_ref‖₂
+  std::vector<double> loss_gap;               // (compared steps) loss − reference loss
+  std::vector<int64_t> distance_steps;        // steps where both runs hold the parameters
+  std::vector<double> rel_l2;                 // (distance_steps) ‖W − W_ref‖₂ / ‖W_ref‖₂
 };
 
 // Every cell compared with its reference (reading OUT/runs/*.h5): diff_runs without agreement, then

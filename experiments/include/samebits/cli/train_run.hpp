@@ -17,9 +17,9 @@
 namespace sb::cli {
 
 struct TrainRunOptions {
-  bool resume = false;   // continue the run file at run_path(config) if it exists
-  int micro_leaves = 0;  // TrainerOptions::micro_leaves (accumulation split; no effect on the bits)
-  int64_t stop_after = 0;  // > 0: end the session after this step as an interruption would
+  bool resume = false;                 // continue the run file at run_path(config) if it exists
+  int micro_leaves = 0;                // TrainerOptions::micro_leaves (accumulation split; no effect on the bits)
+  int64_t stop_after = 0;              // > 0: end the session after this step as an interruption would
   bool distributed_optimizer = false;  // TrainerOptions::distributed_optimizer (no effect on the bits)
   // Steps (1-based) whose op-hash streams are recorded into RUN.trace.h5 (docs/TRACE.md): the
   // backend is wrapped in a TracingBackend, recording during these steps only (no effect on the bits).

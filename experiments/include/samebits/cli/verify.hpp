@@ -29,22 +29,22 @@ struct TensorFingerprint {
 // One parameter element that differs between the file and the re-run.
 struct ElementMismatch {
   std::string tensor;
-  std::vector<int64_t> index;  // (row, col) or (i)
+  std::vector<int64_t> index;           // (row, col) or (i)
   uint32_t recorded = 0, computed = 0;  // fp32 encodings
   uint64_t ulp = 0;                     // diff.hpp ulp_distance
 };
 
 struct VerifyMismatch {
-  int64_t step = 0;                      // 0: the initial parameters (snapshot of step 0)
-  std::vector<std::string> columns;      // differing series columns at that step
-  std::vector<TensorFingerprint> params; // tensors whose parameter fingerprint differs
-  std::vector<TensorFingerprint> grads;  // … gradient fingerprint
+  int64_t step = 0;                       // 0: the initial parameters (snapshot of step 0)
+  std::vector<std::string> columns;       // differing series columns at that step
+  std::vector<TensorFingerprint> params;  // tensors whose parameter fingerprint differs
+  std::vector<TensorFingerprint> grads;   // … gradient fingerprint
   std::optional<ElementMismatch> element;
   std::string note;  // where the element came from, or why there is none
 };
 
 struct VerifyResult {
-  int64_t from = 0;                   // the step the re-run started after
+  int64_t from = 0;  // the step the re-run started after
   int64_t steps_checked = 0;
   std::vector<std::string> warnings;  // e.g. another samebits version wrote the file
   std::optional<VerifyMismatch> mismatch;

@@ -99,8 +99,7 @@ class GradAccumulator {
   // The reduce-scatter's form of the two (parallel/exact_allreduce.hpp): the wire of the segments of
   // runs[0], runs[1], … one after another (a segment may appear in several runs); run_words[k]
   // (host) ← the words of runs[k]. Returns the buffer (backend memory, Σ run_words of them).
-  virtual uint64_t* encode(uint64_t total_adds, const std::vector<WireRun>& runs,
-                           uint64_t* run_words) = 0;
+  virtual uint64_t* encode(uint64_t total_adds, const std::vector<WireRun>& runs, uint64_t* run_words) = 0;
   // After a uint64 SUM of (at least) the words decoded here: the segments of `runs` (ascending,
   // disjoint), read from the buffer at word first_word on, their words one after another, hold
   // the exact sums over all ranks; the other elements keep this rank's own sums. adds() =
@@ -161,8 +160,7 @@ class Backend {
   virtual std::unique_ptr<TensorSums> make_tensor_sums(std::vector<TensorSpan> spans) = 0;
   // out[t] = det::fingerprint(flat + spans[t].offset, spans[t].numel) (XXH3-64 of the raw bits),
   // computed where flat lives; O(spans) words reach the host.  flat: backend memory.
-  virtual void fingerprints(const float* flat, const std::vector<TensorSpan>& spans,
-                            uint64_t* out) = 0;
+  virtual void fingerprints(const float* flat, const std::vector<TensorSpan>& spans, uint64_t* out) = 0;
   // Host traffic so far (HostTraffic).
   const HostTraffic& host_traffic() const { return host_traffic_; }
 
@@ -173,19 +171,16 @@ class Backend {
   // (ops/matmul.hpp canonical_dot), starting from +0, or from C's value when accumulate
   // (the chain continues). round = to `precision` (RNE), the identity for fp32.
   // Vendor: sgemm with beta = accumulate ? 1 : 0.
-  virtual void gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda,
-                    const float* b, int ldb, float* c, int ldc, bool accumulate,
-                    Precision precision) = 0;
+  virtual void gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
+                    int ldc, bool accumulate, Precision precision) = 0;
   // C = op(A)·op(A)ᵀ (BLAS ssyrk's product, the whole matrix): C (n, n) with ldc; op(A) (n, k), A
   // stored (n, k) with lda, or (k, n) when ta == yes. Canonical: C[i][j] = the fma chain over
   // p = 0..k-1 ascending of round(op(A)[i][p]), round(op(A)[j][p]) from +0 — the gemm of op(A) and
   // op(A)ᵀ, bit for bit. Since fma(x, y, acc) = fma(y, x, acc), C[j][i]'s chain is C[i][j]'s:
   // a backend may compute one triangle and mirror it (half the multiply-adds). For a symmetric S,
   // syrk(S) is S·S, bitwise. Default: the plain gemm (the CPU's vendor mode: OpenBLAS ssyrk).
-  virtual void syrk(Trans ta, int n, int k, const float* a, int lda, float* c, int ldc,
-                    Precision precision) {
-    gemm(ta, ta == Trans::no ? Trans::yes : Trans::no, n, n, k, a, lda, a, lda, c, ldc, false,
-         precision);
+  virtual void syrk(Trans ta, int n, int k, const float* a, int lda, float* c, int ldc, Precision precision) {
+    gemm(ta, ta == Trans::no ? Trans::yes : Trans::no, n, n, k, a, lda, a, lda, c, ldc, false, precision);
   }
 
   // ---- ops: forward and backward. Backward ops overwrite their outputs unless stated. -------
@@ -199,12 +194,12 @@ class Backend {
                       int N, int C, int OC);
   // dinp = dout·W; dw = doutᵀ·inp (chain over tokens n ascending, rule 3); dbias by
   // bias_backward. dinp, dbias may be null. Written once (core/backend.cpp).
-  void matmul_backward(float* dinp,         // (N, C) or null
-                       float* dw,           // (OC, C)
-                       float* dbias,        // (OC) or null
-                       const float* dout,   // (N, OC)
-                       const float* inp,    // (N, C)
-                       const float* w,      // (OC, C)
+  void matmul_backward(float* dinp,        // (N, C) or null
+                       float* dw,          // (OC, C)
+                       float* dbias,       // (OC) or null
+                       const float* dout,  // (N, OC)
+                       const float* inp,   // (N, C)
+                       const float* w,     // (OC, C)
                        int N, int C, int OC);
   // out[n][o] = ops::linear_out(out[n][o], bias[o]).  out: (N, OC); bias: (OC)
   virtual void bias_forward(float* out, const float* bias, int N, int OC) = 0;
@@ -270,8 +265,8 @@ class Backend {
   // QK-clip (optim/qk_clip.hpp, ops/qk_clip.hpp): keys[h] ← max(keys[h], the largest
   // ops::qk_row_max_key of head h over every sequence b and token t) for h < NH — an integer max
   // over ordered keys, so one value in any order of sequences, tokens and threads.
-  virtual void qk_max_keys(int32_t* keys,       // (NH), accumulated into
-                           const float* qkv,    // (B, T, 3C)
+  virtual void qk_max_keys(int32_t* keys,     // (NH), accumulated into
+                           const float* qkv,  // (B, T, 3C)
                            int B, int T, int C, int NH) = 0;
   // x[i] ← ops::qk_clip_apply(x[i], factor) for i < n: the W_q / W_k rows (or bias entries) of
   // a clipped head.
@@ -284,35 +279,35 @@ class Backend {
 
   // Softmax + cross-entropy, fused (ops/softmax_xent.hpp). Per row n: max (rule 6), denominator
   // Σ exp(logit - max) (32-lane), losses[n] = log(den) - (logits[n][target] - max).
-  virtual void softmax_xent_forward(float* losses,          // (N)
-                                    float* stats,           // (N, 2): row max, denominator
-                                    const float* logits,    // (N, V)
-                                    const int32_t* targets, // (N)
+  virtual void softmax_xent_forward(float* losses,           // (N)
+                                    float* stats,            // (N, 2): row max, denominator
+                                    const float* logits,     // (N, V)
+                                    const int32_t* targets,  // (N)
                                     int N, int V) = 0;
   // dlogits = ((softmax - onehot) / N) · loss_scale: the gradient of the mean loss over the N
   // rows, times loss_scale (a power of two: 1 except under fp16 loss scaling).
-  virtual void softmax_xent_backward(float* dlogits,         // (N, V)
-                                     const float* logits,    // (N, V)
-                                     const float* stats,     // (N, 2)
-                                     const int32_t* targets, // (N)
+  virtual void softmax_xent_backward(float* dlogits,          // (N, V)
+                                     const float* logits,     // (N, V)
+                                     const float* stats,      // (N, 2)
+                                     const int32_t* targets,  // (N)
                                      int N, int V, float loss_scale) = 0;
 
   // Token + position embedding: out[b][t] = wte[tokens[b][t]] + wpe[t] for every token of `rows`
   // (wte holds those rows, row 0 = vocabulary row rows.begin); the other tokens' rows of out are
   // left as they are (another rank of a vocabulary-parallel group writes them).
-  virtual void embedding_forward(float* out,              // (B, T, C)
-                                 const int32_t* tokens,   // (B, T)
-                                 const float* wte,        // (rows.count(), C)
-                                 const float* wpe,        // (T_max, C), T <= T_max
+  virtual void embedding_forward(float* out,             // (B, T, C)
+                                 const int32_t* tokens,  // (B, T)
+                                 const float* wte,       // (rows.count(), C)
+                                 const float* wpe,       // (T_max, C), T <= T_max
                                  int B, int T, int C, VocabRows rows) = 0;
   // dwte[v] += dout[n] for every token n with tokens[n] == v in `rows`, n ascending (accumulates
   // into dwte, which the tied LM head may already hold; dwte holds the rows, as wte above);
   // dwpe[t] = Σ_b dout[b][t], b ascending from +0 (overwrites rows 0..T-1). Throws sb::Error for a
   // token outside [0, V).
-  virtual void embedding_backward(float* dwte,             // (rows.count(), C)
-                                  float* dwpe,             // (T_max, C)
-                                  const float* dout,       // (B, T, C)
-                                  const int32_t* tokens,   // (B, T)
+  virtual void embedding_backward(float* dwte,            // (rows.count(), C)
+                                  float* dwpe,            // (T_max, C)
+                                  const float* dout,      // (B, T, C)
+                                  const int32_t* tokens,  // (B, T)
                                   int B, int T, int C, int V, VocabRows rows) = 0;
 
   // out = a + b elementwise (out may alias a or b): the residual stream and its gradient.
@@ -336,32 +331,29 @@ class Backend {
 // The op overrides of a backend class, declared once for every backend: CpuBackend and
 // CudaBackend write SB_BACKEND_OP_OVERRIDES in their class body and define each op in the op's
 // own file (core/cpu/X.cpp, core/cuda/X.cu). A new op is one virtual above and one line here.
-#define SB_BACKEND_OP_OVERRIDES                                                                    \
-  void bias_forward(float* out, const float* bias, int N, int OC) override;                        \
-  void bias_backward(float* dbias, const float* dout, int N, int OC) override;                     \
-  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w,   \
-                         const float* b, int N, int C) override;                                   \
-  void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp,  \
-                          const float* w, const float* mean, const float* rstd, int N,             \
-                          int C) override;                                                         \
-  void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int N,           \
-                       int C) override;                                                            \
-  void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp,               \
-                        const float* w, const float* rstd, int N, int C) override;                 \
-  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C,            \
-                         int NH) override;                                                         \
-  void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,           \
-                          const float* att, int B, int T, int C, int NH) override;                 \
-  void qk_max_keys(int32_t* keys, const float* qkv, int B, int T, int C, int NH) override;        \
-  void qk_clip_scale(float* x, int64_t n, float factor) override;                                \
-  void gelu_forward(float* out, const float* inp, int64_t n) override;                             \
-  void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) override;        \
-  void softmax_xent_forward(float* losses, float* stats, const float* logits,                      \
-                            const int32_t* targets, int N, int V) override;                        \
-  void softmax_xent_backward(float* dlogits, const float* logits, const float* stats,              \
-                             const int32_t* targets, int N, int V, float loss_scale) override;     \
-  void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe,    \
-                         int B, int T, int C, VocabRows rows) override;                            \
-  void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens,      \
-                          int B, int T, int C, int V, VocabRows rows) override;                    \
+#define SB_BACKEND_OP_OVERRIDES                                                                                      \
+  void bias_forward(float* out, const float* bias, int N, int OC) override;                                          \
+  void bias_backward(float* dbias, const float* dout, int N, int OC) override;                                       \
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b,     \
+                         int N, int C) override;                                                                     \
+  void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w,    \
+                          const float* mean, const float* rstd, int N, int C) override;                              \
+  void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int N, int C) override;            \
+  void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w,                 \
+                        const float* rstd, int N, int C) override;                                                   \
+  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) override;            \
+  void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv, const float* att, int B,    \
+                          int T, int C, int NH) override;                                                            \
+  void qk_max_keys(int32_t* keys, const float* qkv, int B, int T, int C, int NH) override;                           \
+  void qk_clip_scale(float* x, int64_t n, float factor) override;                                                    \
+  void gelu_forward(float* out, const float* inp, int64_t n) override;                                               \
+  void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) override;                          \
+  void softmax_xent_forward(float* losses, float* stats, const float* logits, const int32_t* targets, int N, int V)  \
+      override;                                                                                                      \
+  void softmax_xent_backward(float* dlogits, const float* logits, const float* stats, const int32_t* targets, int N, \
+                             int V, float loss_scale) override;                                                      \
+  void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T, int C, \
+                         VocabRows rows) override;                                                                   \
+  void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B, int T, int C,   \
+                          int V, VocabRows rows) override;                                                           \
   void residual_forward(float* out, const float* a, const float* b, int64_t n) override;

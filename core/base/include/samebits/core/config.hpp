@@ -38,18 +38,54 @@ enum class TpMode { duplicated, blockwise, distributed, distributed_exact };
 
 // Their config spellings (enum_names.hpp); GemmMode, ReduceMode and Precision spell theirs in
 // numerics.hpp. Device's must equal device_name (tensor.hpp): a unit test checks it.
-template <> struct EnumNames<NormKind> { static constexpr std::array<std::string_view, 2> names{"layernorm", "rmsnorm"}; };
-template <> struct EnumNames<DataSource> { static constexpr std::array<std::string_view, 4> names{"synthetic", "shards", "text", "hdf5"}; };
-template <> struct EnumNames<OptimizerName> { static constexpr std::array<std::string_view, 3> names{"muon", "adamw", "normuon"}; };
-template <> struct EnumNames<NsCoefficients> { static constexpr std::array<std::string_view, 6> names{"keller", "polar_express", "custom", "polar_express_8", "polar_express_5", "quintic"}; };
-template <> struct EnumNames<MuonScale> { static constexpr std::array<std::string_view, 6> names{"shape", "moonlight", "spectral", "none", "unit_rms", "max_dim"}; };
-template <> struct EnumNames<Schedule> { static constexpr std::array<std::string_view, 4> names{"constant", "cosine", "wsd", "adaptive"}; };
-template <> struct EnumNames<NumericsMode> { static constexpr std::array<std::string_view, 2> names{"deterministic", "vendor"}; };
-template <> struct EnumNames<AllreduceMode> { static constexpr std::array<std::string_view, 2> names{"exact", "native"}; };
-template <> struct EnumNames<LeafSumMode> { static constexpr std::array<std::string_view, 2> names{"exact", "native"}; };
-template <> struct EnumNames<Device> { static constexpr std::array<std::string_view, 2> names{"cpu", "cuda"}; };
-template <> struct EnumNames<Progress> { static constexpr std::array<std::string_view, 3> names{"auto", "on", "off"}; };
-template <> struct EnumNames<TpMode> {
+template <>
+struct EnumNames<NormKind> {
+  static constexpr std::array<std::string_view, 2> names{"layernorm", "rmsnorm"};
+};
+template <>
+struct EnumNames<DataSource> {
+  static constexpr std::array<std::string_view, 4> names{"synthetic", "shards", "text", "hdf5"};
+};
+template <>
+struct EnumNames<OptimizerName> {
+  static constexpr std::array<std::string_view, 3> names{"muon", "adamw", "normuon"};
+};
+template <>
+struct EnumNames<NsCoefficients> {
+  static constexpr std::array<std::string_view, 6> names{"keller",          "polar_express",   "custom",
+                                                         "polar_express_8", "polar_express_5", "quintic"};
+};
+template <>
+struct EnumNames<MuonScale> {
+  static constexpr std::array<std::string_view, 6> names{"shape", "moonlight", "spectral",
+                                                         "none",  "unit_rms",  "max_dim"};
+};
+template <>
+struct EnumNames<Schedule> {
+  static constexpr std::array<std::string_view, 4> names{"constant", "cosine", "wsd", "adaptive"};
+};
+template <>
+struct EnumNames<NumericsMode> {
+  static constexpr std::array<std::string_view, 2> names{"deterministic", "vendor"};
+};
+template <>
+struct EnumNames<AllreduceMode> {
+  static constexpr std::array<std::string_view, 2> names{"exact", "native"};
+};
+template <>
+struct EnumNames<LeafSumMode> {
+  static constexpr std::array<std::string_view, 2> names{"exact", "native"};
+};
+template <>
+struct EnumNames<Device> {
+  static constexpr std::array<std::string_view, 2> names{"cpu", "cuda"};
+};
+template <>
+struct EnumNames<Progress> {
+  static constexpr std::array<std::string_view, 3> names{"auto", "on", "off"};
+};
+template <>
+struct EnumNames<TpMode> {
   static constexpr std::array<std::string_view, 4> names{"duplicated", "blockwise", "distributed", "distributed_exact"};
 };
 
@@ -61,16 +97,16 @@ template <> struct EnumNames<TpMode> {
 // tokens' vocabulary is model.vocab; to_data_config() gives the datasets library its DataConfig.
 struct DataConfig {
   DataSource source = DataSource::synthetic;
-  std::string path;          // training data: shard glob, text file or FILE.h5:/dataset
-  std::string val_path;      // validation data of a file source; empty for synthetic
-  uint64_t seed = 1;         // the synthetic language, its streams and the epoch permutations
+  std::string path;      // training data: shard glob, text file or FILE.h5:/dataset
+  std::string val_path;  // validation data of a file source; empty for synthetic
+  uint64_t seed = 1;     // the synthetic language, its streams and the epoch permutations
   // The sampling order alone (docs/DATA.md): 0 = today's order (a finite source's epochs permuted
   // by `seed`, a generated source read in stream order); n > 0: a finite source's epochs permuted
   // by n, a generated source's first train.steps × leaves × leaf_size windows read in an order
   // permuted by n. The tokens of the language and the validation set do not change.
   uint64_t order_seed = 0;
-  int64_t leaf_size = 1;     // sequences per leaf
-  int64_t leaves = 8;        // leaves per step: global batch = leaves × leaf_size sequences
+  int64_t leaf_size = 1;            // sequences per leaf
+  int64_t leaves = 8;               // leaves per step: global batch = leaves × leaf_size sequences
   data::SyntheticConfig synthetic;  // the synthetic language's shape (docs/DATA.md)
 };
 
@@ -79,27 +115,27 @@ struct DataConfig {
 // Li et al. 2025) likewise; or AdamW for everything.
 struct OptimConfig {
   OptimizerName name = OptimizerName::muon;
-  double lr = 0.02;                  // peak learning rate (Muon matrices, or all tensors for adamw)
-  double weight_decay = 0.0;         // decoupled; never applied to norm gains and biases
-  double momentum = 0.95;            // Muon μ, sum form M ← μ·M + G
+  double lr = 0.02;           // peak learning rate (Muon matrices, or all tensors for adamw)
+  double weight_decay = 0.0;  // decoupled; never applied to norm gains and biases
+  double momentum = 0.95;     // Muon μ, sum form M ← μ·M + G
   bool nesterov = true;
-  int64_t ns_steps = 5;              // Newton–Schulz iterations
+  int64_t ns_steps = 5;  // Newton–Schulz iterations
   NsCoefficients ns_coefficients = NsCoefficients::keller;
-  std::vector<double> ns_custom;     // custom: (a, b, c) once, or one triple per step
-  double ns_eps = 1e-7;              // X = U / (‖U‖_F + ns_eps)
+  std::vector<double> ns_custom;  // custom: (a, b, c) once, or one triple per step
+  double ns_eps = 1e-7;           // X = U / (‖U‖_F + ns_eps)
   MuonScale scale = MuonScale::shape;
-  int64_t momentum_warmup = 0;       // steps of linear μ warmup from momentum_warmup_start; 0 = off
+  int64_t momentum_warmup = 0;  // steps of linear μ warmup from momentum_warmup_start; 0 = off
   double momentum_warmup_start = 0.85;
-  double adam_lr = 3e-3;             // peak lr of the AdamW group when name = muon
+  double adam_lr = 3e-3;  // peak lr of the AdamW group when name = muon
   std::array<double, 2> adam_betas{0.9, 0.95};
   double adam_eps = 1e-8;
-  double clip = 1.0;                 // global gradient-norm clip; 0 = off
+  double clip = 1.0;  // global gradient-norm clip; 0 = off
   // Muon variants (docs/OPTIM.md §1.1); the defaults are plain Muon and leave the experiment id.
-  double extra_scale = 1.0;          // multiplies the scale rule (Emerging-Optimizers' extra_scale_factor)
-  bool split_qkv = false;            // orthogonalise the Q, K, V blocks of attn.qkv.w separately
-  bool cautious_wd = false;          // Muon matrices: decay only where update and weight agree in sign
-  double normuon_beta2 = 0.95;       // normuon: EMA factor of the per-row mean square of the update
-  double qk_clip = 0.0;              // MuonClip's τ: rescale W_q, W_k of a head whose max logit > τ; 0 = off
+  double extra_scale = 1.0;     // multiplies the scale rule (Emerging-Optimizers' extra_scale_factor)
+  bool split_qkv = false;       // orthogonalise the Q, K, V blocks of attn.qkv.w separately
+  bool cautious_wd = false;     // Muon matrices: decay only where update and weight agree in sign
+  double normuon_beta2 = 0.95;  // normuon: EMA factor of the per-row mean square of the update
+  double qk_clip = 0.0;         // MuonClip's τ: rescale W_q, W_k of a head whose max logit > τ; 0 = off
   // Muon on tensor-parallel shards (docs/DISTRIBUTED.md §10): duplicated = Newton–Schulz on the
   // gathered full matrix (the bits of parallel.tp = 1); blockwise: on each rank's shard alone
   // (Megatron-Core's TP-local shortcut); distributed: on the full matrix from the shards, the
@@ -113,7 +149,7 @@ struct OptimConfig {
 // [train]: the loop, the schedule, precision, recording points and fp16 loss scaling.
 struct TrainConfig {
   int64_t steps = 300;
-  uint64_t seed = 1;                 // parameter initialisation (Philox streams named per tensor)
+  uint64_t seed = 1;  // parameter initialisation (Philox streams named per tensor)
   // Initial weights from a safetensors file (or a Hugging Face directory's model.safetensors;
   // docs/EXPORT.md) instead of the seeded initialisation; empty = none. The experiment holds the
   // file's content hash init_digest (16 hex digits, XXH3-64), not its path: parse_config computes
@@ -122,19 +158,19 @@ struct TrainConfig {
   std::string init_digest;
   Precision precision = Precision::fp32;
   Schedule schedule = Schedule::cosine;
-  int64_t warmup = 30;               // linear warmup steps from 0 to the peak lr (every schedule)
-  double decay_fraction = 0.2;       // wsd: the last fraction of steps decays to the floor
-  double min_lr_ratio = 0.1;         // cosine and wsd end at min_lr_ratio × peak
-  int64_t checkpoint_every = 100;    // 0 = no periodic checkpoint
-  std::vector<int64_t> snapshot_steps;  // full parameter snapshots after these steps (ascending)
-  int64_t keep_states = 0;           // a full state kept for good every N steps (verify --from); 0 = none
-  int64_t eval_every = 50;           // validation loss every N steps; 0 = off
-  int64_t eval_leaves = 4;           // size of the fixed validation set, in leaves
-  double loss_scale = 65536.0;       // fp16: initial dynamic loss scale
+  int64_t warmup = 30;                        // linear warmup steps from 0 to the peak lr (every schedule)
+  double decay_fraction = 0.2;                // wsd: the last fraction of steps decays to the floor
+  double min_lr_ratio = 0.1;                  // cosine and wsd end at min_lr_ratio × peak
+  int64_t checkpoint_every = 100;             // 0 = no periodic checkpoint
+  std::vector<int64_t> snapshot_steps;        // full parameter snapshots after these steps (ascending)
+  int64_t keep_states = 0;                    // a full state kept for good every N steps (verify --from); 0 = none
+  int64_t eval_every = 50;                    // validation loss every N steps; 0 = off
+  int64_t eval_leaves = 4;                    // size of the fixed validation set, in leaves
+  double loss_scale = 65536.0;                // fp16: initial dynamic loss scale
   int64_t loss_scale_growth_interval = 1000;  // fp16: overflow-free steps before growing
   double loss_scale_growth = 2.0;
-  double loss_scale_backoff = 0.5;   // fp16: factor applied on overflow (the step is skipped)
-  double adaptive_beta = 0.9;        // adaptive: EMA factor of the noise estimates (optim/adaptive_lr.hpp)
+  double loss_scale_backoff = 0.5;  // fp16: factor applied on overflow (the step is skipped)
+  double adaptive_beta = 0.9;       // adaptive: EMA factor of the noise estimates (optim/adaptive_lr.hpp)
 };
 
 // [perturb]: one deliberate change of one weight, for divergence studies (docs/STUDIES.md): element
@@ -145,10 +181,10 @@ struct TrainConfig {
 // step whose results can differ is step + 1. A resumed run applies it only if it resumes at or
 // before `step`. Empty `tensor`: off (and the section is not part of the experiment id).
 struct PerturbConfig {
-  std::string tensor;   // a parameter name of the tensor table, e.g. "h.0.attn.qkv.w"
-  int64_t index = 0;    // flat element index in that tensor, 0 … numel-1
-  int64_t ulps = 1;     // signed, non-zero
-  int64_t step = 0;     // 0 … train.steps-1
+  std::string tensor;  // a parameter name of the tensor table, e.g. "h.0.attn.qkv.w"
+  int64_t index = 0;   // flat element index in that tensor, 0 … numel-1
+  int64_t ulps = 1;    // signed, non-zero
+  int64_t step = 0;    // 0 … train.steps-1
   bool enabled() const { return !tensor.empty(); }
 };
 // Checks perturb against the model's tensor table and train.steps; throws sb::Error naming the
@@ -178,9 +214,9 @@ bool is_deterministic(const NumericsConfig& numerics);
 // [run]: the execution configuration; none of it is part of the experiment id.
 struct RunConfig {
   Device backend = Device::cpu;
-  int64_t threads = 0;               // 0 = all hardware threads
-  std::string out;                   // run file; empty = runs/<experiment id>.h5
-  int64_t log_every = 10;            // a log line every N steps
+  int64_t threads = 0;                      // 0 = all hardware threads
+  std::string out;                          // run file; empty = runs/<experiment id>.h5
+  int64_t log_every = 10;                   // a log line every N steps
   Progress progress = Progress::automatic;  // auto = a progress bar when stderr is a terminal
 };
 

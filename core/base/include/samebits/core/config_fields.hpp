@@ -26,21 +26,21 @@ struct BadConfigValue {
 struct ExperimentRule {
   enum class Kind { always, never, when };
   Kind kind = Kind::always;
-  std::string_view condition;                 // `when`: the condition in words, for docs/CONFIG.md
-  bool (*holds)(const Config&) = nullptr;     // `when`: true where the field is in the experiment
+  std::string_view condition;              // `when`: the condition in words, for docs/CONFIG.md
+  bool (*holds)(const Config&) = nullptr;  // `when`: true where the field is in the experiment
 
   bool includes(const Config& c) const { return kind == Kind::always || (kind == Kind::when && holds(c)); }
   std::string describe() const;  // "yes", "no" or "when <condition>"
 };
 
 struct ConfigField {
-  std::string key;           // "optim.lr": `lr` in [optim] of an INI file, --optim.lr on the command line
-  std::string value_name;    // "FLOAT", "INT", "BOOL", "STRING", "FLOAT,FLOAT", "INT,…", "muon|adamw|normuon"
-  std::string help;          // one sentence or two
+  std::string key;         // "optim.lr": `lr` in [optim] of an INI file, --optim.lr on the command line
+  std::string value_name;  // "FLOAT", "INT", "BOOL", "STRING", "FLOAT,FLOAT", "INT,…", "muon|adamw|normuon"
+  std::string help;        // one sentence or two
   ExperimentRule experiment;
   std::string default_note;  // replaces the default in --help where it depends on another key
   std::string alias_of;      // an alias sets this key's member and is never written (optim.adjust_lr_fn)
-  std::function<std::string(const Config&)> text;       // the member as INI text; empty for an alias
+  std::function<std::string(const Config&)> text;      // the member as INI text; empty for an alias
   std::function<void(Config&, std::string_view)> set;  // parses into the member; throws BadConfigValue
 
   bool is_alias() const { return !alias_of.empty(); }

@@ -23,8 +23,7 @@ SB_HD double exact_square(float x) {
 
 // One element's terms of the update statistics (docs/OPTIM.md §4): d = fl64(after − before) (an
 // fp64 subtraction), d² rounded in fp64, into delta_sq; before² (exact) into weight_sq.
-SB_HD void add_update_squares(det::ExactSum& delta_sq, det::ExactSum& weight_sq, float before,
-                              float after) {
+SB_HD void add_update_squares(det::ExactSum& delta_sq, det::ExactSum& weight_sq, float before, float after) {
   const double d = static_cast<double>(after) - static_cast<double>(before);
   delta_sq.add(d * d);
   weight_sq.add(exact_square(before));
@@ -138,8 +137,8 @@ det::ExactSum binned_sum_of_squares(const float* x, size_t n);
 // before, by Sterbenz's lemma) that d² is the exact square of an fp32, summed by
 // binned_sum_of_squares; otherwise fl64(d·d) goes into the ExactSum (NaN included). Host only,
 // single-threaded.  before, after: (n)
-void binned_update_squares(det::ExactSum& delta_sq, det::ExactSum& weight_sq, const float* before,
-                           const float* after, size_t n);
+void binned_update_squares(det::ExactSum& delta_sq, det::ExactSum& weight_sq, const float* before, const float* after,
+                           size_t n);
 
 // Σ x[i] exactly (the exact value, zero sign and NaN/Inf rules of ExactSum::add per element): per
 // block, the values within 49 binades of the block's largest on one fixed fp64 grid and its exact

@@ -19,7 +19,7 @@ struct GPTConfig {
   int seq_len = 128;  // T: tokens per sequence; a leaf row holds seq_len + 1 tokens
   int n_layer = 4;
   int n_head = 4;
-  int n_embd = 128;   // C, a multiple of n_head
+  int n_embd = 128;  // C, a multiple of n_head
   NormKind norm = NormKind::layernorm;
   bool tied_head = true;  // lm_head.w is wte
   bool bias = true;       // biases of linear layers and LayerNorms (RMSNorm has none)

@@ -32,18 +32,23 @@ struct Numerics {
     return {GemmMode::canonical, ReduceMode::canonical, p};
   }
   // Every switch vendor/native.
-  static Numerics vendor(Precision p = Precision::fp32) {
-    return {GemmMode::vendor, ReduceMode::native, p};
-  }
-  bool is_deterministic() const {
-    return gemm == GemmMode::canonical && reduce == ReduceMode::canonical;
-  }
+  static Numerics vendor(Precision p = Precision::fp32) { return {GemmMode::vendor, ReduceMode::native, p}; }
+  bool is_deterministic() const { return gemm == GemmMode::canonical && reduce == ReduceMode::canonical; }
 };
 
 // The spellings of config and run files ([numerics] gemm, reduce; [train] precision).
-template <> struct EnumNames<GemmMode> { static constexpr std::array<std::string_view, 2> names{"canonical", "vendor"}; };
-template <> struct EnumNames<ReduceMode> { static constexpr std::array<std::string_view, 2> names{"canonical", "native"}; };
-template <> struct EnumNames<Precision> { static constexpr std::array<std::string_view, 3> names{"fp32", "bf16", "fp16"}; };
+template <>
+struct EnumNames<GemmMode> {
+  static constexpr std::array<std::string_view, 2> names{"canonical", "vendor"};
+};
+template <>
+struct EnumNames<ReduceMode> {
+  static constexpr std::array<std::string_view, 2> names{"canonical", "native"};
+};
+template <>
+struct EnumNames<Precision> {
+  static constexpr std::array<std::string_view, 3> names{"fp32", "bf16", "fp16"};
+};
 
 // config_name under the name the kernels' messages use.
 std::string_view to_string(GemmMode m);    // "canonical" | "vendor"

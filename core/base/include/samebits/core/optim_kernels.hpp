@@ -1,8 +1,9 @@
 // The optimizers' elementwise loops and exact reductions, where the backend keeps its memory:
 // host loops for the CPU backend (core/cpu/optim_kernels.cpp), CUDA kernels for the CUDA backend
-// (core/cuda/optim_kernels.cu); each backend owns its kernels (Backend::optim_kernels()). Both call the same SB_HD formulas (ops/muon.hpp, ops/adamw.hpp,
-// core/exact_norm.hpp) on independent elements, and every sum is exact (det::ExactSum parts merged
-// as integer words), so both give the same bits for any thread count or launch configuration.
+// (core/cuda/optim_kernels.cu); each backend owns its kernels (Backend::optim_kernels()). Both call the same SB_HD
+// formulas (ops/muon.hpp, ops/adamw.hpp, core/exact_norm.hpp) on independent elements, and every sum is exact
+// (det::ExactSum parts merged as integer words), so both give the same bits for any thread count or launch
+// configuration.
 #pragma once
 #include <cstddef>
 
@@ -40,8 +41,7 @@ class OptimKernels {
   virtual ~OptimKernels() = default;
 
   // m ← ops::muon_momentum(m, g, mu); u ← ops::muon_input(g, m, mu, nesterov).  m, u, g: (n)
-  virtual void muon_momentum(float* m, float* u, const float* g, size_t n, float mu,
-                             bool nesterov) = 0;
+  virtual void muon_momentum(float* m, float* u, const float* g, size_t n, float mu, bool nesterov) = 0;
   // x ← ops::muon_normalize(u, denom).  x, u: (n)
   virtual void muon_normalize(float* x, const float* u, size_t n, float denom) = 0;
   // b ← ops::ns_polynomial(a, b, pb, pc); b holds A·A on entry.  a, b: (n)
@@ -52,8 +52,7 @@ class OptimKernels {
   virtual det::ExactSum ortho_squares(const float* a, int r) = 0;
   // w ← ops::muon_apply(w, x, decay, step); the (before, after) pairs into *sums when non-null.
   // w, x: (n)
-  virtual void muon_apply(float* w, const float* x, size_t n, float decay, float step,
-                          UpdateSums* sums) = 0;
+  virtual void muon_apply(float* w, const float* x, size_t n, float decay, float step, UpdateSums* sums) = 0;
   // The Muon variants' apply: w ← ops::muon_apply_cautious when `cautious`, else ops::muon_apply,
   // with the step row_step[i] for every element of row i when row_step is non-null (NorMuon), else
   // `step`; the (before, after) pairs into *sums when non-null.
@@ -62,8 +61,8 @@ class OptimKernels {
                                const float* row_step, bool cautious, UpdateSums* sums) = 0;
   // ops::adamw_update on every element; the (before, after) pairs into *sums when non-null.
   // w, m, v: (n) updated in place; g: (n)
-  virtual void adamw(float* w, const float* g, float* m, float* v, size_t n,
-                     const ops::AdamWConstants& k, UpdateSums* sums) = 0;
+  virtual void adamw(float* w, const float* g, float* m, float* v, size_t n, const ops::AdamWConstants& k,
+                     UpdateSums* sums) = 0;
   // Σ x[i]² exactly (each square exact in fp64).  x: (n)
   virtual det::ExactSum sum_of_squares(const float* x, size_t n) = 0;
   // x[i] ← fl32(x[i]·factor).  x: (n)

@@ -16,17 +16,17 @@ namespace sb {
 // One tensor's statistics for one step (NaN where not defined, e.g. everything but the leaf sums
 // on a skipped fp16 step, or ortho_error on AdamW tensors).
 struct TensorStats {
-  float grad_norm = 0;      // ‖G_t‖₂ of the batch gradient (before clipping)
-  float grad_max = 0;       // max |G_t[i]|
-  float grad_mean = 0;      // Σ G_t[i] / numel
-  float update_rms = 0;     // from the optimizer (Optimizer::last_stats)
+  float grad_norm = 0;   // ‖G_t‖₂ of the batch gradient (before clipping)
+  float grad_max = 0;    // max |G_t[i]|
+  float grad_mean = 0;   // Σ G_t[i] / numel
+  float update_rms = 0;  // from the optimizer (Optimizer::last_stats)
   float update_weight_ratio = 0;
   float ortho_error = 0;
-  float leaf_sq_mean = 0;   // |G_small|² = Σ_l ‖g_l,t‖² / leaves
-  float batch_sq = 0;       // |G_big|² = ‖G_t‖²
-  float grad_sq_est = 0;    // |G|² estimate
-  float trace_est = 0;      // tr(Σ) estimate
-  float noise_scale = 0;    // B_simple
+  float leaf_sq_mean = 0;  // |G_small|² = Σ_l ‖g_l,t‖² / leaves
+  float batch_sq = 0;      // |G_big|² = ‖G_t‖²
+  float grad_sq_est = 0;   // |G|² estimate
+  float trace_est = 0;     // tr(Σ) estimate
+  float noise_scale = 0;   // B_simple
 };
 
 // Everything a step reports. Scalars are the same on every rank.
@@ -64,8 +64,7 @@ struct TensorBatchSums {
   float mean = 0;     // fl32(fl64(Σ g) / numel)
   double sq = 0;      // fl64(Σ g²)
 };
-TensorBatchSums batch_sums(const det::ExactSum& squares, const det::ExactSum& sum, float max_abs,
-                           size_t numel);
+TensorBatchSums batch_sums(const det::ExactSum& squares, const det::ExactSum& sum, float max_abs, size_t numel);
 
 // One step's outcome, for the run store and the CLI.
 struct StepResult {

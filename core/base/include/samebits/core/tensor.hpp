@@ -21,7 +21,7 @@ std::string_view device_name(Device d);  // "cpu", "cuda"
 
 // Row-major shape, outermost dimension first: {B, T, C}.
 using Shape = std::vector<int64_t>;
-int64_t shape_numel(const Shape& s);      // 1 for the empty (scalar) shape
+int64_t shape_numel(const Shape& s);       // 1 for the empty (scalar) shape
 std::string shape_string(const Shape& s);  // "(4, 128, 64)"
 
 // Host storage alignment: one cache line, and one AVX-512 vector.
@@ -68,11 +68,17 @@ class Tensor {
 template <class T>
 constexpr DType dtype_of();
 template <>
-constexpr DType dtype_of<float>() { return DType::f32; }
+constexpr DType dtype_of<float>() {
+  return DType::f32;
+}
 template <>
-constexpr DType dtype_of<int32_t>() { return DType::i32; }
+constexpr DType dtype_of<int32_t>() {
+  return DType::i32;
+}
 template <>
-constexpr DType dtype_of<int64_t>() { return DType::i64; }
+constexpr DType dtype_of<int64_t>() {
+  return DType::i64;
+}
 
 template <class T>
 T* Tensor::data_as() {

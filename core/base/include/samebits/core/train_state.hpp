@@ -30,13 +30,13 @@ inline constexpr const char* kAdaptiveStateName = "schedule/adaptive_ema";
 // initialisation and data order are counter-based (Philox keyed by seeds, streams named per
 // tensor; the sampler a pure function of the step), so (step, cursor) is all the "randomness".
 struct TrainerState {
-  int64_t step = 0;                 // steps completed
-  int64_t updates = 0;              // optimizer updates applied (fewer after skipped fp16 steps)
-  data::DataCursor cursor;          // where step `step` begins in the data (Sampler::cursor)
-  std::vector<float> weights;       // (flat_size) flat parameters, padding included
+  int64_t step = 0;            // steps completed
+  int64_t updates = 0;         // optimizer updates applied (fewer after skipped fp16 steps)
+  data::DataCursor cursor;     // where step `step` begins in the data (Sampler::cursor)
+  std::vector<float> weights;  // (flat_size) flat parameters, padding included
   std::vector<StateArray> optimizer;
-  LossScaleState loss_scale;        // fp16 only; the default elsewhere
-  std::string experiment_id;        // experiment_id(config) of the run that wrote it
+  LossScaleState loss_scale;  // fp16 only; the default elsewhere
+  std::string experiment_id;  // experiment_id(config) of the run that wrote it
 };
 
 }  // namespace sb

@@ -24,8 +24,6 @@ SB_HD float attention_scale(int hs) { return 1.0f / det::sqrt_f32(static_cast<fl
 
 SB_HD float attention_score(float dot, float scale) { return dot * scale; }
 
-SB_HD float attention_dscore(float p, float dp, float sum_p_dp, float scale) {
-  return (p * (dp - sum_p_dp)) * scale;
-}
+SB_HD float attention_dscore(float p, float dp, float sum_p_dp, float scale) { return (p * (dp - sum_p_dp)) * scale; }
 
 }  // namespace sb::ops

@@ -11,9 +11,7 @@ constexpr float kNormEps = 1e-5f;
 
 SB_HD float norm_mean(float sum, int C) { return sum / static_cast<float>(C); }
 // 1/√(sumsq/C + eps): one division, IEEE square root, one division.
-SB_HD float norm_rstd(float sumsq, int C) {
-  return 1.0f / det::sqrt_f32(sumsq / static_cast<float>(C) + kNormEps);
-}
+SB_HD float norm_rstd(float sumsq, int C) { return 1.0f / det::sqrt_f32(sumsq / static_cast<float>(C) + kNormEps); }
 
 SB_HD float layernorm_xhat(float x, float mean, float rstd) { return (x - mean) * rstd; }
 SB_HD float layernorm_out(float xhat, float w, float b) { return xhat * w + b; }
@@ -21,15 +19,12 @@ SB_HD float layernorm_out_nobias(float xhat, float w) { return xhat * w; }
 
 // dinp = ((dnorm − mean(dnorm)) − xhat·mean(dnorm·xhat))·rstd with dnorm = dout·w; the two means
 // are 32-lane sums divided by C (norm_mean).
-SB_HD float layernorm_dinp(float dnorm, float xhat, float mean_dnorm, float mean_dnorm_xhat,
-                           float rstd) {
+SB_HD float layernorm_dinp(float dnorm, float xhat, float mean_dnorm, float mean_dnorm_xhat, float rstd) {
   return ((dnorm - mean_dnorm) - xhat * mean_dnorm_xhat) * rstd;
 }
 
 // A norm gain's gradient, one more token (rule 3: chain over tokens ascending from +0):
 // dw ← fma(dout, xhat, dw).
-SB_HD float norm_gain_grad_step(float acc, float dout, float xhat) {
-  return det::fma_f32(dout, xhat, acc);
-}
+SB_HD float norm_gain_grad_step(float acc, float dout, float xhat) { return det::fma_f32(dout, xhat, acc); }
 
 }  // namespace sb::ops

@@ -11,17 +11,13 @@ namespace sb::ops {
 SB_HD float muon_momentum(float m, float g, float mu) { return det::fma_f32(mu, m, g); }
 
 // Newton–Schulz input: U = G + μ·M (Nesterov; M already updated, one rounding), or U = M.
-SB_HD float muon_input(float g, float m, float mu, bool nesterov) {
-  return nesterov ? det::fma_f32(mu, m, g) : m;
-}
+SB_HD float muon_input(float g, float m, float mu, bool nesterov) { return nesterov ? det::fma_f32(mu, m, g) : m; }
 
 // X₀ = U / denom, denom = fl32(‖U‖_F + ε) computed once per matrix (IEEE division).
 SB_HD float muon_normalize(float u, float denom) { return u / denom; }
 
 // B = b·A + c·(A·A): AA is the canonical GEMM A·A; fl32(b·A) then one fma.
-SB_HD float ns_polynomial(float a_ij, float aa_ij, float b, float c) {
-  return det::fma_f32(c, aa_ij, b * a_ij);
-}
+SB_HD float ns_polynomial(float a_ij, float aa_ij, float b, float c) { return det::fma_f32(c, aa_ij, b * a_ij); }
 
 // X ← a·X + B·X: BX is the canonical GEMM B·X; one fma.
 SB_HD float ns_combine(float x, float bx, float a) { return det::fma_f32(a, x, bx); }
@@ -35,16 +31,12 @@ SB_HD double ortho_square(float a_ij, bool diagonal) {
 
 // Decoupled weight decay and the step: W ← fl32(W·decay) − step·X in one fma, with
 // decay = fl32(1 − lr·wd) and step = fl32(lr·scale) (W·1 = W exactly when wd = 0).
-SB_HD float muon_apply(float w, float x, float decay, float step) {
-  return det::fma_f32(-step, x, w * decay);
-}
+SB_HD float muon_apply(float w, float x, float decay, float step) { return det::fma_f32(-step, x, w * decay); }
 
 // Cautious weight decay (modded-nanogpt's NorMuon, 2025): the decay applies only where the step
 // W ← W − step·X moves W towards zero, i.e. where W and X have the same strict sign (no decay
 // where either is ±0 or NaN).
-SB_HD bool cautious_decays(float w, float x) {
-  return (w > 0.0f && x > 0.0f) || (w < 0.0f && x < 0.0f);
-}
+SB_HD bool cautious_decays(float w, float x) { return (w > 0.0f && x > 0.0f) || (w < 0.0f && x < 0.0f); }
 
 // muon_apply with cautious weight decay: W ← fma(−step, X, fl32(W·decay)) where cautious_decays,
 // else fma(−step, X, W).

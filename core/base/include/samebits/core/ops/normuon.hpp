@@ -14,9 +14,7 @@ namespace sb::ops {
 constexpr float kNorMuonFloor = 1e-10f;
 
 // mean_i = fl32(fl64(S_i) / cols): row_sq is S_i rounded once to fp64.
-SB_HD float normuon_row_mean(double row_sq, double cols) {
-  return static_cast<float>(row_sq / cols);
-}
+SB_HD float normuon_row_mean(double row_sq, double cols) { return static_cast<float>(row_sq / cols); }
 
 // v ← fma(β2, v, fl32(mean·(1 − β2))), AdamW's second-moment order.
 SB_HD float normuon_second_moment(float v, float mean, float beta2, float one_minus_beta2) {
@@ -24,8 +22,6 @@ SB_HD float normuon_second_moment(float v, float mean, float beta2, float one_mi
 }
 
 // r = fl32(1 / fl32(√max(v, 1e-10))) (IEEE √ and ÷; a NaN v stays NaN).
-SB_HD float normuon_inv_rms(float v) {
-  return 1.0f / det::sqrt_f32(v < kNorMuonFloor ? kNorMuonFloor : v);
-}
+SB_HD float normuon_inv_rms(float v) { return 1.0f / det::sqrt_f32(v < kNorMuonFloor ? kNorMuonFloor : v); }
 
 }  // namespace sb::ops

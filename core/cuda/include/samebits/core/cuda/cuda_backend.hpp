@@ -59,10 +59,8 @@ int cuda_device_count();
 // A CUDA backend on device `device`: its own stream, cuBLAS handle (created on first vendor GEMM)
 // and device memory (cudaMalloc: 256-byte aligned). Options from CudaOptions::from_environment().
 // Throws sb::Error when the device does not exist.
-std::unique_ptr<Backend> make_cuda_backend(Numerics numerics = Numerics::deterministic(),
-                                           int device = 0);
-std::unique_ptr<Backend> make_cuda_backend(Numerics numerics, const CudaOptions& options,
-                                           int device = 0);
+std::unique_ptr<Backend> make_cuda_backend(Numerics numerics = Numerics::deterministic(), int device = 0);
+std::unique_ptr<Backend> make_cuda_backend(Numerics numerics, const CudaOptions& options, int device = 0);
 
 // The stream every op of a CUDA backend is ordered on (for timing with events, and for NCCL).
 // Throws sb::Error when `backend` is not a CUDA backend.

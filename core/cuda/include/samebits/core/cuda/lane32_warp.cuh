@@ -15,8 +15,7 @@ constexpr unsigned kFullWarp = 0xffffffffu;
 // no lane below them reads.
 __device__ inline float warp_lane32_fold(float s) {
 #pragma unroll
-  for (int width = det::kLanes / 2; width >= 1; width /= 2)
-    s = s + __shfl_down_sync(kFullWarp, s, width);
+  for (int width = det::kLanes / 2; width >= 1; width /= 2) s = s + __shfl_down_sync(kFullWarp, s, width);
   return __shfl_sync(kFullWarp, s, 0);
 }
 
@@ -25,8 +24,7 @@ __device__ inline float warp_lane32_fold(float s) {
 // the sequential ops::row_max.
 __device__ inline float warp_exact_max(float m) {
 #pragma unroll
-  for (int width = det::kLanes / 2; width >= 1; width /= 2)
-    m = ops::exact_max(m, __shfl_xor_sync(kFullWarp, m, width));
+  for (int width = det::kLanes / 2; width >= 1; width /= 2) m = ops::exact_max(m, __shfl_xor_sync(kFullWarp, m, width));
   return m;
 }
 

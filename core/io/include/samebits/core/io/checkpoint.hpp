@@ -46,10 +46,10 @@ TrainerState read_state(const h5::Group& group, const std::vector<TensorInfo>& t
 // equal to the run file's at its step, and accepted by `accept` — e.g. Trainer::import_state,
 // which throws when it does not fit). None good: step 0, the initialisation.
 struct ResumePoint {
-  bool finished = false;                   // the run file says the run is finished
+  bool finished = false;  // the run file says the run is finished
   int64_t step = 0;
-  std::string source;                      // the state file, or "" for step 0
-  std::vector<std::string> notes;          // each checkpoint passed over, and why
+  std::string source;              // the state file, or "" for step 0
+  std::vector<std::string> notes;  // each checkpoint passed over, and why
 };
 ResumePoint find_resume_point(const std::string& run_path, const RunHeader& header,
                               const std::function<void(const TrainerState&)>& accept);

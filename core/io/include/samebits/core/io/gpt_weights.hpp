@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "samebits/core/io/safetensors.hpp"
 #include "samebits/core/config.hpp"
 #include "samebits/core/gpt_shape.hpp"
+#include "samebits/core/io/safetensors.hpp"
 
 namespace sb::io {
 

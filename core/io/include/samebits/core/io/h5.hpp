@@ -28,9 +28,8 @@ namespace sb::h5 {
 using sb::DType;
 
 template <class T>
-constexpr bool kIsElement = std::is_same_v<T, float> || std::is_same_v<T, double> ||
-                            std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t> ||
-                            std::is_same_v<T, uint64_t> || std::is_same_v<T, uint8_t>;
+constexpr bool kIsElement = std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, int32_t> ||
+                            std::is_same_v<T, int64_t> || std::is_same_v<T, uint64_t> || std::is_same_v<T, uint8_t>;
 
 template <class T>
 constexpr DType dtype_of() {
@@ -114,9 +113,15 @@ class Object {
   void set_attr(std::string_view name, int64_t value) { write_attr(name, DType::i64, &value, 1, true); }
   void set_attr(std::string_view name, uint64_t value) { write_attr(name, DType::u64, &value, 1, true); }
   void set_attr(std::string_view name, double value) { write_attr(name, DType::f64, &value, 1, true); }
-  void set_attr(std::string_view name, std::span<const int64_t> v) { write_attr(name, DType::i64, v.data(), v.size(), false); }
-  void set_attr(std::string_view name, std::span<const uint64_t> v) { write_attr(name, DType::u64, v.data(), v.size(), false); }
-  void set_attr(std::string_view name, std::span<const double> v) { write_attr(name, DType::f64, v.data(), v.size(), false); }
+  void set_attr(std::string_view name, std::span<const int64_t> v) {
+    write_attr(name, DType::i64, v.data(), v.size(), false);
+  }
+  void set_attr(std::string_view name, std::span<const uint64_t> v) {
+    write_attr(name, DType::u64, v.data(), v.size(), false);
+  }
+  void set_attr(std::string_view name, std::span<const double> v) {
+    write_attr(name, DType::f64, v.data(), v.size(), false);
+  }
 
   std::string attr_string(std::string_view name) const;  // fixed- or variable-length strings
   int64_t attr_int(std::string_view name) const;
@@ -153,11 +158,11 @@ class Dataset : public Object {
  public:
   Dataset() = default;
 
-  DType dtype() const;      // throws for element types outside DType
+  DType dtype() const;  // throws for element types outside DType
   Dims shape() const;
-  uint64_t rows() const;    // shape()[0]
+  uint64_t rows() const;      // shape()[0]
   uint64_t row_size() const;  // elements per row: product of shape()[1..]
-  bool extendible() const;  // first dimension unlimited
+  bool extendible() const;    // first dimension unlimited
   // Where a contiguous dataset's bytes start in the file (Group::reserve_dataset).
   uint64_t file_offset() const;
 
@@ -167,7 +172,9 @@ class Dataset : public Object {
 
   // The whole dataset: data.size() must equal the element count.
   template <class T>
-  void write(std::span<const T> data) { write_raw(dtype_of<T>(), data.data(), data.size()); }
+  void write(std::span<const T> data) {
+    write_raw(dtype_of<T>(), data.data(), data.size());
+  }
   template <class T>
   std::vector<T> read() const {
     std::vector<T> out(checked_elements(dtype_of<T>(), 0, rows()));
@@ -208,7 +215,8 @@ class Dataset : public Object {
 
  private:
   friend class Group;
-  Dataset(Handle handle, std::string file, std::string path) : Object(std::move(handle), std::move(file), std::move(path)) {}
+  Dataset(Handle handle, std::string file, std::string path)
+      : Object(std::move(handle), std::move(file), std::move(path)) {}
   uint64_t rows_in(std::size_t elements) const;
   std::size_t checked_elements(DType wanted, uint64_t first, uint64_t count) const;
   void write_raw(DType dtype, const void* data, std::size_t elements);
@@ -240,8 +248,8 @@ class Group : public Object {
   // True when `name` is an external link to exactly target_object in target_file.
   bool is_external_link(std::string_view name, const std::string& target_file, const std::string& target_object) const;
 
-  Group create_group(std::string_view path);  // creates missing parents; error if it exists
-  Group group(std::string_view path) const;   // error if missing or not a group
+  Group create_group(std::string_view path);   // creates missing parents; error if it exists
+  Group group(std::string_view path) const;    // error if missing or not a group
   Group require_group(std::string_view path);  // opens, or creates when missing
 
   // A fixed-size dataset of rank ≥ 1, zero-filled.
@@ -266,7 +274,8 @@ class Group : public Object {
 
  protected:
   friend class File;
-  Group(Handle handle, std::string file, std::string path) : Object(std::move(handle), std::move(file), std::move(path)) {}
+  Group(Handle handle, std::string file, std::string path)
+      : Object(std::move(handle), std::move(file), std::move(path)) {}
   std::string child_path(std::string_view path) const;
   Handle open_object(std::string_view path, const char* kind) const;
   Dataset make_dataset(std::string_view path, DType dtype, const Dims& shape, bool reserved);

@@ -26,7 +26,7 @@ class JsonValue {
   // True with `out` set when the number is an integer (no fraction, no exponent) in [0, 2^63).
   bool as_uint(uint64_t& out) const;
   const std::string& string() const { return text_; }
-  const std::vector<JsonValue>& items() const { return items_; }  // array
+  const std::vector<JsonValue>& items() const { return items_; }                              // array
   const std::vector<std::pair<std::string, JsonValue>>& members() const { return members_; }  // object, in file order
   // The member named `key`, or null when absent (objects only).
   const JsonValue* find(std::string_view key) const;

@@ -21,8 +21,8 @@
 #include <utility>
 #include <vector>
 
-#include "samebits/core/io/h5.hpp"
 #include "samebits/core/gpt_shape.hpp"
+#include "samebits/core/io/h5.hpp"
 #include "samebits/core/step_stats.hpp"
 #include "samebits/core/train_state.hpp"
 
@@ -146,9 +146,7 @@ const std::vector<SeriesColumn>& series_columns();
 // (0: no QK-clip columns). A qk_n_head that does not divide the blocks' width C is an error.
 SeriesShape series_shape(const std::vector<TensorInfo>& tensors, int64_t qk_n_head);
 // Whether a run file of `shape` holds the column.
-inline bool column_recorded(const SeriesColumn& c, const SeriesShape& shape) {
-  return !c.qk_clip || shape.heads > 0;
-}
+inline bool column_recorded(const SeriesColumn& c, const SeriesShape& shape) { return !c.qk_clip || shape.heads > 0; }
 // Values per row of the column in a run file of `shape` (1 for Width::one).
 uint64_t column_values(const SeriesColumn& c, const SeriesShape& shape);
 
@@ -170,8 +168,7 @@ class RunWriter {
   // and states dropped from the index (their files removed after the next commit), this session's
   // config text and execution recorded, status running. The file must hold `header`'s experiment
   // and at least `step` rows (find the step with run::find_resume_point).
-  static RunWriter resume(const std::string& path, const RunHeader& header, int64_t step,
-                          const std::string& note);
+  static RunWriter resume(const std::string& path, const RunHeader& header, int64_t step, const std::string& note);
 
   RunWriter(RunWriter&&) noexcept = default;
   RunWriter& operator=(RunWriter&&) noexcept = default;
@@ -222,9 +219,9 @@ class RunWriter {
   struct StoreJob {
     std::future<StoreEntry> write;
     int64_t step = 0;
-    uint8_t kind = 0;     // kind bits for the entry (snapshot, state, kept)
-    bool commit = false;  // a checkpoint: commit the run file once the file is complete
-    std::shared_ptr<TrainerState> state;  // a state job's state, kept for take_spare_state()
+    uint8_t kind = 0;                             // kind bits for the entry (snapshot, state, kept)
+    bool commit = false;                          // a checkpoint: commit the run file once the file is complete
+    std::shared_ptr<TrainerState> state;          // a state job's state, kept for take_spare_state()
     std::shared_ptr<std::vector<float>> weights;  // a snapshot job's parameters, likewise
   };
 
@@ -242,9 +239,9 @@ class RunWriter {
 
   std::string path_;
   RunHeader header_;
-  SeriesShape shape_;         // of header_
-  int64_t committed_ = 0;     // rows in the file
-  int64_t pending_rows_ = 0;  // rows held in pending_
+  SeriesShape shape_;                            // of header_
+  int64_t committed_ = 0;                        // rows in the file
+  int64_t pending_rows_ = 0;                     // rows held in pending_
   std::vector<std::vector<std::byte>> pending_;  // per series column: (pending_rows_, width)
   std::vector<StoreEntry> entries_;              // the index as the next commit writes it
   std::vector<std::string> unlinked_;            // store files to remove after the next commit
@@ -293,11 +290,11 @@ class RunReader {
   std::vector<std::byte> series_bytes(const SeriesColumn& column) const;
 
   const std::vector<StoreEntry>& store_entries() const { return entries_; }  // ascending steps
-  std::vector<int64_t> snapshot_steps() const;  // ascending
-  std::vector<int64_t> state_steps() const;     // ascending: every state the store holds
-  std::vector<float> read_snapshot(int64_t step) const;  // (flat_size)
-  TrainerState read_state(int64_t step) const;           // a state of state_steps()
-  bool has_final_state() const;  // a finished run's last state
+  std::vector<int64_t> snapshot_steps() const;                               // ascending
+  std::vector<int64_t> state_steps() const;                                  // ascending: every state the store holds
+  std::vector<float> read_snapshot(int64_t step) const;                      // (flat_size)
+  TrainerState read_state(int64_t step) const;                               // a state of state_steps()
+  bool has_final_state() const;                                              // a finished run's last state
   // Read in a reader process at the first call; later calls return the same state (diff and
   // sweep report ask for it more than once).
   const TrainerState& read_final_state() const;
@@ -320,9 +317,7 @@ class RunReader {
 };
 
 // The layout of a config's model as the run file records it.
-inline std::vector<TensorInfo> tensor_infos(const GPTConfig& model) {
-  return tensor_infos(gpt_param_layout(model));
-}
+inline std::vector<TensorInfo> tensor_infos(const GPTConfig& model) { return tensor_infos(gpt_param_layout(model)); }
 
 // "step_000100": the name of store files and of the run file's links (6 digits, more when needed).
 std::string step_name(int64_t step);

@@ -46,15 +46,13 @@ std::vector<StoreEntry> read_store_index(const h5::File& run, int64_t rows);
 StoreEntry write_snapshot_file(const std::string& path, int64_t step, const std::string& experiment_id,
                                std::span<const float> flat_weights, const std::vector<TensorInfo>& tensors);
 // A state file (a checkpoint): the state at the root (checkpoint.hpp write_state).
-StoreEntry write_state_file(const std::string& path, const TrainerState& state,
-                            const std::vector<TensorInfo>& tensors);
+StoreEntry write_state_file(const std::string& path, const TrainerState& state, const std::vector<TensorInfo>& tensors);
 
 // Reading a store file checks its seal, that its content hash is the index entry's, its format,
 // version and step, then its datasets against the tensor table.
 std::vector<float> read_store_params(const std::string& path, const StoreEntry& entry,
                                      const std::vector<TensorInfo>& tensors);
-TrainerState read_store_state(const std::string& path, const StoreEntry& entry,
-                              const std::vector<TensorInfo>& tensors);
+TrainerState read_store_state(const std::string& path, const StoreEntry& entry, const std::vector<TensorInfo>& tensors);
 
 // Files in store_dir(run_path) that the index does not name (left by a session killed between
 // writing a file and committing the index, or by a resume that cut the run back): removed.

@@ -34,7 +34,7 @@ void write_safetensors(const std::string& path, const std::vector<SafeTensor>& t
 // One tensor of a checked header: where its bytes are.
 struct SafeTensorEntry {
   std::string name;
-  std::string dtype;           // as written: "F32", "F16", "BF16", …
+  std::string dtype;  // as written: "F32", "F16", "BF16", …
   std::vector<int64_t> shape;
   uint64_t begin = 0, end = 0;  // byte offsets in the data buffer
 };

@@ -102,18 +102,16 @@ class GPT {
   void bind_buffers();
   // slot = the gradient of tensor `name` in grads_ (null when absent), recorded in grad_slots_.
   void bind_gradient(float*& slot, const std::string& name);
-  void norm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w,
-                    const float* b);
-  void norm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
-                     const float* w, const float* mean, const float* rstd);
+  void norm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b);
+  void norm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w,
+                     const float* mean, const float* rstd);
   // Row-parallel linear forward (k = Cl, this rank's part of the input dimension): the chain of
   // out = inp·Wᵀ passes rank 0 → … → size-1, which adds the bias and broadcasts (gpt_tp.cpp).
-  void row_forward(float* out, const float* inp, const float* w, const float* bias, int N, int Cl,
-                   int OC);
+  void row_forward(float* out, const float* inp, const float* w, const float* bias, int N, int Cl, int OC);
   // Column-parallel linear backward (this rank's OCl output columns in `groups` blocks): dw, dbias
   // local; the chain of dinp = dout·W visits block 0 of ranks 0 … size-1, then block 1, … .
-  void col_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp,
-                    const float* w, int N, int C, int OCl, int groups);
+  void col_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w, int N,
+                    int C, int OCl, int groups);
   // Vocabulary-parallel embedding forward, out (N, C): the buffer passes rank 0 → … → size-1, each
   // writing the rows of its vocabulary's tokens; the last broadcasts.
   void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe);
@@ -169,7 +167,7 @@ float mean_loss(const det::ExactSum& loss_sum, int64_t tokens);
 
 // One global batch on one process: clears acc, accumulates every leaf, rounds into grad_out
 // (flat (flat_size), backend memory) dividing by leaves.size(); returns the batch mean loss.
-float batch_gradient(GPT& model, std::span<const int32_t* const> leaves, GradAccumulator& acc,
-                     float* grad_out, const LeafObserver& on_leaf = {});
+float batch_gradient(GPT& model, std::span<const int32_t* const> leaves, GradAccumulator& acc, float* grad_out,
+                     const LeafObserver& on_leaf = {});
 
 }  // namespace sb

@@ -14,8 +14,8 @@
 namespace sb {
 
 struct AdamWOptions {
-  double lr = 3e-3;                     // peak learning rate (times StepContext::lr_factor)
-  double weight_decay = 0.0;            // decoupled, on tensors with decays_weight()
+  double lr = 3e-3;           // peak learning rate (times StepContext::lr_factor)
+  double weight_decay = 0.0;  // decoupled, on tensors with decays_weight()
   std::array<double, 2> betas{0.9, 0.95};
   double eps = 1e-8;
 };
@@ -30,8 +30,7 @@ inline bool decays_weight(const ParamView& p) { return p.shape.size() >= 2; }
 //   lr = fl64(options.lr · lr_factor); β^t by binary powering (exact sequence of fp64 products);
 //   step_size = fl32(lr / (1 − β1^t)); bc2_sqrt = fl32(√(1 − β2^t));
 //   decay = fl32(1 − lr·wd) when `decay` else 1; β, 1 − β and ε rounded from fp64.
-ops::AdamWConstants adamw_constants(const AdamWOptions& options, double lr_factor, int64_t step,
-                                    bool decay);
+ops::AdamWConstants adamw_constants(const AdamWOptions& options, double lr_factor, int64_t step, bool decay);
 
 // x^t for t ≥ 0 by binary powering in fp64 (squares and products in a fixed sequence: no libm).
 double pow_int(double x, int64_t t);

@@ -12,8 +12,8 @@
 #include "samebits/core/optim/adamw.hpp"
 #include "samebits/core/optim/ns_coefficients.hpp"
 #include "samebits/core/optim/ns_group.hpp"
-#include "samebits/core/optim_kernels.hpp"
 #include "samebits/core/optim/optimizer.hpp"
+#include "samebits/core/optim_kernels.hpp"
 
 namespace sb {
 
@@ -26,12 +26,12 @@ struct MuonOptions {
   std::vector<NsStep> ns{5, kKellerNs};  // one (a, b, c) per Newton–Schulz iteration
   double ns_eps = 1e-7;                  // X = U / (‖U‖_F + ns_eps)
   MuonScale scale = MuonScale::shape;
-  AdamWOptions adam{};                   // the other tensors
+  AdamWOptions adam{};  // the other tensors
   // Variants (docs/OPTIM.md §1.1); the defaults are plain Muon.
-  double extra_scale = 1.0;    // step = fl32(lr · (scale(rows, cols) · extra_scale))
-  bool split_qkv = false;      // attn.qkv.w (3C, C): Newton–Schulz on each (C, C) block of rows
-  bool cautious_wd = false;    // ops::muon_apply_cautious instead of ops::muon_apply
-  bool normuon = false;        // NorMuon: per-row steps from a second moment (optim/normuon.hpp)
+  double extra_scale = 1.0;  // step = fl32(lr · (scale(rows, cols) · extra_scale))
+  bool split_qkv = false;    // attn.qkv.w (3C, C): Newton–Schulz on each (C, C) block of rows
+  bool cautious_wd = false;  // ops::muon_apply_cautious instead of ops::muon_apply
+  bool normuon = false;      // NorMuon: per-row steps from a second moment (optim/normuon.hpp)
   double normuon_beta2 = 0.95;
 };
 
@@ -58,8 +58,8 @@ class NewtonSchulz {
   // r ≤ c (read through the GEMMs' transposition flags, in place in out). When ortho_error is non-null it receives
   // ‖XXᵀ − I‖_F / √r of the output (one more GEMM, fp32 operands; the squares (A − I)² rounded
   // in fp64, summed exactly).  u, out: (rows, cols), backend memory, distinct.
-  void run(const float* u, float* out, int rows, int cols, const std::vector<NsStep>& steps,
-           double eps, float* ortho_error = nullptr);
+  void run(const float* u, float* out, int rows, int cols, const std::vector<NsStep>& steps, double eps,
+           float* ortho_error = nullptr);
   // The same on this rank's shard u, out (rows, cols) of a matrix split over shard.group
   // (ns_group.hpp): Y = op(X) by shard.y, the norm ‖U‖_F of the full matrix (exact: the
   // one-process denom), each A = Σ_ranks Y_i·Y_iᵀ by the group's sum_gram, then B = b·A + c·A·A
@@ -93,8 +93,7 @@ std::vector<double> muon_update_cost(const MuonOptions& options, const std::vect
 bool is_fused_qkv(const ParamView& p);
 class Muon final : public Optimizer {
  public:
-  Muon(const std::vector<ParamView>& params, Backend& backend, Precision precision,
-       const MuonOptions& options);
+  Muon(const std::vector<ParamView>& params, Backend& backend, Precision precision, const MuonOptions& options);
   ~Muon() override;
 
   // μ comes from ctx.muon_momentum (schedule.hpp: muon_momentum), lr from ctx.lr_factor.

@@ -59,8 +59,8 @@ inline constexpr std::array<NsStep, 5> kPolarExpress5Ns{{
 }};
 
 // Emerging-Optimizers' default "quintic" table (per-step quintics optimised by F. L. Cesista,
-// leloykun.github.io/ponder/muon-opt-coeffs, as in modded-nanogpt's train_gpt_medium.py): 5 triples cycled, so ns_steps is a multiple of 5
-// (optim.ns_coefficients = quintic).
+// leloykun.github.io/ponder/muon-opt-coeffs, as in modded-nanogpt's train_gpt_medium.py): 5 triples cycled, so ns_steps
+// is a multiple of 5 (optim.ns_coefficients = quintic).
 inline constexpr std::array<NsStep, 5> kQuinticNs{{
     {4.0848, -6.8946, 2.9270},
     {3.9505, -6.3029, 2.6377},

@@ -10,20 +10,19 @@
 #include <vector>
 
 #include "samebits/core/backend.hpp"
-#include "samebits/core/optim_kernels.hpp"
 #include "samebits/core/config.hpp"
 #include "samebits/core/model/gpt.hpp"
+#include "samebits/core/optim_kernels.hpp"
 
 namespace sb {
 
 // What one step needs beyond weights and gradients; the trainer fills it from the schedule.
 struct StepContext {
-  int64_t step = 1;            // 1-based count of applied updates (AdamW bias correction)
-  double lr_factor = 1.0;      // schedule multiplier on every group's peak lr (optim/schedule.hpp)
-  double muon_momentum = 0.95; // μ of this step (momentum warmup may lower it)
-  bool compute_stats = true;   // fill last_stats()
+  int64_t step = 1;             // 1-based count of applied updates (AdamW bias correction)
+  double lr_factor = 1.0;       // schedule multiplier on every group's peak lr (optim/schedule.hpp)
+  double muon_momentum = 0.95;  // μ of this step (momentum warmup may lower it)
+  bool compute_stats = true;    // fill last_stats()
 };
-
 
 // One buffer of optimizer state that a checkpoint saves and restores (backend memory).
 struct StateBuffer {
@@ -52,9 +51,8 @@ class Optimizer {
 
 // Muon for ParamKind::matrix tensors and AdamW for the rest when config.name == muon; AdamW for
 // everything when adamw. Matrix products of Newton–Schulz run on `backend` in `precision`.
-std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& config,
-                                          const std::vector<ParamView>& params, Backend& backend,
-                                          Precision precision);
+std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& config, const std::vector<ParamView>& params,
+                                          Backend& backend, Precision precision);
 
 // make_optimizer(config, params, …)->update_cost() without building it (no state allocated): a
 // pure function of the config and the shapes. The distributed optimizer under tensor parallelism

@@ -22,7 +22,7 @@ namespace sb {
 class QkMaxLogits {
  public:
   QkMaxLogits(Backend& backend, int n_layer, int n_head);  // backend outlives this object
-  void clear();  // every key to the key of −Inf (no logit seen)
+  void clear();                                            // every key to the key of −Inf (no logit seen)
   // One leaf's forward: qkv of block `layer`, (B, T, 3C) in the backend's memory, rows [q | k | v].
   void add(int layer, const float* qkv, int B, int T, int C);
   // The keys, copied to the host: (n_layer × n_head), to all-gather across ranks.
@@ -46,7 +46,7 @@ float qk_clip_factor(float max_logit, double tau);
 // rows h·hs … (h+1)·hs − 1 of the Q block and of the K block of h.L.attn.qkv.w (3C, C), and the
 // same entries of h.L.attn.qkv.b when the model has biases. Returns how many heads were clipped.
 // weights: (flat_size) in `backend`'s memory, laid out as `layout`.
-int apply_qk_clip(Backend& backend, float* weights, const std::vector<ParamView>& layout,
-                  const GPTConfig& model, const std::vector<float>& max_logits, double tau);
+int apply_qk_clip(Backend& backend, float* weights, const std::vector<ParamView>& layout, const GPTConfig& model,
+                  const std::vector<float>& max_logits, double tau);
 
 }  // namespace sb

@@ -12,8 +12,7 @@ namespace sb {
 
 // Collective: MAX all-reduce of the block ranges, encode, uint64 SUM all-reduce of the words,
 // decode. total_adds / total_status: the SUM of adds() and the OR of status() over all ranks.
-void exact_allreduce(GradAccumulator& acc, Communicator& comm, uint64_t total_adds,
-                     uint32_t total_status);
+void exact_allreduce(GradAccumulator& acc, Communicator& comm, uint64_t total_adds, uint32_t total_status);
 
 // Collective: the exact reduce-scatter of the same wire (docs/DISTRIBUTED.md §7). need[r]: the
 // elements rank r needs (spans of acc, any order; the same on every rank). Rank r's part is the
@@ -21,8 +20,8 @@ void exact_allreduce(GradAccumulator& acc, Communicator& comm, uint64_t total_ad
 // each rank receives only its part; after it, every element of a segment that holds one of
 // need[rank] has the exact sum over all ranks — bitwise exact_allreduce's — and the others this
 // rank's own sums. One MAX all-reduce of the block ranges, one reduce-scatter of the words.
-void exact_reduce_scatter(GradAccumulator& acc, Communicator& comm, uint64_t total_adds,
-                          uint32_t total_status, const std::vector<std::vector<TensorSpan>>& need);
+void exact_reduce_scatter(GradAccumulator& acc, Communicator& comm, uint64_t total_adds, uint32_t total_status,
+                          const std::vector<std::vector<TensorSpan>>& need);
 
 // The wire segments that hold `spans` of a vector of n elements: ascending, disjoint, adjacent
 // ones merged. Throws sb::Error for a span beyond n.

@@ -54,14 +54,12 @@ CommunicatorPlan plan_communicator(Device backend, const LaunchEnvironment& env,
 // communicator (make_nccl_communicator, nccl_communicator.hpp) over an MPI transport; mpi_staged:
 // make_staged_communicator over MPI. Throws sb::Error when the build lacks MPI (or NCCL for nccl)
 // and the plan needs it.
-std::unique_ptr<Communicator> make_planned_communicator(const CommunicatorPlan& plan,
-                                                        Backend& backend);
+std::unique_ptr<Communicator> make_planned_communicator(const CommunicatorPlan& plan, Backend& backend);
 
 // `inner`'s collectives on host copies: each buffer is copied to the host with
 // backend.copy_to_host, passed to `inner`, and copied back with backend.copy_from_host (results
 // only: broadcast copies back on non-roots, all-gather its output). Buffers are `backend` memory
 // or host memory. describe(): "<inner>, <backend device> buffers staged through the host".
-std::unique_ptr<Communicator> make_staged_communicator(std::unique_ptr<Communicator> inner,
-                                                       Backend& backend);
+std::unique_ptr<Communicator> make_staged_communicator(std::unique_ptr<Communicator> inner, Backend& backend);
 
 }  // namespace sb

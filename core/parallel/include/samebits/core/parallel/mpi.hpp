@@ -14,11 +14,10 @@ namespace sb {
 // PMI_SIZE (MPICH's Hydra) or PMIX_RANK (PMIx, e.g. srun --mpi=pmix) is set.
 bool launched_by_mpi();
 
-// The job's CPU communicator (train_run plans by backend: parallel/launch.hpp): under an MPI launcher, an MPI communicator over every rank of the job
-// (MPI is initialised on the first call and finalised when the last MPI communicator is
-// destroyed normally); a local one otherwise. Throws sb::Error when a launcher started more than
-// one rank and this samebits was built without MPI (every rank would train alone and write the
-// same file).
+// The job's CPU communicator (train_run plans by backend: parallel/launch.hpp): under an MPI launcher, an MPI
+// communicator over every rank of the job (MPI is initialised on the first call and finalised when the last MPI
+// communicator is destroyed normally); a local one otherwise. Throws sb::Error when a launcher started more than one
+// rank and this samebits was built without MPI (every rank would train alone and write the same file).
 //
 // Failure handling: a rank whose MPI communicator is destroyed while an exception unwinds the
 // stack (an sb::Error on that rank) does not finalise MPI; the process then exits non-zero and

@@ -20,7 +20,7 @@ bool nccl_available();
 // keeps it (MPI stays up until after ncclCommDestroy) and names it as its transport() (for
 // end_job_on_error). Throws sb::Error when NCCL or MPI is missing from the build, or when NCCL
 // fails.
-std::unique_ptr<Communicator> make_nccl_communicator(
-    Backend& cuda_backend, std::unique_ptr<Communicator> transport = nullptr);
+std::unique_ptr<Communicator> make_nccl_communicator(Backend& cuda_backend,
+                                                     std::unique_ptr<Communicator> transport = nullptr);
 
 }  // namespace sb

@@ -11,16 +11,16 @@
 #include <vector>
 
 #include "samebits/core/backend.hpp"
+#include "samebits/core/model/gpt.hpp"
 #include "samebits/core/parallel/communicator.hpp"
 #include "samebits/core/parallel/ownership.hpp"
-#include "samebits/core/model/gpt.hpp"
 #include "samebits/core/step_stats.hpp"
 #include "samebits/det/exact_sum.hpp"
 
 namespace sb {
 
 struct SharedGradient {
-  std::vector<uint64_t> fingerprints;   // (tensors) det::fingerprint of each tensor; empty when off
+  std::vector<uint64_t> fingerprints;    // (tensors) det::fingerprint of each tensor; empty when off
   std::vector<TensorBatchSums> tensors;  // (tensors) empty unless statistics were asked for
   det::ExactSum squares;                 // Σ over every tensor of Σ g² (exact)
 };
@@ -29,8 +29,7 @@ class OwnerGradient {
  public:
   // layout: the model's tensors; ownership: the distributed optimizer's (one owner per tensor).
   // backend and comm must outlive it.
-  OwnerGradient(std::vector<ParamView> layout, const Ownership& ownership, Backend& backend,
-                Communicator& comm);
+  OwnerGradient(std::vector<ParamView> layout, const Ownership& ownership, Backend& backend, Communicator& comm);
 
   // need()[r]: the spans of rank r's tensors (exact_reduce_scatter's parts).
   const std::vector<std::vector<TensorSpan>>& need() const { return need_; }

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "samebits/core/backend.hpp"
-#include "samebits/core/parallel/communicator.hpp"
-#include "samebits/core/parallel/ownership.hpp"
 #include "samebits/core/model/gpt.hpp"
 #include "samebits/core/optim/optimizer.hpp"
+#include "samebits/core/parallel/communicator.hpp"
+#include "samebits/core/parallel/ownership.hpp"
 #include "samebits/core/train_state.hpp"
 
 namespace sb {

@@ -23,8 +23,8 @@ bool perturbation_due(const PerturbConfig& perturb, int64_t steps_done);
 // What apply_perturbation changed, for logs and tests.
 struct PerturbationApplied {
   std::string tensor;
-  int64_t index = 0;   // in the tensor
-  size_t flat = 0;     // in the flat weight buffer
+  int64_t index = 0;  // in the tensor
+  size_t flat = 0;    // in the flat weight buffer
   float before = 0;
   float after = 0;
 };

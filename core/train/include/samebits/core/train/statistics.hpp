@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "samebits/core/backend.hpp"
-#include "samebits/core/model/gpt.hpp"
 #include "samebits/core/exact_norm.hpp"
+#include "samebits/core/model/gpt.hpp"
 #include "samebits/core/step_stats.hpp"
 #include "samebits/det/exact_sum.hpp"
 
@@ -28,9 +28,9 @@ namespace sb {
 // Both estimates can be negative on a noisy step (they are unbiased, not positive); with one leaf
 // (B_big = B_small) they are undefined: NaN. Computed in fp64 in this fixed order.
 struct NoiseEstimate {
-  double grad_sq = 0;     // |G|² estimate
-  double trace = 0;       // tr(Σ) estimate
-  double noise_scale = 0; // B_simple
+  double grad_sq = 0;      // |G|² estimate
+  double trace = 0;        // tr(Σ) estimate
+  double noise_scale = 0;  // B_simple
 };
 NoiseEstimate estimate_noise(double leaf_sq_mean, double batch_sq, double b_small, double b_big);
 
@@ -66,13 +66,12 @@ class GradientStatistics {
   // fields NaN). leaf_scale: the loss scale the leaves were computed with (a power of two,
   // divided out of the rounded sums exactly); `leaves` leaves of `leaf_size` sequences made the
   // batch.
-  void finish(const float* grad, double leaf_scale, int64_t leaves, int64_t leaf_size,
-              StepStats& stats);
+  void finish(const float* grad, double leaf_scale, int64_t leaves, int64_t leaf_size, StepStats& stats);
   // The same from the batch gradient's sums instead of the gradient: batch (tensors) every
   // tensor's, batch_squares = Σ_t Σ_i G_t[i]² exact (the whole model's); batch null on a skipped
   // step. finish(grad, …) is this with the sums of grad, bit for bit.
-  void finish(const TensorBatchSums* batch, const det::ExactSum& batch_squares, double leaf_scale,
-              int64_t leaves, int64_t leaf_size, StepStats& stats);
+  void finish(const TensorBatchSums* batch, const det::ExactSum& batch_squares, double leaf_scale, int64_t leaves,
+              int64_t leaf_size, StepStats& stats);
 
  private:
   GradientStatistics(std::vector<ParamView> layout, std::unique_ptr<TensorSums> leaf,

@@ -15,11 +15,11 @@
 
 #include "samebits/core/backend.hpp"
 #include "samebits/core/config.hpp"
-#include "samebits/core/parallel/communicator.hpp"
 #include "samebits/core/model/gpt.hpp"
 #include "samebits/core/optim/adaptive_lr.hpp"
 #include "samebits/core/optim/loss_scale.hpp"
 #include "samebits/core/optim/optimizer.hpp"
+#include "samebits/core/parallel/communicator.hpp"
 #include "samebits/core/step_stats.hpp"
 #include "samebits/core/train/statistics.hpp"
 #include "samebits/core/train_state.hpp"
@@ -117,11 +117,11 @@ class Trainer {
   std::optional<LossScaleState> loss_scale() const;  // fp16 only
 
  private:
-  Trainer(const Config& config, std::unique_ptr<Backend> backend,
-          std::unique_ptr<Communicator> comm, TrainerOptions options);
+  Trainer(const Config& config, std::unique_ptr<Backend> backend, std::unique_ptr<Communicator> comm,
+          TrainerOptions options);
   struct Host;  // the tensors' spans, and the host gradient of allreduce=native (trainer.cpp)
 
-  void build();  // what both constructors do once the backend and communicator are bound
+  void build();                 // what both constructors do once the backend and communicator are bound
   void load_initial_weights();  // train.init: options_.initial_weights replace the seeded ones
   void accumulate(uint64_t step, float loss_scale, det::ExactSum& loss_sum);
   // All-reduces the loss and leaf-statistics sums, the add count and the accumulator status
@@ -131,8 +131,8 @@ class Trainer {
   // with owner_ reduce-scattered: exact on this rank's tensors only.
   void round_gradient(float loss_scale, uint64_t adds, uint32_t status);
   std::vector<int> leaf_order(uint64_t step) const;
-  void check_replicas();  // every rank's weights fingerprint equal to rank 0's
-  CommCounters traffic() const;  // the world's counters, and the TP and DP groups' when split
+  void check_replicas();                              // every rank's weights fingerprint equal to rank 0's
+  CommCounters traffic() const;                       // the world's counters, and the TP and DP groups' when split
   size_t tensor_of(const std::string& buffer) const;  // the tensor of a state buffer "<tensor>/<kind>"
   // Under parallel.tp: this rank's shard of each full-tensor state array (a checkpoint's, by name).
   // Throws sb::Error when an array is not its tensor's full size.
@@ -143,8 +143,7 @@ class Trainer {
   // A traced step (trace.hpp): one row per tensor of flat (backend memory) at `site`, op "<op> <tensor>".
   void trace_tensors(const char* site, const char* op, const float* flat,
                      const std::vector<std::vector<uint64_t>>& inputs = {});
-  bool take_adaptive_state(const TrainerState& state, TrainerState& stripped,
-                           AdaptiveLrState& ema) const;
+  bool take_adaptive_state(const TrainerState& state, TrainerState& stripped, AdaptiveLrState& ema) const;
 
   std::unique_ptr<Backend> own_backend_;
   std::unique_ptr<Communicator> own_comm_;
@@ -170,8 +169,8 @@ class Trainer {
   std::unique_ptr<GradAccumulator> acc_;
   std::optional<DynamicLossScale> scaler_;
   GradientStatistics stats_;
-  Tensor grad_;  // (flat_size) f32 on the backend: the step's batch gradient
-  std::unique_ptr<QkMaxLogits> qk_;  // optim.qk_clip > 0: the step's per-head max logits
+  Tensor grad_;                           // (flat_size) f32 on the backend: the step's batch gradient
+  std::unique_ptr<QkMaxLogits> qk_;       // optim.qk_clip > 0: the step's per-head max logits
   std::unique_ptr<AdaptiveLr> adaptive_;  // train.schedule = adaptive: the noise EMAs
   std::unique_ptr<Host> host_;
   std::vector<int32_t> tokens_;  // (micro_leaves, leaf_size, seq_len + 1) host
