@@ -48,7 +48,7 @@ identical() {  # identical A B: samebits diff exit 0
   echo "ok: $2 IDENTICAL to $1"
 }
 median_step() {  # median step seconds of a run file, after the first step
-  /usr/bin/python3 -c "import h5py, statistics, sys; t = h5py.File(sys.argv[1], 'r')['series/timing/step_seconds'][1:]; print('%.3f' % statistics.median(t))" "$1"
+  /usr/bin/python3 -c "import h5py, statistics, sys; t = h5py.File(sys.argv[1], 'r')['timing/step_seconds'][1:]; print('%.3f' % statistics.median(t))" "$1"
 }
 
 # One process: the references.
