@@ -22,6 +22,7 @@ if [ -e /run/netns/sb-head ]; then echo "a cluster is up (scripts/cluster status
 fail() { echo "FAILED: $*"; exit 1; }
 now() { date +%s.%N; }
 since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+mounted_before=$(mountpoint -q /run/netns && echo yes || echo no)
 trap '"$cluster" down >/dev/null 2>&1 || true' EXIT
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
 "$cluster" up 2
@@ -121,5 +122,6 @@ identical one_long.h5 term.h5
 "$cluster" down
 [ -z "$(ip netns list | grep '^sb-')" ] || fail "namespaces left after down: $(ip netns list)"
 ! pgrep -f samebits-cluster >/dev/null || fail "processes left after down: $(pgrep -a -f samebits-cluster)"
+[ "$(mountpoint -q /run/netns && echo yes || echo no)" = "$mounted_before" ] || fail "down left /run/netns mounted"
 trap - EXIT
 echo "cluster test passed"
