@@ -16,6 +16,7 @@ recipe=$src/scripts/slurm/train_cpu.sbatch
 
 [ "$(id -u)" -eq 0 ] || { echo "skipped: the cluster needs root (namespaces, daemons)"; exit 77; }
 command -v apt-get >/dev/null || command -v slurmctld >/dev/null || { echo "skipped: no Slurm and no apt-get"; exit 77; }
+unshare --net --uts --mount true 2>/dev/null || { echo "skipped: this machine cannot make namespaces (a container?)"; exit 77; }
 case $work in /tmp/*) echo "WORKDIR must not be under /tmp (each host has its own /tmp)"; exit 2 ;; esac
 if [ -e /run/netns/sb-head ]; then echo "a cluster is up (scripts/cluster status); run scripts/cluster down first"; exit 2; fi
 
