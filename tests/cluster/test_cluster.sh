@@ -45,6 +45,14 @@ wait_running() {  # wait_running JOB: until its ranks have run FAIL_AFTER second
   for i in $(seq 600); do [ "$(squeue -h -j "$1" -o %t)" = R ] && break; sleep 0.2; done
   sleep "$fail_after"
 }
+no_ranks_left() {  # no_ranks_left HOST SECONDS: wait until no samebits (or mpirun) runs on the host
+  local i
+  for i in $(seq $(($2 * 5))); do
+    ip netns pids "sb-$1" | xargs -r ps -o comm= -p | grep -qE '^(samebits|mpirun)$' || return 0
+    sleep 0.2
+  done
+  fail "ranks still running on $1 $2 s later: $(ip netns pids "sb-$1" | xargs -r ps -o pid=,comm= -p)"
+}
 identical() {  # identical A B: samebits diff exit 0
   "$sb" diff "$1" "$2" >"diff-$(basename "$2" .h5).txt" || fail "$2 differs from $1: $(head -5 "diff-$(basename "$2" .h5).txt")"
   echo "ok: $2 IDENTICAL to $1"
@@ -82,6 +90,7 @@ t0=$(now)
 "$cluster" fail node2
 wait_gone "$id" 60
 echo "figure: host lost -> job out of squeue in $(since "$t0") s"
+no_ranks_left node1 30
 "$sb" inspect lost.h5 >lost-inspect.txt || fail "inspect of the run file after the lost host: $(cat lost-inspect.txt)"
 job lost "$long" -N 1 -w node1 --ntasks-per-node 2 --cpus-per-task 1 --wait >/dev/null || fail "resume on node1: $(tail -5 lost-*.out)"
 identical one_long.h5 lost.h5
@@ -95,8 +104,8 @@ t0=$(now)
 wait_gone "$id" 60
 echo "figure: link cut -> job out of squeue in $(since "$t0") s"
 "$cluster" link node2 up
-for i in $(seq 450); do ! ip netns pids sb-node2 | xargs -r ps -o comm= -p | grep -q samebits && break; sleep 0.2; done
-ip netns pids sb-node2 | xargs -r ps -o comm= -p | grep -q samebits && fail "samebits still running on node2 90 s after the link came back"
+no_ranks_left node1 30
+no_ranks_left node2 90
 "$sb" inspect cut.h5 >cut-inspect.txt || fail "inspect after the link cut: $(cat cut-inspect.txt)"
 for i in $(seq 150); do sinfo -h -n node2 -o %t | grep -Eq '^(idle|mix)' && break; sleep 0.2; done
 job cut "$long" "${sbatch_2x2[@]}" --wait >/dev/null || fail "resume after the link cut: $(tail -5 cut-*.out)"
