@@ -1,4 +1,5 @@
-// ForwardingBackend (forwarding_backend.hpp): every op passed to the inner backend unchanged.
+// ForwardingBackend (forwarding_backend.hpp): every op passed to the inner backend unchanged (the
+// ops of backend_op_list.hpp, one definition each from the list).
 #include "samebits/core/forwarding_backend.hpp"
 
 namespace sb {
@@ -29,60 +30,8 @@ bool ForwardingBackend::gemm_bias(float* out, const float* inp, const float* w, 
                                   int OC) {
   return inner_.gemm_bias(out, inp, w, bias, N, C, OC);
 }
-void ForwardingBackend::bias_forward(float* out, const float* bias, int N, int OC) {
-  inner_.bias_forward(out, bias, N, OC);
-}
-void ForwardingBackend::bias_backward(float* dbias, const float* dout, int N, int OC) {
-  inner_.bias_backward(dbias, dout, N, OC);
-}
-void ForwardingBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w,
-                                          const float* b, int N, int C) {
-  inner_.layernorm_forward(out, mean, rstd, inp, w, b, N, C);
-}
-void ForwardingBackend::layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp,
-                                           const float* w, const float* mean, const float* rstd, int N, int C) {
-  inner_.layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
-}
-void ForwardingBackend::rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int N, int C) {
-  inner_.rmsnorm_forward(out, rstd, inp, w, N, C);
-}
-void ForwardingBackend::rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w,
-                                         const float* rstd, int N, int C) {
-  inner_.rmsnorm_backward(dinp, dw, dout, inp, w, rstd, N, C);
-}
-void ForwardingBackend::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
-  inner_.attention_forward(out, att, qkv, B, T, C, NH);
-}
-void ForwardingBackend::attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv,
-                                           const float* att, int B, int T, int C, int NH) {
-  inner_.attention_backward(dqkv, datt, dout, qkv, att, B, T, C, NH);
-}
-void ForwardingBackend::qk_max_keys(int32_t* keys, const float* qkv, int B, int T, int C, int NH) {
-  inner_.qk_max_keys(keys, qkv, B, T, C, NH);
-}
-void ForwardingBackend::qk_clip_scale(float* x, int64_t n, float factor) { inner_.qk_clip_scale(x, n, factor); }
-void ForwardingBackend::gelu_forward(float* out, const float* inp, int64_t n) { inner_.gelu_forward(out, inp, n); }
-void ForwardingBackend::gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) {
-  inner_.gelu_backward(dinp, inp, dout, n);
-}
-void ForwardingBackend::softmax_xent_forward(float* losses, float* stats, const float* logits, const int32_t* targets,
-                                             int N, int V) {
-  inner_.softmax_xent_forward(losses, stats, logits, targets, N, V);
-}
-void ForwardingBackend::softmax_xent_backward(float* dlogits, const float* logits, const float* stats,
-                                              const int32_t* targets, int N, int V, float loss_scale) {
-  inner_.softmax_xent_backward(dlogits, logits, stats, targets, N, V, loss_scale);
-}
-void ForwardingBackend::embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B,
-                                          int T, int C, VocabRows rows) {
-  inner_.embedding_forward(out, tokens, wte, wpe, B, T, C, rows);
-}
-void ForwardingBackend::embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B,
-                                           int T, int C, int V, VocabRows rows) {
-  inner_.embedding_backward(dwte, dwpe, dout, tokens, B, T, C, V, rows);
-}
-void ForwardingBackend::residual_forward(float* out, const float* a, const float* b, int64_t n) {
-  inner_.residual_forward(out, a, b, n);
-}
+#define SB_BACKEND_OP(name, params, args, ...) \
+  void ForwardingBackend::name params { inner_.name args; }
+#include "samebits/core/backend_op_list.hpp"
 
 }  // namespace sb

@@ -34,7 +34,8 @@ class CpuBackend final : public Backend {
   void syrk(Trans ta, int n, int k, const float* a, int lda, float* c, int ldc, Precision precision) override;
   bool gemm_bias(float* out, const float* inp, const float* w, const float* bias, int N, int C,
                  int OC) override;  // matmul.cpp
-  SB_BACKEND_OP_OVERRIDES           // one file per op: matmul.cpp, layernorm.cpp, …
+  // The ops of backend_op_list.hpp, one file each: matmul.cpp, layernorm.cpp, …
+#include "samebits/core/backend_op_overrides.hpp"
 };
 
 // ---- helpers shared by the op files ----------------------------------------------------------

@@ -54,13 +54,11 @@ class CudaBackend final : public Backend {
 
   void gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
             int ldc, bool accumulate, Precision precision) override;
-  SB_BACKEND_OP_OVERRIDES  // one file per op: matmul.cu, layernorm.cu, …
+  // The ops of backend_op_list.hpp, one file each: matmul.cu, layernorm.cu, …
+#include "samebits/core/backend_op_overrides.hpp"
 
-      // ---- for the op files ------------------------------------------------------------------------
-      cudaStream_t
-      stream() const {
-    return stream_;
-  }
+  // ---- for the op files ------------------------------------------------------------------------
+  cudaStream_t stream() const { return stream_; }
   int device_index() const { return device_; }
   int sm_count() const { return sm_count_; }
   const CudaOptions& options() const { return options_; }

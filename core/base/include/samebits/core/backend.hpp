@@ -201,8 +201,6 @@ class Backend {
                        const float* inp,   // (N, C)
                        const float* w,     // (OC, C)
                        int N, int C, int OC);
-  // out[n][o] = ops::linear_out(out[n][o], bias[o]).  out: (N, OC); bias: (OC)
-  virtual void bias_forward(float* out, const float* bias, int N, int OC) = 0;
   // matmul_forward with a bias in one pass, where a backend can. The CPU's canonical GEMM adds
   // the bias after each output's chain, inside its own fork/join: the same bits as the gemm then
   // bias_forward. Its vendor GEMM starts C at the bias and adds the product with β = 1 (PyTorch's
@@ -211,108 +209,11 @@ class Backend {
     (void)out, (void)inp, (void)w, (void)bias, (void)N, (void)C, (void)OC;
     return false;
   }
-  // dbias[o] = Σ_n dout[n][o] (ops::token_sum_step over n ascending from +0; numerics().reduce
-  // selects the vendor order).  dbias: (OC); dout: (N, OC)
-  virtual void bias_backward(float* dbias, const float* dout, int N, int OC) = 0;
-
-  // LayerNorm (ops/layernorm.hpp): row statistics in the 32-lane form; eps = kNormEps.
-  virtual void layernorm_forward(float* out,        // (N, C)
-                                 float* mean,       // (N)
-                                 float* rstd,       // (N)
-                                 const float* inp,  // (N, C)
-                                 const float* w,    // (C)
-                                 const float* b,    // (C) or null
-                                 int N, int C) = 0;
-  // dw[c] = Σ_n dout·xhat, db[c] = Σ_n dout (n ascending).
-  virtual void layernorm_backward(float* dinp,        // (N, C)
-                                  float* dw,          // (C)
-                                  float* db,          // (C) or null
-                                  const float* dout,  // (N, C)
-                                  const float* inp,   // (N, C)
-                                  const float* w,     // (C)
-                                  const float* mean,  // (N)
-                                  const float* rstd,  // (N)
-                                  int N, int C) = 0;
-
-  // RMSNorm (ops/rmsnorm.hpp): out = x·rstd·w, rstd = 1/√(mean(x²) + eps).
-  virtual void rmsnorm_forward(float* out,        // (N, C)
-                               float* rstd,       // (N)
-                               const float* inp,  // (N, C)
-                               const float* w,    // (C)
-                               int N, int C) = 0;
-  virtual void rmsnorm_backward(float* dinp,        // (N, C)
-                                float* dw,          // (C)
-                                const float* dout,  // (N, C)
-                                const float* inp,   // (N, C)
-                                const float* w,     // (C)
-                                const float* rstd,  // (N)
-                                int N, int C) = 0;
-
-  // Causal multi-head self-attention (ops/attention.hpp). qkv rows are [q | k | v], each C wide,
-  // head h at columns h·hs .. h·hs+hs-1 (hs = C / NH). att holds the softmax probabilities
-  // (entries t2 > t are written as 0).
-  virtual void attention_forward(float* out,        // (B, T, C)
-                                 float* att,        // (B, NH, T, T)
-                                 const float* qkv,  // (B, T, 3C)
-                                 int B, int T, int C, int NH) = 0;
-  virtual void attention_backward(float* dqkv,        // (B, T, 3C)
-                                  float* datt,        // (B, NH, T, T) scratch: d(scores)
-                                  const float* dout,  // (B, T, C)
-                                  const float* qkv,   // (B, T, 3C)
-                                  const float* att,   // (B, NH, T, T)
-                                  int B, int T, int C, int NH) = 0;
-
-  // QK-clip (optim/qk_clip.hpp, ops/qk_clip.hpp): keys[h] ← max(keys[h], the largest
-  // ops::qk_row_max_key of head h over every sequence b and token t) for h < NH — an integer max
-  // over ordered keys, so one value in any order of sequences, tokens and threads.
-  virtual void qk_max_keys(int32_t* keys,     // (NH), accumulated into
-                           const float* qkv,  // (B, T, 3C)
-                           int B, int T, int C, int NH) = 0;
-  // x[i] ← ops::qk_clip_apply(x[i], factor) for i < n: the W_q / W_k rows (or bias entries) of
-  // a clipped head.
-  virtual void qk_clip_scale(float* x, int64_t n, float factor) = 0;  // (n)
-
-  // GELU, tanh form (ops/gelu.hpp), elementwise.
-  virtual void gelu_forward(float* out, const float* inp, int64_t n) = 0;  // (n) each
-  virtual void gelu_backward(float* dinp, const float* inp, const float* dout,
-                             int64_t n) = 0;  // (n) each
-
-  // Softmax + cross-entropy, fused (ops/softmax_xent.hpp). Per row n: max (rule 6), denominator
-  // Σ exp(logit - max) (32-lane), losses[n] = log(den) - (logits[n][target] - max).
-  virtual void softmax_xent_forward(float* losses,           // (N)
-                                    float* stats,            // (N, 2): row max, denominator
-                                    const float* logits,     // (N, V)
-                                    const int32_t* targets,  // (N)
-                                    int N, int V) = 0;
-  // dlogits = ((softmax - onehot) / N) · loss_scale: the gradient of the mean loss over the N
-  // rows, times loss_scale (a power of two: 1 except under fp16 loss scaling).
-  virtual void softmax_xent_backward(float* dlogits,          // (N, V)
-                                     const float* logits,     // (N, V)
-                                     const float* stats,      // (N, 2)
-                                     const int32_t* targets,  // (N)
-                                     int N, int V, float loss_scale) = 0;
-
-  // Token + position embedding: out[b][t] = wte[tokens[b][t]] + wpe[t] for every token of `rows`
-  // (wte holds those rows, row 0 = vocabulary row rows.begin); the other tokens' rows of out are
-  // left as they are (another rank of a vocabulary-parallel group writes them).
-  virtual void embedding_forward(float* out,             // (B, T, C)
-                                 const int32_t* tokens,  // (B, T)
-                                 const float* wte,       // (rows.count(), C)
-                                 const float* wpe,       // (T_max, C), T <= T_max
-                                 int B, int T, int C, VocabRows rows) = 0;
-  // dwte[v] += dout[n] for every token n with tokens[n] == v in `rows`, n ascending (accumulates
-  // into dwte, which the tied LM head may already hold; dwte holds the rows, as wte above);
-  // dwpe[t] = Σ_b dout[b][t], b ascending from +0 (overwrites rows 0..T-1). Throws sb::Error for a
-  // token outside [0, V).
-  virtual void embedding_backward(float* dwte,            // (rows.count(), C)
-                                  float* dwpe,            // (T_max, C)
-                                  const float* dout,      // (B, T, C)
-                                  const int32_t* tokens,  // (B, T)
-                                  int B, int T, int C, int V, VocabRows rows) = 0;
-
-  // out = a + b elementwise (out may alias a or b): the residual stream and its gradient.
-  virtual void residual_forward(float* out, const float* a, const float* b,
-                                int64_t n) = 0;  // (n) each
+  // Every other op (bias, norms, attention, QK-clip, GELU, softmax + cross-entropy, embedding,
+  // residual): one entry each in backend_op_list.hpp, with its shapes, its rule and what it reads
+  // and writes.
+#define SB_BACKEND_OP(name, params, ...) virtual void name params = 0;
+#include "samebits/core/backend_op_list.hpp"
 
  protected:
   // Implementations count every host transfer here.
@@ -327,33 +228,3 @@ class Backend {
 };
 
 }  // namespace sb
-
-// The op overrides of a backend class, declared once for every backend: CpuBackend and
-// CudaBackend write SB_BACKEND_OP_OVERRIDES in their class body and define each op in the op's
-// own file (core/cpu/X.cpp, core/cuda/X.cu). A new op is one virtual above and one line here.
-#define SB_BACKEND_OP_OVERRIDES                                                                                      \
-  void bias_forward(float* out, const float* bias, int N, int OC) override;                                          \
-  void bias_backward(float* dbias, const float* dout, int N, int OC) override;                                       \
-  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b,     \
-                         int N, int C) override;                                                                     \
-  void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w,    \
-                          const float* mean, const float* rstd, int N, int C) override;                              \
-  void rmsnorm_forward(float* out, float* rstd, const float* inp, const float* w, int N, int C) override;            \
-  void rmsnorm_backward(float* dinp, float* dw, const float* dout, const float* inp, const float* w,                 \
-                        const float* rstd, int N, int C) override;                                                   \
-  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) override;            \
-  void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv, const float* att, int B,    \
-                          int T, int C, int NH) override;                                                            \
-  void qk_max_keys(int32_t* keys, const float* qkv, int B, int T, int C, int NH) override;                           \
-  void qk_clip_scale(float* x, int64_t n, float factor) override;                                                    \
-  void gelu_forward(float* out, const float* inp, int64_t n) override;                                               \
-  void gelu_backward(float* dinp, const float* inp, const float* dout, int64_t n) override;                          \
-  void softmax_xent_forward(float* losses, float* stats, const float* logits, const int32_t* targets, int N, int V)  \
-      override;                                                                                                      \
-  void softmax_xent_backward(float* dlogits, const float* logits, const float* stats, const int32_t* targets, int N, \
-                             int V, float loss_scale) override;                                                      \
-  void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T, int C, \
-                         VocabRows rows) override;                                                                   \
-  void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B, int T, int C,   \
-                          int V, VocabRows rows) override;                                                           \
-  void residual_forward(float* out, const float* a, const float* b, int64_t n) override;

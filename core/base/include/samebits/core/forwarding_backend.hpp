@@ -41,7 +41,7 @@ class ForwardingBackend : public Backend {
             int ldc, bool accumulate, Precision precision) override;
   void syrk(Trans ta, int n, int k, const float* a, int lda, float* c, int ldc, Precision precision) override;
   bool gemm_bias(float* out, const float* inp, const float* w, const float* bias, int N, int C, int OC) override;
-  SB_BACKEND_OP_OVERRIDES
+#include "samebits/core/backend_op_overrides.hpp"
 
  private:
   Backend& inner_;

@@ -1,0 +1,184 @@
+// The one list of Backend's ops (an X-macro list, included once per use: no include guard). Each
+// entry is SB_BACKEND_OP(name, (parameters), (arguments), (regions read), (regions written),
+// (trace row shape)); from it come Backend's pure virtuals (backend.hpp), every backend's override
+// declarations (backend_op_overrides.hpp), ForwardingBackend's calls and TracingBackend's rows
+// (tracing_backend.cpp: each region is hashed before the call when read, after it when written; a
+// null pointer is an absent region). SB_BACKEND_OP_TRACED_BY_HAND(name, (parameters), (arguments))
+// marks an op whose row tracing_backend.cpp writes itself. Shapes are row-major, outermost first;
+// N = B·T tokens of one leaf. Backward ops overwrite their outputs unless stated. The includer
+// defines SB_BACKEND_OP; this file undefines both macros at its end.
+#ifndef SB_BACKEND_OP_TRACED_BY_HAND
+#define SB_BACKEND_OP_TRACED_BY_HAND(name, params, args) SB_BACKEND_OP(name, params, args, (), (), ())
+#endif
+
+// out[n][o] = ops::linear_out(out[n][o], bias[o]): matmul_forward's bias (backend.hpp).
+SB_BACKEND_OP(bias_forward,
+              (float* out,         // (N, OC)
+               const float* bias,  // (OC)
+               int N, int OC),
+              (out, bias, N, OC), (flat(out, int64_t(N) * OC), flat(bias, OC)), (flat(out, int64_t(N) * OC)), (N, OC))
+// dbias[o] = Σ_n dout[n][o] (ops::token_sum_step over n ascending from +0; numerics().reduce
+// selects the vendor order).
+SB_BACKEND_OP(bias_backward,
+              (float* dbias,       // (OC)
+               const float* dout,  // (N, OC)
+               int N, int OC),
+              (dbias, dout, N, OC), (flat(dout, int64_t(N) * OC)), (flat(dbias, OC)), (OC))
+
+// LayerNorm (ops/layernorm.hpp): row statistics in the 32-lane form; eps = kNormEps.
+SB_BACKEND_OP(layernorm_forward,
+              (float* out,        // (N, C)
+               float* mean,       // (N)
+               float* rstd,       // (N)
+               const float* inp,  // (N, C)
+               const float* w,    // (C)
+               const float* b,    // (C) or null
+               int N, int C),
+              (out, mean, rstd, inp, w, b, N, C), (flat(inp, int64_t(N) * C), flat(w, C), flat(b, C)),
+              (flat(out, int64_t(N) * C), flat(mean, N), flat(rstd, N)), (N, C))
+// dw[c] = Σ_n dout·xhat, db[c] = Σ_n dout (n ascending).
+SB_BACKEND_OP(layernorm_backward,
+              (float* dinp,        // (N, C)
+               float* dw,          // (C)
+               float* db,          // (C) or null
+               const float* dout,  // (N, C)
+               const float* inp,   // (N, C)
+               const float* w,     // (C)
+               const float* mean,  // (N)
+               const float* rstd,  // (N)
+               int N, int C),
+              (dinp, dw, db, dout, inp, w, mean, rstd, N, C),
+              (flat(dout, int64_t(N) * C), flat(inp, int64_t(N) * C), flat(w, C), flat(mean, N), flat(rstd, N)),
+              (flat(dinp, int64_t(N) * C), flat(dw, C), flat(db, C)), (N, C))
+
+// RMSNorm (ops/rmsnorm.hpp): out = x·rstd·w, rstd = 1/√(mean(x²) + eps).
+SB_BACKEND_OP(rmsnorm_forward,
+              (float* out,        // (N, C)
+               float* rstd,       // (N)
+               const float* inp,  // (N, C)
+               const float* w,    // (C)
+               int N, int C),
+              (out, rstd, inp, w, N, C), (flat(inp, int64_t(N) * C), flat(w, C)),
+              (flat(out, int64_t(N) * C), flat(rstd, N)), (N, C))
+SB_BACKEND_OP(rmsnorm_backward,
+              (float* dinp,        // (N, C)
+               float* dw,          // (C)
+               const float* dout,  // (N, C)
+               const float* inp,   // (N, C)
+               const float* w,     // (C)
+               const float* rstd,  // (N)
+               int N, int C),
+              (dinp, dw, dout, inp, w, rstd, N, C),
+              (flat(dout, int64_t(N) * C), flat(inp, int64_t(N) * C), flat(w, C), flat(rstd, N)),
+              (flat(dinp, int64_t(N) * C), flat(dw, C)), (N, C))
+
+// Causal multi-head self-attention (ops/attention.hpp). qkv rows are [q | k | v], each C wide,
+// head h at columns h·hs .. h·hs+hs-1 (hs = C / NH). att holds the softmax probabilities
+// (entries t2 > t are written as 0).
+SB_BACKEND_OP(attention_forward,
+              (float* out,        // (B, T, C)
+               float* att,        // (B, NH, T, T)
+               const float* qkv,  // (B, T, 3C)
+               int B, int T, int C, int NH),
+              (out, att, qkv, B, T, C, NH), (flat(qkv, int64_t(B) * T * 3 * C)),
+              (flat(out, int64_t(B) * T * C), flat(att, int64_t(B) * NH * T * T)), (B, T, C))
+SB_BACKEND_OP(attention_backward,
+              (float* dqkv,        // (B, T, 3C)
+               float* datt,        // (B, NH, T, T) scratch: d(scores)
+               const float* dout,  // (B, T, C)
+               const float* qkv,   // (B, T, 3C)
+               const float* att,   // (B, NH, T, T)
+               int B, int T, int C, int NH),
+              (dqkv, datt, dout, qkv, att, B, T, C, NH),
+              (flat(dout, int64_t(B) * T * C), flat(qkv, int64_t(B) * T * 3 * C), flat(att, int64_t(B) * NH * T * T)),
+              (flat(dqkv, int64_t(B) * T * 3 * C)), (B, T, 3 * C))
+
+// QK-clip (optim/qk_clip.hpp, ops/qk_clip.hpp): keys[h] ← max(keys[h], the largest
+// ops::qk_row_max_key of head h over every sequence b and token t) for h < NH — an integer max
+// over ordered keys, so one value in any order of sequences, tokens and threads.
+// (clang-format would read `int32_t* keys` as a product.)
+// clang-format off
+SB_BACKEND_OP_TRACED_BY_HAND(qk_max_keys,
+                             (int32_t* keys,     // (NH), accumulated into
+                              const float* qkv,  // (B, T, 3C)
+                              int B, int T, int C, int NH),
+                             (keys, qkv, B, T, C, NH))
+// clang-format on
+// x[i] ← ops::qk_clip_apply(x[i], factor) for i < n: the W_q / W_k rows (or bias entries) of a
+// clipped head.
+SB_BACKEND_OP(qk_clip_scale,
+              (float* x,  // (n)
+               int64_t n, float factor),
+              (x, n, factor), (flat(x, n)), (flat(x, n)), (n))
+
+// GELU, tanh form (ops/gelu.hpp), elementwise.
+SB_BACKEND_OP(gelu_forward,
+              (float* out,        // (n)
+               const float* inp,  // (n)
+               int64_t n),
+              (out, inp, n), (flat(inp, n)), (flat(out, n)), (n))
+SB_BACKEND_OP(gelu_backward,
+              (float* dinp,        // (n)
+               const float* inp,   // (n)
+               const float* dout,  // (n)
+               int64_t n),
+              (dinp, inp, dout, n), (flat(inp, n), flat(dout, n)), (flat(dinp, n)), (n))
+
+// Softmax + cross-entropy, fused (ops/softmax_xent.hpp). Per row n: max (rule 6), denominator
+// Σ exp(logit - max) (32-lane), losses[n] = log(den) - (logits[n][target] - max).
+SB_BACKEND_OP(softmax_xent_forward,
+              (float* losses,           // (N)
+               float* stats,            // (N, 2): row max, denominator
+               const float* logits,     // (N, V)
+               const int32_t* targets,  // (N)
+               int N, int V),
+              (losses, stats, logits, targets, N, V), (flat(logits, int64_t(N) * V), flat(targets, N)),
+              (flat(losses, N), flat(stats, 2 * int64_t(N))), (N))
+// dlogits = ((softmax - onehot) / N) · loss_scale: the gradient of the mean loss over the N rows,
+// times loss_scale (a power of two: 1 except under fp16 loss scaling).
+SB_BACKEND_OP(softmax_xent_backward,
+              (float* dlogits,          // (N, V)
+               const float* logits,     // (N, V)
+               const float* stats,      // (N, 2)
+               const int32_t* targets,  // (N)
+               int N, int V, float loss_scale),
+              (dlogits, logits, stats, targets, N, V, loss_scale),
+              (flat(logits, int64_t(N) * V), flat(stats, 2 * int64_t(N)), flat(targets, N)),
+              (flat(dlogits, int64_t(N) * V)), (N, V))
+
+// Token + position embedding: out[b][t] = wte[tokens[b][t]] + wpe[t] for every token of `rows`
+// (wte holds those rows, row 0 = vocabulary row rows.begin); the other tokens' rows of out are
+// left as they are (another rank of a vocabulary-parallel group writes them).
+SB_BACKEND_OP(embedding_forward,
+              (float* out,             // (B, T, C)
+               const int32_t* tokens,  // (B, T)
+               const float* wte,       // (rows.count(), C)
+               const float* wpe,       // (T_max, C), T <= T_max
+               int B, int T, int C, VocabRows rows),
+              (out, tokens, wte, wpe, B, T, C, rows),
+              (flat(tokens, int64_t(B) * T), flat(wte, int64_t(rows.count()) * C), flat(wpe, int64_t(T) * C)),
+              (flat(out, int64_t(B) * T * C)), (B, T, C))
+// dwte[v] += dout[n] for every token n with tokens[n] == v in `rows`, n ascending (accumulates
+// into dwte, which the tied LM head may already hold; dwte holds the rows, as wte above);
+// dwpe[t] = Σ_b dout[b][t], b ascending from +0 (overwrites rows 0..T-1). Throws sb::Error for a
+// token outside [0, V).
+SB_BACKEND_OP(embedding_backward,
+              (float* dwte,            // (rows.count(), C)
+               float* dwpe,            // (T_max, C)
+               const float* dout,      // (B, T, C)
+               const int32_t* tokens,  // (B, T)
+               int B, int T, int C, int V, VocabRows rows),
+              (dwte, dwpe, dout, tokens, B, T, C, V, rows),
+              (flat(dwte, int64_t(rows.count()) * C), flat(dout, int64_t(B) * T * C), flat(tokens, int64_t(B) * T)),
+              (flat(dwte, int64_t(rows.count()) * C), flat(dwpe, int64_t(T) * C)), (rows.count(), C))
+
+// out = a + b elementwise (out may alias a or b): the residual stream and its gradient.
+SB_BACKEND_OP(residual_forward,
+              (float* out,      // (n)
+               const float* a,  // (n)
+               const float* b,  // (n)
+               int64_t n),
+              (out, a, b, n), (flat(a, n), flat(b, n)), (flat(out, n)), (n))
+
+#undef SB_BACKEND_OP_TRACED_BY_HAND
+#undef SB_BACKEND_OP
