@@ -1,7 +1,9 @@
 // The CPU backend's GEMM, syrk and linear-layer entry points: each numerics.gemm mode's driver
-// (canonical: gemm_canonical.cpp, rule 1's chains, the same bits for any thread count, tile or
-// SIMD width; vendor: gemm_vendor.cpp), and the bias forward and backward (rule 3's token chains).
+// (canonical: gemm_canonical.cpp, rule 1's chains; exact: exact_driver.cpp, integer slices rounded
+// once — both the same bits for any thread count, tile or SIMD path; vendor: gemm_vendor.cpp), and
+// the bias forward and backward (rule 3's token chains).
 #include "samebits/core/ops/matmul.hpp"
+#include "exact_gemm.hpp"
 #include "gemm_tile.hpp"
 #include "gemm_vendor.hpp"
 #include "samebits/det/error.hpp"
@@ -14,6 +16,7 @@ void CpuBackend::gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, i
   if (m == 0 || n == 0) return;
   const gemm::Problem g{ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate, precision};
   if (numerics().gemm == GemmMode::vendor) gemm::gemm_vendor(g);
+  else if (numerics().gemm == GemmMode::exact) exact::gemm_exact(g);
   else gemm::gemm_canonical(g);
 }
 
@@ -22,14 +25,18 @@ void CpuBackend::syrk(Trans ta, int n, int k, const float* a, int lda, float* c,
   const Trans tb = ta == Trans::no ? Trans::yes : Trans::no;
   if (k == 0 || n == 0) gemm(ta, tb, n, n, k, a, lda, a, lda, c, ldc, false, precision);
   else if (numerics().gemm == GemmMode::vendor) gemm::syrk_vendor(ta, n, k, a, lda, c, ldc, precision);
+  else if (numerics().gemm == GemmMode::exact)
+    exact::gemm_exact({ta, tb, n, n, k, a, lda, a, lda, c, ldc, false, precision});
   else gemm::gemm_canonical({ta, tb, n, n, k, a, lda, a, lda, c, ldc, false, precision}, GemmPart::syrk);
 }
 
-void canonical_gemm_serial(GemmPart part, Trans ta, Trans tb, int m, int n, int k, const float* a, int lda,
-                           const float* b, int ldb, float* c, int ldc) {
-  SB_CHECK(m >= 0 && n >= 0 && k >= 1, "canonical_gemm_serial sizes: expected m, n >= 0 and k >= 1, got m=", m,
-           " n=", n, " k=", k);
+void serial_gemm(GemmMode mode, GemmPart part, Trans ta, Trans tb, int m, int n, int k, const float* a, int lda,
+                 const float* b, int ldb, float* c, int ldc) {
+  SB_CHECK(m >= 0 && n >= 0 && k >= 1, "serial_gemm sizes: expected m, n >= 0 and k >= 1, got m=", m, " n=", n,
+           " k=", k);
   if (m == 0 || n == 0) return;
+  if (mode == GemmMode::exact)
+    return exact::gemm_exact({ta, tb, m, n, k, a, lda, b, ldb, c, ldc, false, Precision::fp32});
   gemm::gemm_canonical({ta, tb, m, n, k, a, lda, b, ldb, c, ldc, false, Precision::fp32}, part, gemm::Schedule::serial);
 }
 
@@ -39,6 +46,7 @@ bool CpuBackend::gemm_bias(float* out, const float* inp, const float* w, const f
   // vendor: addmm (the bias rows, then the product with β = 1); canonical: the bias in the GEMM's
   // own fork/join, after each output's chain.
   if (numerics().gemm == GemmMode::vendor) gemm::gemm_vendor(g, bias);
+  else if (numerics().gemm == GemmMode::exact) exact::gemm_exact(g, bias);
   else gemm::gemm_canonical(g, GemmPart::full, gemm::Schedule::team, bias);
   return true;
 }
