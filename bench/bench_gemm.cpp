@@ -22,6 +22,7 @@
 #include "samebits/core/backend.hpp"
 #include "samebits/core/config.hpp"
 #include "samebits/core/cpu/cpu_backend.hpp"
+#include "samebits/core/cpu/exact_isa.hpp"
 #include "samebits/core/optim/optimizer.hpp"
 #include "samebits/core/parallel/communicator.hpp"
 #include "samebits/core/tracing_backend.hpp"
@@ -140,10 +141,10 @@ std::string shape_name(const GemmCase& g) {
          "x" + std::to_string(g.n) + "x" + std::to_string(g.k);
 }
 
-std::function<void()> canonical(Backend& be, GemmCase& g) {
-  return [&be, &g] {
-    be.gemm(g.ta, g.tb, g.m, g.n, g.k, g.a.data(), g.lda(), g.b.data(), g.ldb(), g.c.data(), g.n, false,
-            Precision::fp32);
+// One product on a backend: canonical, or exact under an exact backend (numerics.gemm = exact).
+std::function<void()> canonical(Backend& be, GemmCase& g, Precision prec = Precision::fp32) {
+  return [&be, &g, prec] {
+    be.gemm(g.ta, g.tb, g.m, g.n, g.k, g.a.data(), g.lda(), g.b.data(), g.ldb(), g.c.data(), g.n, false, prec);
   };
 }
 
@@ -213,7 +214,39 @@ void print_json(const std::vector<Ratio>& ratios, double muon_bytes, double adam
 
 }  // namespace
 
-// bench_gemm [--quick] [--only gemm|step|trace]: --quick uses fewer repetitions (a smoke run).
+// The exact GEMM (numerics.gemm = exact) against the canonical one and OpenBLAS sgemm, on the path
+// exact_gemm_isa() names: 1024³ and the GPT-2 124M leaf's shapes (256 tokens), fp32 and bf16, 1
+// and 2 threads.
+void exact_ratios(std::vector<Ratio>& ratios, Backend& be, bool quick, int reps) {
+  const std::string isa = exact_gemm_isa();
+  auto exact32 = make_cpu_backend({GemmMode::exact, ReduceMode::canonical, Precision::fp32});
+  auto exact16 = make_cpu_backend({GemmMode::exact, ReduceMode::canonical, Precision::bf16});
+  const int T = 256, C = 768, V = 50257;
+  std::vector<GemmCase> shapes = {
+      make_case(Trans::no, Trans::no, 1024, 1024, 1024), make_case(Trans::no, Trans::yes, T, 3 * C, C),
+      make_case(Trans::no, Trans::no, T, C, 4 * C), make_case(Trans::yes, Trans::no, 4 * C, C, T),
+      make_case(Trans::no, Trans::yes, T, V, C)};
+  for (int threads : {1, 2}) {
+    std::fprintf(stderr, "exact GEMM (%s), %d thread(s): exact / canonical, exact / OpenBLAS sgemm\n", isa.c_str(),
+                 threads);
+    omp_set_num_threads(threads);
+    openblas_set_num_threads(threads);
+    const std::string tag = " [" + isa + ", " + std::to_string(threads) + "t]";
+    for (GemmCase& g : shapes) {
+      const double block = g.n == V ? 1.0 : (quick ? 0.1 : 0.3);
+      ratios.push_back(compare("exact/canonical fp32 " + shape_name(g) + tag, "exact", canonical(*exact32, g),
+                               "canonical", canonical(be, g), reps, block));
+      ratios.push_back(compare("exact/openblas fp32 " + shape_name(g) + tag, "exact", canonical(*exact32, g),
+                               "openblas", openblas(g), reps, block));
+      ratios.push_back(compare("exact/canonical bf16 " + shape_name(g) + tag, "exact bf16",
+                               canonical(*exact16, g, Precision::bf16), "canonical bf16",
+                               canonical(be, g, Precision::bf16), reps, block));
+    }
+  }
+}
+
+// bench_gemm [--quick] [--only gemm|step|trace|exact]: --quick uses fewer repetitions (a smoke run);
+// the exact GEMM's rows only with --only exact.
 int main(int argc, char** argv) {
   bool quick = false;
   std::string only;
@@ -222,7 +255,7 @@ int main(int argc, char** argv) {
     if (arg == "--quick") quick = true;
     else if (arg == "--only" && i + 1 < argc) only = argv[++i];
     else {
-      std::fprintf(stderr, "usage: bench_gemm [--quick] [--only gemm|step|trace]\n");
+      std::fprintf(stderr, "usage: bench_gemm [--quick] [--only gemm|step|trace|exact]\n");
       return 2;
     }
   }
@@ -297,6 +330,8 @@ int main(int argc, char** argv) {
                                reps, quick ? 0.05 : 0.15));
     }
   }
+
+  if (only == "exact") exact_ratios(ratios, *be, quick, reps);  // on request only: minutes
 
   if (only.empty() || only == "step") {
     std::fprintf(stderr, "training step, default experiment (4096 tokens), 2 threads\n");

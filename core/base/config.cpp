@@ -27,7 +27,7 @@ NumericsConfig numerics_preset(NumericsMode mode) {
 }
 
 bool is_deterministic(const NumericsConfig& n) {
-  return n.gemm == GemmMode::canonical && n.reduce == ReduceMode::canonical && n.allreduce == AllreduceMode::exact &&
+  return n.gemm != GemmMode::vendor && n.reduce == ReduceMode::canonical && n.allreduce == AllreduceMode::exact &&
          n.leaf_sum == LeafSumMode::exact;
 }
 
@@ -239,6 +239,10 @@ void validate(const Config& config) {
   validate_perturbation(config.perturb, config.model, config.train.steps);
   validate_run(config.run);
   validate_tp(config.model, config.parallel.tp);
+  SB_CHECK(config.numerics.gemm != GemmMode::exact || (config.run.backend == Device::cpu && config.parallel.tp == 1),
+           "config numerics.gemm=exact runs on run.backend=cpu without tensor parallelism (got run.backend=",
+           config_name(config.run.backend), " parallel.tp=", config.parallel.tp,
+           "); use numerics.gemm=canonical there");
   SB_CHECK(config.numerics.leaf_sum == LeafSumMode::exact || config.numerics.allreduce == AllreduceMode::native,
            "config numerics.leaf_sum=native needs numerics.allreduce=native (the exact all-reduce sums each "
            "rank's exact leaf sums); set numerics.allreduce=native or numerics.leaf_sum=exact");

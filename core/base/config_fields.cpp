@@ -268,7 +268,8 @@ std::vector<ConfigField> build_fields() {
                    "deterministic: the reproducibility contract; vendor: ordinary framework numerics. "
                    "Presets gemm, reduce, allreduce and leaf_sum; a switch given explicitly overrides it")),
       noted(field("numerics.gemm", SB_MEMBER(numerics.gemm), yes,
-                  "matrix products: canonical ascending-k fma chains, or vendor BLAS (OpenBLAS, cuBLAS)"),
+                  "matrix products: canonical ascending-k fma chains, vendor BLAS (OpenBLAS, cuBLAS), or exact "
+                  "integer slices rounded once (CPU, docs/CONTRACT.md)"),
             "canonical (vendor under mode=vendor)"),
       noted(field("numerics.reduce", SB_MEMBER(numerics.reduce), yes,
                   "row and scalar reductions: canonical orders, or native float sums in thread order (and "

@@ -55,12 +55,14 @@ class CpuBackend final : public Backend {
 //               attention's dSᵀ·Q and Pᵀ·dY.
 enum class GemmPart : uint8_t { full, syrk, lower, k_to_row, k_from_row };
 
-// The canonical GEMM on the calling thread only, fp32 operands, fresh chains, a causal part (lower,
-// k_to_row, k_from_row), with plain loops (no OpenMP team of its own: no fork or worksharing cost
-// per call): for ops that give each thread whole independent problems (attention's (sequence,
-// head) pairs). k >= 1.
-void canonical_gemm_serial(GemmPart part, Trans ta, Trans tb, int m, int n, int k, const float* a, int lda,
-                           const float* b, int ldb, float* c, int ldc);
+// A GEMM on the calling thread only, fp32 operands, fresh products, for ops that give each thread
+// whole independent problems (attention's (sequence, head) pairs); k >= 1. canonical and vendor:
+// the canonical chains of a causal part (lower, k_to_row, k_from_row) with plain loops (no OpenMP
+// team of its own: no fork or worksharing cost per call). exact: the exact GEMM of the full
+// product — the operands a causal part skips are ±0, which add nothing to an exact sum, and a
+// lower part's elements above the diagonal are unspecified.
+void serial_gemm(GemmMode mode, GemmPart part, Trans ta, Trans tb, int m, int n, int k, const float* a, int lda,
+                 const float* b, int ldb, float* c, int ldc);
 
 // Row sums in the numerics' reduce mode: canonical = the 32-lane form (det::lane32_*, SIMD when
 // built with it); native = 16 float partials, the form a vectorising compiler gives a float sum.

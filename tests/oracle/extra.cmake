@@ -38,3 +38,16 @@ if(EXISTS /usr/bin/python3)
                    --config ${CMAKE_SOURCE_DIR}/experiments/configs/default.ini)
   set_tests_properties(test_adaptive_lr_oracle PROPERTIES LABELS integration SKIP_RETURN_CODE 77 TIMEOUT 300)
 endif()
+
+# The exact GEMM's integer oracle (label unit: seconds): exact_gemm_tool runs one product under
+# numerics.gemm=exact on each SAMEBITS_ISA path this CPU has; exact_gemm_oracle.py recomputes the
+# definition in Python integers and requires every bit. Exit 77 (skipped) without numpy.
+add_executable(exact_gemm_tool ${CMAKE_CURRENT_LIST_DIR}/exact_gemm_tool.cpp)
+sb_target_defaults(exact_gemm_tool)
+target_link_libraries(exact_gemm_tool PRIVATE sb_core)
+set_target_properties(exact_gemm_tool PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin/tests)
+if(EXISTS /usr/bin/python3)
+  add_test(NAME test_exact_gemm_oracle COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/exact_gemm_oracle.py
+                                               --tool $<TARGET_FILE:exact_gemm_tool>)
+  set_tests_properties(test_exact_gemm_oracle PROPERTIES LABELS unit SKIP_RETURN_CODE 77 TIMEOUT 300)
+endif()

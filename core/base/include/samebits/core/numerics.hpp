@@ -11,7 +11,8 @@ namespace sb {
 
 // gemm=canonical: rule 1 (one ascending-k fma chain per output from +0, no split-K).
 // gemm=vendor: OpenBLAS sgemm on the CPU, cuBLAS on the GPU.
-enum class GemmMode { canonical, vendor };
+// gemm=exact: integer slices summed exactly, rounded once (ops/exact_gemm.hpp; CPU only).
+enum class GemmMode { canonical, vendor, exact };
 
 // reduce=canonical: rules 2, 3, 5 (32-lane rows, token-ascending chains, exact scalars).
 // reduce=native: plain float loops and OpenMP reduction partials in thread order (CUDA: float
@@ -33,13 +34,13 @@ struct Numerics {
   }
   // Every switch vendor/native.
   static Numerics vendor(Precision p = Precision::fp32) { return {GemmMode::vendor, ReduceMode::native, p}; }
-  bool is_deterministic() const { return gemm == GemmMode::canonical && reduce == ReduceMode::canonical; }
+  bool is_deterministic() const { return gemm != GemmMode::vendor && reduce == ReduceMode::canonical; }
 };
 
 // The spellings of config and run files ([numerics] gemm, reduce; [train] precision).
 template <>
 struct EnumNames<GemmMode> {
-  static constexpr std::array<std::string_view, 2> names{"canonical", "vendor"};
+  static constexpr std::array<std::string_view, 3> names{"canonical", "vendor", "exact"};
 };
 template <>
 struct EnumNames<ReduceMode> {
@@ -51,7 +52,7 @@ struct EnumNames<Precision> {
 };
 
 // config_name under the name the kernels' messages use.
-std::string_view to_string(GemmMode m);    // "canonical" | "vendor"
+std::string_view to_string(GemmMode m);    // "canonical" | "vendor" | "exact"
 std::string_view to_string(ReduceMode m);  // "canonical" | "native"
 std::string_view to_string(Precision p);   // "fp32" | "bf16" | "fp16"
 // "gemm=canonical reduce=canonical precision=fp32"

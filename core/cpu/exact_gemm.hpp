@@ -1,0 +1,57 @@
+// The exact GEMM on the CPU (numerics.gemm = exact; the definition: ops/exact_gemm.hpp and
+// docs/CONTRACT.md). Internal to core/cpu: the packed slice layout every kernel reads, the kernels
+// per instruction set, the driver. Every kernel returns exact int32 slice dots, so every path,
+// tile order and thread count gives the same bits.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "gemm_tile.hpp"
+
+namespace sb::cpu::exact {
+
+// The tile of every kernel: MR rows of C × NR columns; k packed in quads (the 4 bytes a VNNI lane
+// multiplies), zero digits beyond k.
+constexpr int MR = 8, NR = 32, kQuad = 4;
+// A's digits are stored as unsigned bytes digit + kOffset (VNNI multiplies unsigned by signed);
+// a kernel subtracts kOffset·Σ_p b (b_sum) again, in wrapping int32 arithmetic: the true dot fits
+// int32 (k ≤ ops::exact::kMaxK), so the wrapped result is exact.
+constexpr int kOffset = 64;
+
+// d (MR, NR) ← Σ_p digitA[r][p]·digitB[p][j] over kq quads. a: (kq, MR, 4) bytes digit + kOffset;
+// b: (kq, NR, 4) signed digits; b_sum: (NR) Σ_p of b's digits.
+using Kernel = void (*)(int kq, const uint8_t* a, const int8_t* b, const int32_t* b_sum, int32_t* d);
+void kernel_scalar(int kq, const uint8_t* a, const int8_t* b, const int32_t* b_sum, int32_t* d);
+void kernel_avx2(int kq, const uint8_t* a, const int8_t* b, const int32_t* b_sum, int32_t* d);
+void kernel_avx512(int kq, const uint8_t* a, const int8_t* b, const int32_t* b_sum, int32_t* d);
+
+// The instruction set that runs the kernels: SAMEBITS_ISA when set (an error naming the variable
+// when this CPU or build lacks it), else the best this CPU has (exact_isa.cpp).
+enum class Isa : uint8_t { scalar, avx2, avx512, amx };
+Isa active_isa();
+Kernel kernel(Isa isa);
+
+// The sliced operands of one product (exact_pack.cpp): s slices of op(A)'s row panels and op(B)'s
+// column panels, each row's and column's scale exponent and whether it holds a NaN or an Inf.
+struct Sliced {
+  int s = 0, mp = 0, np = 0, kq = 0;
+  std::vector<uint8_t> a;                 // (mp, s, kq, MR, 4)
+  std::vector<int8_t> b;                  // (np, s, kq, NR, 4)
+  std::vector<int32_t> b_sum;             // (np, s, NR)
+  std::vector<int> row_exp, col_exp;      // (mp·MR), (np·NR)
+  std::vector<uint8_t> row_bad, col_bad;  // (mp·MR), (np·NR): 1 where a NaN or an Inf was seen
+  size_t a_slice() const { return static_cast<size_t>(kq) * MR * kQuad; }
+  size_t b_slice() const { return static_cast<size_t>(kq) * NR * kQuad; }
+  const uint8_t* a_at(int ip, int t) const { return a.data() + (static_cast<size_t>(ip) * s + t) * a_slice(); }
+  const int8_t* b_at(int jp, int u) const { return b.data() + (static_cast<size_t>(jp) * s + u) * b_slice(); }
+  const int32_t* sum_at(int jp, int u) const { return b_sum.data() + (static_cast<size_t>(jp) * s + u) * NR; }
+  void resize(const gemm::Problem& g);
+  void pack_a_panel(const gemm::Problem& g, int ip);  // rows ip·MR … of op(A)
+  void pack_b_panel(const gemm::Problem& g, int jp);  // columns jp·NR … of op(B)
+};
+
+// C ← op(A)·op(B) [+ C] by the exact definition, then C ← ops::linear_out(C, bias) when bias (n)
+// is given. Runs on its own OpenMP team, or on the calling thread inside a parallel region.
+void gemm_exact(const gemm::Problem& g, const float* bias = nullptr);
+
+}  // namespace sb::cpu::exact

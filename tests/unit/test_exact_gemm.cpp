@@ -1,0 +1,171 @@
+// The exact GEMM (numerics.gemm = exact; ops/exact_gemm.hpp, core/cpu/exact_*.cpp): every kernel
+// this CPU has (SAMEBITS_ISA), every thread count and both transpositions give the same bits,
+// bitwise; syrk and the linear layer are the same products; rounding, zeros, subnormals, Inf and
+// NaN as defined; a path the CPU lacks and k past the int32 bound are errors naming what to change.
+// The definition itself is checked bit for bit by tests/oracle/exact_gemm_oracle.py.
+#include <doctest/doctest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "samebits/core/backend.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
+#include "samebits/core/cpu/exact_isa.hpp"
+#include "samebits/core/ops/exact_gemm.hpp"
+#include "samebits/det/error.hpp"
+#include "test_op_support.hpp"
+
+using namespace sb;
+
+namespace {
+
+// Sets SAMEBITS_ISA for the scope, restoring "unset" after.
+struct ForcedIsa {
+  explicit ForcedIsa(const char* name) { ::setenv("SAMEBITS_ISA", name, 1); }
+  ~ForcedIsa() { ::unsetenv("SAMEBITS_ISA"); }
+};
+
+std::vector<std::string> isas_here() {
+  std::vector<std::string> out;
+  for (const char* name : {"scalar", "avx2", "avx512", "amx"})
+    if (exact_gemm_isa_available(name)) out.push_back(name);
+  return out;
+}
+
+Numerics exact_numerics(Precision p) { return {GemmMode::exact, ReduceMode::canonical, p}; }
+
+// C (m, n) of op(A)·op(B) [+ C0] under the exact GEMM, with op(A) and op(B) stored per ta, tb.
+std::vector<float> exact_product(Trans ta, Trans tb, int m, int n, int k, const std::vector<float>& a,
+                                 const std::vector<float>& b, const std::vector<float>& c0, bool accumulate,
+                                 Precision prec) {
+  auto be = make_cpu_backend(exact_numerics(prec));
+  std::vector<float> c = c0;
+  be->gemm(ta, tb, m, n, k, a.data(), ta == Trans::no ? k : m, b.data(), tb == Trans::no ? n : k, c.data(), n,
+           accumulate, prec);
+  return c;
+}
+
+// Values over ~60 binades within each row, with exact zeros, subnormals and both signs.
+std::vector<float> wide_range(size_t count, uint64_t seed) {
+  std::vector<float> x = test::uniform(count, seed);
+  for (size_t i = 0; i < count; ++i) {
+    const int binade = static_cast<int>((i * 2654435761u + seed) % 61) - 30;
+    x[i] = std::ldexp(x[i], binade);
+    if (i % 17 == 3) x[i] = 0.0f;
+    if (i % 29 == 5) x[i] = std::numeric_limits<float>::denorm_min() * static_cast<float>(i % 1000);
+  }
+  return x;
+}
+
+bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("exact gemm: every ISA path, thread count and transposition gives the same bits") {
+  const std::vector<std::string> isas = isas_here();
+  REQUIRE(!isas.empty());
+  MESSAGE("exact GEMM paths on this CPU: ", isas.size(), " (default ", exact_gemm_isa(), ")");
+  struct Shape {
+    int m, n, k;
+  };
+  for (const Shape s : {Shape{1, 1, 1}, Shape{7, 33, 5}, Shape{37, 70, 301}, Shape{16, 64, 1031}})
+    for (Precision prec : {Precision::fp32, Precision::bf16, Precision::fp16})
+      for (bool accumulate : {false, true}) {
+        const auto a = wide_range(static_cast<size_t>(s.m) * s.k, 1);
+        const auto b = wide_range(static_cast<size_t>(s.k) * s.n, 2);
+        const auto c0 = test::uniform(static_cast<size_t>(s.m) * s.n, 3);
+        std::vector<float> at(a.size()), bt(b.size());  // the transposed storage of the same op(A), op(B)
+        for (int i = 0; i < s.m; ++i)
+          for (int p = 0; p < s.k; ++p) at[static_cast<size_t>(p) * s.m + i] = a[static_cast<size_t>(i) * s.k + p];
+        for (int p = 0; p < s.k; ++p)
+          for (int j = 0; j < s.n; ++j) bt[static_cast<size_t>(j) * s.k + p] = b[static_cast<size_t>(p) * s.n + j];
+        std::vector<float> reference;
+        {
+          ForcedIsa forced("scalar");
+          omp_set_num_threads(1);
+          reference = exact_product(Trans::no, Trans::no, s.m, s.n, s.k, a, b, c0, accumulate, prec);
+        }
+        for (const std::string& isa : isas)
+          for (int threads : {1, 2, 3}) {
+            ForcedIsa forced(isa.c_str());
+            omp_set_num_threads(threads);
+            CAPTURE(isa);
+            CAPTURE(threads);
+            CHECK(same_bits(exact_product(Trans::no, Trans::no, s.m, s.n, s.k, a, b, c0, accumulate, prec), reference));
+            CHECK(same_bits(exact_product(Trans::yes, Trans::yes, s.m, s.n, s.k, at, bt, c0, accumulate, prec),
+                            reference));
+          }
+      }
+  omp_set_num_threads(1);
+}
+
+TEST_CASE("exact gemm: syrk and the linear layer are the same exact products") {
+  const int n = 21, k = 67, oc = 40;
+  const auto a = wide_range(static_cast<size_t>(n) * k, 4);
+  auto be = make_cpu_backend(exact_numerics(Precision::fp32));
+  std::vector<float> syrk(static_cast<size_t>(n) * n), gemm(syrk.size());
+  be->syrk(Trans::no, n, k, a.data(), k, syrk.data(), n, Precision::fp32);
+  be->gemm(Trans::no, Trans::yes, n, n, k, a.data(), k, a.data(), k, gemm.data(), n, false, Precision::fp32);
+  CHECK(same_bits(syrk, gemm));
+  const auto w = test::uniform(static_cast<size_t>(oc) * k, 5);
+  const auto bias = test::uniform(oc, 6);
+  std::vector<float> fused(static_cast<size_t>(n) * oc), plain(fused.size());
+  REQUIRE(be->gemm_bias(fused.data(), a.data(), w.data(), bias.data(), n, k, oc));
+  be->gemm(Trans::no, Trans::yes, n, oc, k, a.data(), k, w.data(), k, plain.data(), oc, false, Precision::fp32);
+  for (int i = 0; i < n; ++i)
+    for (int o = 0; o < oc; ++o) plain[static_cast<size_t>(i) * oc + o] += bias[o];
+  CHECK(same_bits(fused, plain));
+}
+
+TEST_CASE("exact gemm: one rounding to nearest even, subnormals, overflow, zeros, NaN and Inf") {
+  using ops::exact::round_scaled;
+  CHECK(round_scaled((__int128{1} << 24) + 1, 0) == 16777216.0f);  // a tie: to even
+  CHECK(round_scaled((__int128{1} << 24) + 3, 0) == 16777220.0f);  // a tie: to even (up)
+  CHECK(round_scaled(3, -150) == std::ldexp(1.0f, -148));          // 1.5 of the smallest subnormal: to 2
+  CHECK(round_scaled(1, -150) == 0.0f);                            // half the smallest subnormal: to even 0
+  CHECK(round_scaled(-1, 200) == -std::numeric_limits<float>::infinity());
+  CHECK(std::signbit(round_scaled(0, 0)) == false);
+  // A row of op(A) with an Inf makes its row of C NaN; the other rows are finite.
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> a{1.0f, 2.0f, inf, 1.0f};  // (2, 2)
+  const std::vector<float> b{1.0f, 0.5f, 0.25f, 2.0f};
+  const auto c = exact_product(Trans::no, Trans::no, 2, 2, 2, a, b, std::vector<float>(4), false, Precision::fp32);
+  CHECK(c[0] == 1.5f);
+  CHECK(c[1] == 4.5f);
+  CHECK(std::isnan(c[2]));
+  CHECK(std::isnan(c[3]));
+  // -x·x + x·x is an exact +0.
+  const auto z =
+      exact_product(Trans::no, Trans::no, 1, 1, 2, {-3.0f, 3.0f}, {3.0f, 3.0f}, {0.0f}, false, Precision::fp32);
+  CHECK(z[0] == 0.0f);
+  CHECK(std::signbit(z[0]) == false);
+}
+
+TEST_CASE("exact gemm: a forced path this CPU lacks and k past the int32 bound are errors") {
+  {
+    ForcedIsa forced("amx");
+    try {
+      exact_gemm_isa();
+      FAIL("SAMEBITS_ISA=amx ran");
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()).find("SAMEBITS_ISA=amx") != std::string::npos);
+    }
+  }
+  {
+    ForcedIsa forced("sse9");
+    CHECK_THROWS_WITH_AS(exact_gemm_isa(), doctest::Contains("not an instruction set"), Error);
+  }
+  const int k = static_cast<int>(ops::exact::kMaxK) + 1;
+  const std::vector<float> a(k, 1.0f);
+  std::vector<float> c(1);
+  auto be = make_cpu_backend(exact_numerics(Precision::fp32));
+  CHECK_THROWS_WITH_AS(
+      be->gemm(Trans::no, Trans::no, 1, 1, k, a.data(), k, a.data(), 1, c.data(), 1, false, Precision::fp32),
+      doctest::Contains("k must be at most 541064"), Error);
+}
