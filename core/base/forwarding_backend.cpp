@@ -73,6 +73,16 @@ void ForwardingBackend::softmax_xent_backward(float* dlogits, const float* logit
                                               const int32_t* targets, int N, int V, float loss_scale) {
   inner_.softmax_xent_backward(dlogits, logits, stats, targets, N, V, loss_scale);
 }
+void ForwardingBackend::xent_shard_max(float* max, const float* logits, int N, int V, bool accumulate) {
+  inner_.xent_shard_max(max, logits, N, V, accumulate);
+}
+void ForwardingBackend::xent_shard_sum(float* part, const float* logits, const float* max, const int32_t* targets,
+                                       int N, int V, int first, bool accumulate) {
+  inner_.xent_shard_sum(part, logits, max, targets, N, V, first, accumulate);
+}
+void ForwardingBackend::xent_shard_loss(float* losses, float* stats, const float* part, const float* max, int N) {
+  inner_.xent_shard_loss(losses, stats, part, max, N);
+}
 void ForwardingBackend::embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B,
                                           int T, int C, VocabRows rows) {
   inner_.embedding_forward(out, tokens, wte, wpe, B, T, C, rows);

@@ -9,6 +9,7 @@
 #include <limits>
 #include <vector>
 
+#include "samebits/core/ops/softmax_xent.hpp"
 #include "trace_regions.hpp"
 
 namespace sb {
@@ -155,6 +156,27 @@ void TracingBackend::softmax_xent_backward(float* dlogits, const float* logits, 
   OpRow row(*this, "softmax_xent_backward", {flat(logits, NV), flat(stats, 2 * int64_t(N)), flat(targets, N)});
   ForwardingBackend::softmax_xent_backward(dlogits, logits, stats, targets, N, V, loss_scale);
   row.done({flat(dlogits, NV)}, {N, V});
+}
+
+void TracingBackend::xent_shard_max(float* max, const float* logits, int N, int V, bool accumulate) {
+  OpRow row(*this, "xent_shard_max", {accumulate ? flat(max, N) : Region{}, flat(logits, int64_t(N) * V)});
+  ForwardingBackend::xent_shard_max(max, logits, N, V, accumulate);
+  row.done({flat(max, N)}, {N});
+}
+
+void TracingBackend::xent_shard_sum(float* part, const float* logits, const float* max, const int32_t* targets, int N,
+                                    int V, int first, bool accumulate) {
+  const int64_t P = int64_t(N) * ops::kXentPart;
+  OpRow row(*this, "xent_shard_sum",
+            {accumulate ? flat(part, P) : Region{}, flat(logits, int64_t(N) * V), flat(max, N), flat(targets, N)});
+  ForwardingBackend::xent_shard_sum(part, logits, max, targets, N, V, first, accumulate);
+  row.done({flat(part, P)}, {N, ops::kXentPart});
+}
+
+void TracingBackend::xent_shard_loss(float* losses, float* stats, const float* part, const float* max, int N) {
+  OpRow row(*this, "xent_shard_loss", {flat(part, int64_t(N) * ops::kXentPart), flat(max, N)});
+  ForwardingBackend::xent_shard_loss(losses, stats, part, max, N);
+  row.done({flat(losses, N), flat(stats, 2 * int64_t(N))}, {N});
 }
 
 void TracingBackend::embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B,

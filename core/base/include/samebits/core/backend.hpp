@@ -115,7 +115,7 @@ class GradAccumulator {
 enum class Trans : uint8_t { no, yes };
 
 // The vocabulary rows [begin, end) an embedding table holds: all of them (begin 0, end V) in one
-// process, a contiguous range under the vocabulary-parallel layout (tp_layout.hpp).
+// process, a contiguous range under the vocabulary-parallel layout (model/tp_layout.hpp).
 struct VocabRows {
   int begin = 0, end = 0;
   bool holds(int32_t v) const { return v >= begin && v < end; }
@@ -292,6 +292,30 @@ class Backend {
                                      const int32_t* targets,  // (N)
                                      int N, int V, float loss_scale) = 0;
 
+  // The vocabulary-parallel softmax cross-entropy (ops/softmax_xent.hpp, docs/DISTRIBUTED.md §10):
+  // a rank holds the logit columns [first, first + V) of every row. The ranks of a group run each
+  // step in column order, each continuing the buffer the previous one passed on (accumulate;
+  // without it the step starts the row: max from -inf, lanes from +0); xent_shard_loss on the last
+  // then gives softmax_xent_forward's losses and stats of the unsplit rows, bit for bit.
+  // max[n] ← the exact max of max[n] and the row's columns.
+  virtual void xent_shard_max(float* max,           // (N)
+                              const float* logits,  // (N, V): this rank's columns
+                              int N, int V, bool accumulate) = 0;
+  // part[n] (ops::kXentPart: the denominator's 32 lane partials, the target logit) continued over
+  // the row's columns; targets[n] is the target's column relative to first (held here when in
+  // [0, V)).
+  virtual void xent_shard_sum(float* part,             // (N, kXentPart)
+                              const float* logits,     // (N, V)
+                              const float* max,        // (N): the rows' maxima over all columns
+                              const int32_t* targets,  // (N)
+                              int N, int V, int first, bool accumulate) = 0;
+  // losses[n] and stats[n] (row max, denominator) of the completed parts.
+  virtual void xent_shard_loss(float* losses,      // (N)
+                               float* stats,       // (N, 2)
+                               const float* part,  // (N, kXentPart)
+                               const float* max,   // (N)
+                               int N) = 0;
+
   // Token + position embedding: out[b][t] = wte[tokens[b][t]] + wpe[t] for every token of `rows`
   // (wte holds those rows, row 0 = vocabulary row rows.begin); the other tokens' rows of out are
   // left as they are (another rank of a vocabulary-parallel group writes them).
@@ -352,6 +376,10 @@ class Backend {
       override;                                                                                                      \
   void softmax_xent_backward(float* dlogits, const float* logits, const float* stats, const int32_t* targets, int N, \
                              int V, float loss_scale) override;                                                      \
+  void xent_shard_max(float* max, const float* logits, int N, int V, bool accumulate) override;                      \
+  void xent_shard_sum(float* part, const float* logits, const float* max, const int32_t* targets, int N, int V,      \
+                      int first, bool accumulate) override;                                                          \
+  void xent_shard_loss(float* losses, float* stats, const float* part, const float* max, int N) override;            \
   void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe, int B, int T, int C, \
                          VocabRows rows) override;                                                                   \
   void embedding_backward(float* dwte, float* dwpe, const float* dout, const int32_t* tokens, int B, int T, int C,   \
