@@ -3,10 +3,14 @@
 // (12 heads; vocab VOCAB, default 50257; seq 64, one sequence per leaf) it prints, per rank, the
 // bytes of weights, gradients and optimizer state (Muon + AdamW, optim.tp_mode = duplicated) and
 // the scratch of the duplicated update, beside one process's; then the TP group's traffic of one
-// leaf's forward and backward (p2p chains, broadcasts and all-gathers: the bytes each rank
-// received, from the communicator's counters) per layer against Megatron's per-layer all-reduce
-// volume, 4 all-reduces of B·T·C fp32 values, a ring moving 2(T−1)/T of each to every rank, and
-// of the vocabulary-parallel embedding and head against Megatron's.
+// leaf's forward and backward (p2p chains and broadcasts: the bytes each rank received, from the
+// communicator's counters) per layer against Megatron's per-layer all-reduce volume, 4
+// all-reduces of B·T·C fp32 values, a ring moving 2(T−1)/T of each to every rank, and of the
+// vocabulary-parallel embedding, head and loss against Megatron's; last the latency of one leaf's
+// forward and backward (256 tokens) with the chains passed whole and in row chunks (medians of
+// interleaved repetitions).
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -28,35 +32,58 @@ GPTConfig two_layers(GPTConfig c) {
   return c;
 }
 
-// Bytes each rank received in one leaf's forward and backward (p2p chain links, broadcasts and the
-// logits' all-gather), mean over the TP group.
+// Bytes each rank received in one leaf's forward and backward (p2p chain links and broadcasts),
+// mean over the TP group.
 struct Traffic {
-  double forward = 0, backward = 0, logits = 0;
+  double forward = 0, backward = 0;
 };
 
-Traffic leaf_traffic(GPT& model, TensorParallel& tp, Communicator& world) {
-  const GPTConfig& c = model.config();
+std::vector<int32_t> leaf_tokens(const GPTConfig& c) {
   std::vector<int32_t> tokens(size_t(c.seq_len) + 1);
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t((i * 7919) % size_t(c.vocab));
+  return tokens;
+}
+
+Traffic leaf_traffic(GPT& model, TensorParallel& tp, Communicator& world) {
+  const std::vector<int32_t> tokens = leaf_tokens(model.config());
   const CommCounters before = tp.tp().counters();
   model.forward(tokens.data());
   const CommCounters mid = tp.tp().counters();
   model.backward();
   const CommCounters after = tp.tp().counters();
-  auto received = [](const CommCounters& d, Collective k) { return d.received[size_t(k)]; };
-  auto all = [&](const CommCounters& d) {
-    return received(d, Collective::send) + received(d, Collective::broadcast) + received(d, Collective::allgather);
-  };
-  std::vector<uint64_t> mine{all(mid - before), all(after - mid), received(mid - before, Collective::allgather)};
-  std::vector<uint64_t> ranks(3 * size_t(world.size()));
-  world.allgather_u64(mine.data(), 3, ranks.data());
+  std::vector<uint64_t> mine{(mid - before).total_received(), (after - mid).total_received()};
+  std::vector<uint64_t> ranks(2 * size_t(world.size()));
+  world.allgather_u64(mine.data(), 2, ranks.data());
   Traffic t;
   for (int q = 0; q < world.size(); ++q) {
-    t.forward += double(ranks[3 * size_t(q)]) / world.size();
-    t.backward += double(ranks[3 * size_t(q) + 1]) / world.size();
-    t.logits += double(ranks[3 * size_t(q) + 2]) / world.size();
+    t.forward += double(ranks[2 * size_t(q)]) / world.size();
+    t.backward += double(ranks[2 * size_t(q) + 1]) / world.size();
   }
   return t;
+}
+
+// Median seconds of one leaf's forward and backward with the chains in `chunks[i]` row chunks, the
+// settings interleaved rep by rep so that load on the machine falls on all of them alike.
+std::vector<double> leaf_latency(GPT& model, Communicator& world, const std::vector<int>& chunks, int reps) {
+  const std::vector<int32_t> tokens = leaf_tokens(model.config());
+  std::vector<std::vector<double>> times(chunks.size());
+  for (int rep = 0; rep < reps; ++rep) {
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      model.set_chain_chunks(chunks[i]);
+      world.barrier();
+      const auto t0 = std::chrono::steady_clock::now();
+      model.forward(tokens.data());
+      model.backward();
+      world.barrier();
+      times[i].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
+  std::vector<double> medians;
+  for (std::vector<double>& t : times) {
+    std::sort(t.begin(), t.end());
+    medians.push_back(t[t.size() / 2]);
+  }
+  return medians;
 }
 
 }  // namespace
@@ -120,9 +147,25 @@ int main(int argc, char** argv) {
     // floats: the row max, the sum of exponentials, the target logit) and head dX (one of B·T·C).
     const double ef = two.forward - 2 * fwd, eb = two.backward - 2 * bwd, megatron = ring * (2 * X + 3 * N * 4.0);
     std::printf(
-        "TP traffic of the vocabulary-parallel embedding and head (vocab %d): forward %.1f kB (of it the logits' "
-        "all-gather %.1f kB), backward %.1f kB; Megatron's %.1f kB; ratio %.3f\n",
-        c.model.vocab, ef / 1e3, two.logits / 1e3, eb / 1e3, megatron / 1e3, (ef + eb) / megatron);
+        "TP traffic of the vocabulary-parallel embedding and head (vocab %d): forward %.1f kB (the embedding "
+        "and the loss's row statistics; no logits), backward %.1f kB; Megatron's %.1f kB; ratio %.3f\n",
+        c.model.vocab, ef / 1e3, eb / 1e3, megatron / 1e3, (ef + eb) / megatron);
+  }
+  // Latency of a leaf of 256 tokens (64-row chunks at 4) with the chains passed whole and in 2 and
+  // 4 row chunks: the same model, a longer sequence, so that a chunk's GEMM is not dominated by
+  // packing the weights (which each chunk repeats).
+  GPTConfig longer = c.model;
+  longer.seq_len = 256;
+  const std::unique_ptr<TensorParallel> tpl = std::make_unique<TensorParallel>(*world, T, longer, *be);
+  GPT timed(longer, 1, *be, &tpl->group());
+  timed.init(1);
+  const std::vector<int> chunks{1, 2, 4};
+  const std::vector<double> t = leaf_latency(timed, *world, chunks, 5);
+  if (world->rank() == 0) {
+    std::printf("TP latency of one leaf's forward and backward (12 layers, 256 tokens, median of 5, interleaved):");
+    for (size_t i = 0; i < chunks.size(); ++i)
+      std::printf(" %d chunk%s %.1f ms (%.3f)%s", chunks[i], chunks[i] == 1 ? "" : "s", t[i] * 1e3, t[i] / t[0],
+                  i + 1 < chunks.size() ? "," : "\n");
   }
   return 0;
 }

@@ -12,7 +12,6 @@
 
 #include "config_value.hpp"
 #include "samebits/core/config_fields.hpp"
-#include "samebits/core/tp_layout.hpp"
 #include "samebits/core/untrusted_text.hpp"
 #include "samebits/det/error.hpp"
 

@@ -1,6 +1,6 @@
-// The GPT's shape (gpt_shape.hpp): its config's validation and the tensor table, in flat-buffer
-// order with GPT-2 initialisation. Pure functions of the config: every layer and every rank builds
-// the same table.
+// The GPT's shape (gpt_shape.hpp): its config's validation (alone and under parallel.tp) and the
+// tensor table, in flat-buffer order with GPT-2 initialisation. Pure functions of the config: every layer and every
+// rank builds the same table.
 #include "samebits/core/gpt_shape.hpp"
 
 #include "samebits/det/error.hpp"
@@ -15,6 +15,18 @@ void GPTConfig::validate() const {
   SB_CHECK(n_head >= 1, "model.n_head=", n_head, " must be at least 1");
   SB_CHECK(n_embd >= 1 && n_embd % n_head == 0, "model.n_embd=", n_embd,
            " is not a positive multiple of model.n_head=", n_head, "; choose n_embd = k·n_head");
+}
+
+void validate_tp(const GPTConfig& cfg, int64_t tp) {
+  SB_CHECK(tp >= 1 && tp <= 4096, "config parallel.tp=", tp, " must be between 1 and 4096");
+  SB_CHECK(cfg.n_head % tp == 0, "config model.n_head=", cfg.n_head, " is not divisible by parallel.tp=", tp,
+           ": tensor parallelism splits the attention heads; choose parallel.tp dividing n_head");
+  SB_CHECK((4 * int64_t{cfg.n_embd}) % tp == 0, "config 4·model.n_embd=", 4 * int64_t{cfg.n_embd},
+           " is not divisible by parallel.tp=", tp, ": tensor parallelism splits the MLP's 4C dimension");
+  const int64_t part = (cfg.vocab + tp - 1) / tp;  // rows a rank holds (tp_layout.hpp)
+  SB_CHECK(cfg.vocab > (tp - 1) * part, "config model.vocab=", cfg.vocab, " leaves the last of parallel.tp=", tp,
+           " ranks no vocabulary row (each holds ", part,
+           "): tensor parallelism splits the embedding and the LM head by vocabulary rows");
 }
 
 std::string_view to_string(ParamKind k) {

@@ -9,6 +9,7 @@
 #include <limits>
 #include <vector>
 
+#include "samebits/core/ops/softmax_xent.hpp"
 #include "trace_regions.hpp"
 
 namespace sb {

@@ -1,12 +1,16 @@
 // Fused softmax + cross-entropy on the CPU: OpenMP over rows. Row max exact (rule 6), denominator
 // det::lane32_sum of the numerators (rule 2) — bitwise ops::xent_row_forward and
 // core/cuda/softmax_xent.cu; exp vectorised across each row (separate elements per SIMD lane).
-// Formulas: ops/softmax_xent.hpp.
+// The vocabulary-parallel pieces continue the lanes by global column (det::lane32_continue):
+// bitwise ops::xent_shard_*_row. Formulas: ops/softmax_xent.hpp.
+#include <algorithm>
 #include <vector>
 
 #include "cpu_backend_class.hpp"
 #include "samebits/core/ops/softmax_xent.hpp"
+#include "samebits/det/bits.hpp"
 #include "samebits/det/error.hpp"
+#include "samebits/det/lane32.hpp"
 
 namespace sb::cpu {
 namespace {
@@ -46,6 +50,41 @@ void CpuBackend::softmax_xent_forward(float* losses, float* stats, const float* 
       losses[n] = ops::xent_loss(l[targets[n]], m, den);
     }
   }
+}
+
+void CpuBackend::xent_shard_max(float* max, const float* logits, int N, int V, bool accumulate) {
+  const float start = det::float_of_bits(0xff800000u);  // -inf
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n)
+    max[n] = ops::row_max_continue(accumulate ? max[n] : start, logits + static_cast<size_t>(n) * V, V);
+}
+
+void CpuBackend::xent_shard_sum(float* part, const float* logits, const float* max, const int32_t* targets, int N,
+                                int V, int first, bool accumulate) {
+  const ReduceMode mode = numerics().reduce;
+#pragma omp parallel
+  {
+    std::vector<float> e(V);  // (V) numerators
+#pragma omp for schedule(static)
+    for (int n = 0; n < N; ++n) {
+      const float* l = logits + static_cast<size_t>(n) * V;
+      float* p = part + static_cast<size_t>(n) * ops::kXentPart;
+      if (!accumulate) std::fill(p, p + ops::kXentPart, 0.0f);
+      numerators(e.data(), l, V, max[n]);
+      // reduce=native: this rank's plain sum added to lane 0, as a framework adds the ranks'
+      // partial sums (its bits depend on the split).
+      if (mode == ReduceMode::native) p[0] = p[0] + row_sum(e.data(), V, mode);
+      else det::lane32_continue(p, e.data(), static_cast<size_t>(V), static_cast<size_t>(first));
+      if (targets[n] >= 0 && targets[n] < V) p[det::kLanes] = l[targets[n]];
+    }
+  }
+}
+
+void CpuBackend::xent_shard_loss(float* losses, float* stats, const float* part, const float* max, int N) {
+#pragma omp parallel for schedule(static)
+  for (int n = 0; n < N; ++n)
+    losses[n] = ops::xent_shard_loss_row(stats + 2 * static_cast<size_t>(n),
+                                         part + static_cast<size_t>(n) * ops::kXentPart, max[n]);
 }
 
 void CpuBackend::softmax_xent_backward(float* dlogits, const float* logits, const float* stats, const int32_t* targets,

@@ -1,7 +1,9 @@
 // Fused softmax + cross-entropy on the GPU: one warp per row — the exact max (rule 6) and the
 // 32-lane denominator (lane l: logits l, l+32, ... ascending; det::lane32_fold's tree by
 // shuffles, rule 2) — then one thread per logit for the gradient. Formulas from
-// ops/softmax_xent.hpp: bitwise core/cpu/softmax_xent.cpp for any launch configuration.
+// ops/softmax_xent.hpp: bitwise core/cpu/softmax_xent.cpp for any launch configuration. The
+// vocabulary-parallel pieces: one warp per row, lane l continuing the row's lane l over the
+// columns ≡ l (mod 32) by global index; the record's fold and loss one thread per row.
 #include <vector>
 
 #include "cuda_backend_class.hpp"
@@ -33,6 +35,45 @@ __global__ void softmax_xent_forward_kernel(float* losses, float* stats, const f
   }
 }
 
+__global__ void xent_shard_max_kernel(float* max, const float* logits, int N, int V, bool accumulate) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int64_t n = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  if (n >= N) return;  // the whole warp leaves together
+  const float* l = logits + n * V;
+  float m = det::float_of_bits(0xff800000u);
+  for (int v = lane; v < V; v += 32) m = ops::exact_max(m, l[v]);
+  m = warp_exact_max(m);
+  if (lane == 0) max[n] = accumulate ? ops::exact_max(max[n], m) : m;
+}
+
+__global__ void xent_shard_sum_kernel(float* part, const float* logits, const float* max, const int32_t* targets, int N,
+                                      int V, int first, bool accumulate) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const int64_t n = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
+  if (n >= N) return;
+  const float* l = logits + n * V;
+  float* p = part + n * ops::kXentPart;
+  float s = accumulate ? p[lane] : 0.0f;
+  // The local columns whose global index first + v is ≡ lane (mod 32), ascending.
+  for (int v = ((lane - first) % 32 + 32) % 32; v < V; v += 32) s = s + ops::softmax_numerator(l[v], max[n]);
+  p[lane] = s;
+  if (lane == 0) {
+    const int t = targets[n];
+    if (t >= 0 && t < V) p[det::kLanes] = l[t];
+    else if (!accumulate) p[det::kLanes] = 0.0f;
+  }
+}
+
+struct XentShardLoss {
+  float* losses;      // (N)
+  float* stats;       // (N, 2)
+  const float* part;  // (N, kXentPart)
+  const float* max;   // (N)
+  __device__ void operator()(int64_t n) const {
+    losses[n] = ops::xent_shard_loss_row(stats + 2 * n, part + n * ops::kXentPart, max[n]);
+  }
+};
+
 struct XentBackward {
   float* dlogits;          // (N, V)
   const float* logits;     // (N, V)
@@ -62,6 +103,29 @@ void CudaBackend::softmax_xent_forward(float* losses, float* stats, const float*
   softmax_xent_forward_kernel<<<grid_for_rows(N, warps), warps * 32, 0, stream()>>>(losses, stats, logits, targets, N,
                                                                                     V);
   SB_CUDA_CHECK_LAUNCH();
+}
+
+void CudaBackend::xent_shard_max(float* max, const float* logits, int N, int V, bool accumulate) {
+  if (N <= 0) return;
+  activate();
+  const int warps = launch().row_warps;
+  xent_shard_max_kernel<<<grid_for_rows(N, warps), warps * 32, 0, stream()>>>(max, logits, N, V, accumulate);
+  SB_CUDA_CHECK_LAUNCH();
+}
+
+void CudaBackend::xent_shard_sum(float* part, const float* logits, const float* max, const int32_t* targets, int N,
+                                 int V, int first, bool accumulate) {
+  if (N <= 0) return;
+  activate();
+  const int warps = launch().row_warps;
+  xent_shard_sum_kernel<<<grid_for_rows(N, warps), warps * 32, 0, stream()>>>(part, logits, max, targets, N, V, first,
+                                                                              accumulate);
+  SB_CUDA_CHECK_LAUNCH();
+}
+
+void CudaBackend::xent_shard_loss(float* losses, float* stats, const float* part, const float* max, int N) {
+  activate();
+  for_each(*this, N, XentShardLoss{losses, stats, part, max});
 }
 
 void CudaBackend::softmax_xent_backward(float* dlogits, const float* logits, const float* stats, const int32_t* targets,

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "samebits/core/ops/softmax_xent.hpp"
 #include "samebits/core/trace.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/hd.hpp"
@@ -39,9 +40,10 @@ struct GPT::Buffers {
   int32_t *inputs, *targets;         // (B, T) each
   float* encoded;                    // (N, C)
   float *lnf, *lnf_mean, *lnf_rstd;  // (N, C), (N), (N)
-  float* logits;                     // (N, V)
+  float* logits;                     // (N, V): V = this rank's vocabulary rows under a group
   float* losses;                     // (N)
   float* xstats;                     // (N, 2): row max, denominator
+  float *xmax, *xpart;               // under a group: (N), (N, kXentPart) passed rank to rank
   // backward temporaries
   float* dres;           // (N, C) gradient of the residual stream
   float *dbtc1, *dbtc2;  // (N, C)
@@ -104,15 +106,17 @@ float* GPT::gp(std::string_view name) {
 // Layer activations in declaration order · lnf (N, C) · lnf_mean (N) · lnf_rstd (N)
 // · logits (N, V) · losses (N) · xstats (N, 2). scratch_ holds the Buffers backward temporaries.
 // Under tensor parallelism (size S) the head-split activations are this rank's: qkv (N, 3C/S),
-// atty (N, C/S), att (B, NH/S, T, T), fch and fch_gelu (N, 4C/S); the rest is replicated.
+// atty (N, C/S), att (B, NH/S, T, T), fch and fch_gelu (N, 4C/S), logits and dlogits (N, V) of
+// its V vocabulary rows; xmax (N) and xpart (N, kXentPart) follow xstats; the rest is replicated.
 void GPT::bind_buffers() {
   const size_t S = static_cast<size_t>(tp_layout_.size);
-  const size_t N = static_cast<size_t>(B_) * cfg_.seq_len, C = cfg_.n_embd, V = cfg_.vocab;
+  const size_t N = static_cast<size_t>(B_) * cfg_.seq_len, C = cfg_.n_embd, V = size_t(vocab_rows_.count());
+  const size_t xent = S > 1 ? aligned(N) + aligned(N * ops::kXentPart) : 0;
   const size_t CA = C / S, F = 4 * C / S;  // this rank's attention and MLP widths
   const size_t TT = static_cast<size_t>(B_) * (cfg_.n_head / S) * cfg_.seq_len * cfg_.seq_len;
   const size_t per_layer = 8 * aligned(N * C) + aligned(N * 3 * CA) + aligned(TT) + 2 * aligned(N * F) + 4 * aligned(N);
-  const size_t acts =
-      aligned(N * C) + cfg_.n_layer * per_layer + aligned(N * C) + 3 * aligned(N) + aligned(N * V) + aligned(2 * N);
+  const size_t acts = aligned(N * C) + cfg_.n_layer * per_layer + aligned(N * C) + 3 * aligned(N) + aligned(N * V) +
+                      aligned(2 * N) + xent;
   const size_t scratch = 3 * aligned(N * C) + aligned(N * 3 * CA) + aligned(TT) + 2 * aligned(N * F) + aligned(N * V);
   acts_ = be_.alloc(DType::f32, {static_cast<int64_t>(acts)});
   scratch_ = be_.alloc(DType::f32, {static_cast<int64_t>(scratch)});
@@ -171,6 +175,7 @@ void GPT::bind_buffers() {
   b.logits = take(N * V);
   b.losses = take(N);
   b.xstats = take(2 * N);
+  if (S > 1) b.xmax = take(N), b.xpart = take(N * ops::kXentPart);
   SB_CHECK(cursor <= acts_.data_as<float>() + acts, "activation layout overflows its buffer");
   cursor = scratch_.data_as<float>();
   b.dres = take(N * C), b.dbtc1 = take(N * C), b.dbtc2 = take(N * C);
@@ -256,7 +261,8 @@ float GPT::forward(const int32_t* tokens) {
   const int NH = cfg_.n_head / S, CA = C / S, F = 4 * C / S;  // this rank's heads and widths
   const int N = B * T;
   Buffers& b = *buf_;
-  // Inputs are columns 0..T-1 of each row, targets 1..T.
+  // Inputs are columns 0..T-1 of each row, targets 1..T (as columns of this rank's logits: minus
+  // its first vocabulary row).
   std::vector<int32_t> split(2 * static_cast<size_t>(N));  // (2, B, T)
   for (int s = 0; s < B; ++s) {
     const int32_t* row = tokens + static_cast<size_t>(s) * (T + 1);
@@ -264,7 +270,7 @@ float GPT::forward(const int32_t* tokens) {
       SB_CHECK(row[t] >= 0 && row[t] < V, "token ", row[t], " (sequence ", s, ", position ", t,
                ") is outside the model's vocabulary [0, ", V, "); check model.vocab");
     std::copy(row, row + T, split.begin() + static_cast<ptrdiff_t>(s) * T);
-    std::copy(row + 1, row + T + 1, split.begin() + N + static_cast<ptrdiff_t>(s) * T);
+    for (int t = 0; t < T; ++t) split[size_t(N) + size_t(s) * T + t] = row[t + 1] - vocab_rows_.begin;
   }
   be_.copy_from_host(b.inputs, split.data(), split.size() * sizeof(int32_t));
 
@@ -321,14 +327,13 @@ float GPT::forward(const int32_t* tokens) {
     const trace::Scope s(be_, "lnf norm forward");
     norm_forward(b.lnf, b.lnf_mean, b.lnf_rstd, b.layers.back().res3, b.lnfw, b.lnfb);
   }
-  // The scratch is free until backward: it stages this rank's logit columns.
   {
     const trace::Scope s(be_, "lm_head matmul forward");
-    head_forward(b.logits, b.dlogits, b.lnf, b.headw);
+    be_.matmul_forward(b.logits, b.lnf, b.headw, nullptr, N, C, vocab_rows_.count());
   }
   {
     const trace::Scope s(be_, "loss softmax_xent forward");
-    be_.softmax_xent_forward(b.losses, b.xstats, b.logits, b.targets, N, V);
+    loss_forward(b.losses, b.xstats, b.xmax, b.xpart, b.logits, b.targets);
   }
 
   be_.copy_to_host(losses_host_.data(), b.losses, static_cast<size_t>(N) * sizeof(float));
@@ -354,11 +359,11 @@ void GPT::backward(float loss_scale) {
   if (!cfg_.tied_head) be_.zero(b.dwte, param("wte").numel * sizeof(float));
   {
     const trace::Scope s(be_, "loss softmax_xent backward");
-    be_.softmax_xent_backward(b.dlogits, b.logits, b.xstats, b.targets, N, V, loss_scale);
+    be_.softmax_xent_backward(b.dlogits, b.logits, b.xstats, b.targets, N, vocab_rows_.count(), loss_scale);
   }
   {
     const trace::Scope s(be_, "lm_head matmul backward");
-    head_backward(b.dbtc1, b.dheadw, b.dlogits, b.lnf, b.headw);
+    col_backward(b.dbtc1, b.dheadw, nullptr, b.dlogits, b.lnf, b.headw, N, C, vocab_rows_.count(), 1);
   }
   {
     const trace::Scope s(be_, "lnf norm backward");

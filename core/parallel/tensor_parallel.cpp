@@ -42,16 +42,6 @@ class TensorParallel::Group final : public TpGroup {
   void send(const float* x, size_t n, int to) override { comm_.send(x, n * sizeof(float), to); }
   void recv(float* x, size_t n, int from) override { comm_.recv(x, n * sizeof(float), from); }
   void broadcast(float* x, size_t n, int root) override { comm_.broadcast(x, n * sizeof(float), root); }
-  void gather_columns(const float* mine, float* full, size_t rows, const TpSplit& split) override {
-    const size_t cols = size_t(split.extent);
-    const Gathered g =
-        allgather_padded(comm_, mine, rows * size_t(split.rows(comm_.rank())), rows * size_t(split.part));
-    for (int r = 0; r < comm_.size(); ++r) {
-      const size_t w = size_t(split.rows(r)), first = size_t(split.first(r));
-      for (size_t i = 0; i < rows; ++i)
-        std::memcpy(full + i * cols + first, g.block(r) + i * w * sizeof(float), w * sizeof(float));
-    }
-  }
 
  private:
   Communicator& comm_;

@@ -21,10 +21,10 @@
 
 #include "oracle_h5.hpp"
 #include "samebits/core/cpu/cpu_backend.hpp"
+#include "samebits/core/model/tp_layout.hpp"
 #include "samebits/core/optim/muon.hpp"
 #include "samebits/core/parallel/thread_world.hpp"
 #include "samebits/core/parallel/tp_ns_group.hpp"
-#include "samebits/core/tp_layout.hpp"
 
 namespace {
 

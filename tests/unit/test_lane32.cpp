@@ -130,3 +130,35 @@ TEST_CASE("lane32: signed zeros, Inf and NaN") {
     check_forms(xn, y);
   }
 }
+
+TEST_CASE("lane32: continuing the lanes over consecutive ranges, cut anywhere, is the whole row's sum") {
+  std::mt19937_64 rng(34);
+  const std::vector<float> x = mixed_data(rng, 50257);
+  const uint32_t whole = bits_of(sb::det::lane32_sum_ref(x.data(), x.size()));
+  // Cuts as the vocabulary-parallel head makes them (⌈V/T⌉ rows a rank, unaligned to 32) and a few
+  // more: empty ranges, ranges shorter than a lane block, one element.
+  const std::vector<std::vector<size_t>> cuts = {{0, 50257},
+                                                 {0, 25129, 50257},
+                                                 {0, 16753, 33506, 50257},
+                                                 {0, 12565, 25130, 37695, 50257},
+                                                 {0, 0, 1, 31, 32, 33, 95, 50257},
+                                                 {0, 50256, 50257, 50257}};
+  for (const std::vector<size_t>& c : cuts) {
+    float s[sb::det::kLanes] = {};
+    for (size_t k = 0; k + 1 < c.size(); ++k) sb::det::lane32_continue(s, x.data() + c[k], c[k + 1] - c[k], c[k]);
+    CHECK(bits_of(sb::det::lane32_fold(s)) == whole);
+  }
+  // A different grouping of the same elements (lanes by local index) is another sum: the global
+  // index chooses the lane (on values of one magnitude, where every grouping rounds differently).
+  std::vector<float> u(50257);
+  std::uniform_real_distribution<float> one_two(1.0f, 2.0f);
+  for (float& v : u) v = one_two(rng);
+  float right[sb::det::kLanes] = {}, wrong[sb::det::kLanes] = {};
+  for (size_t k : {size_t{0}, size_t{25129}}) {
+    const size_t n = k == 0 ? 25129 : 50257 - 25129;
+    sb::det::lane32_continue(right, u.data() + k, n, k);
+    sb::det::lane32_continue(wrong, u.data() + k, n, 0);
+  }
+  CHECK(bits_of(sb::det::lane32_fold(right)) == bits_of(sb::det::lane32_sum_ref(u.data(), u.size())));
+  CHECK(bits_of(sb::det::lane32_fold(wrong)) != bits_of(sb::det::lane32_fold(right)));
+}

@@ -1,8 +1,11 @@
 // Fused softmax + cross-entropy (core/cpu/softmax_xent.cpp): bitwise equal to the shared row
 // formulas (ops/softmax_xent.hpp), the exact max's ±0/NaN rule, loss scaling exact for powers of
-// two, and the gradient against fp64 finite differences of the fp64 mean loss.
+// two, and the gradient against fp64 finite differences of the fp64 mean loss. Its
+// vocabulary-parallel pieces over any column split, in row chunks, on 1–4 threads: the unsplit
+// op's losses and stats, bit for bit; the backward over a rank's columns its columns' dlogits.
 #include <doctest/doctest.h>
 
+#include <omp.h>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -79,4 +82,93 @@ TEST_CASE("softmax_xent gradient matches fp64 finite differences of the mean los
     return s / N;
   };
   test::check_gradient(dl, test::fd_gradient(ld, loss), 1e-5, "xent dlogits");
+}
+
+namespace {
+
+// The vocabulary-parallel cross-entropy as GPT::loss_forward runs it: the ranks' columns [cut[r],
+// cut[r+1]) in order, each continuing the max, then the parts, in `chunks` row blocks; the last
+// rank's loss.
+void shard_forward(Backend& be, std::vector<float>& losses, std::vector<float>& stats, const std::vector<float>& logits,
+                   const std::vector<int32_t>& targets, int N, int V, const std::vector<int>& cut, int chunks) {
+  const int ranks = int(cut.size()) - 1;
+  std::vector<std::vector<float>> cols(static_cast<size_t>(ranks));  // each rank's (N, cols) logits
+  std::vector<std::vector<int32_t>> local(static_cast<size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) {
+    const int w = cut[r + 1] - cut[r];
+    for (int n = 0; n < N; ++n) {
+      cols[r].insert(cols[r].end(), logits.begin() + n * V + cut[r], logits.begin() + n * V + cut[r + 1]);
+      local[r].push_back(targets[n] - cut[r]);
+    }
+    CHECK(cols[r].size() == size_t(N) * w);
+  }
+  std::vector<float> max(N), part(size_t(N) * ops::kXentPart);
+  auto rows = [&](int c) { return N * c / chunks; };
+  for (int r = 0; r < ranks; ++r) {
+    const int w = cut[r + 1] - cut[r];
+    for (int c = 0; c < chunks; ++c)
+      be.xent_shard_max(max.data() + rows(c), cols[r].data() + size_t(rows(c)) * w, rows(c + 1) - rows(c), w, r > 0);
+  }
+  for (int r = 0; r < ranks; ++r) {
+    const int w = cut[r + 1] - cut[r];
+    for (int c = 0; c < chunks; ++c)
+      be.xent_shard_sum(part.data() + size_t(rows(c)) * ops::kXentPart, cols[r].data() + size_t(rows(c)) * w,
+                        max.data() + rows(c), local[r].data() + rows(c), rows(c + 1) - rows(c), w, cut[r], r > 0);
+  }
+  be.xent_shard_loss(losses.data(), stats.data(), part.data(), max.data(), N);
+}
+
+}  // namespace
+
+TEST_CASE("xent_shard: any vocabulary split, any row chunks, any threads give softmax_xent_forward's bits") {
+  auto be = make_cpu_backend();
+  const int saved = omp_get_max_threads();
+  for (int V : {61, 1000, 50257}) {
+    const int N = V > 1000 ? 5 : 13;
+    auto logits = test::uniform(static_cast<size_t>(N) * V, 21, -12, 12);
+    logits[3] = -0.0f;  // a signed zero among the maxima's candidates
+    std::vector<int32_t> targets(N);
+    for (int n = 0; n < N; ++n) targets[n] = (n * 7919 + 5) % V;
+    targets[0] = V - 1;
+    std::vector<float> losses(N), stats(2 * N);
+    be->softmax_xent_forward(losses.data(), stats.data(), logits.data(), targets.data(), N, V);
+    // ⌈V/T⌉ rows a rank as tp_layout cuts them (T = 2, 3, 4), 32-aligned and ragged cuts, one column.
+    std::vector<std::vector<int>> cuts = {{0, V}, {0, (V + 1) / 2, V}, {0, 32, V}, {0, 1, 2, V - 1, V}};
+    for (int T : {3, 4}) {
+      std::vector<int> c;
+      for (int r = 0; r < T; ++r) c.push_back(r * ((V + T - 1) / T));
+      c.push_back(V);
+      cuts.push_back(c);
+    }
+    for (const std::vector<int>& cut : cuts) {
+      for (int threads : {1, 3}) {
+        omp_set_num_threads(threads);
+        for (int chunks : {1, 2, 5}) {
+          std::vector<float> l(N), st(2 * N);
+          shard_forward(*be, l, st, logits, targets, N, V, cut, std::min(chunks, N));
+          CAPTURE(V);
+          CAPTURE(cut.size());
+          CAPTURE(threads);
+          CAPTURE(chunks);
+          CHECK(test::same_bits(l, losses, "sharded xent losses"));
+          CHECK(test::same_bits(st, stats, "sharded xent stats"));
+        }
+      }
+    }
+    // The backward over one rank's columns, targets relative to its first column (one of them on
+    // this rank): those columns of the unsplit dlogits.
+    const int first = V / 3, w = V / 2 - V / 3;
+    targets[1] = first;
+    std::vector<float> dl(logits.size()), dmine(size_t(N) * w), mine, want;
+    be->softmax_xent_backward(dl.data(), logits.data(), stats.data(), targets.data(), N, V, 1.0f);
+    std::vector<int32_t> local;
+    for (int n = 0; n < N; ++n) {
+      mine.insert(mine.end(), logits.begin() + n * V + first, logits.begin() + n * V + first + w);
+      want.insert(want.end(), dl.begin() + n * V + first, dl.begin() + n * V + first + w);
+      local.push_back(targets[n] - first);
+    }
+    be->softmax_xent_backward(dmine.data(), mine.data(), stats.data(), local.data(), N, w, 1.0f);
+    CHECK(test::same_bits(dmine, want, "a rank's columns of dlogits"));
+  }
+  omp_set_num_threads(saved);
 }

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "samebits/core/tp_layout.hpp"
+#include "samebits/core/model/tp_layout.hpp"
 #include "samebits/det/error.hpp"
 
 using namespace sb;

@@ -27,6 +27,22 @@ SB_HD float lane32_sum_ref(const float* x, size_t n) {
   return lane32_fold(s);
 }
 
+// The lanes of a longer row continued over its elements first … first+n−1 (x = those elements):
+// element first+i goes into lane (first+i) % 32, in ascending order. Each lane's chain is the
+// row's chain restricted to these elements, so continuing over consecutive ranges [0, a), [a, b),
+// … from +0 and folding once is lane32_sum_ref of the whole row, bit for bit, wherever the ranges
+// are cut: the vocabulary-parallel cross-entropy passes these 32 partials from rank to rank.
+// Written as whole 32-element blocks between a head and a tail so that the blocks vectorise (the
+// same additions per lane, in the same order).
+SB_HD void lane32_continue(float s[kLanes], const float* x, size_t n, size_t first) {
+  size_t i = 0;
+  for (; i < n && (first + i) % kLanes != 0; ++i) s[(first + i) % kLanes] = s[(first + i) % kLanes] + x[i];
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) s[l] = s[l] + x[i + size_t(l)];
+  }
+  for (; i < n; ++i) s[(first + i) % kLanes] = s[(first + i) % kLanes] + x[i];
+}
+
 // Σ x[i]·y[i] with one fma per element into its lane (the sum of squares is lane32_dot(x, x)).
 SB_HD float lane32_dot_ref(const float* x, const float* y, size_t n) {
   float s[kLanes];

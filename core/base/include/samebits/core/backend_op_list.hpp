@@ -146,6 +146,41 @@ SB_BACKEND_OP(softmax_xent_backward,
               (flat(logits, int64_t(N) * V), flat(stats, 2 * int64_t(N)), flat(targets, N)),
               (flat(dlogits, int64_t(N) * V)), (N, V))
 
+// The vocabulary-parallel softmax cross-entropy (ops/softmax_xent.hpp, docs/DISTRIBUTED.md §10):
+// a rank holds the logit columns [first, first + V) of every row. The ranks of a group run each
+// step in column order, each continuing the buffer the previous one passed on (accumulate;
+// without it the step starts the row: max from -inf, lanes from +0); xent_shard_loss on the last
+// then gives softmax_xent_forward's losses and stats of the unsplit rows, bit for bit.
+// max[n] <- the exact max of max[n] and the row's columns.
+SB_BACKEND_OP(xent_shard_max,
+              (float* max,           // (N)
+               const float* logits,  // (N, V): this rank's columns
+               int N, int V, bool accumulate),
+              (max, logits, N, V, accumulate), (accumulate ? flat(max, N) : Region{}, flat(logits, int64_t(N) * V)),
+              (flat(max, N)), (N))
+// part[n] (ops::kXentPart: the denominator's 32 lane partials, the target logit) continued over
+// the row's columns; targets[n] is the target's column relative to first (held here when in
+// [0, V)).
+SB_BACKEND_OP(xent_shard_sum,
+              (float* part,             // (N, kXentPart)
+               const float* logits,     // (N, V)
+               const float* max,        // (N): the rows' maxima over all columns
+               const int32_t* targets,  // (N)
+               int N, int V, int first, bool accumulate),
+              (part, logits, max, targets, N, V, first, accumulate),
+              (accumulate ? flat(part, int64_t(N) * ops::kXentPart) : Region{}, flat(logits, int64_t(N) * V),
+               flat(max, N), flat(targets, N)),
+              (flat(part, int64_t(N) * ops::kXentPart)), (N, ops::kXentPart))
+// losses[n] and stats[n] (row max, denominator) of the completed parts.
+SB_BACKEND_OP(xent_shard_loss,
+              (float* losses,      // (N)
+               float* stats,       // (N, 2)
+               const float* part,  // (N, kXentPart)
+               const float* max,   // (N)
+               int N),
+              (losses, stats, part, max, N), (flat(part, int64_t(N) * ops::kXentPart), flat(max, N)),
+              (flat(losses, N), flat(stats, 2 * int64_t(N))), (N))
+
 // Token + position embedding: out[b][t] = wte[tokens[b][t]] + wpe[t] for every token of `rows`
 // (wte holds those rows, row 0 = vocabulary row rows.begin); the other tokens' rows of out are
 // left as they are (another rank of a vocabulary-parallel group writes them).

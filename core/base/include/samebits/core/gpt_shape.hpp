@@ -28,6 +28,11 @@ struct GPTConfig {
   void validate() const;
 };
 
+// Throws sb::Error naming the key when cfg cannot be split over `tp` tensor-parallel ranks
+// (parallel.tp < 1, model.n_head or 4·model.n_embd not divisible by it, model.vocab leaving a rank
+// no vocabulary row): the config's side of model/tp_layout.hpp.
+void validate_tp(const GPTConfig& cfg, int64_t tp);
+
 // What a tensor is, for the optimizers (Muon takes `matrix`, AdamW the rest) and the statistics.
 enum class ParamKind { embedding, matrix, head, norm, bias };
 std::string_view to_string(ParamKind k);

@@ -1,6 +1,7 @@
 // Fused softmax + cross-entropy formulas, host and device. Row statistics: max (rule 6) and the
 // 32-lane denominator (rule 2, ops/softmax.hpp); the mean over rows is taken by the caller with an
-// exact sum (rule 5). Bitwise equal on every backend.
+// exact sum (rule 5). Bitwise equal on every backend, and under the vocabulary-parallel split
+// (the xent_shard_* pieces below): the same max, the same lane chains, the same loss.
 #pragma once
 #include "samebits/core/ops/softmax.hpp"
 #include "samebits/det/hd.hpp"
@@ -28,6 +29,44 @@ SB_HD float xent_row_forward(float* stats /* (2): max, den */, const float* logi
   stats[0] = m;
   stats[1] = den;
   return xent_loss(logits[target], m, den);
+}
+
+// ---- the vocabulary-parallel split (docs/DISTRIBUTED.md §10) ------------------------------------
+// A rank holding columns [first, first + n) of a row continues the row's statistics over them; the
+// ranks run in column order, each passing its result to the next. The max is exact in any order
+// (rule 6). The denominator's lane l is the chain over the row's columns ≡ l (mod 32) ascending
+// (rule 2), so each rank continues the 32 lane partials over its columns by their *global* index
+// (det::lane32_continue) and the last folds them: the whole row's lane32 sum, bit for bit, wherever
+// the vocabulary is cut. The target logit is copied, by the rank holding it. So xent_shard_loss on
+// the last rank is xent_row_forward of the unsplit row: the same max, denominator and loss bits.
+
+// A row's record passed from rank to rank: the 32 lane partials, then the target logit.
+constexpr int kXentPart = det::kLanes + 1;
+
+// max continued over x[0 .. n-1] (row_max is this from -inf).
+SB_HD float row_max_continue(float m, const float* x, int n) {
+  for (int i = 0; i < n; ++i) m = exact_max(m, x[i]);
+  return m;
+}
+
+// part (kXentPart) continued over the row's columns first … first+n-1 (x = those logits); target:
+// the target's column relative to first (this rank holds it when 0 <= target < n).
+SB_HD void xent_shard_sum_row(float* part, const float* x, int n, int first, float max, int target) {
+  for (int i = 0; i < n; ++i) {
+    const int l = (first + i) % det::kLanes;
+    part[l] = part[l] + softmax_numerator(x[i], max);
+  }
+  if (target >= 0 && target < n) part[det::kLanes] = x[target];
+}
+
+// The loss of a completed record, with stats (2): max, denominator — xent_row_forward's bits.
+SB_HD float xent_shard_loss_row(float* stats, const float* part, float max) {
+  float s[det::kLanes];
+  for (int l = 0; l < det::kLanes; ++l) s[l] = part[l];
+  const float den = det::lane32_fold(s);
+  stats[0] = max;
+  stats[1] = den;
+  return xent_loss(part[det::kLanes], max, den);
 }
 
 }  // namespace sb::ops

@@ -3,6 +3,7 @@
 // cross-entropy; manual backward (llm.c style). Written once against sb::Backend: it knows neither
 // the device nor the world size. Leaves' gradients are summed exactly (rule 4) and rounded once.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -15,9 +16,9 @@
 
 #include "samebits/core/backend.hpp"
 #include "samebits/core/gpt_shape.hpp"
+#include "samebits/core/model/tp_group.hpp"
+#include "samebits/core/model/tp_layout.hpp"
 #include "samebits/core/tensor.hpp"
-#include "samebits/core/tp_group.hpp"
-#include "samebits/core/tp_layout.hpp"
 #include "samebits/det/exact_sum.hpp"
 
 namespace sb {
@@ -91,8 +92,14 @@ class GPT {
   int64_t leaf_tokens() const { return static_cast<int64_t>(B_) * cfg_.seq_len; }
   // The last forward()'s per-token losses, host (leaf_size, seq_len).
   const std::vector<float>& token_losses() const { return losses_host_; }
-  // The last forward()'s logits, backend memory (leaf_size, seq_len, vocab) f32.
+  // The last forward()'s logits, backend memory (leaf_size, seq_len, vocab) f32; under a
+  // tensor-parallel group this rank's vocabulary columns only, (leaf_size, seq_len, rows).
   const float* logits() const;
+  // Bytes of the activations kept for backward and of backward's temporaries (one leaf's).
+  size_t activation_bytes() const { return acts_.bytes() + scratch_.bytes(); }
+  // The tensor-parallel chains pass in at most this many row chunks (default 4; 1: each segment
+  // whole). Rows are independent outputs, so the count changes the latency, never a bit.
+  void set_chain_chunks(int chunks) { chain_chunks_ = std::max(1, chunks); }
   // The last forward()'s q | k | v of block `layer`, backend memory (leaf_size, seq_len, 3C) f32.
   const float* attention_qkv(int layer) const;
 
@@ -115,11 +122,11 @@ class GPT {
   // Vocabulary-parallel embedding forward, out (N, C): the buffer passes rank 0 → … → size-1, each
   // writing the rows of its vocabulary's tokens; the last broadcasts.
   void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe);
-  // Vocabulary-parallel LM head: logits (N, V) = inp (N, C) · wᵀ, this rank's columns computed
-  // into `staging` ((N, rows) backend memory) and all-gathered; backward: dw (rows, C) local (a
-  // chain over tokens), and dinp = dlogits·w as one chain over the vocabulary, rank by rank.
-  void head_forward(float* logits, float* staging, const float* inp, const float* w);
-  void head_backward(float* dinp, float* dw, const float* dlogits, const float* inp, const float* w);
+  // The cross-entropy's per-token losses (N) and row statistics (N, 2) of the logits: under a
+  // group, of this rank's columns (N, rows), with the row max (max, (N)) and the denominator's 32
+  // lane partials and the target logit (part, (N, kXentPart)) passed rank to rank in column order
+  // (gpt_tp.cpp); targets (N) are relative to this rank's first vocabulary row.
+  void loss_forward(float* losses, float* stats, float* max, float* part, const float* logits, const int32_t* targets);
   float* wp(std::string_view name);  // weights_ of a tensor (null when absent)
   float* gp(std::string_view name);  // grads_ of a tensor (null when absent)
 
@@ -130,6 +137,7 @@ class GPT {
   TpLayout tp_layout_;
   VocabRows vocab_rows_;  // the rows of wte (and lm_head.w) this rank holds
   TpSplit vocab_split_;   // their split (sharded only under a group)
+  int chain_chunks_ = 4;  // set_chain_chunks
   std::vector<ParamView> layout_;
   size_t flat_size_ = 0;
   Tensor weights_, grads_;

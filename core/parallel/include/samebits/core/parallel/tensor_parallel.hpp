@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "samebits/core/backend.hpp"
+#include "samebits/core/model/tp_group.hpp"
+#include "samebits/core/model/tp_layout.hpp"
 #include "samebits/core/parallel/communicator.hpp"
 #include "samebits/core/parallel/owner_gradient.hpp"
-#include "samebits/core/tp_group.hpp"
-#include "samebits/core/tp_layout.hpp"
 
 namespace sb {
 

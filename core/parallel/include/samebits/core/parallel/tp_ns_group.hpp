@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "samebits/core/config.hpp"
+#include "samebits/core/model/tp_layout.hpp"
 #include "samebits/core/optim/muon.hpp"
 #include "samebits/core/parallel/communicator.hpp"
 #include "samebits/core/parallel/tensor_parallel.hpp"
-#include "samebits/core/tp_layout.hpp"
 
 namespace sb {
 

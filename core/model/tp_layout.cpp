@@ -1,6 +1,7 @@
 // The tensor-parallel GPT layout (tp_layout.hpp): which block of each tensor a rank holds, and the
-// copies between a full tensor and a shard. Index arithmetic only: no value is changed.
-#include "samebits/core/tp_layout.hpp"
+// copies between a full tensor and a shard. Index arithmetic only: no value is changed. The
+// config's rule (validate_tp) sits below, in base/gpt_shape.cpp, where the config is checked.
+#include "samebits/core/model/tp_layout.hpp"
 
 #include <algorithm>
 #include <string>
@@ -46,18 +47,6 @@ Shape local_shape(const ParamView& p, const TpSplit& s, int rank) {
 }
 
 }  // namespace
-
-void validate_tp(const GPTConfig& cfg, int64_t tp) {
-  SB_CHECK(tp >= 1 && tp <= 4096, "config parallel.tp=", tp, " must be between 1 and 4096");
-  SB_CHECK(cfg.n_head % tp == 0, "config model.n_head=", cfg.n_head, " is not divisible by parallel.tp=", tp,
-           ": tensor parallelism splits the attention heads; choose parallel.tp dividing n_head");
-  SB_CHECK((4 * int64_t{cfg.n_embd}) % tp == 0, "config 4·model.n_embd=", 4 * int64_t{cfg.n_embd},
-           " is not divisible by parallel.tp=", tp, ": tensor parallelism splits the MLP's 4C dimension");
-  const int64_t part = ceil_div(cfg.vocab, tp);
-  SB_CHECK(cfg.vocab > (tp - 1) * part, "config model.vocab=", cfg.vocab, " leaves the last of parallel.tp=", tp,
-           " ranks no vocabulary row (each holds ", part,
-           "): tensor parallelism splits the embedding and the LM head by vocabulary rows");
-}
 
 TpLayout gpt_tp_layout(const GPTConfig& cfg, int size, int rank) {
   validate_tp(cfg, size);

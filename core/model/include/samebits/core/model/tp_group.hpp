@@ -6,8 +6,6 @@
 #pragma once
 #include <cstddef>
 
-#include "samebits/core/tp_layout.hpp"
-
 namespace sb {
 
 class TpGroup {
@@ -20,9 +18,6 @@ class TpGroup {
   virtual void recv(float* x, size_t n, int from) = 0;
   // x (n) ← root's x on every rank of the group.
   virtual void broadcast(float* x, size_t n, int root) = 0;
-  // full (rows, split.extent) ← every rank r's block mine (rows, split.rows(r)) as its columns
-  // [split.first(r), split.first(r) + split.rows(r)): an all-gather of bits. Backend memory.
-  virtual void gather_columns(const float* mine, float* full, size_t rows, const TpSplit& split) = 0;
 };
 
 }  // namespace sb

@@ -37,9 +37,7 @@ struct TpLayout {
   size_t local_flat = 0;         // length of this rank's flat buffers
 };
 
-// Throws sb::Error naming the key when cfg cannot be split over `tp` ranks (parallel.tp < 1,
-// model.n_head or 4·model.n_embd not divisible by it, model.vocab leaving a rank no row).
-void validate_tp(const GPTConfig& cfg, int64_t tp);
+// The layout of rank `rank` of `size` (validate_tp's refusals first).
 TpLayout gpt_tp_layout(const GPTConfig& cfg, int size, int rank);
 
 // Index of element j of rank r's shard within the full tensor (j < s.numel(r)).

@@ -1,0 +1,162 @@
+// The tensor-parallel GPT (core/model/gpt_tp.cpp) on simulated ranks: each rank a thread with its
+// own CPU backend, the TP group's messages synchronous (a send waits until the receiver has taken
+// it, as MPI's rendezvous protocol does, so a chain order that could deadlock under MPI deadlocks
+// here). One leaf's losses and every gradient, the ranks' shards placed into full tensors, equal
+// one process's bit for bit at TP 2 and 3, tied and untied heads, a vocabulary that no group size
+// divides (the cross-entropy's lanes continued across unaligned cuts), and chains passed whole or
+// in 2, 3 or more row chunks than the leaf has rows.
+#include <doctest/doctest.h>
+#include <omp.h>
+
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "samebits/core/cpu/cpu_backend.hpp"
+#include "samebits/core/model/gpt.hpp"
+#include "samebits/core/model/tp_group.hpp"
+#include "samebits/core/model/tp_layout.hpp"
+
+using namespace sb;
+
+namespace {
+
+// Mailboxes between the ranks' threads: one message in flight per (from, to).
+struct Mail {
+  std::mutex m;
+  std::condition_variable cv;
+  std::map<std::pair<int, int>, std::deque<std::vector<float>>> box;
+};
+
+class ThreadGroup final : public TpGroup {
+ public:
+  ThreadGroup(Mail& mail, int rank, int size) : mail_(mail), rank_(rank), size_(size) {}
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  void send(const float* x, size_t n, int to) override {
+    std::unique_lock lock(mail_.m);
+    auto& q = mail_.box[{rank_, to}];
+    q.emplace_back(x, x + n);
+    mail_.cv.notify_all();
+    mail_.cv.wait(lock, [&] { return q.empty(); });  // synchronous: until the receiver took it
+  }
+  void recv(float* x, size_t n, int from) override {
+    std::unique_lock lock(mail_.m);
+    auto& q = mail_.box[{from, rank_}];
+    mail_.cv.wait(lock, [&] { return !q.empty(); });
+    REQUIRE(q.front().size() == n);
+    std::memcpy(x, q.front().data(), n * sizeof(float));
+    q.pop_front();
+    mail_.cv.notify_all();
+  }
+  void broadcast(float* x, size_t n, int root) override {
+    if (rank_ != root) return recv(x, n, root);
+    for (int q = 0; q < size_; ++q)
+      if (q != root) send(x, n, q);
+  }
+
+ private:
+  Mail& mail_;
+  int rank_, size_;
+};
+
+struct Leaf {
+  std::vector<float> token_losses;
+  std::vector<std::vector<float>> grads;  // (tensors) full tensors, the full layout's order
+};
+
+std::vector<int32_t> leaf_tokens(const GPTConfig& cfg, int B) {
+  std::vector<int32_t> t(size_t(B) * (cfg.seq_len + 1));
+  for (size_t i = 0; i < t.size(); ++i) t[i] = int32_t((i * 37 + i / 5) % size_t(cfg.vocab));
+  t[3] = cfg.vocab - 1;  // the last vocabulary row, on the last rank
+  return t;
+}
+
+Leaf one_process(const GPTConfig& cfg, int B) {
+  auto be = make_cpu_backend();
+  GPT m(cfg, B, *be);
+  m.init(7);
+  const std::vector<int32_t> tokens = leaf_tokens(cfg, B);
+  m.forward(tokens.data());
+  m.backward();
+  Leaf out{m.token_losses(), {}};
+  for (const ParamView& p : m.params()) {
+    const float* g = m.grads().data_as<float>() + p.offset;
+    out.grads.emplace_back(g, g + p.numel);
+  }
+  return out;
+}
+
+// Every rank's leaf; the gradients' shards placed into full tensors (replicated ones from rank 0,
+// checked equal on every rank).
+Leaf tensor_parallel(const GPTConfig& cfg, int B, int S, int chunks) {
+  Mail mail;
+  const std::vector<int32_t> tokens = leaf_tokens(cfg, B);
+  const std::vector<ParamView> full = gpt_param_layout(cfg);
+  Leaf out;
+  for (const ParamView& p : full) out.grads.emplace_back(p.numel, 0.0f);
+  std::vector<std::vector<float>> losses(static_cast<size_t>(S));
+  std::mutex placing;
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < S; ++r) {
+    ranks.emplace_back([&, r] {
+      omp_set_num_threads(1 + r % 2);
+      auto be = make_cpu_backend();
+      ThreadGroup group(mail, r, S);
+      GPT m(cfg, B, *be, &group);
+      m.set_chain_chunks(chunks);
+      m.init(7);
+      m.forward(tokens.data());
+      m.backward();
+      losses[size_t(r)] = m.token_losses();
+      const TpLayout& t = m.tp_layout();
+      const std::lock_guard lock(placing);
+      for (size_t k = 0; k < t.local.size(); ++k) {
+        const float* g = m.grads().data_as<float>() + t.local[k].offset;
+        if (t.splits[k].sharded) tp_place_shard(t.splits[k], r, g, out.grads[k].data());
+        else if (r == 0) std::memcpy(out.grads[k].data(), g, t.local[k].numel * sizeof(float));
+      }
+    });
+  }
+  for (std::thread& t : ranks) t.join();
+  for (int r = 1; r < S; ++r) CHECK(std::memcmp(losses[size_t(r)].data(), losses[0].data(), losses[0].size() * 4) == 0);
+  out.token_losses = losses[0];
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("tensor-parallel GPT: one leaf's losses and gradients are one process's bits, chunked or not") {
+  const int saved = omp_get_max_threads();
+  for (bool tied : {true, false}) {
+    GPTConfig cfg;
+    cfg.vocab = 61;  // 31 | 30 rows at TP 2, 21 | 21 | 19 at TP 3: no cut on a multiple of 32
+    cfg.seq_len = 16;
+    cfg.n_layer = 2;
+    cfg.n_head = 6;
+    cfg.n_embd = 48;
+    cfg.tied_head = tied;
+    const int B = 2;  // 32 rows
+    const Leaf ref = one_process(cfg, B);
+    const std::vector<ParamView> full = gpt_param_layout(cfg);
+    for (int S : {2, 3}) {
+      for (int chunks : {1, 2, 3, 40}) {
+        CAPTURE(tied);
+        CAPTURE(S);
+        CAPTURE(chunks);
+        const Leaf tp = tensor_parallel(cfg, B, S, chunks);
+        CHECK(std::memcmp(tp.token_losses.data(), ref.token_losses.data(), ref.token_losses.size() * 4) == 0);
+        for (size_t k = 0; k < full.size(); ++k) {
+          CAPTURE(full[k].name);
+          CHECK(std::memcmp(tp.grads[k].data(), ref.grads[k].data(), full[k].numel * 4) == 0);
+        }
+      }
+    }
+  }
+  omp_set_num_threads(saved);
+}
