@@ -93,7 +93,7 @@ def test_config_reads_every_key():
         assert config[key] == written[key], key
     # That one spelling is what the parser reads: every key given back gives the same config.
     assert samebits.Config.from_ini(None, {key: config[key] for key in keys}) == config
-    assert config["optim.adam_betas"] == "0.8,0.9" and config["train.snapshot_steps"] == "0,5"
+    assert config["optim.adam_betas"] == "0.8, 0.9" and config["train.snapshot_steps"] == "0, 5"
     assert config["model.bias"] == "false" and config["optim.lr"] == "0.0125"
     assert config["data.path"] == "" and config["run.out"] == "x.h5"
     with pytest.raises(samebits.Error, match="alias of optim.scale"):
