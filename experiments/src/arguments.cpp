@@ -127,8 +127,8 @@ bool Arguments::parse(const std::vector<std::string>& args, std::vector<std::str
       SB_CHECK(taken, "samebits ", command_, ": unknown option '", escape_untrusted(token), "'",
                handed_on_ == nullptr || handed_section_.empty()
                    ? help
-                   : " (of the configuration's options, only " + handed_section_ + ".* are taken here; samebits " +
-                         command_ + " --help)");
+                   : " (of the configuration's options, only " + handed_section_ +
+                         ".* options are taken here; samebits " + command_ + " --help)");
       handed_on_->push_back(token);
       const bool next_is_value = i + 1 < all.size() && all[i + 1].position_key >= 0;
       if (token.find('=') == std::string::npos && next_is_value) handed_on_->push_back(all[++i].value.front());

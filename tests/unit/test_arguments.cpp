@@ -87,8 +87,8 @@ TEST_CASE("arguments: handed on from one section only; the others refused naming
     FAIL("--train.steps was taken");
   } catch (const sb::Error& e) {
     CHECK(std::string(e.what()) ==
-          "samebits test: unknown option '--train.steps' (of the configuration's options, only run.* are taken "
-          "here; samebits test --help)");
+          "samebits test: unknown option '--train.steps' (of the configuration's options, only run.* options are "
+          "taken here; samebits test --help)");
   }
   CHECK_THROWS_AS(b.parse({"--runx.threads", "3"}, positional), sb::Error);
 }
