@@ -1,8 +1,7 @@
 // Global-norm clipping and per-tensor gradient statistics (clip.hpp): exact sums, order-free
-// maxima, one fp32 multiply per clipped element (on host memory, or the optimizers' kernels').
+// maxima, one fp32 multiply per clipped element (on the optimizers' kernels).
 #include "samebits/core/optim/clip.hpp"
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/exact_norm.hpp"
 
 namespace sb {
@@ -11,10 +10,6 @@ float clip_factor(float norm, double clip) {
   if (!(clip > 0.0) || !(norm < det::float_of_bits(0x7f800000u))) return 1.0f;
   const double f = clip / (static_cast<double>(norm) + kClipNormEps);
   return f < 1.0 ? static_cast<float>(f) : 1.0f;
-}
-
-ClipResult clip_grad_norm(float* grads, size_t n, double clip) {
-  return clip_grad_norm(host_optim_kernels(), grads, n, clip);
 }
 
 ClipResult clip_grad_norm(OptimKernels& kernels, float* grads, size_t n, double clip) {

@@ -3,15 +3,13 @@
 // every claim holds and every run reproduces, 1 a claim fails or a run does not reproduce, 2 error.
 #include <iostream>
 
+#include "samebits/cli/arguments.hpp"
 #include "samebits/cli/claims.hpp"
 #include "samebits/cli/command.hpp"
-#include "samebits/cli/command_args.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb::cli {
 namespace {
-
-namespace po = boost::program_options;
 
 constexpr const char* kUsage =
     "usage: samebits claims check CLAIMS.ini [--budget T] [--runs DIR] [--seed X] [--run.threads T ...]\n"
@@ -32,25 +30,20 @@ constexpr const char* kUsage =
 
 int run_claims(const std::vector<std::string>& args) {
   ClaimsCheckOptions options;
-  bool help = false;
-  std::string seed;
+  uint64_t seed = 0;
   std::vector<std::string> positional;
-  po::options_description table;
-  table.add_options()("help,h", po::bool_switch(&help))("budget", po::value(&options.budget))(
-      "runs", po::value(&options.runs))("seed", po::value(&seed));
-  const po::variables_map vm =
-      parse_command_args(args, table, positional, &options.overrides, "samebits claims --help");
-  if (help) {
+  Arguments arguments("claims");
+  arguments.text("budget", options.budget)
+      .text("runs", options.runs)
+      .integer("seed", seed)
+      .hand_on(options.overrides, "run");
+  if (!arguments.parse(args, positional)) {
     std::cout << kUsage;
     return kExitOk;
   }
   SB_CHECK(positional.size() == 2 && positional[0] == "check",
            "expected samebits claims check CLAIMS.ini (samebits claims --help)");
-  if (vm.count("seed")) {
-    SB_CHECK(!seed.empty() && seed.size() <= 19 && seed.find_first_not_of("0123456789") == std::string::npos,
-             "--seed '", seed, "' must be a non-negative integer");
-    options.seed = std::stoull(seed);
-  }
+  if (arguments.given("seed")) options.seed = seed;
   return check_claims_file(positional[1], options, std::cout);
 }
 

@@ -2,15 +2,13 @@
 // evaluator downloads (pack.hpp). Exit 0 packed, 2 error (nothing is overwritten).
 #include <iostream>
 
+#include "samebits/cli/arguments.hpp"
 #include "samebits/cli/command.hpp"
-#include "samebits/cli/command_args.hpp"
 #include "samebits/cli/pack.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb::cli {
 namespace {
-
-namespace po = boost::program_options;
 
 constexpr const char* kUsage =
     "usage: samebits pack RUN.h5 [RUN.h5 ...] OUT/ [--claims CLAIMS.ini] [--gpu-factor F]\n"
@@ -31,13 +29,11 @@ constexpr const char* kUsage =
 
 int run_pack(const std::vector<std::string>& args) {
   PackOptions options;
-  bool help = false;
   std::vector<std::string> positional;
-  po::options_description table;
-  table.add_options()("help,h", po::bool_switch(&help))("claims", po::value(&options.claims))(
-      "gpu-factor", po::value(&options.gpu_factor));
-  parse_command_args(args, table, positional, nullptr, "samebits pack --help");
-  if (help) {
+  if (!Arguments("pack")
+           .text("claims", options.claims)
+           .number("gpu-factor", options.gpu_factor)
+           .parse(args, positional)) {
     std::cout << kUsage;
     return kExitOk;
   }

@@ -1,19 +1,16 @@
 // samebits trace A.h5 B.h5 [--step S] [--out DIR]: the first op at which two runs of one
 // experiment part (trace.hpp, docs/TRACE.md). Exit 0 identical, 1 divergence found, 2 error.
-#include <boost/program_options.hpp>
-
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 
+#include "samebits/cli/arguments.hpp"
 #include "samebits/cli/command.hpp"
 #include "samebits/cli/trace.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb::cli {
 namespace {
-
-namespace po = boost::program_options;
 
 constexpr const char* kUsage =
     "usage: samebits trace A.h5 B.h5 [--step S] [--out DIR]\n"
@@ -45,23 +42,10 @@ struct Options {
 
 Options parse(const std::vector<std::string>& args) {
   Options o;
-  po::options_description desc;
-  desc.add_options()("help,h", po::bool_switch(&o.help))("step", po::value(&o.step))("out", po::value(&o.out))(
-      "files", po::value(&o.files));
-  po::positional_options_description pos;
-  pos.add("files", -1);
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-    po::notify(vm);
-  } catch (const po::error& e) {
-    SB_FAIL(e.what(), " (samebits trace --help lists the options)");
-  }
+  o.help = !Arguments("trace").integer("step", o.step, 1).text("out", o.out).parse(args, o.files);
   if (o.help) return o;
   SB_CHECK(o.files.size() == 2, "samebits trace expects two run files, got ", o.files.size(),
            " (samebits trace A.h5 B.h5 [--step S] [--out DIR])");
-  SB_CHECK(o.step >= 0 && (o.step > 0 || !vm.count("step")), "samebits trace --step ", o.step,
-           ": steps are 1-based (the first is 1)");
   return o;
 }
 

@@ -1,5 +1,6 @@
 // samebits verify RUN.h5 [--from S] [--steps N] [--run.key VALUE …]: re-runs the recorded experiment here and
 // checks every step against the file (verify.hpp). Exit 0 all equal, 1 mismatch, 2 error.
+#include <fstream>
 #include <iostream>
 
 #include "samebits/cli/arguments.hpp"
@@ -35,15 +36,34 @@ constexpr const char* kUsage =
     "\n"
     "Exit codes: 0 every step matches, 1 mismatch, 2 error.\n";
 
+// --budget T: windows chosen to fit T, verified, the verdicts (and --report FILE.md) at the end.
+int verify_in_budget(const std::string& path, const std::string& budget, BudgetOptions options,
+                     const std::string& report) {
+  options.budget = parse_duration(budget, "--budget");
+  const BudgetResult r = verify_within_budget(path, options, std::cout);
+  std::cout << budget_verdict_text(r);
+  if (!report.empty()) {
+    std::ofstream out(report, std::ios::trunc);
+    out << budget_report_markdown(r);
+    SB_CHECK(out.good(), "cannot write the report '", report, "'");
+    std::cout << "report written to " << report << "\n";
+  }
+  return r.reproduced() ? kExitOk : kExitDifferent;
+}
+
 int run_verify(const std::vector<std::string>& args) {
-  if (budget_requested(args)) return verify_budget_command(args);
   VerifyOptions options;
+  std::string budget, report;
+  uint64_t seed = 0;
   std::vector<std::string> positional;
-  if (!Arguments("verify")
-           .integer("from", options.from, 0)
-           .integer("steps", options.steps, 1)
-           .hand_on(options.overrides)
-           .parse(args, positional)) {
+  Arguments arguments("verify");
+  arguments.integer("from", options.from, 0)
+      .integer("steps", options.steps, 1)
+      .text("budget", budget)
+      .integer("seed", seed)
+      .text("report", report)
+      .hand_on(options.overrides, "run");
+  if (!arguments.parse(args, positional)) {
     std::cout << kUsage;
     return kExitOk;
   }
@@ -51,6 +71,21 @@ int run_verify(const std::vector<std::string>& args) {
   const std::string given = positional.empty() ? "" : positional[0];
   SB_CHECK(!given.empty(), "expected a run file (samebits verify RUN.h5)");
   const std::string path = packed_run_path(given);  // a packed folder (samebits pack) names its run
+  const bool with_budget = arguments.given("budget");
+  for (const char* name : {"from", "steps"}) {
+    SB_CHECK(!with_budget || !arguments.given(name), "samebits verify --", name,
+             " goes without --budget, which chooses the windows (samebits verify --help)");
+  }
+  for (const char* name : {"seed", "report"}) {
+    SB_CHECK(with_budget || !arguments.given(name), "samebits verify --", name,
+             " goes with --budget (samebits verify --help)");
+  }
+  if (with_budget) {
+    BudgetOptions budget_options;
+    if (arguments.given("seed")) budget_options.seed = seed;
+    budget_options.overrides = options.overrides;
+    return verify_in_budget(path, budget, budget_options, report);
+  }
   const VerifyResult r = verify_run(path, options, std::cout);
   std::cout << verify_text(path, r);
   return r.reproduced() ? kExitOk : kExitDifferent;

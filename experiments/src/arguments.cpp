@@ -6,7 +6,6 @@
 #include "long_options.hpp"
 
 #include <limits>
-#include <set>
 
 #include "samebits/core/config_grammar.hpp"
 #include "samebits/core/untrusted_text.hpp"
@@ -40,9 +39,9 @@ void Arguments::fail_value(const std::string& name, const std::string& value, co
 }
 
 template <class T>
-T Arguments::read(const std::string& name, const std::string& text, T (*parse)(std::string_view)) const {
+T Arguments::read(const std::string& name, const std::string& text, T (*parser)(std::string_view)) const {
   try {
-    return parse(text);
+    return parser(text);
   } catch (const BadConfigValue& bad) {
     fail_value(name, text, bad.expected);
   }
@@ -90,12 +89,15 @@ Arguments& Arguments::texts(const std::string& name, std::vector<std::string>& t
   return add({name, true, true, [&target](const std::string& text) { target.push_back(text); }});
 }
 
-Arguments& Arguments::hand_on(std::vector<std::string>& tokens) {
+Arguments& Arguments::hand_on(std::vector<std::string>& tokens, std::string section) {
   handed_on_ = &tokens;
+  handed_section_ = std::move(section);
   return *this;
 }
 
-bool Arguments::parse(const std::vector<std::string>& args, std::vector<std::string>& positional) const {
+bool Arguments::given(const std::string& name) const { return given_.count(name) != 0; }
+
+bool Arguments::parse(const std::vector<std::string>& args, std::vector<std::string>& positional) {
   const std::string help = " (samebits " + command_ + " --help)";
   po::options_description desc;
   desc.add_options()("help", "");
@@ -107,7 +109,7 @@ bool Arguments::parse(const std::vector<std::string>& args, std::vector<std::str
   for (const auto& opt : parsed.options) {
     if (opt.string_key == "help" || (opt.position_key >= 0 && opt.value.front() == "-h")) return false;
   }
-  std::set<std::string> seen;
+  given_.clear();
   const auto& all = parsed.options;
   for (std::size_t i = 0; i < all.size(); ++i) {
     const po::option& opt = all[i];
@@ -120,7 +122,13 @@ bool Arguments::parse(const std::vector<std::string>& args, std::vector<std::str
     }
     if (opt.unregistered) {
       const std::string& token = opt.original_tokens.front();
-      SB_CHECK(handed_on_ != nullptr, "samebits ", command_, ": unknown option '", escape_untrusted(token), "'", help);
+      const bool taken =
+          handed_on_ != nullptr && (handed_section_.empty() || token.rfind("--" + handed_section_ + ".", 0) == 0);
+      SB_CHECK(taken, "samebits ", command_, ": unknown option '", escape_untrusted(token), "'",
+               handed_on_ == nullptr || handed_section_.empty()
+                   ? help
+                   : " (of the configuration's options, only " + handed_section_ +
+                         ".* options are taken here; samebits " + command_ + " --help)");
       handed_on_->push_back(token);
       const bool next_is_value = i + 1 < all.size() && all[i + 1].position_key >= 0;
       if (token.find('=') == std::string::npos && next_is_value) handed_on_->push_back(all[++i].value.front());
@@ -128,7 +136,7 @@ bool Arguments::parse(const std::vector<std::string>& args, std::vector<std::str
     }
     for (const Option& o : options_) {
       if (o.name != opt.string_key) continue;
-      SB_CHECK(seen.insert(o.name).second || o.repeatable, "samebits ", command_, " --", o.name,
+      SB_CHECK(given_.insert(o.name).second || o.repeatable, "samebits ", command_, " --", o.name,
                " is given twice; keep one");
       o.set(opt.value.empty() ? std::string() : opt.value.front());
     }

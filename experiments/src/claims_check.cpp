@@ -4,19 +4,23 @@
 // precision it is written with, bits (0x…) bitwise.
 #include <boost/program_options.hpp>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
+#include <utility>
 
 #include "samebits/cli/claims.hpp"
 #include "samebits/cli/diff.hpp"
 #include "samebits/cli/verify_budget.hpp"
+#include "samebits/core/config_grammar.hpp"
 #include "samebits/core/io/run_file.hpp"
 #include "samebits/core/untrusted_text.hpp"
 #include "samebits/det/error.hpp"
@@ -30,22 +34,21 @@ namespace po = boost::program_options;
 const std::set<std::string> kQuantities = {"series", "final_val_loss", "first_divergent_step", "identical",
                                            "table_cell"};
 
-std::string trim(const std::string& s) {
-  const auto a = s.find_first_not_of(" \t\r");
-  return a == std::string::npos ? "" : s.substr(a, s.find_last_not_of(" \t\r") - a + 1);
-}
-
 std::vector<std::string> words(const std::string& s) {
   std::vector<std::string> out;
   std::istringstream in(s);
-  for (std::string w; in >> w;) out.push_back(trim(w.back() == ',' ? w.substr(0, w.size() - 1) : w));
+  for (std::string w; in >> w;) out.push_back(config_value::trim(w.back() == ',' ? w.substr(0, w.size() - 1) : w));
   return out;
 }
 
-bool parse_int(const std::string& text, int64_t& v) {
-  if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos) return false;
-  v = std::stoll(text);
-  return true;
+// A step as a claim writes it: a non-negative integer (the configuration's grammar).
+bool parse_step(const std::string& text, int64_t& v) {
+  try {
+    v = config_value::parse_int(text);
+  } catch (const BadConfigValue&) {
+    return false;
+  }
+  return v >= 0;
 }
 
 // A float or double against the stated decimal (at its precision) and bits.
@@ -162,11 +165,11 @@ ClaimResult diff_claim(const ClaimsFile& f, const Claim& c) {
 // The cells of a Markdown table row "| a | b |" (bold markers removed).
 std::vector<std::string> cells(const std::string& line) {
   std::vector<std::string> out;
-  std::string t = trim(line);
+  std::string t = config_value::trim(line);
   if (t.size() < 2 || t.front() != '|') return out;
   std::istringstream in(t.substr(1));
   for (std::string cell; std::getline(in, cell, '|');) {
-    std::string v = trim(cell);
+    std::string v = config_value::trim(cell);
     if (v.size() >= 4 && v.rfind("**", 0) == 0 && v.substr(v.size() - 2) == "**") v = v.substr(2, v.size() - 4);
     out.push_back(v);
   }
@@ -201,6 +204,102 @@ ClaimResult table_claim(const ClaimsFile& f, const Claim& c) {
           found_column ? " and row '" + escape_untrusted(c.row) + "'" : std::string());
 }
 
+// The sections of a claims file in the order they first appear, each key once: {section, {key, value}}.
+std::vector<std::pair<std::string, std::map<std::string, std::string>>> read_sections(const std::string& path) {
+  std::ifstream in(path);
+  SB_CHECK(in.good(), "cannot read the claims file '", path, "'");
+  po::parsed_options parsed(nullptr);
+  try {
+    parsed = po::parse_config_file(in, po::options_description(), true);
+  } catch (const po::error& e) {
+    SB_FAIL("claims file ", path, ": ", e.what(), " (sections [claims] and [claim NAME], lines key = value)");
+  }
+  std::vector<std::pair<std::string, std::map<std::string, std::string>>> sections;
+  for (const po::option& o : parsed.options) {
+    const std::string key = o.string_key;
+    const std::size_t dot = key.rfind('.');
+    SB_CHECK(dot != std::string::npos && !o.value.empty(), "claims file ", path, ": '", escape_untrusted(key),
+             "' is outside a section ([claims] or [claim NAME])");
+    const std::string section = key.substr(0, dot), name = key.substr(dot + 1);
+    auto at = std::find_if(sections.begin(), sections.end(), [&](const auto& s) { return s.first == section; });
+    if (at == sections.end()) at = sections.insert(at, {section, {}});
+    SB_CHECK(at->second.emplace(name, o.value[0]).second, "claims file ", path, ": [", escape_untrusted(section),
+             "] gives ", escape_untrusted(name), " twice");
+  }
+  return sections;
+}
+
+// A [claim NAME] section as written: the claim's texts, its runs and its step before they are read.
+struct ClaimText {
+  Claim claim;
+  std::string runs, step;
+};
+
+// Each key of a [claim NAME] section and the text it sets ("run" and "runs" are one key).
+using ClaimSlot = std::string& (*)(ClaimText&);
+const std::pair<const char*, ClaimSlot> kClaimKeys[] = {
+    {"statement", [](ClaimText& t) -> std::string& { return t.claim.statement; }},
+    {"quantity", [](ClaimText& t) -> std::string& { return t.claim.quantity; }},
+    {"run", [](ClaimText& t) -> std::string& { return t.runs; }},
+    {"runs", [](ClaimText& t) -> std::string& { return t.runs; }},
+    {"series", [](ClaimText& t) -> std::string& { return t.claim.series; }},
+    {"tensor", [](ClaimText& t) -> std::string& { return t.claim.tensor; }},
+    {"step", [](ClaimText& t) -> std::string& { return t.step; }},
+    {"report", [](ClaimText& t) -> std::string& { return t.claim.report; }},
+    {"row", [](ClaimText& t) -> std::string& { return t.claim.row; }},
+    {"column", [](ClaimText& t) -> std::string& { return t.claim.column; }},
+    {"value", [](ClaimText& t) -> std::string& { return t.claim.value; }},
+    {"bits", [](ClaimText& t) -> std::string& { return t.claim.bits; }},
+};
+
+// Every key of kClaimKeys, comma-separated: what an unknown key's error offers.
+std::string claim_keys_text() {
+  std::string text;
+  for (const auto& [key, slot] : kClaimKeys) text += (text.empty() ? "" : ", ") + std::string(key);
+  return text;
+}
+
+// One [claim NAME] section read and checked: every key known, the claim complete for its quantity.
+Claim read_claim(const std::string& name, const std::map<std::string, std::string>& keys, const std::string& where) {
+  ClaimText t;
+  t.claim.name = escape_untrusted(name);
+  for (const auto& [k, v] : keys) {
+    const auto* known =
+        std::find_if(std::begin(kClaimKeys), std::end(kClaimKeys), [&](const auto& entry) { return k == entry.first; });
+    SB_CHECK(known != std::end(kClaimKeys), where, ": unknown key '", escape_untrusted(k), "' (", claim_keys_text(),
+             ")");
+    known->second(t) = v;
+  }
+  Claim& c = t.claim;
+  c.runs = words(t.runs);
+  SB_CHECK(kQuantities.count(c.quantity), where, ": quantity '", escape_untrusted(c.quantity),
+           "' is not one of series, final_val_loss, first_divergent_step, identical, table_cell");
+  SB_CHECK(!c.value.empty() || (!c.bits.empty() && (c.quantity == "series" || c.quantity == "final_val_loss")), where,
+           ": no value (the value the paper states)");
+  const bool two = c.quantity == "first_divergent_step" || c.quantity == "identical";
+  const std::size_t wanted = c.quantity == "table_cell" ? 0 : two ? 2 : 1;
+  SB_CHECK(c.runs.size() == wanted, where, ": quantity ", c.quantity, " names ", wanted, " run", wanted == 1 ? "" : "s",
+           " (runs = A B), not ", c.runs.size());
+  if (c.quantity == "series") {
+    SB_CHECK(!c.series.empty() && parse_step(t.step, c.step) && c.step >= 1, where,
+             ": a series claim needs series = COLUMN and step = N (N >= 1)");
+  }
+  if (c.quantity == "table_cell") {
+    SB_CHECK(!c.report.empty() && !c.row.empty() && !c.column.empty(), where,
+             ": a table_cell claim needs report, row and column");
+  }
+  int64_t n = 0;
+  SB_CHECK(c.quantity != "first_divergent_step" || c.value == "none" || parse_step(c.value, n), where,
+           ": first_divergent_step is a step or none, not '", escape_untrusted(c.value), "'");
+  SB_CHECK(c.quantity != "identical" || c.value == "yes" || c.value == "no", where, ": identical is yes or no, not '",
+           escape_untrusted(c.value), "'");
+  for (const std::string& r : c.runs) {
+    SB_CHECK(!r.empty() && r.find('/') == std::string::npos && r != "." && r != "..", where, ": run '",
+             escape_untrusted(r), "' is not a run name (NAME for RUNS/NAME.h5)");
+  }
+  return c;
+}
+
 }  // namespace
 
 std::vector<std::string> ClaimsFile::run_names() const {
@@ -222,31 +321,10 @@ std::string ClaimsFile::report_path(const std::string& report) const {
 }
 
 ClaimsFile read_claims(const std::string& path, const std::string& runs_override) {
-  std::ifstream in(path);
-  SB_CHECK(in.good(), "cannot read the claims file '", path, "'");
-  po::parsed_options parsed(nullptr);
-  try {
-    parsed = po::parse_config_file(in, po::options_description(), true);
-  } catch (const po::error& e) {
-    SB_FAIL("claims file ", path, ": ", e.what(), " (sections [claims] and [claim NAME], lines key = value)");
-  }
   ClaimsFile f;
   f.path = path;
   std::string runs = "runs";
-  std::map<std::string, std::map<std::string, std::string>> sections;
-  std::vector<std::string> order;
-  for (const po::option& o : parsed.options) {
-    const std::string key = o.string_key;
-    const std::size_t dot = key.rfind('.');
-    SB_CHECK(dot != std::string::npos && !o.value.empty(), "claims file ", path, ": '", escape_untrusted(key),
-             "' is outside a section ([claims] or [claim NAME])");
-    const std::string section = key.substr(0, dot), name = key.substr(dot + 1);
-    if (!sections.count(section)) order.push_back(section);
-    SB_CHECK(sections[section].emplace(name, o.value[0]).second, "claims file ", path, ": [", escape_untrusted(section),
-             "] gives ", escape_untrusted(name), " twice");
-  }
-  for (const std::string& section : order) {
-    const auto& keys = sections[section];
+  for (const auto& [section, keys] : read_sections(path)) {
     const std::string where = "claims file " + path + ": [" + escape_untrusted(section) + "]";
     if (section == "claims") {
       for (const auto& [k, v] : keys) {
@@ -258,55 +336,7 @@ ClaimsFile read_claims(const std::string& path, const std::string& runs_override
     }
     SB_CHECK(section.rfind("claim ", 0) == 0 && section.size() > 6, where,
              ": unknown section (expected [claims] or [claim NAME])");
-    Claim c;
-    c.name = escape_untrusted(trim(section.substr(6)));
-    std::string run, step;
-    for (const auto& [k, v] : keys) {
-      std::string* slot = k == "statement"            ? &c.statement
-                          : k == "quantity"           ? &c.quantity
-                          : k == "run" || k == "runs" ? &run
-                          : k == "series"             ? &c.series
-                          : k == "tensor"             ? &c.tensor
-                          : k == "step"               ? &step
-                          : k == "report"             ? &c.report
-                          : k == "row"                ? &c.row
-                          : k == "column"             ? &c.column
-                          : k == "value"              ? &c.value
-                          : k == "bits"               ? &c.bits
-                                                      : nullptr;
-      SB_CHECK(slot != nullptr, where, ": unknown key '", escape_untrusted(k),
-               "' (statement, quantity, run(s), series, "
-               "tensor, step, report, row, column, value, bits)");
-      *slot = v;
-    }
-    c.runs = words(run);
-    SB_CHECK(kQuantities.count(c.quantity), where, ": quantity '", escape_untrusted(c.quantity),
-             "' is not one of series, "
-             "final_val_loss, first_divergent_step, identical, table_cell");
-    SB_CHECK(!c.value.empty() || (!c.bits.empty() && (c.quantity == "series" || c.quantity == "final_val_loss")), where,
-             ": no value (the value the paper states)");
-    const bool two = c.quantity == "first_divergent_step" || c.quantity == "identical";
-    const std::size_t wanted = c.quantity == "table_cell" ? 0 : two ? 2 : 1;
-    SB_CHECK(c.runs.size() == wanted, where, ": quantity ", c.quantity, " names ", wanted, " run",
-             wanted == 1 ? "" : "s", " (runs = A B), not ", c.runs.size());
-    if (c.quantity == "series") {
-      SB_CHECK(!c.series.empty() && parse_int(step, c.step) && c.step >= 1, where,
-               ": a series claim needs series = COLUMN and step = N (N >= 1)");
-    }
-    if (c.quantity == "table_cell") {
-      SB_CHECK(!c.report.empty() && !c.row.empty() && !c.column.empty(), where,
-               ": a table_cell claim needs report, row and column");
-    }
-    int64_t n = 0;
-    SB_CHECK(c.quantity != "first_divergent_step" || c.value == "none" || parse_int(c.value, n), where,
-             ": first_divergent_step is a step or none, not '", escape_untrusted(c.value), "'");
-    SB_CHECK(c.quantity != "identical" || c.value == "yes" || c.value == "no", where, ": identical is yes or no, not '",
-             escape_untrusted(c.value), "'");
-    for (const std::string& r : c.runs) {
-      SB_CHECK(!r.empty() && r.find('/') == std::string::npos && r != "." && r != "..", where, ": run '",
-               escape_untrusted(r), "' is not a run name (NAME for RUNS/NAME.h5)");
-    }
-    f.claims.push_back(c);
+    f.claims.push_back(read_claim(config_value::trim(section.substr(6)), keys, where));
   }
   SB_CHECK(!f.claims.empty(), "claims file ", path, " holds no [claim NAME] section");
   f.runs_dir =

@@ -6,10 +6,10 @@
 
 #include "samebits/cli/inspect.hpp"
 #include "samebits/cli/trace.hpp"
-#include "samebits/cli/train_run.hpp"
 #include "samebits/core/io/gpt_weights.hpp"
 #include "samebits/core/parallel/thread_world.hpp"
 #include "samebits/core/tracing_backend.hpp"
+#include "samebits/core/train/rank_setup.hpp"
 #include "samebits/core/train/trainer.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/fingerprint.hpp"

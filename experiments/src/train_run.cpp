@@ -6,7 +6,6 @@
 // whatever the moment the earlier session died.
 #include "samebits/cli/train_run.hpp"
 #include "samebits/cli/data_provenance.hpp"
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/io/gpt_weights.hpp"
 #include "samebits/core/untrusted_text.hpp"
 
@@ -24,15 +23,12 @@
 #include "samebits/core/io/run_file.hpp"
 #include "samebits/core/io/run_store.hpp"
 #include "samebits/core/io/trace_file.hpp"
-#include "samebits/core/parallel/launch.hpp"
+#include "samebits/core/parallel/broadcast_bytes.hpp"
 #include "samebits/core/parallel/mpi.hpp"
 #include "samebits/core/tracing_backend.hpp"
+#include "samebits/core/train/rank_setup.hpp"
 #include "samebits/core/train/run_header.hpp"
 #include "samebits/det/error.hpp"
-
-#ifdef SB_HAVE_CUDA
-#include "samebits/core/cuda/cuda_backend.hpp"
-#endif
 
 namespace sb::cli {
 namespace {
@@ -72,19 +68,6 @@ std::vector<float> host_weights(Trainer& trainer) {
   std::vector<float> w(trainer.model().flat_size());  // (flat_size)
   trainer.backend().copy_to_host(w.data(), trainer.model().weights().data(), w.size() * sizeof(float));
   return w;
-}
-
-// Devices of run.backend's kind this process sees (1 for the CPU). Throws sb::Error for cuda in a
-// build without CUDA.
-int device_count(const Config& config) {
-  if (config.run.backend == Device::cpu) return 1;
-#ifdef SB_HAVE_CUDA
-  return cuda_device_count();
-#else
-  SB_FAIL(
-      "config run.backend=cuda: this samebits was built without CUDA (build the cuda preset, or use "
-      "run.backend=cpu)");
-#endif
 }
 
 // Rank 0 opens the run file: a new one, or (--resume) the existing one at its newest good
@@ -131,10 +114,7 @@ std::vector<trace::Row> gather_stream(Communicator& comm, std::vector<trace::Row
   std::vector<trace::Row> all;
   for (int r = 0; r < comm.size(); ++r) {
     std::vector<uint8_t> bytes = r == comm.rank() ? trace::pack(mine) : std::vector<uint8_t>{};
-    uint64_t n = bytes.size();
-    comm.broadcast(&n, sizeof n, r);
-    bytes.resize(n);
-    comm.broadcast(bytes.data(), n, r);
+    broadcast_bytes(bytes, r, comm);
     for (trace::Row& row : trace::unpack(bytes))
       if (r == 0 || row.leaf >= 0) all.push_back(std::move(row));
   }
@@ -142,24 +122,6 @@ std::vector<trace::Row> gather_stream(Communicator& comm, std::vector<trace::Row
 }
 
 }  // namespace
-
-std::unique_ptr<Backend> make_backend(const Config& config, [[maybe_unused]] int device) {
-  if (config.run.backend == Device::cpu) return make_cpu_backend(to_numerics(config));
-#ifdef SB_HAVE_CUDA
-  return make_cuda_backend(to_numerics(config), device);
-#else
-  SB_FAIL("config run.backend=cuda: this samebits was built without CUDA");
-#endif
-}
-
-RankSetup make_rank_setup(const Config& config) {
-  const CommunicatorPlan plan =
-      plan_communicator(config.run.backend, read_launch_environment(), device_count(config), -1);
-  RankSetup setup;
-  setup.backend = make_backend(config, plan.device);
-  setup.comm = make_planned_communicator(plan, *setup.backend);
-  return setup;
-}
 
 std::string duration_text(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";

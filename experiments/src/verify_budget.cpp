@@ -14,11 +14,8 @@
 #include <random>
 #include <sstream>
 
-#include "samebits/cli/command.hpp"
-#include "samebits/cli/command_args.hpp"
 #include "samebits/cli/data_provenance.hpp"
 #include "samebits/cli/inspect.hpp"
-#include "samebits/cli/pack.hpp"
 #include "samebits/core/io/gpt_weights.hpp"
 #include "samebits/core/io/run_file.hpp"
 #include "samebits/core/train/run_header.hpp"
@@ -26,9 +23,6 @@
 #include "samebits/core/untrusted_text.hpp"
 #include "samebits/det/build_info.hpp"
 #include "samebits/det/error.hpp"
-
-#include <fstream>
-#include <iostream>
 
 namespace sb::cli {
 namespace {
@@ -118,28 +112,11 @@ bool BudgetResult::reproduced() const {
                             [](const BudgetWindow& w) { return w.skipped || (w.result && w.result->reproduced()); });
 }
 
-BudgetResult verify_within_budget(const std::string& path, const BudgetOptions& options, std::ostream& log) {
-  const double t0 = now();
-  BudgetResult r;
-  r.path = path;
-  r.budget = options.budget;
-  SB_CHECK(options.budget > 0, "--budget must be more than 0 seconds");
-  for (const std::string& token : options.overrides) {
-    SB_CHECK(token.rfind("--", 0) != 0 || token.rfind("--run.", 0) == 0, "verify re-runs the recorded experiment: ",
-             "only run.* options (how to run: threads, backend) may be given, not '", token, "'");
-  }
-  const run::RunReader run = run::RunReader::open(path);
-  const int64_t rows = run.steps_recorded();
-  SB_CHECK(rows > 0, path, " records no steps yet: nothing to verify");
-  const Config config = recorded_config(run, options.overrides);
-  r.data_differences = data_differences(path, run.info(), config);
-  if (!r.data_differences.empty()) {
-    r.seconds = now() - t0;
-    return r;
-  }
-  const std::vector<double> recorded = run.series<double>("timing/step_seconds");
+namespace {
 
-  // Calibration: a Trainer built here and its first step, against the recorded first step.
+// A Trainer built here and its first step, against the median recorded step (robust to a busy
+// recording): r's step_here, setup, step_recorded and this machine's description.
+void calibrate(const Config& config, const std::vector<double>& recorded, BudgetResult& r) {
   const std::vector<float> initial_weights = io::load_initial_weights(config);
   TrainerOptions trainer_options;
   if (!config.train.init.empty()) trainer_options.initial_weights = &initial_weights;
@@ -158,16 +135,18 @@ BudgetResult verify_within_budget(const std::string& path, const BudgetOptions& 
   r.host_here = host;
   std::vector<double> sorted = recorded;
   std::nth_element(sorted.begin(), sorted.begin() + long(sorted.size() / 2), sorted.end());
-  r.step_recorded = std::max(sorted[sorted.size() / 2], 1e-9);  // the median: robust to a busy recording
-  const double factor = r.step_here / r.step_recorded;
+  r.step_recorded = std::max(sorted[sorted.size() / 2], 1e-9);
+}
 
-  // The candidate windows and the seeded choice.
+// The candidate windows, the start and each kept state to the next, priced by the calibration.
+std::vector<BudgetWindow> price_windows(const run::RunReader& run, const std::vector<double>& recorded,
+                                        const BudgetResult& r) {
   const std::vector<int64_t> starts = window_starts(run);
   std::vector<BudgetWindow> candidates;
   for (std::size_t k = 0; k < starts.size(); ++k) {
     BudgetWindow w;
     w.from = starts[k];
-    w.steps = (k + 1 < starts.size() ? starts[k + 1] : rows) - w.from;
+    w.steps = (k + 1 < starts.size() ? starts[k + 1] : run.steps_recorded()) - w.from;
     double sum = 0;  // in median recorded steps, never fewer than one each (evaluation steps count more)
     for (int64_t s = w.from; s < w.from + w.steps; ++s)
       sum += std::max(1.0, recorded[std::size_t(s)] / r.step_recorded);
@@ -175,47 +154,59 @@ BudgetResult verify_within_budget(const std::string& path, const BudgetOptions& 
     w.expected = r.setup + r.step_here * sum;
     candidates.push_back(w);
   }
-  r.candidates = int64_t(candidates.size());
-  r.seed = options.seed ? *options.seed : (uint64_t(std::random_device{}()) << 32 | std::random_device{}());
-  uint64_t state = r.seed;
+  return candidates;
+}
+
+// The seeded choice: the candidates shuffled, each taken while the plan still fits `available`
+// seconds; when none fits whole, the first drawn cut to what fits (one step at least). Ascending.
+std::vector<BudgetWindow> choose_windows(std::vector<BudgetWindow> candidates, uint64_t seed, double available,
+                                         double setup) {
+  uint64_t state = seed;
   for (std::size_t k = candidates.size(); k > 1; --k) std::swap(candidates[k - 1], candidates[splitmix64(state) % k]);
-  const double available = kPlanShare * (options.budget - (now() - t0));
+  std::vector<BudgetWindow> chosen;
   double planned = 0;
   for (const BudgetWindow& w : candidates) {
     if (planned + w.expected <= available) {
-      r.windows.push_back(w);
+      chosen.push_back(w);
       planned += w.expected;
     }
   }
-  if (r.windows.empty()) {  // no whole window fits: the first drawn one, cut to what fits (one step at least)
+  if (chosen.empty()) {
     BudgetWindow w = candidates.front();
-    const double per_step = (w.expected - r.setup) / double(w.steps);
-    const int64_t steps = std::clamp<int64_t>(int64_t((available - r.setup) / std::max(per_step, 1e-9)), 1, w.steps);
+    const double per_step = (w.expected - setup) / double(w.steps);
+    const int64_t steps = std::clamp<int64_t>(int64_t((available - setup) / std::max(per_step, 1e-9)), 1, w.steps);
     w.steps_priced *= double(steps) / double(w.steps);
     w.steps = steps;
-    w.expected = r.setup + per_step * double(w.steps);
-    r.windows.push_back(w);
-    planned = w.expected;
+    w.expected = setup + per_step * double(w.steps);
+    chosen.push_back(w);
   }
-  std::sort(r.windows.begin(), r.windows.end(),
-            [](const BudgetWindow& a, const BudgetWindow& b) { return a.from < b.from; });
+  std::sort(chosen.begin(), chosen.end(), [](const BudgetWindow& a, const BudgetWindow& b) { return a.from < b.from; });
+  return chosen;
+}
 
+// The plan, printed before anything runs.
+void log_plan(const run::RunReader& run, const BudgetResult& r, double so_far, std::ostream& log) {
   int64_t steps = 0;
-  for (const BudgetWindow& w : r.windows) steps += w.steps;
-  log << "plan: verify " << path << " (" << rows << " steps, experiment " << run.info().experiment_id << ") within "
-      << duration_spec(options.budget) << "\n"
+  double planned = 0;
+  for (const BudgetWindow& w : r.windows) steps += w.steps, planned += w.expected;
+  const int64_t rows = run.steps_recorded();
+  log << "plan: verify " << r.path << " (" << rows << " steps, experiment " << run.info().experiment_id << ") within "
+      << duration_spec(r.budget) << "\n"
       << "  calibration: step 1 took " << fixed(r.step_here, 3) << " s here, " << fixed(r.step_recorded, 3)
-      << " s the median recorded step (factor " << fixed(factor, 2) << "); setup " << fixed(r.setup, 2) << " s; "
-      << duration_spec(now() - t0) << " so far\n"
+      << " s the median recorded step (factor " << fixed(r.step_here / r.step_recorded, 2) << "); setup "
+      << fixed(r.setup, 2) << " s; " << duration_spec(so_far) << " so far\n"
       << "  seed " << r.seed << ": " << r.windows.size() << " of " << r.candidates << " windows, " << steps << " of "
       << rows << " steps, expected " << duration_spec(planned) << " (repeat this choice with --seed " << r.seed
       << ")\n";
   for (const BudgetWindow& w : r.windows)
     log << "    " << window_name(w) << "  expected " << duration_spec(w.expected) << "\n";
   log.flush();
+}
 
-  // A machine that slows down (shared cores) is caught between windows: the step time seen so far
-  // prices the next window, which is skipped when it no longer fits.
+// Verifies the chosen windows. A machine that slows down (shared cores) is caught between
+// windows: the step time seen so far prices the next window, which is skipped when it no longer
+// fits the budget (counted from t0).
+void run_windows(const BudgetOptions& options, double t0, BudgetResult& r, std::ostream& log) {
   double step_seen = r.step_here;
   bool first = true;
   for (BudgetWindow& w : r.windows) {
@@ -231,13 +222,40 @@ BudgetResult verify_within_budget(const std::string& path, const BudgetOptions& 
     v.from = w.from;
     v.steps = w.steps;
     v.overrides = options.overrides;
-    w.result = verify_run(path, v, log);
+    w.result = verify_run(r.path, v, log);
     w.seconds = now() - a;
     step_seen = std::max(step_seen, (w.seconds - r.setup) / std::max(w.steps_priced, 1.0));
     log << "window " << window_name(w) << ": " << verdict(w) << " (" << duration_spec(w.seconds) << ")\n";
-    if (!w.result->reproduced()) log << verify_text(path, *w.result);
+    if (!w.result->reproduced()) log << verify_text(r.path, *w.result);
     log.flush();
   }
+}
+
+}  // namespace
+
+BudgetResult verify_within_budget(const std::string& path, const BudgetOptions& options, std::ostream& log) {
+  const double t0 = now();
+  BudgetResult r;
+  r.path = path;
+  r.budget = options.budget;
+  SB_CHECK(options.budget > 0, "--budget must be more than 0 seconds");
+  check_run_overrides(options.overrides);
+  const run::RunReader run = run::RunReader::open(path);
+  SB_CHECK(run.steps_recorded() > 0, path, " records no steps yet: nothing to verify");
+  const Config config = recorded_config(run, options.overrides);
+  r.data_differences = data_differences(path, run.info(), config);
+  if (!r.data_differences.empty()) {
+    r.seconds = now() - t0;
+    return r;
+  }
+  const std::vector<double> recorded = run.series<double>("timing/step_seconds");
+  calibrate(config, recorded, r);
+  const std::vector<BudgetWindow> candidates = price_windows(run, recorded, r);
+  r.candidates = int64_t(candidates.size());
+  r.seed = options.seed ? *options.seed : (uint64_t(std::random_device{}()) << 32 | std::random_device{}());
+  r.windows = choose_windows(candidates, r.seed, kPlanShare * (options.budget - (now() - t0)), r.setup);
+  log_plan(run, r, now() - t0, log);
+  run_windows(options, t0, r, log);
   r.seconds = now() - t0;
   return r;
 }
@@ -334,40 +352,6 @@ std::string budget_report_markdown(const BudgetResult& r) {
   }
   s << "\nTime used: " << duration_spec(r.seconds) << " (calibration included) of " << duration_spec(r.budget) << ".\n";
   return s.str();
-}
-
-bool budget_requested(const std::vector<std::string>& args) {
-  return std::any_of(args.begin(), args.end(),
-                     [](const std::string& a) { return a == "--budget" || a.rfind("--budget=", 0) == 0; });
-}
-
-int verify_budget_command(const std::vector<std::string>& args) {
-  namespace po = boost::program_options;
-  BudgetOptions options;
-  std::string budget, seed, report;
-  std::vector<std::string> positional;
-  po::options_description table;
-  table.add_options()("budget", po::value(&budget)->required())("seed", po::value(&seed))("report", po::value(&report));
-  const po::variables_map vm = parse_command_args(
-      args, table, positional, &options.overrides,
-      "with --budget, verify takes --seed X, --report FILE.md and --run.* options; samebits verify --help");
-  SB_CHECK(positional.size() == 1, "expected one run file (samebits verify RUN.h5 --budget 10m)");
-  options.budget = parse_duration(budget, "--budget");
-  if (vm.count("seed")) {
-    SB_CHECK(!seed.empty() && seed.size() <= 20 && seed.find_first_not_of("0123456789") == std::string::npos &&
-                 (seed.size() < 20 || seed <= "18446744073709551615"),
-             "--seed '", seed, "' must be an integer in [0, 2^64)");
-    options.seed = std::stoull(seed);
-  }
-  const BudgetResult r = verify_within_budget(packed_run_path(positional[0]), options, std::cout);
-  std::cout << budget_verdict_text(r);
-  if (!report.empty()) {
-    std::ofstream out(report, std::ios::trunc);
-    out << budget_report_markdown(r);
-    SB_CHECK(out.good(), "cannot write the report '", report, "'");
-    std::cout << "report written to " << report << "\n";
-  }
-  return r.reproduced() ? kExitOk : kExitDifferent;
 }
 
 }  // namespace sb::cli

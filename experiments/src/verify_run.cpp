@@ -108,11 +108,15 @@ std::string float_text(uint32_t bits) {
 
 }  // namespace
 
-VerifyResult verify_run(const std::string& path, const VerifyOptions& options, std::ostream& log) {
-  for (const std::string& token : options.overrides) {
+void check_run_overrides(const std::vector<std::string>& overrides) {
+  for (const std::string& token : overrides) {
     SB_CHECK(token.rfind("--", 0) != 0 || token.rfind("--run.", 0) == 0, "verify re-runs the recorded experiment: ",
              "only run.* options (how to run: threads, backend) may be given, not '", token, "'");
   }
+}
+
+VerifyResult verify_run(const std::string& path, const VerifyOptions& options, std::ostream& log) {
+  check_run_overrides(options.overrides);
   const run::RunReader run = run::RunReader::open(path);
   Config config = recorded_config(run, options.overrides);
   // One process here: the layout is execution, and every layout records the same bits (a

@@ -5,13 +5,13 @@
 // float's repr is its shortest exact text).
 #include <pybind11/stl.h>
 
-#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "bindings.hpp"
 #include "samebits/cli/options.hpp"
 #include "samebits/core/config.hpp"
+#include "samebits/core/config_fields.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb::py {
@@ -36,21 +36,22 @@ std::vector<std::string> override_tokens(const pyb::object& overrides) {
   return tokens;
 }
 
-// The value of `key` ("section.key") in the resolved INI text, as written there.
+// The value of `key` ("section.key") as the resolved INI text writes it (its field's text).
 std::string value_of(const Config& c, const std::string& key) {
-  const std::size_t dot = key.find('.');
-  SB_CHECK(dot != std::string::npos, "config key '", key, "': keys are written section.key, e.g. train.steps");
-  const std::string section = "[" + key.substr(0, dot) + "]", name = key.substr(dot + 1);
-  const std::string text = to_ini_text(c);
-  bool in_section = false;
-  for (std::size_t at = 0; at < text.size();) {
-    const std::size_t end = std::min(text.find('\n', at), text.size());
-    const std::string line = text.substr(at, end - at);
-    at = end + 1;
-    if (!line.empty() && line[0] == '[') in_section = line == section;
-    else if (in_section && line.rfind(name + " = ", 0) == 0) return line.substr(name.size() + 3);
-  }
-  SB_FAIL("unknown config key '", key, "' (samebits train --help lists every key)");
+  SB_CHECK(key.find('.') != std::string::npos, "config key '", key,
+           "': keys are written section.key, e.g. train.steps");
+  const ConfigField* field = find_config_field(key);
+  SB_CHECK(field != nullptr, "unknown config key '", key, "' (samebits train --help lists every key)");
+  SB_CHECK(!field->is_alias(), "config key '", key, "' is an alias of ", field->alias_of, ", which holds its value");
+  return field->text(c);
+}
+
+// Every key the resolved INI text writes, in its order (the aliases, which it never writes, left out).
+std::vector<std::string> keys() {
+  std::vector<std::string> out;
+  for (const ConfigField& f : config_fields())
+    if (!f.is_alias()) out.push_back(f.key);
+  return out;
 }
 
 }  // namespace
@@ -79,6 +80,7 @@ void bind_config(pyb::module_& m) {
           },
           pyb::arg("overrides"), "A copy with `overrides` applied (validated again).")
       .def("__getitem__", &value_of, pyb::arg("key"), "The value of 'section.key' as the resolved INI writes it.")
+      .def_static("keys", &keys, "Every key, in the resolved INI text's order (samebits train --help).")
       .def_property_readonly("text", &to_ini_text, "The fully resolved configuration as INI text.")
       .def_property_readonly("experiment_id", &experiment_id, "XXH3-64 of the experiment's canonical text.")
       .def_property_readonly("experiment_text", &experiment_text)

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "bindings.hpp"
-#include "samebits/cli/train_run.hpp"
 #include "samebits/core/io/gpt_weights.hpp"
 #include "samebits/core/train/perturbation.hpp"
+#include "samebits/core/train/rank_setup.hpp"
 #include "samebits/core/train/trainer.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/fingerprint.hpp"
@@ -44,7 +44,7 @@ class PyTrainer {
     options.statistics = statistics;
     initial_ = io::load_initial_weights(config_);
     if (!config_.train.init.empty()) options.initial_weights = &initial_;
-    setup_ = cli::make_rank_setup(config_);
+    setup_ = make_rank_setup(config_);
     trainer_ = std::make_unique<Trainer>(config_, *setup_.backend, *setup_.comm, options);
     open_trainers().insert(this);
   }
@@ -97,7 +97,7 @@ class PyTrainer {
  private:
   Config config_;
   std::vector<float> initial_;
-  cli::RankSetup setup_;
+  RankSetup setup_;
   std::unique_ptr<Trainer> trainer_;
 };
 

@@ -71,6 +71,42 @@ TEST_CASE("arguments: other options are handed on as written, a separate value w
   CHECK(p.json);
 }
 
+TEST_CASE("arguments: handed on from one section only; the others refused naming the section") {
+  std::vector<std::string> handed, positional;
+  int64_t steps = 0;
+  sb::cli::Arguments a("test");
+  a.integer("steps", steps, 1).hand_on(handed, "run");
+  CHECK(a.parse({"x.h5", "--run.threads", "2", "--run.backend=cpu"}, positional));
+  CHECK(handed == std::vector<std::string>{"--run.threads", "2", "--run.backend=cpu"});
+  CHECK(positional == std::vector<std::string>{"x.h5"});
+  CHECK_FALSE(a.given("steps"));
+  sb::cli::Arguments b("test");
+  b.integer("steps", steps, 1).hand_on(handed, "run");
+  try {
+    b.parse({"--train.steps", "3"}, positional);
+    FAIL("--train.steps was taken");
+  } catch (const sb::Error& e) {
+    CHECK(std::string(e.what()) ==
+          "samebits test: unknown option '--train.steps' (of the configuration's options, only run.* options are "
+          "taken here; samebits test --help)");
+  }
+  CHECK_THROWS_AS(b.parse({"--runx.threads", "3"}, positional), sb::Error);
+}
+
+TEST_CASE("arguments: given() names the options on the command line, whatever their value") {
+  std::vector<std::string> positional;
+  uint64_t seed = 0;
+  int64_t steps = 5;
+  sb::cli::Arguments a("test");
+  a.integer("seed", seed).integer("steps", steps, 0);
+  CHECK(a.parse({"--seed=0"}, positional));
+  CHECK(a.given("seed"));
+  CHECK_FALSE(a.given("steps"));
+  CHECK(a.parse({"--steps", "5"}, positional));  // the default's value, given
+  CHECK(a.given("steps"));
+  CHECK_FALSE(a.given("seed"));  // each parse starts afresh
+}
+
 TEST_CASE("arguments: every bad input is an error naming the command and the option") {
   CHECK(error({"--steps", "x"}) == "samebits test --steps 'x': expected an integer such as 4");
   CHECK(error({"--steps", "5x"}) == "samebits test --steps '5x': expected an integer such as 4");

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/exact_norm.hpp"
 #include "samebits/core/optim/clip.hpp"
 #include "test_op_support.hpp"
@@ -70,13 +71,13 @@ TEST_CASE("clip: factor and application") {
   CHECK(sb::clip_factor(4.0f, 0.0) == 1.0f);  // off
   CHECK(sb::clip_factor(std::numeric_limits<float>::infinity(), 1.0) == 1.0f);
   std::vector<float> g = {3.0f, 4.0f, 0.0f, 0.0f};
-  const sb::ClipResult r = sb::clip_grad_norm(g.data(), g.size(), 1.0);
+  const sb::ClipResult r = sb::clip_grad_norm(sb::host_optim_kernels(), g.data(), g.size(), 1.0);
   CHECK(r.norm == 5.0f);
   CHECK(r.factor == static_cast<float>(1.0 / (5.0 + 1e-6)));
   CHECK(g[0] == 3.0f * r.factor);
   CHECK(g[1] == 4.0f * r.factor);
   std::vector<float> small = {0.3f, 0.4f};
-  CHECK(sb::clip_grad_norm(small.data(), 2, 1.0).factor == 1.0f);
+  CHECK(sb::clip_grad_norm(sb::host_optim_kernels(), small.data(), 2, 1.0).factor == 1.0f);
   CHECK(small[0] == 0.3f);
 }
 
@@ -112,7 +113,7 @@ TEST_CASE("clip: the same bits on 1..4 threads") {
   for (int t = 1; t <= 4; ++t) {
     omp_set_num_threads(t);
     std::vector<float> g = g0;
-    const sb::ClipResult r = sb::clip_grad_norm(g.data(), g.size(), 1.0);
+    const sb::ClipResult r = sb::clip_grad_norm(sb::host_optim_kernels(), g.data(), g.size(), 1.0);
     if (t == 1) {
       ref = g;
       ref_norm = r.norm;

@@ -11,6 +11,7 @@
 #include "samebits/cli/trace.hpp"
 #include "samebits/cli/train_run.hpp"
 #include "samebits/core/parallel/communicator.hpp"
+#include "samebits/core/train/rank_setup.hpp"
 #include "samebits/core/train/trainer.hpp"
 #include "support/tiny_gpt.hpp"
 
@@ -110,7 +111,7 @@ StreamCells stream_cells() {
   for (const Config& config : experiments()) {
     cli::ReplaySetup one;
     one.config = config;
-    const std::unique_ptr<Backend> backend = cli::make_backend(config, 0);
+    const std::unique_ptr<Backend> backend = make_backend(config, 0);
     const std::unique_ptr<Communicator> comm = make_local_communicator();
     Trainer trainer(config, *backend, *comm, TrainerOptions{});
     trainer.step();

@@ -1,4 +1,4 @@
-// The command line of a samebits command (data, diff, export, sweep, train, verify), read by
+// The command line of every samebits command, read by
 // Boost.Program_options as the configuration's options are (options.hpp): --flag, --option VALUE or
 // --option=VALUE, positional arguments, and, where a command hands them on to parse_config, the
 // --section.key VALUE configuration options untouched. Values are read with the configuration's
@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,13 +27,16 @@ class Arguments {
   Arguments& text(const std::string& name, std::string& target);
   Arguments& texts(const std::string& name, std::vector<std::string>& target);  // repeatable, in order
   // Every other --option (with its value: after '=', or the next argument when that is no option)
-  // is appended to `tokens` as written, for parse_config, instead of being refused.
-  Arguments& hand_on(std::vector<std::string>& tokens);
+  // is appended to `tokens` as written, for parse_config, instead of being refused; with a
+  // `section` ("run"), that section's options only (--run.threads 2), any other one refused.
+  Arguments& hand_on(std::vector<std::string>& tokens, std::string section = "");
 
   // Reads `args` into the targets and returns the positional arguments; false (and nothing read)
   // for --help or -h. Throws sb::Error for an unknown option, a missing or bad value, an option
   // given twice.
-  bool parse(const std::vector<std::string>& args, std::vector<std::string>& positional) const;
+  bool parse(const std::vector<std::string>& args, std::vector<std::string>& positional);
+  // After parse: whether --name was on the command line.
+  bool given(const std::string& name) const;
 
  private:
   struct Option {
@@ -43,14 +47,16 @@ class Arguments {
   };
   Arguments& add(Option option);
   [[noreturn]] void fail_value(const std::string& name, const std::string& value, const std::string& expected) const;
-  // parse(text), a BadConfigValue becoming an error that names the option.
+  // parser(text), a BadConfigValue becoming an error that names the option.
   template <class T>
-  T read(const std::string& name, const std::string& text, T (*parse)(std::string_view)) const;
+  T read(const std::string& name, const std::string& text, T (*parser)(std::string_view)) const;
   int64_t read_integer(const std::string& name, const std::string& text, int64_t min, int64_t max) const;
 
   std::string command_;
   std::vector<Option> options_;
   std::vector<std::string>* handed_on_ = nullptr;
+  std::string handed_section_;  // "": every other option is handed on
+  std::set<std::string> given_;
 };
 
 }  // namespace sb::cli

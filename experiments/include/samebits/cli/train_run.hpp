@@ -39,22 +39,11 @@ struct TrainRunResult {
 };
 
 // Trains `config` into run_path(config) on the backend run.backend names and the communicator
-// of the process's environment (one process, or every rank of `mpirun -np N samebits train …`:
-// rank 0 writes the run file and reports; stop requests, checkpoints and the resume point are
-// shared by all ranks). Messages and progress go to `log` on rank 0. Throws sb::Error (after
-// marking the run failed in its file when one is open) on any failure.
+// of the process's environment (core/train/rank_setup.hpp) (one process, or every rank of `mpirun -np N samebits train
+// …`: rank 0 writes the run file and reports; stop requests, checkpoints and the resume point are shared by all ranks).
+// Messages and progress go to `log` on rank 0. Throws sb::Error (after marking the run failed in its file when one is
+// open) on any failure.
 TrainRunResult train_run(const Config& config, const TrainRunOptions& options, std::ostream& log);
-
-// The backend of config's run.backend on device `device` (an error for cuda in a build without it).
-std::unique_ptr<Backend> make_backend(const Config& config, int device);
-
-// What one rank trains on: the backend of run.backend on the device its launch plan gives it, and
-// the plan's communicator (parallel/launch.hpp). Destroy the trainer first, then comm, then backend.
-struct RankSetup {
-  std::unique_ptr<Backend> backend;
-  std::unique_ptr<Communicator> comm;
-};
-RankSetup make_rank_setup(const Config& config);
 
 // Progress of a long loop: a one-line bar redrawn in place (step/total, loss, tokens/s, ETA) when
 // `bar`, else a plain line every `every` steps and at the last.

@@ -54,6 +54,10 @@ struct VerifyResult {
   bool reproduced() const { return !mismatch && data_differences.empty(); }
 };
 
+// Throws sb::Error unless every option among `overrides` is a run.* option (how to run, never
+// what): a re-run changes nothing of the recorded experiment.
+void check_run_overrides(const std::vector<std::string>& overrides);
+
 // Throws sb::Error when the file cannot be verified (damaged, config not usable, options).
 VerifyResult verify_run(const std::string& path, const VerifyOptions& options, std::ostream& log);
 

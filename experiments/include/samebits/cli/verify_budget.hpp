@@ -58,8 +58,4 @@ std::string budget_verdict_text(const BudgetResult& r);
 // the windows with their verdicts, the time used and the command that repeats the choice.
 std::string budget_report_markdown(const BudgetResult& r);
 
-// verify's entry point when --budget is among the arguments (verify.cpp); exit 0, 1 or 2.
-bool budget_requested(const std::vector<std::string>& args);
-int verify_budget_command(const std::vector<std::string>& args);
-
 }  // namespace sb::cli

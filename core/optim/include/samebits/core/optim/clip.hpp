@@ -26,10 +26,9 @@ struct ClipResult {
 };
 
 // norm, factor; then grads[i] ← fl32(grads[i] · factor) when factor < 1 (one multiply per
-// element).  grads: (n)
-ClipResult clip_grad_norm(float* grads, size_t n, double clip);
-// The same where the optimizers' kernels compute (optim_kernels.hpp): the exact sum of squares and
-// the multiplies on the kernels' backend, bitwise the host's.  grads: (n), that backend's memory
+// element), where the optimizers' kernels compute (optim_kernels.hpp): the exact sum of squares
+// and the multiplies on the kernels' backend, every backend's bitwise the host's
+// (host_optim_kernels() for host memory).  grads: (n), that backend's memory
 ClipResult clip_grad_norm(OptimKernels& kernels, float* grads, size_t n, double clip);
 
 // One tensor's gradient statistics.
