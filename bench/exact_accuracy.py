@@ -12,12 +12,14 @@ usage: exact_accuracy.py --tool PATH/exact_gemm_tool [--out docs/studies/exact_g
 """
 import argparse
 import os
-import struct
 import subprocess
 import sys
 import tempfile
 
 import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "oracle"))
+from exact_gemm_oracle import write_case  # noqa: E402  (the oracle's input format)
 
 
 def operands(rng, kind, m, n, k):
@@ -39,10 +41,7 @@ def samebits(tool, work, mode, A, B, prec):
     m, k = A.shape
     n = B.shape[1]
     path = os.path.join(work, "case.bin")
-    with open(path, "wb") as f:
-        f.write(struct.pack("<7i", m, n, k, 0, 0, 0, prec))
-        for x in (A, B, np.zeros((m, n), np.float32)):
-            f.write(np.ascontiguousarray(x, np.float32).tobytes())
+    write_case(path, m, n, k, 0, 0, 0, prec, A, B, np.zeros((m, n), np.float32))
     subprocess.run([tool, path, path + ".out", mode], check=True)
     return np.fromfile(path + ".out", dtype=np.float32).reshape(m, n)
 

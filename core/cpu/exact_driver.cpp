@@ -18,25 +18,43 @@ namespace ex = ops::exact;
 
 constexpr int kMaxWeights = 2 * 4 - 1;  // pair weights t + u for up to 4 slices
 
+// The integer dot of element e: Σ_v sums[v][e]·2^(6(2s−2−v)). |S| ≤ k·2^(12s); when that is below
+// 2^63, wrapping 64-bit arithmetic ends at the exact S whatever its intermediate values.
+int64_t dot_narrow(const int64_t (*sums)[MR * NR], int e, int s) {
+  uint64_t acc = 0;
+  for (int v = 0; v <= 2 * s - 2; ++v) acc += static_cast<uint64_t>(sums[v][e]) << ex::pair_shift(v, 0, s);
+  return static_cast<int64_t>(acc);
+}
+__int128 dot_wide(const int64_t (*sums)[MR * NR], int e, int s) {
+  __int128 acc = 0;
+  for (int v = 0; v <= 2 * s - 2; ++v) acc += static_cast<__int128>(sums[v][e]) << ex::pair_shift(v, 0, s);
+  return acc;
+}
+
 // Tile (ip, jp) of C: the exact integer dots, then one rounding per element.
 void exact_tile(const gemm::Problem& g, const Sliced& sl, Kernel kern, int ip, int jp, const float* bias) {
+  const bool narrow = g.k < (int64_t{1} << (63 - 2 * ex::kDigitBits * sl.s));
+  // The pairs (t, u) of one weight v = t + u continue one int32 dot while their true sum is
+  // exact in int32 (at most s pairs: k·s·63² < 2³¹), else each pair is added in int64.
+  const bool grouped = int64_t{g.k} * sl.s <= ex::kMaxK;
   int64_t sums[kMaxWeights][MR * NR] = {};
   alignas(64) int32_t d[MR * NR];
-  for (int t = 0; t < sl.s; ++t)
-    for (int u = 0; u < sl.s; ++u) {
-      kern(sl.kq, sl.a_at(ip, t), sl.b_at(jp, u), sl.sum_at(jp, u), d);
-      int64_t* w = sums[t + u];
-      for (int e = 0; e < MR * NR; ++e) w[e] += d[e];
+  for (int v = 0; v <= 2 * sl.s - 2; ++v) {
+    const int t0 = std::max(0, v - sl.s + 1), t1 = std::min(v, sl.s - 1);
+    for (int t = t0; t <= t1; ++t) {
+      kern(sl.kq, sl.a_at(ip, t), sl.b_at(jp, v - t), sl.sum_at(jp, v - t), d, grouped && t > t0);
+      if (!grouped || t == t1)
+        for (int e = 0; e < MR * NR; ++e) sums[v][e] += d[e];
     }
+  }
   const int rows = std::min(MR, g.m - ip * MR), cols = std::min(NR, g.n - jp * NR);
   for (int r = 0; r < rows; ++r) {
     const int i = ip * MR + r;
     float* c = g.c + static_cast<size_t>(i) * g.ldc + jp * NR;  // (cols)
     for (int q = 0; q < cols; ++q) {
       const int j = jp * NR + q;
-      __int128 S = 0;
-      for (int v = 0; v <= 2 * sl.s - 2; ++v)
-        S += static_cast<__int128>(sums[v][r * NR + q]) << ex::pair_shift(v, 0, sl.s);
+      const int e = r * NR + q;
+      const __int128 S = narrow ? static_cast<__int128>(dot_narrow(sums, e, sl.s)) : dot_wide(sums, e, sl.s);
       float out = ex::exact_element(S, sl.row_exp[i], sl.col_exp[j], sl.s, sl.row_bad[i] != 0 || sl.col_bad[j] != 0);
       if (g.accumulate) out = ex::exact_accumulate(c[q], out);
       c[q] = bias != nullptr ? ops::linear_out(out, bias[j]) : out;

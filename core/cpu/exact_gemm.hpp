@@ -18,12 +18,13 @@ constexpr int MR = 8, NR = 32, kQuad = 4;
 // int32 (k ≤ ops::exact::kMaxK), so the wrapped result is exact.
 constexpr int kOffset = 64;
 
-// d (MR, NR) ← Σ_p digitA[r][p]·digitB[p][j] over kq quads. a: (kq, MR, 4) bytes digit + kOffset;
-// b: (kq, NR, 4) signed digits; b_sum: (NR) Σ_p of b's digits.
-using Kernel = void (*)(int kq, const uint8_t* a, const int8_t* b, const int32_t* b_sum, int32_t* d);
-void kernel_scalar(int kq, const uint8_t* a, const int8_t* b, const int32_t* b_sum, int32_t* d);
-void kernel_avx2(int kq, const uint8_t* a, const int8_t* b, const int32_t* b_sum, int32_t* d);
-void kernel_avx512(int kq, const uint8_t* a, const int8_t* b, const int32_t* b_sum, int32_t* d);
+// d (MR, NR) ← [d +] Σ_p digitA[r][p]·digitB[p][j] over kq quads (load: continue d, in wrapping
+// int32 arithmetic). a: (kq, MR, 4) bytes digit + kOffset; b: (kq, NR, 4) signed digits; b_sum:
+// (NR) Σ_p of b's digits.
+using Kernel = void (*)(int kq, const uint8_t* a, const int8_t* b, const int32_t* b_sum, int32_t* d, bool load);
+void kernel_scalar(int kq, const uint8_t* a, const int8_t* b, const int32_t* b_sum, int32_t* d, bool load);
+void kernel_avx2(int kq, const uint8_t* a, const int8_t* b, const int32_t* b_sum, int32_t* d, bool load);
+void kernel_avx512(int kq, const uint8_t* a, const int8_t* b, const int32_t* b_sum, int32_t* d, bool load);
 
 // The instruction set that runs the kernels: SAMEBITS_ISA when set (an error naming the variable
 // when this CPU or build lacks it), else the best this CPU has (exact_isa.cpp).

@@ -12,10 +12,13 @@ namespace {
 
 // Rows r0 .. r0+3, columns j0 .. j0+15 of the tile: 8 accumulators of 8 lanes.
 __attribute__((target("avx2"))) void quarter(int kq, const uint8_t* a, const int8_t* b, const int32_t* b_sum,
-                                             int32_t* d, int r0, int j0) {
+                                             int32_t* d, bool load, int r0, int j0) {
   const __m256i ones = _mm256_set1_epi16(1);
   __m256i acc[4][2];
-  for (int r = 0; r < 4; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+  for (int r = 0; r < 4; ++r)
+    for (int h = 0; h < 2; ++h)
+      acc[r][h] = load ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(d + (r0 + r) * NR + j0 + 8 * h))
+                       : _mm256_setzero_si256();
   for (int q = 0; q < kq; ++q) {
     const int8_t* bq = b + static_cast<size_t>(q) * NR * kQuad + j0 * kQuad;
     const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bq));
@@ -40,10 +43,10 @@ __attribute__((target("avx2"))) void quarter(int kq, const uint8_t* a, const int
 
 }  // namespace
 
-void kernel_avx2(int kq, const uint8_t* a, const int8_t* b, const int32_t* b_sum, int32_t* d) {
+void kernel_avx2(int kq, const uint8_t* a, const int8_t* b, const int32_t* b_sum, int32_t* d, bool load) {
   static_assert(kOffset == 64 && MR == 8 && NR == 32, "kernel_avx2: offset 2^6, tile 8 × 32 in quarters");
   for (int r0 = 0; r0 < MR; r0 += 4)
-    for (int j0 = 0; j0 < NR; j0 += 16) quarter(kq, a, b, b_sum, d, r0, j0);
+    for (int j0 = 0; j0 < NR; j0 += 16) quarter(kq, a, b, b_sum, d, load, r0, j0);
 }
 
 }  // namespace sb::cpu::exact

@@ -10,10 +10,11 @@
 namespace sb::cpu::exact {
 
 __attribute__((target("avx512f,avx512bw,avx512vnni"))) void kernel_avx512(int kq, const uint8_t* a, const int8_t* b,
-                                                                          const int32_t* b_sum, int32_t* d) {
+                                                                          const int32_t* b_sum, int32_t* d, bool load) {
   static_assert(kOffset == 64 && MR == 8 && NR == 32, "kernel_avx512: offset 2^6, tile 8 × 32");
   __m512i acc[MR][2];
-  for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
+  for (int r = 0; r < MR; ++r)
+    for (int h = 0; h < 2; ++h) acc[r][h] = load ? _mm512_loadu_si512(d + r * NR + 16 * h) : _mm512_setzero_si512();
   for (int q = 0; q < kq; ++q) {
     const int8_t* bq = b + static_cast<size_t>(q) * NR * kQuad;
     const __m512i b0 = _mm512_loadu_si512(bq);

@@ -5,8 +5,10 @@
 
 namespace sb::cpu::exact {
 
-void kernel_scalar(int kq, const uint8_t* a, const int8_t* b, const int32_t* b_sum, int32_t* d) {
-  uint32_t acc[MR][NR] = {};
+void kernel_scalar(int kq, const uint8_t* a, const int8_t* b, const int32_t* b_sum, int32_t* d, bool load) {
+  uint32_t acc[MR][NR];
+  for (int r = 0; r < MR; ++r)
+    for (int j = 0; j < NR; ++j) acc[r][j] = load ? static_cast<uint32_t>(d[r * NR + j]) : 0u;
   for (int q = 0; q < kq; ++q) {
     const uint8_t* aq = a + static_cast<size_t>(q) * MR * kQuad;  // (MR, 4)
     const int8_t* bq = b + static_cast<size_t>(q) * NR * kQuad;   // (NR, 4)

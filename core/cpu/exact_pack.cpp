@@ -28,7 +28,7 @@ void line_scale(const Line& line, int i, int k, int* exp, uint8_t* bad) {
   for (int p = 0; p < k; ++p) {
     const float x = line.at(i, p);
     if (!ex::is_finite(x)) nonfinite = true;
-    else max_abs = std::max(max_abs, ex::float_of(ex::bits_of(x) & 0x7fffffffu));
+    else max_abs = std::max(max_abs, det::float_of_bits(det::bits_of(x) & 0x7fffffffu));
   }
   *exp = ex::scale_exponent(max_abs);
   *bad = nonfinite ? 1 : 0;

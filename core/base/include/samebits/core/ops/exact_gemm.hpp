@@ -4,9 +4,9 @@
 // Integer addition has one answer, so any kernel, blocking, k-split or thread count gives these bits.
 #pragma once
 #include <cstdint>
-#include <cstring>
 
 #include "samebits/core/numerics.hpp"
+#include "samebits/det/bits.hpp"
 #include "samebits/det/hd.hpp"
 
 namespace sb::ops::exact {
@@ -22,22 +22,12 @@ constexpr int64_t kMaxK = (int64_t{1} << 31) / (kDigitMax * kDigitMax);  // 541 
 // magnitude of a row (fp32: 24 bits, bf16: 8, fp16: 11).
 SB_HD int slices(Precision p) { return p == Precision::fp32 ? 4 : 2; }
 
-SB_HD uint32_t bits_of(float x) {
-  uint32_t u;
-  memcpy(&u, &x, sizeof u);
-  return u;
-}
-SB_HD float float_of(uint32_t u) {
-  float x;
-  memcpy(&x, &u, sizeof x);
-  return x;
-}
-SB_HD bool is_finite(float x) { return (bits_of(x) & 0x7f800000u) != 0x7f800000u; }
+SB_HD bool is_finite(float x) { return (det::bits_of(x) & 0x7f800000u) != 0x7f800000u; }
 
 // The scale exponent of a row of op(A) or a column of op(B) from its largest finite magnitude m:
 // the least E with m < 2^E (0 when m = 0).
 SB_HD int scale_exponent(float max_abs) {
-  const uint32_t u = bits_of(max_abs) & 0x7fffffffu;
+  const uint32_t u = det::bits_of(max_abs) & 0x7fffffffu;
   if (u == 0) return 0;
   const int biased = static_cast<int>(u >> 23);
   if (biased != 0) return biased - 126;  // m in [2^(b−127), 2^(b−126))
@@ -49,7 +39,7 @@ SB_HD int scale_exponent(float max_abs) {
 // The integer operand of x (finite) under scale exponent E: sign(x)·trunc(|x|·2^(6s−E)), so
 // |X| < 2^(6s) when |x| < 2^E. Bits of x below 2^(E−6s) are dropped (truncation toward zero).
 SB_HD int64_t integer_operand(float x, int E, int s) {
-  const uint32_t u = bits_of(x);
+  const uint32_t u = det::bits_of(x);
   const int biased = static_cast<int>((u >> 23) & 0xffu);
   const int64_t mant = (u & 0x7fffffu) | (biased != 0 ? 0x800000u : 0u);  // |x| = mant·2^ex
   const int ex = (biased != 0 ? biased : 1) - 150;
@@ -71,16 +61,20 @@ SB_HD int digit(int64_t X, int t, int s) {
 SB_HD int pair_shift(int t, int u, int s) { return kDigitBits * (2 * s - 2 - t - u); }
 
 // Index of the highest set bit of u > 0.
-SB_HD int top_bit(unsigned __int128 u) {
+SB_HD int top_bit64(uint64_t u) {
   int h = 0;
-  for (int w = 64; w >= 1; w /= 2)
+  for (int w = 32; w >= 1; w /= 2)
     if ((u >> (h + w)) != 0) h += w;
   return h;
+}
+SB_HD int top_bit(unsigned __int128 u) {
+  const uint64_t high = static_cast<uint64_t>(u >> 64);
+  return high != 0 ? 64 + top_bit64(high) : top_bit64(static_cast<uint64_t>(u));
 }
 
 // 2^e as a float for e in [−149, 127].
 SB_HD float pow2(int e) {
-  return e >= -126 ? float_of(static_cast<uint32_t>(e + 127) << 23) : float_of(1u << (e + 149));
+  return e >= -126 ? det::float_of_bits(static_cast<uint32_t>(e + 127) << 23) : det::float_of_bits(1u << (e + 149));
 }
 
 // S·2^q rounded once to fp32, to nearest with ties to even, subnormals kept, overflow to ±Inf; +0
@@ -91,7 +85,7 @@ SB_HD float round_scaled(__int128 S, int q) {
   const unsigned __int128 u = negative ? -static_cast<unsigned __int128>(S) : static_cast<unsigned __int128>(S);
   const int h = top_bit(u);
   const int lead = h + q;  // the exponent of the leading bit
-  if (lead > 127) return float_of(negative ? 0xff800000u : 0x7f800000u);
+  if (lead > 127) return det::float_of_bits(negative ? 0xff800000u : 0x7f800000u);
   const int low = lead - 23 > -149 ? lead - 23 : -149;  // the exponent of the last kept bit
   const int drop = low - q;                             // bits of u below it
   uint64_t kept;
@@ -112,7 +106,7 @@ SB_HD float round_scaled(__int128 S, int q) {
 // The exact GEMM's output element: NaN when row i of op(A) or column j of op(B) holds a NaN or an
 // Inf (finite: both false), else round_scaled(S, E_i + F_j − 12s) with S = Σ_p X_ip·Y_pj.
 SB_HD float exact_element(__int128 S, int E, int F, int s, bool nonfinite) {
-  return nonfinite ? float_of(0x7fc00000u) : round_scaled(S, E + F - 2 * kDigitBits * s);
+  return nonfinite ? det::float_of_bits(0x7fc00000u) : round_scaled(S, E + F - 2 * kDigitBits * s);
 }
 
 // Accumulating (C ← C + op(A)·op(B)): the rounded product added to C in one fp32 addition.
