@@ -91,6 +91,8 @@ t0=$(now)
 wait_gone "$id" 60
 echo "figure: host lost -> job out of squeue in $(since "$t0") s"
 no_ranks_left node1 30
+for i in $(seq 150); do [ "$(sacct -j "$id" -X -n -o State | tr -d ' ')" = NODE_FAIL ] && break; sleep 0.2; done
+[ "$(sacct -j "$id" -X -n -o State | tr -d ' ')" = NODE_FAIL ] || fail "sacct: job $id is '$(sacct -j "$id" -X -n -o State)', not NODE_FAIL"
 "$sb" inspect lost.h5 >lost-inspect.txt || fail "inspect of the run file after the lost host: $(cat lost-inspect.txt)"
 job lost "$long" -N 1 -w node1 --ntasks-per-node 2 --cpus-per-task 1 --wait >/dev/null || fail "resume on node1: $(tail -5 lost-*.out)"
 identical one_long.h5 lost.h5
