@@ -89,3 +89,15 @@ def test_a_step_without_a_trace_is_refused_clearly(cli, tmp_path):
     done = run_cli(cli, "trace", a, b, "--step", "3", check=False)
     assert done.returncode == 2
     assert "cannot be replayed" in done.stderr and "trace_steps=(3,)" in done.stderr
+
+
+def test_ddp_two_ranks_against_one_process_align_and_name_an_origin(cli, tmp_path):
+    """DDP over gloo with 2 ranks against 1 process: streams of different lengths (each rank
+    computes half the batch), aligned; the ops only one runs listed; an origin named."""
+    from samebits.torch import study
+    row = study.compare(str(tmp_path), "ddp", {"world": 1}, {"world": 2})
+    assert row["diff_exit"] == 1 and row["first_divergent_step"] == 1
+    assert row["trace_exit"] == 1
+    alignment = [line for line in row["trace"] if line.startswith("alignment:")]
+    assert alignment and "only in A (dropped)" in alignment[0] and not alignment[0].endswith("0 only in B (inserted)")
+    assert any(line.startswith("origin: op") and "aten." in line for line in row["trace"])

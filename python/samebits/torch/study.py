@@ -9,6 +9,7 @@ torch.distributed over gloo on this host), so that thread counts and determinism
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -18,7 +19,7 @@ import torch
 from .nanogpt import GPT, GPTShape, batches
 from .recorder import Recorder
 
-STEPS, BATCH, TRACE_STEP = 4, 8, 2
+STEPS, BATCH, TRACE_STEP = 4, 8, 1
 
 
 def train(out, threads=1, deterministic=False, autocast=None, optimizer="adamw", world=1, rank=0, steps=STEPS,
@@ -104,6 +105,7 @@ def compare(runs, name, a, b, trace_step=TRACE_STEP):
         for p in (path, path[:-3] + ".trace.h5"):
             if os.path.exists(p):
                 os.remove(p)
+        shutil.rmtree(path[:-3] + ".store", ignore_errors=True)
         run(path, **options)
     cli = _cli()
     diff = subprocess.run([cli, "diff", pa, pb, "--json"], capture_output=True, text=True)
