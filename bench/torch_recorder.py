@@ -57,17 +57,18 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         step()  # warm-up
         with Recorder(os.path.join(tmp, "run.h5"), model, opt) as rec:
-            for _ in range(args.pairs):
+            for k in range(args.pairs):
                 bare.append(step()[0])
                 total, part = step(rec)
                 recorded.append(total)
                 record_only.append(part)
+                print(f"pair {k + 1}: bare {bare[-1]:.3f} s, recorded {total:.3f} s (rec.step {part:.3f} s)", flush=True)
         n = sum(p.numel() for p in model.parameters())
         print(f"CPU {cpu_name()}, {args.threads} threads, torch {torch.__version__}; GPT {n / 1e6:.1f} M parameters, "
               f"seq_len {args.seq_len}, batch {args.batch}, {args.pairs} pairs")
         b, r, o = statistics.median(bare), statistics.median(recorded), statistics.median(record_only)
         print(f"bare step {b:.3f} s, recorded step {r:.3f} s (of it rec.step {o:.3f} s): "
-              f"recorded / bare {r / b:.4f}, rec.step / bare {o / b:.4f}")
+              f"recorded / bare {r / b:.4f}, rec.step / bare {o / b:.4f}", flush=True)
         if args.trace:
             with Recorder(os.path.join(tmp, "traced.h5"), model, opt, trace_steps=(1,)) as rec:
                 traced = step(rec)[0]
