@@ -63,6 +63,11 @@ def test_recorded_twice_is_identical(cli, tmp_path):
     h5py = pytest.importorskip("h5py")
     with h5py.File(a, "r") as f:
         assert f["series/loss"].shape == (6,)
+    # samebits.analysis reads it unchanged: its series and its comparison with the other run.
+    from samebits import analysis
+    ra, rb = analysis.load_run(a), analysis.load_run(b)
+    assert np.array_equal(ra["loss"], run.series("loss"))
+    assert analysis.compare_runs(ra, rb).first_divergent_step is None
 
 
 def test_one_ulp_in_fc2_after_step_3_diverges_at_step_4_and_trace_names_fc2(cli, tmp_path):
