@@ -34,6 +34,9 @@ constexpr Rule momentum_warmup =
          [](const Config& c) { return c.optim.muon_family() && c.optim.momentum_warmup > 0; });
 constexpr Rule extra_scale = when("optim.name is muon or normuon and optim.extra_scale is not 1",
                                   [](const Config& c) { return c.optim.muon_family() && c.optim.extra_scale != 1.0; });
+constexpr Rule lerp_momentum =
+    when("optim.name is muon or normuon and optim.momentum_form is lerp",
+         [](const Config& c) { return c.optim.muon_family() && c.optim.momentum_form == MomentumForm::lerp; });
 constexpr Rule split_qkv = when("optim.name is muon or normuon and optim.split_qkv is true",
                                 [](const Config& c) { return c.optim.muon_family() && c.optim.split_qkv; });
 constexpr Rule cautious_wd = when("optim.name is muon or normuon and optim.cautious_wd is true",
@@ -156,9 +159,12 @@ std::vector<ConfigField> build_fields() {
             "peak learning rate (of the Muon matrices, or of everything under adamw)"),
       field("optim.weight_decay", SB_MEMBER(optim.weight_decay), yes,
             "decoupled weight decay W ← W·(1 − lr·wd); never applied to norm gains and biases"),
-      field("optim.momentum", SB_MEMBER(optim.momentum), muon, "Muon momentum μ (sum form M ← μ·M + G)"),
+      field("optim.momentum", SB_MEMBER(optim.momentum), muon, "Muon momentum μ (see optim.momentum_form)"),
       field("optim.nesterov", SB_MEMBER(optim.nesterov), muon,
-            "Muon Nesterov momentum: orthogonalise G + μ·M instead of M"),
+            "Muon Nesterov momentum: orthogonalise G + μ·M (sum form) or G + μ·(M − G) (lerp form) instead of M"),
+      field("optim.momentum_form", SB_MEMBER(optim.momentum_form), lerp_momentum,
+            "Muon momentum: sum M ← μ·M + G (Keller Jordan); lerp M ← M + (1 − μ)·(G − M), the EMA of "
+            "torch.optim.Muon (samebits.torch.Muon)"),
       field("optim.ns_steps", SB_MEMBER(optim.ns_steps), muon, "Newton–Schulz iterations of Muon"),
       field("optim.ns_coefficients", SB_MEMBER(optim.ns_coefficients), muon,
             "Newton–Schulz coefficient table: keller (3.4445, -4.7750, 2.0315) every step, polar_express "

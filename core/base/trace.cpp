@@ -2,9 +2,9 @@
 #include "samebits/core/trace.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <limits>
 
+#include "samebits/core/byte_codec.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/fingerprint.hpp"
 
@@ -65,68 +65,36 @@ std::vector<Row> canonical_order(std::vector<Row> rows) {
   return rows;
 }
 
-namespace {
-
-void put(std::vector<uint8_t>& out, const void* p, size_t bytes) {
-  const auto* b = static_cast<const uint8_t*>(p);
-  out.insert(out.end(), b, b + bytes);
-}
-template <class T>
-void put_vector(std::vector<uint8_t>& out, const std::vector<T>& v) {
-  const uint64_t n = v.size();
-  put(out, &n, sizeof n);
-  put(out, v.data(), n * sizeof(T));
-}
-
-struct Reader {
-  const std::vector<uint8_t>& in;
-  size_t at = 0;
-  void get(void* p, size_t bytes) {
-    SB_CHECK(bytes <= in.size() - at, "trace stream: ", in.size(), " bytes end inside a row");
-    std::memcpy(p, in.data() + at, bytes);
-    at += bytes;
-  }
-  template <class T>
-  std::vector<T> vector() {
-    uint64_t n = 0;
-    get(&n, sizeof n);
-    SB_CHECK(n <= (in.size() - at) / sizeof(T), "trace stream: a length of ", n, " beyond its ", in.size(), " bytes");
-    std::vector<T> v(n);
-    get(v.data(), n * sizeof(T));
-    return v;
-  }
-};
-
-}  // namespace
-
-std::vector<uint8_t> pack(const std::vector<Row>& rows) {
-  std::vector<uint8_t> out;
+std::vector<std::byte> pack(const std::vector<Row>& rows) {
+  ByteWriter out;
+  out.put(uint64_t{rows.size()});
   for (const Row& r : rows) {
-    put_vector(out, std::vector<char>(r.site.begin(), r.site.end()));
-    put_vector(out, std::vector<char>(r.op.begin(), r.op.end()));
-    put(out, &r.leaf, sizeof r.leaf);
-    put_vector(out, r.inputs);
-    put_vector(out, r.outputs);
-    put_vector(out, r.shape);
-    put_vector(out, r.output_numel);
+    out.put_string(r.site);
+    out.put_string(r.op);
+    out.put(r.leaf);
+    out.put_vector(r.inputs);
+    out.put_vector(r.outputs);
+    out.put_vector(r.shape);
+    out.put_vector(r.output_numel);
   }
-  return out;
+  return std::move(out.bytes());
 }
 
-std::vector<Row> unpack(const std::vector<uint8_t>& bytes) {
+std::vector<Row> unpack(const std::vector<std::byte>& bytes) {
+  ByteReader in(bytes, "a rank's trace stream");
+  const uint64_t n = in.get<uint64_t>();
   std::vector<Row> rows;
-  Reader in{bytes};
-  while (in.at < bytes.size()) {
+  for (uint64_t i = 0; i < n; ++i) {
     Row& r = rows.emplace_back();
-    const std::vector<char> site = in.vector<char>(), op = in.vector<char>();
-    r.site.assign(site.begin(), site.end());
-    r.op.assign(op.begin(), op.end());
-    in.get(&r.leaf, sizeof r.leaf);
-    r.inputs = in.vector<uint64_t>();
-    r.outputs = in.vector<uint64_t>();
-    r.shape = in.vector<int64_t>();
-    r.output_numel = in.vector<uint64_t>();
+    r.site = in.get_string();
+    r.op = in.get_string();
+    r.leaf = in.get<int64_t>();
+    r.inputs = in.get_vector<uint64_t>();
+    r.outputs = in.get_vector<uint64_t>();
+    r.shape = in.get_vector<int64_t>();
+    r.output_numel = in.get_vector<uint64_t>();
   }
+  in.finish();
   return rows;
 }
 

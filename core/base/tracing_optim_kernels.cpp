@@ -36,9 +36,9 @@ std::vector<uint32_t> sum_words(const det::ExactSum& s) {
 TracingOptimKernels::TracingOptimKernels(TracingBackend& owner)
     : owner_(owner), inner_(owner.inner().optim_kernels()) {}
 
-void TracingOptimKernels::muon_momentum(float* m, float* u, const float* g, size_t n, float mu, bool nesterov) {
+void TracingOptimKernels::muon_momentum(float* m, float* u, const float* g, size_t n, const ops::MuonMomentum& k) {
   OpRow row(owner_, "muon_momentum", {flat(m, len(n)), flat(g, len(n))});
-  inner_.muon_momentum(m, u, g, n, mu, nesterov);
+  inner_.muon_momentum(m, u, g, n, k);
   row.done({flat(m, len(n)), flat(u, len(n))}, {len(n)});
 }
 

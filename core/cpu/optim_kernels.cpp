@@ -58,11 +58,8 @@ void apply_elements(size_t n, UpdateSums* sums, const Update& update) {
 
 class HostOptimKernels final : public OptimKernels {
  public:
-  void muon_momentum(float* m, float* u, const float* g, size_t n, float mu, bool nesterov) override {
-    parallel_for(n, [&](size_t j) {
-      m[j] = ops::muon_momentum(m[j], g[j], mu);
-      u[j] = ops::muon_input(g[j], m[j], mu, nesterov);
-    });
+  void muon_momentum(float* m, float* u, const float* g, size_t n, const ops::MuonMomentum& k) override {
+    parallel_for(n, [&](size_t j) { u[j] = ops::muon_momentum_step(m[j], g[j], k); });
   }
 
   void muon_normalize(float* x, const float* u, size_t n, float denom) override {

@@ -27,12 +27,8 @@ struct MuonMomentum {
   float* m;        // (n)
   float* u;        // (n)
   const float* g;  // (n)
-  float mu;
-  bool nesterov;
-  __device__ void operator()(int64_t j) const {
-    m[j] = ops::muon_momentum(m[j], g[j], mu);
-    u[j] = ops::muon_input(g[j], m[j], mu, nesterov);
-  }
+  ops::MuonMomentum k;
+  __device__ void operator()(int64_t j) const { u[j] = ops::muon_momentum_step(m[j], g[j], k); }
 };
 
 struct MuonNormalize {
@@ -119,9 +115,9 @@ class CudaOptimKernels final : public OptimKernels {
  public:
   explicit CudaOptimKernels(CudaBackend& be) : be_(be), words_(be.alloc(DType::i64, {2 * kWords})) {}
 
-  void muon_momentum(float* m, float* u, const float* g, size_t n, float mu, bool nesterov) override {
+  void muon_momentum(float* m, float* u, const float* g, size_t n, const ops::MuonMomentum& k) override {
     be_.activate();
-    for_each(be_, count(n), MuonMomentum{m, u, g, mu, nesterov});
+    for_each(be_, count(n), MuonMomentum{m, u, g, k});
   }
 
   void muon_normalize(float* x, const float* u, size_t n, float denom) override {

@@ -350,6 +350,7 @@ void RunWriter::commit_file(Status status, const std::string& error, int64_t fin
     f.set_attr("status", to_string(status));
     f.set_attr("error", error);
     f.set_attr("time_updated", now);
+    if (steps_set_) f.set_attr("steps", header_.steps);
   });
   committed_ += pending_rows_;
   pending_rows_ = 0;
@@ -409,6 +410,13 @@ void RunWriter::finish(TrainerState state, bool snapshot) {
   }
   drop_entries([](const StoreEntry& e) { return e.kind == kStateBit; });  // the rolling states
   commit_file(Status::finished, "", step);
+}
+
+void RunWriter::set_steps(int64_t steps) {
+  SB_CHECK(steps >= 1 && steps >= steps_recorded(), "run file '", path_, "': ", steps, " steps with ", steps_recorded(),
+           " recorded");
+  header_.steps = steps;
+  steps_set_ = true;
 }
 
 void RunWriter::fail(const std::string& message) {

@@ -72,11 +72,13 @@ std::string trace_file_path(const std::string& run_path) {
   return (h5 ? run_path.substr(0, run_path.size() - ext.size()) : run_path) + ".trace.h5";
 }
 
-void write_trace_file(const std::string& path, const std::string& experiment_id, const std::vector<TracedStep>& steps) {
+void write_trace_file(const std::string& path, const std::string& experiment_id, const std::vector<TracedStep>& steps,
+                      bool replayable) {
   h5::File f = h5::File::create(path);
   f.set_attr("format", kFormat);
   f.set_attr("format_version", kVersion);
   f.set_attr("experiment_id", experiment_id);
+  if (!replayable) f.set_attr("replayable", int64_t{0});
   for (const TracedStep& s : steps) {
     h5::Group g = f.create_group("steps/" + std::to_string(s.step));
     g.set_attr("step", s.step);
@@ -90,6 +92,12 @@ void write_trace_file(const std::string& path, const std::string& experiment_id,
     ragged<int64_t>(g, "shape", s.rows, [](const trace::Row& r) { return r.shape; });
   }
   f.close();
+}
+
+bool trace_file_replayable(const std::string& path) {
+  const h5::File f = h5::File::open(path);
+  SB_CHECK(f.has_attr("format") && f.attr_string("format") == kFormat, path, ": not a samebits trace file");
+  return !f.has_attr("replayable") || f.attr_int("replayable") != 0;
 }
 
 std::vector<TracedStep> read_trace_file(const std::string& path, std::string* experiment_id) {

@@ -35,6 +35,7 @@ MuonOptions muon_options(const OptimConfig& optim) {
   o.lr = optim.lr;
   o.weight_decay = optim.weight_decay;
   o.nesterov = optim.nesterov;
+  o.momentum_form = optim.momentum_form;
   o.ns = ns_schedule(optim);
   o.ns_eps = optim.ns_eps;
   o.scale = optim.scale;
@@ -139,7 +140,9 @@ void update_matrix(TensorState& st, const MuonOptions& options, size_t i, float*
   const int rows = static_cast<int>(p.shape[0]), cols = static_cast<int>(p.shape[1]);
   float* const u = lane.input.data_as<float>();
   float* const x = lane.ortho.data_as<float>();
-  st.kernels().muon_momentum(st.buffer(i, 0), u, g, p.numel, static_cast<float>(ctx.muon_momentum), options.nesterov);
+  const ops::MuonMomentum momentum{static_cast<float>(ctx.muon_momentum), static_cast<float>(1.0 - ctx.muon_momentum),
+                                   options.momentum_form == MomentumForm::lerp, options.nesterov};
+  st.kernels().muon_momentum(st.buffer(i, 0), u, g, p.numel, momentum);
   // split_qkv: the Q, K and V blocks of rows, each (C, C), orthogonalised on their own.
   const int blocks = qkv_blocks(options, p, shard);
   const int block_rows = rows / blocks;

@@ -7,9 +7,11 @@
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <tuple>
 
 #include "samebits/cli/divergence.hpp"
 #include "samebits/cli/trace.hpp"
+#include "samebits/core/tensor.hpp"
 #include "samebits/core/untrusted_text.hpp"
 
 namespace sb::cli {
@@ -25,22 +27,24 @@ std::string number(double x) {
 
 std::string leaf_text(const trace::Row& row) { return row.leaf < 0 ? "-" : std::to_string(row.leaf); }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "(";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + ")";
-}
-
 const RowDistance* origin_distance(const TraceResult& r) {
   const StreamComparison& c = r.comparison;
-  return !c.propagation.empty() && c.origin && c.propagation.front().row == *c.origin ? &c.propagation.front()
-                                                                                      : nullptr;
+  return !c.alignment && !c.propagation.empty() && c.origin && c.propagation.front().row == *c.origin
+             ? &c.propagation.front()
+             : nullptr;
 }
 
 // The origin's paragraph (without a trailing newline).
 std::string origin_text(const TraceResult& r) {
   const StreamComparison& c = r.comparison;
   std::ostringstream s;
+  if (!c.origin && c.alignment) {
+    s << "every aligned op equal: " << c.alignment->pairs.size() << " ops of step " << r.step
+      << " run in both have bitwise equal inputs and outputs";
+    if (r.first_divergent_step > 0)
+      s << "; the runs still differ at step " << r.first_divergent_step << ": the difference is outside the traced ops";
+    return s.str();
+  }
   if (!c.origin) {
     s << "every op equal: " << c.rows_a << " ops of step " << r.step << " have bitwise equal inputs and outputs";
     if (r.first_divergent_step > 0)
@@ -58,12 +62,16 @@ std::string origin_text(const TraceResult& r) {
   }
   const trace::Row& row = r.a[i];
   s << "origin: op " << i << " of " << c.rows_a << ", " << escape_untrusted(row.name()) << " (leaf " << leaf_text(row)
-    << ", output " << shape_text(row.shape) << ")\n";
+    << ", output " << shape_string(row.shape) << ")\n";
   const bool precisions = std::any_of(r.differences.begin(), r.differences.end(),
                                       [](const std::string& d) { return d.rfind("train.precision", 0) == 0; });
+  if (c.alignment) s << "  (B's op " << c.origin_b << " of " << c.rows_b << ")\n";
   if (c.origin_kind == "op") {
     s << "  its inputs are bitwise equal in both runs; its output differs";
     if (precisions) s << ": the runs' precisions differ, so this is the first op whose dtype path differs";
+  } else if (c.alignment) {
+    s << "  its inputs differ on entry and no earlier aligned op wrote them differently:";
+    for (const std::string& source : c.input_sources) s << "\n  " << escape_untrusted(source);
   } else {
     s << "  input";
     for (size_t k : c.differing_inputs) s << " " << k;
@@ -73,6 +81,23 @@ std::string origin_text(const TraceResult& r) {
   if (const RowDistance* d = origin_distance(r)) {
     s << "\n  output: " << number(100 * d->differing_fraction) << "% of elements differ, max " << ulp_text(d->max_ulp)
       << " ULP, relative L2 " << number(d->rel_l2);
+  }
+  return s.str();
+}
+
+// Aligned streams: how many ops matched, and the first `rows` of those only one stream runs.
+std::string alignment_text(const TraceResult& r, size_t rows) {
+  const StreamAlignment& al = *r.comparison.alignment;
+  std::ostringstream s;
+  s << "alignment: " << al.pairs.size() << " ops aligned (" << al.reordered.size() << " of them reordered), "
+    << al.dropped.size() << " only in A (dropped), " << al.inserted.size() << " only in B (inserted)\n";
+  for (auto [sign, list, stream] : {std::tuple{'-', &al.dropped, &r.a}, std::tuple{'+', &al.inserted, &r.b}}) {
+    for (size_t k = 0; k < list->size() && k < rows; ++k) {
+      const trace::Row& row = (*stream)[(*list)[k]];
+      s << "  " << sign << " " << (sign == '-' ? "A " : "B ") << (*list)[k] << "  " << escape_untrusted(row.name())
+        << " " << shape_string(row.shape) << "\n";
+    }
+    if (list->size() > rows) s << "  " << sign << " … " << list->size() - rows << " more (report.md)\n";
   }
   return s.str();
 }
@@ -90,8 +115,15 @@ std::string trace_text(const TraceResult& r, size_t propagation_rows) {
     << "\n  traced      step " << r.step << " from " << escape_untrusted(r.state_source) << "; " << r.comparison.rows_a
     << " ops in A, " << r.comparison.rows_b << " in B\n";
   s << origin_text(r) << "\n";
+  if (r.comparison.alignment) s << alignment_text(r, propagation_rows);
   const auto& p = r.comparison.propagation;
-  if (p.size() > 1) {
+  if (p.size() > 1 && r.comparison.alignment) {
+    s << "propagation: " << p.size() << " aligned ops with differing outputs from the origin on (recorded streams "
+      << "hold hashes, not values: no distances)\n";
+    for (size_t k = 0; k < p.size() && k < propagation_rows; ++k)
+      s << "  " << p[k].row << "  " << escape_untrusted(r.a[p[k].row].name()) << "\n";
+    if (p.size() > propagation_rows) s << "  … " << p.size() - propagation_rows << " more (report.md)\n";
+  } else if (p.size() > 1) {
     s << "propagation: " << p.size() << " ops with differing outputs from the origin on\n";
     for (size_t k = 0; k < p.size() && k < propagation_rows; ++k) {
       const trace::Row& row = r.a[p[k].row];
@@ -113,6 +145,7 @@ std::string trace_markdown(const TraceResult& r) {
   for (const std::string& d : r.differences) s << "; differs in `" << escape_untrusted(d) << "`";
   s << "\n- state after step " << r.step - 1 << ": " << escape_untrusted(r.state_source) << "\n\n";
   s << "## Origin\n\n" << origin_text(r) << "\n\n";
+  if (r.comparison.alignment) s << "## Alignment\n\n```\n" << alignment_text(r, size_t(-1)) << "```\n\n";
   const auto& p = r.comparison.propagation;
   if (p.empty()) return s.str();
   s << "## Propagation\n\nEvery op of the step whose output differs, from the origin on. `rel L2` drawn as a bar "
@@ -123,7 +156,7 @@ std::string trace_markdown(const TraceResult& r) {
     const trace::Row& row = r.a[d.row];
     const int bars = d.rel_l2 > 0 ? std::max(1, int(std::lround(std::log10(d.rel_l2) + 12))) : 0;
     s << "| " << d.row << " | " << leaf_text(row) << " | " << escape_untrusted(row.name()) << " | "
-      << shape_text(row.shape) << " | " << number(d.differing_fraction) << " | " << ulp_text(d.max_ulp) << " | "
+      << shape_string(row.shape) << " | " << number(d.differing_fraction) << " | " << ulp_text(d.max_ulp) << " | "
       << number(d.rel_l2) << " | " << std::string(size_t(std::min(bars, 14)), '#') << " |\n";
   }
   return s.str();

@@ -1,11 +1,14 @@
 // trace.hpp: `samebits trace A B` end to end — the two runs checked to be one experiment up to
 // the configurations samebits compares (numerics, perturbation, precision), the step chosen, the
 // state after it reached from A, the step replayed under each run's execution, the streams compared.
+// Two PyTorch runs (samebits.torch.Recorder) are not replayed: their recorded streams are aligned.
 #include <algorithm>
+#include <filesystem>
 
 #include "samebits/cli/diff.hpp"
 #include "samebits/cli/trace.hpp"
 #include "samebits/core/enum_names.hpp"
+#include "samebits/core/io/trace_file.hpp"
 #include "samebits/core/untrusted_text.hpp"
 #include "samebits/det/error.hpp"
 
@@ -29,6 +32,42 @@ std::string setup_text(const ReplaySetup& s) {
          ", precision " + std::string(config_name(s.config.train.precision));
 }
 
+// A run of a program samebits cannot replay (samebits.torch.Recorder's): its backend line.
+bool recorded_program(const run::RunReader& run) { return run.info().execution.backend.rfind("torch ", 0) == 0; }
+
+// Step `step`'s stream as `run` recorded it beside itself (RUN.trace.h5).
+std::vector<trace::Row> recorded_stream(const run::RunReader& run, int64_t step) {
+  const std::string path = io::trace_file_path(run.path());
+  SB_CHECK(std::filesystem::exists(path), "samebits trace: ", run.path(),
+           " is a PyTorch run, which cannot be replayed, and it has no trace file ", path,
+           " (record the step with samebits.torch.Recorder(..., trace_steps=(", step, ",)))");
+  std::string steps;
+  for (io::TracedStep& s : io::read_trace_file(path)) {
+    if (s.step == step) return std::move(s.rows);
+    steps += (steps.empty() ? "" : ", ") + std::to_string(s.step);
+  }
+  SB_FAIL("samebits trace: ", path, " holds no trace of step ", step, " (it traced step(s) ",
+          steps.empty() ? "none" : steps, "); ", run.path(),
+          " is a PyTorch run, which cannot be replayed: record the step with "
+          "samebits.torch.Recorder(..., trace_steps=(",
+          step, ",))");
+}
+
+// Two PyTorch runs: their recorded streams of the step, aligned (their configurations may differ
+// in anything; the experiment fields they differ in are listed).
+TraceResult trace_recorded(const run::RunReader& a, const run::RunReader& b, TraceResult r) {
+  SB_CHECK(recorded_program(a) && recorded_program(b), "samebits trace: ", r.path_a, " and ", r.path_b,
+           " are not both PyTorch runs (samebits.torch.Recorder) or both samebits runs: their op streams do not "
+           "compare");
+  r.state_source = "the streams recorded during the runs";
+  r.setup_a = escape_untrusted(a.info().execution.backend);
+  r.setup_b = escape_untrusted(b.info().execution.backend);
+  r.a = recorded_stream(a, r.step);
+  r.b = recorded_stream(b, r.step);
+  r.comparison = compare_aligned(r.a, r.b);
+  return r;
+}
+
 }  // namespace
 
 TraceResult trace_runs(const std::string& path_a, const std::string& path_b, const TraceOptions& options) {
@@ -41,6 +80,9 @@ TraceResult trace_runs(const std::string& path_a, const std::string& path_b, con
   r.path_b = path_b;
   r.experiment_id = d.a.experiment_id;
   r.differences = d.experiment_differences;
+  r.first_divergent_step = d.first_divergent_step;
+  r.step = options.step > 0 ? options.step : std::max<int64_t>(d.first_divergent_step, 1);
+  if (recorded_program(a) || recorded_program(b)) return trace_recorded(a, b, std::move(r));
   std::vector<std::string> other;
   for (const std::string& f : d.experiment_differences)
     if (!comparable_field(f)) other.push_back(f);
@@ -53,8 +95,6 @@ TraceResult trace_runs(const std::string& path_a, const std::string& path_b, con
             "\ntrace compares configurations of one experiment: runs that differ only in numerics.*, perturb.* "
             "or train.precision");
   }
-  r.first_divergent_step = d.first_divergent_step;
-  r.step = options.step > 0 ? options.step : std::max<int64_t>(d.first_divergent_step, 1);
   SB_CHECK(r.step <= d.compared_steps, "samebits trace: no reachable state for step ", r.step, ": ", path_a,
            " records ", d.a.steps, " steps and ", path_b, " records ", d.b.steps,
            " (a traced step is one both runs recorded)");

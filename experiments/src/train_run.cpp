@@ -113,7 +113,7 @@ std::vector<trace::Row> gather_stream(Communicator& comm, std::vector<trace::Row
   if (comm.size() == 1) return trace::canonical_order(std::move(mine));
   std::vector<trace::Row> all;
   for (int r = 0; r < comm.size(); ++r) {
-    std::vector<uint8_t> bytes = r == comm.rank() ? trace::pack(mine) : std::vector<uint8_t>{};
+    std::vector<std::byte> bytes = r == comm.rank() ? trace::pack(mine) : std::vector<std::byte>{};
     broadcast_bytes(bytes, r, comm);
     for (trace::Row& row : trace::unpack(bytes))
       if (r == 0 || row.leaf >= 0) all.push_back(std::move(row));

@@ -11,9 +11,10 @@ import subprocess
 import sys
 import time
 
-NOTEBOOKS = ("divergence.ipynb", "gradient_variance.ipynb", "muon_vs_adamw.ipynb", "perturbation.ipynb")
+NOTEBOOKS = ("divergence.ipynb", "gradient_variance.ipynb", "muon_vs_adamw.ipynb", "perturbation.ipynb",
+             "torch_divergence.ipynb")
 # Notebooks that drive the trainer through the samebits extension (built with the Python module).
-NEEDS_EXTENSION = ("perturbation.ipynb",)
+NEEDS_EXTENSION = ("perturbation.ipynb", "torch_divergence.ipynb")
 
 missing = [m for m in ("numpy", "h5py", "matplotlib", "nbconvert", "ipykernel")
            if importlib.util.find_spec(m) is None]

@@ -21,7 +21,7 @@ import sys
 __version__ = "0.1.0"
 
 _EXPORTS = ("Config", "Trainer", "State", "Run", "Error", "train", "open_run", "diff", "fingerprint", "world")
-__all__ = list(_EXPORTS) + ["analysis"]
+__all__ = list(_EXPORTS) + ["analysis", "torch"]
 _extension = None
 
 
@@ -56,8 +56,8 @@ def _watch(ext):
 def __getattr__(name):
     if name in _EXPORTS:
         return getattr(_load(), name)
-    if name == "analysis":
-        return importlib.import_module(__name__ + ".analysis")
+    if name in ("analysis", "torch"):
+        return importlib.import_module(__name__ + "." + name)
     raise AttributeError(f"module 'samebits' has no attribute '{name}'")
 
 

@@ -52,6 +52,10 @@ class StepStats(TypedDict):
     grad_fingerprints: npt.NDArray[np.uint64]
     qk_max_logits: npt.NDArray[np.float32]
     qk_clipped: int
+    comm_bytes: npt.NDArray[np.uint64]
+    comm_calls: npt.NDArray[np.uint64]
+    bytes_to_host: int
+    bytes_from_host: int
 
 
 class Config:
@@ -156,3 +160,35 @@ def fingerprint(array: npt.ArrayLike) -> int: ...
 def world() -> dict[str, Any]: ...
 def _end_session() -> None: ...
 def _abort_job(message: str, exit_code: int) -> None: ...
+
+
+# samebits.torch's native half (python/samebits/torch).
+class _MuonArgs:
+    lr: float
+    weight_decay: float
+    momentum: float
+    eps: float
+    extra_scale: float
+    nesterov: bool
+    momentum_form: str
+    scale: str
+    ns_table: str
+    ns_steps: int
+    ns_coefficients: list[float]
+def _muon_update(weight: npt.NDArray[np.float32], grad: npt.NDArray[np.float32],
+                 momentum: npt.NDArray[np.float32], args: _MuonArgs) -> None: ...
+class _TorchRun:
+    def __init__(self, path: str, config_text: str, experiment_text: str,
+                 tensors: list[tuple[str, list[int]]], execution: dict[str, Any]) -> None: ...
+    def record(self, scalars: dict[str, Any], params: list[npt.NDArray[Any]], grads: list[npt.NDArray[Any]],
+               grads32: list[npt.NDArray[np.float32]]) -> None: ...
+    def snapshot(self, step: int, params: list[npt.NDArray[np.float32]]) -> None: ...
+    def checkpoint(self, step: int, params: list[npt.NDArray[np.float32]],
+                   optimizer: list[tuple[str, npt.NDArray[np.float32]]], final: bool) -> None: ...
+    def commit(self) -> None: ...
+    def fail(self, message: str) -> None: ...
+    @property
+    def experiment_id(self) -> str: ...
+def _write_trace(path: str, experiment_id: str,
+                 steps: list[tuple[int, list[tuple[str, str, list[int], list[int], list[int]]]]]) -> None: ...
+def _fingerprint_raw(array: npt.NDArray[Any]) -> int: ...

@@ -22,11 +22,25 @@ void bind_config(pyb::module_& m);
 void bind_trainer(pyb::module_& m);
 void bind_runs(pyb::module_& m);
 void bind_session(pyb::module_& m);
+void bind_torch_muon(pyb::module_& m);
+void bind_torch_record(pyb::module_& m);
 
 // Under an MPI launcher: makes sure the process holds its MPI session (py_session.cpp).
 void hold_mpi_session();
 // Closes every open Trainer (at exit, before MPI is finalised; py_trainer.cpp).
 void close_trainers();
+
+// The NumPy dtype of a run-file column's values.
+inline const char* numpy_dtype(DType t) {
+  switch (t) {
+    case DType::f32: return "float32";
+    case DType::f64: return "float64";
+    case DType::i32: return "int32";
+    case DType::i64: return "int64";
+    case DType::u64: return "uint64";
+    default: return "uint8";
+  }
+}
 
 // A read-only NumPy view of `count` elements at `data` with `shape`, which keeps `owner` (the
 // Python object that owns the memory) alive as long as the view lives.

@@ -12,4 +12,6 @@ PYBIND11_MODULE(_samebits, m) {
   sb::py::bind_state(m);
   sb::py::bind_trainer(m);
   sb::py::bind_runs(m);
+  sb::py::bind_torch_muon(m);
+  sb::py::bind_torch_record(m);
 }

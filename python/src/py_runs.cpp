@@ -24,17 +24,6 @@ namespace {
 
 using run::RunReader;
 
-const char* numpy_dtype(DType t) {
-  switch (t) {
-    case DType::f32: return "float32";
-    case DType::f64: return "float64";
-    case DType::i32: return "int32";
-    case DType::i64: return "int64";
-    case DType::u64: return "uint64";
-    default: return "uint8";
-  }
-}
-
 // The series column called `name` ("series/loss", or "loss" for series/loss).
 const run::SeriesColumn& find_column(const std::string& name) {
   for (const std::string& path : {name, "series/" + name})

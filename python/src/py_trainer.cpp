@@ -101,53 +101,39 @@ class PyTrainer {
   std::unique_ptr<Trainer> trainer_;
 };
 
+// The step's statistics as the run file's columns hold them (run::series_columns, the one list):
+// each one-value column by its name without "series/" ("loss", "skipped" as a bool), the per-tensor
+// statistics under per_tensor, the other wide columns as arrays (param_fingerprints,
+// grad_fingerprints, qk_max_logits: the column's name in the plural; comm_bytes, comm_calls), the
+// step's wall time as seconds; and the tensor names.
 pyb::dict step_dict(const StepResult& r, const std::vector<ParamView>& params) {
-  const StepStats& s = r.stats;
-  pyb::dict d;
-  d["step"] = s.step;
-  d["loss"] = s.loss;
-  d["val_loss"] = s.val_loss;
-  d["lr_factor"] = s.lr_factor;
-  d["lr"] = s.lr;
-  d["adam_lr"] = s.adam_lr;
-  d["muon_momentum"] = s.muon_momentum;
-  d["grad_norm"] = s.grad_norm;
-  d["clip_scale"] = s.clip_scale;
-  d["loss_scale"] = s.loss_scale;
-  d["skipped"] = s.skipped;
-  d["tokens"] = s.tokens;
-  d["tokens_seen"] = s.tokens_seen;
-  d["leaf_sq_mean"] = s.leaf_sq_mean;
-  d["batch_sq"] = s.batch_sq;
-  d["grad_sq_est"] = s.grad_sq_est;
-  d["trace_est"] = s.trace_est;
-  d["noise_scale"] = s.noise_scale;
-  d["seconds"] = r.seconds;
+  pyb::dict d, per_tensor;
   std::vector<std::string> names;
   for (const ParamView& p : params) names.push_back(p.name);
   d["tensors"] = names;
-  pyb::dict per_tensor;
-  const auto column = [&](const char* key, float TensorStats::*field) {
-    std::vector<float> v;
-    for (const TensorStats& t : s.tensors) v.push_back(t.*field);
-    per_tensor[key] = copy_array(v);
-  };
-  column("grad_norm", &TensorStats::grad_norm);
-  column("grad_max", &TensorStats::grad_max);
-  column("grad_mean", &TensorStats::grad_mean);
-  column("update_rms", &TensorStats::update_rms);
-  column("update_weight_ratio", &TensorStats::update_weight_ratio);
-  column("ortho_error", &TensorStats::ortho_error);
-  column("leaf_sq_mean", &TensorStats::leaf_sq_mean);
-  column("batch_sq", &TensorStats::batch_sq);
-  column("grad_sq_est", &TensorStats::grad_sq_est);
-  column("trace_est", &TensorStats::trace_est);
-  column("noise_scale", &TensorStats::noise_scale);
+  const std::string series = "series/", per = "series/per_tensor/";
+  for (const run::SeriesColumn& c : run::series_columns()) {
+    std::string name(c.path);
+    if (name == "timing/step_seconds") {
+      d["seconds"] = r.seconds;
+      continue;
+    }
+    std::vector<std::byte> bytes;
+    c.append(r, names.size(), bytes);
+    const std::vector<pyb::ssize_t> shape{pyb::ssize_t(bytes.size() / dtype_bytes(c.dtype))};
+    pyb::array a(pyb::dtype(numpy_dtype(c.dtype)), shape);
+    if (!bytes.empty()) std::memcpy(a.mutable_data(), bytes.data(), bytes.size());
+    if (name.rfind(per, 0) == 0) {
+      per_tensor[pyb::str(name.substr(per.size()))] = a;
+    } else if (c.width != run::Width::one) {
+      const std::string key = name.substr(series.size());
+      d[pyb::str(key.back() == 's' ? key : key + "s")] = a;
+    } else {
+      pyb::object value = a.attr("item")(0);
+      d[pyb::str(name.substr(series.size()))] = c.dtype == DType::u8 ? pyb::bool_(value.cast<int>() != 0) : value;
+    }
+  }
   d["per_tensor"] = per_tensor;
-  d["param_fingerprints"] = copy_array(r.param_fingerprints);
-  d["grad_fingerprints"] = copy_array(r.grad_fingerprints);
-  d["qk_max_logits"] = copy_array(s.qk_max_logits);
-  d["qk_clipped"] = s.qk_clipped;
   return d;
 }
 

@@ -39,9 +39,10 @@ struct Fixture {
 std::vector<double> ref_muon_step(const std::vector<double>& w, const std::vector<double>& g, std::vector<double>& m,
                                   int rows, int cols, const sb::MuonOptions& o, double mu, double lr_factor) {
   std::vector<double> u(w.size());
+  const bool lerp = o.momentum_form == sb::MomentumForm::lerp;
   for (size_t i = 0; i < w.size(); ++i) {
-    m[i] = mu * m[i] + g[i];
-    u[i] = o.nesterov ? g[i] + mu * m[i] : m[i];
+    m[i] = lerp ? m[i] + (1.0 - mu) * (g[i] - m[i]) : mu * m[i] + g[i];
+    u[i] = !o.nesterov ? m[i] : lerp ? g[i] + mu * (m[i] - g[i]) : g[i] + mu * m[i];
   }
   const std::vector<double> x = sb::test::newton_schulz64(u, rows, cols, o.ns, o.ns_eps);
   const double lr = o.lr * lr_factor;
@@ -102,6 +103,11 @@ TEST_CASE("muon: one step equals the fp64 reference (keller, nesterov, shape sca
 TEST_CASE("muon: variants equal the fp64 reference over three steps") {
   sb::MuonOptions o = base_options();
   SUBCASE("no nesterov") { o.nesterov = false; }
+  SUBCASE("lerp momentum (torch.optim.Muon's form)") { o.momentum_form = sb::MomentumForm::lerp; }
+  SUBCASE("lerp momentum, no nesterov") {
+    o.momentum_form = sb::MomentumForm::lerp;
+    o.nesterov = false;
+  }
   SUBCASE("weight decay") { o.weight_decay = 0.1; }
   SUBCASE("polar express, 7 steps") {
     sb::OptimConfig c;

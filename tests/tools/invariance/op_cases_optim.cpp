@@ -74,7 +74,7 @@ constexpr size_t kN = 4099;
 OpOutput muon_momentum_case(Backend& be) {
   Buffers buf(be);
   float *m = buf.upload(uniform(kN, 48)), *u = buf.zeros(kN);
-  be.optim_kernels().muon_momentum(m, u, buf.upload(uniform(kN, 49)), kN, 0.95f, true);
+  be.optim_kernels().muon_momentum(m, u, buf.upload(uniform(kN, 49)), kN, ops::MuonMomentum{0.95f, 0.05f, false, true});
   return buf.values({{m, kN}, {u, kN}});
 }
 

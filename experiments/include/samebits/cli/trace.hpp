@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "samebits/core/backend.hpp"
@@ -51,6 +52,16 @@ struct RowDistance {
   double rel_l2 = 0;
 };
 
+// Two streams of different lengths aligned (compare_aligned): the matched rows, the rows only one
+// stream runs.
+struct StreamAlignment {
+  std::vector<std::pair<size_t, size_t>> pairs;  // matched rows (A's, B's), ascending in A
+  std::vector<size_t> reordered;                 // A's rows matched out of B's order (ascending)
+  std::vector<size_t> dropped;                   // rows only A runs (ascending)
+  std::vector<size_t> inserted;                  // rows only B runs (ascending)
+};
+StreamAlignment align_streams(const std::vector<trace::Row>& a, const std::vector<trace::Row>& b);
+
 struct StreamComparison {
   size_t rows_a = 0, rows_b = 0;
   std::optional<size_t> origin;  // the first row whose outputs or inputs differ
@@ -60,9 +71,22 @@ struct StreamComparison {
   std::string origin_kind;
   std::vector<size_t> differing_inputs;  // origin "input": the inputs whose hashes differ
   std::vector<RowDistance> propagation;  // from the origin on, every row whose outputs differ
-  bool identical() const { return !origin && rows_a == rows_b; }
+  // Recorded streams (compare_aligned): the alignment, B's row of the origin, and for an "input"
+  // origin where each differing input was written (an op only one stream runs, or outside the
+  // traced ops). Their rows hold no values: the propagation has no distances.
+  std::optional<StreamAlignment> alignment;
+  size_t origin_b = 0;
+  std::vector<std::string> input_sources;
+  bool identical() const {
+    return !origin && rows_a == rows_b && (!alignment || (alignment->dropped.empty() && alignment->inserted.empty()));
+  }
 };
 StreamComparison compare_streams(const std::vector<trace::Row>& a, const std::vector<trace::Row>& b);
+// Recorded streams of different lengths aligned (align_streams), then compared pair by pair in A's
+// order: the origin is the first aligned pair whose inputs or outputs differ ("op": inputs equal;
+// "input": an input differs, its source named); the propagation every later pair whose outputs
+// differ.
+StreamComparison compare_aligned(const std::vector<trace::Row>& a, const std::vector<trace::Row>& b);
 
 struct TraceOptions {
   int64_t step = 0;  // 0: the runs' first divergent step (step 1 when they do not diverge)

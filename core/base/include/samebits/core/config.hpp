@@ -35,6 +35,7 @@ enum class AllreduceMode { exact, native };
 enum class LeafSumMode { exact, native };
 enum class Progress { automatic, on, off };
 enum class TpMode { duplicated, blockwise, distributed, distributed_exact };
+enum class MomentumForm { sum, lerp };
 
 // Their config spellings (enum_names.hpp); GemmMode, ReduceMode and Precision spell theirs in
 // numerics.hpp. Device's must equal device_name (tensor.hpp): a unit test checks it.
@@ -85,6 +86,10 @@ struct EnumNames<Progress> {
   static constexpr std::array<std::string_view, 3> names{"auto", "on", "off"};
 };
 template <>
+struct EnumNames<MomentumForm> {
+  static constexpr std::array<std::string_view, 2> names{"sum", "lerp"};
+};
+template <>
 struct EnumNames<TpMode> {
   static constexpr std::array<std::string_view, 4> names{"duplicated", "blockwise", "distributed", "distributed_exact"};
 };
@@ -117,8 +122,11 @@ struct OptimConfig {
   OptimizerName name = OptimizerName::muon;
   double lr = 0.02;           // peak learning rate (Muon matrices, or all tensors for adamw)
   double weight_decay = 0.0;  // decoupled; never applied to norm gains and biases
-  double momentum = 0.95;     // Muon μ, sum form M ← μ·M + G
+  double momentum = 0.95;     // Muon μ
   bool nesterov = true;
+  // sum: M ← μ·M + G, U = G + μ·M (Keller Jordan); lerp: M ← M + (1 − μ)·(G − M), U = G + μ·(M − G)
+  // (torch.optim.Muon's EMA form; its own experiments)
+  MomentumForm momentum_form = MomentumForm::sum;
   int64_t ns_steps = 5;  // Newton–Schulz iterations
   NsCoefficients ns_coefficients = NsCoefficients::keller;
   std::vector<double> ns_custom;  // custom: (a, b, c) once, or one triple per step

@@ -9,6 +9,7 @@
 
 #include "samebits/core/backend.hpp"
 #include "samebits/core/ops/adamw.hpp"
+#include "samebits/core/ops/muon.hpp"
 #include "samebits/det/exact_sum.hpp"
 
 namespace sb {
@@ -40,8 +41,8 @@ class OptimKernels {
  public:
   virtual ~OptimKernels() = default;
 
-  // m ← ops::muon_momentum(m, g, mu); u ← ops::muon_input(g, m, mu, nesterov).  m, u, g: (n)
-  virtual void muon_momentum(float* m, float* u, const float* g, size_t n, float mu, bool nesterov) = 0;
+  // u ← ops::muon_momentum_step(m, g, k) (m updated in place).  m, u, g: (n)
+  virtual void muon_momentum(float* m, float* u, const float* g, size_t n, const ops::MuonMomentum& k) = 0;
   // x ← ops::muon_normalize(u, denom).  x, u: (n)
   virtual void muon_normalize(float* x, const float* u, size_t n, float denom) = 0;
   // b ← ops::ns_polynomial(a, b, pb, pc); b holds A·A on entry.  a, b: (n)

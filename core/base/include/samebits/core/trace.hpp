@@ -78,7 +78,8 @@ void record_spans(Backend& backend, const char* op, const float* flat, const std
 std::vector<Row> canonical_order(std::vector<Row> rows);
 
 // Rows (without values) as bytes and back: a rank's stream sent to rank 0.
-std::vector<uint8_t> pack(const std::vector<Row>& rows);
-std::vector<Row> unpack(const std::vector<uint8_t>& bytes);
+// (core/byte_codec.hpp: the row count, then each row's fields)
+std::vector<std::byte> pack(const std::vector<Row>& rows);
+std::vector<Row> unpack(const std::vector<std::byte>& bytes);
 
 }  // namespace sb::trace

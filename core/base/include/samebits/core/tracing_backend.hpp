@@ -19,7 +19,7 @@ class TracingBackend;
 class TracingOptimKernels final : public OptimKernels {
  public:
   explicit TracingOptimKernels(TracingBackend& owner);
-  void muon_momentum(float* m, float* u, const float* g, size_t n, float mu, bool nesterov) override;
+  void muon_momentum(float* m, float* u, const float* g, size_t n, const ops::MuonMomentum& k) override;
   void muon_normalize(float* x, const float* u, size_t n, float denom) override;
   void ns_polynomial(float* b, const float* a, size_t n, float pb, float pc) override;
   void ns_combine(float* x, const float* bx, size_t n, float pa) override;

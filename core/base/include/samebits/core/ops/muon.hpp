@@ -13,6 +13,30 @@ SB_HD float muon_momentum(float m, float g, float mu) { return det::fma_f32(mu, 
 // Newton–Schulz input: U = G + μ·M (Nesterov; M already updated, one rounding), or U = M.
 SB_HD float muon_input(float g, float m, float mu, bool nesterov) { return nesterov ? det::fma_f32(mu, m, g) : m; }
 
+// The lerp (EMA) form of torch.optim.Muon: M ← M + w·(G − M) with w = fl32(1 − μ) (the
+// difference rounded, then one fma). Its Nesterov input G + μ·(M − G) is the same expression on
+// the updated M: U = M + w·(G − M).
+SB_HD float muon_lerp(float m, float g, float w) { return det::fma_f32(w, g - m, m); }
+
+// The momentum step's constants: μ, w = fl32(1 − μ) (derived in fp64, rounded once), the form
+// (optim.momentum_form) and Nesterov.
+struct MuonMomentum {
+  float mu;
+  float w;
+  bool lerp;
+  bool nesterov;
+};
+
+// One element of the momentum step: m updated in place, the Newton–Schulz input U returned.
+SB_HD float muon_momentum_step(float& m, float g, const MuonMomentum& k) {
+  if (k.lerp) {
+    m = muon_lerp(m, g, k.w);
+    return k.nesterov ? muon_lerp(m, g, k.w) : m;
+  }
+  m = muon_momentum(m, g, k.mu);
+  return muon_input(g, m, k.mu, k.nesterov);
+}
+
 // X₀ = U / denom, denom = fl32(‖U‖_F + ε) computed once per matrix (IEEE division).
 SB_HD float muon_normalize(float u, float denom) { return u / denom; }
 

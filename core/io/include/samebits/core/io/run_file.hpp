@@ -196,6 +196,9 @@ class RunWriter {
   void finish(TrainerState state, bool snapshot = false);
   // Status failed with `message`; pending steps are kept (a resume cuts them back).
   void fail(const std::string& message);
+  // The run's step count (attribute steps) from the next commit on: for a loop that learns it at
+  // its end (samebits.torch.Recorder, which finishes at the steps it recorded).
+  void set_steps(int64_t steps);
 
   // Store files written by a background thread from now on (off: each is written before the
   // call returns).
@@ -247,6 +250,7 @@ class RunWriter {
   std::vector<std::string> unlinked_;            // store files to remove after the next commit
   uint64_t bytes_written_ = 0;
   bool background_ = false;
+  bool steps_set_ = false;  // set_steps: the next commit writes attribute steps
   std::optional<StoreJob> job_;
   TrainerState spare_;
 };

@@ -17,8 +17,13 @@ struct TracedStep {
 
 // "runs/x.h5" → "runs/x.trace.h5".
 std::string trace_file_path(const std::string& run_path);
-// Writes every step's stream (a new file; an error when one exists at `path`).
-void write_trace_file(const std::string& path, const std::string& experiment_id, const std::vector<TracedStep>& steps);
+// Writes every step's stream (a new file; an error when one exists at `path`). replayable: the
+// run is samebits' own, whose steps `samebits trace` replays; false for streams recorded from a
+// program samebits cannot replay (samebits.torch.Recorder: attribute replayable = 0).
+void write_trace_file(const std::string& path, const std::string& experiment_id, const std::vector<TracedStep>& steps,
+                      bool replayable = true);
 std::vector<TracedStep> read_trace_file(const std::string& path, std::string* experiment_id = nullptr);
+// False for a trace file written with replayable = false (true when the attribute is absent).
+bool trace_file_replayable(const std::string& path);
 
 }  // namespace sb::io

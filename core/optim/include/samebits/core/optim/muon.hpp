@@ -1,7 +1,8 @@
 // Muon (Keller Jordan 2024; Moonlight's scaling, Liu et al. 2025) on ParamKind::matrix tensors,
 // AdamW on the rest (embeddings, head, norm gains, biases). Per matrix W (rows, cols) with
 // gradient G and momentum M:
-//   M ← μ·M + G;  U = G + μ·M (Nesterov) or M;  X = U / (‖U‖_F + ε), transposed when rows > cols;
+//   M ← μ·M + G;  U = G + μ·M (Nesterov) or M   (lerp form: M ← M + (1 − μ)·(G − M),
+//   U = G + μ·(M − G) or M, torch.optim.Muon's);  X = U / (‖U‖_F + ε), transposed when rows > cols;
 //   ns_steps × { A = X·Xᵀ; B = b·A + c·A·A; X = a·X + B·X };  W ← W·(1 − lr·wd) − lr·scale·X.
 // Contract: the products are canonical GEMMs on the backend in the experiment's precision, the
 // norm is exact, the elementwise parts are ops/muon.hpp — same bits on every configuration.
@@ -23,6 +24,7 @@ struct MuonOptions {
   double lr = 0.02;           // peak learning rate of the matrices (times StepContext::lr_factor)
   double weight_decay = 0.0;  // decoupled: W ← W·(1 − lr·wd)
   bool nesterov = true;
+  MomentumForm momentum_form = MomentumForm::sum;
   std::vector<NsStep> ns{5, kKellerNs};  // one (a, b, c) per Newton–Schulz iteration
   double ns_eps = 1e-7;                  // X = U / (‖U‖_F + ns_eps)
   MuonScale scale = MuonScale::shape;
@@ -35,7 +37,7 @@ struct MuonOptions {
   double normuon_beta2 = 0.95;
 };
 
-// Muon with lr, weight_decay, nesterov, ns_schedule(optim), ns_eps, scale and the variants'
+// Muon with lr, weight_decay, nesterov, momentum_form, ns_schedule(optim), ns_eps, scale and the variants'
 // keys; the AdamW group with lr = adam_lr, the same weight_decay, adam_betas, adam_eps (name =
 // muon, or normuon with normuon = true).
 MuonOptions muon_options(const OptimConfig& optim);

@@ -1,0 +1,94 @@
+"""samebits.torch.Muon: a drop-in for torch.optim.Muon (its signature, defaults and argument
+errors) whose update of a CPU fp32 matrix is the C++ Muon of samebits (canonical GEMM chains, an
+exact norm): the same bits on any thread count and CPU, bitwise the C++ optimizer's update under
+`optim.momentum_form = lerp` (torch.optim.Muon's EMA momentum) for the same gradient and state.
+
+    optimizer = samebits.torch.Muon(model.hidden_matrices(), lr=1e-4, weight_decay=0.01)
+
+Mathematics (docs/OPTIM.md): M ← M + (1 − μ)·(G − M); U = G + μ·(M − G) (Nesterov) or M;
+X = NS(U / (‖U‖_F + eps)) with ns_steps quintic iterations; W ← W·(1 − lr·wd) − lr·scale·X, the
+decay with the unadjusted lr. Extra keywords: `ns_table` (a named coefficient table of samebits:
+keller, polar_express, polar_express_5, polar_express_8, quintic; default: ns_coefficients),
+`scale` (any samebits scale rule: shape, moonlight, spectral, unit_rms, max_dim, none; default
+from adjust_lr_fn), `extra_scale`, and `momentum_form="sum"` for samebits' M ← μ·M + G.
+"""
+import torch
+from torch.optim.optimizer import Optimizer
+
+_ADJUST_LR = {None: "shape", "original": "shape", "match_rms_adamw": "moonlight"}
+
+
+class Muon(Optimizer):
+    def __init__(self, params, lr=1e-3, weight_decay=0.1, momentum=0.95, nesterov=True,
+                 ns_coefficients=(3.4445, -4.775, 2.0315), eps=1e-7, ns_steps=5, adjust_lr_fn=None, *,
+                 ns_table=None, scale=None, extra_scale=1.0, momentum_form="lerp"):
+        if isinstance(lr, torch.Tensor) and lr.numel() != 1:
+            raise ValueError("Muon: a Tensor lr must hold one element")
+        if not 0.0 <= lr:
+            raise ValueError(f"Muon: invalid learning rate {lr} (expected >= 0)")
+        if not 0.0 <= momentum:
+            raise ValueError(f"Muon: invalid momentum {momentum} (expected >= 0)")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Muon: invalid weight_decay {weight_decay} (expected >= 0)")
+        if adjust_lr_fn not in _ADJUST_LR:
+            raise ValueError(f"Muon: adjust_lr_fn {adjust_lr_fn!r} is not supported (None, 'original' or "
+                             "'match_rms_adamw')")
+        if len(ns_coefficients) != 3:
+            raise ValueError(f"Muon: ns_coefficients must be three numbers (a, b, c), got {ns_coefficients!r}")
+        if not 0 < ns_steps < 100:
+            raise ValueError(f"Muon: ns_steps must be in 1..99, got {ns_steps}")
+        if momentum_form not in ("lerp", "sum"):
+            raise ValueError(f"Muon: momentum_form must be 'lerp' or 'sum', got {momentum_form!r}")
+        defaults = dict(lr=lr, weight_decay=weight_decay, momentum=momentum, nesterov=nesterov,
+                        ns_coefficients=tuple(ns_coefficients), eps=eps, ns_steps=ns_steps,
+                        adjust_lr_fn=adjust_lr_fn, ns_table=ns_table, scale=scale, extra_scale=extra_scale,
+                        momentum_form=momentum_form)
+        super().__init__(params, defaults)
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.ndim != 2:
+                    raise ValueError(f"Muon: only 2-D parameters are supported, got one of size {tuple(p.size())}")
+
+    @staticmethod
+    def _args(group):
+        from .. import _load
+        a = _load()._MuonArgs()
+        a.lr = float(group["lr"])
+        a.weight_decay = float(group["weight_decay"])
+        a.momentum = float(group["momentum"])
+        a.nesterov = bool(group["nesterov"])
+        a.eps = float(group["eps"])
+        a.ns_steps = int(group["ns_steps"])
+        a.ns_table = group["ns_table"] or "custom"
+        a.ns_coefficients = [float(x) for x in group["ns_coefficients"]]
+        a.scale = group["scale"] or _ADJUST_LR[group["adjust_lr_fn"]]
+        a.extra_scale = float(group["extra_scale"])
+        a.momentum_form = group["momentum_form"]
+        return a
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        from .. import _load
+        update = _load()._muon_update
+        for group in self.param_groups:
+            args = self._args(group)
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if torch.is_complex(p):
+                    raise RuntimeError("Muon: complex parameters are not supported")
+                if p.grad.is_sparse:
+                    raise RuntimeError("Muon: sparse gradients are not supported")
+                if p.device.type != "cpu" or p.dtype != torch.float32 or not p.is_contiguous():
+                    raise TypeError(f"samebits.torch.Muon updates contiguous float32 CPU parameters; got "
+                                    f"{p.dtype} on {p.device}" + ("" if p.is_contiguous() else ", not contiguous"))
+                state = self.state[p]
+                if "momentum_buffer" not in state:
+                    state["momentum_buffer"] = torch.zeros_like(p, memory_format=torch.contiguous_format)
+                grad = p.grad.detach().to(torch.float32).contiguous()
+                update(p.detach().numpy(), grad.numpy(), state["momentum_buffer"].numpy(), args)
+        return loss
