@@ -43,4 +43,13 @@ CommCounters CommCounters::operator-(const CommCounters& earlier) const {
   return d;
 }
 
+CommCounters& CommCounters::operator+=(const CommCounters& other) {
+  for (size_t k = 0; k < kCollectiveKinds; ++k) {
+    calls[k] += other.calls[k];
+    bytes[k] += other.bytes[k];
+    received[k] += other.received[k];
+  }
+  return *this;
+}
+
 }  // namespace sb

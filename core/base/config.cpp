@@ -12,6 +12,7 @@
 
 #include "config_value.hpp"
 #include "samebits/core/config_fields.hpp"
+#include "samebits/core/pipe_group.hpp"
 #include "samebits/core/untrusted_text.hpp"
 #include "samebits/det/error.hpp"
 
@@ -242,6 +243,7 @@ void validate(const Config& config) {
            "config numerics.gemm=exact runs on run.backend=cpu without tensor parallelism (got run.backend=",
            config_name(config.run.backend), " parallel.tp=", config.parallel.tp,
            "); use numerics.gemm=canonical there");
+  validate_pp(config.model, config.parallel.pp);
   SB_CHECK(config.numerics.leaf_sum == LeafSumMode::exact || config.numerics.allreduce == AllreduceMode::native,
            "config numerics.leaf_sum=native needs numerics.allreduce=native (the exact all-reduce sums each "
            "rank's exact leaf sums); set numerics.allreduce=native or numerics.leaf_sum=exact");

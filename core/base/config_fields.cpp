@@ -303,6 +303,14 @@ std::vector<ConfigField> build_fields() {
             "ranks; heads, the MLP's 4C and the vocabulary rows of the embedding and head split across a "
             "group (docs/DISTRIBUTED.md §10); part of the "
             "experiment only with a tp_mode other than duplicated"),
+      field("parallel.pp", SB_MEMBER(parallel.pp), no,
+            "pipeline stages: mpirun -np N runs N/(tp·pp) data-parallel groups; the blocks split into pp "
+            "contiguous stages (embedding on the first, final norm, head and loss on the last), ranks in "
+            "Megatron's order (tp fastest, then dp, then pp; docs/DISTRIBUTED.md §11); never changes a bit"),
+      field("parallel.pp_schedule", SB_MEMBER(parallel.pp_schedule), no,
+            "the order a stage runs its micro-batches (this data-parallel rank's leaves): 1f1b (one forward, "
+            "one backward; at most pp activations kept) or gpipe (every forward, then every backward); never "
+            "changes a bit"),
   };
 }
 

@@ -5,6 +5,7 @@
 #include "samebits/core/model/gpt.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include "samebits/core/ops/softmax_xent.hpp"
 #include "samebits/core/trace.hpp"
@@ -45,7 +46,7 @@ struct GPT::Buffers {
   float* xstats;                     // (N, 2): row max, denominator
   float *xmax, *xpart;               // under a group: (N), (N, kXentPart) passed rank to rank
   // backward temporaries
-  float* dres;           // (N, C) gradient of the residual stream
+  float* dres;           // (N, C) gradient of the residual stream, then the tied rows (stage_grad)
   float *dbtc1, *dbtc2;  // (N, C)
   float* dqkv;           // (N, 3C)
   float* datt;           // (B, NH, T, T)
@@ -57,12 +58,14 @@ namespace {
 size_t aligned(size_t n) { return (n + kParamAlign - 1) / kParamAlign * kParamAlign; }
 }  // namespace
 
-GPT::GPT(const GPTConfig& cfg, int leaf_size, Backend& backend, TpGroup* tp)
+GPT::GPT(const GPTConfig& cfg, int leaf_size, Backend& backend, TpGroup* tp, PipeGroup* pp)
     : cfg_(cfg),
       B_(leaf_size),
       be_(backend),
       tp_(tp != nullptr && tp->size() > 1 ? tp : nullptr),
       tp_layout_(gpt_tp_layout(cfg, tp_ ? tp_->size() : 1, tp_ ? tp_->rank() : 0)),
+      pp_(pp != nullptr && pp->stages() > 1 ? pp : nullptr),
+      blocks_(stage_blocks(cfg, pp_ ? pp_->stages() : 1, pp_ ? pp_->stage() : 0)),
       layout_(tp_layout_.local) {
   for (size_t t = 0; t < layout_.size(); ++t)
     if (layout_[t].name == "wte") vocab_split_ = tp_layout_.splits[t];
@@ -74,9 +77,8 @@ GPT::GPT(const GPTConfig& cfg, int leaf_size, Backend& backend, TpGroup* tp)
   for (const ParamView& p : layout_) flat_size_ = std::max(flat_size_, p.offset + aligned(p.numel));
   weights_ = be_.alloc(DType::f32, {static_cast<int64_t>(flat_size_)});
   grads_ = be_.alloc(DType::f32, {static_cast<int64_t>(flat_size_)});
-  tokens_ = be_.alloc(DType::i32, {2, B_, cfg_.seq_len});
   losses_host_.assign(static_cast<size_t>(leaf_tokens()), 0.0f);
-  bind_buffers();
+  set_slots(1);
 }
 
 GPT::~GPT() = default;
@@ -87,8 +89,65 @@ const ParamView& GPT::param(std::string_view name) const {
   SB_FAIL("the model has no parameter tensor named '", name, "'");
 }
 
-const float* GPT::logits() const { return buf_->logits; }
-const float* GPT::attention_qkv(int layer) const { return buf_->layers.at(static_cast<size_t>(layer)).qkv; }
+const float* GPT::logits() const {
+  SB_CHECK(last_stage(), "the logits are on the last pipeline stage");
+  return buf_->logits;
+}
+const float* GPT::attention_qkv(int layer) const {
+  SB_CHECK(layer >= blocks_.first && layer < blocks_.end, "block ", layer, " is not on this pipeline stage (blocks ",
+           blocks_.first, "…", blocks_.end - 1, ")");
+  return buf_->layers.at(static_cast<size_t>(layer - blocks_.first)).qkv;
+}
+
+void GPT::set_slots(int n) {
+  SB_CHECK(n >= 1, "activation slots: ", n, " must be at least 1");
+  const bool traced = be_.tracer() != nullptr;
+  if (n == slots() && traced == traced_rows_) return;
+  traced_rows_ = traced;
+  slot_buffers_.resize(static_cast<size_t>(n));
+  tied_rows_.assign(static_cast<size_t>(n), {});
+  tokens_ = be_.alloc(DType::i32, {2 * int64_t{n}, B_, cfg_.seq_len});
+  bind_buffers();
+  use_slot(0);
+}
+
+void GPT::use_slot(int i) {
+  SB_CHECK(i >= 0 && i < slots(), "activation slot ", i, " outside [0, ", slots(), ")");
+  slot_ = i;
+  buf_ = slot_buffers_[static_cast<size_t>(i)].get();
+}
+
+float* GPT::stage_input() { return buf_->encoded; }
+const float* GPT::stage_output() const { return buf_->layers.back().res3; }
+float* GPT::stage_grad() { return buf_->dres; }
+
+size_t GPT::message_floats() const {
+  const size_t N = static_cast<size_t>(B_) * cfg_.seq_len, C = static_cast<size_t>(cfg_.n_embd);
+  if (!passes_tied_rows()) return N * C;
+  return (N + (traced_rows_ ? static_cast<size_t>(vocab_rows_.count()) : N)) * C;
+}
+
+size_t GPT::gradient_message(int slot) const {
+  const size_t rows = tied_rows_.at(static_cast<size_t>(slot)).size();
+  return (static_cast<size_t>(B_) * cfg_.seq_len + rows) * static_cast<size_t>(cfg_.n_embd);
+}
+
+void GPT::take_tied_rows(float* dwte) {
+  const size_t C = static_cast<size_t>(cfg_.n_embd);
+  float* rows = buf_->dres + static_cast<size_t>(B_) * cfg_.seq_len * C;  // (U, C)
+  const std::vector<int32_t>& u = tied_rows_[static_cast<size_t>(slot_)];
+  for (size_t i = 0; i < u.size(); ++i) {
+    be_.copy(rows + i * C, dwte + size_t(u[i]) * C, C * sizeof(float));
+    be_.zero(dwte + size_t(u[i]) * C, C * sizeof(float));
+  }
+}
+
+void GPT::put_tied_rows(float* dwte) {
+  const size_t C = static_cast<size_t>(cfg_.n_embd);
+  const float* rows = buf_->dres + static_cast<size_t>(B_) * cfg_.seq_len * C;  // (U, C)
+  const std::vector<int32_t>& u = tied_rows_[static_cast<size_t>(slot_)];
+  for (size_t i = 0; i < u.size(); ++i) be_.copy(dwte + size_t(u[i]) * C, rows + i * C, C * sizeof(float));
+}
 
 float* GPT::wp(std::string_view name) {
   for (const ParamView& p : layout_)
@@ -102,9 +161,10 @@ float* GPT::gp(std::string_view name) {
   return nullptr;
 }
 
-// acts_ holds, each piece on a kParamAlign boundary (N = B·T): encoded (N, C) · per layer the
-// Layer activations in declaration order · lnf (N, C) · lnf_mean (N) · lnf_rstd (N)
-// · logits (N, V) · losses (N) · xstats (N, 2). scratch_ holds the Buffers backward temporaries.
+// acts_ holds per slot, each piece on a kParamAlign boundary (N = B·T): encoded (N, C) · per
+// block of the stage the Layer activations in declaration order · on the last stage lnf (N, C)
+// · lnf_mean (N) · lnf_rstd (N) · logits (N, V) · losses (N) · xstats (N, 2). scratch_ holds the
+// Buffers backward temporaries, one set for every slot (dres followed by the tied rows (N, C)).
 // Under tensor parallelism (size S) the head-split activations are this rank's: qkv (N, 3C/S),
 // atty (N, C/S), att (B, NH/S, T, T), fch and fch_gelu (N, 4C/S), logits and dlogits (N, V) of
 // its V vocabulary rows; xmax (N) and xpart (N, kXentPart) follow xstats; the rest is replicated.
@@ -115,29 +175,43 @@ void GPT::bind_buffers() {
   const size_t CA = C / S, F = 4 * C / S;  // this rank's attention and MLP widths
   const size_t TT = static_cast<size_t>(B_) * (cfg_.n_head / S) * cfg_.seq_len * cfg_.seq_len;
   const size_t per_layer = 8 * aligned(N * C) + aligned(N * 3 * CA) + aligned(TT) + 2 * aligned(N * F) + 4 * aligned(N);
-  const size_t acts = aligned(N * C) + cfg_.n_layer * per_layer + aligned(N * C) + 3 * aligned(N) + aligned(N * V) +
-                      aligned(2 * N) + xent;
-  const size_t scratch = 3 * aligned(N * C) + aligned(N * 3 * CA) + aligned(TT) + 2 * aligned(N * F) + aligned(N * V);
-  acts_ = be_.alloc(DType::f32, {static_cast<int64_t>(acts)});
+  const bool head = last_stage();
+  const size_t layers = static_cast<size_t>(blocks_.end - blocks_.first), slots = slot_buffers_.size();
+  const size_t acts = aligned(N * C) + layers * per_layer +
+                      (head ? aligned(N * C) + 3 * aligned(N) + aligned(N * V) + aligned(2 * N) + xent : 0);
+  const size_t dres = message_floats();  // the gradient message
+  const size_t scratch = aligned(dres) + 2 * aligned(N * C) + aligned(N * 3 * CA) + aligned(TT) + 2 * aligned(N * F) +
+                         (head ? aligned(N * V) : 0);
+  acts_ = be_.alloc(DType::f32, {static_cast<int64_t>(slots * acts)});
   scratch_ = be_.alloc(DType::f32, {static_cast<int64_t>(scratch)});
-  float* cursor = acts_.data_as<float>();
+  grad_slots_.clear();
+  for (size_t k = 0; k < slots; ++k) {
+    slot_buffers_[k] = std::make_unique<Buffers>();
+    bind_slot(*slot_buffers_[k], acts_.data_as<float>() + k * acts, acts, tokens_.data_as<int32_t>() + k * 2 * N);
+  }
+}
+
+void GPT::bind_slot(Buffers& b, float* acts, size_t acts_size, int32_t* tokens) {
+  const size_t S = static_cast<size_t>(tp_layout_.size);
+  const size_t N = static_cast<size_t>(B_) * cfg_.seq_len, C = cfg_.n_embd, V = size_t(vocab_rows_.count());
+  const size_t CA = C / S, F = 4 * C / S;  // this rank's attention and MLP widths
+  const size_t TT = static_cast<size_t>(B_) * (cfg_.n_head / S) * cfg_.seq_len * cfg_.seq_len;
+  const size_t scratch = static_cast<size_t>(scratch_.numel());
+  float* cursor = acts;
   auto take = [&cursor](size_t n) {
     float* p = cursor;
     cursor += aligned(n);
     return p;
   };
-  buf_ = std::make_unique<Buffers>();
-  Buffers& b = *buf_;
-  grad_slots_.clear();
   b.wte = wp("wte"), b.wpe = wp("wpe"), b.lnfw = wp("lnf.w"), b.lnfb = wp("lnf.b");
   bind_gradient(b.dwte, "wte"), bind_gradient(b.dwpe, "wpe"), bind_gradient(b.dlnfw, "lnf.w");
   bind_gradient(b.dlnfb, "lnf.b");
   b.headw = cfg_.tied_head ? b.wte : wp("lm_head.w");
   bind_gradient(b.dheadw, cfg_.tied_head ? "wte" : "lm_head.w");
-  b.inputs = tokens_.data_as<int32_t>();
+  b.inputs = tokens;
   b.targets = b.inputs + N;
   b.encoded = take(N * C);
-  b.layers.assign(static_cast<size_t>(cfg_.n_layer), Layer{});
+  b.layers.assign(static_cast<size_t>(blocks_.end - blocks_.first), Layer{});
   // Each block's tensors: the name after "h.<l>.", their weight and gradient pointers.
   static constexpr struct {
     const char* name;
@@ -150,8 +224,8 @@ void GPT::bind_buffers() {
                   {"mlp.fc.w", &Layer::fcw, &Layer::dfcw},        {"mlp.fc.b", &Layer::fcb, &Layer::dfcb},
                   {"mlp.proj.w", &Layer::fc2w, &Layer::dfc2w},    {"mlp.proj.b", &Layer::fc2b, &Layer::dfc2b}};
   const float* input = b.encoded;
-  for (int l = 0; l < cfg_.n_layer; ++l) {
-    Layer& L = b.layers[static_cast<size_t>(l)];
+  for (int l = blocks_.first; l < blocks_.end; ++l) {
+    Layer& L = b.layers[static_cast<size_t>(l - blocks_.first)];
     const std::string h = "h." + std::to_string(l) + ".";
     for (const auto& t : kTensors) {
       L.*t.w = wp(h + t.name);
@@ -171,18 +245,20 @@ void GPT::bind_buffers() {
     L.res3 = take(N * C);
     input = L.res3;
   }
-  b.lnf = take(N * C), b.lnf_mean = take(N), b.lnf_rstd = take(N);
-  b.logits = take(N * V);
-  b.losses = take(N);
-  b.xstats = take(2 * N);
-  if (S > 1) b.xmax = take(N), b.xpart = take(N * ops::kXentPart);
-  SB_CHECK(cursor <= acts_.data_as<float>() + acts, "activation layout overflows its buffer");
+  if (last_stage()) {
+    b.lnf = take(N * C), b.lnf_mean = take(N), b.lnf_rstd = take(N);
+    b.logits = take(N * V);
+    b.losses = take(N);
+    b.xstats = take(2 * N);
+    if (S > 1) b.xmax = take(N), b.xpart = take(N * ops::kXentPart);
+  }
+  SB_CHECK(cursor <= acts + acts_size, "activation layout overflows its buffer");
   cursor = scratch_.data_as<float>();
-  b.dres = take(N * C), b.dbtc1 = take(N * C), b.dbtc2 = take(N * C);
+  b.dres = take(message_floats()), b.dbtc1 = take(N * C), b.dbtc2 = take(N * C);
   b.dqkv = take(N * 3 * CA);
   b.datt = take(TT);
   b.dff1 = take(N * F), b.dff2 = take(N * F);
-  b.dlogits = take(N * V);
+  if (last_stage()) b.dlogits = take(N * V);
   SB_CHECK(cursor <= scratch_.data_as<float>() + scratch, "scratch layout overflows its buffer");
 }
 
@@ -273,15 +349,26 @@ float GPT::forward(const int32_t* tokens) {
     for (int t = 0; t < T; ++t) split[size_t(N) + size_t(s) * T + t] = row[t + 1] - vocab_rows_.begin;
   }
   be_.copy_from_host(b.inputs, split.data(), split.size() * sizeof(int32_t));
+  if (passes_tied_rows()) {  // the distinct input tokens of this rank's vocabulary rows, ascending
+    std::vector<int32_t>& rows = tied_rows_[static_cast<size_t>(slot_)];
+    rows.clear();
+    for (int i = 0; i < N && !traced_rows_; ++i)
+      if (split[size_t(i)] >= vocab_rows_.begin && split[size_t(i)] < vocab_rows_.end)
+        rows.push_back(split[size_t(i)] - vocab_rows_.begin);
+    std::sort(rows.begin(), rows.end());
+    rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+    for (int32_t r = 0; r < vocab_rows_.count() && traced_rows_; ++r) rows.push_back(r);
+  }
 
   // Each op under its call site (trace.hpp): nothing but a pointer test unless a trace records.
-  {
+  if (first_stage()) {
     const trace::Scope s(be_, "wte+wpe embedding forward");
     embedding_forward(b.encoded, b.inputs, b.wte, b.wpe);
   }
   for (size_t l = 0; l < b.layers.size(); ++l) {
     Layer& L = b.layers[l];
-    const auto at = [&](const char* site) { return trace::Scope(be_, "h.", int64_t(l), site); };
+    const int64_t layer = blocks_.first + int64_t(l);
+    const auto at = [&](const char* site) { return trace::Scope(be_, "h.", layer, site); };
     {
       const auto s = at(".ln1 norm forward");
       norm_forward(L.ln1, L.ln1_mean, L.ln1_rstd, L.input, L.ln1w, L.ln1b);
@@ -323,6 +410,10 @@ float GPT::forward(const int32_t* tokens) {
       be_.residual_forward(L.res3, L.res2, L.fcproj, static_cast<int64_t>(N) * C);
     }
   }
+  if (!last_stage()) {  // the loss is the last stage's
+    loss_sum_.clear();
+    return std::numeric_limits<float>::quiet_NaN();
+  }
   {
     const trace::Scope s(be_, "lnf norm forward");
     norm_forward(b.lnf, b.lnf_mean, b.lnf_rstd, b.layers.back().res3, b.lnfw, b.lnfb);
@@ -356,22 +447,29 @@ void GPT::backward(float loss_scale) {
   // Every gradient op writes its tensor whole (GEMMs with accumulate off, the token reductions
   // from +0, dwpe's chains) except the embedding's, which adds its tokens' rows into dwte: dwte
   // holds the tied head's dW by then, else it starts from zero. The padding stays zero from alloc.
-  if (!cfg_.tied_head) be_.zero(b.dwte, param("wte").numel * sizeof(float));
-  {
-    const trace::Scope s(be_, "loss softmax_xent backward");
-    be_.softmax_xent_backward(b.dlogits, b.logits, b.xstats, b.targets, N, vocab_rows_.count(), loss_scale);
-  }
-  {
-    const trace::Scope s(be_, "lm_head matmul backward");
-    col_backward(b.dbtc1, b.dheadw, nullptr, b.dlogits, b.lnf, b.headw, N, C, vocab_rows_.count(), 1);
-  }
-  {
-    const trace::Scope s(be_, "lnf norm backward");
-    norm_backward(b.dres, b.dlnfw, b.dlnfb, b.dbtc1, b.layers.back().res3, b.lnfw, b.lnf_mean, b.lnf_rstd);
+  // Over pipeline stages a stage writes only its tensors (the others' stay zero); a tied dwte is
+  // the last stage's head dW without the rows of the micro-batch's tokens, which travel with the
+  // gradient message to the first stage, whose embedding adds into them (put_tied_rows).
+  if (first_stage() && (!cfg_.tied_head || passes_tied_rows())) be_.zero(b.dwte, param("wte").numel * sizeof(float));
+  if (last_stage()) {
+    {
+      const trace::Scope s(be_, "loss softmax_xent backward");
+      be_.softmax_xent_backward(b.dlogits, b.logits, b.xstats, b.targets, N, vocab_rows_.count(), loss_scale);
+    }
+    {
+      const trace::Scope s(be_, "lm_head matmul backward");
+      col_backward(b.dbtc1, b.dheadw, nullptr, b.dlogits, b.lnf, b.headw, N, C, vocab_rows_.count(), 1);
+    }
+    {
+      const trace::Scope s(be_, "lnf norm backward");
+      norm_backward(b.dres, b.dlnfw, b.dlnfb, b.dbtc1, b.layers.back().res3, b.lnfw, b.lnf_mean, b.lnf_rstd);
+    }
+    if (passes_tied_rows()) take_tied_rows(b.dwte);
   }
   for (size_t l = b.layers.size(); l-- > 0;) {
     Layer& L = b.layers[l];
-    const auto at = [&](const char* site) { return trace::Scope(be_, "h.", int64_t(l), site); };
+    const int64_t layer = blocks_.first + int64_t(l);
+    const auto at = [&](const char* site) { return trace::Scope(be_, "h.", layer, site); };
     // MLP branch: dres is d(res3) = d(res2 + fcproj).
     {
       const auto s = at(".mlp.proj matmul backward");
@@ -415,6 +513,8 @@ void GPT::backward(float loss_scale) {
       be_.residual_forward(b.dres, b.dres, b.dbtc2, NC);
     }
   }
+  if (!first_stage()) return;  // the schedule sends stage_grad() on
+  if (passes_tied_rows()) put_tied_rows(b.dwte);
   {
     const trace::Scope s(be_, "wte+wpe embedding backward");
     be_.embedding_backward(b.dwte, b.dwpe, b.dres, b.inputs, B, T, C, V, vocab_rows_);

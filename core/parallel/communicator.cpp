@@ -76,11 +76,18 @@ void Communicator::recv(void* data, size_t bytes, int from) {
   if (bytes > 0) do_recv(data, bytes, from);
 }
 
+void Communicator::exchange(const void* out, size_t out_bytes, int to, void* in, size_t in_bytes, int from) {
+  SB_CHECK(to >= 0 && to < size() && to != rank() && from >= 0 && from < size() && from != rank(), "exchange to rank ",
+           to, " and from rank ", from, " on rank ", rank(), " of ", size());
+  count(Collective::send, out_bytes, in_bytes);
+  do_exchange(out, out_bytes, to, in, in_bytes, from);
+}
+
 std::unique_ptr<Communicator> Communicator::split(int color, int key) {
   (void)color, (void)key;
   SB_FAIL("the communicator '", describe(),
-          "' has no sub-communicators; tensor parallelism "
-          "(parallel.tp > 1) needs MPI ranks (mpirun)");
+          "' has no sub-communicators; tensor and pipeline parallelism "
+          "(parallel.tp, parallel.pp > 1) need MPI ranks (mpirun)");
 }
 
 void Communicator::do_send(const void* data, size_t bytes, int to) {
@@ -91,6 +98,11 @@ void Communicator::do_send(const void* data, size_t bytes, int to) {
 }
 
 void Communicator::do_recv(void* data, size_t bytes, int from) { do_send(data, bytes, from); }
+
+void Communicator::do_exchange(const void* out, size_t out_bytes, int to, void* in, size_t in_bytes, int from) {
+  (void)in, (void)in_bytes, (void)from;
+  do_send(out, out_bytes, to);
+}
 
 void Communicator::barrier() {
   count(Collective::barrier, 0, 0);

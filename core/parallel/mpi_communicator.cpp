@@ -165,6 +165,17 @@ class MpiCommunicator final : public Communicator {
       check(MPI_Send(p + done, count, MPI_BYTE, to, 0, comm_), "MPI_Send");
     }
   }
+  void do_exchange(const void* out, size_t out_bytes, int to, void* in, size_t in_bytes, int from) override {
+    const auto* o = static_cast<const unsigned char*>(out);
+    auto* i = static_cast<unsigned char*>(in);
+    for (size_t done = 0; done < std::max(out_bytes, in_bytes); done += kChunk) {
+      const int n_out = static_cast<int>(done < out_bytes ? std::min(kChunk, out_bytes - done) : 0);
+      const int n_in = static_cast<int>(done < in_bytes ? std::min(kChunk, in_bytes - done) : 0);
+      check(MPI_Sendrecv(o + (n_out > 0 ? done : 0), n_out, MPI_BYTE, to, 0, i + (n_in > 0 ? done : 0), n_in, MPI_BYTE,
+                         from, 0, comm_, MPI_STATUS_IGNORE),
+            "MPI_Sendrecv");
+    }
+  }
   void do_recv(void* data, size_t bytes, int from) override {
     auto* p = static_cast<unsigned char*>(data);
     for (size_t done = 0; done < bytes; done += kChunk) {

@@ -116,6 +116,26 @@ class NcclCommunicator final : public Communicator {
     allgather(in, out, n * sizeof(uint64_t));
   }
 
+  // Pipeline stages' transfers: ncclSend / ncclRecv (NCCL ≥ 2.7) on device memory, staged
+  // through the scratch otherwise; the exchange's two calls in one group cannot deadlock.
+  void do_send(const void* data, size_t bytes, int to) override { do_exchange(data, bytes, to, nullptr, 0, to); }
+  void do_recv(void* data, size_t bytes, int from) override { do_exchange(nullptr, 0, from, data, bytes, from); }
+  void do_exchange(const void* out, size_t out_bytes, int to, void* in, size_t in_bytes, int from) override {
+    activate();
+    scratch(out_bytes + in_bytes);  // grown once, before either part is staged in it
+    const void* src = out_bytes > 0 ? stage_in(out, out_bytes, 0) : nullptr;
+    void* dst = in_bytes == 0 ? nullptr : on_device(in) ? in : scratch(out_bytes + in_bytes) + out_bytes;
+    SB_NCCL_CHECK(ncclGroupStart());
+    if (out_bytes > 0) SB_NCCL_CHECK(ncclSend(src, out_bytes, ncclUint8, to, comm_, stream_));
+    if (in_bytes > 0) SB_NCCL_CHECK(ncclRecv(dst, in_bytes, ncclUint8, from, comm_, stream_));
+    SB_NCCL_CHECK(ncclGroupEnd());
+    if (in_bytes > 0) {
+      finish(in, dst, in_bytes);
+    } else {
+      wait();
+    }
+  }
+
   void do_barrier() override {
     int64_t zero = 0;
     allreduce(&zero, 1, ncclInt64, 8, ncclSum);

@@ -47,8 +47,7 @@ class TensorParallel::Group final : public TpGroup {
   Communicator& comm_;
 };
 
-TensorParallel::TensorParallel(Communicator& world, int tp, const GPTConfig& model, Backend& backend)
-    : world_(world), backend_(backend) {
+TensorParallel::TensorParallel(Communicator& world, int tp, const GPTConfig& model, Backend& backend) {
   validate_tp(model, tp);
   SB_CHECK(world.size() % tp == 0, "config parallel.tp=", tp, " does not divide the world of ", world.size(),
            " ranks: start mpirun -np N with N a multiple of parallel.tp (N = data-parallel groups × tp)");

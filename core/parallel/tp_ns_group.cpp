@@ -58,7 +58,7 @@ std::vector<MatrixShard> tp_matrix_shards(const TpLayout& layout, const std::sha
 std::unique_ptr<Optimizer> make_tp_shard_optimizer(const OptimConfig& config, TensorParallel& tp, Backend& backend,
                                                    Precision precision) {
   const TpLayout& layout = tp.layout();
-  if (!config.muon_family()) return make_optimizer(config, layout.local, backend, precision);
+  if (!optimizer_needs(config.name).whole_matrices) return make_optimizer(config, layout.local, backend, precision);
   auto muon = std::make_unique<Muon>(layout.local, backend, precision, muon_options(config));
   const auto group = std::make_shared<TpNsGroup>(tp.tp(), backend, config.tp_mode == TpMode::distributed_exact);
   muon->set_shards(tp_matrix_shards(layout, group));

@@ -21,12 +21,6 @@ struct TpOptimizer::Scratch {
 
 namespace {
 
-// Whether tensor p's update needs the whole tensor: Muon's matrices (Newton–Schulz); every other
-// update is elementwise.
-bool needs_whole(const OptimConfig& config, const ParamView& p) {
-  return config.muon_family() && p.kind == ParamKind::matrix;
-}
-
 // "attn.qkv.w" of "h.3.attn.qkv.w": tensors of every layer with one shape share a scratch.
 std::string kind_of(const ParamView& p) {
   const size_t dot = p.name.find('.', p.name.find('.') + 1);
@@ -48,7 +42,7 @@ TpOptimizer::TpOptimizer(const OptimConfig& config, TensorParallel& tp, Backend&
                                           : make_optimizer(config, L.local, backend, precision);
   gathered_.resize(L.local.size());
   for (size_t t = 0; t < gathered_.size(); ++t)
-    gathered_[t] = duplicated && L.splits[t].sharded && needs_whole(config, L.full[t]);
+    gathered_[t] = duplicated && L.splits[t].sharded && needs_whole_tensor(config, L.full[t]);
   shards_.resize(L.local.size());
   kinds_.resize(L.local.size());
   stats_.resize(L.local.size());

@@ -8,6 +8,7 @@
 #include "samebits/core/cpu/blas_version.hpp"
 #include "samebits/core/io/library_version.hpp"
 #include "samebits/core/parallel/library_versions.hpp"
+#include "samebits/core/parallel/parallel_plan.hpp"
 #include "samebits/data/data_manifest.hpp"
 #include "samebits/det/huge_pages.hpp"
 #ifdef SB_HAVE_CUDA
@@ -49,8 +50,11 @@ run::RunHeader run_header(const Config& config, Trainer& trainer) {
   h.execution.threads = omp_get_max_threads();
   h.execution.world_size = trainer.communicator().size();
   h.execution.micro_leaves = trainer.options().micro_leaves;
-  const int64_t tp = config.parallel.tp;
-  h.execution.layout = "dp " + std::to_string(trainer.communicator().size() / tp) + " x tp " + std::to_string(tp);
+  // "dp D x tp T", and " x pp P" with pipeline stages: the plan's mesh.
+  int size[3] = {1, 1, 1};  // dp, tp, pp
+  for (const MeshAxis& a : trainer.plan().mesh()) size[a.name == "dp" ? 0 : a.name == "tp" ? 1 : 2] = a.size;
+  h.execution.layout = "dp " + std::to_string(size[0]) + " x tp " + std::to_string(size[1]) +
+                       (size[2] > 1 ? " x pp " + std::to_string(size[2]) : "");
   h.execution.environment = environment_text(trainer.backend());
   return h;
 }

@@ -14,17 +14,14 @@
 
 #include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/exact_norm.hpp"
+#include "samebits/core/model/pipeline_schedule.hpp"
 #include "samebits/core/ops/gradient.hpp"
 #include "samebits/core/optim/adaptive_lr.hpp"
 #include "samebits/core/optim/clip.hpp"
 #include "samebits/core/optim/qk_clip.hpp"
 #include "samebits/core/optim/schedule.hpp"
 #include "samebits/core/optim_kernels.hpp"
-#include "samebits/core/parallel/exact_allreduce.hpp"
-#include "samebits/core/parallel/owner_gradient.hpp"
-#include "samebits/core/parallel/sharded_optimizer.hpp"
-#include "samebits/core/parallel/tensor_parallel.hpp"
-#include "samebits/core/parallel/tp_optimizer.hpp"
+#include "samebits/core/parallel/parallel_plan.hpp"
 #include "samebits/core/trace.hpp"
 #include "samebits/core/train/perturbation.hpp"
 #include "samebits/core/untrusted_text.hpp"
@@ -37,23 +34,6 @@ namespace sb {
 namespace {
 
 constexpr float kNaNf = std::numeric_limits<float>::quiet_NaN();
-
-// The layout this rank's statistics see: its tensor-parallel shards (the whole model at tp 1).
-std::vector<ParamView> rank_layout(const Config& config, const Communicator& comm) {
-  const int tp = static_cast<int>(config.parallel.tp);
-  if (tp <= 1) return gpt_param_layout(config.model);
-  return gpt_tp_layout(config.model, tp, comm.rank() % tp).local;
-}
-
-// What tensor parallelism does not combine with yet: one error naming the key (exit 2 in the CLI).
-void check_tp_combination(const Config& c) {
-  const int64_t tp = c.parallel.tp;
-  auto refuse = [tp](const char* what) { SB_FAIL("config parallel.tp=", tp, " with ", what, " is not supported"); };
-  if (c.optim.qk_clip > 0.0) refuse("optim.qk_clip > 0 (QK-clip reads whole heads' q and k)");
-  if (c.perturb.enabled()) refuse("[perturb] (set perturb.tensor empty)");
-  if (c.numerics.allreduce != AllreduceMode::exact) refuse("numerics.allreduce=native");
-  if (!c.train.snapshot_steps.empty()) refuse("train.snapshot_steps (full snapshots are written by rank 0 alone)");
-}
 
 }  // namespace
 
@@ -81,7 +61,7 @@ struct Trainer::Host {
 };
 
 Trainer::Trainer(const Config& config, Backend& backend, Communicator& comm, TrainerOptions options)
-    : config_(config), options_(options), be_(backend), comm_(comm), stats_(rank_layout(config, comm), be_) {
+    : config_(config), options_(options), be_(backend), comm_(comm) {
   build();
 }
 
@@ -95,8 +75,7 @@ Trainer::Trainer(const Config& config, std::unique_ptr<Backend> backend, std::un
       config_(config),
       options_(options),
       be_(*own_backend_),
-      comm_(*own_comm_),
-      stats_(rank_layout(config, *own_comm_), be_) {
+      comm_(*own_comm_) {
   build();
 }
 
@@ -109,12 +88,8 @@ void Trainer::build() {
   // run.threads = 0: every hardware thread (also after an earlier Trainer chose fewer).
   omp_set_num_threads(config_.run.threads > 0 ? static_cast<int>(config_.run.threads) : omp_get_num_procs());
   be_.set_numerics(to_numerics(config_));
-  dp_ = &comm_;
-  if (config_.parallel.tp > 1) {
-    check_tp_combination(config_);
-    tp_ = std::make_unique<TensorParallel>(comm_, static_cast<int>(config_.parallel.tp), config_.model, be_);
-    dp_ = &tp_->dp();
-  }
+  plan_ = make_parallel_plan(config_, comm_, be_);
+  stats_.emplace(plan_->local_layout(), be_);
 
   const data::DataConfig data_config = to_data_config(config_);
   train_source_ = options_.train_source;
@@ -126,33 +101,14 @@ void Trainer::build() {
       std::make_unique<data::Sampler>(*train_source_, config_.model.seq_len, static_cast<int>(config_.data.leaf_size),
                                       static_cast<int>(config_.data.leaves), sample_order(config_));
 
-  model_ = std::make_unique<GPT>(config_.model, static_cast<int>(config_.data.leaf_size), be_,
-                                 tp_ ? &tp_->group() : nullptr);
+  model_ = std::make_unique<GPT>(config_.model, static_cast<int>(config_.data.leaf_size), be_, plan_->tensor_group(),
+                                 plan_->pipe_group());
   model_->init(config_.train.seed);
   SB_CHECK(options_.initial_weights == nullptr || !config_.train.init.empty(),
            "TrainerOptions::initial_weights given, but config train.init is empty: the experiment "
            "would not say where its weights came from; set train.init to their file");
   if (!config_.train.init.empty()) load_initial_weights();
-  if (tp_) {  // every optim.tp_mode (parallel/tp_optimizer.hpp)
-    optimizer_ = std::make_unique<TpOptimizer>(config_.optim, *tp_, be_, config_.train.precision);
-  } else {
-    optimizer_ = make_optimizer(config_.optim, model_->params(), be_, config_.train.precision);
-  }
-  // The distributed optimizer across the DP group: under tensor parallelism every TP rank of a
-  // DP rank owns the same tensors (balanced by the full tensors' costs) and the owners broadcast
-  // their local shards to the same TP rank of the other groups.
-  if (options_.distributed_optimizer && dp_->size() > 1) {
-    auto sharded =
-        std::make_unique<ShardedOptimizer>(std::move(optimizer_), model_->params(),
-                                           update_cost(config_.optim, gpt_param_layout(config_.model)), be_, *dp_);
-    sharded_ = sharded.get();
-    optimizer_ = std::move(sharded);
-    // The reduce-scatter's owner-side statistics are of whole tensors; under TP the gradient stays
-    // all-reduced across DP (tp_->share assembles the full tensors' statistics from the shards).
-    if (config_.numerics.allreduce == AllreduceMode::exact && !tp_) {
-      owner_ = std::make_unique<OwnerGradient>(model_->params(), sharded_->ownership(), be_, comm_);
-    }
-  }
+  optimizer_ = plan_->make_optimizer(config_, options_.distributed_optimizer);
   acc_ = config_.numerics.leaf_sum == LeafSumMode::native ? be_.make_native_accumulator(model_->flat_size())
                                                           : be_.make_accumulator(model_->flat_size());
   if (config_.train.precision == Precision::fp16) scaler_.emplace(config_.train);
@@ -179,17 +135,8 @@ void Trainer::load_initial_weights() {
            "' names initial weights, "
            "but the trainer was given none: load them with io::load_initial_weights(config) and pass "
            "them as TrainerOptions::initial_weights");
-  if (tp_) {  // this rank's shards of the full buffer
-    std::vector<float> local(model_->flat_size());
-    tp_->take_local(flat->data(), local.data());
-    be_.copy_from_host(model_->weights().data(), local.data(), local.size() * sizeof(float));
-    options_.initial_weights = nullptr;
-    return;
-  }
-  SB_CHECK(flat->size() == model_->flat_size(), "initial weights of ", flat->size(),
-           " values for a parameter buffer of ", model_->flat_size());
-  be_.copy_from_host(model_->weights().data(), flat->data(), flat->size() * sizeof(float));
-  options_.initial_weights = nullptr;  // read during construction only
+  plan_->take_local(*flat, model_->weights().data_as<float>());  // this rank's part of the full buffer
+  options_.initial_weights = nullptr;                            // read during construction only
 }
 
 std::optional<LossScaleState> Trainer::loss_scale() const {
@@ -198,7 +145,8 @@ std::optional<LossScaleState> Trainer::loss_scale() const {
 }
 
 std::vector<int> Trainer::leaf_order(uint64_t step) const {
-  const data::LeafRange range = data::leaf_range(static_cast<int>(config_.data.leaves), dp_->size(), dp_->rank());
+  const Communicator& leaves = plan_->leaf_group();
+  const data::LeafRange range = data::leaf_range(static_cast<int>(config_.data.leaves), leaves.size(), leaves.rank());
   std::vector<int> order(static_cast<size_t>(range.count()));
   for (int i = 0; i < range.count(); ++i) {
     const uint64_t j = options_.leaf_order_seed == 0 ? uint64_t(i)
@@ -219,12 +167,12 @@ void Trainer::accumulate(uint64_t step, float loss_scale, det::ExactSum& loss_su
   pass.loss_scale = loss_scale;
   if (qk_) {
     pass.after_forward = [&](size_t) {
-      for (int l = 0; l < config_.model.n_layer; ++l)
+      for (int l = model_->blocks().first; l < model_->blocks().end; ++l)
         qk_->add(l, model_->attention_qkv(l), static_cast<int>(config_.data.leaf_size), config_.model.seq_len,
                  config_.model.n_embd);
     };
   }
-  if (options_.statistics) pass.leaf_squares = stats_.leaf_sums();
+  if (options_.statistics) pass.leaf_squares = stats_->leaf_sums();
   int first = 0;
   trace::Recorder* const tracer = be_.tracer();  // a traced step's rows are keyed by global leaf
   if (tracer != nullptr) pass.before_forward = [&](size_t i) { tracer->set_leaf(order[size_t(first) + i]); };
@@ -236,7 +184,11 @@ void Trainer::accumulate(uint64_t step, float loss_scale, det::ExactSum& loss_su
     }
     std::vector<const int32_t*> leaves(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) leaves[size_t(i)] = tokens_.data() + size_t(i) * leaf_tokens;
-    accumulate_leaves(*model_, leaves, *acc_, loss_sum, pass);
+    if (model_->pipe() != nullptr) {  // the leaves are the pipeline's micro-batches
+      accumulate_pipelined(*model_, leaves, *acc_, loss_sum, pass, config_.parallel.pp_schedule);
+    } else {
+      accumulate_leaves(*model_, leaves, *acc_, loss_sum, pass);
+    }
   }
   if (tracer != nullptr) tracer->set_leaf(-1);
 }
@@ -244,21 +196,17 @@ void Trainer::accumulate(uint64_t step, float loss_scale, det::ExactSum& loss_su
 uint32_t Trainer::reduce_scalars(det::ExactSum& loss_sum, uint64_t* adds) {
   // The loss and the leaf statistics as ExactSum words, in one int64 SUM.
   const size_t kw = det::ExactSum::kWords;
-  std::vector<int64_t> words(kw + (options_.statistics ? stats_.words() : 0));
+  std::vector<int64_t> words(kw + (options_.statistics ? stats_->words() : 0));
   loss_sum.to_words(words.data());
-  if (options_.statistics) stats_.to_words(words.data() + kw);
-  if (tp_) {  // over the world: the loss and replicated tensors' sums from TP rank 0 of each group
-    if (tp_->tp_rank() != 0) std::fill(words.begin(), words.begin() + static_cast<std::ptrdiff_t>(kw), 0);
-    if (options_.statistics) tp_->mask_replicated(words.data() + kw, kw);
-  }
-  comm_.allreduce_sum_i64(words.data(), words.size());
+  if (options_.statistics) stats_->to_words(words.data() + kw);
+  plan_->sum_scalars(words.data(), words.size(), kw, options_.statistics ? kw : 0);
   loss_sum = det::ExactSum::from_words(words.data());
-  if (options_.statistics) stats_.from_words(words.data() + kw);
+  if (options_.statistics) stats_->from_words(words.data() + kw);
 
   *adds = acc_->adds();
   uint32_t status = acc_->status();
-  dp_->allreduce_sum_u64(adds, 1);
-  comm_.allreduce_or_u32(&status, 1);  // every TP rank of every group skips or applies alike
+  plan_->replica_group().allreduce_sum_u64(adds, 1);
+  plan_->world().allreduce_or_u32(&status, 1);  // every rank of every group skips or applies alike
   return status;
 }
 
@@ -268,11 +216,7 @@ void Trainer::round_gradient(float loss_scale, uint64_t adds, uint32_t status) {
            " × loss scale ", loss_scale, " is not a finite fp32 divisor; lower train.loss_scale");
   float* g = grad_.data_as<float>();
   if (config_.numerics.allreduce == AllreduceMode::exact) {
-    if (owner_) {
-      exact_reduce_scatter(*acc_, comm_, adds, status, owner_->need());
-    } else {
-      exact_allreduce(*acc_, *dp_, adds, status);
-    }
+    plan_->reduce_gradient(*acc_, adds, status);
     acc_->round(g, divisor);
     return;
   }
@@ -281,7 +225,7 @@ void Trainer::round_gradient(float loss_scale, uint64_t adds, uint32_t status) {
   // division.
   const size_t n = model_->flat_size();
   acc_->round(g, 1.0f);
-  comm_.allreduce_sum_f32(g, n);
+  plan_->replica_group().allreduce_sum_f32(g, n);
   const float* view = Host::view(be_, g, n, host_->grad);
   float* out = const_cast<float*>(view);
 #pragma omp parallel for simd schedule(static)
@@ -296,26 +240,10 @@ void Trainer::trace_tensors(const char* site, const char* op, const float* flat,
   trace::record_spans(be_, op, flat, host_->spans, host_->names, inputs);
 }
 
-CommCounters Trainer::traffic() const {
-  CommCounters c = comm_.counters();
-  if (!tp_) return c;
-  for (const CommCounters* g : {&tp_->tp().counters(), &tp_->dp().counters()}) {
-    for (size_t k = 0; k < kCollectiveKinds; ++k) {
-      c.calls[k] += g->calls[k];
-      c.bytes[k] += g->bytes[k];
-      c.received[k] += g->received[k];
-    }
-  }
-  return c;
-}
-
-std::vector<uint64_t> Trainer::param_fingerprints() {
-  if (tp_) return tp_->fingerprints(model_->weights().data_as<float>());
-  return host_->fingerprints(be_, model_->weights().data_as<float>());
-}
+std::vector<uint64_t> Trainer::param_fingerprints() { return plan_->fingerprints(model_->weights().data_as<float>()); }
 
 void Trainer::check_replicas() {
-  Communicator& dp = *dp_;  // the replicas of this rank's shards
+  Communicator& dp = plan_->replica_group();  // the replicas of this rank's tensors
   if (dp.size() == 1 || !options_.check_replicas) return;
   uint64_t mine = 0;
   be_.fingerprints(model_->weights().data_as<float>(), {TensorSpan{0, model_->flat_size()}}, &mine);
@@ -331,12 +259,13 @@ void Trainer::check_replicas() {
 
 void Trainer::clip_qk(StepStats& st) {
   std::vector<int32_t> keys = qk_->keys();
-  if (comm_.size() > 1) {  // every rank's maxima, merged in rank order (a max: any order)
+  Communicator& world = plan_->world();
+  if (world.size() > 1) {  // every rank's maxima (its stage's blocks), merged in rank order (a max: any order)
     std::vector<uint64_t> mine(keys.begin(), keys.end());
-    std::vector<uint64_t> all(mine.size() * static_cast<size_t>(comm_.size()));
+    std::vector<uint64_t> all(mine.size() * static_cast<size_t>(world.size()));
     for (uint64_t& k : mine) k = static_cast<uint32_t>(k);
-    comm_.allgather_u64(mine.data(), mine.size(), all.data());
-    for (int r = 0; r < comm_.size(); ++r) {
+    world.allgather_u64(mine.data(), mine.size(), all.data());
+    for (int r = 0; r < world.size(); ++r) {
       std::vector<int32_t> theirs(keys.size());
       for (size_t i = 0; i < keys.size(); ++i)
         theirs[i] = static_cast<int32_t>(static_cast<uint32_t>(all[size_t(r) * keys.size() + i]));
@@ -349,115 +278,110 @@ void Trainer::clip_qk(StepStats& st) {
                                 st.qk_max_logits, config_.optim.qk_clip);
 }
 
-StepResult Trainer::step() {
-  const auto start = std::chrono::steady_clock::now();
-  const CommCounters traffic_before = traffic();
-  const HostTraffic host_before = be_.host_traffic();
+void Trainer::begin_step(StepStats& st) {
   const int64_t number = step_ + 1;  // 1-based: the schedule's step
-  const int64_t leaves = config_.data.leaves;
-  const bool muon = config_.optim.muon_family();
-
   // [perturb]: after perturb.step steps, before this step's forward (every rank, its replica).
   if (perturbation_due(config_.perturb, step_)) apply_perturbation(config_.perturb, *model_);
-
-  StepResult result;
-  StepStats& st = result.stats;
   st.step = number;
   st.lr_factor = lr_factor(config_.train, number);
   st.lr = scheduled_lr(config_.optim.lr, st.lr_factor);
-  st.adam_lr = scheduled_lr(muon ? config_.optim.adam_lr : config_.optim.lr, st.lr_factor);
+  st.adam_lr = scheduled_lr(adamw_peak_lr(config_.optim), st.lr_factor);
   st.muon_momentum = muon_momentum(config_.optim, number);
-  const float scale = scaler_ ? scaler_->scale() : 1.0f;
-  st.loss_scale = scale;
-  st.tokens = leaves * model_->leaf_tokens();
+  st.loss_scale = scaler_ ? scaler_->scale() : 1.0f;
+  st.tokens = config_.data.leaves * model_->leaf_tokens();
   st.tokens_seen = number * st.tokens;
   st.val_loss = kNaNf;
+}
+
+void Trainer::skip_update(StepStats& st, StepResult& result) {
+  st.skipped = true;
+  st.grad_norm = st.clip_scale = kNaNf;
+  if (options_.statistics) stats_->finish(nullptr, st.loss_scale, config_.data.leaves, config_.data.leaf_size, st);
+  if (options_.fingerprints) result.grad_fingerprints.assign(model_->params().size(), 0);
+}
+
+void Trainer::finish_gradient(StepStats& st, StepResult& result) {
+  float* g = grad_.data_as<float>();
+  if (be_.tracer() != nullptr) {  // traced: "allreduce gradient", its output only (docs/TRACE.md)
+    const trace::Scope site(be_, "allreduce");
+    trace::record_spans(be_, "gradient", g, {TensorSpan{0, model_->flat_size()}}, {""});
+  }
+  trace_tensors("grad_accumulate", "round", g);
+  // Fingerprints, statistics and the clip's ‖G‖² of the full tensors, computed where the
+  // gradient is (O(tensors) words back), from every rank's part of it.
+  const SharedGradient shared = plan_->share_gradient(g, options_.fingerprints, options_.statistics);
+  if (options_.fingerprints) result.grad_fingerprints = shared.fingerprints;
+  if (options_.statistics) {
+    stats_->finish(shared.tensors.data(), shared.squares, st.loss_scale, config_.data.leaves, config_.data.leaf_size,
+                   st);
+  }
+  st.grad_norm = sqrt_rounded(shared.squares);  // clip_grad_norm's norm, from the same sum
+  st.clip_scale = clip_factor(st.grad_norm, config_.optim.clip);
+  plan_->scale_gradient(g, st.clip_scale);
+  if (adaptive_) {  // this step's lr from this step's noise estimates (adaptive_lr.hpp)
+    st.lr_factor = st.lr_factor * adaptive_->update(st.grad_sq_est, st.trace_est);
+    st.lr = scheduled_lr(config_.optim.lr, st.lr_factor);
+    st.adam_lr = scheduled_lr(adamw_peak_lr(config_.optim), st.lr_factor);
+  }
+}
+
+void Trainer::update(StepStats& st) {
+  float* g = grad_.data_as<float>();
+  const size_t tensors = model_->params().size();
+  StepContext ctx;
+  ctx.step = updates_ + 1;
+  ctx.lr_factor = st.lr_factor;
+  ctx.muon_momentum = st.muon_momentum;
+  ctx.compute_stats = options_.statistics;
+  std::vector<std::vector<uint64_t>> update_inputs;  // traced: each tensor's (gradient, weights)
+  if (be_.tracer() != nullptr) {
+    const std::vector<uint64_t> gf = host_->fingerprints(be_, g), wf = param_fingerprints();
+    for (size_t t = 0; t < tensors; ++t) update_inputs.push_back({gf[t], wf[t]});
+  }
+  {
+    const trace::Scope site(be_, "optimizer");
+    optimizer_->step(model_->weights().data_as<float>(), g, ctx);
+  }
+  for (size_t t = 0; t < update_inputs.size(); ++t) {  // traced: "adamw update wte", "muon update h.0.attn.qkv.w"
+    const trace::Scope site(be_, std::string(update_name(config_.optim, model_->params()[t])).c_str());
+    trace::record_spans(be_, "update", model_->weights().data_as<float>(), {host_->spans[t]}, {host_->names[t]},
+                        {update_inputs[t]});
+  }
+  ++updates_;
+  if (!options_.statistics) return;
+  const std::vector<TensorUpdateStats>& up = optimizer_->last_stats();
+  for (size_t t = 0; t < tensors && t < up.size(); ++t) {
+    st.tensors[t].update_rms = up[t].update_rms;
+    st.tensors[t].update_weight_ratio = up[t].update_weight_ratio;
+    st.tensors[t].ortho_error = up[t].ortho_error;
+  }
+}
+
+StepResult Trainer::step() {
+  const auto start = std::chrono::steady_clock::now();
+  const CommCounters traffic_before = plan_->traffic();
+  const HostTraffic host_before = be_.host_traffic();
+  StepResult result;
+  StepStats& st = result.stats;
+  begin_step(st);
 
   acc_->clear();
-  stats_.clear();
+  stats_->clear();
   if (qk_) qk_->clear();
   det::ExactSum loss_sum;
-  accumulate(static_cast<uint64_t>(step_), scale, loss_sum);
+  accumulate(static_cast<uint64_t>(step_), st.loss_scale, loss_sum);
   uint64_t adds = 0;
   const uint32_t status = reduce_scalars(loss_sum, &adds);
-  st.loss = mean_loss(loss_sum, leaves * model_->leaf_tokens());
-  SB_CHECK(status == 0 || scaler_, "step ", number, ": a leaf gradient held", det::fixed_status_names(status),
+  st.loss = mean_loss(loss_sum, st.tokens);
+  SB_CHECK(status == 0 || scaler_, "step ", st.step, ": a leaf gradient held", det::fixed_status_names(status),
            " values (loss ", st.loss, "); the run diverged in ", to_string(config_.train.precision),
            " — lower optim.lr / optim.adam_lr, or use train.precision=fp16 with loss scaling");
-  const bool apply = scaler_ ? scaler_->update(status != 0) : true;
-
-  const size_t tensors = model_->params().size();
-  const size_t flat = model_->flat_size();
-  if (!apply) {
-    st.skipped = true;
-    st.grad_norm = st.clip_scale = kNaNf;
-    if (options_.statistics) stats_.finish(nullptr, scale, leaves, config_.data.leaf_size, st);
-    if (options_.fingerprints) result.grad_fingerprints.assign(tensors, 0);
+  if (scaler_ && !scaler_->update(status != 0)) {
+    skip_update(st, result);
   } else {
-    round_gradient(scale, adds, status);
-    if (be_.tracer() != nullptr) {  // traced: "allreduce gradient", its output only (docs/TRACE.md)
-      const trace::Scope site(be_, "allreduce");
-      trace::record_spans(be_, "gradient", grad_.data_as<float>(), {TensorSpan{0, flat}}, {""});
-    }
-    trace_tensors("grad_accumulate", "round", grad_.data_as<float>());
-    // Fingerprints, statistics and the clip run where the gradient is (O(tensors) words back);
-    // reduce-scattered, each owner's tensors' on their owner, shared (parallel/owner_gradient.hpp).
-    float* g_dev = grad_.data_as<float>();
-    if (owner_ || tp_) {
-      const SharedGradient shared = owner_ ? owner_->share(g_dev, options_.fingerprints, options_.statistics)
-                                           : tp_->share(g_dev, options_.fingerprints, options_.statistics);
-      if (options_.fingerprints) result.grad_fingerprints = shared.fingerprints;
-      if (options_.statistics) {
-        stats_.finish(shared.tensors.data(), shared.squares, scale, leaves, config_.data.leaf_size, st);
-      }
-      st.grad_norm = sqrt_rounded(shared.squares);  // clip_grad_norm's norm, from the same sum
-      st.clip_scale = clip_factor(st.grad_norm, config_.optim.clip);
-      if (st.clip_scale < 1.0f && owner_) owner_->scale_owned(g_dev, st.clip_scale);
-      if (st.clip_scale < 1.0f && tp_) be_.optim_kernels().scale(g_dev, flat, st.clip_scale);
-    } else {
-      if (options_.fingerprints) result.grad_fingerprints = host_->fingerprints(be_, g_dev);
-      if (options_.statistics) stats_.finish(g_dev, scale, leaves, config_.data.leaf_size, st);
-      const trace::Scope clip_site(be_, "clip");  // traced: "clip sum_of_squares", "clip scale"
-      const ClipResult clip = clip_grad_norm(be_.optim_kernels(), g_dev, flat, config_.optim.clip);
-      st.grad_norm = clip.norm;
-      st.clip_scale = clip.factor;
-      trace_tensors("clip", "scale", g_dev);
-    }
-    if (adaptive_) {  // this step's lr from this step's noise estimates (adaptive_lr.hpp)
-      st.lr_factor = st.lr_factor * adaptive_->update(st.grad_sq_est, st.trace_est);
-      st.lr = scheduled_lr(config_.optim.lr, st.lr_factor);
-      st.adam_lr = scheduled_lr(muon ? config_.optim.adam_lr : config_.optim.lr, st.lr_factor);
-    }
-
-    StepContext ctx;
-    ctx.step = updates_ + 1;
-    ctx.lr_factor = st.lr_factor;
-    ctx.muon_momentum = st.muon_momentum;
-    ctx.compute_stats = options_.statistics;
-    std::vector<std::vector<uint64_t>> update_inputs;  // traced: each tensor's (gradient, weights)
-    if (be_.tracer() != nullptr) {
-      const std::vector<uint64_t> gf = host_->fingerprints(be_, g_dev), wf = param_fingerprints();
-      for (size_t t = 0; t < tensors; ++t) update_inputs.push_back({gf[t], wf[t]});
-    }
-    {
-      const trace::Scope site(be_, "optimizer");
-      optimizer_->step(model_->weights().data_as<float>(), g_dev, ctx);
-    }
-    for (size_t t = 0; t < update_inputs.size(); ++t) {  // traced: "adamw update wte", "muon update h.0.attn.qkv.w"
-      const bool by_muon = muon && model_->params()[t].kind == ParamKind::matrix;
-      const trace::Scope site(be_, by_muon ? std::string(config_name(config_.optim.name)).c_str() : "adamw");
-      trace::record_spans(be_, "update", model_->weights().data_as<float>(), {host_->spans[t]}, {host_->names[t]},
-                          {update_inputs[t]});
-    }
-    ++updates_;
-    if (options_.statistics) {
-      const std::vector<TensorUpdateStats>& up = optimizer_->last_stats();
-      for (size_t t = 0; t < tensors && t < up.size(); ++t) {
-        st.tensors[t].update_rms = up[t].update_rms;
-        st.tensors[t].update_weight_ratio = up[t].update_weight_ratio;
-        st.tensors[t].ortho_error = up[t].ortho_error;
-      }
-    }
+    round_gradient(st.loss_scale, adds, status);
+    finish_gradient(st, result);
+    update(st);
   }
   if (qk_) clip_qk(st);
   if (!options_.statistics) {
@@ -470,7 +394,7 @@ StepResult Trainer::step() {
   const int64_t every = config_.train.eval_every;
   if (every > 0 && (step_ % every == 0 || step_ == config_.train.steps)) st.val_loss = evaluate();
 
-  result.comm = traffic() - traffic_before;
+  result.comm = plan_->traffic() - traffic_before;
   result.host = be_.host_traffic() - host_before;
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;

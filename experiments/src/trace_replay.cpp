@@ -2,7 +2,10 @@
 // A's steps replayed and checked against its recorded fingerprints), and step S under one run's
 // recorded execution on TracingBackends, one per rank of a simulated world (thread_world.hpp).
 #include <algorithm>
+#include <iterator>
+#include <map>
 #include <string>
+#include <utility>
 
 #include "samebits/cli/inspect.hpp"
 #include "samebits/cli/trace.hpp"
@@ -26,6 +29,34 @@ TrainerOptions trainer_options(const ReplaySetup& setup, const std::vector<float
   o.micro_leaves = static_cast<int>(setup.micro_leaves);
   if (!setup.config.train.init.empty()) o.initial_weights = &initial_weights;
   return o;
+}
+
+// The stream of a pipeline's ranks in one process's order: a leaf's rows are spread over the
+// ranks of its pipeline (ascending world rank = ascending stage); each stage's part is its forward
+// rows, then its backward rows (from its first row whose site is a backward). One process runs the
+// forwards stage by stage, then the backwards from the last stage down. Rows without a leaf: rank 0's.
+std::vector<trace::Row> pipeline_order(std::vector<std::vector<trace::Row>> ranks) {
+  std::map<int64_t, std::vector<std::vector<trace::Row>>> forward, backward;  // leaf → stages' parts
+  for (std::vector<trace::Row>& rank : ranks) {
+    std::map<int64_t, std::pair<std::vector<trace::Row>, std::vector<trace::Row>>> mine;
+    for (trace::Row& row : rank) {
+      if (row.leaf < 0) continue;
+      auto& [fwd, bwd] = mine[row.leaf];
+      (bwd.empty() && row.site.find(" backward") == std::string::npos ? fwd : bwd).push_back(std::move(row));
+    }
+    for (auto& [leaf, parts] : mine) {
+      forward[leaf].push_back(std::move(parts.first));
+      backward[leaf].insert(backward[leaf].begin(), std::move(parts.second));
+    }
+  }
+  std::vector<trace::Row> rows;
+  for (auto& [leaf, stages] : forward) {
+    for (std::vector<trace::Row>& part : stages) std::move(part.begin(), part.end(), std::back_inserter(rows));
+    for (std::vector<trace::Row>& part : backward[leaf]) std::move(part.begin(), part.end(), std::back_inserter(rows));
+  }
+  for (trace::Row& row : ranks[0])
+    if (row.leaf < 0) rows.push_back(std::move(row));
+  return rows;
 }
 
 }  // namespace
@@ -85,6 +116,7 @@ std::vector<trace::Row> replay_stream(const ReplaySetup& setup, const TrainerSta
   };
   if (setup.world == 1) body(0);
   else run_ranks(setup.world, body);
+  if (setup.config.parallel.pp > 1) return pipeline_order(std::move(ranks));
   // The leaves' rows of every rank (each leaf is one rank's), the other rows rank 0's.
   std::vector<trace::Row> rows = std::move(ranks[0]);
   for (size_t r = 1; r < ranks.size(); ++r)

@@ -121,8 +121,9 @@ VerifyResult verify_run(const std::string& path, const VerifyOptions& options, s
   Config config = recorded_config(run, options.overrides);
   // One process here: the layout is execution, and every layout records the same bits (a
   // tp_mode other than duplicated has numerics that depend on its tp, so such a run keeps its group
-  // size and fails here).
+  // size and fails here). Pipeline stages never change a bit.
   if (config.optim.tp_mode == TpMode::duplicated) config.parallel.tp = 1;
+  config.parallel.pp = 1;
   const int64_t rows = run.steps_recorded();
   SB_CHECK(rows > 0, path, " records no steps yet (status ", to_string(run.info().status), "): nothing to verify");
   const int64_t from = options.from;

@@ -12,8 +12,7 @@
 
 #include <cstdlib>
 
-#include "integration/mpi_launch.hpp"
-#include "integration/test_cli_support.hpp"
+#include "integration/layout_runs.hpp"
 
 namespace {
 
@@ -25,30 +24,14 @@ const char* kConfig =
     "[train]\nsteps = 6\nwarmup = 2\neval_every = 3\neval_leaves = 2\ncheckpoint_every = 3\n"
     "[run]\nthreads = 1\nlog_every = 100\nprogress = off\n";
 
-// `mpirun -np ranks samebits train tp.ini ARGS` in dir: its exit status and output.
 sb::test::Launch train_mpi(const TempDir& dir, int ranks, const std::string& args) {
-  return sb::test::mpirun_in(dir.path.string(), ranks, samebits_binary() + " train tp.ini " + args);
+  return sbt::train_mpi(dir, ranks, "tp.ini", args);
 }
-
-// The same, required to succeed.
 void train_mpi_ok(const TempDir& dir, int ranks, const std::string& args) {
-  const sb::test::Launch r = train_mpi(dir, ranks, args);
-  REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+  sbt::train_mpi_ok(dir, ranks, "tp.ini", args);
 }
-
-// One process of the same experiment into `out`.
 void train_one(const TempDir& dir, const std::string& out, const std::string& args) {
-  std::vector<std::string> argv{"train", "tp.ini", "--out", out};
-  std::istringstream in(args);
-  for (std::string a; in >> a;) argv.push_back(a);
-  const Result r = run(argv, SpawnOptions{0, dir.path.string()});
-  REQUIRE_MESSAGE(r.code == 0, r.output);
-}
-
-void check_identical(const TempDir& dir, const std::string& a, const std::string& b) {
-  const Result same = run({"diff", dir / a, dir / b});
-  CHECK_MESSAGE(same.code == 0, same.output);
-  CHECK(same.output.find("IDENTICAL") != std::string::npos);
+  sbt::train_one(dir, "tp.ini", out, args);
 }
 
 // `samebits diff dup.h5 OTHER`'s first divergent step (0 when none is reported).

@@ -37,6 +37,7 @@ struct CommCounters {
   uint64_t total_bytes() const;
   uint64_t total_received() const;
   CommCounters operator-(const CommCounters& earlier) const;  // the traffic since `earlier`
+  CommCounters& operator+=(const CommCounters& other);        // two groups' traffic together
 };
 
 }  // namespace sb

@@ -37,6 +37,9 @@ enum class Progress { automatic, on, off };
 enum class TpMode { duplicated, blockwise, distributed, distributed_exact };
 enum class MomentumForm { sum, lerp };
 
+// The order a pipeline stage runs its micro-batches (the leaves) in (docs/DISTRIBUTED.md §11).
+enum class PipeSchedule { one_f_one_b, gpipe };
+
 // Their config spellings (enum_names.hpp); GemmMode, ReduceMode and Precision spell theirs in
 // numerics.hpp. Device's must equal device_name (tensor.hpp): a unit test checks it.
 template <>
@@ -92,6 +95,10 @@ struct EnumNames<MomentumForm> {
 template <>
 struct EnumNames<TpMode> {
   static constexpr std::array<std::string_view, 4> names{"duplicated", "blockwise", "distributed", "distributed_exact"};
+};
+template <>
+struct EnumNames<PipeSchedule> {
+  static constexpr std::array<std::string_view, 2> names{"1f1b", "gpipe"};
 };
 
 // ---- the sections ----------------------------------------------------------------------------
@@ -231,8 +238,12 @@ struct RunConfig {
 // [parallel]: the layout of the ranks; with optim.tp_mode = duplicated every layout gives the same
 // bits and tp is not part of the experiment id; with a TP shortcut (blockwise, distributed…) the
 // bits depend on the group size, and tp is part of it.
+// pp and pp_schedule never change a bit (a stage moves activations and their gradients, and the
+// leaves' gradients are summed exactly). World = DP × tp × pp in Megatron's order (tp fastest).
 struct ParallelConfig {
-  int64_t tp = 1;  // tensor-parallel group size: world = DP × tp, groups of consecutive ranks
+  int64_t tp = 1;  // tensor-parallel group size: world = DP × tp × pp, groups of consecutive ranks
+  int64_t pp = 1;  // pipeline stages: the blocks split into pp contiguous stages
+  PipeSchedule pp_schedule = PipeSchedule::one_f_one_b;
 };
 
 struct Config {

@@ -18,6 +18,7 @@
 #include "samebits/core/gpt_shape.hpp"
 #include "samebits/core/model/tp_group.hpp"
 #include "samebits/core/model/tp_layout.hpp"
+#include "samebits/core/pipe_group.hpp"
 #include "samebits/core/tensor.hpp"
 #include "samebits/det/exact_sum.hpp"
 
@@ -39,7 +40,8 @@ struct LeafPass {
   // (GradAccumulator::add_leaves: one pass over the gradients on a CPU backend). Made by the
   // model's backend over its tensors (the trainer's leaf statistics).
   TensorSums* leaf_squares = nullptr;
-  std::function<void(size_t leaf)> before_forward;  // called before a leaf's forward (the trace's leaf)
+  // Called before a leaf's forward (pipelined: and before its backward): the trace's leaf.
+  std::function<void(size_t leaf)> before_forward;
 };
 
 class GPT {
@@ -50,7 +52,13 @@ class GPT {
   // holds this rank's shards (tp_layout()): params(), weights() and grads() are the local layout,
   // and forward/backward pass partial chains through the group so that every value is the one
   // of the unsplit model, bit for bit. tp must outlive the model.
-  GPT(const GPTConfig& cfg, int leaf_size, Backend& backend, TpGroup* tp = nullptr);
+  // With a pipeline group `pp` of more than one stage (docs/DISTRIBUTED.md §11) the model runs
+  // its stage's blocks only (blocks()): the first stage the embedding, the last the final norm,
+  // head and loss; every stage holds the whole model's tensors (the others' gradients stay zero).
+  // forward and backward start from and end at the stage's boundary buffers (stage_input,
+  // stage_output, stage_grad), which the schedule (pipeline_schedule.hpp) passes on. pp must
+  // outlive the model.
+  GPT(const GPTConfig& cfg, int leaf_size, Backend& backend, TpGroup* tp = nullptr, PipeGroup* pp = nullptr);
   ~GPT();
   GPT(const GPT&) = delete;
   GPT& operator=(const GPT&) = delete;
@@ -100,13 +108,39 @@ class GPT {
   // The tensor-parallel chains pass in at most this many row chunks (default 4; 1: each segment
   // whole). Rows are independent outputs, so the count changes the latency, never a bit.
   void set_chain_chunks(int chunks) { chain_chunks_ = std::max(1, chunks); }
-  // The last forward()'s q | k | v of block `layer`, backend memory (leaf_size, seq_len, 3C) f32.
+  // The last forward()'s q | k | v of block `layer` (one of blocks()), backend memory
+  // (leaf_size, seq_len, 3C) f32.
   const float* attention_qkv(int layer) const;
 
+  // ---- pipeline stages (docs/DISTRIBUTED.md §11) ----
+  StageBlocks blocks() const { return blocks_; }  // [0, n_layer) without a pipeline group
+  PipeGroup* pipe() { return pp_; }               // null without one
+  bool first_stage() const { return pp_ == nullptr || pp_->stage() == 0; }
+  bool last_stage() const { return pp_ == nullptr || pp_->stage() == pp_->stages() - 1; }
+  // n activation sets, one per micro-batch in flight (re-allocated: call between pipeline
+  // flushes); use_slot(i) makes set i the one forward() and backward() use. One by default.
+  void set_slots(int n);
+  void use_slot(int i);
+  int slots() const { return static_cast<int>(slot_buffers_.size()); }
+  // The current slot's stage boundary, backend memory: the first block's input (N, C) (a stage
+  // after the first receives it before forward), the last block's output (N, C) (sent on).
+  float* stage_input();
+  const float* stage_output() const;
+  // The gradient message, backend memory (gradient_message(slot) floats): the residual stream's
+  // gradient (N, C) at the stage boundary, then — tied head over several stages — the head's
+  // gradient rows of the micro-batch's distinct input tokens (U, C), which the first stage's
+  // embedding backward adds into, so that every element is summed in one process's order. A
+  // stage before the last receives it before backward; after backward a stage after the first
+  // sends it back. One buffer for every slot (a backward consumes it whole).
+  float* stage_grad();
+  size_t gradient_message(int slot) const;
+
  private:
-  struct Layer;    // pointers of one block into the parameter, gradient and activation buffers
-  struct Buffers;  // every block's Layer and the model-level pointers (gpt.cpp)
-  void bind_buffers();
+  struct Layer;         // pointers of one block into the parameter, gradient and activation buffers
+  struct Buffers;       // every block's Layer and the model-level pointers (gpt.cpp)
+  void bind_buffers();  // acts_, scratch_ and every slot's Buffers
+  // One slot's Buffers: its activations at acts (acts_size floats), its tokens (2, B, T) at tokens.
+  void bind_slot(Buffers& b, float* acts, size_t acts_size, int32_t* tokens);
   // slot = the gradient of tensor `name` in grads_ (null when absent), recorded in grad_slots_.
   void bind_gradient(float*& slot, const std::string& name);
   void norm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b);
@@ -127,6 +161,12 @@ class GPT {
   // lane partials and the target logit (part, (N, kXentPart)) passed rank to rank in column order
   // (gpt_tp.cpp); targets (N) are relative to this rank's first vocabulary row.
   void loss_forward(float* losses, float* stats, float* max, float* part, const float* logits, const int32_t* targets);
+  // The tied head's gradient rows of the current slot's tokens (stage_grad's tail): taken out of
+  // dwte on the last stage, put into the zeroed dwte on the first.
+  void take_tied_rows(float* dwte);
+  void put_tied_rows(float* dwte);
+  bool passes_tied_rows() const { return pp_ != nullptr && cfg_.tied_head && pp_->stages() > 1; }
+  size_t message_floats() const;     // stage_grad's capacity
   float* wp(std::string_view name);  // weights_ of a tensor (null when absent)
   float* gp(std::string_view name);  // grads_ of a tensor (null when absent)
 
@@ -135,9 +175,11 @@ class GPT {
   Backend& be_;
   TpGroup* tp_ = nullptr;  // null unless the group has more than one rank
   TpLayout tp_layout_;
-  VocabRows vocab_rows_;  // the rows of wte (and lm_head.w) this rank holds
-  TpSplit vocab_split_;   // their split (sharded only under a group)
-  int chain_chunks_ = 4;  // set_chain_chunks
+  VocabRows vocab_rows_;     // the rows of wte (and lm_head.w) this rank holds
+  TpSplit vocab_split_;      // their split (sharded only under a group)
+  PipeGroup* pp_ = nullptr;  // null unless the group has more than one stage
+  StageBlocks blocks_;       // this stage's blocks
+  int chain_chunks_ = 4;     // set_chain_chunks
   std::vector<ParamView> layout_;
   size_t flat_size_ = 0;
   Tensor weights_, grads_;
@@ -147,9 +189,17 @@ class GPT {
   std::vector<std::pair<float**, ptrdiff_t>> grad_slots_;
   Tensor acts_;     // all forward activations, one allocation (see gpt.cpp for the layout)
   Tensor scratch_;  // backward temporaries
-  Tensor tokens_;   // (2, B, T) i32: inputs, then targets
-  std::unique_ptr<Buffers> buf_;
-  std::vector<float> losses_host_;  // (B, T)
+  Tensor tokens_;   // (slots, 2, B, T) i32: inputs, then targets
+  std::vector<std::unique_ptr<Buffers>> slot_buffers_;  // (slots) one activation set each
+  Buffers* buf_ = nullptr;                              // the current slot's
+  int slot_ = 0;
+  // A traced pipeline (set_slots under a tracer) passes every row of the tied head's gradient, so
+  // that the first stage's embedding backward reads one process's whole dwte: its trace row is
+  // the one-process row (docs/TRACE.md); the sums are the same either way.
+  bool traced_rows_ = false;
+  std::vector<std::vector<int32_t>> tied_rows_;  // (slots) passes_tied_rows(): the local wte rows of
+                                                 // the slot's distinct input tokens, ascending
+  std::vector<float> losses_host_;               // (B, T)
   det::ExactSum loss_sum_;
 };
 

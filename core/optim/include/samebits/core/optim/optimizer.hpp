@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "samebits/core/backend.hpp"
@@ -53,6 +54,24 @@ class Optimizer {
 // everything when adamw. Matrix products of Newton–Schulz run on `backend` in `precision`.
 std::unique_ptr<Optimizer> make_optimizer(const OptimConfig& config, const std::vector<ParamView>& params,
                                           Backend& backend, Precision precision);
+
+// What an optimizer needs of the tensors it updates: its registration row (optimizer.cpp). Layouts
+// (tensor parallelism's TpOptimizer) and the trainer ask it instead of naming optimizers.
+struct OptimizerNeeds {
+  // Its ParamKind::matrix update reads the whole matrix (Newton–Schulz): a tensor-parallel shard is
+  // gathered first. Otherwise every update is elementwise and runs on shards as they are.
+  bool whole_matrices = false;
+  // The non-matrix tensors form a group of their own with optim.adam_lr (Muon's AdamW group);
+  // otherwise every tensor uses optim.lr.
+  bool adamw_group = false;
+};
+const OptimizerNeeds& optimizer_needs(OptimizerName name);
+// Whether p's update needs the whole tensor (a matrix of an optimizer with whole_matrices).
+bool needs_whole_tensor(const OptimConfig& config, const ParamView& p);
+// The peak learning rate of the AdamW-updated tensors: optim.adam_lr in a group of their own, else optim.lr.
+double adamw_peak_lr(const OptimConfig& config);
+// The name of the update of tensor p in traces: optim.name for a whole matrix, else "adamw".
+std::string_view update_name(const OptimConfig& config, const ParamView& p);
 
 // make_optimizer(config, params, …)->update_cost() without building it (no state allocated): a
 // pure function of the config and the shapes. The distributed optimizer under tensor parallelism

@@ -57,6 +57,10 @@ class Communicator {
   // partial chains). Counted as Collective::send: the sender's bytes, the receiver's received.
   void send(const void* data, size_t bytes, int to);
   void recv(void* data, size_t bytes, int from);
+  // out_bytes of out to rank `to` while in_bytes arrive from rank `from` into in, as one call that
+  // cannot deadlock against the peers' (MPI_Sendrecv; pipeline stages' paired transfers).
+  // Counted as Collective::send.
+  void exchange(const void* out, size_t out_bytes, int to, void* in, size_t in_bytes, int from);
   // The communicator of the ranks that pass the same `color`, ranked by (key, rank) (MPI_Comm_split).
   // Collective over this communicator. Implementations without sub-communicators throw sb::Error.
   virtual std::unique_ptr<Communicator> split(int color, int key);
@@ -83,6 +87,7 @@ class Communicator {
   // Default: sb::Error naming describe() (this communicator has no point-to-point transport).
   virtual void do_send(const void* data, size_t bytes, int to);
   virtual void do_recv(void* data, size_t bytes, int from);
+  virtual void do_exchange(const void* out, size_t out_bytes, int to, void* in, size_t in_bytes, int from);
 
  private:
   void count(Collective c, size_t bytes, size_t received);

@@ -50,11 +50,9 @@ class TensorParallel {
 
  private:
   class Group;
-  Communicator& world_;
   std::unique_ptr<Communicator> tp_, dp_;
   std::unique_ptr<Group> group_;
   TpLayout layout_;
-  Backend& backend_;
   std::unique_ptr<TensorSums> sums_;  // over the local layout
 };
 

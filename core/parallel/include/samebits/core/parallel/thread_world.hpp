@@ -2,20 +2,28 @@
 // an N-rank run, docs/TRACE.md): ThreadWorld(W).rank(r) are W
 // Communicators whose collectives meet through shared memory, each rank run on its own thread
 // (run_ranks). Reductions follow their definitions (integer SUM modulo 2^64, OR, MAX; the float
-// SUM in rank order), so the exact collectives give what MPI's would. Every rank must call the
+// SUM in rank order), so the exact collectives give what MPI's would; split() gives sub-worlds
+// (tensor and pipeline groups) and point-to-point messages are buffered, delivered in order. Every rank must call the
 // same collectives in the same order, as with MPI; a rank that throws between collectives is
 // reported, one that never joins one hangs the others (tests keep throws after the collectives).
 #pragma once
 #include <algorithm>
 #include <barrier>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <deque>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
+
+#include "samebits/det/error.hpp"
 
 #include "samebits/core/parallel/communicator.hpp"
 
@@ -30,10 +38,14 @@ class ThreadWorld {
 
  private:
   struct Shared {
-    explicit Shared(int w) : world(w), meet(w), in(size_t(w)) {}
+    explicit Shared(int w) : world(w), meet(w), in(size_t(w)), made(size_t(w)) {}
     int world;
     std::barrier<> meet;
-    std::vector<const void*> in;  // (world) each rank's input of the current collective
+    std::vector<const void*> in;                // (world) each rank's input of the current collective
+    std::vector<std::shared_ptr<Shared>> made;  // (world) split(): the sub-world its leader made
+    std::mutex mail_lock;                       // point-to-point: messages (from, to) in order
+    std::condition_variable mail_arrived;
+    std::map<std::pair<int, int>, std::deque<std::vector<unsigned char>>> mail;
   };
 
   class Rank final : public Communicator {
@@ -42,6 +54,30 @@ class ThreadWorld {
     int rank() const override { return r_; }
     int size() const override { return s_->world; }
     std::string describe() const override { return "threads (" + std::to_string(s_->world) + " ranks)"; }
+
+    // The ranks passing this rank's color, ordered by (key, rank); the first makes their world.
+    std::unique_ptr<Communicator> split(int color, int key) override {
+      const int64_t mine[2] = {color, key};
+      std::vector<std::pair<int64_t, int>> members;  // (key, rank) of this color
+      exchange(
+          mine,
+          [&] {
+            for (int q = 0; q < s_->world; ++q) {
+              const auto* theirs = static_cast<const int64_t*>(s_->in[size_t(q)]);
+              if (theirs[0] == color) members.push_back({theirs[1], q});
+            }
+            std::sort(members.begin(), members.end());
+          },
+          [&] {
+            if (members.front().second == r_) s_->made[size_t(r_)] = std::make_shared<Shared>(int(members.size()));
+          });
+      s_->meet.arrive_and_wait();  // every leader's world made
+      std::shared_ptr<Shared> sub = s_->made[size_t(members.front().second)];
+      s_->meet.arrive_and_wait();  // every rank holds its own before a next split replaces them
+      int index = 0;
+      while (members[size_t(index)].second != r_) ++index;
+      return std::make_unique<Rank>(std::move(sub), index);
+    }
 
    protected:
     void do_allreduce_sum_i64(int64_t* x, size_t n) override {
@@ -81,6 +117,26 @@ class ThreadWorld {
           [&] { std::memcpy(out, all.data(), all.size() * sizeof(uint64_t)); });
     }
     void do_barrier() override { s_->meet.arrive_and_wait(); }
+    void do_send(const void* data, size_t bytes, int to) override {
+      const auto* p = static_cast<const unsigned char*>(data);
+      const std::lock_guard<std::mutex> lock(s_->mail_lock);
+      s_->mail[{r_, to}].emplace_back(p, p + bytes);
+      s_->mail_arrived.notify_all();
+    }
+    void do_recv(void* data, size_t bytes, int from) override {
+      std::unique_lock<std::mutex> lock(s_->mail_lock);
+      std::deque<std::vector<unsigned char>>& box = s_->mail[{from, r_}];
+      s_->mail_arrived.wait(lock, [&] { return !box.empty(); });
+      SB_CHECK(box.front().size() == bytes, "rank ", r_, " expected ", bytes, " bytes from rank ", from, ", got ",
+               box.front().size());
+      std::memcpy(data, box.front().data(), bytes);
+      box.pop_front();
+    }
+    // Sends are buffered: the send, then the receive, cannot wait on the peer's.
+    void do_exchange(const void* out, size_t out_bytes, int to, void* in, size_t in_bytes, int from) override {
+      do_send(out, out_bytes, to);
+      do_recv(in, in_bytes, from);
+    }
 
    private:
     // Deposit `mine`; every rank computes its result from every input (none written yet); then

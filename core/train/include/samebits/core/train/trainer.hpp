@@ -28,10 +28,8 @@
 
 namespace sb {
 
-class OwnerGradient;
+class ParallelPlan;
 class QkMaxLogits;
-class ShardedOptimizer;
-class TensorParallel;
 
 // How to execute a step: none of these changes a bit of the results (they are not part of the
 // experiment, and the tests hold them to that).
@@ -46,8 +44,8 @@ struct TrainerOptions {
   // Distributed optimizer (ZeRO-1 style, parallel/sharded_optimizer.hpp): in a world of more than one
   // rank each rank keeps the optimizer state of, and updates, only the tensors it owns, and (with
   // allreduce=exact) receives only their gradient, an exact reduce-scatter; the owners broadcast
-  // the new weights. Under parallel.tp: across the DP group (each DP rank's TP group owns the same
-  // tensors; the gradient is all-reduced over DP). Off: every rank updates every tensor.
+  // the new weights. Under parallel.tp / parallel.pp: across the replica group (the ranks holding
+  // the same tensors, ParallelPlan::replica_group). Off: every rank updates every tensor.
   bool distributed_optimizer = false;
   // 0: this rank processes its leaves in ascending order; otherwise in the order of a keyed
   // permutation of (seed, step) — a switch that exists to show the order does not matter.
@@ -113,6 +111,7 @@ class Trainer {
   Optimizer& optimizer() { return *optimizer_; }
   Backend& backend() { return be_; }
   Communicator& communicator() { return comm_; }
+  ParallelPlan& plan() { return *plan_; }  // the layout of the ranks (parallel/parallel_plan.hpp)
   const data::Sampler& sampler() const { return *sampler_; }
   std::optional<LossScaleState> loss_scale() const;  // fp16 only
 
@@ -123,20 +122,22 @@ class Trainer {
 
   void build();                 // what both constructors do once the backend and communicator are bound
   void load_initial_weights();  // train.init: options_.initial_weights replace the seeded ones
+  // The step's schedule fields (lr, momentum, loss scale, tokens) into st; [perturb] when due.
+  void begin_step(StepStats& st);
   void accumulate(uint64_t step, float loss_scale, det::ExactSum& loss_sum);
   // All-reduces the loss and leaf-statistics sums, the add count and the accumulator status
   // (non-zero: a leaf gradient was not finite or left the window — an fp16 overflow).
   uint32_t reduce_scalars(det::ExactSum& loss_sum, uint64_t* adds);
-  // grad_ ← the batch gradient, unscaled: the wire all-reduced (or native float partials), or
-  // with owner_ reduce-scattered: exact on this rank's tensors only.
+  // grad_ ← the batch gradient, unscaled: exact over the replica group (to the owners only under
+  // the distributed optimizer), or native float partials.
   void round_gradient(float loss_scale, uint64_t adds, uint32_t status);
+  // The rounded gradient's fingerprints and statistics, the global-norm clip and, with
+  // train.schedule=adaptive, this step's learning rate.
+  void finish_gradient(StepStats& st, StepResult& result);
+  void skip_update(StepStats& st, StepResult& result);  // an fp16 overflow: no update this step
+  void update(StepStats& st);                           // the optimizer's step and its statistics
   std::vector<int> leaf_order(uint64_t step) const;
-  void check_replicas();                              // every rank's weights fingerprint equal to rank 0's
-  CommCounters traffic() const;                       // the world's counters, and the TP and DP groups' when split
-  size_t tensor_of(const std::string& buffer) const;  // the tensor of a state buffer "<tensor>/<kind>"
-  // Under parallel.tp: this rank's shard of each full-tensor state array (a checkpoint's, by name).
-  // Throws sb::Error when an array is not its tensor's full size.
-  std::vector<StateArray> local_state(const std::vector<StateArray>& full) const;
+  void check_replicas();  // every rank's weights fingerprint equal to rank 0's
   // optim.qk_clip: the ranks' per-head maxima merged, then (unless the step was skipped) the clip
   // of the updated weights.
   void clip_qk(StepStats& st);
@@ -151,10 +152,7 @@ class Trainer {
   TrainerOptions options_;
   Backend& be_;
   Communicator& comm_;
-  // parallel.tp > 1 (docs/DISTRIBUTED.md §10): the DP × TP groups; dp_ is the data-parallel group
-  // (comm_ itself without tensor parallelism): leaves, the gradient's sum and replicas are per DP.
-  std::unique_ptr<TensorParallel> tp_;
-  Communicator* dp_ = nullptr;
+  std::unique_ptr<ParallelPlan> plan_;  // the ranks' layout: groups, splits, exact sums
   std::unique_ptr<data::TokenSource> train_owned_, validation_owned_;
   const data::TokenSource* train_source_ = nullptr;
   const data::TokenSource* validation_source_ = nullptr;
@@ -162,16 +160,12 @@ class Trainer {
   std::unique_ptr<data::ValidationSet> validation_;
   std::unique_ptr<GPT> model_;
   std::unique_ptr<Optimizer> optimizer_;
-  ShardedOptimizer* sharded_ = nullptr;  // optimizer_ itself when the distributed optimizer runs
-  // With the distributed optimizer and allreduce=exact: the gradient is reduce-scattered (each
-  // owner receives its tensors' sums) and its fingerprints, statistics and norm are owner-side.
-  std::unique_ptr<OwnerGradient> owner_;
   std::unique_ptr<GradAccumulator> acc_;
   std::optional<DynamicLossScale> scaler_;
-  GradientStatistics stats_;
-  Tensor grad_;                           // (flat_size) f32 on the backend: the step's batch gradient
-  std::unique_ptr<QkMaxLogits> qk_;       // optim.qk_clip > 0: the step's per-head max logits
-  std::unique_ptr<AdaptiveLr> adaptive_;  // train.schedule = adaptive: the noise EMAs
+  std::optional<GradientStatistics> stats_;  // over the plan's local layout
+  Tensor grad_;                              // (flat_size) f32 on the backend: the step's batch gradient
+  std::unique_ptr<QkMaxLogits> qk_;          // optim.qk_clip > 0: the step's per-head max logits
+  std::unique_ptr<AdaptiveLr> adaptive_;     // train.schedule = adaptive: the noise EMAs
   std::unique_ptr<Host> host_;
   std::vector<int32_t> tokens_;  // (micro_leaves, leaf_size, seq_len + 1) host
   int64_t step_ = 0;

@@ -1,0 +1,155 @@
+#!/usr/bin/python3
+"""Per-rank memory and bytes on the wire per step of the GPT-2 124M shape at DP x TP x PP layouts,
+against Megatron-LM's formulas (docs/DISTRIBUTED.md §10.2). Counts, not timings: the figures are
+machine-independent.
+
+For each layout it runs tests/tools/mpi_train_driver (--bench, under mpirun for more than one
+rank) on the 124M shape (12 x 768, 12 heads, vocabulary 50257, sequence 1024, one sequence a leaf,
+LEAVES leaves a step, Muon + AdamW in fp32, the synthetic language) for 2 steps and reads, per rank,
+the model's weight, gradient and activation buffers, the optimizer state and the bytes it received
+from every collective and point-to-point message in step 2 (the mean over the ranks). Megatron's figures for the same model,
+precision and optimizer state, rank 0 (the first pipeline stage):
+  weights, gradients: 4 bytes per parameter of the rank's share, Psi / (TP PP) (the embedding and
+    the head on the first and last stages only: Megatron-LM's model parallel split);
+  optimizer state: 4 bytes per Muon matrix element and 8 per AdamW element of the share (/ DP with
+    the distributed optimizer);
+  activations: Korthikanti et al. 2022 (eq. 2, no sequence parallelism, no recomputation), per
+    layer and micro-batch s b h (10 + 24/t + 5 a s / (h t)) bytes at 16 bits, doubled for fp32 and
+    less the 3 s b h bytes of dropout masks that a model without dropout does not keep, for the L
+    layers a first stage holds in flight under 1F1B (L / PP layers of PP micro-batches);
+  received per step: the ring all-reduce of the gradient over DP, 2 (DP-1)/DP of 4 Psi/(TP PP); per
+    micro-batch and layer four ring all-reduces of s b h fp32 over TP; the embedding's and the
+    head's (two of s b h, three of s b for the loss); per micro-batch one activation and one
+    gradient of s b h from the neighbouring stage; the tied embedding's gradient all-reduced between
+    the first and last stage.
+The pipeline bubble (P - 1)/(m + P - 1) is printed beside each PP layout (m: micro-batches a
+pipeline runs per step); its measurement needs the pipeline's own timing.
+
+Usage: bench/bench_layouts.py [DRIVER] [--layouts 1x1x1,1x1x2,...] [--leaves N]
+  (default: build/release/bin/tests/mpi_train_driver; the five layouts of issue 45 and 1x2x1, 2x2x1;
+  4 leaves)
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+L, H, A, V, S = 12, 768, 12, 50257, 1024
+CONFIG = """[model]
+vocab = {V}
+seq_len = {S}
+n_layer = {L}
+n_head = {A}
+n_embd = {H}
+[data]
+source = synthetic
+leaf_size = 1
+leaves = {leaves}
+[train]
+steps = 2
+warmup = 0
+eval_every = 0
+checkpoint_every = 0
+[parallel]
+tp = {tp}
+{pp}
+[run]
+threads = 1
+progress = off
+"""
+
+
+def first_stage(tp, pp):
+    """(Muon matrix elements, AdamW elements) held by rank 0 under Megatron-LM's split: per layer the
+    column-parallel qkv and fc (weights and biases) and the row-parallel proj and fc2 weights / TP,
+    their biases and the norms replicated; the vocabulary-parallel wte / TP and the replicated wpe on
+    the first stage, the final norm (and the tied head's copy of wte) on the last."""
+    per_layer_matrix = (3 * H * H + H * H + 4 * H * H + 4 * H * H) / tp
+    per_layer_other = (3 * H + 4 * H) / tp + 2 * H + 4 * H  # sharded biases; proj biases, two norms
+    layers = L / pp
+    other = layers * per_layer_other + V * H / tp + S * H
+    if pp == 1:
+        other += 2 * H
+    return layers * per_layer_matrix, other
+
+
+def megatron(dp, tp, pp, leaves):
+    """Megatron-LM's bytes for rank 0 (first stage) and the bytes a rank receives per step, mean over
+    the ranks."""
+    matrix, other = first_stage(tp, pp)
+    share = matrix + other
+    m = leaves / dp  # micro-batches of one sequence a pipeline runs
+    sbh = S * H
+    act = L * sbh * (2 * (10 + 24 / tp + 5 * A * S / (H * tp)) - 3)
+    ring = lambda n, k: 2 * (k - 1) / k * n if k > 1 else 0.0  # noqa: E731
+    received = ring(4 * share, dp)
+    received += m * (L / pp) * 4 * ring(4 * sbh, tp)
+    received += m * (2 * ring(4 * sbh, tp) + 3 * ring(4 * S, tp))
+    received += m * 2 * 4 * sbh * (pp - 1) / pp  # the stages' activations and gradients, mean over ranks
+    if pp > 1:
+        received += ring(4 * V * H / tp, 2) * 2 / pp  # the embedding group: first and last stage
+    return {"weights": 4 * share, "grads": 4 * share, "state": 4 * matrix + 8 * other, "activations": act,
+            "received": received, "bubble": (pp - 1) / (m + pp - 1)}
+
+
+def measure(driver, dp, tp, pp, leaves):
+    """The driver's per-rank figures for rank 0 and the mean received bytes, or the reason it failed."""
+    world = dp * tp * pp
+    text = CONFIG.format(V=V, S=S, L=L, A=A, H=H, leaves=leaves, tp=tp, pp=f"pp = {pp}" if pp > 1 else "")
+    with tempfile.NamedTemporaryFile("w", suffix=".ini", delete=False) as f:
+        f.write(text)
+    cmd = [driver, "--config", f.name, "--bench"]
+    if world > 1:
+        cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(world)] + cmd
+        if os.geteuid() == 0:
+            cmd.insert(1, "--allow-run-as-root")
+    env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="passive")
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    os.unlink(f.name)
+    if p.returncode != 0:
+        lines = [x for x in (p.stderr + p.stdout).splitlines() if "error" in x]
+        return {"error": lines[0] if lines else f"exit {p.returncode}"}
+    out = p.stdout
+    mem = re.search(r"# memory rank 0 weights (\d+) grads (\d+) activations (\d+)", out)
+    state = re.search(r"# optimizer_state_bytes ((?:\d+ ?)+)", out)
+    received = [int(x) for x in re.findall(r"# received rank \d+ total (\d+)", out)]
+    return {"weights": int(mem[1]), "grads": int(mem[2]), "activations": int(mem[3]),
+            "state": int(state[1].split()[0]), "received": sum(received) / len(received)}
+
+
+def main(argv):
+    driver = os.path.join(ROOT, "build", "release", "bin", "tests", "mpi_train_driver")
+    layouts, leaves = "1x1x1,1x2x1,2x2x1,1x1x2,1x1x4,1x2x2,2x2x2", 4
+    args = list(argv)
+    while args:
+        a = args.pop(0)
+        if a == "--layouts":
+            layouts = args.pop(0)
+        elif a == "--leaves":
+            leaves = int(args.pop(0))
+        else:
+            driver = a
+    cols = ("weights", "grads", "state", "activations", "received")
+    print(f"GPT-2 124M shape ({L} x {H}, {A} heads, vocabulary {V}, sequence {S}), {leaves} leaves of one "
+          "sequence a step, Muon + AdamW fp32; rank 0, MB (10^6 bytes): samebits / Megatron (ratio)")
+    print("| DP x TP x PP | " + " | ".join(cols) + " per step | bubble (P-1)/(m+P-1) |")
+    print("|---|" + "---|" * (len(cols) + 1))
+    for layout in layouts.split(","):
+        dp, tp, pp = (int(x) for x in layout.split("x"))
+        meg = megatron(dp, tp, pp, leaves)
+        ours = measure(driver, dp, tp, pp, leaves)
+        if "error" in ours:
+            cells = [f"— / {meg[c] / 1e6:.1f}" for c in cols]
+            cells[-1] += f" (not measured: {ours['error']})"
+        else:
+            cells = [f"{ours[c] / 1e6:.1f} / {meg[c] / 1e6:.1f} ({ours[c] / meg[c]:.2f})" if meg[c] else
+                     f"{ours[c] / 1e6:.1f} / 0" for c in cols]
+        bubble = f"{meg['bubble']:.3f}" if pp > 1 else "—"
+        print(f"| {dp} x {tp} x {pp} | " + " | ".join(cells) + f" | {bubble} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

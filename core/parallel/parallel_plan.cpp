@@ -1,0 +1,197 @@
+// make_parallel_plan and the data-parallel plan (parallel_plan.hpp): every rank holds every
+// tensor; the gradient is summed exactly across the world (rule 4), or reduce-scattered to the
+// tensors' owners under the distributed optimizer (owner_gradient.hpp). Nothing here rounds a
+// float: state and weights are copied bit for bit, sums are integer words.
+#include "samebits/core/parallel/parallel_plan.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "plan_parts.hpp"
+#include "samebits/core/exact_norm.hpp"
+#include "samebits/core/parallel/exact_allreduce.hpp"
+#include "samebits/core/parallel/sharded_optimizer.hpp"
+#include "samebits/core/trace.hpp"
+#include "samebits/det/error.hpp"
+
+namespace sb {
+
+size_t layout_flat_size(const std::vector<ParamView>& layout) {
+  size_t n = 0;
+  for (const ParamView& p : layout) n = std::max(n, p.offset + (p.numel + kParamAlign - 1) / kParamAlign * kParamAlign);
+  return n;
+}
+
+void copy_state(Optimizer& opt, Backend& backend, std::vector<StateArray>& out) {
+  const std::vector<StateBuffer> buffers = opt.state();
+  out.resize(buffers.size());
+  for (size_t k = 0; k < buffers.size(); ++k) {
+    out[k].name = buffers[k].name;
+    out[k].data.resize(buffers[k].numel);
+    backend.copy_to_host(out[k].data.data(), buffers[k].data, buffers[k].numel * sizeof(float));
+  }
+}
+
+void load_state_checked(Optimizer& opt, Backend& backend, const std::vector<StateArray>& arrays) {
+  const std::vector<StateBuffer> buffers = opt.state();
+  SB_CHECK(buffers.size() == arrays.size(), "checkpoint holds ", arrays.size(),
+           " optimizer state buffers; this optimizer has ", buffers.size(),
+           ": the checkpoint is from a different optimizer configuration");
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    SB_CHECK(buffers[i].name == arrays[i].name && buffers[i].numel == arrays[i].data.size(),
+             "checkpoint optimizer buffer ", i, " is '", arrays[i].name, "' (", arrays[i].data.size(),
+             " values); this optimizer expects '", buffers[i].name, "' (", buffers[i].numel, ")");
+  }
+  for (size_t i = 0; i < buffers.size(); ++i)
+    backend.copy_from_host(buffers[i].data, arrays[i].data.data(), buffers[i].numel * sizeof(float));
+}
+
+namespace {
+
+// Per tensor of `layout` (spans: its spans) the batch sums of grad (flat, backend memory) by the
+// backend's tensor sums (made in `sums` on first use).
+std::vector<TensorBatchSums> whole_tensor_sums(Backend& backend, std::unique_ptr<TensorSums>& sums,
+                                               const std::vector<TensorSpan>& spans,
+                                               const std::vector<ParamView>& layout, const float* grad) {
+  if (!sums) sums = backend.make_tensor_sums(spans);
+  const size_t n = spans.size();
+  std::vector<det::ExactSum> sq(n), sum(n);
+  std::vector<float> max_abs(n);
+  sums->clear();
+  sums->add(grad, true);
+  sums->read(sq.data(), sum.data(), max_abs.data());
+  std::vector<TensorBatchSums> out(n);
+  for (size_t t = 0; t < n; ++t) out[t] = batch_sums(sq[t], sum[t], max_abs[t], layout[t].numel);
+  return out;
+}
+
+class DataParallelPlan final : public ParallelPlan {
+ public:
+  DataParallelPlan(const Config& config, Communicator& world, Backend& backend)
+      : world_(world), backend_(backend), layout_(gpt_param_layout(config.model)), flat_(layout_flat_size(layout_)) {
+    for (const ParamView& p : layout_) {
+      spans_.push_back({p.offset, p.numel});
+      names_.push_back(p.name);
+    }
+  }
+
+  std::vector<MeshAxis> mesh() const override {
+    return {{"tp", 1, 0}, {"dp", world_.size(), world_.rank()}, {"pp", 1, 0}};
+  }
+  Communicator& world() override { return world_; }
+  Communicator& leaf_group() override { return world_; }
+  Communicator& replica_group() override { return world_; }
+  const std::vector<ParamView>& local_layout() const override { return layout_; }
+  const std::vector<ParamView>& full_layout() const override { return layout_; }
+
+  std::unique_ptr<Optimizer> make_optimizer(const Config& config, bool distributed) override {
+    std::unique_ptr<Optimizer> opt = sb::make_optimizer(config.optim, layout_, backend_, config.train.precision);
+    optimizer_ = opt.get();
+    if (!distributed || world_.size() == 1) return opt;
+    auto sharded = std::make_unique<ShardedOptimizer>(std::move(opt), layout_, update_cost(config.optim, layout_),
+                                                      backend_, world_);
+    optimizer_ = sharded_ = sharded.get();
+    // With the exact all-reduce each owner receives only its tensors' sums (a reduce-scatter).
+    if (config.numerics.allreduce == AllreduceMode::exact) {
+      owner_ = std::make_unique<OwnerGradient>(layout_, sharded_->ownership(), backend_, world_);
+    }
+    return sharded;
+  }
+
+  void sum_scalars(int64_t* words, size_t n, size_t, size_t) override { world_.allreduce_sum_i64(words, n); }
+
+  void reduce_gradient(GradAccumulator& acc, uint64_t adds, uint32_t status) override {
+    if (owner_) {
+      exact_reduce_scatter(acc, world_, adds, status, owner_->need());
+    } else {
+      exact_allreduce(acc, world_, adds, status);
+    }
+  }
+
+  // The whole gradient is here: the clip's Σ g² by the optimizer kernels (traced "clip
+  // sum_of_squares"), the statistics' sums by the backend's tensor sums.
+  SharedGradient share_gradient(float* grad, bool fingerprints, bool statistics) override {
+    if (owner_) return owner_->share(grad, fingerprints, statistics);
+    SharedGradient out;
+    if (fingerprints) {
+      out.fingerprints.resize(spans_.size());
+      backend_.fingerprints(grad, spans_, out.fingerprints.data());
+    }
+    {
+      const trace::Scope site(backend_, "clip");
+      out.squares = backend_.optim_kernels().sum_of_squares(grad, flat_);
+    }
+    if (statistics) out.tensors = whole_tensor_sums(backend_, sums_, spans_, layout_, grad);
+    return out;
+  }
+
+  void scale_gradient(float* grad, float factor) override {
+    if (owner_) {
+      if (factor < 1.0f) owner_->scale_owned(grad, factor);
+      return;
+    }
+    const trace::Scope site(backend_, "clip");  // traced: "clip scale", then each tensor's row
+    if (factor < 1.0f) backend_.optim_kernels().scale(grad, flat_, factor);
+    if (backend_.tracer() != nullptr) trace::record_spans(backend_, "scale", grad, spans_, names_);
+  }
+
+  std::vector<uint64_t> fingerprints(const float* local_flat) override {
+    std::vector<uint64_t> out(spans_.size());
+    backend_.fingerprints(local_flat, spans_, out.data());
+    return out;
+  }
+  void full_flat(const float* local_flat, std::vector<float>& out) override {
+    out.resize(flat_);
+    backend_.copy_to_host(out.data(), local_flat, flat_ * sizeof(float));
+  }
+  void take_local(const std::vector<float>& full, float* local_flat) override {
+    SB_CHECK(full.size() == flat_, "weights of ", full.size(), " values for a parameter buffer of ", flat_);
+    backend_.copy_from_host(local_flat, full.data(), flat_ * sizeof(float));
+  }
+  void full_state(std::vector<StateArray>& out) override {
+    if (sharded_ != nullptr) {
+      out = sharded_->gather_state();
+    } else {
+      copy_state(*optimizer_, backend_, out);
+    }
+  }
+  void load_state(const std::vector<StateArray>& full) override {
+    if (sharded_ != nullptr) return sharded_->scatter_state(full);  // checks everything before it copies
+    load_state_checked(*optimizer_, backend_, full);
+  }
+  CommCounters traffic() override { return world_.counters(); }
+
+ private:
+  Communicator& world_;
+  Backend& backend_;
+  std::vector<ParamView> layout_;
+  size_t flat_;
+  std::vector<TensorSpan> spans_;
+  std::vector<std::string> names_;
+  std::unique_ptr<TensorSums> sums_;  // the statistics' per-tensor sums (made on first use)
+  Optimizer* optimizer_ = nullptr;
+  ShardedOptimizer* sharded_ = nullptr;  // optimizer_ itself under the distributed optimizer
+  std::unique_ptr<OwnerGradient> owner_;
+};
+
+}  // namespace
+
+std::unique_ptr<ParallelPlan> make_parallel_plan(const Config& config, Communicator& world, Backend& backend) {
+  const int64_t tp = config.parallel.tp, pp = config.parallel.pp;
+  validate_tp(config.model, tp);
+  validate_pp(config.model, pp);
+  // (parallel.tp alone: TensorParallel's check names it.)
+  SB_CHECK(pp == 1 || world.size() % (tp * pp) == 0, "config ",
+           tp > 1 ? "parallel.tp=" + std::to_string(tp) + " × parallel.pp=" + std::to_string(pp) + " = " +
+                        std::to_string(tp * pp)
+                  : "parallel.pp=" + std::to_string(pp),
+           " does not divide the world of ", world.size(),
+           " ranks: start mpirun -np N with N a multiple of parallel.tp × parallel.pp (N = data-parallel groups × "
+           "tp × pp)");
+  std::unique_ptr<ParallelPlan> plan = tp > 1 ? make_tensor_parallel_plan(config, world, backend)
+                                              : std::make_unique<DataParallelPlan>(config, world, backend);
+  if (pp > 1) plan = make_pipeline_plan(config, std::move(plan), backend);
+  return plan;
+}
+
+}  // namespace sb
