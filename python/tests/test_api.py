@@ -84,18 +84,21 @@ def ini_values(text):
 
 def test_config_reads_every_key():
     given = {"optim.adam_betas": (0.8, 0.9), "train.snapshot_steps": [0, 5], "model.bias": False, "optim.lr": 0.0125,
-             "data.path": "", "run.out": "x.h5"}
+             "run.out": "x.h5"}
     config = samebits.Config.from_ini(None, given)
     keys = samebits.Config.keys()
     written = ini_values(config.text)
     assert list(written) == keys and len(keys) > 60  # the registry's every key, in the text's order
     for key in keys:  # each read back as the text writes it
         assert config[key] == written[key], key
-    # That one spelling is what the parser reads: every key given back gives the same config.
-    assert samebits.Config.from_ini(None, {key: config[key] for key in keys}) == config
+    # That one spelling is what the parser reads: every key given back gives the same config (an
+    # empty value, which the command line cannot give, is the default's).
+    assert samebits.Config.from_ini(None, {key: config[key] for key in keys if config[key]}) == config
+    defaults = samebits.Config.from_ini(None)
+    assert all(defaults[key] == "" for key in keys if not config[key])
     assert config["optim.adam_betas"] == "0.8, 0.9" and config["train.snapshot_steps"] == "0, 5"
     assert config["model.bias"] == "false" and config["optim.lr"] == "0.0125"
-    assert config["data.path"] == "" and config["run.out"] == "x.h5"
+    assert config["data.path"] == "" and config["run.out"] == "x.h5"  # an empty value too
     with pytest.raises(samebits.Error, match="alias of optim.scale"):
         config["optim.adjust_lr_fn"]
     with pytest.raises(samebits.Error, match="unknown config key 'optim.lrr'"):
