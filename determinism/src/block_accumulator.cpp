@@ -113,6 +113,19 @@ void BlockAccumulator::add_values(Block& blk, size_t b, const float* xb, int c, 
   }
 }
 
+// Inlined into both callers (a call per 32-element block costs add_pair measurably).
+[[gnu::always_inline]] inline BlockAccumulator::Block& BlockAccumulator::grow(size_t b, const WireRange& r,
+                                                                              uint64_t adds_after) {
+  Block& blk = blocks_[b];
+  const bool empty = ranges_[b].hi == 0;
+  ranges_[b] = wire_range_max(ranges_[b], r);
+  const int lo = wire_block_lo(ranges_[b]);
+  if (empty) blk.base = static_cast<uint8_t>(lo);  // every value is 0: any base holds it
+  const int words = block_words_needed(ranges_[b], adds_after);
+  reshape(b, lo < blk.base ? lo : blk.base, words > blk.words ? words : blk.words);
+  return blk;
+}
+
 uint32_t BlockAccumulator::add_block(size_t b, const float* x, uint64_t adds_after) {
   const int c = count(b);
   const float* xb = x + begin(b);
@@ -133,14 +146,7 @@ uint32_t BlockAccumulator::add_block(size_t b, const float* x, uint64_t adds_aft
     }
   }
   if (r.hi == 0) return status;  // nothing but zeros and refused values
-  Block& blk = blocks_[b];
-  const bool empty = ranges_[b].hi == 0;
-  ranges_[b] = wire_range_max(ranges_[b], r);
-  const int lo = wire_block_lo(ranges_[b]);
-  if (empty) blk.base = static_cast<uint8_t>(lo);  // every value is 0: any base holds it
-  const int words = block_words_needed(ranges_[b], adds_after);
-  reshape(b, lo < blk.base ? lo : blk.base, words > blk.words ? words : blk.words);
-  add_values(blk, b, xb, c, exact_only);
+  add_values(grow(b, r, adds_after), b, xb, c, exact_only);
   return status;
 }
 
@@ -160,36 +166,33 @@ uint32_t BlockAccumulator::add_pair_block(size_t b, const float* x, const float*
   if (!exact_x || !exact_y) return add_block(b, x, adds_after - 1) | add_block(b, y, adds_after);
   const WireRange r = wire_range_max(rx, ry);
   if (r.hi == 0) return 0;  // zeros only
-  Block& blk = blocks_[b];
-  const bool empty = ranges_[b].hi == 0;
-  ranges_[b] = wire_range_max(ranges_[b], r);
-  const int lo = wire_block_lo(ranges_[b]);
-  if (empty) blk.base = static_cast<uint8_t>(lo);
-  const int words = block_words_needed(ranges_[b], adds_after);
-  reshape(b, lo < blk.base ? lo : blk.base, words > blk.words ? words : blk.words);
+  Block& blk = grow(b, r, adds_after);
   add_values(blk, b, xb, c, true);
   add_values(blk, b, yb, c, true);
   return 0;
 }
 
-void BlockAccumulator::add(const float* x) {
-  const uint64_t adds_after = status_.adds + 1;
-  const std::ptrdiff_t nb = static_cast<std::ptrdiff_t>(blocks_.size());
+namespace {
+// The status bits of block_add(b) over every block, OpenMP over blocks (each block is one
+// thread's: the sums do not depend on the thread count).
+template <class BlockAdd>
+uint32_t over_blocks(size_t blocks, const BlockAdd& block_add) {
+  const std::ptrdiff_t nb = static_cast<std::ptrdiff_t>(blocks);
   uint32_t status = 0;
 #pragma omp parallel for schedule(static) reduction(| : status) if (nb > 64)
-  for (std::ptrdiff_t b = 0; b < nb; ++b) status |= add_block(static_cast<size_t>(b), x, adds_after);
-  status_.bits |= status;
-  status_.count_adds(1);
+  for (std::ptrdiff_t b = 0; b < nb; ++b) status |= block_add(static_cast<size_t>(b));
+  return status;
+}
+}  // namespace
+
+void BlockAccumulator::add(const float* x) {
+  const uint64_t adds_after = status_.adds + 1;
+  finish_adds(over_blocks(blocks_.size(), [&](size_t b) { return add_block(b, x, adds_after); }), 1);
 }
 
 void BlockAccumulator::add_pair(const float* x, const float* y) {
   const uint64_t adds_after = status_.adds + 2;
-  const std::ptrdiff_t nb = static_cast<std::ptrdiff_t>(blocks_.size());
-  uint32_t status = 0;
-#pragma omp parallel for schedule(static) reduction(| : status) if (nb > 64)
-  for (std::ptrdiff_t b = 0; b < nb; ++b) status |= add_pair_block(static_cast<size_t>(b), x, y, adds_after);
-  status_.bits |= status;
-  status_.count_adds(2);
+  finish_adds(over_blocks(blocks_.size(), [&](size_t b) { return add_pair_block(b, x, y, adds_after); }), 2);
 }
 
 uint32_t BlockAccumulator::add_blocks(const float* x, const float* y, size_t first, size_t last, uint64_t adds_after) {

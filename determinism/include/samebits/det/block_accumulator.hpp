@@ -87,6 +87,9 @@ class BlockAccumulator {
   void set(Block& blk, size_t b, int e, const Wide192& v);
   // Re-bases block b to `base` and gives it `words` words per element, keeping every value.
   void reshape(size_t b, int base, int words);
+  // Block b widened for values of range r (its ranges, base and words after the add that makes
+  // adds_after adds): the one growth rule of add_block and add_pair_block.
+  Block& grow(size_t b, const WireRange& r, uint64_t adds_after);
   uint32_t add_block(size_t b, const float* x, uint64_t adds_after);
   uint32_t add_pair_block(size_t b, const float* x, const float* y, uint64_t adds_after);
   // The values of xb (c of them, block b) into the block's sums, after its reshape for them.
