@@ -41,12 +41,20 @@ OMP_WAIT_POLICY=passive "$mpirun" --oversubscribe --bind-to none "${root[@]}" -n
 job=$!
 for i in $(seq 600); do [ -e lost.store/state_step_000020.h5 ] && break; sleep 0.1; done
 [ -e lost.store/state_step_000020.h5 ] || fail "no checkpoint of step 20 after 60 s: $(ls lost.store 2>&1; cat job.log)"
+children() {  # children PID: the samebits processes whose parent is PID (no procps needed)
+  local stat pid comm state ppid rest
+  for stat in /proc/[0-9]*/stat; do
+    read -r pid comm state ppid rest <"$stat" 2>/dev/null || continue
+    [ "$ppid" = "$1" ] && [ "$comm" = "(samebits)" ] && echo "$pid"
+  done
+  return 0
+}
 rank=()
-for pid in $(pgrep -P "$job" -x samebits); do
+for pid in $(children "$job"); do
   r=$(tr '\0' '\n' <"/proc/$pid/environ" | sed -n 's/^OMPI_COMM_WORLD_RANK=//p')
   rank[$r]=$pid
 done
-[ -n "${rank[0]:-}" ] && [ -n "${rank[1]:-}" ] || fail "ranks not found among mpirun's children: $(pgrep -a -P "$job")"
+[ -n "${rank[0]:-}" ] && [ -n "${rank[1]:-}" ] || fail "ranks not found among mpirun's children ($(children "$job"))"
 kill -STOP "${rank[1]}"
 t0=$(date +%s.%N)
 kill -TERM "${rank[0]}"
