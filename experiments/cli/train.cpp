@@ -54,7 +54,9 @@ constexpr const char* kUsage =
     "a run may be resumed at another world size. The bits never depend on it.\n"
     "\n"
     "Exit codes: 0 trained, already finished or stopped by --stop-after; 2 error or interrupted\n"
-    "(SIGINT/SIGTERM write a checkpoint first; --resume continues).\n\n";
+    "(SIGINT/SIGTERM write a checkpoint first; --resume continues). A rank of several that has not\n"
+    "reached a step boundary 10 s + twice its longest step after the signal (blocked in a collective:\n"
+    "a peer lost) marks the run file interrupted without a checkpoint and exits 2.\n\n";
 
 struct TrainArgs {
   std::string config_path;

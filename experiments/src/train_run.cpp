@@ -6,6 +6,7 @@
 // whatever the moment the earlier session died.
 #include "samebits/cli/train_run.hpp"
 #include "samebits/cli/data_provenance.hpp"
+#include "samebits/cli/stop_signals.hpp"
 #include "samebits/core/io/gpt_weights.hpp"
 #include "samebits/core/untrusted_text.hpp"
 
@@ -17,6 +18,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <mutex>
 #include <optional>
 
 #include "samebits/core/io/checkpoint.hpp"
@@ -36,33 +38,18 @@ namespace {
 // Pending rows beyond this many bytes are committed before the next checkpoint.
 constexpr std::size_t kCommitBytes = std::size_t{64} << 20;
 
-volatile std::sig_atomic_t g_signal = 0;
-
-extern "C" void on_stop_signal(int signal) { g_signal = signal; }
-
-// SIGINT and SIGTERM set g_signal while a run trains; the previous handlers come back after.
-class StopSignals {
- public:
-  StopSignals() {
-    g_signal = 0;
-    struct sigaction sa {};
-    sa.sa_handler = on_stop_signal;
-    sa.sa_flags = SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int_);
-    sigaction(SIGTERM, &sa, &old_term_);
-  }
-  ~StopSignals() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-  }
-  StopSignals(const StopSignals&) = delete;
-  StopSignals& operator=(const StopSignals&) = delete;
-
- private:
-  struct sigaction old_int_ {};
-  struct sigaction old_term_ {};
-};
+// Runs `f` with the run writer's lock released: what may block on peers (a collective) runs
+// unlocked, so the stop watchdog can mark the run file while this thread waits for a lost rank.
+template <class F>
+auto unlocked(std::unique_lock<std::mutex>& held, F&& f) {
+  struct Relock {
+    std::unique_lock<std::mutex>& lock;
+    ~Relock() { lock.lock(); }
+  };
+  held.unlock();
+  const Relock relock{held};
+  return f();
+}
 
 std::vector<float> host_weights(Trainer& trainer) {
   std::vector<float> w(trainer.model().flat_size());  // (flat_size)
@@ -199,18 +186,37 @@ TrainRunResult train_run(const Config& config, const TrainRunOptions& options, s
   result.path = run_path(config);
   result.rank = comm->rank();
 
-  const StopSignals stop_signals;
+  // The writer is used under `writer_mutex`, which this thread holds but around collectives; a
+  // rank of a world has a watchdog that marks the run file when a stop signal finds this thread
+  // blocked in one (a lost peer), then ends the process (stop_signals.hpp).
+  std::mutex writer_mutex;
   std::optional<run::RunWriter> writer;
+  std::unique_lock held(writer_mutex);
+  const auto mark_stuck = [&](const std::string& why) {
+    const std::unique_lock lock(writer_mutex, std::try_to_lock);
+    if (!lock) return false;
+    if (!writer) return true;
+    try {
+      writer->fail(why + " after step " + std::to_string(writer->steps_recorded()) +
+                   "; continue with samebits train … --resume");
+    } catch (const Error& e) {
+      std::fprintf(stderr, "samebits: the run file could not be marked: %s\n", e.what());
+    }
+    return true;
+  };
+  StopSignals stop_signals(alone ? nullptr : std::function<bool(const std::string&)>(mark_stuck));
   try {
     std::optional<TrainerState> chosen;
     if (writes) writer = open_writer(result.path, header, options, trainer, chosen, result, out);
     if (writes) writer->write_in_background(true);  // store files written while the steps go on
     if (!alone) {                                   // rank 0's decision, shared; the import is collective
       int64_t decision[2] = {result.already_finished ? 1 : 0, result.first_step};
-      comm->broadcast(decision, sizeof decision, 0);
+      unlocked(held, [&] {
+        comm->broadcast(decision, sizeof decision, 0);
+        if (decision[0] == 0 && decision[1] > 0) trainer.import_state(chosen ? *chosen : TrainerState{});
+      });
       result.already_finished = decision[0] != 0;
       result.first_step = result.steps_done = decision[1];
-      if (!result.already_finished && result.first_step > 0) trainer.import_state(chosen ? *chosen : TrainerState{});
     }
     if (result.already_finished) {
       out << "run " << result.path << " is already finished (" << result.steps_done << " steps)\n";
@@ -236,7 +242,7 @@ TrainRunResult train_run(const Config& config, const TrainRunOptions& options, s
         writer->wait_store();
         state = writer->take_spare_state();
       }
-      trainer.export_state(state);
+      unlocked(held, [&] { trainer.export_state(state); });
       const bool kept = keep > 0 && state.step % keep == 0;
       if (writes) writer->checkpoint(std::move(state), kept);
     };
@@ -255,10 +261,12 @@ TrainRunResult train_run(const Config& config, const TrainRunOptions& options, s
       if (writes) result.bytes_written = writer->bytes_written();
     };
     while (!trainer.finished()) {
+      const auto began = std::chrono::steady_clock::now();
       // Stop requests are agreed by every rank before a step (bits: SIGINT, SIGTERM, --stop-after).
-      uint32_t stop_request = (g_signal == SIGINT ? 1u : 0u) | (g_signal == SIGTERM ? 2u : 0u) |
+      const int signal = stop_signals.received();
+      uint32_t stop_request = (signal == SIGINT ? 1u : 0u) | (signal == SIGTERM ? 2u : 0u) |
                               (options.stop_after > 0 && trainer.steps_done() >= options.stop_after ? 4u : 0u);
-      if (!alone) comm->allreduce_or_u32(&stop_request, 1);
+      if (!alone) unlocked(held, [&] { comm->allreduce_or_u32(&stop_request, 1); });
       if (stop_request & 3u) {
         stop(std::string("interrupted by ") + (stop_request & 1u ? "SIGINT" : "SIGTERM"));
         result.interrupted = true;
@@ -273,10 +281,11 @@ TrainRunResult train_run(const Config& config, const TrainRunOptions& options, s
       const bool traced = tracing && std::count(options.trace_steps.begin(), options.trace_steps.end(), number) > 0;
       trace::Recorder recorder;
       if (traced) tracing->trace(&recorder);
-      const StepResult r = trainer.step();
+      const StepResult r = unlocked(held, [&] { return trainer.step(); });
       if (traced) {
         tracing->trace(nullptr);
-        traced_steps.push_back({number, gather_stream(*comm, std::move(recorder.rows()))});
+        traced_steps.push_back(
+            {number, unlocked(held, [&] { return gather_stream(*comm, std::move(recorder.rows())); })});
         if (writes && number == *std::max_element(options.trace_steps.begin(), options.trace_steps.end())) {
           io::write_trace_file(io::trace_file_path(result.path), header.experiment_id, traced_steps);
           out << "trace: the op streams of " << traced_steps.size() << " steps in " << io::trace_file_path(result.path)
@@ -292,6 +301,7 @@ TrainRunResult train_run(const Config& config, const TrainRunOptions& options, s
       if (checkpoint_due(step)) checkpoint();
       else if (writes && writer->pending_bytes() > kCommitBytes) writer->commit();
       if (wants_snapshot(step)) writer->snapshot(step, [&] { return host_weights(trainer); });
+      stop_signals.took(std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
     }
     progress.finish();
     TrainerState final_state;
@@ -299,7 +309,7 @@ TrainRunResult train_run(const Config& config, const TrainRunOptions& options, s
       writer->wait_store();
       final_state = writer->take_spare_state();
     }
-    trainer.export_state(final_state);
+    unlocked(held, [&] { trainer.export_state(final_state); });
     if (writes) writer->finish(std::move(final_state), wants_snapshot(config.train.steps));
     result.steps_done = trainer.steps_done();
     if (writes) result.bytes_written = writer->bytes_written();

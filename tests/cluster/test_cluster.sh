@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The cluster test (labels cluster, slow): on scripts/cluster's namespace hosts, the Slurm recipes
-# (srun + PMIx, mpirun over TCP) and their faults (a host lost, a link cut, a lossy link, SIGTERM
+# (srun + PMIx, mpirun over TCP) and their faults (a host lost, a link cut, a lossy slow link, SIGTERM
 # as before the time limit) end to end; every finished run is `samebits diff` IDENTICAL to one process.
 #   tests/cluster/test_cluster.sh SAMEBITS [WORKDIR]   (as root; exit 77 when it cannot run here)
 # STEPS (default 12) and LONG (default 60) set the runs' lengths; FAIL_AFTER (15) the seconds of
@@ -57,6 +57,13 @@ identical() {  # identical A B: samebits diff exit 0
   "$sb" diff "$1" "$2" >"diff-$(basename "$2" .h5).txt" || fail "$2 differs from $1: $(head -5 "diff-$(basename "$2" .h5).txt")"
   echo "ok: $2 IDENTICAL to $1"
 }
+interrupted() {  # interrupted NAME: the run file of a job whose host was lost reads, marked by rank 0's watchdog
+  "$sb" inspect "$1.h5" >"$1-inspect.txt" || fail "inspect of $1.h5: $(cat "$1-inspect.txt")"
+  grep -q '^status  *failed: interrupted by SIGTERM and not at a step boundary' "$1-inspect.txt" ||
+    fail "$1.h5 is not marked interrupted: $(grep '^status' "$1-inspect.txt")"
+  [ -z "$(find "$1.store" -name '*.tmp*')" ] || fail "half-written files in $1.store: $(ls "$1.store")"
+  echo "ok: $1.h5 $(grep '^status' "$1-inspect.txt" | cut -c1-90)…"
+}
 median_step() {  # median step seconds of a run file, after the first step
   /usr/bin/python3 -c "import h5py, statistics, sys; t = h5py.File(sys.argv[1], 'r')['timing/step_seconds'][1:]; print('%.3f' % statistics.median(t))" "$1"
 }
@@ -83,7 +90,8 @@ for launcher in srun mpirun; do
   echo "ok: train_gpu.sbatch under $launcher: $got"
 done
 
-# A host lost mid-run: the job leaves squeue, the run file reads, the surviving host resumes it.
+# A host lost mid-run: the job leaves squeue, the run file reads and is marked interrupted (node1's
+# rank 0, blocked in the all-reduce when Slurm's SIGTERM comes, by its watchdog), the surviving host resumes it.
 id=$(job lost "$long" "${sbatch_2x2[@]}")
 wait_running "$id"
 t0=$(now)
@@ -93,7 +101,7 @@ echo "figure: host lost -> job out of squeue in $(since "$t0") s"
 no_ranks_left node1 30
 for i in $(seq 150); do [ "$(sacct -j "$id" -X -n -o State | tr -d ' ')" = NODE_FAIL ] && break; sleep 0.2; done
 [ "$(sacct -j "$id" -X -n -o State | tr -d ' ')" = NODE_FAIL ] || fail "sacct: job $id is '$(sacct -j "$id" -X -n -o State)', not NODE_FAIL"
-"$sb" inspect lost.h5 >lost-inspect.txt || fail "inspect of the run file after the lost host: $(cat lost-inspect.txt)"
+interrupted lost
 job lost "$long" -N 1 -w node1 --ntasks-per-node 2 --cpus-per-task 1 --wait >/dev/null || fail "resume on node1: $(tail -5 lost-*.out)"
 identical one_long.h5 lost.h5
 "$cluster" up 2 >/dev/null
@@ -108,17 +116,17 @@ echo "figure: link cut -> job out of squeue in $(since "$t0") s"
 "$cluster" link node2 up
 no_ranks_left node1 30
 no_ranks_left node2 90
-"$sb" inspect cut.h5 >cut-inspect.txt || fail "inspect after the link cut: $(cat cut-inspect.txt)"
+interrupted cut
 for i in $(seq 150); do sinfo -h -n node2 -o %t | grep -Eq '^(idle|mix)' && break; sleep 0.2; done
 job cut "$long" "${sbatch_2x2[@]}" --wait >/dev/null || fail "resume after the link cut: $(tail -5 cut-*.out)"
 identical one_long.h5 cut.h5
 
-# A lossy link (2 % each way on node2's link): the same bits, the step time measured.
-"$cluster" degrade node2 2
+# A lossy, slow link (2 % loss and 20 ms each way on node2's link): the same bits, the step time measured.
+"$cluster" degrade node2 2 20
 job lossy "$steps" "${sbatch_2x2[@]}" --wait >/dev/null || fail "lossy link: $(tail -5 lossy-*.out)"
-"$cluster" degrade node2 0
+"$cluster" degrade node2 0 0
 identical one.h5 lossy.h5
-echo "figure: median step, clean link $(median_step srun.h5) s, 2 % loss $(median_step lossy.h5) s"
+echo "figure: median step, clean link $(median_step srun.h5) s, 2 % loss and 20 ms delay $(median_step lossy.h5) s"
 
 # SIGTERM to the ranks, as --signal=TERM@N sends it before the time limit (delivered by the same
 # slurmstepd path; the timed version is shown in docs/DISTRIBUTED.md §5): checkpoint, exit 2, resumed.

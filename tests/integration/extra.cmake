@@ -111,3 +111,12 @@ if(EXISTS /usr/bin/python3)
   set_tests_properties(test_h5py_wheel PROPERTIES LABELS integration SKIP_RETURN_CODE 77 TIMEOUT 900
                        ENVIRONMENT "OMP_WAIT_POLICY=PASSIVE")
 endif()
+
+# A stop signal that finds a rank blocked in a collective (a peer stopped, as a lost host's):
+# rank 0's watchdog marks the run file interrupted and exits 2 after its grace (docs/DISTRIBUTED.md §5).
+if(SAMEBITS_HAVE_MPI AND MPIEXEC_EXECUTABLE)
+  add_test(NAME test_mpi_lost_peer COMMAND ${CMAKE_CURRENT_LIST_DIR}/test_mpi_lost_peer.sh $<TARGET_FILE:samebits>
+                                           ${MPIEXEC_EXECUTABLE})
+  set_tests_properties(test_mpi_lost_peer PROPERTIES LABELS integration SKIP_RETURN_CODE 77 TIMEOUT 300
+                                                     PROCESSORS 2 RESOURCE_LOCK mpi_ranks)
+endif()

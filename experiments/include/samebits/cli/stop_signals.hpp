@@ -1,0 +1,39 @@
+// SIGINT and SIGTERM while a run trains: a stop the loop takes at its next step boundary (a
+// checkpoint, the run file marked), and for a rank of a world a watchdog for when it cannot: a main
+// thread blocked in a collective whose peer (or its host) is lost. No numerics here.
+#pragma once
+#include <atomic>
+#include <functional>
+#include <string>
+#include <thread>
+
+namespace sb::cli {
+
+class StopSignals {
+ public:
+  // Installs the handlers (the previous ones come back at destruction). With `on_stuck`, a watchdog
+  // thread: when the object still lives grace_seconds() after a signal, it calls on_stuck(why) —
+  // every 0.1 s until it returns true or the object is destroyed — and then ends the process with
+  // exit code 2 (_exit: nothing else runs). on_stuck marks the run file; it must not wait for the
+  // main thread (which may never return from its collective): false means "busy, try again".
+  explicit StopSignals(std::function<bool(const std::string& why)> on_stuck = nullptr);
+  ~StopSignals();
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+  int received() const;  // 0, SIGINT or SIGTERM: the last signal received
+  // A step (with its record and checkpoint) took `seconds`: the grace grows with the longest.
+  void took(double seconds);
+  // How long a signal waits for the loop to end the session: 10 s + twice the longest step.
+  double grace_seconds() const;
+
+ private:
+  void watch();
+
+  std::function<bool(const std::string&)> on_stuck_;
+  std::atomic<double> longest_{0};
+  int wake_[2] = {-1, -1};  // the watchdog's pipe: 's' a signal (from the handler), 'e' the end
+  std::thread watchdog_;
+};
+
+}  // namespace sb::cli

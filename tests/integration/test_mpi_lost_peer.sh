@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# A stop signal that finds a rank blocked in a collective (docs/DISTRIBUTED.md §5): rank 1 of an
+# `mpirun -np 2 samebits train` is stopped (SIGSTOP: a peer that never answers), rank 0 gets SIGTERM
+# as Slurm sends it. Rank 0's watchdog must end it with exit 2 after its grace (10 s + twice its
+# longest step), the run file readable, marked interrupted, no half-written file in its store, and
+# a resume must continue from its last checkpoint.
+#   tests/integration/test_mpi_lost_peer.sh SAMEBITS MPIRUN   (exit 77 without MPI or mpirun)
+set -euo pipefail
+sb=$(realpath "${1:?usage: test_mpi_lost_peer.sh SAMEBITS MPIRUN}")
+mpirun=${2:-}
+[ -n "$mpirun" ] && [ -x "$mpirun" ] || { echo "skipped: no mpirun in this build"; exit 77; }
+fail() { echo "FAILED: $*"; exit 1; }
+work=$(mktemp -d)
+job=""
+trap '[ -z "$job" ] || kill -9 "$job" 2>/dev/null || true; rm -rf "$work"' EXIT
+cd "$work"
+cat >run.ini <<EOF
+[model]
+vocab = 64
+seq_len = 16
+n_layer = 1
+n_head = 2
+n_embd = 32
+[data]
+leaf_size = 1
+leaves = 4
+[train]
+steps = 100000
+warmup = 2
+eval_every = 0
+checkpoint_every = 5
+[run]
+threads = 1
+progress = off
+log_every = 100000
+EOF
+root=()
+[ "$(id -u)" -ne 0 ] || root=(--allow-run-as-root)
+OMP_WAIT_POLICY=passive "$mpirun" --oversubscribe --bind-to none "${root[@]}" -np 2 \
+  "$sb" train run.ini --out lost.h5 >job.log 2>&1 &
+job=$!
+for i in $(seq 600); do [ -e lost.store/state_step_000020.h5 ] && break; sleep 0.1; done
+[ -e lost.store/state_step_000020.h5 ] || fail "no checkpoint of step 20 after 60 s: $(ls lost.store 2>&1; cat job.log)"
+children() {  # children PID: the samebits processes whose parent is PID (no procps needed)
+  local stat pid comm state ppid rest
+  for stat in /proc/[0-9]*/stat; do
+    read -r pid comm state ppid rest <"$stat" 2>/dev/null || continue
+    [ "$ppid" = "$1" ] && [ "$comm" = "(samebits)" ] && echo "$pid"
+  done
+  return 0
+}
+rank=()
+for pid in $(children "$job"); do
+  r=$(tr '\0' '\n' <"/proc/$pid/environ" | sed -n 's/^OMPI_COMM_WORLD_RANK=//p')
+  rank[$r]=$pid
+done
+[ -n "${rank[0]:-}" ] && [ -n "${rank[1]:-}" ] || fail "ranks not found among mpirun's children ($(children "$job"))"
+kill -STOP "${rank[1]}"
+t0=$(date +%s.%N)
+kill -TERM "${rank[0]}"
+for i in $(seq 600); do kill -0 "${rank[0]}" 2>/dev/null || break; sleep 0.1; done
+took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+kill -0 "${rank[0]}" 2>/dev/null && fail "rank 0 still runs 60 s after SIGTERM"
+kill -9 "${rank[1]}" 2>/dev/null || true
+set +e
+wait "$job"
+set -e
+job=""
+echo "rank 0 ended ${took} s after SIGTERM"
+awk -v t="$took" 'BEGIN { exit !(t >= 10 && t < 30) }' || fail "rank 0 ended ${took} s after SIGTERM, not after its grace of 10 s + twice its longest step"
+grep -q 'not at a step boundary .* this rank ends (exit 2)' job.log || fail "rank 0 did not say why it ended: $(cat job.log)"
+"$sb" inspect lost.h5 >inspect.txt || fail "inspect: $(cat inspect.txt)"
+grep -q '^status  *failed: interrupted by SIGTERM and not at a step boundary [0-9.]* s later (a rank blocked in a collective: a peer or its host lost?) after step [0-9]*; continue with' inspect.txt ||
+  fail "the run file is not marked interrupted: $(grep '^status' inspect.txt)"
+[ -z "$(find lost.store -name '*.tmp*')" ] || fail "half-written files in the store: $(ls lost.store)"
+"$sb" train run.ini --out lost.h5 --resume --stop-after 30 >resume.log 2>&1 || fail "resume: $(cat resume.log)"
+grep -q 'resume: lost.h5 at step [1-9][0-9]* (from checkpoint' resume.log || fail "resume did not start at a checkpoint: $(cat resume.log)"
+echo "ok: $(grep '^status' inspect.txt | cut -c1-100)…; resumed: $(grep -m1 'resume: lost.h5' resume.log)"
