@@ -37,6 +37,13 @@ void train_one_and_many(const TempDir& dir, const std::string& ini, int ranks, c
   REQUIRE_MESSAGE(inspect.output.find("world size " + std::to_string(ranks)) != std::string::npos, inspect.output);
 }
 
+// A divergent trace whose origin (its text contains `origin`) is of kind `op`: inputs equal, output not.
+void check_op_origin(const Result& trace, const std::string& origin) {
+  CHECK_MESSAGE(trace.code == 1, trace.output);
+  CHECK_MESSAGE(trace.output.find(origin) != std::string::npos, trace.output);
+  CHECK(trace.output.find("its inputs are bitwise equal in both runs; its output differs") != std::string::npos);
+}
+
 // gelu_forward one ULP up in its first element: a difference the layout's replay would carry.
 class PlantedGelu final : public sb::ForwardingBackend {
  public:
@@ -70,9 +77,7 @@ TEST_CASE("samebits trace: allreduce=native on 1 process against mpirun -np 2: t
   write_text(dir / "native.ini", tiny_config("[numerics]\nallreduce = native\n"));
   train_one_and_many(dir, "native.ini", 2);
   const Result trace = run({"trace", dir / "one.h5", dir / "many.h5"});
-  CHECK_MESSAGE(trace.code == 1, trace.output);
-  CHECK_MESSAGE(trace.output.find(", allreduce gradient (leaf -") != std::string::npos, trace.output);
-  CHECK(trace.output.find("its inputs are bitwise equal in both runs; its output differs") != std::string::npos);
+  check_op_origin(trace, ", allreduce gradient (leaf -");
   CHECK(trace.output.find("2 simulated ranks") != std::string::npos);
 }
 
@@ -98,6 +103,9 @@ TEST_CASE("samebits trace: a 1-process run against DP 2 x TP 2 and DP 2 x TP 3: 
     CAPTURE(tp);
     CHECK_MESSAGE(trace.code == 0, trace.output);
     CHECK(trace.output.find("every op equal") != std::string::npos);
+    // Every rank's shard ops: the leaves' of each group, the optimizer's of DP rank 0's group.
+    const std::string ops = tp == 2 ? "928" : "1374";
+    CHECK(trace.output.find(ops + " ops in A, " + ops + " in B") != std::string::npos);
     CHECK(trace.output.find(", tp " + std::to_string(tp) + ", replayed at B's layout (recorded at parallel.tp=1") !=
           std::string::npos);
   }
@@ -108,11 +116,8 @@ TEST_CASE("samebits trace: deterministic 1 process against vendor DP 2 x TP 2: e
   write_text(dir / "tiny.ini", tiny_config());
   write_text(dir / "vendor.ini", tiny_config("[numerics]\nmode = vendor\nallreduce = exact\nleaf_sum = exact\n"));
   train_one_and_many(dir, "tiny.ini", 4, "--parallel.tp 2", "vendor.ini");
-  const Result trace = run({"trace", dir / "one.h5", dir / "many.h5"});
-  CHECK_MESSAGE(trace.code == 1, trace.output);
-  CHECK_MESSAGE(trace.output.find("origin: op 1 of ") != std::string::npos, trace.output);
-  CHECK(trace.output.find("h.0.ln1 norm forward layernorm_forward (leaf 0") != std::string::npos);
-  CHECK(trace.output.find("its inputs are bitwise equal in both runs; its output differs") != std::string::npos);
+  check_op_origin(run({"trace", dir / "one.h5", dir / "many.h5"}),
+                  "origin: op 1 of 928, h.0.ln1 norm forward layernorm_forward (leaf 0");
 }
 
 TEST_CASE("samebits trace: a run replayed at the other's layout must reproduce its recorded step") {
