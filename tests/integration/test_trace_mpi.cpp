@@ -5,8 +5,9 @@
 // the origin is the gradient all-reduce's row; a PP 2 run (stages on simulated ranks that pass
 // activations point to point) lines up with one process too. Against DP 2 × TP 2 and DP 2 × TP 3
 // the one process is replayed at the tensor-parallel layout (its deterministic numerics): every op
-// equal; against a vendor DP 2 × TP 2 run the origin is the first op of a native reduction; a
-// replay at the other layout that does not reproduce its run (a planted op) is an error.
+// equal; against a vendor DP 2 × TP 2 run the origin is the first op of a native reduction (and a
+// vendor one process against it is refused); a replay at the other layout that does not reproduce
+// its run (a planted op) is an error.
 // Skipped (exit 77) without MPI/mpirun in this build.
 #include <doctest/doctest.h>
 
@@ -118,6 +119,14 @@ TEST_CASE("samebits trace: deterministic 1 process against vendor DP 2 x TP 2: e
   train_one_and_many(dir, "tiny.ini", 4, "--parallel.tp 2", "vendor.ini");
   check_op_origin(run({"trace", dir / "one.h5", dir / "many.h5"}),
                   "origin: op 1 of 928, h.0.ln1 norm forward layernorm_forward (leaf 0");
+  // Vendor at TP 1 against vendor at TP 2: neither gives its bits at the other's layout.
+  REQUIRE(run({"train", "vendor.ini", "--train.steps", "4", "--out", "vendor.h5"}, SpawnOptions{0, dir.path.string()})
+              .code == 0);
+  const Result both = run({"trace", dir / "vendor.h5", dir / "many.h5"});
+  CHECK_MESSAGE(both.code == 2, both.output);
+  CHECK(both.output.find("(parallel.tp=1) and ") != std::string::npos);
+  CHECK(both.output.find("(parallel.tp=2) split their ops differently and neither runs deterministic numerics") !=
+        std::string::npos);
 }
 
 TEST_CASE("samebits trace: a run replayed at the other's layout must reproduce its recorded step") {
