@@ -34,8 +34,9 @@ TrainerOptions trainer_options(const ReplaySetup& setup, const std::vector<float
 // The stream of a pipeline's ranks in one process's order: a leaf's rows are spread over the
 // ranks of its pipeline (ascending world rank = ascending stage); each stage's part is its forward
 // rows, then its backward rows (from its first row whose site is a backward). One process runs the
-// forwards stage by stage, then the backwards from the last stage down. Rows without a leaf: rank 0's.
-std::vector<trace::Row> pipeline_order(std::vector<std::vector<trace::Row>> ranks) {
+// forwards stage by stage, then the backwards from the last stage down. Rows without a leaf: those
+// of ranks 0 … group−1 (the first stage's tensor-parallel group of data-parallel rank 0), rank by rank.
+std::vector<trace::Row> pipeline_order(std::vector<std::vector<trace::Row>> ranks, size_t group) {
   std::map<int64_t, std::vector<std::vector<trace::Row>>> forward, backward;  // leaf → stages' parts
   for (std::vector<trace::Row>& rank : ranks) {
     std::map<int64_t, std::pair<std::vector<trace::Row>, std::vector<trace::Row>>> mine;
@@ -54,8 +55,9 @@ std::vector<trace::Row> pipeline_order(std::vector<std::vector<trace::Row>> rank
     for (std::vector<trace::Row>& part : stages) std::move(part.begin(), part.end(), std::back_inserter(rows));
     for (std::vector<trace::Row>& part : backward[leaf]) std::move(part.begin(), part.end(), std::back_inserter(rows));
   }
-  for (trace::Row& row : ranks[0])
-    if (row.leaf < 0) rows.push_back(std::move(row));
+  for (size_t r = 0; r < group; ++r)
+    for (trace::Row& row : ranks[r])
+      if (row.leaf < 0) rows.push_back(std::move(row));
   return rows;
 }
 
@@ -137,11 +139,12 @@ std::vector<trace::Row> replay_stream(const ReplaySetup& setup, const TrainerSta
   };
   if (setup.world == 1) body(0);
   else run_ranks(setup.world, body);
-  if (setup.config.parallel.pp > 1) return pipeline_order(std::move(ranks));
-  // The leaves' rows of every rank (each leaf is one tensor-parallel group's, its ranks' rows rank
-  // by rank), the other rows those of ranks 0 … tp−1 (data-parallel rank 0's group: world rank =
-  // tp rank + tp · dp rank; the other groups are its replicas).
+  // World rank = tp rank + tp · (dp rank + DP · stage): ranks 0 … tp−1 are data-parallel rank 0's
+  // tensor-parallel group (of the first stage); the other data-parallel groups are its replicas.
   const size_t group = static_cast<size_t>(setup.config.parallel.tp);
+  if (setup.config.parallel.pp > 1) return pipeline_order(std::move(ranks), group);
+  // The leaves' rows of every rank (each leaf is one tensor-parallel group's, its ranks' rows rank
+  // by rank), the other rows those of ranks 0 … tp−1.
   std::vector<trace::Row> rows;
   for (size_t r = 0; r < ranks.size(); ++r)
     for (trace::Row& row : ranks[r])

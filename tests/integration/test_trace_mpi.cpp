@@ -3,16 +3,17 @@
 // is replayed on 3 simulated ranks and its stream lines up with the one process's, row for row;
 // under numerics.allreduce=native (a float SUM of the ranks' rounded partial sums) against 2 ranks,
 // the origin is the gradient all-reduce's row; a PP 2 run (stages on simulated ranks that pass
-// activations point to point) lines up with one process too. Against DP 2 × TP 2 and DP 2 × TP 3
-// the one process is replayed at the tensor-parallel layout (its deterministic numerics): every op
-// equal; against a vendor DP 2 × TP 2 run the origin is the first op of a native reduction (and a
-// vendor one process against it is refused); a replay at the other layout that does not reproduce
-// its run (a planted op) is an error.
+// activations point to point) lines up with one process too. Against DP 2 × TP 2, DP 2 × TP 3 and
+// DP 2 × TP 2 × PP 2 the one process is replayed at the tensor-parallel layout (its deterministic
+// numerics): every op equal; against a vendor DP 2 × TP 2 run the origin is the first op of a
+// native reduction (and a vendor one process against it is refused); a replay at the other layout
+// that does not reproduce its run (a planted op) is an error.
 // Skipped (exit 77) without MPI/mpirun in this build.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <memory>
+#include <tuple>
 
 #include "integration/mpi_launch.hpp"
 #include "integration/test_cli_support.hpp"
@@ -82,15 +83,21 @@ TEST_CASE("samebits trace: allreduce=native on 1 process against mpirun -np 2: t
   CHECK(trace.output.find("2 simulated ranks") != std::string::npos);
 }
 
-TEST_CASE("samebits trace: a 1-process run against PP 2 (a tied head): exit 0, every op equal") {
-  TempDir dir;
+TEST_CASE("samebits trace: a 1-process run against PP 2 and DP 2 x TP 2 x PP 2 (a tied head): every op equal") {
   std::string ini = tiny_config();
   ini.replace(ini.find("n_layer = 1"), 11, "n_layer = 2");
-  write_text(dir / "pp.ini", ini);
-  train_one_and_many(dir, "pp.ini", 2, "--parallel.pp 2");
-  const Result trace = run({"trace", dir / "one.h5", dir / "many.h5", "--step", "3"});
-  CHECK_MESSAGE(trace.code == 0, trace.output);
-  CHECK(trace.output.find("every op equal") != std::string::npos);
+  // PP 2 against one process's unsplit ops; DP 2 × TP 2 × PP 2 with the one process at its layout.
+  for (const auto& [ranks, layout, ops] :
+       {std::tuple{2, "--parallel.pp 2", "647"}, std::tuple{8, "--parallel.tp 2 --parallel.pp 2", "1672"}}) {
+    TempDir dir;
+    write_text(dir / "pp.ini", ini);
+    train_one_and_many(dir, "pp.ini", ranks, layout);
+    const Result trace = run({"trace", dir / "one.h5", dir / "many.h5", "--step", "3"});
+    CAPTURE(layout);
+    CHECK_MESSAGE(trace.code == 0, trace.output);
+    CHECK(trace.output.find("every op equal") != std::string::npos);
+    CHECK(trace.output.find(std::string(ops) + " ops in A, " + ops + " in B") != std::string::npos);
+  }
 }
 
 TEST_CASE("samebits trace: a 1-process run against DP 2 x TP 2 and DP 2 x TP 3: exit 0, every op equal") {
