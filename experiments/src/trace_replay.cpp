@@ -34,8 +34,9 @@ TrainerOptions trainer_options(const ReplaySetup& setup, const std::vector<float
 // The stream of a pipeline's ranks in one process's order: a leaf's rows are spread over the
 // ranks of its pipeline (ascending world rank = ascending stage); each stage's part is its forward
 // rows, then its backward rows (from its first row whose site is a backward). One process runs the
-// forwards stage by stage, then the backwards from the last stage down. Rows without a leaf: rank 0's.
-std::vector<trace::Row> pipeline_order(std::vector<std::vector<trace::Row>> ranks) {
+// forwards stage by stage, then the backwards from the last stage down. Rows without a leaf: those
+// of ranks 0 … group−1 (the first stage's tensor-parallel group of data-parallel rank 0), rank by rank.
+std::vector<trace::Row> pipeline_order(std::vector<std::vector<trace::Row>> ranks, size_t group) {
   std::map<int64_t, std::vector<std::vector<trace::Row>>> forward, backward;  // leaf → stages' parts
   for (std::vector<trace::Row>& rank : ranks) {
     std::map<int64_t, std::pair<std::vector<trace::Row>, std::vector<trace::Row>>> mine;
@@ -54,8 +55,9 @@ std::vector<trace::Row> pipeline_order(std::vector<std::vector<trace::Row>> rank
     for (std::vector<trace::Row>& part : stages) std::move(part.begin(), part.end(), std::back_inserter(rows));
     for (std::vector<trace::Row>& part : backward[leaf]) std::move(part.begin(), part.end(), std::back_inserter(rows));
   }
-  for (trace::Row& row : ranks[0])
-    if (row.leaf < 0) rows.push_back(std::move(row));
+  for (size_t r = 0; r < group; ++r)
+    for (trace::Row& row : ranks[r])
+      if (row.leaf < 0) rows.push_back(std::move(row));
   return rows;
 }
 
@@ -72,6 +74,24 @@ ReplaySetup replay_setup(const run::RunReader& run) {
   s.world = static_cast<int>(e.world_size);
   s.micro_leaves = e.micro_leaves;
   return s;
+}
+
+void match_split_layouts(ReplaySetup& a, ReplaySetup& b, const std::string& path_a, const std::string& path_b) {
+  const ParallelConfig &pa = a.config.parallel, &pb = b.config.parallel;
+  if (pa.tp == pb.tp) return;
+  const bool move_a = is_deterministic(a.config.numerics);
+  SB_CHECK(move_a || is_deterministic(b.config.numerics), "samebits trace: ", path_a, " (parallel.tp=", pa.tp, ") and ",
+           path_b, " (parallel.tp=", pb.tp,
+           ") split their ops differently and neither runs deterministic numerics, the only ones whose bits do "
+           "not depend on the layout; trace runs of one parallel.tp, or one of them in numerics.mode = deterministic");
+  ReplaySetup& moved = move_a ? a : b;
+  const ReplaySetup& other = move_a ? b : a;
+  moved.relayout = std::string("replayed at ") + (move_a ? "B" : "A") +
+                   "'s layout (recorded at parallel.tp=" + std::to_string(moved.config.parallel.tp) + ", " +
+                   std::to_string(moved.world) + (moved.world == 1 ? " process" : " ranks") +
+                   "; deterministic numerics give the same bits at any layout)";
+  moved.config.parallel = other.config.parallel;
+  moved.world = other.world;
 }
 
 TrainerState reachable_state(const run::RunReader& a, const ReplaySetup& setup, int64_t step, std::string& source) {
@@ -96,7 +116,8 @@ TrainerState reachable_state(const run::RunReader& a, const ReplaySetup& setup, 
   return trainer.export_state();
 }
 
-std::vector<trace::Row> replay_stream(const ReplaySetup& setup, const TrainerState& state, int64_t step) {
+std::vector<trace::Row> replay_stream(const ReplaySetup& setup, const TrainerState& state, int64_t step,
+                                      std::vector<uint64_t>* fingerprints) {
   SB_CHECK(state.step == step - 1, "trace: a state of step ", state.step, " given to replay step ", step);
   const std::vector<float> initial_weights = io::load_initial_weights(setup.config);
   std::vector<std::vector<trace::Row>> ranks(static_cast<size_t>(setup.world));
@@ -113,15 +134,21 @@ std::vector<trace::Row> replay_stream(const ReplaySetup& setup, const TrainerSta
     trainer.step();
     backend.trace(nullptr);
     ranks[size_t(r)] = std::move(recorder.rows());
+    const std::vector<uint64_t> params = trainer.param_fingerprints();  // every rank: gathers shards
+    if (r == 0 && fingerprints != nullptr) *fingerprints = params;
   };
   if (setup.world == 1) body(0);
   else run_ranks(setup.world, body);
-  if (setup.config.parallel.pp > 1) return pipeline_order(std::move(ranks));
-  // The leaves' rows of every rank (each leaf is one rank's), the other rows rank 0's.
-  std::vector<trace::Row> rows = std::move(ranks[0]);
-  for (size_t r = 1; r < ranks.size(); ++r)
+  // World rank = tp rank + tp · (dp rank + DP · stage): ranks 0 … tp−1 are data-parallel rank 0's
+  // tensor-parallel group (of the first stage); the other data-parallel groups are its replicas.
+  const size_t group = static_cast<size_t>(setup.config.parallel.tp);
+  if (setup.config.parallel.pp > 1) return pipeline_order(std::move(ranks), group);
+  // The leaves' rows of every rank (each leaf is one tensor-parallel group's, its ranks' rows rank
+  // by rank), the other rows those of ranks 0 … tp−1.
+  std::vector<trace::Row> rows;
+  for (size_t r = 0; r < ranks.size(); ++r)
     for (trace::Row& row : ranks[r])
-      if (row.leaf >= 0) rows.push_back(std::move(row));
+      if (row.leaf >= 0 || r < group) rows.push_back(std::move(row));
   return trace::canonical_order(std::move(rows));
 }
 

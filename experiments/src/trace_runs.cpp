@@ -29,7 +29,23 @@ std::string setup_text(const ReplaySetup& s) {
          (s.world == 1 ? " process" : " simulated ranks") + ", micro_leaves " + std::to_string(s.micro_leaves) +
          ", gemm " + std::string(config_name(n.gemm)) + ", reduce " + std::string(config_name(n.reduce)) +
          ", allreduce " + std::string(config_name(n.allreduce)) + ", leaf_sum " + std::string(config_name(n.leaf_sum)) +
-         ", precision " + std::string(config_name(s.config.train.precision));
+         ", precision " + std::string(config_name(s.config.train.precision)) +
+         (s.config.parallel.tp > 1 ? ", tp " + std::to_string(s.config.parallel.tp) : "") +
+         (s.config.parallel.pp > 1 ? ", pp " + std::to_string(s.config.parallel.pp) : "") +
+         (s.relayout.empty() ? "" : ", " + s.relayout);
+}
+
+// A run replayed at the other run's layout (match_split_layouts) must give, after the traced step,
+// the parameters it records there: else its bits depend on the layout after all (a broken contract,
+// or a configuration that is not layout-invariant), and its stream would stand for a run it is not.
+void check_relayout(const run::RunReader& run, const ReplaySetup& setup, const std::vector<uint64_t>& params,
+                    int64_t step) {
+  if (setup.relayout.empty()) return;
+  const std::vector<uint64_t> recorded = run.series_rows<uint64_t>("series/param_fingerprint", uint64_t(step - 1), 1);
+  SB_CHECK(recorded == params, "samebits trace: ", run.path(), " ", setup.relayout,
+           " does not reproduce the parameters it records after step ", step,
+           ": its bits depend on the layout, and its stream at this layout would not be its own (samebits diff "
+           "compares its runs at the two layouts)");
 }
 
 // A run of a program samebits cannot replay (samebits.torch.Recorder's): its backend line.
@@ -102,11 +118,15 @@ TraceResult trace_runs(const std::string& path_a, const std::string& path_b, con
   ReplaySetup setup_a = replay_setup(a), setup_b = replay_setup(b);
   setup_a.make_backend = options.backend_a;
   setup_b.make_backend = options.backend_b;
+  const TrainerState state = reachable_state(a, setup_a, r.step - 1, r.state_source);
+  match_split_layouts(setup_a, setup_b, path_a, path_b);
+  std::vector<uint64_t> params_a, params_b;
+  r.a = replay_stream(setup_a, state, r.step, &params_a);
+  r.b = replay_stream(setup_b, state, r.step, &params_b);
+  check_relayout(a, setup_a, params_a, r.step);
+  check_relayout(b, setup_b, params_b, r.step);
   r.setup_a = setup_text(setup_a);
   r.setup_b = setup_text(setup_b);
-  const TrainerState state = reachable_state(a, setup_a, r.step - 1, r.state_source);
-  r.a = replay_stream(setup_a, state, r.step);
-  r.b = replay_stream(setup_b, state, r.step);
   r.comparison = compare_streams(r.a, r.b);
   return r;
 }

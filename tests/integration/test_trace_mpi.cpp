@@ -3,27 +3,61 @@
 // is replayed on 3 simulated ranks and its stream lines up with the one process's, row for row;
 // under numerics.allreduce=native (a float SUM of the ranks' rounded partial sums) against 2 ranks,
 // the origin is the gradient all-reduce's row; a PP 2 run (stages on simulated ranks that pass
-// activations point to point) lines up with one process too. Skipped (exit 77) without MPI/mpirun in this build.
+// activations point to point) lines up with one process too. Against DP 2 × TP 2, DP 2 × TP 3 and
+// DP 2 × TP 2 × PP 2 the one process is replayed at the tensor-parallel layout (its deterministic
+// numerics): every op equal; against a vendor DP 2 × TP 2 run the origin is the first op of a
+// native reduction (and a vendor one process against it is refused); a replay at the other layout
+// that does not reproduce its run (a planted op) is an error.
+// Skipped (exit 77) without MPI/mpirun in this build.
 #include <doctest/doctest.h>
+
+#include <cmath>
+#include <memory>
+#include <tuple>
 
 #include "integration/mpi_launch.hpp"
 #include "integration/test_cli_support.hpp"
+#include "samebits/cli/trace.hpp"
+#include "samebits/core/cpu/cpu_backend.hpp"
+#include "samebits/core/forwarding_backend.hpp"
 
 namespace {
 
 using namespace sbt;
 
-// `samebits train INI` for 4 steps into one.h5, then under `mpirun -np ranks` (with `layout`) into
-// many.h5, in dir.
-void train_one_and_many(const TempDir& dir, const std::string& ini, int ranks, const std::string& layout = "") {
+// `samebits train INI` for 4 steps into one.h5, then under `mpirun -np ranks` (with `layout`, of
+// `many_ini`, default INI) into many.h5, in dir.
+void train_one_and_many(const TempDir& dir, const std::string& ini, int ranks, const std::string& layout = "",
+                        const std::string& many_ini = "") {
   const std::string d = dir.path.string();
   REQUIRE(run({"train", ini, "--train.steps", "4", "--out", "one.h5"}, SpawnOptions{0, d}).code == 0);
-  const sb::test::Launch many =
-      sb::test::mpirun_in(d, ranks, samebits_binary() + " train " + ini + " --train.steps 4 --out many.h5 " + layout);
+  const sb::test::Launch many = sb::test::mpirun_in(
+      d, ranks,
+      samebits_binary() + " train " + (many_ini.empty() ? ini : many_ini) + " --train.steps 4 --out many.h5 " + layout);
   REQUIRE_MESSAGE(many.exit_code == 0, many.output);
   const Result inspect = run({"inspect", dir / "many.h5"});
   REQUIRE_MESSAGE(inspect.output.find("world size " + std::to_string(ranks)) != std::string::npos, inspect.output);
 }
+
+// A divergent trace whose origin (its text contains `origin`) is of kind `op`: inputs equal, output not.
+void check_op_origin(const Result& trace, const std::string& origin) {
+  CHECK_MESSAGE(trace.code == 1, trace.output);
+  CHECK_MESSAGE(trace.output.find(origin) != std::string::npos, trace.output);
+  CHECK(trace.output.find("its inputs are bitwise equal in both runs; its output differs") != std::string::npos);
+}
+
+// gelu_forward one ULP up in its first element: a difference the layout's replay would carry.
+class PlantedGelu final : public sb::ForwardingBackend {
+ public:
+  explicit PlantedGelu(std::unique_ptr<sb::Backend> cpu) : ForwardingBackend(*cpu), cpu_(std::move(cpu)) {}
+  void gelu_forward(float* out, const float* inp, int64_t n) override {
+    ForwardingBackend::gelu_forward(out, inp, n);
+    out[0] = std::nextafter(out[0], INFINITY);
+  }
+
+ private:
+  std::unique_ptr<sb::Backend> cpu_;
+};
 
 }  // namespace
 
@@ -45,19 +79,75 @@ TEST_CASE("samebits trace: allreduce=native on 1 process against mpirun -np 2: t
   write_text(dir / "native.ini", tiny_config("[numerics]\nallreduce = native\n"));
   train_one_and_many(dir, "native.ini", 2);
   const Result trace = run({"trace", dir / "one.h5", dir / "many.h5"});
-  CHECK_MESSAGE(trace.code == 1, trace.output);
-  CHECK_MESSAGE(trace.output.find(", allreduce gradient (leaf -") != std::string::npos, trace.output);
-  CHECK(trace.output.find("its inputs are bitwise equal in both runs; its output differs") != std::string::npos);
+  check_op_origin(trace, ", allreduce gradient (leaf -");
   CHECK(trace.output.find("2 simulated ranks") != std::string::npos);
 }
 
-TEST_CASE("samebits trace: a 1-process run against PP 2 (a tied head): exit 0, every op equal") {
-  TempDir dir;
+TEST_CASE("samebits trace: a 1-process run against PP 2 and DP 2 x TP 2 x PP 2 (a tied head): every op equal") {
   std::string ini = tiny_config();
   ini.replace(ini.find("n_layer = 1"), 11, "n_layer = 2");
-  write_text(dir / "pp.ini", ini);
-  train_one_and_many(dir, "pp.ini", 2, "--parallel.pp 2");
-  const Result trace = run({"trace", dir / "one.h5", dir / "many.h5", "--step", "3"});
-  CHECK_MESSAGE(trace.code == 0, trace.output);
-  CHECK(trace.output.find("every op equal") != std::string::npos);
+  // PP 2 against one process's unsplit ops; DP 2 × TP 2 × PP 2 with the one process at its layout.
+  for (const auto& [ranks, layout, ops] :
+       {std::tuple{2, "--parallel.pp 2", "647"}, std::tuple{8, "--parallel.tp 2 --parallel.pp 2", "1672"}}) {
+    TempDir dir;
+    write_text(dir / "pp.ini", ini);
+    train_one_and_many(dir, "pp.ini", ranks, layout);
+    const Result trace = run({"trace", dir / "one.h5", dir / "many.h5", "--step", "3"});
+    CAPTURE(layout);
+    CHECK_MESSAGE(trace.code == 0, trace.output);
+    CHECK(trace.output.find("every op equal") != std::string::npos);
+    CHECK(trace.output.find(std::string(ops) + " ops in A, " + ops + " in B") != std::string::npos);
+  }
+}
+
+TEST_CASE("samebits trace: a 1-process run against DP 2 x TP 2 and DP 2 x TP 3: exit 0, every op equal") {
+  std::string ini = tiny_config("", 48);
+  ini.replace(ini.find("n_head = 2"), 10, "n_head = 6");
+  for (const int tp : {2, 3}) {
+    TempDir dir;
+    write_text(dir / "tp.ini", ini);
+    train_one_and_many(dir, "tp.ini", 2 * tp, "--parallel.tp " + std::to_string(tp));
+    const Result trace = run({"trace", dir / "one.h5", dir / "many.h5", "--step", "3"});
+    CAPTURE(tp);
+    CHECK_MESSAGE(trace.code == 0, trace.output);
+    CHECK(trace.output.find("every op equal") != std::string::npos);
+    // Every rank's shard ops: the leaves' of each group, the optimizer's of DP rank 0's group.
+    const std::string ops = tp == 2 ? "928" : "1374";
+    CHECK(trace.output.find(ops + " ops in A, " + ops + " in B") != std::string::npos);
+    CHECK(trace.output.find(", tp " + std::to_string(tp) + ", replayed at B's layout (recorded at parallel.tp=1") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE("samebits trace: deterministic 1 process against vendor DP 2 x TP 2: exit 1, the first native op") {
+  TempDir dir;
+  write_text(dir / "tiny.ini", tiny_config());
+  write_text(dir / "vendor.ini", tiny_config("[numerics]\nmode = vendor\nallreduce = exact\nleaf_sum = exact\n"));
+  train_one_and_many(dir, "tiny.ini", 4, "--parallel.tp 2", "vendor.ini");
+  check_op_origin(run({"trace", dir / "one.h5", dir / "many.h5"}),
+                  "origin: op 1 of 928, h.0.ln1 norm forward layernorm_forward (leaf 0");
+  // Vendor at TP 1 against vendor at TP 2: neither gives its bits at the other's layout.
+  REQUIRE(run({"train", "vendor.ini", "--train.steps", "4", "--out", "vendor.h5"}, SpawnOptions{0, dir.path.string()})
+              .code == 0);
+  const Result both = run({"trace", dir / "vendor.h5", dir / "many.h5"});
+  CHECK_MESSAGE(both.code == 2, both.output);
+  CHECK(both.output.find("(parallel.tp=1) and ") != std::string::npos);
+  CHECK(both.output.find("(parallel.tp=2) split their ops differently and neither runs deterministic numerics") !=
+        std::string::npos);
+}
+
+TEST_CASE("samebits trace: a run replayed at the other's layout must reproduce its recorded step") {
+  TempDir dir;
+  write_text(dir / "tiny.ini", tiny_config());
+  train_one_and_many(dir, "tiny.ini", 2, "--parallel.tp 2");
+  sb::cli::TraceOptions options;
+  options.step = 1;
+  CHECK_NOTHROW(sb::cli::trace_runs(dir / "one.h5", dir / "many.h5", options));
+  options.backend_a = [](const sb::Config& c) {
+    return std::make_unique<PlantedGelu>(sb::make_cpu_backend(sb::to_numerics(c)));
+  };
+  CHECK_THROWS_WITH(sb::cli::trace_runs(dir / "one.h5", dir / "many.h5", options),
+                    doctest::Contains("replayed at B's layout (recorded at parallel.tp=1, 1 process; deterministic "
+                                      "numerics give the same bits at any layout) does not reproduce the parameters it "
+                                      "records after step 1"));
 }

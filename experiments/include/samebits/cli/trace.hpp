@@ -2,8 +2,9 @@
 // step S (the runs' first divergent step, or given) is replayed from run A's latest state at or
 // before S−1 — the runs are bitwise equal before S, so A's state serves both — under each run's
 // recorded configuration (numerics, threads, micro-leaves; an N-rank run on N simulated ranks in
-// this process, core/parallel/thread_world.hpp), each replay recording its op-hash stream through
-// a TracingBackend; the streams are compared row by row.
+// this process, core/parallel/thread_world.hpp; runs of different tensor-parallel layouts at one
+// layout, match_split_layouts), each replay recording its op-hash stream through a TracingBackend;
+// the streams are compared row by row.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -30,6 +31,7 @@ struct ReplaySetup {
   int world = 1;  // the recorded world size: ranks simulated in this process
   int64_t micro_leaves = 0;
   BackendMaker make_backend;  // empty: the config's run.backend (cpu; cuda where built)
+  std::string relayout;       // non-empty: replayed at the other run's layout (match_split_layouts), why
 };
 // The setup of run file `run` (its last session's execution).
 ReplaySetup replay_setup(const run::RunReader& run);
@@ -39,10 +41,17 @@ ReplaySetup replay_setup(const run::RunReader& run);
 // checked against A's recorded fingerprints of `step`. `source` ← where it came from.
 TrainerState reachable_state(const run::RunReader& a, const ReplaySetup& setup, int64_t step, std::string& source);
 
+// Runs whose layouts split ops differently (another parallel.tp: shard ops against unsplit ones):
+// the run of deterministic numerics (A if both) is replayed at the other's layout (its world and
+// parallel section), which gives its bits at any layout; exit 2 when neither runs them.
+void match_split_layouts(ReplaySetup& a, ReplaySetup& b, const std::string& path_a, const std::string& path_b);
+
 // Step `step` (1-based) replayed from `state` (after step − 1) under `setup`: the op-hash stream
 // in one process's order (trace::canonical_order over the ranks' streams; the rows outside the
-// leaves are rank 0's), output values kept.
-std::vector<trace::Row> replay_stream(const ReplaySetup& setup, const TrainerState& state, int64_t step);
+// leaves are those of data-parallel rank 0's tensor-parallel group, rank by rank), output values
+// kept. `fingerprints` (if given) ← the parameters' fingerprints after the step (full tensors).
+std::vector<trace::Row> replay_stream(const ReplaySetup& setup, const TrainerState& state, int64_t step,
+                                      std::vector<uint64_t>* fingerprints = nullptr);
 
 // How one row's outputs compare.
 struct RowDistance {
