@@ -3,6 +3,8 @@ scripts/gpu-check): the update on samebits' CUDA backend is bit for bit the CPU 
 CPU = GPU row) after 1 and after several steps, in both momentum forms, with and without Nesterov;
 state_dict round trip bitwise on the GPU. Without a CUDA build a CUDA parameter is a TypeError
 naming the missing CUDA. Skipped when torch sees no CUDA device."""
+import copy
+
 import numpy as np
 import pytest
 
@@ -54,7 +56,9 @@ def test_cuda_state_dict_round_trip_is_bitwise():
     params, opt = run_steps("cuda", 2, lr=0.02)
     copies = [torch.nn.Parameter(p.detach().clone()) for p in params]
     other = Muon(copies, lr=0.02)
-    other.load_state_dict(opt.state_dict())
+    # A saved state (deepcopy, as torch.save/torch.load): torch 2's load_state_dict keeps the
+    # given tensors, so an unsaved state_dict would share its buffers with `opt`.
+    other.load_state_dict(copy.deepcopy(opt.state_dict()))
     g = torch.Generator().manual_seed(99)
     for p, q in zip(params, copies):
         p.grad = torch.randn(p.shape, generator=g).cuda()
