@@ -1,4 +1,5 @@
-// inspect.hpp: the recorded configuration of a run file and the `samebits inspect` text. Nothing
+// inspect.hpp: the recorded configuration of a run file and the `samebits inspect` text (of a
+// samebits run, or of a PyTorch program samebits.torch.Recorder recorded). Nothing
 // here trusts the file beyond what RunReader checked: the config text is parsed like any INI file,
 // checkpoint files are read (and so checked) before they are called good, and every text taken
 // from a file is printed escaped (untrusted_text.hpp).
@@ -28,6 +29,46 @@ std::string experiment_summary(const Config& c) {
     << "; " << config_name(c.data.source) << " data, " << c.data.leaves << " leaves x " << c.data.leaf_size
     << " sequences";
   if (c.data.order_seed != 0) s << " (order seed " << c.data.order_seed << ")";
+  return s.str();
+}
+
+// A PyTorch run's experiment text (python/samebits/torch/execution.py, experiment_text): the user's
+// [experiment] fields, the [torch] model and optimizer classes, one [tensors] line per parameter.
+struct ProgramExperiment {
+  std::string declared, model, optimizer;
+  int64_t tensors = 0;
+};
+
+ProgramExperiment program_experiment(const std::string& text) {
+  ProgramExperiment e;
+  std::istringstream in(text);
+  std::string line, section;
+  while (std::getline(in, line)) {
+    if (line.size() > 1 && line.front() == '[' && line.back() == ']') {
+      section = line.substr(1, line.size() - 2);
+      continue;
+    }
+    const size_t eq = line.find(" = ");
+    if (eq == std::string::npos) continue;
+    const std::string key = line.substr(0, eq), value = escape_untrusted(line.substr(eq + 3));
+    if (section == "experiment") e.declared += (e.declared.empty() ? "" : "; ") + escape_untrusted(key) + " = " + value;
+    if (section == "torch" && key == "model") e.model = value;
+    if (section == "torch" && key == "optimizer") e.optimizer = value;
+    if (section == "tensors") ++e.tensors;
+  }
+  return e;
+}
+
+// The experiment lines of a recorded PyTorch program (no samebits config: nothing to parse).
+std::string program_summary(const run::RunReader& run) {
+  const std::string& text = run.info().experiment_text;
+  const ProgramExperiment e = program_experiment(text);
+  std::ostringstream s;
+  s << "  (PyTorch program recorded by samebits.torch.Recorder: model " << e.model << ", optimizer " << e.optimizer
+    << ", " << e.tensors << " tensors)\n";
+  if (det::fingerprint_hex(det::fingerprint(text.data(), text.size())) != run.info().experiment_id)
+    s << "             its experiment text does not hash to this id (the file was edited)\n";
+  s << "declared     " << (e.declared.empty() ? "nothing (Recorder(..., experiment=None))" : e.declared) << "\n";
   return s.str();
 }
 
@@ -66,6 +107,8 @@ Config recorded_config(const run::RunReader& run, const std::vector<std::string>
   return config;
 }
 
+bool recorded_program(const run::RunReader& run) { return run.info().execution.backend.rfind("torch ", 0) == 0; }
+
 std::string describe_run(const run::RunReader& run) {
   run::RunInfo i = run.info();  // its texts as printed: escaped
   for (std::string* text : {&i.samebits_version, &i.samebits_commit, &i.experiment_id, &i.error, &i.execution.backend,
@@ -77,16 +120,21 @@ std::string describe_run(const run::RunReader& run) {
   s << "run          " << run.path() << "  (format " << i.format_version << ", samebits " << i.samebits_version
     << ", commit " << i.samebits_commit << ")\n";
   s << "experiment   " << i.experiment_id;
-  try {
-    const Config config = recorded_config(run);
-    s << "  (" << experiment_summary(config) << ")\n";
-    if (config.perturb.enabled()) s << "perturbation " << perturbation_text(config.perturb) << "\n";
-    if (!config.train.init.empty()) {
-      s << "init         weights of " << escape_untrusted(config.train.init) << " (XXH3 " << config.train.init_digest
-        << ")\n";
+  const bool program = recorded_program(run);
+  if (program) {
+    s << program_summary(run);
+  } else {
+    try {
+      const Config config = recorded_config(run);
+      s << "  (" << experiment_summary(config) << ")\n";
+      if (config.perturb.enabled()) s << "perturbation " << perturbation_text(config.perturb) << "\n";
+      if (!config.train.init.empty()) {
+        s << "init         weights of " << escape_untrusted(config.train.init) << " (XXH3 " << config.train.init_digest
+          << ")\n";
+      }
+    } catch (const Error& e) {
+      s << "\n             config not usable here: " << escape_untrusted(e.what()) << "\n";
     }
-  } catch (const Error& e) {
-    s << "\n             config not usable here: " << escape_untrusted(e.what()) << "\n";
   }
   s << "status       " << to_string(i.status) << (i.error.empty() ? "" : ": " + i.error) << "\n";
   const int64_t rows = run.steps_recorded();
@@ -156,9 +204,10 @@ std::string describe_run(const run::RunReader& run) {
   }
   s << "\n";
   s << "execution    " << i.execution.backend << "; " << i.execution.communicator << ", world size "
-    << i.execution.world_size << ", " << i.execution.threads << " threads, micro-leaves " << i.execution.micro_leaves
-    << "\n";
-  if (rows > 0) {  // rank 0's backend ↔ host bytes and speed (not content: never compared)
+    << i.execution.world_size;
+  if (!program) s << ", " << i.execution.threads << " threads, micro-leaves " << i.execution.micro_leaves;
+  s << "\n";
+  if (rows > 0 && !program) {  // rank 0's backend ↔ host bytes and speed (not content: never compared)
     const auto down = run.series<uint64_t>("series/bytes_to_host");
     const auto up = run.series<uint64_t>("series/bytes_from_host");
     const auto tokens = run.series<int64_t>("series/tokens");
@@ -175,7 +224,10 @@ std::string describe_run(const run::RunReader& run) {
     << (i.execution.environment.empty() ? "not recorded (an older samebits wrote the file)"
                                         : indent_lines(i.execution.environment, "             "))
     << "\n";
-  s << "data         " << (i.data_files.empty() ? "not recorded (an older samebits wrote the file)\n" : "");
+  s << "data         "
+    << (!i.data_files.empty() ? ""
+        : program             ? "not recorded (a PyTorch program's data is what its experiment declares)\n"
+                              : "not recorded (an older samebits wrote the file)\n");
   try {
     bool first_file = true;
     for (const data::DataFile& f : data::parse_manifest(i.data_files, run.path() + ": attribute data_files")) {

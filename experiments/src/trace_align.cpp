@@ -1,12 +1,15 @@
 // trace.hpp: two recorded op streams of different lengths (programs samebits cannot replay, such
 // as samebits.torch's) aligned and compared. Rows match by their op key (site, op, shape, input
-// and output counts) along a longest common subsequence (Myers' O((N+M)·D) diff, Myers 1986);
+// and output counts) along a longest common subsequence (Myers' O((N+M)·D) diff in linear space,
+// by middle snakes: Myers 1986, §4b — whole steps of a GPT-2-sized model align);
 // rows left over are paired by key in order (the key holds the site: a reordering within a
 // module); the rest are dropped (only in A) or inserted (only in B). The origin is the first
 // aligned pair whose inputs or outputs differ. Deterministic: a function of the two streams only.
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <string>
+#include <unordered_map>
 
 #include "samebits/cli/trace.hpp"
 #include "samebits/det/error.hpp"
@@ -15,9 +18,6 @@
 namespace sb::cli {
 namespace {
 
-// Edits Myers' search may take before giving up (its memory grows as the square of the edits).
-constexpr int64_t kMaxEdits = 6000;
-
 uint64_t op_key(const trace::Row& r) {
   std::string k =
       r.site + '\n' + r.op + '\n' + std::to_string(r.inputs.size()) + ' ' + std::to_string(r.outputs.size());
@@ -25,41 +25,78 @@ uint64_t op_key(const trace::Row& r) {
   return det::fingerprint(k.data(), k.size());
 }
 
-// The matched (x, y) index pairs of a longest common subsequence of x and y, ascending.
-std::vector<std::pair<size_t, size_t>> common_subsequence(const std::vector<uint64_t>& x,
-                                                          const std::vector<uint64_t>& y) {
-  const int64_t n = int64_t(x.size()), m = int64_t(y.size());
-  // rounds[d]: V (the furthest x on each diagonal k) at the start of round d, for k in [-d-1, d+1].
-  std::vector<std::vector<int64_t>> rounds;
-  std::vector<int64_t> v(size_t(2 * (n + m) + 3), 0);
-  const int64_t mid = n + m + 1;
-  int64_t last = -1;
-  for (int64_t d = 0; d <= n + m && last < 0; ++d) {
-    SB_CHECK(d <= kMaxEdits, "samebits trace: the op streams differ in more than ", kMaxEdits,
-             " inserted or dropped ops; they do not align (trace a step whose configurations are closer)");
-    rounds.emplace_back(v.begin() + (mid - d - 1), v.begin() + (mid + d + 2));
+// Myers' middle snake of x (n) against y (m), n + m > 0: the edit distance d and the diagonal run
+// (x0, y0) → (x1, y1) crossing the middle of an optimal edit path, found by searching from both
+// ends at once (Myers 1986, §4b). vf and vb: scratch of 2·((n + m + 1) / 2) + 3 entries each.
+struct Snake {
+  int64_t d, x0, y0, x1, y1;
+};
+
+Snake middle_snake(const uint64_t* x, int64_t n, const uint64_t* y, int64_t m, std::vector<int64_t>& vf,
+                   std::vector<int64_t>& vb) {
+  const int64_t delta = n - m, limit = (n + m + 1) / 2, mid = limit + 1;
+  const bool odd = (delta & 1) != 0;
+  vf[size_t(mid + 1)] = 0;
+  vb[size_t(mid + 1)] = 0;
+  // One step of either search on diagonal k: the furthest x after its edit and its run of equal
+  // keys (the backward search runs on the reversed sequences).
+  const auto extend = [&](std::vector<int64_t>& v, int64_t d, int64_t k, bool backward, int64_t& start) {
+    int64_t i = k == -d || (k != d && v[size_t(mid + k - 1)] < v[size_t(mid + k + 1)]) ? v[size_t(mid + k + 1)]
+                                                                                       : v[size_t(mid + k - 1)] + 1;
+    start = i;
+    int64_t j = i - k;
+    while (i < n && j < m && (backward ? x[n - 1 - i] == y[m - 1 - j] : x[i] == y[j])) ++i, ++j;
+    v[size_t(mid + k)] = i;
+    return i;
+  };
+  for (int64_t d = 0; d <= limit; ++d) {
     for (int64_t k = -d; k <= d; k += 2) {
-      int64_t i = k == -d || (k != d && v[size_t(mid + k - 1)] < v[size_t(mid + k + 1)]) ? v[size_t(mid + k + 1)]
-                                                                                         : v[size_t(mid + k - 1)] + 1;
-      int64_t j = i - k;
-      while (i < n && j < m && x[size_t(i)] == y[size_t(j)]) ++i, ++j;
-      v[size_t(mid + k)] = i;
-      if (i >= n && j >= m) last = d;
+      int64_t start = 0;
+      const int64_t i = extend(vf, d, k, false, start);
+      const int64_t r = delta - k;  // the same diagonal in the backward search's coordinates
+      if (odd && r >= -(d - 1) && r <= d - 1 && i + vb[size_t(mid + r)] >= n)
+        return Snake{2 * d - 1, start, start - k, i, i - k};
+    }
+    for (int64_t k = -d; k <= d; k += 2) {
+      int64_t start = 0;
+      const int64_t i = extend(vb, d, k, true, start);
+      const int64_t f = delta - k;
+      if (!odd && f >= -d && f <= d && i + vf[size_t(mid + f)] >= n)
+        return Snake{2 * d, n - i, m - (i - k), n - start, m - (start - k)};
     }
   }
-  std::vector<std::pair<size_t, size_t>> pairs;
-  int64_t i = n, j = m;
-  for (int64_t d = last; d >= 0; --d) {
-    const std::vector<int64_t>& r = rounds[size_t(d)];  // r[k + d + 1] = V[k]
-    const auto at = [&](int64_t k) { return r[size_t(k + d + 1)]; };
-    const int64_t k = i - j;
-    const int64_t prev_k = k == -d || (k != d && at(k - 1) < at(k + 1)) ? k + 1 : k - 1;
-    const int64_t prev_i = d == 0 ? 0 : at(prev_k), prev_j = d == 0 ? 0 : prev_i - prev_k;
-    while (i > prev_i && j > prev_j) pairs.emplace_back(size_t(--i), size_t(--j));
-    i = prev_i;
-    j = prev_j;
+  SB_FAIL("samebits trace: no middle snake within ", limit, " edits of ", n, " and ", m, " rows (internal error)");
+}
+
+// Appends the matched (x, y) index pairs (offset by x_at, y_at) of a longest common subsequence of
+// x (n) and y (m), ascending: the middle snake, then the parts before and after it, each with at
+// most half the edits (so the recursion is O(log edits) deep, its memory O(n + m)).
+void common_subsequence(const uint64_t* x, int64_t n, const uint64_t* y, int64_t m, size_t x_at, size_t y_at,
+                        std::vector<int64_t>& vf, std::vector<int64_t>& vb,
+                        std::vector<std::pair<size_t, size_t>>& pairs) {
+  if (n == 0 || m == 0) return;
+  const Snake s = middle_snake(x, n, y, m, vf, vb);
+  if (s.d <= 1) {  // at most one row only in x or only in y: every other row matches, in order
+    for (int64_t i = 0, j = 0; i < n && j < m;) {
+      if (x[i] == y[j]) {
+        pairs.emplace_back(x_at + size_t(i++), y_at + size_t(j++));
+      } else {
+        (n > m ? i : j)++;
+      }
+    }
+    return;
   }
-  std::reverse(pairs.begin(), pairs.end());
+  common_subsequence(x, s.x0, y, s.y0, x_at, y_at, vf, vb, pairs);
+  for (int64_t t = 0; t < s.x1 - s.x0; ++t) pairs.emplace_back(x_at + size_t(s.x0 + t), y_at + size_t(s.y0 + t));
+  common_subsequence(x + s.x1, n - s.x1, y + s.y1, m - s.y1, x_at + size_t(s.x1), y_at + size_t(s.y1), vf, vb, pairs);
+}
+
+std::vector<std::pair<size_t, size_t>> common_subsequence(const std::vector<uint64_t>& x,
+                                                          const std::vector<uint64_t>& y) {
+  const size_t scratch = 2 * ((x.size() + y.size() + 1) / 2) + 3;
+  std::vector<int64_t> vf(scratch), vb(scratch);
+  std::vector<std::pair<size_t, size_t>> pairs;
+  common_subsequence(x.data(), int64_t(x.size()), y.data(), int64_t(y.size()), 0, 0, vf, vb, pairs);
   return pairs;
 }
 
@@ -82,14 +119,18 @@ StreamAlignment align_streams(const std::vector<trace::Row>& a, const std::vecto
   // module), the rest dropped or inserted.
   std::vector<bool> in_a(a.size(), false), in_b(b.size(), false);
   for (const auto& [i, j] : s.pairs) in_a[i] = in_b[j] = true;
+  std::unordered_map<uint64_t, std::deque<size_t>> left_in_b;  // key → B's rows left over, ascending
+  for (size_t j = 0; j < b.size(); ++j)
+    if (!in_b[j]) left_in_b[kb[j]].push_back(j);
   for (size_t i = 0; i < a.size(); ++i) {
     if (in_a[i]) continue;
-    size_t j = 0;
-    while (j < b.size() && (in_b[j] || kb[j] != ka[i])) ++j;
-    if (j == b.size()) {
+    const auto same_key = left_in_b.find(ka[i]);
+    if (same_key == left_in_b.end() || same_key->second.empty()) {
       s.dropped.push_back(i);
       continue;
     }
+    const size_t j = same_key->second.front();
+    same_key->second.pop_front();
     in_a[i] = in_b[j] = true;
     s.pairs.emplace_back(i, j);
     s.reordered.push_back(i);

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "samebits/cli/diff.hpp"
+#include "samebits/cli/inspect.hpp"
 #include "samebits/cli/trace.hpp"
 #include "samebits/core/enum_names.hpp"
 #include "samebits/core/io/trace_file.hpp"
@@ -47,9 +48,6 @@ void check_relayout(const run::RunReader& run, const ReplaySetup& setup, const s
            ": its bits depend on the layout, and its stream at this layout would not be its own (samebits diff "
            "compares its runs at the two layouts)");
 }
-
-// A run of a program samebits cannot replay (samebits.torch.Recorder's): its backend line.
-bool recorded_program(const run::RunReader& run) { return run.info().execution.backend.rfind("torch ", 0) == 0; }
 
 // Step `step`'s stream as `run` recorded it beside itself (RUN.trace.h5).
 std::vector<trace::Row> recorded_stream(const run::RunReader& run, int64_t step) {

@@ -177,6 +177,10 @@ class _MuonArgs:
     ns_coefficients: list[float]
 def _muon_update(weight: npt.NDArray[np.float32], grad: npt.NDArray[np.float32],
                  momentum: npt.NDArray[np.float32], args: _MuonArgs) -> None: ...
+_built_with_cuda: bool
+# Only in a CUDA build (_built_with_cuda): the update over device memory of GPU `device`.
+def _muon_update_cuda(weight: int, grad: int, momentum: int, rows: int, cols: int, device: int,
+                      args: _MuonArgs) -> None: ...
 class _TorchRun:
     def __init__(self, path: str, config_text: str, experiment_text: str,
                  tensors: list[tuple[str, list[int]]], execution: dict[str, Any]) -> None: ...

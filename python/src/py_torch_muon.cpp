@@ -1,9 +1,9 @@
 // samebits.torch.Muon's update of one matrix (python/samebits/torch/muon.py): the C++ Muon
-// (core/optim/muon.hpp) over the caller's memory — the same kernels, canonical chains and exact
-// norm, so the same bits on any thread count and CPU as the C++ optimizer under the same options.
+// (core/optim/muon.hpp) over the caller's memory — host memory on the CPU backend, a CUDA tensor's
+// device memory on the CUDA backend (CUDA builds) — the same kernels, canonical chains and exact
+// norm, so the same bits on any thread count, CPU or GPU as the C++ optimizer under the same options.
 #include <pybind11/stl.h>
 
-#include <cstring>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -16,6 +16,15 @@
 #include "samebits/core/enum_names.hpp"
 #include "samebits/core/optim/muon.hpp"
 #include "samebits/det/error.hpp"
+
+#ifdef SB_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include <map>
+
+#include "samebits/core/cuda/check.hpp"
+#include "samebits/core/cuda/cuda_backend.hpp"
+#endif
 
 namespace sb::py {
 namespace {
@@ -57,9 +66,22 @@ MuonOptions muon_options(const MuonArgs& a) {
   return o;
 }
 
-Backend& host_backend() {
-  static const std::unique_ptr<Backend> backend = make_cpu_backend();
-  return *backend;
+// w ← Muon's update from g; m (the matrix's momentum buffer) updated. All (rows, cols) fp32 in
+// `backend`'s memory; returns when the backend's work is done.
+void update_in(Backend& backend, float* w, const float* g, float* m, int64_t rows, int64_t cols, const MuonArgs& args) {
+  const size_t numel = size_t(rows * cols);
+  const ParamView p{"matrix", {rows, cols}, 0, numel, ParamKind::matrix, 0.0f, 0.0f};
+  const MuonOptions options = muon_options(args);
+  Muon opt({p}, backend, Precision::fp32, options);
+  const StateBuffer state = opt.state().at(0);
+  backend.copy(state.data, m, numel * sizeof(float));
+  StepContext ctx;
+  ctx.lr_factor = args.lr;
+  ctx.muon_momentum = args.momentum;
+  ctx.compute_stats = false;
+  opt.step(w, g, ctx);
+  backend.copy(m, state.data, numel * sizeof(float));
+  backend.synchronize();
 }
 
 // weight ← Muon's update from grad; momentum (the matrix's buffer) updated. All (rows, cols) fp32.
@@ -70,23 +92,34 @@ void muon_update(Matrix weight, const Matrix& grad, Matrix momentum, const MuonA
     SB_CHECK(m->ndim() == 2 && m->shape(0) == rows && m->shape(1) == cols,
              "samebits.torch.Muon: gradient or momentum buffer is not of the parameter's shape (", rows, ", ", cols,
              ")");
-  const size_t numel = size_t(rows * cols);
-  const ParamView p{"matrix", {rows, cols}, 0, numel, ParamKind::matrix, 0.0f, 0.0f};
   float* const w = weight.mutable_data();
   float* const m = momentum.mutable_data();
   const float* const g = grad.data();
-  const MuonOptions options = muon_options(args);
   pyb::gil_scoped_release nogil;
-  Muon opt({p}, host_backend(), Precision::fp32, options);
-  const StateBuffer state = opt.state().at(0);
-  std::memcpy(state.data, m, numel * sizeof(float));
-  StepContext ctx;
-  ctx.lr_factor = args.lr;
-  ctx.muon_momentum = args.momentum;
-  ctx.compute_stats = false;
-  opt.step(w, g, ctx);
-  std::memcpy(m, state.data, numel * sizeof(float));
+  static const std::unique_ptr<Backend> host = make_cpu_backend();
+  update_in(*host, w, g, m, rows, cols, args);
 }
+
+#ifdef SB_HAVE_CUDA
+// The same update over device memory of GPU `device` (torch's data_ptr of contiguous fp32 (rows,
+// cols) tensors), on a deterministic CUDA backend of that device (one per device, kept). The caller
+// has finished its writes to the three tensors (samebits.torch.Muon synchronizes torch's stream);
+// this returns after the update is complete, with the caller's current device as it was.
+void muon_update_cuda(uintptr_t weight, uintptr_t grad, uintptr_t momentum, int64_t rows, int64_t cols, int device,
+                      const MuonArgs& args) {
+  SB_CHECK(rows > 0 && cols > 0, "samebits.torch.Muon: expected a non-empty matrix, got (", rows, ", ", cols, ")");
+  static std::map<int, std::unique_ptr<Backend>> backends;  // guarded by the GIL
+  std::unique_ptr<Backend>& backend = backends[device];
+  if (!backend) backend = make_cuda_backend(Numerics::deterministic(), device);
+  Backend& be = *backend;
+  pyb::gil_scoped_release nogil;
+  int current = -1;
+  SB_CUDA_CHECK(cudaGetDevice(&current));
+  update_in(be, reinterpret_cast<float*>(weight), reinterpret_cast<const float*>(grad),
+            reinterpret_cast<float*>(momentum), rows, cols, args);
+  SB_CUDA_CHECK(cudaSetDevice(current));
+}
+#endif
 
 }  // namespace
 
@@ -107,6 +140,15 @@ void bind_torch_muon(pyb::module_& m) {
   m.def("_muon_update", &muon_update, pyb::arg("weight").noconvert(), pyb::arg("grad"),
         pyb::arg("momentum").noconvert(), pyb::arg("args"),
         "Muon's update of one fp32 matrix in place (the C++ Muon over this memory); momentum updated.");
+#ifdef SB_HAVE_CUDA
+  m.attr("_built_with_cuda") = true;
+  m.def("_muon_update_cuda", &muon_update_cuda, pyb::arg("weight"), pyb::arg("grad"), pyb::arg("momentum"),
+        pyb::arg("rows"), pyb::arg("cols"), pyb::arg("device"), pyb::arg("args"),
+        "Muon's update of one fp32 matrix in device memory of GPU `device` (data_ptr values), in place; "
+        "momentum updated. Returns when the update is complete.");
+#else
+  m.attr("_built_with_cuda") = false;
+#endif
 }
 
 }  // namespace sb::py

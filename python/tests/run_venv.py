@@ -1,11 +1,20 @@
-"""CTest entry (label slow): `pip install .[test]` of this checkout into a fresh venv at DIR (emptied
-first; numpy, h5py, matplotlib, pytest, scikit-build-core and pybind11 from the package index),
-timed; then the package's tests (python/tests) and the analysis tests (notebooks/tests), copied
-elsewhere so that they import the installed package (checked). Exit 77 (skipped) when the package
-index cannot be reached.
+"""CTest entries (label slow) that install from the package index into a venv at DIR:
 
-    run_venv.py DIR
+    run_venv.py DIR          `pip install .[test]` of this checkout into a fresh venv (emptied first;
+                             numpy, h5py, matplotlib, pytest, scikit-build-core and pybind11 from the
+                             index), timed; then the package's tests (python/tests) and the analysis
+                             tests (notebooks/tests), copied elsewhere so that they import the
+                             installed package (checked).
+    run_venv.py --torch DIR  the torch tests (python/tests/test_torch_*.py: the Recorder, the trace
+                             alignment between configurations, Muon) against the newest torch on
+                             PyPI, in a venv that also sees Debian's numpy, h5py and pytest (the
+                             module's build), on the build tree's package (PYTHONPATH, as
+                             test_python). The venv is kept between runs (torch and its CUDA
+                             libraries are a few GB) and torch upgraded each run.
+
+Exit 77 (skipped) when the package index cannot be reached.
 """
+import glob
 import os
 import shutil
 import subprocess
@@ -19,14 +28,7 @@ sys.path.insert(0, os.path.join(root, "tests", "support"))
 from fresh_venv import fresh_venv  # noqa: E402
 
 
-def main():
-    if len(sys.argv) != 2:
-        sys.exit("usage: run_venv.py DIR")
-    start = time.monotonic()
-    python = fresh_venv(sys.argv[1], [root + "[test]"])
-    if isinstance(python, int):
-        return python
-    print(f"pip install .[test] into a fresh venv: {time.monotonic() - start:.0f} s on {os.cpu_count()} cores")
+def installed_package(python):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env.update(MPLBACKEND="Agg", PYTHONDONTWRITEBYTECODE="1", SAMEBITS_SOURCE_DIR=root)
     with tempfile.TemporaryDirectory() as tmp:
@@ -43,6 +45,34 @@ def main():
             code = subprocess.run([python, "-m", "pytest", "-q", "-p", "no:cacheprovider", copy], cwd=tmp, env=env).returncode
             codes.append(1 if code == 5 else code)
     return max(codes)
+
+
+def pypi_torch(python, venv):
+    version = subprocess.run([python, "-c", "import torch; print(torch.__version__, torch.__file__)"],
+                             capture_output=True, text=True)
+    print("torch:", version.stdout.strip() or version.stderr.strip())
+    if version.returncode != 0 or venv not in version.stdout:
+        print("FAIL: the tests would not use the venv's torch")
+        return 1
+    tests = sorted(glob.glob(os.path.join(here, "test_torch_*.py")))
+    return subprocess.run([python, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", *tests]).returncode
+
+
+def main():
+    torch = sys.argv[1:2] == ["--torch"]
+    if len(sys.argv) != 2 + torch:
+        sys.exit("usage: run_venv.py [--torch] DIR")
+    venv = os.path.abspath(sys.argv[-1])
+    start = time.monotonic()
+    if torch:
+        python = fresh_venv(venv, ["torch"], keep=True, system_site_packages=True)
+    else:
+        python = fresh_venv(venv, [root + "[test]"])
+    if isinstance(python, int):
+        return python
+    print(f"pip install {'torch' if torch else '.[test]'} into {venv}: {time.monotonic() - start:.0f} s on "
+          f"{os.cpu_count()} cores")
+    return pypi_torch(python, venv) if torch else installed_package(python)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """samebits.torch.Muon: torch.optim.Muon's argument errors; the same bits on 1 and 2 threads; bit
 for bit the C++ Muon's update (optim.momentum_form=lerp, through samebits.Trainer); within 1e-3 of a
 float64 reference of torch.optim.Muon's mathematics; state_dict round trip bitwise."""
+import copy
 import os
 import subprocess
 import sys
@@ -109,7 +110,9 @@ def test_state_dict_round_trip_is_bitwise():
     params, opt = run_steps(2, lr=0.02)
     copies = [torch.nn.Parameter(p.detach().clone()) for p in params]
     other = Muon(copies, lr=0.02)
-    other.load_state_dict(opt.state_dict())
+    # A saved state (deepcopy, as torch.save/torch.load): torch 2's load_state_dict keeps the
+    # given tensors, so an unsaved state_dict would share its buffers with `opt`.
+    other.load_state_dict(copy.deepcopy(opt.state_dict()))
     g = torch.Generator().manual_seed(99)
     for p, q in zip(params, copies):
         p.grad = torch.randn(p.shape, generator=g)

@@ -1,7 +1,7 @@
 """samebits.torch.Recorder: a PyTorch loop recorded twice diffs identical; one weight of fc2 moved
 1 ULP after step 3 diverges at step 4 with the tensor named, and `samebits trace --step 4` names
-fc2 and the op that first reads it; the run file is samebits' (open_run, h5py); a step without a
-trace is refused clearly."""
+fc2 and the op that first reads it; the run file is samebits' (open_run, h5py, samebits inspect); a
+step without a trace is refused clearly."""
 import json
 import os
 
@@ -68,6 +68,14 @@ def test_recorded_twice_is_identical(cli, tmp_path):
     ra, rb = analysis.load_run(a), analysis.load_run(b)
     assert np.array_equal(ra["loss"], run.series("loss"))
     assert analysis.compare_runs(ra, rb).first_divergent_step is None
+    # samebits inspect describes the PyTorch run: the declared experiment, torch's configuration.
+    text = run_cli(cli, "inspect", a).stdout
+    assert "not usable" not in text and "older samebits" not in text
+    assert f"experiment   {run.info['experiment_id']}  (PyTorch program recorded by samebits.torch.Recorder: " \
+           "model Net, optimizer AdamW, 4 tensors)" in text
+    assert "\ndeclared     lr = 0.01; model = Net\n" in text
+    assert f"\nexecution    torch {torch.__version__} cpu, parameters torch.float32, autocast off" in text
+    assert f"\nenvironment  torch: {torch.__version__}\n" in text
 
 
 def test_one_ulp_in_fc2_after_step_3_diverges_at_step_4_and_trace_names_fc2(cli, tmp_path):

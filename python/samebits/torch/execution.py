@@ -45,15 +45,24 @@ def distributed():
     return 1, 0, "local"
 
 
+def autocast():
+    """'off', or the device type and dtype autocast is on for ('cpu torch.bfloat16')."""
+    for device in ("cpu", "cuda"):
+        try:  # torch >= 2.4: per device type
+            on, dtype = torch.is_autocast_enabled(device), lambda: torch.get_autocast_dtype(device)
+        except TypeError:  # torch 1.13 .. 2.3
+            cpu = device == "cpu"
+            on = torch.is_autocast_cpu_enabled() if cpu else torch.is_autocast_enabled()
+            dtype = torch.get_autocast_cpu_dtype if cpu else torch.get_autocast_gpu_dtype
+        if on:
+            return f"{device} {dtype()}"
+    return "off"
+
+
 def describe(model):
     """The backend line: torch, device, dtype, autocast, threads, determinism."""
     p = next(model.parameters())
-    autocast = "off"
-    if torch.is_autocast_cpu_enabled():
-        autocast = f"cpu {torch.get_autocast_cpu_dtype()}"
-    elif torch.is_autocast_enabled():
-        autocast = f"cuda {torch.get_autocast_gpu_dtype()}"
-    return (f"torch {torch.__version__} {p.device.type}, parameters {p.dtype}, autocast {autocast}, "
+    return (f"torch {torch.__version__} {p.device.type}, parameters {p.dtype}, autocast {autocast()}, "
             f"{torch.get_num_threads()} threads, deterministic algorithms "
             f"{torch.are_deterministic_algorithms_enabled()}")
 

@@ -1,7 +1,9 @@
 """samebits.torch.Muon: a drop-in for torch.optim.Muon (its signature, defaults and argument
-errors) whose update of a CPU fp32 matrix is the C++ Muon of samebits (canonical GEMM chains, an
-exact norm): the same bits on any thread count and CPU, bitwise the C++ optimizer's update under
+errors) whose update of an fp32 matrix is the C++ Muon of samebits (canonical GEMM chains, an
+exact norm): the same bits on any thread count, CPU or GPU, bitwise the C++ optimizer's update under
 `optim.momentum_form = lerp` (torch.optim.Muon's EMA momentum) for the same gradient and state.
+CUDA tensors run on samebits' CUDA backend (the CUDA trainer's kernels) when the package is built
+with CUDA; without, they are refused with a TypeError.
 
     optimizer = samebits.torch.Muon(model.hidden_matrices(), lr=1e-4, weight_decay=0.01)
 
@@ -16,6 +18,11 @@ import torch
 from torch.optim.optimizer import Optimizer
 
 _ADJUST_LR = {None: "shape", "original": "shape", "match_rms_adamw": "moonlight"}
+
+
+def _load_module():
+    from .. import _load
+    return _load()
 
 
 class Muon(Optimizer):
@@ -51,8 +58,7 @@ class Muon(Optimizer):
 
     @staticmethod
     def _args(group):
-        from .. import _load
-        a = _load()._MuonArgs()
+        a = _load_module()._MuonArgs()
         a.lr = float(group["lr"])
         a.weight_decay = float(group["weight_decay"])
         a.momentum = float(group["momentum"])
@@ -72,8 +78,7 @@ class Muon(Optimizer):
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
-        from .. import _load
-        update = _load()._muon_update
+        module = _load_module()
         for group in self.param_groups:
             args = self._args(group)
             for p in group["params"]:
@@ -83,12 +88,24 @@ class Muon(Optimizer):
                     raise RuntimeError("Muon: complex parameters are not supported")
                 if p.grad.is_sparse:
                     raise RuntimeError("Muon: sparse gradients are not supported")
-                if p.device.type != "cpu" or p.dtype != torch.float32 or not p.is_contiguous():
-                    raise TypeError(f"samebits.torch.Muon updates contiguous float32 CPU parameters; got "
+                if p.device.type not in ("cpu", "cuda") or p.dtype != torch.float32 or not p.is_contiguous():
+                    raise TypeError(f"samebits.torch.Muon updates contiguous float32 CPU or CUDA parameters; got "
                                     f"{p.dtype} on {p.device}" + ("" if p.is_contiguous() else ", not contiguous"))
+                if p.device.type == "cuda" and not module._built_with_cuda:
+                    raise TypeError(f"samebits.torch.Muon: a parameter on {p.device}, but this samebits package was "
+                                    "built without CUDA (build it with -DSAMEBITS_CUDA=ON, or keep the parameters "
+                                    "on the CPU)")
                 state = self.state[p]
                 if "momentum_buffer" not in state:
                     state["momentum_buffer"] = torch.zeros_like(p, memory_format=torch.contiguous_format)
                 grad = p.grad.detach().to(torch.float32).contiguous()
-                update(p.detach().numpy(), grad.numpy(), state["momentum_buffer"].numpy(), args)
+                buf = state["momentum_buffer"]
+                if p.device.type == "cpu":
+                    module._muon_update(p.detach().numpy(), grad.numpy(), buf.numpy(), args)
+                    continue
+                # samebits' CUDA backend runs on its own stream: torch's work on these tensors is
+                # finished first, and the update is complete when the call returns.
+                torch.cuda.current_stream(p.device).synchronize()
+                module._muon_update_cuda(p.data_ptr(), grad.data_ptr(), buf.data_ptr(), p.shape[0], p.shape[1],
+                                         p.get_device(), args)
         return loss

@@ -19,8 +19,13 @@ Config config_from_text(const std::string& ini_text, const std::vector<std::stri
 // sb::Error naming the difference (an edited file, or one from another samebits version).
 Config recorded_config(const run::RunReader& run, const std::vector<std::string>& cli_overrides = {});
 
+// True for a run of a program samebits cannot replay (samebits.torch.Recorder's: its backend line
+// names torch); its config is the Recorder's texts, not a samebits config.
+bool recorded_program(const run::RunReader& run);
+
 // The text `samebits inspect` prints: run, experiment, status, steps, losses, final state,
-// snapshots, checkpoint files (each checked), execution, build, host and sessions.
+// snapshots, checkpoint files (each checked), execution, build, host and sessions; for a recorded
+// PyTorch program its declared experiment, model and optimizer classes and torch's configuration.
 std::string describe_run(const run::RunReader& run);
 
 }  // namespace sb::cli
