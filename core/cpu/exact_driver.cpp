@@ -18,28 +18,29 @@ namespace ex = ops::exact;
 
 constexpr int kMaxWeights = 2 * 4 - 1;  // pair weights t + u for up to 4 slices
 
+using TileSums = int64_t[kMaxWeights][MR * NR];
+
 // The integer dot of element e: Σ_v sums[v][e]·2^(6(2s−2−v)). |S| ≤ k·2^(12s); when that is below
 // 2^63, wrapping 64-bit arithmetic ends at the exact S whatever its intermediate values.
-int64_t dot_narrow(const int64_t (*sums)[MR * NR], int e, int s) {
+int64_t dot_narrow(const TileSums& sums, int e, int s) {
   uint64_t acc = 0;
   for (int v = 0; v <= 2 * s - 2; ++v) acc += static_cast<uint64_t>(sums[v][e]) << ex::pair_shift(v, 0, s);
   return static_cast<int64_t>(acc);
 }
-__int128 dot_wide(const int64_t (*sums)[MR * NR], int e, int s) {
+__int128 dot_wide(const TileSums& sums, int e, int s) {
   __int128 acc = 0;
   for (int v = 0; v <= 2 * s - 2; ++v) acc += static_cast<__int128>(sums[v][e]) << ex::pair_shift(v, 0, s);
   return acc;
 }
 
-// Tile (ip, jp) of C: the exact integer dots, then one rounding per element.
-void exact_tile(const gemm::Problem& g, const Sliced& sl, Kernel kern, int ip, int jp, const float* bias) {
-  const bool narrow = g.k < (int64_t{1} << (63 - 2 * ex::kDigitBits * sl.s));
-  // The pairs (t, u) of one weight v = t + u continue one int32 dot while their true sum is
-  // exact in int32 (at most s pairs: k·s·63² < 2³¹), else each pair is added in int64.
+// The exact integer dots of tile (ip, jp) by slice-pair weight: sums[v][e] = Σ_{t+u=v} D_tu[e].
+// The pairs (t, u) of one weight continue one int32 dot while their true sum is exact in int32
+// (at most s pairs: k·s·63² < 2³¹), else each pair is added in int64.
+void tile_sums(const gemm::Problem& g, const Sliced& sl, Kernel kern, int ip, int jp, TileSums& sums) {
   const bool grouped = int64_t{g.k} * sl.s <= ex::kMaxK;
-  int64_t sums[kMaxWeights][MR * NR] = {};
   alignas(64) int32_t d[MR * NR];
   for (int v = 0; v <= 2 * sl.s - 2; ++v) {
+    std::fill(sums[v], sums[v] + MR * NR, int64_t{0});
     const int t0 = std::max(0, v - sl.s + 1), t1 = std::min(v, sl.s - 1);
     for (int t = t0; t <= t1; ++t) {
       kern(sl.kq, sl.a_at(ip, t), sl.b_at(jp, v - t), sl.sum_at(jp, v - t), d, grouped && t > t0);
@@ -47,27 +48,68 @@ void exact_tile(const gemm::Problem& g, const Sliced& sl, Kernel kern, int ip, i
         for (int e = 0; e < MR * NR; ++e) sums[v][e] += d[e];
     }
   }
+}
+
+// Whether every dot of a k-long product fits int64: |S| ≤ k·2^(12s) < 2^63.
+bool narrow_dots(int64_t k, int s) { return k < (int64_t{1} << (63 - 2 * ex::kDigitBits * s)); }
+
+// Element (i, j) of C from its integer dot S: one rounding, the accumulation, the bias.
+void emit(const gemm::Problem& g, const Sliced& sl, __int128 S, int i, int j, const float* bias) {
+  float* c = g.c + static_cast<size_t>(i) * g.ldc + j;
+  float out = ex::exact_element(S, sl.row_exp[i], sl.col_exp[j], sl.s, sl.row_bad[i] != 0 || sl.col_bad[j] != 0);
+  if (g.accumulate) out = ex::exact_accumulate(*c, out);
+  *c = bias != nullptr ? ops::linear_out(out, bias[j]) : out;
+}
+
+// Calls f(i, j, e) for the elements of tile (ip, jp) inside C.
+template <class F>
+void each_element(const gemm::Problem& g, int ip, int jp, F f) {
   const int rows = std::min(MR, g.m - ip * MR), cols = std::min(NR, g.n - jp * NR);
-  for (int r = 0; r < rows; ++r) {
-    const int i = ip * MR + r;
-    float* c = g.c + static_cast<size_t>(i) * g.ldc + jp * NR;  // (cols)
-    for (int q = 0; q < cols; ++q) {
-      const int j = jp * NR + q;
-      const int e = r * NR + q;
-      const __int128 S = narrow ? static_cast<__int128>(dot_narrow(sums, e, sl.s)) : dot_wide(sums, e, sl.s);
-      float out = ex::exact_element(S, sl.row_exp[i], sl.col_exp[j], sl.s, sl.row_bad[i] != 0 || sl.col_bad[j] != 0);
-      if (g.accumulate) out = ex::exact_accumulate(c[q], out);
-      c[q] = bias != nullptr ? ops::linear_out(out, bias[j]) : out;
+  for (int r = 0; r < rows; ++r)
+    for (int q = 0; q < cols; ++q) f(ip * MR + r, jp * NR + q, r * NR + q);
+}
+
+// Tile (ip, jp) of C: the exact integer dots, then one rounding per element.
+void exact_tile(const gemm::Problem& g, const Sliced& sl, Kernel kern, int ip, int jp, const float* bias) {
+  const bool narrow = narrow_dots(g.k, sl.s);
+  TileSums sums;
+  tile_sums(g, sl, kern, ip, jp, sums);
+  each_element(g, ip, jp, [&](int i, int j, int e) {
+    emit(g, sl, narrow ? static_cast<__int128>(dot_narrow(sums, e, sl.s)) : dot_wide(sums, e, sl.s), i, j, bias);
+  });
+}
+
+// A k-split product's integer dots travel as words summed modulo 2^64: one word (S mod 2^64) when
+// the whole product's dots fit int64, else two (S's low 32 bits, and S >> 32), whose sums over
+// the group stay exact in int64 and give S = hi·2^32 + lo.
+void tile_words(const gemm::Problem& g, const Sliced& sl, Kernel kern, int ip, int jp, int words, uint64_t* out) {
+  TileSums sums;
+  tile_sums(g, sl, kern, ip, jp, sums);
+  each_element(g, ip, jp, [&](int i, int j, int e) {
+    uint64_t* w = out + (static_cast<size_t>(i) * g.n + j) * words;
+    if (words == 1) {
+      w[0] = static_cast<uint64_t>(dot_narrow(sums, e, sl.s));
+    } else {
+      const __int128 S = dot_wide(sums, e, sl.s);
+      w[0] = static_cast<uint64_t>(S) & 0xffffffffu;
+      w[1] = static_cast<uint64_t>(static_cast<int64_t>(S >> 32));
     }
-  }
+  });
+}
+__int128 word_dot(const uint64_t* w, int words) {
+  if (words == 1) return static_cast<int64_t>(w[0]);
+  return static_cast<__int128>(static_cast<int64_t>(w[1])) * (int64_t{1} << 32) + static_cast<__int128>(w[0]);
+}
+
+void check_k(int64_t k) {
+  SB_CHECK(k <= ex::kMaxK, "numerics.gemm=exact sums slice products in int32, exact while k·63² < 2³¹: k must be ",
+           "at most ", ex::kMaxK, ", got k=", k, "; use numerics.gemm=canonical for this product");
 }
 
 }  // namespace
 
 void gemm_exact(const gemm::Problem& g, const float* bias) {
-  SB_CHECK(g.k <= ex::kMaxK, "numerics.gemm=exact sums slice products in int32, exact while k·63² < 2³¹: k must be ",
-           "at most ", ex::kMaxK, ", got k=", g.k, "; use numerics.gemm=canonical for this product");
-  static_assert(2 * 4 - 1 <= kMaxWeights, "pair weights of the largest slice count");
+  check_k(g.k);
   const Kernel kern = kernel(active_isa());
   thread_local Sliced buffers;  // the calling thread's, reused across its calls
   Sliced& sl = buffers;         // (shared with the team: each thread's own would be empty)
@@ -76,12 +118,48 @@ void gemm_exact(const gemm::Problem& g, const float* bias) {
 #pragma omp parallel if (!omp_in_parallel())
   {
 #pragma omp for schedule(static) nowait
+    for (int ip = 0; ip < sl.mp; ++ip) sl.scale_a_panel(g, ip), sl.pack_a_panel(g, ip);
+#pragma omp for schedule(static)
+    for (int jp = 0; jp < sl.np; ++jp) sl.scale_b_panel(g, jp), sl.pack_b_panel(g, jp);
+#pragma omp for schedule(static)
+    for (int tile = 0; tile < tiles; ++tile) exact_tile(g, sl, kern, tile % sl.mp, tile / sl.mp, bias);
+  }
+}
+
+void gemm_exact_split(const gemm::Problem& g, int k_total, const float* bias, ExactGroup& group) {
+  check_k(k_total);
+  SB_CHECK(!g.accumulate && g.k <= k_total, "exact k-split: a slice of k=", g.k, " of ", k_total, " (accumulate ",
+           g.accumulate, ")");
+  const Kernel kern = kernel(active_isa());
+  Sliced sl;
+  sl.resize(g);
+  const int tiles = sl.mp * sl.np;
+  // The group's scales: each line's code is the max of the ranks' codes over their k-slices.
+#pragma omp parallel
+  {
+#pragma omp for schedule(static) nowait
+    for (int ip = 0; ip < sl.mp; ++ip) sl.scale_a_panel(g, ip);
+#pragma omp for schedule(static)
+    for (int jp = 0; jp < sl.np; ++jp) sl.scale_b_panel(g, jp);
+  }
+  group.max(sl.row_code.data(), static_cast<size_t>(g.m));
+  group.max(sl.col_code.data(), static_cast<size_t>(g.n));
+  const int words = narrow_dots(k_total, sl.s) ? 1 : 2;
+  std::vector<uint64_t> dots(static_cast<size_t>(g.m) * g.n * words);
+#pragma omp parallel
+  {
+#pragma omp for schedule(static) nowait
     for (int ip = 0; ip < sl.mp; ++ip) sl.pack_a_panel(g, ip);
 #pragma omp for schedule(static)
     for (int jp = 0; jp < sl.np; ++jp) sl.pack_b_panel(g, jp);
 #pragma omp for schedule(static)
-    for (int tile = 0; tile < tiles; ++tile) exact_tile(g, sl, kern, tile % sl.mp, tile / sl.mp, bias);
+    for (int tile = 0; tile < tiles; ++tile) tile_words(g, sl, kern, tile % sl.mp, tile / sl.mp, words, dots.data());
   }
+  group.sum(dots.data(), dots.size());  // the integer dots of the whole k, exact in any order
+#pragma omp parallel for schedule(static)
+  for (int i = 0; i < g.m; ++i)
+    for (int j = 0; j < g.n; ++j)
+      emit(g, sl, word_dot(dots.data() + (static_cast<size_t>(i) * g.n + j) * words, words), i, j, bias);
 }
 
 }  // namespace sb::cpu::exact
