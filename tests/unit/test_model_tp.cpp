@@ -149,18 +149,25 @@ Leaf tensor_parallel(const GPTConfig& cfg, int B, int S, int chunks, Numerics nu
   return out;
 }
 
+// 2 layers, 6 heads, 48 wide; vocabulary 61: 31 | 30 rows at TP 2, 21 | 21 | 19 at TP 3, no cut on
+// a multiple of 32.
+GPTConfig small_gpt(bool tied) {
+  GPTConfig cfg;
+  cfg.vocab = 61;
+  cfg.seq_len = 16;
+  cfg.n_layer = 2;
+  cfg.n_head = 6;
+  cfg.n_embd = 48;
+  cfg.tied_head = tied;
+  return cfg;
+}
+
 }  // namespace
 
 TEST_CASE("tensor-parallel GPT: one leaf's losses and gradients are one process's bits, chunked or not") {
   const int saved = omp_get_max_threads();
   for (bool tied : {true, false}) {
-    GPTConfig cfg;
-    cfg.vocab = 61;  // 31 | 30 rows at TP 2, 21 | 21 | 19 at TP 3: no cut on a multiple of 32
-    cfg.seq_len = 16;
-    cfg.n_layer = 2;
-    cfg.n_head = 6;
-    cfg.n_embd = 48;
-    cfg.tied_head = tied;
+    const GPTConfig cfg = small_gpt(tied);
     const int B = 2;  // 32 rows
     const Leaf ref = one_process(cfg, B);
     const std::vector<ParamView> full = gpt_param_layout(cfg);
@@ -183,13 +190,7 @@ TEST_CASE("tensor-parallel GPT: one leaf's losses and gradients are one process'
 
 TEST_CASE("tensor-parallel GPT under gemm=exact: the ranks' integer partial sums give one process's bits") {
   const int saved = omp_get_max_threads();
-  GPTConfig cfg;
-  cfg.vocab = 61;
-  cfg.seq_len = 16;
-  cfg.n_layer = 2;
-  cfg.n_head = 6;
-  cfg.n_embd = 48;
-  cfg.tied_head = false;
+  const GPTConfig cfg = small_gpt(false);
   Numerics exact = Numerics::deterministic();
   exact.gemm = GemmMode::exact;
   for (Precision p : {Precision::fp32, Precision::bf16}) {
