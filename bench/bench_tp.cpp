@@ -8,12 +8,15 @@
 // all-reduces of B·T·C fp32 values, a ring moving 2(T−1)/T of each to every rank, and of the
 // vocabulary-parallel embedding, head and loss against Megatron's; last the latency of one leaf's
 // forward and backward (256 tokens) with the chains passed whole and in row chunks (medians of
-// interleaved repetitions).
+// interleaved repetitions). `bench_tp VOCAB exact` runs the model under numerics.gemm = exact,
+// whose row-parallel products and column-parallel dX sum the ranks' integer dots (one all-reduce
+// each, no chain: its latency is measured once, whole).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "samebits/core/cpu/cpu_backend.hpp"
@@ -97,7 +100,10 @@ int main(int argc, char** argv) {
   c.model.vocab = argc > 1 ? std::atoi(argv[1]) : 50257;
   std::unique_ptr<Communicator> world = launched_by_mpi() ? make_mpi_communicator() : make_local_communicator();
   const int T = world->size();
-  std::unique_ptr<Backend> be = make_cpu_backend();
+  const bool exact = argc > 2 && std::string(argv[2]) == "exact";
+  Numerics numerics = Numerics::deterministic();
+  if (exact) numerics.gemm = GemmMode::exact;
+  std::unique_ptr<Backend> be = make_cpu_backend(numerics);
   std::unique_ptr<TensorParallel> tp;
   if (T > 1) tp = std::make_unique<TensorParallel>(*world, T, c.model, *be);
   GPT model(c.model, 1, *be, tp ? &tp->group() : nullptr);
@@ -118,11 +124,11 @@ int main(int argc, char** argv) {
   const double one = 2 * full_flat + full_state, mine = weights + grads + state;
   if (world->rank() == 0) {
     std::printf(
-        "GPT 12x768, 12 heads, vocab %d, tp %d: per rank weights %.1f MB, grads %.1f MB, optimizer state "
+        "GPT 12x768, 12 heads, vocab %d, tp %d, gemm %s: per rank weights %.1f MB, grads %.1f MB, optimizer state "
         "%.1f MB = %.1f MB; one process %.1f MB; ratio %.3f (with the duplicated update's scratch %.1f MB: "
         "%.3f)\n",
-        c.model.vocab, T, weights / 1e6, grads / 1e6, state / 1e6, mine / 1e6, one / 1e6, mine / one, scratch / 1e6,
-        (mine + scratch) / one);
+        c.model.vocab, T, exact ? "exact" : "canonical", weights / 1e6, grads / 1e6, state / 1e6, mine / 1e6, one / 1e6,
+        mine / one, scratch / 1e6, (mine + scratch) / one);
   }
   if (!tp) return 0;
   opt.reset();
@@ -159,10 +165,11 @@ int main(int argc, char** argv) {
   const std::unique_ptr<TensorParallel> tpl = std::make_unique<TensorParallel>(*world, T, longer, *be);
   GPT timed(longer, 1, *be, &tpl->group());
   timed.init(1);
-  const std::vector<int> chunks{1, 2, 4};
-  const std::vector<double> t = leaf_latency(timed, *world, chunks, 5);
+  const std::vector<int> chunks = exact ? std::vector<int>{1} : std::vector<int>{1, 2, 4};
+  const std::vector<double> t = leaf_latency(timed, *world, chunks, exact ? 3 : 5);
   if (world->rank() == 0) {
-    std::printf("TP latency of one leaf's forward and backward (12 layers, 256 tokens, median of 5, interleaved):");
+    std::printf("TP latency of one leaf's forward and backward (12 layers, 256 tokens, median of %d, interleaved):",
+                exact ? 3 : 5);
     for (size_t i = 0; i < chunks.size(); ++i)
       std::printf(" %d chunk%s %.1f ms (%.3f)%s", chunks[i], chunks[i] == 1 ? "" : "s", t[i] * 1e3, t[i] / t[0],
                   i + 1 < chunks.size() ? "," : "\n");

@@ -3,6 +3,8 @@
 // run each GEMM and the bias loops. Every reduction's order is the callee's (rule 1, rule 3).
 #include "samebits/core/backend.hpp"
 
+#include "samebits/det/error.hpp"
+
 namespace sb {
 
 void Backend::matmul_forward(float* out, const float* inp, const float* w, const float* bias, int N, int C, int OC) {
@@ -17,6 +19,12 @@ void Backend::matmul_backward(float* dinp, float* dw, float* dbias, const float*
   if (dinp) gemm(Trans::no, Trans::no, N, C, OC, dout, OC, w, C, dinp, C, false, prec);
   gemm(Trans::yes, Trans::no, OC, C, N, dout, OC, inp, C, dw, C, false, prec);
   if (dbias) bias_backward(dbias, dout, N, OC);
+}
+
+void Backend::gemm_exact_split(Trans, Trans, int, int, int, const float*, int, const float*, int, float*, int,
+                               const float*, int, ExactGroup&) {
+  SB_CHECK(false, "numerics.gemm=exact with parallel.tp > 1 runs on run.backend=cpu (this backend, ", describe(),
+           ", has no k-split exact GEMM); use numerics.gemm=canonical");
 }
 
 void GradAccumulator::add_leaves(const float* a, const float* b, TensorSums* squares) {

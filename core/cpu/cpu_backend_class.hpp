@@ -32,8 +32,9 @@ class CpuBackend final : public Backend {
   void gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
             int ldc, bool accumulate, Precision precision) override;
   void syrk(Trans ta, int n, int k, const float* a, int lda, float* c, int ldc, Precision precision) override;
-  bool gemm_bias(float* out, const float* inp, const float* w, const float* bias, int N, int C,
-                 int OC) override;  // matmul.cpp
+  bool gemm_bias(float* out, const float* inp, const float* w, const float* bias, int N, int C, int OC) override;
+  void gemm_exact_split(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
+                        float* c, int ldc, const float* bias, int k_total, ExactGroup& group) override;  // matmul.cpp
   // The ops of backend_op_list.hpp, one file each: matmul.cpp, layernorm.cpp, …
 #include "samebits/core/backend_op_overrides.hpp"
 };

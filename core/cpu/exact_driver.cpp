@@ -1,10 +1,13 @@
 // The exact GEMM's driver: slice both operands (exact_pack.cpp), then per MR × NR tile of C every
 // slice pair's int32 dot from the kernel, summed exactly in int64 per pair weight and in __int128
-// across weights, and rounded once (ops::exact::exact_element). OpenMP over panels and tiles; every
-// sum is of integers, so neither the thread count nor the kernel nor the tile order moves a bit.
+// across weights, and rounded once (ops::exact::exact_element). OpenMP over panels and tiles, and
+// over parts of k when C has few tiles; k split across ranks sums the ranks' integer dots. Every
+// sum is of integers, so neither the thread count, the k-split, the kernel nor the tile order
+// moves a bit.
 #include <omp.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "exact_gemm.hpp"
 #include "samebits/core/ops/exact_gemm.hpp"
@@ -18,70 +21,200 @@ namespace ex = ops::exact;
 
 constexpr int kMaxWeights = 2 * 4 - 1;  // pair weights t + u for up to 4 slices
 
+// A tile's exact integer dots by slice-pair weight v = t + u: sums[v][e], e = r·NR + column.
+struct TileSums {
+  int64_t w[kMaxWeights][MR * NR];
+  int64_t* operator[](int v) { return w[v]; }
+  const int64_t* operator[](int v) const { return w[v]; }
+};
+
 // The integer dot of element e: Σ_v sums[v][e]·2^(6(2s−2−v)). |S| ≤ k·2^(12s); when that is below
 // 2^63, wrapping 64-bit arithmetic ends at the exact S whatever its intermediate values.
-int64_t dot_narrow(const int64_t (*sums)[MR * NR], int e, int s) {
+int64_t dot_narrow(const TileSums& sums, int e, int s) {
   uint64_t acc = 0;
   for (int v = 0; v <= 2 * s - 2; ++v) acc += static_cast<uint64_t>(sums[v][e]) << ex::pair_shift(v, 0, s);
   return static_cast<int64_t>(acc);
 }
-__int128 dot_wide(const int64_t (*sums)[MR * NR], int e, int s) {
+__int128 dot_wide(const TileSums& sums, int e, int s) {
   __int128 acc = 0;
   for (int v = 0; v <= 2 * s - 2; ++v) acc += static_cast<__int128>(sums[v][e]) << ex::pair_shift(v, 0, s);
   return acc;
 }
 
-// Tile (ip, jp) of C: the exact integer dots, then one rounding per element.
-void exact_tile(const gemm::Problem& g, const Sliced& sl, Kernel kern, int ip, int jp, const float* bias) {
-  const bool narrow = g.k < (int64_t{1} << (63 - 2 * ex::kDigitBits * sl.s));
-  // The pairs (t, u) of one weight v = t + u continue one int32 dot while their true sum is
-  // exact in int32 (at most s pairs: k·s·63² < 2³¹), else each pair is added in int64.
+// The exact integer dots of tile (ip, jp) over quads [q0, q1) of k by slice-pair weight:
+// sums[v][e] = Σ_{t+u=v} D_tu[e]. The pairs (t, u) of one weight continue one int32 dot while
+// their true sum is exact in int32 (at most s pairs: k·s·63² < 2³¹), else each pair is added in
+// int64. A part of k takes its own column sums of B's digits (the kernels' offset correction).
+void tile_sums(const gemm::Problem& g, const Sliced& sl, Kernel kern, int ip, int jp, int q0, int q1, TileSums& sums) {
   const bool grouped = int64_t{g.k} * sl.s <= ex::kMaxK;
-  int64_t sums[kMaxWeights][MR * NR] = {};
+  const bool whole = q0 == 0 && q1 == sl.kq;
+  int32_t part_sums[4][NR];
+  for (int u = 0; u < sl.s && !whole; ++u) column_sums(sl.b_at(jp, u), q0, q1, part_sums[u]);
   alignas(64) int32_t d[MR * NR];
   for (int v = 0; v <= 2 * sl.s - 2; ++v) {
+    std::fill(sums[v], sums[v] + MR * NR, int64_t{0});
     const int t0 = std::max(0, v - sl.s + 1), t1 = std::min(v, sl.s - 1);
     for (int t = t0; t <= t1; ++t) {
-      kern(sl.kq, sl.a_at(ip, t), sl.b_at(jp, v - t), sl.sum_at(jp, v - t), d, grouped && t > t0);
+      const int u = v - t;
+      kern(q1 - q0, sl.a_at(ip, t) + static_cast<size_t>(q0) * MR * kQuad,
+           sl.b_at(jp, u) + static_cast<size_t>(q0) * NR * kQuad, whole ? sl.sum_at(jp, u) : part_sums[u], d,
+           grouped && t > t0);
       if (!grouped || t == t1)
         for (int e = 0; e < MR * NR; ++e) sums[v][e] += d[e];
     }
   }
+}
+
+// Parts k is cut into for the threads when C has fewer tiles than twice the threads (a small
+// m×n with a long k: each thread a part of a tile's k, the parts' integer sums added exactly),
+// each part at least kMinPartQuads quads; 1 inside a parallel region or when it does not pay.
+constexpr int kMinPartQuads = 64;
+int k_parts(const Sliced& sl) {
+  if (omp_in_parallel()) return 1;
+  const int threads = omp_get_max_threads(), tiles = sl.mp * sl.np;
+  if (tiles >= 2 * threads) return 1;
+  return std::max(1, std::min((2 * threads + tiles - 1) / tiles, sl.kq / kMinPartQuads));
+}
+
+// Whether every dot of a k-long product fits int64: |S| ≤ k·2^(12s) < 2^63.
+bool narrow_dots(int64_t k, int s) { return k < (int64_t{1} << (63 - 2 * ex::kDigitBits * s)); }
+
+// Element (i, j) of C from its integer dot S: one rounding, the accumulation, the bias.
+void emit(const gemm::Problem& g, const Sliced& sl, __int128 S, int i, int j, const float* bias) {
+  float* c = g.c + static_cast<size_t>(i) * g.ldc + j;
+  float out = ex::exact_element(S, sl.row_exp[i], sl.col_exp[j], sl.s, sl.row_bad[i] != 0 || sl.col_bad[j] != 0);
+  if (g.accumulate) out = ex::exact_accumulate(*c, out);
+  *c = bias != nullptr ? ops::linear_out(out, bias[j]) : out;
+}
+
+// Calls f(i, j, e) for the elements of tile (ip, jp) inside C.
+template <class F>
+void each_element(const gemm::Problem& g, int ip, int jp, F f) {
   const int rows = std::min(MR, g.m - ip * MR), cols = std::min(NR, g.n - jp * NR);
-  for (int r = 0; r < rows; ++r) {
-    const int i = ip * MR + r;
-    float* c = g.c + static_cast<size_t>(i) * g.ldc + jp * NR;  // (cols)
-    for (int q = 0; q < cols; ++q) {
-      const int j = jp * NR + q;
-      const int e = r * NR + q;
-      const __int128 S = narrow ? static_cast<__int128>(dot_narrow(sums, e, sl.s)) : dot_wide(sums, e, sl.s);
-      float out = ex::exact_element(S, sl.row_exp[i], sl.col_exp[j], sl.s, sl.row_bad[i] != 0 || sl.col_bad[j] != 0);
-      if (g.accumulate) out = ex::exact_accumulate(c[q], out);
-      c[q] = bias != nullptr ? ops::linear_out(out, bias[j]) : out;
+  for (int r = 0; r < rows; ++r)
+    for (int q = 0; q < cols; ++q) f(ip * MR + r, jp * NR + q, r * NR + q);
+}
+
+// Tile (ip, jp) of C from its exact integer dots: one rounding per element.
+void round_tile(const gemm::Problem& g, const Sliced& sl, int ip, int jp, const TileSums& sums, const float* bias) {
+  const bool narrow = narrow_dots(g.k, sl.s);
+  each_element(g, ip, jp, [&](int i, int j, int e) {
+    emit(g, sl, narrow ? static_cast<__int128>(dot_narrow(sums, e, sl.s)) : dot_wide(sums, e, sl.s), i, j, bias);
+  });
+}
+
+// Tile (ip, jp) of C: the exact integer dots, then one rounding per element.
+void exact_tile(const gemm::Problem& g, const Sliced& sl, Kernel kern, int ip, int jp, const float* bias) {
+  TileSums sums;
+  tile_sums(g, sl, kern, ip, jp, 0, sl.kq, sums);
+  round_tile(g, sl, ip, jp, sums, bias);
+}
+
+// A k-split product's integer dots travel as words summed modulo 2^64: one word (S mod 2^64) when
+// the whole product's dots fit int64, else two (S's low 32 bits, and S >> 32), whose sums over
+// the group stay exact in int64 and give S = hi·2^32 + lo.
+void tile_words(const gemm::Problem& g, const Sliced& sl, Kernel kern, int ip, int jp, int words, uint64_t* out) {
+  TileSums sums;
+  tile_sums(g, sl, kern, ip, jp, 0, sl.kq, sums);
+  each_element(g, ip, jp, [&](int i, int j, int e) {
+    uint64_t* w = out + (static_cast<size_t>(i) * g.n + j) * words;
+    if (words == 1) {
+      w[0] = static_cast<uint64_t>(dot_narrow(sums, e, sl.s));
+    } else {
+      const __int128 S = dot_wide(sums, e, sl.s);
+      w[0] = static_cast<uint64_t>(S) & 0xffffffffu;
+      w[1] = static_cast<uint64_t>(static_cast<int64_t>(S >> 32));
     }
+  });
+}
+__int128 word_dot(const uint64_t* w, int words) {
+  if (words == 1) return static_cast<int64_t>(w[0]);
+  return static_cast<__int128>(static_cast<int64_t>(w[1])) * (int64_t{1} << 32) + static_cast<__int128>(w[0]);
+}
+
+void check_k(int64_t k) {
+  SB_CHECK(k <= ex::kMaxK, "numerics.gemm=exact sums slice products in int32, exact while k·63² < 2³¹: k must be ",
+           "at most ", ex::kMaxK, ", got k=", k, "; use numerics.gemm=canonical for this product");
+}
+
+// gemm_exact with each tile's k cut into `parts` (k_parts): every (tile, part)'s integer dots,
+// then per tile their exact int64 sum, rounded once — the same integers as one pass over k.
+void gemm_exact_k_parts(const gemm::Problem& g, const Sliced& sl, Kernel kern, int parts, const float* bias) {
+  const int tiles = sl.mp * sl.np;
+  std::vector<TileSums> sums(static_cast<size_t>(tiles) * parts);
+#pragma omp parallel for schedule(static)
+  for (int w = 0; w < tiles * parts; ++w) {
+    const int tile = w / parts, part = w % parts;
+    tile_sums(g, sl, kern, tile % sl.mp, tile / sl.mp, int(int64_t(sl.kq) * part / parts),
+              int(int64_t(sl.kq) * (part + 1) / parts), sums[static_cast<size_t>(w)]);
+  }
+#pragma omp parallel for schedule(static)
+  for (int tile = 0; tile < tiles; ++tile) {
+    TileSums& total = sums[static_cast<size_t>(tile) * parts];
+    for (int part = 1; part < parts; ++part)
+      for (int v = 0; v <= 2 * sl.s - 2; ++v)
+        for (int e = 0; e < MR * NR; ++e) total[v][e] += sums[static_cast<size_t>(tile) * parts + part][v][e];
+    round_tile(g, sl, tile % sl.mp, tile / sl.mp, total, bias);
   }
 }
 
 }  // namespace
 
 void gemm_exact(const gemm::Problem& g, const float* bias) {
-  SB_CHECK(g.k <= ex::kMaxK, "numerics.gemm=exact sums slice products in int32, exact while k·63² < 2³¹: k must be ",
-           "at most ", ex::kMaxK, ", got k=", g.k, "; use numerics.gemm=canonical for this product");
-  static_assert(2 * 4 - 1 <= kMaxWeights, "pair weights of the largest slice count");
+  check_k(g.k);
   const Kernel kern = kernel(active_isa());
   thread_local Sliced buffers;  // the calling thread's, reused across its calls
   Sliced& sl = buffers;         // (shared with the team: each thread's own would be empty)
   sl.resize(g);
-  const int tiles = sl.mp * sl.np;
+  const int tiles = sl.mp * sl.np, parts = k_parts(sl);
 #pragma omp parallel if (!omp_in_parallel())
+  {
+#pragma omp for schedule(static) nowait
+    for (int ip = 0; ip < sl.mp; ++ip) sl.scale_a_panel(g, ip), sl.pack_a_panel(g, ip);
+#pragma omp for schedule(static)
+    for (int jp = 0; jp < sl.np; ++jp) sl.scale_b_panel(g, jp), sl.pack_b_panel(g, jp);
+    if (parts == 1) {
+#pragma omp for schedule(static)
+      for (int tile = 0; tile < tiles; ++tile) exact_tile(g, sl, kern, tile % sl.mp, tile / sl.mp, bias);
+    }
+  }
+  if (parts > 1) gemm_exact_k_parts(g, sl, kern, parts, bias);
+}
+
+void gemm_exact_split(const gemm::Problem& g, int k_total, const float* bias, ExactGroup& group) {
+  check_k(k_total);
+  SB_CHECK(!g.accumulate && g.k <= k_total, "exact k-split: a slice of k=", g.k, " of ", k_total, " (accumulate ",
+           g.accumulate, ")");
+  const Kernel kern = kernel(active_isa());
+  Sliced sl;
+  sl.resize(g);
+  const int tiles = sl.mp * sl.np;
+  // The group's scales: each line's code is the max of the ranks' codes over their k-slices.
+#pragma omp parallel
+  {
+#pragma omp for schedule(static) nowait
+    for (int ip = 0; ip < sl.mp; ++ip) sl.scale_a_panel(g, ip);
+#pragma omp for schedule(static)
+    for (int jp = 0; jp < sl.np; ++jp) sl.scale_b_panel(g, jp);
+  }
+  group.max(sl.row_code.data(), static_cast<size_t>(g.m));
+  group.max(sl.col_code.data(), static_cast<size_t>(g.n));
+  const int words = narrow_dots(k_total, sl.s) ? 1 : 2;
+  std::vector<uint64_t> dots(static_cast<size_t>(g.m) * g.n * words);
+#pragma omp parallel
   {
 #pragma omp for schedule(static) nowait
     for (int ip = 0; ip < sl.mp; ++ip) sl.pack_a_panel(g, ip);
 #pragma omp for schedule(static)
     for (int jp = 0; jp < sl.np; ++jp) sl.pack_b_panel(g, jp);
 #pragma omp for schedule(static)
-    for (int tile = 0; tile < tiles; ++tile) exact_tile(g, sl, kern, tile % sl.mp, tile / sl.mp, bias);
+    for (int tile = 0; tile < tiles; ++tile) tile_words(g, sl, kern, tile % sl.mp, tile / sl.mp, words, dots.data());
   }
+  group.sum(dots.data(), dots.size());  // the integer dots of the whole k, exact in any order
+#pragma omp parallel for schedule(static)
+  for (int i = 0; i < g.m; ++i)
+    for (int j = 0; j < g.n; ++j)
+      emit(g, sl, word_dot(dots.data() + (static_cast<size_t>(i) * g.n + j) * words, words), i, j, bias);
 }
 
 }  // namespace sb::cpu::exact

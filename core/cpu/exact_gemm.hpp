@@ -33,26 +33,40 @@ Isa active_isa();
 Kernel kernel(Isa isa);
 
 // The sliced operands of one product (exact_pack.cpp): s slices of op(A)'s row panels and op(B)'s
-// column panels, each row's and column's scale exponent and whether it holds a NaN or an Inf.
+// column panels; each row's and column's scale code (ops::exact::line_code), and from it the
+// scale exponent and whether the line holds a NaN or an Inf.
 struct Sliced {
   int s = 0, mp = 0, np = 0, kq = 0;
-  std::vector<uint8_t> a;                 // (mp, s, kq, MR, 4)
-  std::vector<int8_t> b;                  // (np, s, kq, NR, 4)
-  std::vector<int32_t> b_sum;             // (np, s, NR)
-  std::vector<int> row_exp, col_exp;      // (mp·MR), (np·NR)
-  std::vector<uint8_t> row_bad, col_bad;  // (mp·MR), (np·NR): 1 where a NaN or an Inf was seen
+  std::vector<uint8_t> a;                   // (mp, s, kq, MR, 4)
+  std::vector<int8_t> b;                    // (np, s, kq, NR, 4)
+  std::vector<int32_t> b_sum;               // (np, s, NR)
+  std::vector<int32_t> row_code, col_code;  // (mp·MR), (np·NR)
+  std::vector<int> row_exp, col_exp;        // (mp·MR), (np·NR)
+  std::vector<uint8_t> row_bad, col_bad;    // (mp·MR), (np·NR): 1 where a NaN or an Inf was seen
   size_t a_slice() const { return static_cast<size_t>(kq) * MR * kQuad; }
   size_t b_slice() const { return static_cast<size_t>(kq) * NR * kQuad; }
   const uint8_t* a_at(int ip, int t) const { return a.data() + (static_cast<size_t>(ip) * s + t) * a_slice(); }
   const int8_t* b_at(int jp, int u) const { return b.data() + (static_cast<size_t>(jp) * s + u) * b_slice(); }
   const int32_t* sum_at(int jp, int u) const { return b_sum.data() + (static_cast<size_t>(jp) * s + u) * NR; }
   void resize(const gemm::Problem& g);
-  void pack_a_panel(const gemm::Problem& g, int ip);  // rows ip·MR … of op(A)
-  void pack_b_panel(const gemm::Problem& g, int jp);  // columns jp·NR … of op(B)
+  void scale_a_panel(const gemm::Problem& g, int ip);  // codes of rows ip·MR … of op(A) over g.k
+  void scale_b_panel(const gemm::Problem& g, int jp);  // codes of columns jp·NR … of op(B)
+  void pack_a_panel(const gemm::Problem& g, int ip);   // their exponents, flags and digits
+  void pack_b_panel(const gemm::Problem& g, int jp);
+
+ private:
+  void settle(int line, bool row);  // exponent and flag of a row or column from its code
 };
+
+// sums[c] ← Σ of column c's digits over quads [q0, q1) of a (kq, NR, 4) slice.
+void column_sums(const int8_t* b, int q0, int q1, int32_t* sums);
 
 // C ← op(A)·op(B) [+ C] by the exact definition, then C ← ops::linear_out(C, bias) when bias (n)
 // is given. Runs on its own OpenMP team, or on the calling thread inside a parallel region.
 void gemm_exact(const gemm::Problem& g, const float* bias = nullptr);
+
+// The same product with k split across `group` (Backend::gemm_exact_split): g holds this rank's
+// k-slice of op(A) and op(B), k_total the whole k; C ← the unsplit product (+ bias).
+void gemm_exact_split(const gemm::Problem& g, int k_total, const float* bias, ExactGroup& group);
 
 }  // namespace sb::cpu::exact

@@ -21,8 +21,8 @@ struct Line {
   float at(int i, int p) const { return ops::round_operand(base[p * step_p + i * step_i], prec); }
 };
 
-// Scale exponent and non-finite flag of line i over k.
-void line_scale(const Line& line, int i, int k, int* exp, uint8_t* bad) {
+// The scale code of line i over k (ops::exact::line_code).
+int32_t line_code(const Line& line, int i, int k) {
   float max_abs = 0.0f;
   bool nonfinite = false;
   for (int p = 0; p < k; ++p) {
@@ -30,8 +30,7 @@ void line_scale(const Line& line, int i, int k, int* exp, uint8_t* bad) {
     if (!ex::is_finite(x)) nonfinite = true;
     else max_abs = std::max(max_abs, det::float_of_bits(det::bits_of(x) & 0x7fffffffu));
   }
-  *exp = ex::scale_exponent(max_abs);
-  *bad = nonfinite ? 1 : 0;
+  return ex::line_code(max_abs, nonfinite);
 }
 
 // Digits of line i (position `lane` of its panel, `lanes` wide) into s slices of (kq, lanes, 4)
@@ -66,10 +65,28 @@ void Sliced::resize(const gemm::Problem& g) {
   a.resize(static_cast<size_t>(mp) * s * a_slice());
   b.resize(static_cast<size_t>(np) * s * b_slice());
   b_sum.resize(static_cast<size_t>(np) * s * NR);
-  row_exp.resize(static_cast<size_t>(mp) * MR);
-  row_bad.resize(row_exp.size());
-  col_exp.resize(static_cast<size_t>(np) * NR);
-  col_bad.resize(col_exp.size());
+  row_code.assign(static_cast<size_t>(mp) * MR, 0);
+  row_exp.resize(row_code.size());
+  row_bad.resize(row_code.size());
+  col_code.assign(static_cast<size_t>(np) * NR, 0);
+  col_exp.resize(col_code.size());
+  col_bad.resize(col_code.size());
+}
+
+void Sliced::scale_a_panel(const gemm::Problem& g, int ip) {
+  const Line line = a_line(g);
+  for (int i = ip * MR; i < std::min(g.m, (ip + 1) * MR); ++i) row_code[i] = line_code(line, i, g.k);
+}
+
+void Sliced::scale_b_panel(const gemm::Problem& g, int jp) {
+  const Line line = b_line(g);
+  for (int j = jp * NR; j < std::min(g.n, (jp + 1) * NR); ++j) col_code[j] = line_code(line, j, g.k);
+}
+
+void Sliced::settle(int line, bool row) {
+  const int32_t code = row ? row_code[line] : col_code[line];
+  (row ? row_exp : col_exp)[line] = ex::code_exponent(code);
+  (row ? row_bad : col_bad)[line] = ex::code_nonfinite(code) ? 1 : 0;
 }
 
 void Sliced::pack_a_panel(const gemm::Problem& g, int ip) {
@@ -78,7 +95,7 @@ void Sliced::pack_a_panel(const gemm::Problem& g, int ip) {
   const Line line = a_line(g);
   for (int r = 0; r < MR && ip * MR + r < g.m; ++r) {
     const int i = ip * MR + r;
-    line_scale(line, i, g.k, &row_exp[i], &row_bad[i]);
+    settle(i, true);
     line_digits(line, i, g.k, row_exp[i], s, r, MR, a_slice(), kOffset, out);
   }
 }
@@ -89,17 +106,19 @@ void Sliced::pack_b_panel(const gemm::Problem& g, int jp) {
   const Line line = b_line(g);
   for (int c = 0; c < NR && jp * NR + c < g.n; ++c) {
     const int j = jp * NR + c;
-    line_scale(line, j, g.k, &col_exp[j], &col_bad[j]);
+    settle(j, false);
     line_digits(line, j, g.k, col_exp[j], s, c, NR, b_slice(), 0, out);
   }
-  int32_t* sums = b_sum.data() + static_cast<size_t>(jp) * s * NR;  // (s, NR)
-  for (int u = 0; u < s; ++u)
-    for (int c = 0; c < NR; ++c) {
-      int32_t sum = 0;
-      for (int q = 0; q < kq; ++q)
-        for (int l = 0; l < kQuad; ++l) sum += out[u * b_slice() + (static_cast<size_t>(q) * NR + c) * kQuad + l];
-      sums[u * NR + c] = sum;
-    }
+  for (int u = 0; u < s; ++u) column_sums(b_at(jp, u), 0, kq, b_sum.data() + (static_cast<size_t>(jp) * s + u) * NR);
+}
+
+void column_sums(const int8_t* b, int q0, int q1, int32_t* sums) {
+  for (int c = 0; c < NR; ++c) {
+    int32_t sum = 0;
+    for (int q = q0; q < q1; ++q)
+      for (int l = 0; l < kQuad; ++l) sum += b[(static_cast<size_t>(q) * NR + c) * kQuad + l];
+    sums[c] = sum;
+  }
 }
 
 }  // namespace sb::cpu::exact

@@ -51,6 +51,13 @@ bool CpuBackend::gemm_bias(float* out, const float* inp, const float* w, const f
   return true;
 }
 
+void CpuBackend::gemm_exact_split(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b,
+                                  int ldb, float* c, int ldc, const float* bias, int k_total, ExactGroup& group) {
+  SB_CHECK(numerics().gemm == GemmMode::exact, "gemm_exact_split under numerics.gemm=", to_string(numerics().gemm));
+  SB_CHECK(m >= 0 && n >= 0 && k >= 0, "gemm sizes must be non-negative, got m=", m, " n=", n, " k=", k);
+  exact::gemm_exact_split({ta, tb, m, n, k, a, lda, b, ldb, c, ldc, false, numerics().precision}, k_total, bias, group);
+}
+
 void CpuBackend::bias_forward(float* out, const float* bias, int N, int OC) {
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {

@@ -458,7 +458,7 @@ void GPT::backward(float loss_scale) {
     }
     {
       const trace::Scope s(be_, "lm_head matmul backward");
-      col_backward(b.dbtc1, b.dheadw, nullptr, b.dlogits, b.lnf, b.headw, N, C, vocab_rows_.count(), 1);
+      col_backward(b.dbtc1, b.dheadw, nullptr, b.dlogits, b.lnf, b.headw, N, C, vocab_rows_.count(), cfg_.vocab, 1);
     }
     {
       const trace::Scope s(be_, "lnf norm backward");
@@ -481,7 +481,7 @@ void GPT::backward(float loss_scale) {
     }
     {
       const auto s = at(".mlp.fc matmul backward");
-      col_backward(b.dbtc1, L.dfcw, L.dfcb, b.dff2, L.ln2, L.fcw, N, C, F, 1);
+      col_backward(b.dbtc1, L.dfcw, L.dfcb, b.dff2, L.ln2, L.fcw, N, C, F, 4 * C, 1);
     }
     {
       const auto s = at(".ln2 norm backward");
@@ -502,7 +502,7 @@ void GPT::backward(float loss_scale) {
     }
     {
       const auto s = at(".attn.qkv matmul backward");
-      col_backward(b.dbtc1, L.dqkvw, L.dqkvb, b.dqkv, L.ln1, L.qkvw, N, C, 3 * CA, 3);
+      col_backward(b.dbtc1, L.dqkvw, L.dqkvb, b.dqkv, L.ln1, L.qkvw, N, C, 3 * CA, 3 * C, 3);
     }
     {
       const auto s = at(".ln1 norm backward");

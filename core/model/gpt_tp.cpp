@@ -10,7 +10,9 @@
 // embedding's rows are each written by the rank holding the token's row; the logits stay on the
 // rank of their columns; the loss's row max and 32 lane partials (ops/softmax_xent.hpp) pass rank
 // to rank in column order; the head's dinp is a chain over the vocabulary. Without a group every
-// function is the unsplit call itself.
+// function is the unsplit call itself. Under numerics.gemm = exact a product's value does not
+// depend on how k is cut, so the row-parallel products and the column-parallel dinp sum the ranks'
+// exact integer dots over the group (Backend::gemm_exact_split) and pass no chain.
 #include <algorithm>
 
 #include "samebits/core/model/gpt.hpp"
@@ -47,6 +49,8 @@ void pass_chain(TpGroup& g, float* x, int rows, size_t width, int steps, int chu
 void GPT::row_forward(float* out, const float* inp, const float* w, const float* bias, int N, int Cl, int OC) {
   if (tp_ == nullptr) return be_.matmul_forward(out, inp, w, bias, N, Cl, OC);
   const int S = tp_->size();
+  if (be_.numerics().gemm == GemmMode::exact)
+    return be_.gemm_exact_split(Trans::no, Trans::yes, N, OC, Cl, inp, Cl, w, Cl, out, OC, bias, Cl * S, *tp_);
   const Precision prec = be_.numerics().precision;
   // out (N, OC) += inp (N, Cl) · w (OC, Cl)ᵀ over this rank's k-segment, continuing the chain.
   pass_chain(*tp_, out, N, size_t(OC), S, chain_chunks_, [&](int s, int lo, int n) {
@@ -58,9 +62,11 @@ void GPT::row_forward(float* out, const float* inp, const float* w, const float*
 }
 
 void GPT::col_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w, int N,
-                       int C, int OCl, int groups) {
+                       int C, int OCl, int OC, int groups) {
   if (tp_ == nullptr) return be_.matmul_backward(dinp, dw, dbias, dout, inp, w, N, C, OCl);
   be_.matmul_backward(nullptr, dw, dbias, dout, inp, w, N, C, OCl);  // this rank's rows: local
+  if (be_.numerics().gemm == GemmMode::exact)  // k-order is free: the local columns in one product
+    return be_.gemm_exact_split(Trans::no, Trans::no, N, C, OCl, dout, OCl, w, C, dinp, C, nullptr, OC, *tp_);
   const int S = tp_->size();
   SB_CHECK(groups >= 1 && OCl % groups == 0, "column-parallel backward of ", OCl, " columns in ", groups, " blocks");
   const int block = OCl / groups;  // columns of one block on one rank

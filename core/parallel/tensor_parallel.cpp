@@ -4,6 +4,7 @@
 // and max |g| is a max, so every recorded value is the one of the whole tensor on one process.
 #include "samebits/core/parallel/tensor_parallel.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -42,6 +43,13 @@ class TensorParallel::Group final : public TpGroup {
   void send(const float* x, size_t n, int to) override { comm_.send(x, n * sizeof(float), to); }
   void recv(float* x, size_t n, int from) override { comm_.recv(x, n * sizeof(float), from); }
   void broadcast(float* x, size_t n, int root) override { comm_.broadcast(x, n * sizeof(float), root); }
+  void sum(uint64_t* x, size_t n) override { comm_.allreduce_sum_u64(x, n); }
+  void max(int32_t* x, size_t n) override {  // the ranks' values gathered, the max taken locally
+    std::vector<uint64_t> mine(x, x + n), all(n * size_t(comm_.size()));
+    comm_.allgather_u64(mine.data(), n, all.data());
+    for (size_t i = 0; i < n; ++i)
+      for (int r = 0; r < comm_.size(); ++r) x[i] = std::max(x[i], int32_t(all[size_t(r) * n + i]));
+  }
 
  private:
   Communicator& comm_;

@@ -16,7 +16,8 @@ The definition, as written here:
 Cases: random shapes (tile edges, both transpositions), rows spanning ~80 binades, subnormals,
 zero rows, single huge elements beside tiny ones, ties at the rounding point, results that
 overflow or underflow, Inf/NaN, k = 50257 (the GPT-2 vocabulary), accumulation into C; each run
-on every instruction-set path this CPU has (SAMEBITS_ISA). Exit 77 (skipped) without numpy.
+on every instruction-set path this CPU has (SAMEBITS_ISA), on 1 and 4 threads (a few tiles with a
+long k are cut into parts of k across the threads). Exit 77 (skipped) without numpy.
 
 usage: exact_gemm_oracle.py --tool PATH/exact_gemm_tool [--workdir DIR]
 """
@@ -199,17 +200,17 @@ def main():
             path = os.path.join(work, f"case{index}.bin")
             write_case(path, m, n, k, ta, tb, int(accumulate), prec, A, B, c0)
             want = oracle(m, n, k, A, B, c0, accumulate, prec)
-            for isa in isas:
-                env = dict(os.environ, SAMEBITS_ISA=isa)
+            for isa, threads in [(isa, t) for isa in isas for t in (1, 4)]:
+                env = dict(os.environ, SAMEBITS_ISA=isa, OMP_NUM_THREADS=str(threads))
                 r = subprocess.run([args.tool, path, path + ".out"], env=env, capture_output=True, text=True)
                 if r.returncode != 0:
-                    sys.exit(f"{name}: exact_gemm_tool failed under {isa}: {r.stderr}")
+                    sys.exit(f"{name}: exact_gemm_tool failed under {isa}, {threads} threads: {r.stderr}")
                 got = np.fromfile(path + ".out", dtype=np.float32).reshape(m, n)
                 diff = np.argwhere(got.view(np.uint32) != want.view(np.uint32))
                 if len(diff):
                     i, j = diff[0]
                     sys.exit(f"FAIL {name} ({NAMES[prec]}, m={m} n={n} k={k} ta={ta} tb={tb} "
-                             f"accumulate={accumulate}, {isa}): C[{i}][{j}] = {got[i, j]!r} "
+                             f"accumulate={accumulate}, {isa}, {threads} threads): C[{i}][{j}] = {got[i, j]!r} "
                              f"(0x{got.view(np.uint32)[i, j]:08x}), oracle {want[i, j]!r} "
                              f"(0x{want.view(np.uint32)[i, j]:08x}); {len(diff)} elements differ")
                 checked += m * n

@@ -1,5 +1,6 @@
 // The exact GEMM (numerics.gemm = exact; ops/exact_gemm.hpp, core/cpu/exact_*.cpp): every kernel
-// this CPU has (SAMEBITS_ISA), every thread count and both transpositions give the same bits,
+// this CPU has (SAMEBITS_ISA), every thread count (1–4: a few tiles with a long k are cut into
+// parts of k across the threads) and both transpositions give the same bits,
 // bitwise; syrk and the linear layer are the same products; rounding, zeros, subnormals, Inf and
 // NaN as defined; a path the CPU lacks and k past the int32 bound are errors naming what to change.
 // The definition itself is checked bit for bit by tests/oracle/exact_gemm_oracle.py.
@@ -74,7 +75,7 @@ TEST_CASE("exact gemm: every ISA path, thread count and transposition gives the 
   struct Shape {
     int m, n, k;
   };
-  for (const Shape s : {Shape{1, 1, 1}, Shape{7, 33, 5}, Shape{37, 70, 301}, Shape{16, 64, 1031}})
+  for (const Shape s : {Shape{1, 1, 1}, Shape{7, 33, 5}, Shape{37, 70, 301}, Shape{16, 64, 1031}, Shape{3, 5, 4099}})
     for (Precision prec : {Precision::fp32, Precision::bf16, Precision::fp16})
       for (bool accumulate : {false, true}) {
         const auto a = wide_range(static_cast<size_t>(s.m) * s.k, 1);
@@ -92,7 +93,7 @@ TEST_CASE("exact gemm: every ISA path, thread count and transposition gives the 
           reference = exact_product(Trans::no, Trans::no, s.m, s.n, s.k, a, b, c0, accumulate, prec);
         }
         for (const std::string& isa : isas)
-          for (int threads : {1, 2, 3}) {
+          for (int threads : {1, 2, 3, 4}) {
             ForcedIsa forced(isa.c_str());
             omp_set_num_threads(threads);
             CAPTURE(isa);

@@ -4,10 +4,12 @@
 // here). One leaf's losses and every gradient, the ranks' shards placed into full tensors, equal
 // one process's bit for bit at TP 2 and 3, tied and untied heads, a vocabulary that no group size
 // divides (the cross-entropy's lanes continued across unaligned cuts), and chains passed whole or
-// in 2, 3 or more row chunks than the leaf has rows.
+// in 2, 3 or more row chunks than the leaf has rows; under numerics.gemm = exact (fp32, bf16) with
+// the ranks' integer partial sums instead of chains.
 #include <doctest/doctest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -59,8 +61,26 @@ class ThreadGroup final : public TpGroup {
     for (int q = 0; q < size_; ++q)
       if (q != root) send(x, n, q);
   }
+  // The integer reductions through rank 0, each word's bits carried in floats.
+  void sum(uint64_t* x, size_t n) override {
+    reduce(x, n, [](uint64_t& a, uint64_t b) { a += b; });
+  }
+  void max(int32_t* x, size_t n) override {
+    reduce(x, n, [](int32_t& a, int32_t b) { a = std::max(a, b); });
+  }
 
  private:
+  template <class T, class Op>
+  void reduce(T* x, size_t n, Op op) {
+    const size_t floats = n * sizeof(T) / sizeof(float);
+    std::vector<T> part(n);
+    if (rank_ != 0) send(reinterpret_cast<const float*>(x), floats, 0);
+    for (int q = 1; q < size_ && rank_ == 0; ++q) {
+      recv(reinterpret_cast<float*>(part.data()), floats, q);
+      for (size_t i = 0; i < n; ++i) op(x[i], part[i]);
+    }
+    broadcast(reinterpret_cast<float*>(x), floats, 0);
+  }
   Mail& mail_;
   int rank_, size_;
 };
@@ -77,8 +97,8 @@ std::vector<int32_t> leaf_tokens(const GPTConfig& cfg, int B) {
   return t;
 }
 
-Leaf one_process(const GPTConfig& cfg, int B) {
-  auto be = make_cpu_backend();
+Leaf one_process(const GPTConfig& cfg, int B, Numerics numerics = Numerics::deterministic()) {
+  auto be = make_cpu_backend(numerics);
   GPT m(cfg, B, *be);
   m.init(7);
   const std::vector<int32_t> tokens = leaf_tokens(cfg, B);
@@ -94,7 +114,7 @@ Leaf one_process(const GPTConfig& cfg, int B) {
 
 // Every rank's leaf; the gradients' shards placed into full tensors (replicated ones from rank 0,
 // checked equal on every rank).
-Leaf tensor_parallel(const GPTConfig& cfg, int B, int S, int chunks) {
+Leaf tensor_parallel(const GPTConfig& cfg, int B, int S, int chunks, Numerics numerics = Numerics::deterministic()) {
   Mail mail;
   const std::vector<int32_t> tokens = leaf_tokens(cfg, B);
   const std::vector<ParamView> full = gpt_param_layout(cfg);
@@ -106,7 +126,7 @@ Leaf tensor_parallel(const GPTConfig& cfg, int B, int S, int chunks) {
   for (int r = 0; r < S; ++r) {
     ranks.emplace_back([&, r] {
       omp_set_num_threads(1 + r % 2);
-      auto be = make_cpu_backend();
+      auto be = make_cpu_backend(numerics);
       ThreadGroup group(mail, r, S);
       GPT m(cfg, B, *be, &group);
       m.set_chain_chunks(chunks);
@@ -129,18 +149,25 @@ Leaf tensor_parallel(const GPTConfig& cfg, int B, int S, int chunks) {
   return out;
 }
 
+// 2 layers, 6 heads, 48 wide; vocabulary 61: 31 | 30 rows at TP 2, 21 | 21 | 19 at TP 3, no cut on
+// a multiple of 32.
+GPTConfig small_gpt(bool tied) {
+  GPTConfig cfg;
+  cfg.vocab = 61;
+  cfg.seq_len = 16;
+  cfg.n_layer = 2;
+  cfg.n_head = 6;
+  cfg.n_embd = 48;
+  cfg.tied_head = tied;
+  return cfg;
+}
+
 }  // namespace
 
 TEST_CASE("tensor-parallel GPT: one leaf's losses and gradients are one process's bits, chunked or not") {
   const int saved = omp_get_max_threads();
   for (bool tied : {true, false}) {
-    GPTConfig cfg;
-    cfg.vocab = 61;  // 31 | 30 rows at TP 2, 21 | 21 | 19 at TP 3: no cut on a multiple of 32
-    cfg.seq_len = 16;
-    cfg.n_layer = 2;
-    cfg.n_head = 6;
-    cfg.n_embd = 48;
-    cfg.tied_head = tied;
+    const GPTConfig cfg = small_gpt(tied);
     const int B = 2;  // 32 rows
     const Leaf ref = one_process(cfg, B);
     const std::vector<ParamView> full = gpt_param_layout(cfg);
@@ -155,6 +182,29 @@ TEST_CASE("tensor-parallel GPT: one leaf's losses and gradients are one process'
           CAPTURE(full[k].name);
           CHECK(std::memcmp(tp.grads[k].data(), ref.grads[k].data(), full[k].numel * 4) == 0);
         }
+      }
+    }
+  }
+  omp_set_num_threads(saved);
+}
+
+TEST_CASE("tensor-parallel GPT under gemm=exact: the ranks' integer partial sums give one process's bits") {
+  const int saved = omp_get_max_threads();
+  const GPTConfig cfg = small_gpt(false);
+  Numerics exact = Numerics::deterministic();
+  exact.gemm = GemmMode::exact;
+  for (Precision p : {Precision::fp32, Precision::bf16}) {
+    exact.precision = p;
+    const Leaf ref = one_process(cfg, 2, exact);
+    const std::vector<ParamView> full = gpt_param_layout(cfg);
+    for (int S : {2, 3}) {
+      CAPTURE(S);
+      CAPTURE(to_string(p));
+      const Leaf tp = tensor_parallel(cfg, 2, S, 1, exact);
+      CHECK(std::memcmp(tp.token_losses.data(), ref.token_losses.data(), ref.token_losses.size() * 4) == 0);
+      for (size_t k = 0; k < full.size(); ++k) {
+        CAPTURE(full[k].name);
+        CHECK(std::memcmp(tp.grads[k].data(), ref.grads[k].data(), full[k].numel * 4) == 0);
       }
     }
   }

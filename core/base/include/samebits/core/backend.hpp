@@ -122,6 +122,16 @@ struct VocabRows {
   int count() const { return end - begin; }
 };
 
+// The ranks over which one exact GEMM's k is split (numerics.gemm = exact: tensor parallelism's
+// row-parallel products, Backend::gemm_exact_split). Both reductions are of integers, so their
+// results do not depend on the order the group combines them in. Host memory.
+class ExactGroup {
+ public:
+  virtual ~ExactGroup() = default;
+  virtual void max(int32_t* x, size_t n) = 0;   // x[i] ← the max over the group of x[i]
+  virtual void sum(uint64_t* x, size_t n) = 0;  // x[i] ← Σ over the group of x[i], modulo 2^64
+};
+
 class Backend {
  public:
   explicit Backend(Numerics numerics) : numerics_(numerics) {}
@@ -182,6 +192,15 @@ class Backend {
   virtual void syrk(Trans ta, int n, int k, const float* a, int lda, float* c, int ldc, Precision precision) {
     gemm(ta, ta == Trans::no ? Trans::yes : Trans::no, n, n, k, a, lda, a, lda, c, ldc, false, precision);
   }
+
+  // C = op(A)·op(B) (+ bias[j] by ops::linear_out when bias is given) under numerics.gemm =
+  // exact, operands in numerics().precision, with k split across `group`: this rank holds k of
+  // op(A)'s k_total columns and the same rows of op(B). The rows' and columns' scales are the group's (a max of
+  // scale codes), each rank's exact integer dots are summed over the group, and each element is
+  // rounded once: the unsplit product's bits on every rank, however k is cut (docs/CONTRACT.md).
+  // Default: refused (a backend without it cannot run exact tensor parallelism).
+  virtual void gemm_exact_split(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b,
+                                int ldb, float* c, int ldc, const float* bias, int k_total, ExactGroup& group);
 
   // ---- ops: forward and backward. Backward ops overwrite their outputs unless stated. -------
   // out = inp·Wᵀ (+ bias): out[n][o] = canonical_dot(inp[n], W[o]) (+ bias[o], one addition).

@@ -41,6 +41,10 @@ class ForwardingBackend : public Backend {
             int ldc, bool accumulate, Precision precision) override;
   void syrk(Trans ta, int n, int k, const float* a, int lda, float* c, int ldc, Precision precision) override;
   bool gemm_bias(float* out, const float* inp, const float* w, const float* bias, int N, int C, int OC) override;
+  void gemm_exact_split(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
+                        float* c, int ldc, const float* bias, int k_total, ExactGroup& group) override {
+    inner_.gemm_exact_split(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, bias, k_total, group);
+  }
 #include "samebits/core/backend_op_overrides.hpp"
 
  private:

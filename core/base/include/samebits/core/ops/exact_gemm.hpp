@@ -36,6 +36,19 @@ SB_HD int scale_exponent(float max_abs) {
   return top - 148;
 }
 
+// A line's scale code, what a k-split reduces: the bits of its largest finite magnitude (a
+// non-negative int32 ordered as the magnitudes), or kNonfiniteCode when it holds a NaN or an Inf.
+// The code of a line cut into parts is the max of the parts' codes, so ranks holding k-slices of
+// a product agree on its scales by a max over the group.
+constexpr int32_t kNonfiniteCode = 0x7fffffff;
+SB_HD int32_t line_code(float max_abs, bool nonfinite) {
+  return nonfinite ? kNonfiniteCode : static_cast<int32_t>(det::bits_of(max_abs) & 0x7fffffffu);
+}
+SB_HD bool code_nonfinite(int32_t code) { return code == kNonfiniteCode; }
+SB_HD int code_exponent(int32_t code) {
+  return code_nonfinite(code) ? 0 : scale_exponent(det::float_of_bits(static_cast<uint32_t>(code)));
+}
+
 // The integer operand of x (finite) under scale exponent E: sign(x)·trunc(|x|·2^(6s−E)), so
 // |X| < 2^(6s) when |x| < 2^E. Bits of x below 2^(E−6s) are dropped (truncation toward zero).
 SB_HD int64_t integer_operand(float x, int E, int s) {

@@ -147,12 +147,14 @@ class GPT {
   void norm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w,
                      const float* mean, const float* rstd);
   // Row-parallel linear forward (k = Cl, this rank's part of the input dimension): the chain of
-  // out = inp·Wᵀ passes rank 0 → … → size-1, which adds the bias and broadcasts (gpt_tp.cpp).
+  // out = inp·Wᵀ passes rank 0 → … → size-1, which adds the bias and broadcasts (gpt_tp.cpp);
+  // under numerics.gemm = exact the ranks' integer dots are summed instead (gemm_exact_split).
   void row_forward(float* out, const float* inp, const float* w, const float* bias, int N, int Cl, int OC);
-  // Column-parallel linear backward (this rank's OCl output columns in `groups` blocks): dw, dbias
-  // local; the chain of dinp = dout·W visits block 0 of ranks 0 … size-1, then block 1, … .
+  // Column-parallel linear backward (this rank's OCl of OC output columns in `groups` blocks): dw,
+  // dbias local; the chain of dinp = dout·W visits block 0 of ranks 0 … size-1, then block 1, … ;
+  // under numerics.gemm = exact the ranks' integer dots over their OCl columns are summed.
   void col_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w, int N,
-                    int C, int OCl, int groups);
+                    int C, int OCl, int OC, int groups);
   // Vocabulary-parallel embedding forward, out (N, C): the buffer passes rank 0 → … → size-1, each
   // writing the rows of its vocabulary's tokens; the last broadcasts.
   void embedding_forward(float* out, const int32_t* tokens, const float* wte, const float* wpe);
