@@ -360,17 +360,6 @@ int train(const Args& a, sb::Backend& backend, sb::Communicator& comm) {
     std::printf("\n");
     std::fflush(stdout);
   }
-  if (a.bench) {  // every rank's model buffers: "# memory rank R weights W grads G activations A"
-    sb::GPT& m = trainer.model();
-    const std::vector<uint64_t> mine{m.weights().bytes(), m.grads().bytes(), m.activation_bytes()};
-    std::vector<uint64_t> all(3 * static_cast<size_t>(comm.size()));
-    comm.allgather_u64(mine.data(), 3, all.data());
-    for (int q = 0; root && q < comm.size(); ++q)
-      std::printf("# memory rank %d weights %llu grads %llu activations %llu\n", q,
-                  static_cast<unsigned long long>(all[3 * size_t(q)]),
-                  static_cast<unsigned long long>(all[3 * size_t(q) + 1]),
-                  static_cast<unsigned long long>(all[3 * size_t(q) + 2]));
-  }
   if (a.collective_reps > 0) return bench_collectives(trainer, comm, a.collective_reps);
   double seconds = 0, fastest = 0;
   uint64_t bytes = 0;
@@ -404,11 +393,25 @@ int train(const Args& a, sb::Backend& backend, sb::Communicator& comm) {
       return 0;
     }
   }
-  const sb::TrainerState s = trainer.export_state();
-  if (root && !a.bench) {
-    std::printf("final weights %016llx optimizer %016llx\n",
-                static_cast<unsigned long long>(sb::det::fingerprint(s.weights.data(), s.weights.size())),
-                static_cast<unsigned long long>(state_fingerprint(s)));
+  if (a.bench) {  // every rank's model buffers after the steps (activations: every slot its pipeline
+                  // schedule kept in flight): "# memory rank R weights W grads G activations A"
+    sb::GPT& m = trainer.model();
+    const std::vector<uint64_t> mine{m.weights().bytes(), m.grads().bytes(), m.activation_bytes()};
+    std::vector<uint64_t> all(3 * static_cast<size_t>(comm.size()));
+    comm.allgather_u64(mine.data(), 3, all.data());
+    for (int q = 0; root && q < comm.size(); ++q)
+      std::printf("# memory rank %d weights %llu grads %llu activations %llu\n", q,
+                  static_cast<unsigned long long>(all[3 * size_t(q)]),
+                  static_cast<unsigned long long>(all[3 * size_t(q) + 1]),
+                  static_cast<unsigned long long>(all[3 * size_t(q) + 2]));
+  }
+  if (!a.bench) {  // (a bench gathers no full tensors: its memory is the buffers above)
+    const sb::TrainerState s = trainer.export_state();
+    if (root) {
+      std::printf("final weights %016llx optimizer %016llx\n",
+                  static_cast<unsigned long long>(sb::det::fingerprint(s.weights.data(), s.weights.size())),
+                  static_cast<unsigned long long>(state_fingerprint(s)));
+    }
   }
   // Every rank's received bytes per timed step, per kind (ranks receive different parts of a
   // reduce-scatter and of the owners' broadcasts): "# received rank R total B kind=B …".

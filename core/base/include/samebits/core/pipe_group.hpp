@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "samebits/core/gpt_shape.hpp"
 
@@ -30,6 +31,11 @@ struct StageBlocks {
   int end = 0;
 };
 StageBlocks stage_blocks(const GPTConfig& cfg, int stages, int stage);
+
+// Whether stage `stage` of `stages` holds tensor `name` (gpt_param_layout's names): its blocks'
+// tensors, wte and wpe on the first stage, the final norm and lm_head.w on the last — and wte on
+// the last too when the head is tied (the head's copy, as Megatron's last stage holds one).
+bool stage_holds(const GPTConfig& cfg, int stages, int stage, const std::string& name);
 
 // Throws sb::Error naming parallel.pp when the model's blocks do not split into pp equal stages.
 void validate_pp(const GPTConfig& cfg, int64_t pp);
