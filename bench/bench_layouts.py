@@ -6,7 +6,8 @@ machine-independent.
 For each layout it runs tests/tools/mpi_train_driver (--bench, under mpirun for more than one
 rank) on the 124M shape (12 x 768, 12 heads, vocabulary 50257, sequence 1024, one sequence a leaf,
 LEAVES leaves a step, Muon + AdamW in fp32, the synthetic language) for 2 steps and reads, per rank,
-the model's weight, gradient and activation buffers, the optimizer state and the bytes it received
+the model's weight, gradient and activation buffers (after the steps: every micro-batch slot a
+pipeline schedule kept), the optimizer state and the bytes it received
 from every collective and point-to-point message in step 2 (the mean over the ranks). Megatron's figures for the same model,
 precision and optimizer state, rank 0 (the first pipeline stage):
   weights, gradients: 4 bytes per parameter of the rank's share, Psi / (TP PP) (the embedding and
@@ -23,7 +24,7 @@ precision and optimizer state, rank 0 (the first pipeline stage):
     gradient of s b h from the neighbouring stage; the tied embedding's gradient all-reduced between
     the first and last stage.
 The pipeline bubble (P - 1)/(m + P - 1) is printed beside each PP layout (m: micro-batches a
-pipeline runs per step); its measurement needs the pipeline's own timing.
+pipeline runs per step); bench/bench_bubble.py measures it.
 
 Usage: bench/bench_layouts.py [DRIVER] [--layouts 1x1x1,1x1x2,...] [--leaves N]
   (default: build/release/bin/tests/mpi_train_driver; the five layouts of issue 45 and 1x2x1, 2x2x1;
