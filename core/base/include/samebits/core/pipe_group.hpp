@@ -11,9 +11,19 @@
 
 namespace sb {
 
+// The wall time of the pipeline flushes a stage ran (accumulate_pipelined) and the part of it the
+// stage spent in send, recv and exchange — waiting for a neighbour, or moving its message: the
+// stage's idle time, the pipeline bubble's measure (bench/bench_bubble.py). Seconds, since the
+// group was made.
+struct PipeTimes {
+  double flush = 0;
+  double blocked = 0;
+};
+
 class PipeGroup {
  public:
   virtual ~PipeGroup() = default;
+  PipeTimes times;                // kept by the schedule (pipeline_schedule.cpp)
   virtual int stage() const = 0;  // 0 … stages()-1
   virtual int stages() const = 0;
   // Blocking point-to-point with another stage of the same replica: x (n) to stage `to`; x (n)
