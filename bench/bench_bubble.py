@@ -17,9 +17,9 @@ Usage: bench/bench_bubble.py [DRIVER] [--stages 2,4] [--micro 1,2,4,8]
 """
 import os
 import re
-import subprocess
 import sys
-import tempfile
+
+from bench_layouts import run_driver
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG = """[model]
@@ -48,14 +48,7 @@ progress = off
 
 def measure(driver, p, m, schedule):
     """Per stage (flush seconds, blocked seconds) of the timed steps, or the reason it failed."""
-    with tempfile.NamedTemporaryFile("w", suffix=".ini", delete=False) as f:
-        f.write(CONFIG.format(p=p, m=m, schedule=schedule))
-    cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(p), driver, "--config", f.name, "--bench"]
-    if os.geteuid() == 0:
-        cmd.insert(1, "--allow-run-as-root")
-    env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="passive")
-    run = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    os.unlink(f.name)
+    run = run_driver(driver, CONFIG.format(p=p, m=m, schedule=schedule), p)
     if run.returncode != 0:
         return {"error": f"exit {run.returncode}"}
     stages = {}

@@ -95,10 +95,9 @@ def megatron(dp, tp, pp, leaves):
             "received": received, "bubble": (pp - 1) / (m + pp - 1)}
 
 
-def measure(driver, dp, tp, pp, leaves):
-    """The driver's per-rank figures for rank 0 and the mean received bytes, or the reason it failed."""
-    world = dp * tp * pp
-    text = CONFIG.format(V=V, S=S, L=L, A=A, H=H, leaves=leaves, tp=tp, pp=f"pp = {pp}" if pp > 1 else "")
+def run_driver(driver, text, world):
+    """mpi_train_driver --bench on the config `text`, one thread a rank, under mpirun for more than
+    one rank (bench_bubble.py uses it too): the finished process."""
     with tempfile.NamedTemporaryFile("w", suffix=".ini", delete=False) as f:
         f.write(text)
     cmd = [driver, "--config", f.name, "--bench"]
@@ -109,6 +108,13 @@ def measure(driver, dp, tp, pp, leaves):
     env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="passive")
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     os.unlink(f.name)
+    return p
+
+
+def measure(driver, dp, tp, pp, leaves):
+    """The driver's per-rank figures for rank 0 and the mean received bytes, or the reason it failed."""
+    text = CONFIG.format(V=V, S=S, L=L, A=A, H=H, leaves=leaves, tp=tp, pp=f"pp = {pp}" if pp > 1 else "")
+    p = run_driver(driver, text, dp * tp * pp)
     if p.returncode != 0:
         lines = [x for x in (p.stderr + p.stdout).splitlines() if "error" in x]
         return {"error": lines[0] if lines else f"exit {p.returncode}"}
