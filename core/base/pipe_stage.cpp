@@ -1,5 +1,5 @@
-// The blocks of a pipeline stage (pipe_group.hpp): Megatron's even split of n_layer into
-// contiguous ranges. No arithmetic on values.
+// The blocks and tensors of a pipeline stage (pipe_group.hpp): Megatron's even split of n_layer
+// into contiguous ranges. No arithmetic on values.
 #include "samebits/core/pipe_group.hpp"
 
 #include <string>

@@ -100,7 +100,7 @@ class PipelinePlan final : public ParallelPlan {
     stage_world_ = world.split(stage_, world.rank());
     pipeline_ = world.split(world.rank() % per_stage, stage_);
     const bool first = stage_ == 0, last = stage_ == pp_ - 1;
-    embedding_ = pipeline_->split(first || last ? 0 : 1, stage_);
+    if (config.model.tied_head) embedding_ = pipeline_->split(first || last ? 0 : 1, stage_);
     tied_ = config.model.tied_head && (first || last);
     inner_ = make_stage_plan(config, *stage_world_, backend, pp_, stage_);
     link_ = std::make_unique<StageLink>(*pipeline_, stage_, pp_);
@@ -267,7 +267,8 @@ class PipelinePlan final : public ParallelPlan {
 
   CommCounters traffic() override {
     CommCounters c = inner_->traffic();
-    for (Communicator* g : {&world_, pipeline_.get(), embedding_.get()}) c += g->counters();
+    for (Communicator* g : {&world_, pipeline_.get(), embedding_.get()})
+      if (g != nullptr) c += g->counters();
     return c;
   }
 
@@ -289,7 +290,7 @@ class PipelinePlan final : public ParallelPlan {
   int pp_, stage_ = 0;
   std::unique_ptr<Communicator> stage_world_;  // this stage's DP × TP ranks
   std::unique_ptr<Communicator> pipeline_;     // this (tp, d)'s stages, ranked by stage
-  std::unique_ptr<Communicator> embedding_;    // the pipeline's first and last stage (or its middle ones)
+  std::unique_ptr<Communicator> embedding_;    // tied head: the pipeline's first and last stage (or its middle ones)
   bool tied_ = false;                          // this stage holds a tied wte that the other end holds too
   size_t tied_elements_ = 0;                   // its local numel (the accumulator's first elements)
   std::unique_ptr<ParallelPlan> inner_;        // over stage_world_
