@@ -6,7 +6,8 @@ machine-independent.
 For each layout it runs tests/tools/mpi_train_driver (--bench, under mpirun for more than one
 rank) on the 124M shape (12 x 768, 12 heads, vocabulary 50257, sequence 1024, one sequence a leaf,
 LEAVES leaves a step, Muon + AdamW in fp32, the synthetic language) for 2 steps and reads, per rank,
-the model's weight, gradient and activation buffers, the optimizer state and the bytes it received
+the model's weight, gradient and activation buffers (after the steps: every micro-batch slot a
+pipeline schedule kept), the optimizer state and the bytes it received
 from every collective and point-to-point message in step 2 (the mean over the ranks). Megatron's figures for the same model,
 precision and optimizer state, rank 0 (the first pipeline stage):
   weights, gradients: 4 bytes per parameter of the rank's share, Psi / (TP PP) (the embedding and
@@ -23,7 +24,7 @@ precision and optimizer state, rank 0 (the first pipeline stage):
     gradient of s b h from the neighbouring stage; the tied embedding's gradient all-reduced between
     the first and last stage.
 The pipeline bubble (P - 1)/(m + P - 1) is printed beside each PP layout (m: micro-batches a
-pipeline runs per step); its measurement needs the pipeline's own timing.
+pipeline runs per step); bench/bench_bubble.py measures it.
 
 Usage: bench/bench_layouts.py [DRIVER] [--layouts 1x1x1,1x1x2,...] [--leaves N]
   (default: build/release/bin/tests/mpi_train_driver; the five layouts of issue 45 and 1x2x1, 2x2x1;
@@ -94,10 +95,9 @@ def megatron(dp, tp, pp, leaves):
             "received": received, "bubble": (pp - 1) / (m + pp - 1)}
 
 
-def measure(driver, dp, tp, pp, leaves):
-    """The driver's per-rank figures for rank 0 and the mean received bytes, or the reason it failed."""
-    world = dp * tp * pp
-    text = CONFIG.format(V=V, S=S, L=L, A=A, H=H, leaves=leaves, tp=tp, pp=f"pp = {pp}" if pp > 1 else "")
+def run_driver(driver, text, world):
+    """mpi_train_driver --bench on the config `text`, one thread a rank, under mpirun for more than
+    one rank (bench_bubble.py uses it too): the finished process."""
     with tempfile.NamedTemporaryFile("w", suffix=".ini", delete=False) as f:
         f.write(text)
     cmd = [driver, "--config", f.name, "--bench"]
@@ -108,6 +108,13 @@ def measure(driver, dp, tp, pp, leaves):
     env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="passive")
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     os.unlink(f.name)
+    return p
+
+
+def measure(driver, dp, tp, pp, leaves):
+    """The driver's per-rank figures for rank 0 and the mean received bytes, or the reason it failed."""
+    text = CONFIG.format(V=V, S=S, L=L, A=A, H=H, leaves=leaves, tp=tp, pp=f"pp = {pp}" if pp > 1 else "")
+    p = run_driver(driver, text, dp * tp * pp)
     if p.returncode != 0:
         lines = [x for x in (p.stderr + p.stdout).splitlines() if "error" in x]
         return {"error": lines[0] if lines else f"exit {p.returncode}"}

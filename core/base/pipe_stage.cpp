@@ -1,6 +1,9 @@
-// The blocks of a pipeline stage (pipe_group.hpp): Megatron's even split of n_layer into
-// contiguous ranges. No arithmetic on values.
+// The blocks and tensors of a pipeline stage (pipe_group.hpp): Megatron's even split of n_layer
+// into contiguous ranges. No arithmetic on values.
 #include "samebits/core/pipe_group.hpp"
+
+#include <string>
+
 #include "samebits/det/error.hpp"
 
 namespace sb {
@@ -16,6 +19,16 @@ StageBlocks stage_blocks(const GPTConfig& cfg, int stages, int stage) {
   SB_CHECK(stage >= 0 && stage < stages, "pipeline stage ", stage, " outside [0, ", stages, ")");
   const int per = cfg.n_layer / stages;
   return {stage * per, (stage + 1) * per};
+}
+
+bool stage_holds(const GPTConfig& cfg, int stages, int stage, const std::string& name) {
+  const bool first = stage == 0, last = stage == stages - 1;
+  if (name == "wte") return first || (last && cfg.tied_head);
+  if (name == "wpe") return first;
+  if (name.rfind("h.", 0) != 0) return last;  // lnf.w, lnf.b, lm_head.w
+  const StageBlocks b = stage_blocks(cfg, stages, stage);
+  const int layer = std::stoi(name.substr(2));
+  return layer >= b.first && layer < b.end;
 }
 
 }  // namespace sb

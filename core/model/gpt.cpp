@@ -63,12 +63,13 @@ GPT::GPT(const GPTConfig& cfg, int leaf_size, Backend& backend, TpGroup* tp, Pip
       B_(leaf_size),
       be_(backend),
       tp_(tp != nullptr && tp->size() > 1 ? tp : nullptr),
-      tp_layout_(gpt_tp_layout(cfg, tp_ ? tp_->size() : 1, tp_ ? tp_->rank() : 0)),
+      tp_layout_(gpt_tp_layout(cfg, tp_ ? tp_->size() : 1, tp_ ? tp_->rank() : 0, pp != nullptr ? pp->stages() : 1,
+                               pp != nullptr ? pp->stage() : 0)),
       pp_(pp != nullptr && pp->stages() > 1 ? pp : nullptr),
       blocks_(stage_blocks(cfg, pp_ ? pp_->stages() : 1, pp_ ? pp_->stage() : 0)),
       layout_(tp_layout_.local) {
-  for (size_t t = 0; t < layout_.size(); ++t)
-    if (layout_[t].name == "wte") vocab_split_ = tp_layout_.splits[t];
+  for (size_t t = 0; t < layout_.size(); ++t)  // the embedding's, or the head's on a last stage
+    if (layout_[t].name == "wte" || layout_[t].name == "lm_head.w") vocab_split_ = tp_layout_.splits[t];
   const int r = tp_layout_.rank;
   vocab_rows_ = vocab_split_.sharded
                     ? VocabRows{int(vocab_split_.first(r)), int(vocab_split_.first(r) + vocab_split_.rows(r))}
@@ -447,7 +448,7 @@ void GPT::backward(float loss_scale) {
   // Every gradient op writes its tensor whole (GEMMs with accumulate off, the token reductions
   // from +0, dwpe's chains) except the embedding's, which adds its tokens' rows into dwte: dwte
   // holds the tied head's dW by then, else it starts from zero. The padding stays zero from alloc.
-  // Over pipeline stages a stage writes only its tensors (the others' stay zero); a tied dwte is
+  // Over pipeline stages a stage holds only its tensors (stage_holds); a tied dwte is
   // the last stage's head dW without the rows of the micro-batch's tokens, which travel with the
   // gradient message to the first stage, whose embedding adds into them (put_tied_rows).
   if (first_stage() && (!cfg_.tied_head || passes_tied_rows())) be_.zero(b.dwte, param("wte").numel * sizeof(float));

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <string>
 
+#include "samebits/core/pipe_group.hpp"
+#include "samebits/det/block_wire.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb {
@@ -48,23 +50,32 @@ Shape local_shape(const ParamView& p, const TpSplit& s, int rank) {
 
 }  // namespace
 
-TpLayout gpt_tp_layout(const GPTConfig& cfg, int size, int rank) {
+TpLayout gpt_tp_layout(const GPTConfig& cfg, int size, int rank, int stages, int stage) {
   validate_tp(cfg, size);
   SB_CHECK(rank >= 0 && rank < size, "tensor-parallel rank ", rank, " outside [0, ", size, ")");
   TpLayout t;
   t.size = size;
   t.rank = rank;
-  t.full = gpt_param_layout(cfg);
-  size_t offset = 0;
-  for (const ParamView& p : t.full) {
+  constexpr size_t kSegment = size_t{det::kWireSegment} * det::kWireBlock;
+  const auto next = [](size_t offset, size_t numel, size_t align) {
+    return (offset + numel + align - 1) / align * align;
+  };
+  size_t offset = 0, full_offset = 0;
+  for (const ParamView& p : gpt_param_layout(cfg)) {
+    if (stages > 1 && !stage_holds(cfg, stages, stage, p.name)) continue;
     const TpSplit s = split_of(p, cfg.n_embd, cfg.vocab, size);
+    ParamView f = p;  // one process: gpt_param_layout's offsets
+    if (stages > 1) f.offset = full_offset;
+    full_offset = next(full_offset, f.numel, kParamAlign);
     ParamView q = p;
     q.shape = local_shape(p, s, rank);
     q.numel = static_cast<size_t>(shape_numel(q.shape));
     q.offset = offset;
-    offset += (q.numel + kParamAlign - 1) / kParamAlign * kParamAlign;
+    const bool tied_copy = stages > 1 && cfg.tied_head && p.name == "wte";
+    offset = next(offset, q.numel, tied_copy ? kSegment : kParamAlign);
     SB_CHECK(!s.sharded || s.numel(rank) == q.numel, "tensor-parallel split of ", p.name, " holds ", s.numel(rank),
              " elements, its shard ", q.numel);
+    t.full.push_back(std::move(f));
     t.local.push_back(std::move(q));
     t.splits.push_back(s);
   }

@@ -67,13 +67,13 @@ int apply_qk_clip(Backend& backend, float* weights, const std::vector<ParamView>
   int clipped = 0;
   for (int l = 0; l < model.n_layer; ++l) {
     const std::string prefix = "h." + std::to_string(l) + ".attn.qkv.";
-    const ParamView* w = find(prefix + "w");
-    SB_CHECK(w != nullptr, "QK-clip: the layout has no ", prefix, "w");
+    const ParamView* w = find(prefix + "w");  // null: a block of another pipeline stage (counted, not held)
     const ParamView* b = find(prefix + "b");
     for (int h = 0; h < NH; ++h) {
       const float gamma = qk_clip_factor(max_logits[static_cast<size_t>(l) * NH + h], tau);
       if (gamma == 1.0f) continue;
       ++clipped;
+      if (w == nullptr) continue;
       for (int block : {0, 1}) {  // Q rows, then K rows of head h
         const size_t row0 = static_cast<size_t>(block) * C + static_cast<size_t>(h) * hs;
         backend.qk_clip_scale(weights + w->offset + row0 * C, static_cast<int64_t>(hs) * C, gamma);  // (hs, C)

@@ -38,6 +38,21 @@ void exact_allreduce(GradAccumulator& acc, Communicator& comm, uint64_t total_ad
   acc.decode(total_adds, total_status);
 }
 
+void exact_allreduce_prefix(GradAccumulator& acc, Communicator& comm, size_t n, uint64_t total_adds,
+                            uint32_t total_status) {
+  SB_CHECK(n <= acc.size(), "exact all-reduce of the first ", n, " elements of a gradient of ", acc.size());
+  constexpr size_t kElements = size_t{det::kWireSegment} * det::kWireBlock;
+  const size_t blocks = (acc.size() + det::kWireBlock - 1) / det::kWireBlock;
+  const size_t segments = (n + kElements - 1) / kElements;
+  const size_t prefix_blocks = std::min(blocks, segments * size_t{det::kWireSegment});
+  comm.allreduce_max_u8(acc.block_ranges(), acc.range_bytes() / blocks * prefix_blocks);
+  const std::vector<WireRun> runs{WireRun{0, static_cast<int64_t>(segments)}};
+  uint64_t words = 0;
+  uint64_t* wire = acc.encode(total_adds, runs, &words);
+  comm.allreduce_sum_u64(wire, static_cast<size_t>(words));
+  acc.decode(total_adds, total_status, runs, 0);
+}
+
 std::vector<WireRun> wire_runs(std::vector<TensorSpan> spans, size_t n) {
   constexpr size_t kElements = size_t{det::kWireSegment} * det::kWireBlock;
   std::sort(spans.begin(), spans.end(), [](const TensorSpan& a, const TensorSpan& b) { return a.offset < b.offset; });

@@ -9,12 +9,24 @@
 
 #include "plan_parts.hpp"
 #include "samebits/core/exact_norm.hpp"
+#include "samebits/core/model/tp_layout.hpp"
 #include "samebits/core/parallel/exact_allreduce.hpp"
 #include "samebits/core/parallel/sharded_optimizer.hpp"
 #include "samebits/core/trace.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb {
+
+std::vector<size_t> full_indices(const ParallelPlan& plan) {
+  const std::vector<ParamView>& full = plan.full_layout();
+  std::vector<size_t> out;
+  for (const ParamView& p : plan.local_layout()) {
+    const ParamView* f = find_param(full, p.name);
+    SB_CHECK(f != nullptr, "tensor ", p.name, " of this rank is not a tensor of the model");
+    out.push_back(size_t(f - full.data()));
+  }
+  return out;
+}
 
 size_t layout_flat_size(const std::vector<ParamView>& layout) {
   size_t n = 0;
@@ -67,8 +79,9 @@ std::vector<TensorBatchSums> whole_tensor_sums(Backend& backend, std::unique_ptr
 
 class DataParallelPlan final : public ParallelPlan {
  public:
-  DataParallelPlan(const Config& config, Communicator& world, Backend& backend)
-      : world_(world), backend_(backend), layout_(gpt_param_layout(config.model)), flat_(layout_flat_size(layout_)) {
+  // layout: the model's tensors (a pipeline stage's: gpt_tp_layout of one rank).
+  DataParallelPlan(Communicator& world, Backend& backend, std::vector<ParamView> layout)
+      : world_(world), backend_(backend), layout_(std::move(layout)), flat_(layout_flat_size(layout_)) {
     for (const ParamView& p : layout_) {
       spans_.push_back({p.offset, p.numel});
       names_.push_back(p.name);
@@ -188,10 +201,14 @@ std::unique_ptr<ParallelPlan> make_parallel_plan(const Config& config, Communica
            " does not divide the world of ", world.size(),
            " ranks: start mpirun -np N with N a multiple of parallel.tp × parallel.pp (N = data-parallel groups × "
            "tp × pp)");
-  std::unique_ptr<ParallelPlan> plan = tp > 1 ? make_tensor_parallel_plan(config, world, backend)
-                                              : std::make_unique<DataParallelPlan>(config, world, backend);
-  if (pp > 1) plan = make_pipeline_plan(config, std::move(plan), backend);
-  return plan;
+  if (pp > 1) return make_pipeline_plan(config, world, backend);
+  return make_stage_plan(config, world, backend, 1, 0);
+}
+
+std::unique_ptr<ParallelPlan> make_stage_plan(const Config& config, Communicator& world, Backend& backend, int stages,
+                                              int stage) {
+  if (config.parallel.tp > 1) return make_tensor_parallel_plan(config, world, backend, stages, stage);
+  return std::make_unique<DataParallelPlan>(world, backend, gpt_tp_layout(config.model, 1, 0, stages, stage).local);
 }
 
 }  // namespace sb

@@ -1,102 +1,313 @@
-// Pipeline stages over another plan (plan_parts.hpp; docs/DISTRIBUTED.md §11). The inner plan's
-// replica group — the ranks with this rank's TP coordinate, DP × PP of them, ranked d + DP·p in
-// Megatron's order — is cut into each stage's data-parallel group (it splits the leaves) and each
-// pipeline's stages (they pass activations and their gradients, bit for bit). Every stage holds
-// the whole model's tensors and writes only its own blocks' gradients (the others stay zero), so
-// the inner plan's exact sum over the replica group adds the stages' parts as integers: the
-// gradient, its statistics and the update are the inner plan's, unchanged.
+// DP × TP × PP (plan_parts.hpp; docs/DISTRIBUTED.md §11). World rank w = tp + TP·(d + DP·p): the
+// ranks of stage p run a stage plan (DP × TP) over the tensors stage p holds (stage_holds), and the
+// P ranks of one (tp, d) are a pipeline that passes activations and their gradients bit for bit.
+// What the run records is of the whole model: each tensor's fingerprints, statistics, weights and
+// optimizer state come from the first stage that holds it, moved over the pipeline as bits. A tied
+// wte's gradient is summed exactly (integer words) between the first and the last stage before
+// each stage's data-parallel sum, so both round, clip and update the same wte: Megatron's
+// embedding group, without its float all-reduce. Nothing here rounds a float.
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "byte_stream.hpp"
 #include "plan_parts.hpp"
+#include "samebits/core/byte_codec.hpp"
+#include "samebits/core/parallel/exact_allreduce.hpp"
+#include "samebits/det/bits.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb {
 namespace {
 
-// One pipeline's stages: stage s of the pipeline of DP rank d is replica rank d + DP·s.
+// One pipeline's stages: the pipeline communicator ranks them by stage.
 class StageLink final : public PipeGroup {
  public:
-  StageLink(Communicator& replicas, int stage, int stages, int dp, int d)
-      : comm_(replicas), stage_(stage), stages_(stages), dp_(dp), d_(d) {}
+  StageLink(Communicator& pipeline, int stage, int stages) : comm_(pipeline), stage_(stage), stages_(stages) {}
   int stage() const override { return stage_; }
   int stages() const override { return stages_; }
-  void send(const float* x, size_t n, int to) override { comm_.send(x, n * sizeof(float), rank_of(to)); }
-  void recv(float* x, size_t n, int from) override { comm_.recv(x, n * sizeof(float), rank_of(from)); }
+  void send(const float* x, size_t n, int to) override { comm_.send(x, n * sizeof(float), checked(to)); }
+  void recv(float* x, size_t n, int from) override { comm_.recv(x, n * sizeof(float), checked(from)); }
   void exchange(const float* out, size_t n_out, int to, float* in, size_t n_in, int from) override {
-    comm_.exchange(out, n_out * sizeof(float), rank_of(to), in, n_in * sizeof(float), rank_of(from));
+    comm_.exchange(out, n_out * sizeof(float), checked(to), in, n_in * sizeof(float), checked(from));
   }
 
  private:
-  int rank_of(int stage) const {
+  int checked(int stage) const {
     SB_CHECK(stage >= 0 && stage < stages_, "pipeline stage ", stage, " outside [0, ", stages_, ")");
-    return d_ + dp_ * stage;
+    return stage;
   }
   Communicator& comm_;
-  int stage_, stages_, dp_, d_;
+  int stage_, stages_;
+};
+
+// Per tensor of the whole model, `per` words from the stage that counts it (the others add zeros):
+// every rank of the pipeline gets every tensor's. local: (stage tensors, per).
+std::vector<uint64_t> from_stages(Communicator& pipeline, const std::vector<uint64_t>& local, size_t per,
+                                  const std::vector<size_t>& slot, const std::vector<bool>& counted, size_t tensors) {
+  std::vector<uint64_t> full(tensors * per, 0);
+  for (size_t i = 0; i < slot.size(); ++i)
+    if (counted[i]) std::copy_n(local.begin() + ptrdiff_t(i * per), per, full.begin() + ptrdiff_t(slot[i] * per));
+  pipeline.allreduce_sum_u64(full.data(), full.size());
+  return full;
+}
+
+uint64_t pair_bits(float a, float b) { return uint64_t{det::bits_of(a)} << 32 | det::bits_of(b); }
+float high_float(uint64_t w) { return det::float_of_bits(static_cast<uint32_t>(w >> 32)); }
+float low_float(uint64_t w) { return det::float_of_bits(static_cast<uint32_t>(w)); }
+
+// The stage's optimizer, whose update statistics are the whole model's (from the stages).
+class StageOptimizer final : public Optimizer {
+ public:
+  StageOptimizer(std::unique_ptr<Optimizer> inner, Communicator& pipeline, const std::vector<size_t>& slot,
+                 const std::vector<bool>& counted, size_t tensors)
+      : inner_(std::move(inner)), pipeline_(pipeline), slot_(slot), counted_(counted), tensors_(tensors) {}
+  void step(float* weights, const float* grads, const StepContext& ctx) override {
+    inner_->step(weights, grads, ctx);
+    if (!ctx.compute_stats) return;
+    const std::vector<TensorUpdateStats>& mine = inner_->last_stats();
+    std::vector<uint64_t> local(2 * slot_.size());
+    for (size_t i = 0; i < slot_.size() && i < mine.size(); ++i) {
+      local[2 * i] = pair_bits(mine[i].update_rms, mine[i].update_weight_ratio);
+      local[2 * i + 1] = pair_bits(mine[i].ortho_error, 0.0f);
+    }
+    const std::vector<uint64_t> full = from_stages(pipeline_, local, 2, slot_, counted_, tensors_);
+    stats_.resize(tensors_);
+    for (size_t t = 0; t < tensors_; ++t)
+      stats_[t] = {high_float(full[2 * t]), low_float(full[2 * t]), high_float(full[2 * t + 1])};
+  }
+  std::vector<StateBuffer> state() override { return inner_->state(); }
+  size_t state_bytes() const override { return inner_->state_bytes(); }
+  const std::vector<TensorUpdateStats>& last_stats() const override { return stats_; }
+  void set_owned(const std::vector<bool>& owned) override { inner_->set_owned(owned); }
+  std::vector<double> update_cost() const override { return inner_->update_cost(); }
+
+ private:
+  std::unique_ptr<Optimizer> inner_;
+  Communicator& pipeline_;
+  const std::vector<size_t>& slot_;
+  const std::vector<bool>& counted_;
+  size_t tensors_;
+  std::vector<TensorUpdateStats> stats_;  // (the model's tensors)
 };
 
 class PipelinePlan final : public ParallelPlan {
  public:
-  PipelinePlan(int pp, std::unique_ptr<ParallelPlan> inner) : inner_(std::move(inner)), pp_(pp) {
-    Communicator& replicas = inner_->replica_group();
-    dp_ = replicas.size() / pp;
-    stage_ = replicas.rank() / dp_;
-    d_ = replicas.rank() % dp_;
-    leaves_ = replicas.split(stage_, d_);
-    link_ = std::make_unique<StageLink>(replicas, stage_, pp, dp_, d_);
+  PipelinePlan(const Config& config, Communicator& world, Backend& backend)
+      : world_(world), backend_(backend), full_(gpt_param_layout(config.model)), pp_(int(config.parallel.pp)) {
+    const int per_stage = world.size() / pp_;  // DP × TP ranks
+    stage_ = world.rank() / per_stage;
+    stage_world_ = world.split(stage_, world.rank());
+    pipeline_ = world.split(world.rank() % per_stage, stage_);
+    const bool first = stage_ == 0, last = stage_ == pp_ - 1;
+    if (config.model.tied_head) embedding_ = pipeline_->split(first || last ? 0 : 1, stage_);
+    tied_ = config.model.tied_head && (first || last);
+    inner_ = make_stage_plan(config, *stage_world_, backend, pp_, stage_);
+    link_ = std::make_unique<StageLink>(*pipeline_, stage_, pp_);
+    const std::vector<ParamView>& mine = inner_->local_layout();
+    for (const ParamView& p : mine) {
+      slot_.push_back(size_t(find_param(full_, p.name) - full_.data()));
+      counted_.push_back(!(last && !first && p.name == "wte"));  // the head's copy: the first stage's counts
+      if (p.name == "wte" && tied_) tied_elements_ = p.numel;
+    }
+    for (const ParamView& p : full_) {
+      int s = 0;
+      while (!stage_holds(config.model, pp_, s, p.name)) ++s;
+      owner_.push_back(s);
+    }
   }
 
   std::vector<MeshAxis> mesh() const override {
     std::vector<MeshAxis> axes = inner_->mesh();
-    for (MeshAxis& a : axes) {
-      if (a.name == "dp") a = {"dp", dp_, d_};
+    for (MeshAxis& a : axes)
       if (a.name == "pp") a = {"pp", pp_, stage_};
-    }
     return axes;
   }
-  Communicator& world() override { return inner_->world(); }
-  Communicator& leaf_group() override { return *leaves_; }
+  Communicator& world() override { return world_; }
+  Communicator& leaf_group() override { return inner_->leaf_group(); }
   Communicator& replica_group() override { return inner_->replica_group(); }
   TpGroup* tensor_group() override { return inner_->tensor_group(); }
   PipeGroup* pipe_group() override { return link_.get(); }
   const std::vector<ParamView>& local_layout() const override { return inner_->local_layout(); }
-  const std::vector<ParamView>& full_layout() const override { return inner_->full_layout(); }
+  const std::vector<ParamView>& full_layout() const override { return full_; }
   std::unique_ptr<Optimizer> make_optimizer(const Config& config, bool distributed) override {
-    return inner_->make_optimizer(config, distributed);
+    return std::make_unique<StageOptimizer>(inner_->make_optimizer(config, distributed), *pipeline_, slot_, counted_,
+                                            full_.size());
   }
+
+  // words: the loss, then `per` words per tensor of the whole model. The stage's plan sums its
+  // tensors' words over the stage (each value once), the pipeline adds the stages' (the loss is
+  // the last stage's; a tied wte's leaf sums are split by rows between the first and last stage).
   void sum_scalars(int64_t* words, size_t n, size_t loss_words, size_t per) override {
-    inner_->sum_scalars(words, n, loss_words, per);  // the loss is the last stage's alone
+    std::vector<int64_t> mine(loss_words + slot_.size() * per);
+    std::copy_n(words, loss_words, mine.begin());
+    for (size_t i = 0; i < slot_.size(); ++i)
+      std::copy_n(words + loss_words + slot_[i] * per, per, mine.begin() + ptrdiff_t(loss_words + i * per));
+    inner_->sum_scalars(mine.data(), mine.size(), loss_words, per);
+    std::fill(words, words + n, 0);
+    std::copy_n(mine.begin(), loss_words, words);
+    for (size_t i = 0; i < slot_.size(); ++i)
+      std::copy_n(mine.begin() + ptrdiff_t(loss_words + i * per), per, words + loss_words + slot_[i] * per);
+    pipeline_->allreduce_sum_i64(words, n);
   }
+  // The tied wte's sums first joined across the embedding group. The wire's totals are the exact
+  // add counts: the first and last stage of a pipeline run the same leaves (acc.adds() each), and
+  // after the pair's sum every rank of those stages holds twice its adds.
   void reduce_gradient(GradAccumulator& acc, uint64_t adds, uint32_t status) override {
+    if (tied_) {
+      exact_allreduce_prefix(acc, *embedding_, tied_elements_, 2 * acc.adds(), status);
+      adds *= 2;
+    }
     inner_->reduce_gradient(acc, adds, status);
   }
+  // The stage plan's sums of its tensors, the head's copy of wte left out (zeroed for the call),
+  // then each tensor's from the stage that counts it; Σ g² added over the pipeline.
   SharedGradient share_gradient(float* grad, bool fingerprints, bool statistics) override {
-    return inner_->share_gradient(grad, fingerprints, statistics);
+    std::vector<float> copy;  // the head's wte gradient, put back after the call
+    const ParamView* wte = counted_.empty() || counted_[0] ? nullptr : &local_layout()[0];
+    if (wte != nullptr) {
+      copy.resize(wte->numel);
+      backend_.copy_to_host(copy.data(), grad + wte->offset, wte->numel * sizeof(float));
+      backend_.zero(grad + wte->offset, wte->numel * sizeof(float));
+    }
+    SharedGradient mine = inner_->share_gradient(grad, fingerprints, statistics);
+    if (wte != nullptr) backend_.copy_from_host(grad + wte->offset, copy.data(), wte->numel * sizeof(float));
+    SharedGradient out;
+    if (fingerprints) out.fingerprints = gather(mine.fingerprints, 1);
+    if (statistics) {
+      std::vector<uint64_t> local(3 * slot_.size());
+      for (size_t i = 0; i < slot_.size(); ++i) {
+        local[3 * i] = pair_bits(mine.tensors[i].norm, mine.tensors[i].max_abs);
+        local[3 * i + 1] = pair_bits(mine.tensors[i].mean, 0.0f);
+        local[3 * i + 2] = det::bits_of(mine.tensors[i].sq);
+      }
+      const std::vector<uint64_t> full = gather(local, 3);
+      out.tensors.resize(full_.size());
+      for (size_t t = 0; t < full_.size(); ++t) {
+        out.tensors[t] = {high_float(full[3 * t]), low_float(full[3 * t]), high_float(full[3 * t + 1]),
+                          det::double_of_bits(full[3 * t + 2])};
+      }
+    }
+    int64_t words[det::ExactSum::kWords];
+    mine.squares.to_words(words);
+    pipeline_->allreduce_sum_i64(words, det::ExactSum::kWords);
+    out.squares = det::ExactSum::from_words(words);
+    return out;
   }
   void scale_gradient(float* grad, float factor) override { inner_->scale_gradient(grad, factor); }
-  std::vector<uint64_t> fingerprints(const float* local_flat) override { return inner_->fingerprints(local_flat); }
-  void full_flat(const float* local_flat, std::vector<float>& out) override { inner_->full_flat(local_flat, out); }
-  void take_local(const std::vector<float>& full, float* local_flat) override { inner_->take_local(full, local_flat); }
-  void full_state(std::vector<StateArray>& out) override { inner_->full_state(out); }
-  void load_state(const std::vector<StateArray>& full) override { inner_->load_state(full); }
+
+  std::vector<uint64_t> fingerprints(const float* local_flat) override {
+    return gather(inner_->fingerprints(local_flat), 1);
+  }
+  // The stage plan's full tensors placed at the model's offsets, each broadcast by its owner.
+  void full_flat(const float* local_flat, std::vector<float>& out) override {
+    std::vector<float> stage;
+    inner_->full_flat(local_flat, stage);
+    out.assign(layout_flat_size(full_), 0.0f);
+    const std::vector<ParamView>& mine = inner_->full_layout();
+    for (size_t i = 0; i < slot_.size(); ++i) {
+      const float* from = stage.data() + mine[i].offset;
+      std::copy(from, from + mine[i].numel, out.data() + full_[slot_[i]].offset);
+    }
+    for (size_t t = 0; t < full_.size(); ++t)
+      pipeline_->broadcast(out.data() + full_[t].offset, full_[t].numel * sizeof(float), owner_[t]);
+  }
+  void take_local(const std::vector<float>& full, float* local_flat) override {
+    SB_CHECK(full.size() == layout_flat_size(full_), "weights of ", full.size(), " values for a parameter buffer of ",
+             layout_flat_size(full_));
+    const std::vector<ParamView>& mine = inner_->full_layout();
+    std::vector<float> stage(layout_flat_size(mine), 0.0f);
+    for (size_t i = 0; i < slot_.size(); ++i) {
+      const float* from = full.data() + full_[slot_[i]].offset;
+      std::copy(from, from + mine[i].numel, stage.data() + mine[i].offset);
+    }
+    inner_->take_local(stage, local_flat);
+  }
+  // Each stage's arrays of the tensors it counts, broadcast stage by stage, in the model's
+  // tensor order (the one-process optimizer's: per tensor, its kinds).
+  void full_state(std::vector<StateArray>& out) override {
+    std::vector<StateArray> mine;
+    inner_->full_state(mine);
+    std::vector<std::vector<StateArray>> per_tensor(full_.size());
+    for (int root = 0; root < pp_; ++root) {
+      ByteWriter w;
+      if (root == stage_) {
+        std::vector<size_t> sent;
+        for (size_t k = 0; k < mine.size(); ++k)
+          if (owner_[tensor_of(mine[k].name)] == stage_) sent.push_back(k);
+        w.put(uint64_t{sent.size()});
+        for (size_t k : sent) {
+          w.put_string(mine[k].name);
+          w.put_vector(mine[k].data);
+        }
+      }
+      dist_detail::broadcast_bytes(w.bytes(), root, *pipeline_);
+      ByteReader r(w.bytes(), "the optimizer state of pipeline stage " + std::to_string(root),
+                   dist_detail::kBroadcastHint);
+      const auto count = r.get<uint64_t>();
+      for (uint64_t k = 0; k < count; ++k) {
+        StateArray a;
+        a.name = r.get_string();
+        a.data = r.get_vector<float>();
+        per_tensor[tensor_of(a.name)].push_back(std::move(a));
+      }
+      r.finish();
+    }
+    out.clear();
+    for (std::vector<StateArray>& arrays : per_tensor)
+      for (StateArray& a : arrays) out.push_back(std::move(a));
+  }
+  // The arrays of this stage's tensors (the stage plan checks each against its tensor).
+  void load_state(const std::vector<StateArray>& full) override {
+    std::vector<StateArray> mine;
+    for (const StateArray& a : full)
+      if (std::find(slot_.begin(), slot_.end(), tensor_of(a.name)) != slot_.end()) mine.push_back(a);
+    inner_->load_state(mine);
+  }
+
   CommCounters traffic() override {
     CommCounters c = inner_->traffic();
-    c += leaves_->counters();
+    for (Communicator* g : {&world_, pipeline_.get(), embedding_.get()})
+      if (g != nullptr) c += g->counters();
     return c;
   }
 
  private:
-  std::unique_ptr<ParallelPlan> inner_;
-  int pp_, dp_ = 1, stage_ = 0, d_ = 0;
-  std::unique_ptr<Communicator> leaves_;  // this stage's data-parallel group
+  // Per stage tensor `per` words → per model tensor, from the stages that count them.
+  std::vector<uint64_t> gather(const std::vector<uint64_t>& local, size_t per) {
+    return from_stages(*pipeline_, local, per, slot_, counted_, full_.size());
+  }
+  // The model tensor of a state buffer "<tensor>/<kind>".
+  size_t tensor_of(const std::string& buffer) const {
+    const ParamView* p = find_param(full_, buffer.substr(0, buffer.find('/')));
+    SB_CHECK(p != nullptr, "optimizer state buffer '", buffer, "' names no tensor of the model");
+    return size_t(p - full_.data());
+  }
+
+  Communicator& world_;
+  Backend& backend_;
+  std::vector<ParamView> full_;  // gpt_param_layout
+  int pp_, stage_ = 0;
+  std::unique_ptr<Communicator> stage_world_;  // this stage's DP × TP ranks
+  std::unique_ptr<Communicator> pipeline_;     // this (tp, d)'s stages, ranked by stage
+  std::unique_ptr<Communicator> embedding_;    // tied head: the pipeline's first and last stage (or its middle ones)
+  bool tied_ = false;                          // this stage holds a tied wte that the other end holds too
+  size_t tied_elements_ = 0;                   // its local numel (the accumulator's first elements)
+  std::unique_ptr<ParallelPlan> inner_;        // over stage_world_
   std::unique_ptr<StageLink> link_;
+  std::vector<size_t> slot_;   // (stage tensors) each one's index in full_
+  std::vector<bool> counted_;  // (stage tensors) false: the last stage's copy of a tied wte
+  std::vector<int> owner_;     // (model tensors) the first stage that holds each
 };
 
 }  // namespace
 
-std::unique_ptr<ParallelPlan> make_pipeline_plan(const Config& config, std::unique_ptr<ParallelPlan> inner,
-                                                 Backend& backend) {
+std::unique_ptr<ParallelPlan> make_pipeline_plan(const Config& config, Communicator& world, Backend& backend) {
   SB_CHECK(backend.device() == Device::cpu, "config parallel.pp=", config.parallel.pp,
            " runs on CPU ranks (run.backend=cpu); pipeline stages over CUDA ranks are not built yet");
-  return std::make_unique<PipelinePlan>(static_cast<int>(config.parallel.pp), std::move(inner));
+  SB_CHECK(config.numerics.allreduce == AllreduceMode::exact, "config parallel.pp=", config.parallel.pp,
+           " with numerics.allreduce=native is not supported (the stages' tied embedding is summed as integer words)");
+  return std::make_unique<PipelinePlan>(config, world, backend);
 }
 
 }  // namespace sb

@@ -28,8 +28,8 @@ int checked_tp(const Config& c) {
 
 class TensorParallelPlan final : public ParallelPlan {
  public:
-  TensorParallelPlan(const Config& config, Communicator& world, Backend& backend)
-      : world_(world), backend_(backend), tp_(world, checked_tp(config), config.model, backend) {}
+  TensorParallelPlan(const Config& config, Communicator& world, Backend& backend, int stages, int stage)
+      : world_(world), backend_(backend), tp_(world, checked_tp(config), config.model, backend, stages, stage) {}
 
   std::vector<MeshAxis> mesh() const override {
     const int T = tp_.layout().size;
@@ -139,8 +139,9 @@ class TensorParallelPlan final : public ParallelPlan {
 
 }  // namespace
 
-std::unique_ptr<ParallelPlan> make_tensor_parallel_plan(const Config& config, Communicator& world, Backend& backend) {
-  return std::make_unique<TensorParallelPlan>(config, world, backend);
+std::unique_ptr<ParallelPlan> make_tensor_parallel_plan(const Config& config, Communicator& world, Backend& backend,
+                                                        int stages, int stage) {
+  return std::make_unique<TensorParallelPlan>(config, world, backend, stages, stage);
 }
 
 }  // namespace sb

@@ -40,18 +40,37 @@ std::vector<TensorSpan> spans_of(const std::vector<ParamView>& layout) {
   return spans;
 }
 
+std::vector<size_t> identity(size_t n) {
+  std::vector<size_t> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = i;
+  return out;
+}
+
 }  // namespace
 
 GradientStatistics::GradientStatistics(std::vector<ParamView> layout, std::unique_ptr<TensorSums> leaf,
-                                       std::unique_ptr<TensorSums> batch)
-    : layout_(std::move(layout)), leaf_(std::move(leaf)), batch_(std::move(batch)), leaf_sq_(layout_.size()) {}
+                                       std::unique_ptr<TensorSums> batch, std::vector<size_t> slots, size_t tensors)
+    : layout_(std::move(layout)),
+      slots_(std::move(slots)),
+      leaf_(std::move(leaf)),
+      batch_(std::move(batch)),
+      leaf_sq_(tensors) {
+  SB_CHECK(slots_.size() == layout_.size(), "gradient statistics: ", slots_.size(), " places for ", layout_.size(),
+           " tensors");
+  for (size_t s : slots_) SB_CHECK(s < tensors, "gradient statistics: place ", s, " beyond ", tensors, " tensors");
+}
 
 GradientStatistics::GradientStatistics(const std::vector<ParamView>& layout)
-    : GradientStatistics(layout, make_host_tensor_sums(spans_of(layout)), make_host_tensor_sums(spans_of(layout))) {}
+    : GradientStatistics(layout, make_host_tensor_sums(spans_of(layout)), make_host_tensor_sums(spans_of(layout)),
+                         identity(layout.size()), layout.size()) {}
 
 GradientStatistics::GradientStatistics(const std::vector<ParamView>& layout, Backend& backend)
-    : GradientStatistics(layout, backend.make_tensor_sums(spans_of(layout)),
-                         backend.make_tensor_sums(spans_of(layout))) {}
+    : GradientStatistics(layout, backend, identity(layout.size()), layout.size()) {}
+
+GradientStatistics::GradientStatistics(const std::vector<ParamView>& layout, Backend& backend,
+                                       std::vector<size_t> slots, size_t tensors)
+    : GradientStatistics(layout, backend.make_tensor_sums(spans_of(layout)), backend.make_tensor_sums(spans_of(layout)),
+                         std::move(slots), tensors) {}
 
 void GradientStatistics::clear() {
   leaf_->clear();
@@ -66,7 +85,10 @@ void GradientStatistics::add_leaf(const float* grad) {
 
 void GradientStatistics::read_leaves() {
   if (!leaves_pending_) return;
-  leaf_->read(leaf_sq_.data(), nullptr, nullptr);
+  std::vector<det::ExactSum> mine(layout_.size());  // (layout tensors)
+  leaf_->read(mine.data(), nullptr, nullptr);
+  for (det::ExactSum& s : leaf_sq_) s.clear();
+  for (size_t i = 0; i < mine.size(); ++i) leaf_sq_[slots_[i]] = mine[i];
   leaves_pending_ = false;
 }
 
@@ -85,6 +107,8 @@ void GradientStatistics::from_words(const int64_t* in) {
 void GradientStatistics::finish(const float* grad, double leaf_scale, int64_t leaves, int64_t leaf_size,
                                 StepStats& stats) {
   if (grad == nullptr) return finish(nullptr, det::ExactSum{}, leaf_scale, leaves, leaf_size, stats);
+  SB_CHECK(layout_.size() == leaf_sq_.size(), "gradient statistics of a stage's ", layout_.size(), " of ",
+           leaf_sq_.size(), " tensors need the whole model's batch sums (finish with TensorBatchSums)");
   std::vector<det::ExactSum> tensor_sq(layout_.size()), tensor_sum(layout_.size());  // (tensors)
   std::vector<float> tensor_max(layout_.size());                                     // (tensors)
   batch_->clear();
@@ -111,8 +135,8 @@ void GradientStatistics::finish(const TensorBatchSums* batch, const det::ExactSu
 
   read_leaves();
   det::ExactSum leaf_total;
-  stats.tensors.assign(layout_.size(), TensorStats{});
-  for (size_t t = 0; t < layout_.size(); ++t) {
+  stats.tensors.assign(leaf_sq_.size(), TensorStats{});
+  for (size_t t = 0; t < leaf_sq_.size(); ++t) {
     TensorStats& ts = stats.tensors[t];
     leaf_total.merge(leaf_sq_[t]);
     const double leaf_sq = leaf_mean(leaf_sq_[t]);

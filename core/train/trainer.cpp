@@ -89,7 +89,8 @@ void Trainer::build() {
   omp_set_num_threads(config_.run.threads > 0 ? static_cast<int>(config_.run.threads) : omp_get_num_procs());
   be_.set_numerics(to_numerics(config_));
   plan_ = make_parallel_plan(config_, comm_, be_);
-  stats_.emplace(plan_->local_layout(), be_);
+  slots_ = full_indices(*plan_);
+  stats_.emplace(plan_->local_layout(), be_, slots_, plan_->full_layout().size());
 
   const data::DataConfig data_config = to_data_config(config_);
   train_source_ = options_.train_source;
@@ -280,8 +281,10 @@ void Trainer::clip_qk(StepStats& st) {
 
 void Trainer::begin_step(StepStats& st) {
   const int64_t number = step_ + 1;  // 1-based: the schedule's step
-  // [perturb]: after perturb.step steps, before this step's forward (every rank, its replica).
-  if (perturbation_due(config_.perturb, step_)) apply_perturbation(config_.perturb, *model_);
+  // [perturb]: after perturb.step steps, before this step's forward (every rank that holds the
+  // tensor, its replica; validate() checked the name against the whole model).
+  if (perturbation_due(config_.perturb, step_) && find_param(model_->params(), config_.perturb.tensor) != nullptr)
+    apply_perturbation(config_.perturb, *model_);
   st.step = number;
   st.lr_factor = lr_factor(config_.train, number);
   st.lr = scheduled_lr(config_.optim.lr, st.lr_factor);
@@ -297,7 +300,7 @@ void Trainer::skip_update(StepStats& st, StepResult& result) {
   st.skipped = true;
   st.grad_norm = st.clip_scale = kNaNf;
   if (options_.statistics) stats_->finish(nullptr, st.loss_scale, config_.data.leaves, config_.data.leaf_size, st);
-  if (options_.fingerprints) result.grad_fingerprints.assign(model_->params().size(), 0);
+  if (options_.fingerprints) result.grad_fingerprints.assign(plan_->full_layout().size(), 0);
 }
 
 void Trainer::finish_gradient(StepStats& st, StepResult& result) {
@@ -336,7 +339,7 @@ void Trainer::update(StepStats& st) {
   std::vector<std::vector<uint64_t>> update_inputs;  // traced: each tensor's (gradient, weights)
   if (be_.tracer() != nullptr) {
     const std::vector<uint64_t> gf = host_->fingerprints(be_, g), wf = param_fingerprints();
-    for (size_t t = 0; t < tensors; ++t) update_inputs.push_back({gf[t], wf[t]});
+    for (size_t t = 0; t < tensors; ++t) update_inputs.push_back({gf[t], wf[slots_[t]]});
   }
   {
     const trace::Scope site(be_, "optimizer");
@@ -349,8 +352,8 @@ void Trainer::update(StepStats& st) {
   }
   ++updates_;
   if (!options_.statistics) return;
-  const std::vector<TensorUpdateStats>& up = optimizer_->last_stats();
-  for (size_t t = 0; t < tensors && t < up.size(); ++t) {
+  const std::vector<TensorUpdateStats>& up = optimizer_->last_stats();  // the whole model's tensors
+  for (size_t t = 0; t < st.tensors.size() && t < up.size(); ++t) {
     st.tensors[t].update_rms = up[t].update_rms;
     st.tensors[t].update_weight_ratio = up[t].update_weight_ratio;
     st.tensors[t].ortho_error = up[t].ortho_error;

@@ -34,9 +34,10 @@ TrainerOptions trainer_options(const ReplaySetup& setup, const std::vector<float
 // The stream of a pipeline's ranks in one process's order: a leaf's rows are spread over the
 // ranks of its pipeline (ascending world rank = ascending stage); each stage's part is its forward
 // rows, then its backward rows (from its first row whose site is a backward). One process runs the
-// forwards stage by stage, then the backwards from the last stage down. Rows without a leaf: those
-// of ranks 0 … group−1 (the first stage's tensor-parallel group of data-parallel rank 0), rank by rank.
-std::vector<trace::Row> pipeline_order(std::vector<std::vector<trace::Row>> ranks, size_t group) {
+// forwards stage by stage, then the backwards from the last stage down. Rows without a leaf (the
+// step's gradient and update ops, over each stage's own tensors): those of each stage's data-parallel
+// rank 0's tensor-parallel group, stage by stage, rank by rank.
+std::vector<trace::Row> pipeline_order(std::vector<std::vector<trace::Row>> ranks, size_t group, size_t stages) {
   std::map<int64_t, std::vector<std::vector<trace::Row>>> forward, backward;  // leaf → stages' parts
   for (std::vector<trace::Row>& rank : ranks) {
     std::map<int64_t, std::pair<std::vector<trace::Row>, std::vector<trace::Row>>> mine;
@@ -55,9 +56,11 @@ std::vector<trace::Row> pipeline_order(std::vector<std::vector<trace::Row>> rank
     for (std::vector<trace::Row>& part : stages) std::move(part.begin(), part.end(), std::back_inserter(rows));
     for (std::vector<trace::Row>& part : backward[leaf]) std::move(part.begin(), part.end(), std::back_inserter(rows));
   }
-  for (size_t r = 0; r < group; ++r)
-    for (trace::Row& row : ranks[r])
-      if (row.leaf < 0) rows.push_back(std::move(row));
+  const size_t per_stage = ranks.size() / stages;
+  for (size_t stage = 0; stage < stages; ++stage)
+    for (size_t r = stage * per_stage; r < stage * per_stage + group; ++r)
+      for (trace::Row& row : ranks[r])
+        if (row.leaf < 0) rows.push_back(std::move(row));
   return rows;
 }
 
@@ -78,17 +81,20 @@ ReplaySetup replay_setup(const run::RunReader& run) {
 
 void match_split_layouts(ReplaySetup& a, ReplaySetup& b, const std::string& path_a, const std::string& path_b) {
   const ParallelConfig &pa = a.config.parallel, &pb = b.config.parallel;
-  if (pa.tp == pb.tp) return;
+  if (pa.tp == pb.tp && pa.pp == pb.pp) return;
+  const auto layout = [](const ParallelConfig& p) {
+    return "parallel.tp=" + std::to_string(p.tp) + (p.pp > 1 ? ", parallel.pp=" + std::to_string(p.pp) : "");
+  };
   const bool move_a = is_deterministic(a.config.numerics);
-  SB_CHECK(move_a || is_deterministic(b.config.numerics), "samebits trace: ", path_a, " (parallel.tp=", pa.tp, ") and ",
-           path_b, " (parallel.tp=", pb.tp,
+  SB_CHECK(move_a || is_deterministic(b.config.numerics), "samebits trace: ", path_a, " (", layout(pa), ") and ",
+           path_b, " (", layout(pb),
            ") split their ops differently and neither runs deterministic numerics, the only ones whose bits do "
-           "not depend on the layout; trace runs of one parallel.tp, or one of them in numerics.mode = deterministic");
+           "not depend on the layout; trace runs of one layout, or one of them in numerics.mode = deterministic");
   ReplaySetup& moved = move_a ? a : b;
   const ReplaySetup& other = move_a ? b : a;
-  moved.relayout = std::string("replayed at ") + (move_a ? "B" : "A") +
-                   "'s layout (recorded at parallel.tp=" + std::to_string(moved.config.parallel.tp) + ", " +
-                   std::to_string(moved.world) + (moved.world == 1 ? " process" : " ranks") +
+  moved.relayout = std::string("replayed at ") + (move_a ? "B" : "A") + "'s layout (recorded at " +
+                   layout(moved.config.parallel) + ", " + std::to_string(moved.world) +
+                   (moved.world == 1 ? " process" : " ranks") +
                    "; deterministic numerics give the same bits at any layout)";
   moved.config.parallel = other.config.parallel;
   moved.world = other.world;
@@ -142,7 +148,8 @@ std::vector<trace::Row> replay_stream(const ReplaySetup& setup, const TrainerSta
   // World rank = tp rank + tp · (dp rank + DP · stage): ranks 0 … tp−1 are data-parallel rank 0's
   // tensor-parallel group (of the first stage); the other data-parallel groups are its replicas.
   const size_t group = static_cast<size_t>(setup.config.parallel.tp);
-  if (setup.config.parallel.pp > 1) return pipeline_order(std::move(ranks), group);
+  if (setup.config.parallel.pp > 1)
+    return pipeline_order(std::move(ranks), group, static_cast<size_t>(setup.config.parallel.pp));
   // The leaves' rows of every rank (each leaf is one tensor-parallel group's, its ranks' rows rank
   // by rank), the other rows those of ranks 0 … tp−1.
   std::vector<trace::Row> rows;

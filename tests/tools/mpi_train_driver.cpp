@@ -21,6 +21,7 @@
 #include "samebits/core/parallel/mpi.hpp"
 #include "samebits/core/parallel/sharded_optimizer.hpp"
 #include "samebits/core/train/trainer.hpp"
+#include "samebits/det/bits.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/fingerprint.hpp"
 #include "support/tiny_gpt.hpp"
@@ -360,19 +361,9 @@ int train(const Args& a, sb::Backend& backend, sb::Communicator& comm) {
     std::printf("\n");
     std::fflush(stdout);
   }
-  if (a.bench) {  // every rank's model buffers: "# memory rank R weights W grads G activations A"
-    sb::GPT& m = trainer.model();
-    const std::vector<uint64_t> mine{m.weights().bytes(), m.grads().bytes(), m.activation_bytes()};
-    std::vector<uint64_t> all(3 * static_cast<size_t>(comm.size()));
-    comm.allgather_u64(mine.data(), 3, all.data());
-    for (int q = 0; root && q < comm.size(); ++q)
-      std::printf("# memory rank %d weights %llu grads %llu activations %llu\n", q,
-                  static_cast<unsigned long long>(all[3 * size_t(q)]),
-                  static_cast<unsigned long long>(all[3 * size_t(q) + 1]),
-                  static_cast<unsigned long long>(all[3 * size_t(q) + 2]));
-  }
   if (a.collective_reps > 0) return bench_collectives(trainer, comm, a.collective_reps);
   double seconds = 0, fastest = 0;
+  double flush = 0, blocked = 0;  // a pipeline stage's flushes and transfers in the timed steps
   uint64_t bytes = 0;
   std::vector<uint64_t> received(sb::kCollectiveKinds, 0);  // per kind, of the timed steps
   int64_t timed = 0;
@@ -381,6 +372,8 @@ int train(const Args& a, sb::Backend& backend, sb::Communicator& comm) {
       if (a.fail_mode == "kill") std::raise(SIGKILL);
       SB_FAIL("a deliberate failure on rank ", comm.rank(), " before step ", a.fail_step + 1, " (--fail-rank)");
     }
+    const sb::PipeGroup* pipe = trainer.model().pipe();
+    const sb::PipeTimes before = pipe != nullptr ? pipe->times : sb::PipeTimes{};
     const sb::StepResult r = trainer.step();
     if (root && !a.bench) {
       std::printf("step %lld loss %08x val %08x params %016llx grads %016llx stats %016llx\n",
@@ -395,6 +388,10 @@ int train(const Args& a, sb::Backend& backend, sb::Communicator& comm) {
       fastest = timed == 0 ? r.seconds : std::min(fastest, r.seconds);
       bytes += r.comm.total_bytes();
       for (size_t k = 0; k < sb::kCollectiveKinds; ++k) received[k] += r.comm.received[k];
+      if (pipe != nullptr) {
+        flush += pipe->times.flush - before.flush;
+        blocked += pipe->times.blocked - before.blocked;
+      }
       ++timed;
     }
     std::fflush(stdout);
@@ -404,11 +401,35 @@ int train(const Args& a, sb::Backend& backend, sb::Communicator& comm) {
       return 0;
     }
   }
-  const sb::TrainerState s = trainer.export_state();
-  if (root && !a.bench) {
-    std::printf("final weights %016llx optimizer %016llx\n",
-                static_cast<unsigned long long>(sb::det::fingerprint(s.weights.data(), s.weights.size())),
-                static_cast<unsigned long long>(state_fingerprint(s)));
+  if (a.bench) {  // every rank's model buffers after the steps (activations: every slot its pipeline
+                  // schedule kept in flight): "# memory rank R weights W grads G activations A"
+    sb::GPT& m = trainer.model();
+    const std::vector<uint64_t> mine{m.weights().bytes(), m.grads().bytes(), m.activation_bytes()};
+    std::vector<uint64_t> all(3 * static_cast<size_t>(comm.size()));
+    comm.allgather_u64(mine.data(), 3, all.data());
+    for (int q = 0; root && q < comm.size(); ++q)
+      std::printf("# memory rank %d weights %llu grads %llu activations %llu\n", q,
+                  static_cast<unsigned long long>(all[3 * size_t(q)]),
+                  static_cast<unsigned long long>(all[3 * size_t(q) + 1]),
+                  static_cast<unsigned long long>(all[3 * size_t(q) + 2]));
+  }
+  if (a.bench && trainer.model().pipe() != nullptr) {  // "# pipe rank R stage S flush F blocked B" (seconds)
+    const std::vector<uint64_t> mine{uint64_t(trainer.model().pipe()->stage()), sb::det::bits_of(flush),
+                                     sb::det::bits_of(blocked)};
+    std::vector<uint64_t> all(3 * static_cast<size_t>(comm.size()));
+    comm.allgather_u64(mine.data(), 3, all.data());
+    for (int q = 0; root && q < comm.size(); ++q)
+      std::printf("# pipe rank %d stage %llu flush %.6f blocked %.6f\n", q,
+                  static_cast<unsigned long long>(all[3 * size_t(q)]), sb::det::double_of_bits(all[3 * size_t(q) + 1]),
+                  sb::det::double_of_bits(all[3 * size_t(q) + 2]));
+  }
+  if (!a.bench) {  // (a bench gathers no full tensors: its memory is the buffers above)
+    const sb::TrainerState s = trainer.export_state();
+    if (root) {
+      std::printf("final weights %016llx optimizer %016llx\n",
+                  static_cast<unsigned long long>(sb::det::fingerprint(s.weights.data(), s.weights.size())),
+                  static_cast<unsigned long long>(state_fingerprint(s)));
+    }
   }
   // Every rank's received bytes per timed step, per kind (ranks receive different parts of a
   // reduce-scatter and of the owners' broadcasts): "# received rank R total B kind=B …".

@@ -1,7 +1,9 @@
 // The tensor-parallel layout (core/base/tp_layout.cpp): every element of every tensor is held by
 // exactly one rank of a sharded split (and by every rank of a replicated one), tp_full_index,
 // tp_take_shard and tp_place_shard agree, and the vocabulary split of wte / lm_head.w cuts the
-// last rank's block at V (GPT-2's 50257 rows at 2, 3 and 4 ranks).
+// last rank's block at V (GPT-2's 50257 rows at 2, 3 and 4 ranks); a pipeline stage's layout holds
+// its own tensors only, each of the model's on exactly one stage but the tied wte (first and last,
+// padded to whole wire segments).
 #include <doctest/doctest.h>
 
 #include <cstdint>
@@ -9,6 +11,8 @@
 #include <vector>
 
 #include "samebits/core/model/tp_layout.hpp"
+#include "samebits/core/pipe_group.hpp"
+#include "samebits/det/block_wire.hpp"
 #include "samebits/det/error.hpp"
 
 using namespace sb;
@@ -95,6 +99,47 @@ TEST_CASE("tp layout: wte and lm_head.w split by vocabulary rows, the last block
   for (size_t t = 0; t < L.full.size(); ++t)
     if (L.full[t].name == "wpe" || L.full[t].name == "lnf.w" || L.full[t].name == "h.0.attn.proj.b")
       CHECK_FALSE(L.splits[t].sharded);
+}
+
+TEST_CASE("stage layouts: each tensor on one stage (a tied wte also on the last), the shards as without stages") {
+  constexpr size_t kSegment = size_t{det::kWireSegment} * det::kWireBlock;
+  for (const bool tied : {true, false})
+    for (const int size : {1, 2})
+      for (const int stages : {2, 4}) {
+        CAPTURE(tied);
+        CAPTURE(size);
+        CAPTURE(stages);
+        GPTConfig cfg = model(61, tied);
+        cfg.n_layer = 4;
+        const TpLayout whole = gpt_tp_layout(cfg, size, size - 1);
+        std::vector<int> held(whole.full.size(), 0);
+        size_t flats = 0;
+        for (int s = 0; s < stages; ++s) {
+          const TpLayout L = gpt_tp_layout(cfg, size, size - 1, stages, s);
+          flats += L.local_flat;
+          size_t end = 0;
+          for (size_t i = 0; i < L.local.size(); ++i) {
+            const ParamView* f = find_param(whole.full, L.full[i].name);
+            REQUIRE(f != nullptr);
+            const size_t t = size_t(f - whole.full.data());
+            CHECK(stage_holds(cfg, stages, s, f->name));
+            CHECK(L.full[i].numel == f->numel);
+            CHECK(L.local[i].numel == whole.local[t].numel);  // the same shard as without stages
+            CHECK(L.local[i].offset >= end);
+            end = L.local[i].offset + L.local[i].numel;
+            ++held[t];
+            if (f->name == "wte") {
+              CHECK(i == 0);
+              if (tied) CHECK(L.local[1].offset % kSegment == 0);  // the embedding group's segments
+            }
+          }
+        }
+        for (size_t t = 0; t < held.size(); ++t) {
+          CAPTURE(whole.full[t].name);
+          CHECK(held[t] == (tied && whole.full[t].name == "wte" ? 2 : 1));
+        }
+        CHECK(flats < whole.local_flat * 2);  // the stages together hold about one model
+      }
 }
 
 TEST_CASE("tp layout: a vocabulary that leaves a rank no row is refused, naming model.vocab") {

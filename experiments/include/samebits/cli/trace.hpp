@@ -2,7 +2,7 @@
 // step S (the runs' first divergent step, or given) is replayed from run A's latest state at or
 // before S−1 — the runs are bitwise equal before S, so A's state serves both — under each run's
 // recorded configuration (numerics, threads, micro-leaves; an N-rank run on N simulated ranks in
-// this process, core/parallel/thread_world.hpp; runs of different tensor-parallel layouts at one
+// this process, core/parallel/thread_world.hpp; runs of different tensor- or pipeline-parallel layouts at one
 // layout, match_split_layouts), each replay recording its op-hash stream through a TracingBackend;
 // the streams are compared row by row.
 #pragma once
@@ -41,7 +41,8 @@ ReplaySetup replay_setup(const run::RunReader& run);
 // checked against A's recorded fingerprints of `step`. `source` ← where it came from.
 TrainerState reachable_state(const run::RunReader& a, const ReplaySetup& setup, int64_t step, std::string& source);
 
-// Runs whose layouts split ops differently (another parallel.tp: shard ops against unsplit ones):
+// Runs whose layouts split ops differently (another parallel.tp or parallel.pp: shard or stage ops
+// against unsplit ones):
 // the run of deterministic numerics (A if both) is replayed at the other's layout (its world and
 // parallel section), which gives its bits at any layout; exit 2 when neither runs them.
 void match_split_layouts(ReplaySetup& a, ReplaySetup& b, const std::string& path_a, const std::string& path_b);

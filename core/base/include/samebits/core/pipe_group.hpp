@@ -5,14 +5,25 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "samebits/core/gpt_shape.hpp"
 
 namespace sb {
 
+// The wall time of the pipeline flushes a stage ran (accumulate_pipelined) and the part of it the
+// stage spent in send, recv and exchange — waiting for a neighbour, or moving its message: the
+// stage's idle time, the pipeline bubble's measure (bench/bench_bubble.py). Seconds, since the
+// group was made.
+struct PipeTimes {
+  double flush = 0;
+  double blocked = 0;
+};
+
 class PipeGroup {
  public:
   virtual ~PipeGroup() = default;
+  PipeTimes times;                // kept by the schedule (pipeline_schedule.cpp)
   virtual int stage() const = 0;  // 0 … stages()-1
   virtual int stages() const = 0;
   // Blocking point-to-point with another stage of the same replica: x (n) to stage `to`; x (n)
@@ -30,6 +41,11 @@ struct StageBlocks {
   int end = 0;
 };
 StageBlocks stage_blocks(const GPTConfig& cfg, int stages, int stage);
+
+// Whether stage `stage` of `stages` holds tensor `name` (gpt_param_layout's names): its blocks'
+// tensors, wte and wpe on the first stage, the final norm and lm_head.w on the last — and wte on
+// the last too when the head is tied (the head's copy, as Megatron's last stage holds one).
+bool stage_holds(const GPTConfig& cfg, int stages, int stage, const std::string& name);
 
 // Throws sb::Error naming parallel.pp when the model's blocks do not split into pp equal stages.
 void validate_pp(const GPTConfig& cfg, int64_t pp);

@@ -54,7 +54,8 @@ class GPT {
   // of the unsplit model, bit for bit. tp must outlive the model.
   // With a pipeline group `pp` of more than one stage (docs/DISTRIBUTED.md §11) the model runs
   // its stage's blocks only (blocks()): the first stage the embedding, the last the final norm,
-  // head and loss; every stage holds the whole model's tensors (the others' gradients stay zero).
+  // head and loss; it holds those tensors only (stage_holds: params() is the stage's layout, wte
+  // on the last stage too when the head is tied).
   // forward and backward start from and end at the stage's boundary buffers (stage_input,
   // stage_output, stage_grad), which the schedule (pipeline_schedule.hpp) passes on. pp must
   // outlive the model.

@@ -37,8 +37,12 @@ struct TpLayout {
   size_t local_flat = 0;         // length of this rank's flat buffers
 };
 
-// The layout of rank `rank` of `size` (validate_tp's refusals first).
-TpLayout gpt_tp_layout(const GPTConfig& cfg, int size, int rank);
+// The layout of rank `rank` of `size` (validate_tp's refusals first). On pipeline stage `stage`
+// of `stages` > 1, the tensors the stage holds (stage_holds) only, in the same order: `full` their
+// whole shapes at offsets of a flat buffer of them alone, `local` this rank's shards; a tied wte
+// (first and last stage) is padded to a whole wire segment (det::kWireSegment · det::kWireBlock
+// elements), so that the two stages' accumulators agree on the segments that hold it.
+TpLayout gpt_tp_layout(const GPTConfig& cfg, int size, int rank, int stages = 1, int stage = 0);
 
 // Index of element j of rank r's shard within the full tensor (j < s.numel(r)).
 inline size_t tp_full_index(const TpSplit& s, int r, size_t j) {

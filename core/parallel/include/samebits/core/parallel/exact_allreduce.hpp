@@ -14,6 +14,14 @@ namespace sb {
 // decode. total_adds / total_status: the SUM of adds() and the OR of status() over all ranks.
 void exact_allreduce(GradAccumulator& acc, Communicator& comm, uint64_t total_adds, uint32_t total_status);
 
+// Collective: exact_allreduce of the wire segments that hold acc's first n elements only (n ≤ its
+// size); the ranks' accumulators may differ beyond those segments (a pipeline's first and last
+// stage, whose tied wte leads both: gpt_tp_layout pads it to whole segments). Afterwards those
+// segments hold the exact sums over all ranks, adds() = total_adds (the SUM of adds() over the
+// ranks, as for exact_allreduce).
+void exact_allreduce_prefix(GradAccumulator& acc, Communicator& comm, size_t n, uint64_t total_adds,
+                            uint32_t total_status);
+
 // Collective: the exact reduce-scatter of the same wire (docs/DISTRIBUTED.md §7). need[r]: the
 // elements rank r needs (spans of acc, any order; the same on every rank). Rank r's part is the
 // wire of the segments that hold its spans (a segment two ranks need travels in both parts), so

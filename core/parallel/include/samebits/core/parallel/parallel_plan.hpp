@@ -3,7 +3,7 @@
 // operations a step needs from it. Contract: an implementation moves bits and adds integers; it
 // never rounds a float, so every layout's run is the one-process run bit for bit
 // (docs/DISTRIBUTED.md §10, §11). Implementations: data parallelism (parallel_plan.cpp), DP × TP
-// (plan_tensor.cpp), pipeline stages over either (plan_pipeline.cpp).
+// (plan_tensor.cpp), pipeline stages of either, each over its own tensors (plan_pipeline.cpp).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -48,7 +48,8 @@ class ParallelPlan {
   virtual PipeGroup* pipe_group() { return nullptr; }
 
   // ---- how tensors split ----
-  // This rank's tensors (the model's params()) and the whole model's, in layout order.
+  // This rank's tensors (the model's params(): shards under TP, a stage's tensors under PP) and the
+  // whole model's, in layout order.
   virtual const std::vector<ParamView>& local_layout() const = 0;
   virtual const std::vector<ParamView>& full_layout() const = 0;
   // The optimizer of this layout over the local tensors, wrapped in the distributed optimizer
@@ -89,6 +90,8 @@ class ParallelPlan {
 // world nor the model, or does not run on this backend.
 std::unique_ptr<ParallelPlan> make_parallel_plan(const Config& config, Communicator& world, Backend& backend);
 
+// The index in plan.full_layout() of each tensor of plan.local_layout() (by name).
+std::vector<size_t> full_indices(const ParallelPlan& plan);
 // The length of a flat buffer of `layout` (each tensor's end rounded up to kParamAlign).
 size_t layout_flat_size(const std::vector<ParamView>& layout);
 // out ← the optimizer state of `opt` (its state() buffers, host copies; out's vectors reused).

@@ -45,6 +45,10 @@ class GradientStatistics {
   explicit GradientStatistics(const std::vector<ParamView>& layout);
   // Gradients in `backend`'s memory (its TensorSums); backend must outlive this object.
   GradientStatistics(const std::vector<ParamView>& layout, Backend& backend);
+  // Of a part of a model (a pipeline stage's tensors): layout's tensor i is tensor slots[i] of
+  // the `tensors` whose statistics words(), from_words() and finish() hold (the others' leaf sums
+  // come from other ranks through the all-reduce of the words).
+  GradientStatistics(const std::vector<ParamView>& layout, Backend& backend, std::vector<size_t> slots, size_t tensors);
 
   void clear();
   // One leaf's gradient, as backward left it (times the step's loss scale).  grad: (flat_size),
@@ -57,15 +61,14 @@ class GradientStatistics {
     return leaf_.get();
   }
   // The per-tensor sums as ExactSum words, for an int64 SUM all-reduce: (words()).
-  size_t words() const { return layout_.size() * det::ExactSum::kWords; }
+  size_t words() const { return leaf_sq_.size() * det::ExactSum::kWords; }
   void to_words(int64_t* out);         // out: (words())
   void from_words(const int64_t* in);  // in: (words()), the SUM over ranks
 
-  // Fills stats.tensors and the whole-model leaf-variance fields. grad: (flat_size) as in
-  // add_leaf, the unscaled batch gradient before clipping, or nullptr on a skipped step (gradient
-  // fields NaN). leaf_scale: the loss scale the leaves were computed with (a power of two,
-  // divided out of the rounded sums exactly); `leaves` leaves of `leaf_size` sequences made the
-  // batch.
+  // Fills stats.tensors and the whole-model leaf-variance fields (the layout is the whole model's).
+  // grad: (flat_size) as in add_leaf, the unscaled batch gradient before clipping, or nullptr on a skipped step
+  // (gradient fields NaN). leaf_scale: the loss scale the leaves were computed with (a power of two, divided out of the
+  // rounded sums exactly); `leaves` leaves of `leaf_size` sequences made the batch.
   void finish(const float* grad, double leaf_scale, int64_t leaves, int64_t leaf_size, StepStats& stats);
   // The same from the batch gradient's sums instead of the gradient: batch (tensors) every
   // tensor's, batch_squares = Σ_t Σ_i G_t[i]² exact (the whole model's); batch null on a skipped
@@ -74,14 +77,15 @@ class GradientStatistics {
               int64_t leaf_size, StepStats& stats);
 
  private:
-  GradientStatistics(std::vector<ParamView> layout, std::unique_ptr<TensorSums> leaf,
-                     std::unique_ptr<TensorSums> batch);
+  GradientStatistics(std::vector<ParamView> layout, std::unique_ptr<TensorSums> leaf, std::unique_ptr<TensorSums> batch,
+                     std::vector<size_t> slots, size_t tensors);
   void read_leaves();  // leaf_sq_ ← the leaf sums, when leaves were added since
 
   std::vector<ParamView> layout_;
+  std::vector<size_t> slots_;                 // (layout tensors) each one's place among leaf_sq_
   std::unique_ptr<TensorSums> leaf_, batch_;  // the step's leaves; the batch gradient
   bool leaves_pending_ = false;               // leaves added since leaf_sq_ was read
-  std::vector<det::ExactSum> leaf_sq_;        // (tensors) Σ_l Σ_i g_l[i]²
+  std::vector<det::ExactSum> leaf_sq_;        // (the model's tensors) Σ_l Σ_i g_l[i]²
 };
 
 }  // namespace sb

@@ -162,6 +162,7 @@ class Trainer {
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<GradAccumulator> acc_;
   std::optional<DynamicLossScale> scaler_;
+  std::vector<size_t> slots_;                // (local tensors) each one's index in the whole model
   std::optional<GradientStatistics> stats_;  // over the plan's local layout
   Tensor grad_;                              // (flat_size) f32 on the backend: the step's batch gradient
   std::unique_ptr<QkMaxLogits> qk_;          // optim.qk_clip > 0: the step's per-head max logits
