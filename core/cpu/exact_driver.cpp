@@ -18,22 +18,9 @@ namespace ex = ops::exact;
 
 constexpr int kMaxWeights = 2 * 4 - 1;  // pair weights t + u for up to 4 slices
 
-// The integer dot of element e: Σ_v sums[v][e]·2^(6(2s−2−v)). |S| ≤ k·2^(12s); when that is below
-// 2^63, wrapping 64-bit arithmetic ends at the exact S whatever its intermediate values.
-int64_t dot_narrow(const int64_t (*sums)[MR * NR], int e, int s) {
-  uint64_t acc = 0;
-  for (int v = 0; v <= 2 * s - 2; ++v) acc += static_cast<uint64_t>(sums[v][e]) << ex::pair_shift(v, 0, s);
-  return static_cast<int64_t>(acc);
-}
-__int128 dot_wide(const int64_t (*sums)[MR * NR], int e, int s) {
-  __int128 acc = 0;
-  for (int v = 0; v <= 2 * s - 2; ++v) acc += static_cast<__int128>(sums[v][e]) << ex::pair_shift(v, 0, s);
-  return acc;
-}
-
 // Tile (ip, jp) of C: the exact integer dots, then one rounding per element.
 void exact_tile(const gemm::Problem& g, const Sliced& sl, Kernel kern, int ip, int jp, const float* bias) {
-  const bool narrow = g.k < (int64_t{1} << (63 - 2 * ex::kDigitBits * sl.s));
+  const bool narrow = ex::narrow_dot(g.k, sl.s);
   // The pairs (t, u) of one weight v = t + u continue one int32 dot while their true sum is
   // exact in int32 (at most s pairs: k·s·63² < 2³¹), else each pair is added in int64.
   const bool grouped = int64_t{g.k} * sl.s <= ex::kMaxK;
@@ -48,27 +35,31 @@ void exact_tile(const gemm::Problem& g, const Sliced& sl, Kernel kern, int ip, i
     }
   }
   const int rows = std::min(MR, g.m - ip * MR), cols = std::min(NR, g.n - jp * NR);
-  for (int r = 0; r < rows; ++r) {
-    const int i = ip * MR + r;
-    float* c = g.c + static_cast<size_t>(i) * g.ldc + jp * NR;  // (cols)
+  for (int r = 0; r < rows; ++r)
     for (int q = 0; q < cols; ++q) {
-      const int j = jp * NR + q;
-      const int e = r * NR + q;
-      const __int128 S = narrow ? static_cast<__int128>(dot_narrow(sums, e, sl.s)) : dot_wide(sums, e, sl.s);
-      float out = ex::exact_element(S, sl.row_exp[i], sl.col_exp[j], sl.s, sl.row_bad[i] != 0 || sl.col_bad[j] != 0);
-      if (g.accumulate) out = ex::exact_accumulate(c[q], out);
-      c[q] = bias != nullptr ? ops::linear_out(out, bias[j]) : out;
+      const int i = ip * MR + r, j = jp * NR + q;
+      store_element(g, i, j, ex::slice_dot(&sums[0][r * NR + q], MR * NR, sl.s, narrow), sl.row_exp[i], sl.col_exp[j],
+                    sl.s, sl.row_bad[i] != 0 || sl.col_bad[j] != 0, bias);
     }
-  }
 }
 
 }  // namespace
+
+void store_element(const gemm::Problem& g, int i, int j, __int128 S, int E, int F, int s, bool bad, const float* bias) {
+  float* c = g.c + static_cast<size_t>(i) * g.ldc + j;
+  const float out = ex::exact_output(S, E, F, s, bad, g.accumulate, *c);
+  *c = bias != nullptr ? ops::linear_out(out, bias[j]) : out;
+}
 
 void gemm_exact(const gemm::Problem& g, const float* bias) {
   SB_CHECK(g.k <= ex::kMaxK, "numerics.gemm=exact sums slice products in int32, exact while k·63² < 2³¹: k must be ",
            "at most ", ex::kMaxK, ", got k=", g.k, "; use numerics.gemm=canonical for this product");
   static_assert(2 * 4 - 1 <= kMaxWeights, "pair weights of the largest slice count");
-  const Kernel kern = kernel(active_isa());
+  const Isa isa = active_isa();
+#if defined(SB_HAVE_ONEDNN)
+  if (isa == Isa::onednn || isa == Isa::amx) return gemm_exact_onednn(g, bias, isa == Isa::amx);
+#endif
+  const Kernel kern = kernel(isa);
   thread_local Sliced buffers;  // the calling thread's, reused across its calls
   Sliced& sl = buffers;         // (shared with the team: each thread's own would be empty)
   sl.resize(g);

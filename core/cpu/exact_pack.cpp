@@ -5,23 +5,11 @@
 #include <algorithm>
 
 #include "exact_gemm.hpp"
-#include "samebits/core/ops/exact_gemm.hpp"
-#include "samebits/core/ops/matmul.hpp"
 
 namespace sb::cpu::exact {
-namespace {
 
 namespace ex = ops::exact;
 
-// The element (p, i) of a k-long line of an operand: op(A)[i][p] or op(B)[p][j], rounded.
-struct Line {
-  const float* base;
-  size_t step_p, step_i;  // strides along k and along the rows/columns
-  Precision prec;
-  float at(int i, int p) const { return ops::round_operand(base[p * step_p + i * step_i], prec); }
-};
-
-// Scale exponent and non-finite flag of line i over k.
 void line_scale(const Line& line, int i, int k, int* exp, uint8_t* bad) {
   float max_abs = 0.0f;
   bool nonfinite = false;
@@ -34,19 +22,6 @@ void line_scale(const Line& line, int i, int k, int* exp, uint8_t* bad) {
   *bad = nonfinite ? 1 : 0;
 }
 
-// Digits of line i (position `lane` of its panel, `lanes` wide) into s slices of (kq, lanes, 4)
-// bytes starting at out (slice stride `slice`), each digit plus `offset`.
-template <class Byte>
-void line_digits(const Line& line, int i, int k, int E, int s, int lane, int lanes, size_t slice, int offset,
-                 Byte* out) {
-  for (int p = 0; p < k; ++p) {
-    const float x = line.at(i, p);
-    const int64_t X = ex::is_finite(x) ? ex::integer_operand(x, E, s) : 0;
-    const size_t at = (static_cast<size_t>(p / kQuad) * lanes + lane) * kQuad + p % kQuad;
-    for (int t = 0; t < s; ++t) out[t * slice + at] = static_cast<Byte>(ex::digit(X, t, s) + offset);
-  }
-}
-
 Line a_line(const gemm::Problem& g) {
   return g.ta == Trans::no ? Line{g.a, 1, static_cast<size_t>(g.lda), g.prec}
                            : Line{g.a, static_cast<size_t>(g.lda), 1, g.prec};
@@ -55,6 +30,14 @@ Line b_line(const gemm::Problem& g) {
   return g.tb == Trans::no ? Line{g.b, static_cast<size_t>(g.ldb), 1, g.prec}
                            : Line{g.b, 1, static_cast<size_t>(g.ldb), g.prec};
 }
+
+namespace {
+
+// The kernels' panel layout (kq, lanes, 4) of position `lane` of a panel `lanes` wide.
+struct PanelPlace {
+  int lane, lanes;
+  size_t operator()(int p) const { return (static_cast<size_t>(p / kQuad) * lanes + lane) * kQuad + p % kQuad; }
+};
 
 }  // namespace
 
@@ -79,7 +62,7 @@ void Sliced::pack_a_panel(const gemm::Problem& g, int ip) {
   for (int r = 0; r < MR && ip * MR + r < g.m; ++r) {
     const int i = ip * MR + r;
     line_scale(line, i, g.k, &row_exp[i], &row_bad[i]);
-    line_digits(line, i, g.k, row_exp[i], s, r, MR, a_slice(), kOffset, out);
+    line_digits(line, i, g.k, row_exp[i], s, a_slice(), kOffset, PanelPlace{r, MR}, out);
   }
 }
 
@@ -90,7 +73,7 @@ void Sliced::pack_b_panel(const gemm::Problem& g, int jp) {
   for (int c = 0; c < NR && jp * NR + c < g.n; ++c) {
     const int j = jp * NR + c;
     line_scale(line, j, g.k, &col_exp[j], &col_bad[j]);
-    line_digits(line, j, g.k, col_exp[j], s, c, NR, b_slice(), 0, out);
+    line_digits(line, j, g.k, col_exp[j], s, b_slice(), 0, PanelPlace{c, NR}, out);
   }
   int32_t* sums = b_sum.data() + static_cast<size_t>(jp) * s * NR;  // (s, NR)
   for (int u = 0; u < s; ++u)
