@@ -239,9 +239,8 @@ void validate(const Config& config) {
   validate_perturbation(config.perturb, config.model, config.train.steps);
   validate_run(config.run);
   validate_tp(config.model, config.parallel.tp);
-  SB_CHECK(config.numerics.gemm != GemmMode::exact || (config.run.backend == Device::cpu && config.parallel.tp == 1),
-           "config numerics.gemm=exact runs on run.backend=cpu without tensor parallelism (got run.backend=",
-           config_name(config.run.backend), " parallel.tp=", config.parallel.tp,
+  SB_CHECK(config.numerics.gemm != GemmMode::exact || config.parallel.tp == 1,
+           "config numerics.gemm=exact runs without tensor parallelism (got parallel.tp=", config.parallel.tp,
            "); use numerics.gemm=canonical there");
   validate_pp(config.model, config.parallel.pp);
   SB_CHECK(config.numerics.leaf_sum == LeafSumMode::exact || config.numerics.allreduce == AllreduceMode::native,

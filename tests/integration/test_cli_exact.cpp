@@ -70,7 +70,4 @@ TEST_CASE("gemm=exact: a forced path this CPU lacks exits 2 naming SAMEBITS_ISA"
     CHECK(r.code == 2);
     CHECK_MESSAGE(r.output.find("SAMEBITS_ISA=amx") != std::string::npos, r.output);
   }
-  const Result cuda = run({"train", dir / "x.ini", "--out", dir / "y.h5", "--run.backend", "cuda"});
-  CHECK(cuda.code == 2);
-  CHECK_MESSAGE(cuda.output.find("numerics.gemm=exact runs on run.backend=cpu") != std::string::npos, cuda.output);
 }
