@@ -214,6 +214,16 @@ void print_json(const std::vector<Ratio>& ratios, double muon_bytes, double adam
 
 }  // namespace
 
+// The exact GEMM's shapes: 1024³ and the GPT-2 124M leaf's (256 tokens): qkv forward, the MLP's
+// down dX and up dW, the tied head's logits.
+constexpr int kVocab124M = 50257;
+std::vector<GemmCase> exact_shapes() {
+  const int T = 256, C = 768;
+  return {make_case(Trans::no, Trans::no, 1024, 1024, 1024), make_case(Trans::no, Trans::yes, T, 3 * C, C),
+          make_case(Trans::no, Trans::no, T, C, 4 * C), make_case(Trans::yes, Trans::no, 4 * C, C, T),
+          make_case(Trans::no, Trans::yes, T, kVocab124M, C)};
+}
+
 // The exact GEMM (numerics.gemm = exact) against the canonical one and OpenBLAS sgemm, on the path
 // exact_gemm_isa() names: 1024³ and the GPT-2 124M leaf's shapes (256 tokens), fp32 and bf16, 1
 // and 2 threads.
@@ -221,11 +231,7 @@ void exact_ratios(std::vector<Ratio>& ratios, Backend& be, bool quick, int reps)
   const std::string isa = exact_gemm_isa();
   auto exact32 = make_cpu_backend({GemmMode::exact, ReduceMode::canonical, Precision::fp32});
   auto exact16 = make_cpu_backend({GemmMode::exact, ReduceMode::canonical, Precision::bf16});
-  const int T = 256, C = 768, V = 50257;
-  std::vector<GemmCase> shapes = {
-      make_case(Trans::no, Trans::no, 1024, 1024, 1024), make_case(Trans::no, Trans::yes, T, 3 * C, C),
-      make_case(Trans::no, Trans::no, T, C, 4 * C), make_case(Trans::yes, Trans::no, 4 * C, C, T),
-      make_case(Trans::no, Trans::yes, T, V, C)};
+  std::vector<GemmCase> shapes = exact_shapes();
   for (int threads : {1, 2}) {
     std::fprintf(stderr, "exact GEMM (%s), %d thread(s): exact / canonical, exact / OpenBLAS sgemm\n", isa.c_str(),
                  threads);
@@ -233,7 +239,7 @@ void exact_ratios(std::vector<Ratio>& ratios, Backend& be, bool quick, int reps)
     openblas_set_num_threads(threads);
     const std::string tag = " [" + isa + ", " + std::to_string(threads) + "t]";
     for (GemmCase& g : shapes) {
-      const double block = g.n == V ? 1.0 : (quick ? 0.1 : 0.3);
+      const double block = g.n == kVocab124M ? 1.0 : (quick ? 0.1 : 0.3);
       ratios.push_back(compare("exact/canonical fp32 " + shape_name(g) + tag, "exact", canonical(*exact32, g),
                                "canonical", canonical(be, g), reps, block));
       ratios.push_back(compare("exact/openblas fp32 " + shape_name(g) + tag, "exact", canonical(*exact32, g),
@@ -245,8 +251,45 @@ void exact_ratios(std::vector<Ratio>& ratios, Backend& be, bool quick, int reps)
   }
 }
 
-// bench_gemm [--quick] [--only gemm|step|trace|exact]: --quick uses fewer repetitions (a smoke run);
-// the exact GEMM's rows only with --only exact.
+// The exact GEMM's slice products by oneDNN's int8 matmul against samebits' own best kernel
+// (SAMEBITS_ISA=onednn vs avx512, else avx2) and oneDNN's exact against the canonical GEMM: the
+// exact ratios' shapes, fp32 and bf16, 1 and 2 threads.
+void exact_path_ratios(std::vector<Ratio>& ratios, Backend& be, bool quick, int reps) {
+  if (!exact_gemm_isa_available("onednn")) {
+    std::fprintf(stderr, "exact GEMM paths: this build has no oneDNN\n");
+    return;
+  }
+  const std::string own = exact_gemm_isa_available("avx512") ? "avx512" : "avx2";
+  auto on_path = [](const std::string& isa, std::function<void()> product) {
+    return [isa, product] {
+      ::setenv("SAMEBITS_ISA", isa.c_str(), 1);
+      product();
+      ::unsetenv("SAMEBITS_ISA");
+    };
+  };
+  std::vector<GemmCase> shapes = exact_shapes();
+  for (int threads : {1, 2}) {
+    std::fprintf(stderr, "exact GEMM, %d thread(s): onednn / %s, onednn / canonical\n", threads, own.c_str());
+    omp_set_num_threads(threads);
+    const std::string tag = " [" + std::to_string(threads) + "t]";
+    for (Precision prec : {Precision::fp32, Precision::bf16}) {
+      auto exact = make_cpu_backend({GemmMode::exact, ReduceMode::canonical, prec});
+      const std::string p = prec == Precision::fp32 ? " fp32 " : " bf16 ";
+      for (GemmCase& g : shapes) {
+        const double block = g.n == kVocab124M ? 1.0 : (quick ? 0.1 : 0.3);
+        ratios.push_back(compare("exact onednn/" + own + p + shape_name(g) + tag, "onednn",
+                                 on_path("onednn", canonical(*exact, g, prec)), own,
+                                 on_path(own, canonical(*exact, g, prec)), reps, block));
+        ratios.push_back(compare("exact onednn/canonical" + p + shape_name(g) + tag, "onednn",
+                                 on_path("onednn", canonical(*exact, g, prec)), "canonical", canonical(be, g, prec),
+                                 reps, block));
+      }
+    }
+  }
+}
+
+// bench_gemm [--quick] [--only gemm|step|trace|exact|exact-paths]: --quick uses fewer repetitions (a smoke run);
+// the exact GEMM's rows only with --only exact or --only exact-paths.
 int main(int argc, char** argv) {
   bool quick = false;
   std::string only;
@@ -255,7 +298,7 @@ int main(int argc, char** argv) {
     if (arg == "--quick") quick = true;
     else if (arg == "--only" && i + 1 < argc) only = argv[++i];
     else {
-      std::fprintf(stderr, "usage: bench_gemm [--quick] [--only gemm|step|trace|exact]\n");
+      std::fprintf(stderr, "usage: bench_gemm [--quick] [--only gemm|step|trace|exact|exact-paths]\n");
       return 2;
     }
   }
@@ -332,6 +375,7 @@ int main(int argc, char** argv) {
   }
 
   if (only == "exact") exact_ratios(ratios, *be, quick, reps);  // on request only: minutes
+  if (only == "exact-paths") exact_path_ratios(ratios, *be, quick, reps);
 
   if (only.empty() || only == "step") {
     std::fprintf(stderr, "training step, default experiment (4096 tokens), 2 threads\n");

@@ -7,6 +7,22 @@ macro(sb_report_missing what package)
   list(APPEND SAMEBITS_MISSING_OPTIONAL "${what}")
 endmacro()
 
+# sb_find_header_library(TARGET HEADER LIB VAR [HINTS dirs…]): the INTERFACE target TARGET over
+# HEADER's folder and library LIB when both are found; VAR set ON or OFF accordingly.
+macro(sb_find_header_library target header lib var)
+  cmake_parse_arguments(_F "" "" "HINTS" ${ARGN})
+  find_path(${var}_INCLUDE ${header} HINTS ${_F_HINTS})
+  find_library(${var}_LIBRARY ${lib} HINTS ${_F_HINTS})
+  if(${var}_INCLUDE AND ${var}_LIBRARY)
+    set(${var} ON)
+    add_library(${target} INTERFACE)
+    target_include_directories(${target} SYSTEM INTERFACE ${${var}_INCLUDE})
+    target_link_libraries(${target} INTERFACE ${${var}_LIBRARY})
+  else()
+    set(${var} OFF)
+  endif()
+endmacro()
+
 find_package(Threads REQUIRED)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 
@@ -57,6 +73,14 @@ if(NOT benchmark_FOUND)
   sb_report_missing("Google Benchmark" "libbenchmark-dev")
 endif()
 
+# oneDNN: a vendor int8 GEMM for the exact GEMM's slice products (SAMEBITS_ISA=onednn|amx,
+# core/cpu/exact_onednn.cpp); an exact integer product is the same whatever kernel computes it.
+# A small finder: Debian's dnnl-config.cmake demands OpenCL, which the CPU engine does not need.
+sb_find_header_library(sb_dnnl dnnl.hpp dnnl SAMEBITS_HAVE_ONEDNN)
+if(NOT SAMEBITS_HAVE_ONEDNN)
+  sb_report_missing("oneDNN" "libdnnl-dev")
+endif()
+
 # MPFR: the correctly rounded reference of the math and exact-sum tests.
 find_path(SB_MPFR_INCLUDE mpfr.h)
 find_library(SB_MPFR_LIBRARY mpfr)
@@ -76,15 +100,9 @@ if(SAMEBITS_HAVE_CUDA)
       message(FATAL_ERROR "samebits: CUDA toolkit found but CUDA::${_lib} is missing")
     endif()
   endforeach()
-  find_path(SB_NCCL_INCLUDE nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
-  find_library(SB_NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR})
-  if(SB_NCCL_INCLUDE AND SB_NCCL_LIBRARY)
-    set(SAMEBITS_HAVE_NCCL ON)
-    add_library(sb_nccl INTERFACE)
-    target_include_directories(sb_nccl SYSTEM INTERFACE ${SB_NCCL_INCLUDE})
-    target_link_libraries(sb_nccl INTERFACE ${SB_NCCL_LIBRARY})
-  else()
-    set(SAMEBITS_HAVE_NCCL OFF)
+  sb_find_header_library(sb_nccl nccl.h nccl SAMEBITS_HAVE_NCCL HINTS ${CUDAToolkit_INCLUDE_DIRS}
+                         ${CUDAToolkit_LIBRARY_DIR})
+  if(NOT SAMEBITS_HAVE_NCCL)
     sb_report_missing("NCCL" "libnccl-dev")
   endif()
 endif()

@@ -239,8 +239,9 @@ void validate(const Config& config) {
   validate_perturbation(config.perturb, config.model, config.train.steps);
   validate_run(config.run);
   validate_tp(config.model, config.parallel.tp);
-  SB_CHECK(config.numerics.gemm != GemmMode::exact || config.run.backend == Device::cpu,
-           "config numerics.gemm=exact runs on run.backend=cpu (got run.backend=", config_name(config.run.backend),
+  SB_CHECK(config.numerics.gemm != GemmMode::exact || config.parallel.tp == 1 || config.run.backend == Device::cpu,
+           "config numerics.gemm=exact with parallel.tp=", config.parallel.tp,
+           " sums the ranks' integer dots on run.backend=cpu only (got run.backend=", config_name(config.run.backend),
            "); use numerics.gemm=canonical there");
   validate_pp(config.model, config.parallel.pp);
   SB_CHECK(config.numerics.leaf_sum == LeafSumMode::exact || config.numerics.allreduce == AllreduceMode::native,

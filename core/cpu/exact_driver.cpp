@@ -28,17 +28,9 @@ struct TileSums {
   const int64_t* operator[](int v) const { return w[v]; }
 };
 
-// The integer dot of element e: Σ_v sums[v][e]·2^(6(2s−2−v)). |S| ≤ k·2^(12s); when that is below
-// 2^63, wrapping 64-bit arithmetic ends at the exact S whatever its intermediate values.
-int64_t dot_narrow(const TileSums& sums, int e, int s) {
-  uint64_t acc = 0;
-  for (int v = 0; v <= 2 * s - 2; ++v) acc += static_cast<uint64_t>(sums[v][e]) << ex::pair_shift(v, 0, s);
-  return static_cast<int64_t>(acc);
-}
-__int128 dot_wide(const TileSums& sums, int e, int s) {
-  __int128 acc = 0;
-  for (int v = 0; v <= 2 * s - 2; ++v) acc += static_cast<__int128>(sums[v][e]) << ex::pair_shift(v, 0, s);
-  return acc;
+// The integer dot of element e (ops::exact::slice_dot over its sums by pair weight).
+__int128 tile_dot(const TileSums& sums, int e, int s, bool narrow) {
+  return ex::slice_dot(&sums.w[0][e], MR * NR, s, narrow);
 }
 
 // The exact integer dots of tile (ip, jp) over quads [q0, q1) of k by slice-pair weight:
@@ -76,15 +68,9 @@ int k_parts(const Sliced& sl) {
   return std::max(1, std::min((2 * threads + tiles - 1) / tiles, sl.kq / kMinPartQuads));
 }
 
-// Whether every dot of a k-long product fits int64: |S| ≤ k·2^(12s) < 2^63.
-bool narrow_dots(int64_t k, int s) { return k < (int64_t{1} << (63 - 2 * ex::kDigitBits * s)); }
-
 // Element (i, j) of C from its integer dot S: one rounding, the accumulation, the bias.
 void emit(const gemm::Problem& g, const Sliced& sl, __int128 S, int i, int j, const float* bias) {
-  float* c = g.c + static_cast<size_t>(i) * g.ldc + j;
-  float out = ex::exact_element(S, sl.row_exp[i], sl.col_exp[j], sl.s, sl.row_bad[i] != 0 || sl.col_bad[j] != 0);
-  if (g.accumulate) out = ex::exact_accumulate(*c, out);
-  *c = bias != nullptr ? ops::linear_out(out, bias[j]) : out;
+  store_element(g, i, j, S, sl.row_exp[i], sl.col_exp[j], sl.s, sl.row_bad[i] != 0 || sl.col_bad[j] != 0, bias);
 }
 
 // Calls f(i, j, e) for the elements of tile (ip, jp) inside C.
@@ -97,10 +83,8 @@ void each_element(const gemm::Problem& g, int ip, int jp, F f) {
 
 // Tile (ip, jp) of C from its exact integer dots: one rounding per element.
 void round_tile(const gemm::Problem& g, const Sliced& sl, int ip, int jp, const TileSums& sums, const float* bias) {
-  const bool narrow = narrow_dots(g.k, sl.s);
-  each_element(g, ip, jp, [&](int i, int j, int e) {
-    emit(g, sl, narrow ? static_cast<__int128>(dot_narrow(sums, e, sl.s)) : dot_wide(sums, e, sl.s), i, j, bias);
-  });
+  const bool narrow = ex::narrow_dot(g.k, sl.s);
+  each_element(g, ip, jp, [&](int i, int j, int e) { emit(g, sl, tile_dot(sums, e, sl.s, narrow), i, j, bias); });
 }
 
 // Tile (ip, jp) of C: the exact integer dots, then one rounding per element.
@@ -119,9 +103,9 @@ void tile_words(const gemm::Problem& g, const Sliced& sl, Kernel kern, int ip, i
   each_element(g, ip, jp, [&](int i, int j, int e) {
     uint64_t* w = out + (static_cast<size_t>(i) * g.n + j) * words;
     if (words == 1) {
-      w[0] = static_cast<uint64_t>(dot_narrow(sums, e, sl.s));
+      w[0] = static_cast<uint64_t>(static_cast<int64_t>(tile_dot(sums, e, sl.s, true)));
     } else {
-      const __int128 S = dot_wide(sums, e, sl.s);
+      const __int128 S = tile_dot(sums, e, sl.s, false);
       w[0] = static_cast<uint64_t>(S) & 0xffffffffu;
       w[1] = static_cast<uint64_t>(static_cast<int64_t>(S >> 32));
     }
@@ -160,9 +144,19 @@ void gemm_exact_k_parts(const gemm::Problem& g, const Sliced& sl, Kernel kern, i
 
 }  // namespace
 
+void store_element(const gemm::Problem& g, int i, int j, __int128 S, int E, int F, int s, bool bad, const float* bias) {
+  float* c = g.c + static_cast<size_t>(i) * g.ldc + j;
+  const float out = ex::exact_output(S, E, F, s, bad, g.accumulate, *c);
+  *c = bias != nullptr ? ops::linear_out(out, bias[j]) : out;
+}
+
 void gemm_exact(const gemm::Problem& g, const float* bias) {
   check_k(g.k);
-  const Kernel kern = kernel(active_isa());
+  const Isa isa = active_isa();
+#if defined(SB_HAVE_ONEDNN)
+  if (isa == Isa::onednn || isa == Isa::amx) return gemm_exact_onednn(g, bias, isa == Isa::amx);
+#endif
+  const Kernel kern = kernel(isa);
   thread_local Sliced buffers;  // the calling thread's, reused across its calls
   Sliced& sl = buffers;         // (shared with the team: each thread's own would be empty)
   sl.resize(g);
@@ -199,7 +193,7 @@ void gemm_exact_split(const gemm::Problem& g, int k_total, const float* bias, Ex
   }
   group.max(sl.row_code.data(), static_cast<size_t>(g.m));
   group.max(sl.col_code.data(), static_cast<size_t>(g.n));
-  const int words = narrow_dots(k_total, sl.s) ? 1 : 2;
+  const int words = ex::narrow_dot(k_total, sl.s) ? 1 : 2;
   std::vector<uint64_t> dots(static_cast<size_t>(g.m) * g.n * words);
 #pragma omp parallel
   {

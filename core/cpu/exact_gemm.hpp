@@ -3,10 +3,13 @@
 // per instruction set, the driver. Every kernel returns exact int32 slice dots, so every path,
 // tile order and thread count gives the same bits.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
 #include "gemm_tile.hpp"
+#include "samebits/core/ops/exact_gemm.hpp"
+#include "samebits/core/ops/matmul.hpp"
 
 namespace sb::cpu::exact {
 
@@ -26,11 +29,40 @@ void kernel_scalar(int kq, const uint8_t* a, const int8_t* b, const int32_t* b_s
 void kernel_avx2(int kq, const uint8_t* a, const int8_t* b, const int32_t* b_sum, int32_t* d, bool load);
 void kernel_avx512(int kq, const uint8_t* a, const int8_t* b, const int32_t* b_sum, int32_t* d, bool load);
 
-// The instruction set that runs the kernels: SAMEBITS_ISA when set (an error naming the variable
-// when this CPU or build lacks it), else the best this CPU has (exact_isa.cpp).
-enum class Isa : uint8_t { scalar, avx2, avx512, amx };
+// The path that computes the slice products: samebits' kernels per instruction set, or oneDNN's
+// int8 matmul (onednn: whatever kernel oneDNN picks; amx: oneDNN on AMX-INT8 only). SAMEBITS_ISA
+// when set (an error naming the variable when this CPU or build lacks it), else the fastest this
+// CPU and build have (exact_isa.cpp).
+enum class Isa : uint8_t { scalar, avx2, avx512, onednn, amx };
 Isa active_isa();
 Kernel kernel(Isa isa);
+
+// A k-long line of an operand (a row of op(A) or a column of op(B)): element (i, p) is op(A)[i][p]
+// or op(B)[p][i], rounded to the GEMM precision.
+struct Line {
+  const float* base;
+  size_t step_p, step_i;  // strides along k and along the rows/columns
+  Precision prec;
+  float at(int i, int p) const { return ops::round_operand(base[p * step_p + i * step_i], prec); }
+};
+Line a_line(const gemm::Problem& g);
+Line b_line(const gemm::Problem& g);
+// Scale exponent and non-finite flag (1 where a NaN or an Inf was seen) of line i over k.
+void line_scale(const Line& line, int i, int k, int* exp, uint8_t* bad);
+// Digit t of element p of line i (scale exponent E) plus `offset` into out[t·slice + place(p)].
+template <class Byte, class Place>
+void line_digits(const Line& line, int i, int k, int E, int s, size_t slice, int offset, Place place, Byte* out) {
+  for (int p = 0; p < k; ++p) {
+    const float x = line.at(i, p);
+    const int64_t X = ops::exact::is_finite(x) ? ops::exact::integer_operand(x, E, s) : 0;
+    const size_t at = place(p);
+    for (int t = 0; t < s; ++t) out[t * slice + at] = static_cast<Byte>(ops::exact::digit(X, t, s) + offset);
+  }
+}
+
+// C[i][j] ← ops::exact::exact_element(S, …) [+ C[i][j]], then ops::linear_out with bias[j] when
+// bias is given.
+void store_element(const gemm::Problem& g, int i, int j, __int128 S, int E, int F, int s, bool bad, const float* bias);
 
 // The sliced operands of one product (exact_pack.cpp): s slices of op(A)'s row panels and op(B)'s
 // column panels; each row's and column's scale code (ops::exact::line_code), and from it the
@@ -64,6 +96,9 @@ void column_sums(const int8_t* b, int q0, int q1, int32_t* sums);
 // C ← op(A)·op(B) [+ C] by the exact definition, then C ← ops::linear_out(C, bias) when bias (n)
 // is given. Runs on its own OpenMP team, or on the calling thread inside a parallel region.
 void gemm_exact(const gemm::Problem& g, const float* bias = nullptr);
+// The same through oneDNN's int8 matmul (exact_onednn.cpp; built with oneDNN only); amx: refuse
+// any oneDNN kernel but AMX-INT8.
+void gemm_exact_onednn(const gemm::Problem& g, const float* bias, bool amx);
 
 // The same product with k split across `group` (Backend::gemm_exact_split): g holds this rank's
 // k-slice of op(A) and op(B), k_total the whole k; C ← the unsplit product (+ bias).

@@ -1,17 +1,43 @@
-// Which kernel runs the exact GEMM: SAMEBITS_ISA=scalar|avx2|avx512|amx forces one (an error that
-// names the variable when this CPU or build lacks it), else the best the CPU reports in cpuid.
-// Every kernel computes the same exact integers, so the choice never changes a bit.
+// Which path runs the exact GEMM: SAMEBITS_ISA=scalar|avx2|avx512|onednn|amx forces one (an error
+// that names the variable when this CPU or build lacks it), else the fastest this CPU and build
+// have. Every path computes the same exact integers, so the choice never changes a bit.
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "exact_gemm.hpp"
 #include "samebits/core/cpu/exact_isa.hpp"
 #include "samebits/det/error.hpp"
 
+#if defined(__x86_64__) && defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 namespace sb::cpu::exact {
 namespace {
 
-bool cpu_has(Isa isa) {
+#if defined(SB_HAVE_ONEDNN)
+constexpr bool kOneDnn = true;
+#else
+constexpr bool kOneDnn = false;
+#endif
+
+// Linux lets a process use AMX tile data only after it asks (arch_prctl ARCH_REQ_XCOMP_PERM for
+// XFEATURE_XTILEDATA, Linux ≥ 5.16); asked once per process, the answer kept.
+bool amx_permitted() {
+#if defined(__x86_64__) && defined(__linux__)
+  static const bool granted = [] {
+    constexpr int kReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kReqXcompPerm, kXfeatureXtiledata) == 0;
+  }();
+  return granted;
+#else
+  return false;
+#endif
+}
+
+bool cpu_reports(Isa isa) {
 #if defined(__x86_64__)
   switch (isa) {
     case Isa::scalar: return true;
@@ -19,7 +45,8 @@ bool cpu_has(Isa isa) {
     case Isa::avx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vnni");
-    case Isa::amx: return false;  // no AMX-INT8 kernel is built (docs/CONTRACT.md, the exact GEMM)
+    case Isa::onednn: return true;
+    case Isa::amx: return __builtin_cpu_supports("amx-tile") && __builtin_cpu_supports("amx-int8");
   }
   return false;
 #else
@@ -27,12 +54,23 @@ bool cpu_has(Isa isa) {
 #endif
 }
 
+// Why SAMEBITS_ISA=isa cannot run here, or nullptr when it can.
+const char* missing(Isa isa) {
+  if ((isa == Isa::onednn || isa == Isa::amx) && !kOneDnn) return "samebits was built without oneDNN (libdnnl-dev)";
+  if (!cpu_reports(isa))
+    return isa == Isa::amx ? "this CPU does not report AMX-INT8 in cpuid" : "this CPU does not report it in cpuid";
+  if (isa == Isa::amx && !amx_permitted())
+    return "Linux refused AMX tile data to this process (arch_prctl ARCH_REQ_XCOMP_PERM)";
+  return nullptr;
+}
+
 Isa parse_isa(const std::string& name) {
   if (name == "scalar") return Isa::scalar;
   if (name == "avx2") return Isa::avx2;
   if (name == "avx512") return Isa::avx512;
+  if (name == "onednn") return Isa::onednn;
   if (name == "amx") return Isa::amx;
-  SB_FAIL("SAMEBITS_ISA='", name, "' is not an instruction set of the exact GEMM; use scalar, avx2, avx512 or amx");
+  SB_FAIL("SAMEBITS_ISA='", name, "' is not a path of the exact GEMM; use scalar, avx2, avx512, onednn or amx");
 }
 
 const char* isa_name(Isa isa) {
@@ -40,6 +78,7 @@ const char* isa_name(Isa isa) {
     case Isa::scalar: return "scalar";
     case Isa::avx2: return "avx2";
     case Isa::avx512: return "avx512";
+    case Isa::onednn: return "onednn";
     case Isa::amx: return "amx";
   }
   return "?";
@@ -50,18 +89,21 @@ const char* isa_name(Isa isa) {
 Isa active_isa() {
   if (const char* forced = std::getenv("SAMEBITS_ISA"); forced != nullptr && *forced != '\0') {
     const Isa isa = parse_isa(forced);
-    SB_CHECK(
-        cpu_has(isa), "SAMEBITS_ISA=", forced, " but ",
-        isa == Isa::amx ? "samebits has no AMX-INT8 kernel for the exact GEMM" : "this CPU does not report it in cpuid",
-        "; use one this machine has or unset SAMEBITS_ISA");
+    const char* why = missing(isa);
+    SB_CHECK(why == nullptr, "SAMEBITS_ISA=", forced, " but ", why,
+             "; use a path this machine has or unset SAMEBITS_ISA");
     return isa;
   }
-  if (cpu_has(Isa::avx512)) return Isa::avx512;
-  if (cpu_has(Isa::avx2)) return Isa::avx2;
+  for (Isa isa : {Isa::amx, Isa::avx512, Isa::avx2})
+    if (missing(isa) == nullptr) return isa;
   return Isa::scalar;
 }
 
 Kernel kernel(Isa isa) {
+  // oneDNN's paths have no kernel of samebits': a product that needs one (the k-split of
+  // gemm_exact_split) takes the best this CPU has.
+  if (isa == Isa::onednn || isa == Isa::amx)
+    isa = missing(Isa::avx512) == nullptr ? Isa::avx512 : missing(Isa::avx2) == nullptr ? Isa::avx2 : Isa::scalar;
 #if defined(__x86_64__)
   if (isa == Isa::avx512) return kernel_avx512;
   if (isa == Isa::avx2) return kernel_avx2;
@@ -75,9 +117,10 @@ namespace sb {
 
 std::string exact_gemm_isa() { return cpu::exact::isa_name(cpu::exact::active_isa()); }
 
+std::vector<std::string> exact_gemm_isa_names() { return {"scalar", "avx2", "avx512", "onednn", "amx"}; }
+
 bool exact_gemm_isa_available(const std::string& name) {
-  const cpu::exact::Isa isa = cpu::exact::parse_isa(name);
-  return cpu::exact::cpu_has(isa);
+  return cpu::exact::missing(cpu::exact::parse_isa(name)) == nullptr;
 }
 
 }  // namespace sb

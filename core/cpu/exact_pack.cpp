@@ -5,21 +5,12 @@
 #include <algorithm>
 
 #include "exact_gemm.hpp"
-#include "samebits/core/ops/exact_gemm.hpp"
-#include "samebits/core/ops/matmul.hpp"
 
 namespace sb::cpu::exact {
-namespace {
 
 namespace ex = ops::exact;
 
-// The element (p, i) of a k-long line of an operand: op(A)[i][p] or op(B)[p][j], rounded.
-struct Line {
-  const float* base;
-  size_t step_p, step_i;  // strides along k and along the rows/columns
-  Precision prec;
-  float at(int i, int p) const { return ops::round_operand(base[p * step_p + i * step_i], prec); }
-};
+namespace {
 
 // The scale code of line i over k (ops::exact::line_code).
 int32_t line_code(const Line& line, int i, int k) {
@@ -33,17 +24,18 @@ int32_t line_code(const Line& line, int i, int k) {
   return ex::line_code(max_abs, nonfinite);
 }
 
-// Digits of line i (position `lane` of its panel, `lanes` wide) into s slices of (kq, lanes, 4)
-// bytes starting at out (slice stride `slice`), each digit plus `offset`.
-template <class Byte>
-void line_digits(const Line& line, int i, int k, int E, int s, int lane, int lanes, size_t slice, int offset,
-                 Byte* out) {
-  for (int p = 0; p < k; ++p) {
-    const float x = line.at(i, p);
-    const int64_t X = ex::is_finite(x) ? ex::integer_operand(x, E, s) : 0;
-    const size_t at = (static_cast<size_t>(p / kQuad) * lanes + lane) * kQuad + p % kQuad;
-    for (int t = 0; t < s; ++t) out[t * slice + at] = static_cast<Byte>(ex::digit(X, t, s) + offset);
-  }
+// The kernels' panel layout (kq, lanes, 4) of position `lane` of a panel `lanes` wide.
+struct PanelPlace {
+  int lane, lanes;
+  size_t operator()(int p) const { return (static_cast<size_t>(p / kQuad) * lanes + lane) * kQuad + p % kQuad; }
+};
+
+}  // namespace
+
+void line_scale(const Line& line, int i, int k, int* exp, uint8_t* bad) {
+  const int32_t code = line_code(line, i, k);
+  *exp = ex::code_exponent(code);
+  *bad = ex::code_nonfinite(code) ? 1 : 0;
 }
 
 Line a_line(const gemm::Problem& g) {
@@ -54,8 +46,6 @@ Line b_line(const gemm::Problem& g) {
   return g.tb == Trans::no ? Line{g.b, static_cast<size_t>(g.ldb), 1, g.prec}
                            : Line{g.b, 1, static_cast<size_t>(g.ldb), g.prec};
 }
-
-}  // namespace
 
 void Sliced::resize(const gemm::Problem& g) {
   s = ex::slices(g.prec);
@@ -96,7 +86,7 @@ void Sliced::pack_a_panel(const gemm::Problem& g, int ip) {
   for (int r = 0; r < MR && ip * MR + r < g.m; ++r) {
     const int i = ip * MR + r;
     settle(i, true);
-    line_digits(line, i, g.k, row_exp[i], s, r, MR, a_slice(), kOffset, out);
+    line_digits(line, i, g.k, row_exp[i], s, a_slice(), kOffset, PanelPlace{r, MR}, out);
   }
 }
 
@@ -107,7 +97,7 @@ void Sliced::pack_b_panel(const gemm::Problem& g, int jp) {
   for (int c = 0; c < NR && jp * NR + c < g.n; ++c) {
     const int j = jp * NR + c;
     settle(j, false);
-    line_digits(line, j, g.k, col_exp[j], s, c, NR, b_slice(), 0, out);
+    line_digits(line, j, g.k, col_exp[j], s, b_slice(), 0, PanelPlace{c, NR}, out);
   }
   for (int u = 0; u < s; ++u) column_sums(b_at(jp, u), 0, kq, b_sum.data() + (static_cast<size_t>(jp) * s + u) * NR);
 }

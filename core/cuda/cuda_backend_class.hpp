@@ -30,7 +30,7 @@
 namespace sb::cuda {
 
 // Persistent device scratch buffers of the backend, one per purpose.
-enum class Scratch : uint8_t { gemm_a, gemm_b, embedding, fingerprint, count };
+enum class Scratch : uint8_t { gemm_a, gemm_b, exact_lines, embedding, fingerprint, count };
 
 class CudaBackend final : public Backend {
  public:
@@ -79,6 +79,9 @@ class CudaBackend final : public Backend {
                       float* c, int ldc, bool accumulate, Precision precision);
   void gemm_vendor(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
                    int ldc, bool accumulate, Precision precision);
+  // numerics.gemm = exact (exact_gemm.cu): bitwise the CPU's exact GEMM.
+  void gemm_exact(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
+                  int ldc, bool accumulate, Precision precision);
 
   CudaOptions options_;
   int device_ = 0;

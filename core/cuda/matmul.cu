@@ -2,8 +2,8 @@
 // — one fma chain per output over k ascending from +0 (or C), continued across k-tiles, operands
 // rounded to the GEMM precision as they are staged — bitwise core/cpu/matmul.cpp for every tile
 // shape. Bias and its gradient: ops/matmul.hpp, the gradient a token-ascending chain (rule 3).
-// Vendor (gemm=vendor): cuBLAS SGEMM (TF32 tensor cores when selected) or cublasGemmEx on bf16 /
-// fp16 copies of the operands.
+// Exact (gemm=exact): exact_gemm.cu. Vendor (gemm=vendor): cuBLAS SGEMM (TF32 tensor cores when selected) or
+// cublasGemmEx on bf16 / fp16 copies of the operands.
 
 #include <array>
 #include <cstdint>
@@ -162,6 +162,8 @@ void CudaBackend::gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, 
   if (m == 0 || n == 0) return;
   activate();
   if (numerics().gemm == GemmMode::vendor) gemm_vendor(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate, precision);
+  else if (numerics().gemm == GemmMode::exact)
+    gemm_exact(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate, precision);
   else gemm_canonical(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate, precision);
 }
 

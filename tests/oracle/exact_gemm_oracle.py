@@ -175,7 +175,7 @@ def isas_here(tool, workdir):
     write_case(probe, 1, 1, 1, 0, 0, 0, 0, np.ones((1, 1), np.float32), np.ones((1, 1), np.float32),
                np.zeros((1, 1), np.float32))
     here = []
-    for isa in ("scalar", "avx2", "avx512", "amx"):
+    for isa in ("scalar", "avx2", "avx512", "onednn", "amx"):
         env = dict(os.environ, SAMEBITS_ISA=isa)
         r = subprocess.run([tool, probe, probe + ".out"], env=env, capture_output=True, text=True)
         if r.returncode == 0:

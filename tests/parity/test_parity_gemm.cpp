@@ -2,9 +2,11 @@
 // every transposition, fresh and accumulating chains, fp32/bf16/fp16 operands, sizes that are not
 // multiples of any tile, padded leading dimensions, and every launch configuration; outputs inside
 // guard bands. The vendor paths (cuBLAS SGEMM, TF32, GemmEx) are checked against the canonical
-// result with tolerances (they are outside references, not bitwise claims).
+// result with tolerances (they are outside references, not bitwise claims). The exact GEMM
+// (numerics.gemm = exact): CUDA == CPU bit for bit on random and adversarial operands.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "parity/parity_support.hpp"
 #include "samebits/core/cpu/cpu_backend.hpp"
@@ -99,6 +101,56 @@ TEST_CASE("canonical GEMM: a large product and Newton–Schulz's X·Xᵀ (both o
   Guarded gx(*gpu, x.size(), x), ga(*gpu, a.size());
   gpu->gemm(Trans::no, Trans::yes, r, r, c, gx.data(), c, gx.data(), c, ga.data(), r, false, Precision::bf16);
   check_output(ga, a, "X·Xᵀ bf16");
+}
+
+Numerics exact_numerics(Precision p) { return {GemmMode::exact, ReduceMode::canonical, p}; }
+
+TEST_CASE("exact GEMM: CUDA equals the CPU's exact GEMM bitwise (random operands)") {
+  require_gpu();
+  const Shape3 shapes[] = {{1, 1, 1}, {7, 13, 5}, {33, 65, 17}, {129, 70, 257}, {3, 200, 0}, {40, 36, 1031}};
+  uint32_t seed = 500;
+  for (Precision p : {Precision::fp32, Precision::bf16, Precision::fp16}) {
+    auto cpu = make_cpu_backend(exact_numerics(p));
+    auto gpu = make_parity_gpu(exact_numerics(p), CudaLaunchConfig{});
+    for (const Shape3& s : shapes)
+      for (Trans ta : {Trans::no, Trans::yes})
+        for (Trans tb : {Trans::no, Trans::yes})
+          for (bool acc : {false, true}) check_gemm(*cpu, *gpu, ta, tb, s, acc, p, seed += 3);
+  }
+}
+
+// Values over ~60 binades within each line, exact zeros, subnormals, both signs; bad > 0 puts an
+// Inf, a −Inf and a NaN at spaced places.
+std::vector<float> adversarial(size_t count, uint32_t seed, bool bad) {
+  std::vector<float> x = parity_values(count, seed, 1.0f);
+  for (size_t i = 0; i < count; ++i) {
+    x[i] = std::ldexp(x[i], static_cast<int>((i * 2654435761u + seed) % 61) - 30);
+    if (i % 17 == 3) x[i] = 0.0f;
+    if (i % 29 == 5) x[i] = std::numeric_limits<float>::denorm_min() * static_cast<float>(i % 1000);
+    if (bad && i % 997 == 11) x[i] = (i / 997) % 3 == 0 ? INFINITY : (i / 997) % 3 == 1 ? -INFINITY : NAN;
+  }
+  return x;
+}
+
+TEST_CASE("exact GEMM: CUDA equals the CPU's exact GEMM bitwise (wide ranges, subnormals, Inf/NaN, k = 50257)") {
+  require_gpu();
+  struct Case {
+    int m, n, k;
+    bool bad;
+  };
+  for (Precision p : {Precision::fp32, Precision::bf16}) {
+    auto cpu = make_cpu_backend(exact_numerics(p));
+    auto gpu = make_parity_gpu(exact_numerics(p), CudaLaunchConfig{});
+    for (const Case& e : {Case{37, 70, 301, false}, Case{64, 48, 2000, true}, Case{3, 5, 50257, false}}) {
+      const auto a = adversarial(static_cast<size_t>(e.m) * e.k, 7, e.bad);
+      const auto b = adversarial(static_cast<size_t>(e.k) * e.n, 8, e.bad);
+      std::vector<float> c(static_cast<size_t>(e.m) * e.n);
+      cpu->gemm(Trans::no, Trans::no, e.m, e.n, e.k, a.data(), e.k, b.data(), e.n, c.data(), e.n, false, p);
+      Guarded ga(*gpu, a.size(), a), gb(*gpu, b.size(), b), gc(*gpu, c.size());
+      gpu->gemm(Trans::no, Trans::no, e.m, e.n, e.k, ga.data(), e.k, gb.data(), e.n, gc.data(), e.n, false, p);
+      check_output(gc, c, detail::concat("exact gemm ", e.m, "x", e.n, "x", e.k, " ", to_string(p)));
+    }
+  }
 }
 
 void check_linear(Backend& cpu, Backend& gpu, int N, int C, int OC) {

@@ -32,7 +32,7 @@ struct ForcedIsa {
 
 std::vector<std::string> isas_here() {
   std::vector<std::string> out;
-  for (const char* name : {"scalar", "avx2", "avx512", "amx"})
+  for (const std::string& name : exact_gemm_isa_names())
     if (exact_gemm_isa_available(name)) out.push_back(name);
   return out;
 }
@@ -106,6 +106,29 @@ TEST_CASE("exact gemm: every ISA path, thread count and transposition gives the 
   omp_set_num_threads(1);
 }
 
+TEST_CASE("exact gemm: oneDNN's blocks of 512 lines and k chunks of 2^18 give the scalar kernel's bits") {
+  const std::vector<std::string> isas = isas_here();
+  struct Shape {
+    int m, n, k;
+  };
+  for (const Shape s : {Shape{520, 530, 9}, Shape{2, 3, (1 << 18) + 5}}) {
+    const auto a = wide_range(static_cast<size_t>(s.m) * s.k, 7);
+    const auto b = wide_range(static_cast<size_t>(s.k) * s.n, 8);
+    const std::vector<float> c0(static_cast<size_t>(s.m) * s.n);
+    std::vector<float> reference;
+    {
+      ForcedIsa forced("scalar");
+      reference = exact_product(Trans::no, Trans::no, s.m, s.n, s.k, a, b, c0, false, Precision::fp32);
+    }
+    for (const std::string& isa : isas) {
+      ForcedIsa forced(isa.c_str());
+      CAPTURE(isa);
+      CAPTURE(s.k);
+      CHECK(same_bits(exact_product(Trans::no, Trans::no, s.m, s.n, s.k, a, b, c0, false, Precision::fp32), reference));
+    }
+  }
+}
+
 TEST_CASE("exact gemm: syrk and the linear layer are the same exact products") {
   const int n = 21, k = 67, oc = 40;
   const auto a = wide_range(static_cast<size_t>(n) * k, 4);
@@ -149,18 +172,14 @@ TEST_CASE("exact gemm: one rounding to nearest even, subnormals, overflow, zeros
 }
 
 TEST_CASE("exact gemm: a forced path this CPU lacks and k past the int32 bound are errors") {
-  {
-    ForcedIsa forced("amx");
-    try {
-      exact_gemm_isa();
-      FAIL("SAMEBITS_ISA=amx ran");
-    } catch (const Error& e) {
-      CHECK(std::string(e.what()).find("SAMEBITS_ISA=amx") != std::string::npos);
-    }
+  for (const std::string& name : exact_gemm_isa_names()) {  // every path this machine lacks
+    if (exact_gemm_isa_available(name)) continue;
+    ForcedIsa forced(name.c_str());
+    CHECK_THROWS_WITH_AS(exact_gemm_isa(), doctest::Contains(("SAMEBITS_ISA=" + name).c_str()), Error);
   }
   {
     ForcedIsa forced("sse9");
-    CHECK_THROWS_WITH_AS(exact_gemm_isa(), doctest::Contains("not an instruction set"), Error);
+    CHECK_THROWS_WITH_AS(exact_gemm_isa(), doctest::Contains("not a path of the exact GEMM"), Error);
   }
   const int k = static_cast<int>(ops::exact::kMaxK) + 1;
   const std::vector<float> a(k, 1.0f);

@@ -3,6 +3,7 @@
 // column of op(B); C = the exact integer dot product times the two scales, rounded once to fp32.
 // Integer addition has one answer, so any kernel, blocking, k-split or thread count gives these bits.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 #include "samebits/core/numerics.hpp"
@@ -124,5 +125,27 @@ SB_HD float exact_element(__int128 S, int E, int F, int s, bool nonfinite) {
 
 // Accumulating (C ← C + op(A)·op(B)): the rounded product added to C in one fp32 addition.
 SB_HD float exact_accumulate(float c, float product) { return c + product; }
+
+// Whether the integer dot of a k-long product fits int64 (|S| ≤ k·2^(12s) < 2^63).
+SB_HD bool narrow_dot(int64_t k, int s) { return k < (int64_t{1} << (63 - 2 * kDigitBits * s)); }
+
+// The integer dot S = Σ_v w[v·stride]·2^(6(2s−2−v)) from its sums per pair weight v = t + u. When
+// narrow, wrapping 64-bit arithmetic ends at the exact S whatever its intermediate values.
+SB_HD __int128 slice_dot(const int64_t* w, size_t stride, int s, bool narrow) {
+  if (narrow) {
+    uint64_t acc = 0;
+    for (int v = 0; v <= 2 * s - 2; ++v) acc += static_cast<uint64_t>(w[v * stride]) << pair_shift(v, 0, s);
+    return static_cast<int64_t>(acc);
+  }
+  __int128 acc = 0;
+  for (int v = 0; v <= 2 * s - 2; ++v) acc += static_cast<__int128>(w[v * stride]) << pair_shift(v, 0, s);
+  return acc;
+}
+
+// C's new value from the integer dot S: exact_element, added to c when accumulating.
+SB_HD float exact_output(__int128 S, int E, int F, int s, bool nonfinite, bool accumulate, float c) {
+  const float product = exact_element(S, E, F, s, nonfinite);
+  return accumulate ? exact_accumulate(c, product) : product;
+}
 
 }  // namespace sb::ops::exact
