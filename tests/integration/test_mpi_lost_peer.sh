@@ -39,8 +39,11 @@ root=()
 OMP_WAIT_POLICY=passive "$mpirun" --oversubscribe --bind-to none "${root[@]}" -np 2 \
   "$sb" train run.ini --out lost.h5 >job.log 2>&1 &
 job=$!
-for i in $(seq 600); do [ -e lost.store/state_step_000020.h5 ] && break; sleep 0.1; done
-[ -e lost.store/state_step_000020.h5 ] || fail "no checkpoint of step 20 after 60 s: $(ls lost.store 2>&1; cat job.log)"
+latest_state() {  # the step of the newest checkpoint in the store (older ones are pruned as it runs)
+  ls lost.store 2>/dev/null | sed -n 's/^state_step_0*\([0-9][0-9]*\)\.h5$/\1/p' | sort -n | tail -1
+}
+for i in $(seq 600); do [ "$(latest_state)" -ge 20 ] 2>/dev/null && break; sleep 0.1; done
+[ "$(latest_state)" -ge 20 ] 2>/dev/null || fail "no checkpoint of step 20 or later after 60 s: $(ls lost.store 2>&1; cat job.log)"
 children() {  # children PID: the samebits processes whose parent is PID (no procps needed)
   local stat pid comm state ppid rest
   for stat in /proc/[0-9]*/stat; do

@@ -86,9 +86,9 @@ TEST_CASE("samebits trace: allreduce=native on 1 process against mpirun -np 2: t
 TEST_CASE("samebits trace: a 1-process run against PP 2 and DP 2 x TP 2 x PP 2 (a tied head): every op equal") {
   std::string ini = tiny_config();
   ini.replace(ini.find("n_layer = 1"), 11, "n_layer = 2");
-  // PP 2 against one process's unsplit ops; DP 2 × TP 2 × PP 2 with the one process at its layout.
+  // The one process replayed at the pipeline's layout: its stages' step rows are the pipeline's.
   for (const auto& [ranks, layout, ops] :
-       {std::tuple{2, "--parallel.pp 2", "647"}, std::tuple{8, "--parallel.tp 2 --parallel.pp 2", "1672"}}) {
+       {std::tuple{2, "--parallel.pp 2", "654"}, std::tuple{8, "--parallel.tp 2 --parallel.pp 2", "1682"}}) {
     TempDir dir;
     write_text(dir / "pp.ini", ini);
     train_one_and_many(dir, "pp.ini", ranks, layout);
@@ -96,7 +96,9 @@ TEST_CASE("samebits trace: a 1-process run against PP 2 and DP 2 x TP 2 x PP 2 (
     CAPTURE(layout);
     CHECK_MESSAGE(trace.code == 0, trace.output);
     CHECK(trace.output.find("every op equal") != std::string::npos);
-    CHECK(trace.output.find(std::string(ops) + " ops in A, " + ops + " in B") != std::string::npos);
+    CHECK_MESSAGE(trace.output.find(std::string(ops) + " ops in A, " + ops + " in B") != std::string::npos,
+                  trace.output);
+    CHECK(trace.output.find("replayed at B's layout (recorded at parallel.tp=1, 1 process") != std::string::npos);
   }
 }
 
