@@ -5,6 +5,8 @@ biases, tied head, learned positions) trained on random tokens, timed per step.
   peers_torch.py --layers 12 --width 768 --heads 12 --vocab 50257 --seq 256 --batch 8 \
       --optimizer adamw --threads 1 --steps 3
 
+--autocast bf16: the forward and the loss under CPU autocast to bf16 (oneDNN's bf16 GEMMs: AMX-BF16
+where the CPU has it); the weights, gradients and optimizer stay fp32.
 --optimizer adamw: torch.optim.AdamW on every tensor (betas 0.9, 0.95, eps 1e-8, no weight decay).
 --optimizer muon: Keller Jordan's Muon on the hidden matrices (momentum 0.95 in sum form,
 Nesterov, Newton–Schulz quintic a, b, c = 3.4445, -4.7750, 2.0315, 5 steps, X = U / (‖U‖ + 1e-7),
@@ -28,6 +30,8 @@ for name, default in [("layers", 4), ("width", 128), ("heads", 4), ("vocab", 256
 p.add_argument("--optimizer", choices=["adamw", "muon"], default="adamw")
 p.add_argument("--lr", type=float, default=0.02, help="Muon's learning rate")
 p.add_argument("--adam-lr", type=float, default=3e-3)
+p.add_argument("--autocast", choices=["off", "bf16"], default="off",
+               help="bf16: forward and loss under torch.autocast('cpu', torch.bfloat16) (oneDNN's bf16 kernels)")
 a = p.parse_args()
 for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[var] = str(a.threads)  # before torch loads OpenBLAS and OpenMP
@@ -134,7 +138,8 @@ for tokens in batches:
     adam.zero_grad(set_to_none=True)
     for w in hidden:
         w.grad = None
-    loss = model(tokens[:, :-1], tokens[:, 1:])
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.autocast == "bf16"):
+        loss = model(tokens[:, :-1], tokens[:, 1:])
     loss.backward()
     torch.nn.utils.clip_grad_norm_(params, 1.0)
     adam.step()
@@ -146,6 +151,7 @@ for tokens in batches:
           file=sys.stderr, flush=True)
 print(json.dumps({"peer": "pytorch", "torch": torch.__version__, "threads": torch.get_num_threads(),
                   "openblas_core": openblas_core(), "optimizer": a.optimizer,
+                  "autocast": a.autocast,
                   "parameters": sum(w.numel() for w in params),
                   "tokens_per_step": a.batch * a.seq, "step_seconds": seconds,
                   "step_cpu_seconds": cpu_seconds, "loss": losses}))

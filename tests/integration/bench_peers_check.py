@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Smoke test of bench/peers' two Python parts (docs/PERFORMANCE.md §Peers side by side):
-bench/peers_torch.py trains a tiny GPT for 3 steps with each optimizer and prints its JSON line;
+bench/peers_torch.py trains a tiny GPT for 3 steps with each optimizer (AdamW also under bf16
+autocast) and prints its JSON line;
 bench/peers_report.py turns a manifest (a samebits run file, that PyTorch line, an llm.c log and
 a MISSING peer) into peers.json / peers.md, with the missing peer's ratio not measured and never
 passed; a measurement made under two OpenMP wait policies is compared by its faster row. Exit 77 (skipped) when /usr/bin/python3 lacks torch or h5py."""
@@ -21,11 +22,12 @@ root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 tiny = ["--layers", "1", "--width", "32", "--heads", "2", "--vocab", "64", "--seq", "16", "--batch", "2",
         "--steps", "3", "--threads", "1"]
 with tempfile.TemporaryDirectory() as work:
-    for opt in ("adamw", "muon"):
-        out = subprocess.run([sys.executable, f"{root}/bench/peers_torch.py", *tiny, "--optimizer", opt],
-                             check=True, capture_output=True, text=True).stdout
+    for opt, autocast in (("adamw", "bf16"), ("adamw", "off"), ("muon", "off")):
+        out = subprocess.run([sys.executable, f"{root}/bench/peers_torch.py", *tiny, "--optimizer", opt,
+                              "--autocast", autocast], check=True, capture_output=True, text=True).stdout
         r = json.loads(out.splitlines()[-1])
         assert r["optimizer"] == opt and len(r["step_seconds"]) == 3 and r["tokens_per_step"] == 32, r
+        assert r["autocast"] == autocast, r
         assert all(x == x for x in r["loss"]), r  # no NaN
     open(f"{work}/pt.log", "w").write('{"openblas_core": "Zen", "ok": true}\n' + out)
     with h5py.File(f"{work}/sb.h5", "w") as f:  # what the samebits run file holds for the report
