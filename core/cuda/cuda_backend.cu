@@ -229,9 +229,6 @@ std::unique_ptr<Backend> make_cuda_backend(Numerics numerics, int device) {
 }
 
 std::unique_ptr<Backend> make_cuda_backend(Numerics numerics, const CudaOptions& options, int device) {
-  SB_CHECK(numerics.gemm != GemmMode::exact,
-           "numerics.gemm=exact has no CUDA kernel (the exact GEMM runs on the CPU backend); use "
-           "numerics.gemm=canonical on CUDA");
   return std::make_unique<cuda::CudaBackend>(numerics, options, device);
 }
 

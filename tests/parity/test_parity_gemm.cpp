@@ -153,6 +153,23 @@ TEST_CASE("exact GEMM: CUDA equals the CPU's exact GEMM bitwise (wide ranges, su
   }
 }
 
+// Every digit 63 (|x| = 1 − 2⁻²⁴: X = 2²⁴ − 1): the four slice pairs of the middle weight add
+// 4 · k · 63² per output, past int32 at k = 140 000, so the kernel must widen between chunks of k.
+TEST_CASE("exact GEMM: CUDA widens the int32 sums between chunks of k (every digit 63, k = 140 000)") {
+  require_gpu();
+  const int m = 17, n = 9, k = 140000;
+  const float top = std::nextafter(1.0f, 0.0f);
+  std::vector<float> a(static_cast<size_t>(m) * k, top), b(static_cast<size_t>(k) * n, top);
+  for (size_t i = 0; i < a.size(); i += 7) a[i] = -top;
+  std::vector<float> c(static_cast<size_t>(m) * n, 0.5f);
+  auto cpu = make_cpu_backend(exact_numerics(Precision::fp32));
+  auto gpu = make_parity_gpu(exact_numerics(Precision::fp32), CudaLaunchConfig{});
+  Guarded ga(*gpu, a.size(), a), gb(*gpu, b.size(), b), gc(*gpu, c.size(), c);
+  cpu->gemm(Trans::no, Trans::no, m, n, k, a.data(), k, b.data(), n, c.data(), n, true, Precision::fp32);
+  gpu->gemm(Trans::no, Trans::no, m, n, k, ga.data(), k, gb.data(), n, gc.data(), n, true, Precision::fp32);
+  check_output(gc, c, "exact gemm 17x9x140000, every digit 63");
+}
+
 void check_linear(Backend& cpu, Backend& gpu, int N, int C, int OC) {
   const std::vector<float> inp = parity_values(static_cast<size_t>(N) * C, 1, 1e10f);
   const std::vector<float> w = parity_values(static_cast<size_t>(OC) * C, 2, 1e10f);
