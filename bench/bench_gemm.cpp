@@ -435,10 +435,10 @@ int main(int argc, char** argv) {
     TracingBackend detached(*cpu_a), traced(*cpu_b);
     const std::unique_ptr<Communicator> comm_a = make_local_communicator(), comm_b = make_local_communicator();
     Trainer plain(det, fast), wrapped(det, detached, *comm_a, fast), tracing(det, traced, *comm_b, fast);
-    const int reps = quick ? 5 : 21;
+    const int step_reps = quick ? 5 : 21;
     ratios.push_back(compare(
         "step tracing wrapper detached / plain backend", "detached", [&] { wrapped.step(); }, "plain",
-        [&] { plain.step(); }, reps, 0.0));
+        [&] { plain.step(); }, step_reps, 0.0));
     size_t traced_rows = 0;
     const auto traced_step = [&] {
       trace::Recorder recorder;
@@ -448,7 +448,7 @@ int main(int argc, char** argv) {
       traced_rows = recorder.rows().size();
     };
     ratios.push_back(compare(
-        "step traced / plain", "traced", traced_step, "plain", [&] { plain.step(); }, reps, 0.0));
+        "step traced / plain", "traced", traced_step, "plain", [&] { plain.step(); }, step_reps, 0.0));
     // The tracing code compiled in and off (every run's: the plain Trainer, no TracingBackend)
     // against a build without it (docs/TRACE.md): such a build saves only the tests of a null
     // Backend::tracer() — one per trace::Scope, each of which holds at least one row of a traced
@@ -463,7 +463,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "  (%zu null-tracer checks a step: %zu rows of a traced step + %zu)\n", checks, traced_rows,
                  kTrainerChecks);
     ratios.push_back(compare(
-        "step tracer checks / plain", "null-tracer checks", null_scopes, "plain", [&] { plain.step(); }, reps, 0.01));
+        "step tracer checks / plain", "null-tracer checks", null_scopes, "plain", [&] { plain.step(); }, step_reps,
+        0.01));
   }
   print_json(ratios, muon_bytes, adamw_bytes);
   return 0;

@@ -557,7 +557,7 @@ float batch_gradient(GPT& model, std::span<const int32_t* const> leaves, GradAcc
   SB_CHECK(!leaves.empty(), "a batch needs at least one leaf");
   acc.clear();
   det::ExactSum loss_sum;
-  accumulate_leaves(model, leaves, acc, loss_sum, LeafPass{1.0f, {}, on_leaf, {}});
+  accumulate_leaves(model, leaves, acc, loss_sum, LeafPass{1.0f, {}, on_leaf, nullptr, {}});
   acc.round(grad_out, static_cast<float>(leaves.size()));
   return mean_loss(loss_sum, static_cast<int64_t>(leaves.size()) * model.leaf_tokens());
 }

@@ -170,7 +170,7 @@ class SyntheticGenerator {
   }
 
   void step(uint64_t t, uint32_t u_group, uint32_t u_token) {
-    Group g[kMaxGroups];
+    Group g[kMaxGroups] = {};
     const int n = groups(g);
     uint64_t total = 0;
     for (int i = 0; i < n; ++i) total += g[i].weight;

@@ -52,8 +52,8 @@ std::vector<trace::Row> pipeline_order(std::vector<std::vector<trace::Row>> rank
     }
   }
   std::vector<trace::Row> rows;
-  for (auto& [leaf, stages] : forward) {
-    for (std::vector<trace::Row>& part : stages) std::move(part.begin(), part.end(), std::back_inserter(rows));
+  for (auto& [leaf, parts] : forward) {
+    for (std::vector<trace::Row>& part : parts) std::move(part.begin(), part.end(), std::back_inserter(rows));
     for (std::vector<trace::Row>& part : backward[leaf]) std::move(part.begin(), part.end(), std::back_inserter(rows));
   }
   const size_t per_stage = ranks.size() / stages;

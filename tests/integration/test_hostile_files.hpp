@@ -178,7 +178,8 @@ inline void vlen_string_copy(const std::string& source, const std::string& path)
   std::map<std::string, std::map<std::string, std::string>> strings;  // object → attribute → value
   {
     const sb::h5::File f = sb::h5::File::open(path);
-    for (const std::string& object : {"/", "/tensors", "/store"}) {
+    for (const char* name : {"/", "/tensors", "/store"}) {
+      const std::string object = name;
       if (object != "/" && !f.has(object)) continue;
       const sb::h5::Group g = f.group(object);
       for (const std::string& a : g.attr_names()) {

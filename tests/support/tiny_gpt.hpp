@@ -18,7 +18,7 @@ struct TinyGpt {
   int64_t steps = 10;
   int64_t warmup = 2;
   int64_t eval_every = 0;                // 0: no validation
-  std::optional<int64_t> eval_leaves;    // Config's default when unset
+  std::optional<int64_t> eval_leaves{};  // Config's default when unset
   std::optional<uint64_t> doc_len = 32;  // synthetic document length; Config's default when unset
   int threads = 1;
 };
