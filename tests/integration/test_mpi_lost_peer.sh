@@ -2,8 +2,9 @@
 # A stop signal that finds a rank blocked in a collective (docs/DISTRIBUTED.md §5): rank 1 of an
 # `mpirun -np 2 samebits train` is stopped (SIGSTOP: a peer that never answers), rank 0 gets SIGTERM
 # as Slurm sends it. Rank 0's watchdog must end it with exit 2 after its grace (10 s + twice its
-# longest step), the run file readable, marked interrupted, no half-written file in its store, and
-# a resume must continue from its last checkpoint.
+# longest step: what it reports, checked against the floor and the time it took, so a loaded
+# machine's slow steps lengthen the wait but cannot fail the test), the run file readable, marked
+# interrupted, no half-written file in its store, and a resume must continue from its last checkpoint.
 #   tests/integration/test_mpi_lost_peer.sh SAMEBITS MPIRUN   (exit 77 without MPI or mpirun)
 set -euo pipefail
 sb=$(realpath "${1:?usage: test_mpi_lost_peer.sh SAMEBITS MPIRUN}")
@@ -58,20 +59,28 @@ for pid in $(children "$job"); do
   rank[$r]=$pid
 done
 [ -n "${rank[0]:-}" ] && [ -n "${rank[1]:-}" ] || fail "ranks not found among mpirun's children ($(children "$job"))"
+alive() {  # alive PID: the process exists and has not ended (a zombie awaiting mpirun's wait has)
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  stat=${stat##*) }
+  [ "${stat%% *}" != Z ]
+}
 kill -STOP "${rank[1]}"
 t0=$(date +%s.%N)
 kill -TERM "${rank[0]}"
-for i in $(seq 600); do kill -0 "${rank[0]}" 2>/dev/null || break; sleep 0.1; done
+for i in $(seq 2400); do alive "${rank[0]}" || break; sleep 0.1; done
 took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-kill -0 "${rank[0]}" 2>/dev/null && fail "rank 0 still runs 60 s after SIGTERM"
+alive "${rank[0]}" && fail "rank 0 still runs 240 s after SIGTERM: $(cat job.log)"
 kill -9 "${rank[1]}" 2>/dev/null || true
 set +e
 wait "$job"
 set -e
 job=""
-echo "rank 0 ended ${took} s after SIGTERM"
-awk -v t="$took" 'BEGIN { exit !(t >= 10 && t < 30) }' || fail "rank 0 ended ${took} s after SIGTERM, not after its grace of 10 s + twice its longest step"
-grep -q 'not at a step boundary .* this rank ends (exit 2)' job.log || fail "rank 0 did not say why it ended: $(cat job.log)"
+grace=$(sed -n 's/.*not at a step boundary \([0-9.]*\) s later.*this rank ends (exit 2).*/\1/p' job.log | head -1)
+[ -n "$grace" ] || fail "rank 0 did not say why it ended: $(cat job.log)"
+echo "rank 0 ended ${took} s after SIGTERM (its grace: ${grace} s)"
+awk -v t="$took" -v g="$grace" 'BEGIN { exit !(g >= 10 && t >= g - 0.5 && t < g + 20) }' ||
+  fail "rank 0 ended ${took} s after SIGTERM, not after its grace of ${grace} s (10 s + twice its longest step)"
 "$sb" inspect lost.h5 >inspect.txt || fail "inspect: $(cat inspect.txt)"
 grep -q '^status  *failed: interrupted by SIGTERM and not at a step boundary [0-9.]* s later (a rank blocked in a collective: a peer or its host lost?) after step [0-9]*; continue with' inspect.txt ||
   fail "the run file is not marked interrupted: $(grep '^status' inspect.txt)"
