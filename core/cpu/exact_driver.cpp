@@ -121,11 +121,20 @@ void check_k(int64_t k) {
            "at most ", ex::kMaxK, ", got k=", k, "; use numerics.gemm=canonical for this product");
 }
 
+// The calling thread's sliced operands, reused across its calls (shared with its team: each team
+// thread's own would be empty).
+Sliced& calling_thread_slices() {
+  thread_local Sliced buffers;
+  return buffers;
+}
+
 // gemm_exact with each tile's k cut into `parts` (k_parts): every (tile, part)'s integer dots,
 // then per tile their exact int64 sum, rounded once — the same integers as one pass over k.
 void gemm_exact_k_parts(const gemm::Problem& g, const Sliced& sl, Kernel kern, int parts, const float* bias) {
   const int tiles = sl.mp * sl.np;
-  std::vector<TileSums> sums(static_cast<size_t>(tiles) * parts);
+  thread_local std::vector<TileSums> buffers;  // the calling thread's, reused across its calls
+  std::vector<TileSums>& sums = buffers;
+  sums.resize(static_cast<size_t>(tiles) * parts);
 #pragma omp parallel for schedule(static)
   for (int w = 0; w < tiles * parts; ++w) {
     const int tile = w / parts, part = w % parts;
@@ -157,8 +166,7 @@ void gemm_exact(const gemm::Problem& g, const float* bias) {
   if (isa == Isa::onednn || isa == Isa::amx) return gemm_exact_onednn(g, bias, isa == Isa::amx);
 #endif
   const Kernel kern = kernel(isa);
-  thread_local Sliced buffers;  // the calling thread's, reused across its calls
-  Sliced& sl = buffers;         // (shared with the team: each thread's own would be empty)
+  Sliced& sl = calling_thread_slices();
   sl.resize(g);
   const int tiles = sl.mp * sl.np, parts = k_parts(sl);
 #pragma omp parallel if (!omp_in_parallel())
@@ -180,7 +188,7 @@ void gemm_exact_split(const gemm::Problem& g, int k_total, const float* bias, Ex
   SB_CHECK(!g.accumulate && g.k <= k_total, "exact k-split: a slice of k=", g.k, " of ", k_total, " (accumulate ",
            g.accumulate, ")");
   const Kernel kern = kernel(active_isa());
-  Sliced sl;
+  Sliced& sl = calling_thread_slices();
   sl.resize(g);
   const int tiles = sl.mp * sl.np;
   // The group's scales: each line's code is the max of the ranks' codes over their k-slices.
@@ -194,7 +202,9 @@ void gemm_exact_split(const gemm::Problem& g, int k_total, const float* bias, Ex
   group.max(sl.row_code.data(), static_cast<size_t>(g.m));
   group.max(sl.col_code.data(), static_cast<size_t>(g.n));
   const int words = ex::narrow_dot(k_total, sl.s) ? 1 : 2;
-  std::vector<uint64_t> dots(static_cast<size_t>(g.m) * g.n * words);
+  thread_local std::vector<uint64_t> buffer;  // the calling thread's, reused across its calls
+  std::vector<uint64_t>& dots = buffer;
+  dots.resize(static_cast<size_t>(g.m) * g.n * words);
 #pragma omp parallel
   {
 #pragma omp for schedule(static) nowait
