@@ -12,6 +12,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <mutex>
 
 #include "samebits/det/error.hpp"
 
@@ -55,12 +56,24 @@ char wait_byte(int fd, int ms) {
 
 }  // namespace
 
-StopSignals::StopSignals(std::function<bool(const std::string& why)> on_stuck) : on_stuck_(std::move(on_stuck)) {
+// The watchdog's pipe carries 's' (a signal, from the handler), 'e' (destroyed without a signal:
+// stop) and 'o' (destroyed after a signal: the session is over).
+struct StopSignals::Watch {
+  std::function<bool(const std::string&)> on_stuck;
+  std::atomic<double> longest{0};
+  int wake[2] = {-1, -1};
+  std::mutex phase;   // held by the watchdog around on_stuck, and to end the session
+  bool over = false;  // the session ended after a signal: on_stuck's captures are gone
+  double grace() const { return kGraceFloorSeconds + 2 * longest.load(); }
+};
+
+StopSignals::StopSignals(std::function<bool(const std::string& why)> on_stuck) : watch_(std::make_shared<Watch>()) {
   g_signal.store(0);
-  if (on_stuck_) {
-    SB_CHECK(::pipe2(wake_, O_CLOEXEC) == 0, "cannot make the stop watchdog's pipe: errno ", errno);
-    g_wake.store(wake_[1]);
-    watchdog_ = std::thread([this] { watch(); });
+  if (on_stuck) {
+    watch_->on_stuck = std::move(on_stuck);
+    SB_CHECK(::pipe2(watch_->wake, O_CLOEXEC) == 0, "cannot make the stop watchdog's pipe: errno ", errno);
+    g_wake.store(watch_->wake[1]);
+    watchdog_ = std::thread([w = watch_] { watch(w); });
   }
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
@@ -75,42 +88,71 @@ StopSignals::~StopSignals() {
   sigaction(SIGTERM, &g_old_term, nullptr);
   if (!watchdog_.joinable()) return;
   g_wake.store(-1);
-  const char byte = 'e';
-  (void)!::write(wake_[1], &byte, 1);
-  watchdog_.join();
-  ::close(wake_[0]);
-  ::close(wake_[1]);
+  if (g_signal.load() == 0) {
+    const char byte = 'e';
+    (void)!::write(watch_->wake[1], &byte, 1);
+    watchdog_.join();
+    ::close(watch_->wake[0]);
+    ::close(watch_->wake[1]);
+    return;
+  }
+  {
+    const std::lock_guard lock(watch_->phase);
+    watch_->over = true;
+  }
+  const char byte = 'o';
+  (void)!::write(watch_->wake[1], &byte, 1);
+  watchdog_.detach();  // it ends the process should it outlive the session (its pipe closes at exit)
 }
 
 int StopSignals::received() const { return g_signal.load(); }
 
 void StopSignals::took(double seconds) {
-  double longest = longest_.load();
-  while (seconds > longest && !longest_.compare_exchange_weak(longest, seconds)) {}
+  double longest = watch_->longest.load();
+  while (seconds > longest && !watch_->longest.compare_exchange_weak(longest, seconds)) {}
 }
 
-double StopSignals::grace_seconds() const { return kGraceFloorSeconds + 2 * longest_.load(); }
+double StopSignals::grace_seconds() const { return watch_->grace(); }
 
-void StopSignals::watch() {
-  if (wait_byte(wake_[0], -1) != 's') return;
-  const double grace = grace_seconds();
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(grace);
-  while (true) {  // a second signal does not move the deadline
-    const auto rest =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+void StopSignals::watch(const std::shared_ptr<Watch>& w) {
+  const int fd = w->wake[0];
+  if (wait_byte(fd, -1) != 's') return;
+  const double grace = w->grace();
+  const auto now = [] { return std::chrono::steady_clock::now(); };
+  auto deadline = now() + std::chrono::duration<double>(grace);
+  while (true) {  // a second signal does not move the deadline; the session's end gives it the floor
+    const auto rest = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now());
     if (rest.count() <= 0) break;
-    if (wait_byte(wake_[0], static_cast<int>(rest.count())) == 'e') return;
+    const char byte = wait_byte(fd, static_cast<int>(rest.count()));
+    if (byte == 'e') return;
+    if (byte == 'o') deadline = std::max(deadline, now() + std::chrono::duration<double>(kGraceFloorSeconds));
   }
-  char why[160];
+  char why[200];
+  const auto end = [&] {
+    std::fprintf(stderr, "samebits: %s; this rank ends (exit 2)\n", why);
+    std::fflush(nullptr);
+    ::_exit(2);
+  };
+  const auto end_over = [&] {
+    std::snprintf(why, sizeof why,
+                  "ended its session after %s but still runs %.1f s later (a peer lost after the ranks "
+                  "agreed to stop?)",
+                  signal_name(g_signal.load()), grace);
+    end();
+  };
+  std::unique_lock lock(w->phase);
+  if (w->over) end_over();
   std::snprintf(why, sizeof why,
                 "interrupted by %s and not at a step boundary %.1f s later (a rank blocked in a "
                 "collective: a peer or its host lost?)",
-                signal_name(received()), grace);
-  while (!on_stuck_(why))
-    if (wait_byte(wake_[0], 100) == 'e') return;
-  std::fprintf(stderr, "samebits: %s; this rank ends (exit 2)\n", why);
-  std::fflush(nullptr);
-  ::_exit(2);
+                signal_name(g_signal.load()), grace);
+  while (!w->on_stuck(why)) {
+    lock.unlock();
+    if (wait_byte(fd, 100) == 'e') return;
+    lock.lock();
+    if (w->over) end_over();
+  }
+  end();
 }
 
 }  // namespace sb::cli

@@ -76,14 +76,23 @@ set +e
 wait "$job"
 set -e
 job=""
-grace=$(sed -n 's/.*not at a step boundary \([0-9.]*\) s later.*this rank ends (exit 2).*/\1/p' job.log | head -1)
-[ -n "$grace" ] || fail "rank 0 did not say why it ended: $(cat job.log)"
-echo "rank 0 ended ${took} s after SIGTERM (its grace: ${grace} s)"
-awk -v t="$took" -v g="$grace" 'BEGIN { exit !(g >= 10 && t >= g - 0.5 && t < g + 20) }' ||
-  fail "rank 0 ended ${took} s after SIGTERM, not after its grace of ${grace} s (10 s + twice its longest step)"
+if grep -q 'ended its session after SIGTERM but still runs .* this rank ends (exit 2)' job.log; then
+  # Rank 1 was stopped after its part of the stop agreement: rank 0 ended its session at the step
+  # boundary (the file marked as any interrupted run), and its watchdog ended the process that
+  # MPI's finalisation held, 10 s after the session at the earliest.
+  echo "rank 0 stopped at a step boundary, its process ended by the watchdog ${took} s after SIGTERM"
+  awk -v t="$took" 'BEGIN { exit !(t >= 10 && t < 200) }' || fail "rank 0's process ended ${took} s after SIGTERM"
+  marked='failed: interrupted by SIGTERM after step [0-9]*; continue with'
+else
+  grace=$(sed -n 's/.*not at a step boundary \([0-9.]*\) s later.*this rank ends (exit 2).*/\1/p' job.log | head -1)
+  [ -n "$grace" ] || fail "rank 0 did not say why it ended: $(cat job.log)"
+  echo "rank 0 ended ${took} s after SIGTERM (its grace: ${grace} s)"
+  awk -v t="$took" -v g="$grace" 'BEGIN { exit !(g >= 10 && t >= g - 0.5 && t < g + 20) }' ||
+    fail "rank 0 ended ${took} s after SIGTERM, not after its grace of ${grace} s (10 s + twice its longest step)"
+  marked='failed: interrupted by SIGTERM and not at a step boundary [0-9.]* s later (a rank blocked in a collective: a peer or its host lost?) after step [0-9]*; continue with'
+fi
 "$sb" inspect lost.h5 >inspect.txt || fail "inspect: $(cat inspect.txt)"
-grep -q '^status  *failed: interrupted by SIGTERM and not at a step boundary [0-9.]* s later (a rank blocked in a collective: a peer or its host lost?) after step [0-9]*; continue with' inspect.txt ||
-  fail "the run file is not marked interrupted: $(grep '^status' inspect.txt)"
+grep -q "^status  *$marked" inspect.txt || fail "the run file is not marked interrupted: $(grep '^status' inspect.txt)"
 [ -z "$(find lost.store -name '*.tmp*')" ] || fail "half-written files in the store: $(ls lost.store)"
 "$sb" train run.ini --out lost.h5 --resume --stop-after 30 >resume.log 2>&1 || fail "resume: $(cat resume.log)"
 grep -q 'resume: lost.h5 at step [1-9][0-9]* (from checkpoint' resume.log || fail "resume did not start at a checkpoint: $(cat resume.log)"

@@ -4,6 +4,7 @@
 #pragma once
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -16,6 +17,9 @@ class StopSignals {
   // every 0.1 s until it returns true or the object is destroyed — and then ends the process with
   // exit code 2 (_exit: nothing else runs). on_stuck marks the run file; it must not wait for the
   // main thread (which may never return from its collective): false means "busy, try again".
+  // Destroyed after a signal (the session ended at a step boundary), the watchdog lives on: if the
+  // process still runs 10 s (at least) after the signal's grace — a peer lost after the ranks
+  // agreed to stop leaves MPI's finalisation waiting — it ends it with exit code 2, without on_stuck.
   explicit StopSignals(std::function<bool(const std::string& why)> on_stuck = nullptr);
   ~StopSignals();
   StopSignals(const StopSignals&) = delete;
@@ -28,11 +32,10 @@ class StopSignals {
   double grace_seconds() const;
 
  private:
-  void watch();
+  struct Watch;  // what the watchdog thread reads; it may outlive this object
+  static void watch(const std::shared_ptr<Watch>& w);
 
-  std::function<bool(const std::string&)> on_stuck_;
-  std::atomic<double> longest_{0};
-  int wake_[2] = {-1, -1};  // the watchdog's pipe: 's' a signal (from the handler), 'e' the end
+  std::shared_ptr<Watch> watch_;
   std::thread watchdog_;
 };
 
