@@ -56,6 +56,12 @@ struct GPT::Buffers {
 
 namespace {
 size_t aligned(size_t n) { return (n + kParamAlign - 1) / kParamAlign * kParamAlign; }
+// The split of the layout's vocabulary rows (wte, or lm_head.w): unsharded when it holds neither.
+TpSplit vocab_split(const TpLayout& layout) {
+  for (size_t t = 0; t < layout.local.size(); ++t)
+    if (layout.local[t].name == "wte" || layout.local[t].name == "lm_head.w") return layout.splits[t];
+  return {};
+}
 }  // namespace
 
 GPT::GPT(const GPTConfig& cfg, int leaf_size, Backend& backend, TpGroup* tp, PipeGroup* pp)
@@ -68,8 +74,12 @@ GPT::GPT(const GPTConfig& cfg, int leaf_size, Backend& backend, TpGroup* tp, Pip
       pp_(pp != nullptr && pp->stages() > 1 ? pp : nullptr),
       blocks_(stage_blocks(cfg, pp_ ? pp_->stages() : 1, pp_ ? pp_->stage() : 0)),
       layout_(tp_layout_.local) {
-  for (size_t t = 0; t < layout_.size(); ++t)  // the embedding's, or the head's on a last stage
-    if (layout_[t].name == "wte" || layout_[t].name == "lm_head.w") vocab_split_ = tp_layout_.splits[t];
+  // The vocabulary rows of this rank: the embedding's, or the head's on a last stage. A middle
+  // pipeline stage holds neither, yet passes the tied rows of this rank's rows between its ends:
+  // it takes the split of the unstaged layout, which its first and last stage hold.
+  vocab_split_ = vocab_split(tp_layout_);
+  if (!vocab_split_.sharded && pp_ != nullptr && tp_ != nullptr)
+    vocab_split_ = vocab_split(gpt_tp_layout(cfg, tp_layout_.size, tp_layout_.rank));
   const int r = tp_layout_.rank;
   vocab_rows_ = vocab_split_.sharded
                     ? VocabRows{int(vocab_split_.first(r)), int(vocab_split_.first(r) + vocab_split_.rows(r))}

@@ -19,8 +19,6 @@
 namespace sb::cli {
 namespace {
 
-constexpr double kGraceFloorSeconds = 10;
-
 std::atomic<int> g_signal{0};
 std::atomic<int> g_wake{-1};  // the write end of the live watchdog's pipe, or -1
 struct sigaction g_old_int {};
@@ -60,15 +58,18 @@ char wait_byte(int fd, int ms) {
 // stop) and 'o' (destroyed after a signal: the session is over).
 struct StopSignals::Watch {
   std::function<bool(const std::string&)> on_stuck;
+  double floor = 10;  // seconds
   std::atomic<double> longest{0};
   int wake[2] = {-1, -1};
   std::mutex phase;   // held by the watchdog around on_stuck, and to end the session
   bool over = false;  // the session ended after a signal: on_stuck's captures are gone
-  double grace() const { return kGraceFloorSeconds + 2 * longest.load(); }
+  double grace() const { return floor + 2 * longest.load(); }
 };
 
-StopSignals::StopSignals(std::function<bool(const std::string& why)> on_stuck) : watch_(std::make_shared<Watch>()) {
+StopSignals::StopSignals(std::function<bool(const std::string& why)> on_stuck, double grace_floor)
+    : watch_(std::make_shared<Watch>()) {
   g_signal.store(0);
+  watch_->floor = grace_floor;
   if (on_stuck) {
     watch_->on_stuck = std::move(on_stuck);
     SB_CHECK(::pipe2(watch_->wake, O_CLOEXEC) == 0, "cannot make the stop watchdog's pipe: errno ", errno);
@@ -125,7 +126,7 @@ void StopSignals::watch(const std::shared_ptr<Watch>& w) {
     if (rest.count() <= 0) break;
     const char byte = wait_byte(fd, static_cast<int>(rest.count()));
     if (byte == 'e') return;
-    if (byte == 'o') deadline = std::max(deadline, now() + std::chrono::duration<double>(kGraceFloorSeconds));
+    if (byte == 'o') deadline = std::max(deadline, now() + std::chrono::duration<double>(w->floor));
   }
   char why[200];
   const auto end = [&] {

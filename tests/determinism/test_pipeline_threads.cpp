@@ -1,10 +1,13 @@
 // Pipeline stages keep the bits on simulated ranks (docs/DISTRIBUTED.md §11; thread_world.hpp's
 // sub-worlds and buffered point-to-point, in one process): a 4-block tiny GPT at PP 2 (1F1B), PP 4
-// (GPipe), DP 2 × PP 2 with an untied head and DP 2 × TP 2 × PP 2 — every rank's every step's
-// recorded fields, fingerprints, final weights and optimizer state equal to one process's (memcmp).
+// (GPipe), DP 2 × PP 2 with an untied head and DP 2 × TP 2 × PP 2; and, as a property, every
+// DP × TP × PP factorization of 8 ranks (8 blocks, 8 heads) and of 6 ranks (6 blocks, 6 heads:
+// PP 3, TP 3, TP 6) under both schedules — every rank's every step's recorded fields,
+// fingerprints, final weights and optimizer state equal to one process's (memcmp).
 #include <doctest/doctest.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "samebits/core/cpu/cpu_backend.hpp"
@@ -54,5 +57,78 @@ TEST_CASE("pipeline stages on simulated ranks: every rank records the one-proces
     config.parallel.pp = c.pp;
     config.parallel.pp_schedule = c.schedule;
     for (const sb::test::RunBits& got : ranks_bits(config, c.world)) sb::test::check_same(ref, got);
+  }
+}
+
+namespace {
+
+// Every (dp, tp, pp) with dp · tp · pp = world, tp dividing the heads and pp the blocks.
+struct Layout {
+  int dp, tp, pp;
+};
+std::vector<Layout> factorizations(int world, int heads, int blocks) {
+  std::vector<Layout> out;
+  for (int tp = 1; tp <= world; ++tp)
+    for (int pp = 1; pp * tp <= world; ++pp)
+      if (world % (tp * pp) == 0 && heads % tp == 0 && blocks % pp == 0) out.push_back({world / (tp * pp), tp, pp});
+  return out;
+}
+
+// The model of `blocks` blocks and `heads` heads (head width 4 or 6) on `world` simulated ranks:
+// each factorization, each schedule (one run where pp = 1), against one process.
+void check_every_layout(int world, int blocks, int heads, size_t expected_layouts) {
+  sb::test::TinyGpt tiny;
+  tiny.n_layer = blocks;
+  tiny.steps = 2;
+  tiny.leaves = world;
+  sb::Config config = sb::test::tiny_gpt_config(tiny);
+  config.model.n_head = heads;
+  config.model.n_embd = heads * (world == 8 ? 4 : 6);
+  const sb::test::RunBits ref = sb::test::run_bits(config);
+  const std::vector<Layout> layouts = factorizations(world, heads, blocks);
+  REQUIRE(layouts.size() == expected_layouts);
+  int runs = 0;
+  for (const Layout& l : layouts)
+    for (sb::PipeSchedule schedule : {sb::PipeSchedule::one_f_one_b, sb::PipeSchedule::gpipe}) {
+      if (l.pp == 1 && schedule == sb::PipeSchedule::gpipe) continue;
+      CAPTURE(l.dp);
+      CAPTURE(l.tp);
+      CAPTURE(l.pp);
+      CAPTURE(schedule == sb::PipeSchedule::gpipe);
+      sb::Config c = config;
+      c.parallel.tp = l.tp;
+      c.parallel.pp = l.pp;
+      c.parallel.pp_schedule = schedule;
+      for (const sb::test::RunBits& got : ranks_bits(c, world)) sb::test::check_same(ref, got);
+      ++runs;
+    }
+  MESSAGE(world, " ranks: ", layouts.size(), " layouts, ", runs, " runs equal to one process");
+}
+
+}  // namespace
+
+TEST_CASE("every DP x TP x PP factorization of 8 ranks (8 blocks, 8 heads) records the one-process bits") {
+  // tp, pp in {1, 2, 4, 8} with tp · pp | 8: ten layouts.
+  check_every_layout(8, 8, 8, 10);
+}
+
+TEST_CASE("every DP x TP x PP factorization of 6 ranks (6 blocks, 6 heads) records the one-process bits") {
+  // tp, pp in {1, 2, 3, 6} with tp · pp | 6: nine layouts, TP 2 × PP 3 and TP 3 × PP 2 among them.
+  check_every_layout(6, 6, 6, 9);
+}
+
+TEST_CASE("the property test's positive control: a layout that changes a bit is caught") {
+  // The same comparison must fail for a different experiment (one warm-up step less), so a
+  // check_same that compared nothing could not pass the property above.
+  sb::test::TinyGpt tiny;
+  tiny.n_layer = 2;
+  tiny.steps = 2;
+  sb::Config config = sb::test::tiny_gpt_config(tiny);
+  const sb::test::RunBits ref = sb::test::run_bits(config);
+  config.train.warmup -= 1;
+  config.parallel.pp = 2;
+  for (const sb::test::RunBits& got : ranks_bits(config, 2)) {
+    CHECK_FALSE(sb::test::same_bits(ref.series, got.series));
+    CHECK_FALSE(sb::test::same_bits(ref.weights, got.weights));
   }
 }

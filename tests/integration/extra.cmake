@@ -41,7 +41,8 @@ set(_sb_driver_tests test_mpi_invariance test_mpi_resume test_mpi_native test_mp
 # Every test that launches mpirun (integration/mpi_launch.hpp: the driver's, and the CLI's
 # `mpirun samebits …`). Up to 4 oversubscribed ranks each; the failure test measures time, so MPI
 # tests run alone.
-foreach(_test ${_sb_driver_tests} test_cli_mpi test_cli_diff_mpi test_cli_tp test_cli_pp test_trace_mpi test_cli_exact_mpi)
+foreach(_test ${_sb_driver_tests} test_cli_mpi test_cli_diff_mpi test_cli_tp test_cli_pp test_trace_mpi test_cli_exact_mpi
+              test_resume_negative)
   if(TARGET ${_test})
     target_compile_definitions(${_test} PRIVATE SB_MPIEXEC="${_sb_mpiexec}")
     set_tests_properties(${_test} PROPERTIES PROCESSORS 2 RESOURCE_LOCK mpi_ranks)
@@ -103,12 +104,13 @@ endif()
 
 # A current HDF5 both ways (h5py's PyPI wheel ships a newer HDF5 than Debian's): its token files
 # are read by `samebits data inspect`, and samebits' run files read the same under both h5pys.
-# Skipped (77) when the package index cannot be reached.
+# It installs from the package index: label network, outside the default suite (ctest -L network);
+# skipped (77) when the index cannot be reached.
 if(EXISTS /usr/bin/python3)
   add_test(NAME test_h5py_wheel
            COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/h5py_wheel.py --samebits $<TARGET_FILE:samebits>
                    --venv ${CMAKE_BINARY_DIR}/h5py_venv)
-  set_tests_properties(test_h5py_wheel PROPERTIES LABELS integration SKIP_RETURN_CODE 77 TIMEOUT 900
+  set_tests_properties(test_h5py_wheel PROPERTIES LABELS "integration;network" SKIP_RETURN_CODE 77 TIMEOUT 900
                        ENVIRONMENT "OMP_WAIT_POLICY=PASSIVE")
 endif()
 

@@ -1,11 +1,11 @@
 // Pipeline parallelism keeps the bits (docs/DISTRIBUTED.md §11): `mpirun -np N samebits train …
 // --parallel.pp P` of a tiny GPT (4 layers) records what one process records — `samebits diff`
 // IDENTICAL — at PP 2 (1F1B and GPipe), PP 4, DP 2 × PP 2 with the distributed optimizer and
-// DP 2 × TP 2 × PP 2 (8 ranks), for Muon and AdamW, fp32, bf16 and fp16, with micro-leaves, an
-// untied head and QK-clip; a run stopped at DP 2 × TP 2 × PP 2 resumes in one process, at
-// PP 4 and at DP 4 with the uninterrupted bits; `samebits verify` of a PP run re-runs it in one
-// process; bad layouts exit 2 naming the key before any file is written. Skipped (exit 77)
-// without mpirun or MPI in this build.
+// DP 2 × TP 2 × PP 2, TP 2 × PP 3 (6 ranks, the middle stage passing the tied rows of its
+// tensor-parallel rank's vocabulary) and TP 2 × PP 4 (8 ranks), for Muon and AdamW, fp32, bf16 and fp16, with
+// micro-leaves, an untied head and QK-clip; a run stopped at DP 2 × TP 2 × PP 2 resumes in one process, at PP 4 and at
+// DP 4 with the uninterrupted bits; `samebits verify` of a PP run re-runs it in one process; bad layouts exit 2 naming
+// the key before any file is written. Skipped (exit 77) without mpirun or MPI in this build.
 #include <doctest/doctest.h>
 
 #include "integration/layout_runs.hpp"
@@ -46,6 +46,8 @@ TEST_CASE("DP x TP x PP layouts record the one-process bits (Muon, AdamW; fp32, 
       {4, "--parallel.pp 4", ""},
       {4, "--parallel.pp 2 --distributed-optimizer", ""},
       {8, "--parallel.pp 2 --parallel.tp 2", ""},
+      {6, "--parallel.pp 3 --parallel.tp 2", "--model.n_layer 6"},
+      {8, "--parallel.pp 4 --parallel.tp 2", ""},
       {2, "--parallel.pp 2", "--train.precision bf16"},
       {2, "--parallel.pp 2", "--train.precision fp16"},
       {2, "--parallel.pp 2 --micro-leaves 1", "--optim.name adamw"},

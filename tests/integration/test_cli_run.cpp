@@ -7,6 +7,7 @@
 
 #include <regex>
 
+#include "integration/run_file_edit.hpp"
 #include "integration/test_cli_support.hpp"
 #include "samebits/cli/options.hpp"
 #include "samebits/core/config_fields.hpp"
@@ -20,39 +21,13 @@
 
 namespace {
 
+using sbt::edit_run_file;
+using sbt::edit_store_file;
 using sbt::Result;
 using sbt::run;
 using sbt::TempDir;
 
 int count_lines(const std::string& s) { return int(std::count(s.begin(), s.end(), '\n')); }
-
-// Edits a sealed run file with the h5 layer and seals it again (what a forger or a bug would do).
-void edit_run_file(const std::string& path, const std::function<void(sb::h5::File&)>& edit) {
-  sb::run::unseal_file(path);
-  {
-    sb::h5::File f = sb::h5::File::open(path, sb::h5::Mode::read_write);
-    edit(f);
-    f.close();
-  }
-  sb::run::seal_file(path);
-}
-
-// Edits the store file of `step` of a run (unsealed, edited, sealed again) and records its new
-// content hash in the run file's index, as a forger would.
-void edit_store_file(const std::string& run_path, int64_t step, const std::function<void(sb::h5::File&)>& edit) {
-  std::size_t row = 0;
-  std::string file;
-  {
-    const sb::run::RunReader run = sb::run::RunReader::open(run_path);
-    while (run.store_entries().at(row).step != step) ++row;
-    file = sb::run::store_file(run_path, run.store_entries()[row]);
-  }
-  edit_run_file(file, edit);
-  const uint64_t digest = sb::run::check_seal(file);
-  edit_run_file(run_path, [&](sb::h5::File& f) {
-    f.dataset("store/digest").write_rows<uint64_t>(row, std::vector<uint64_t>{digest});
-  });
-}
 
 // A finished tiny run at dir/name with extra [train] lines and command-line options.
 std::string train(const TempDir& dir, const std::string& name, const std::string& train_extra,

@@ -6,8 +6,10 @@
 // activations point to point) lines up with one process too. Against DP 2 × TP 2, DP 2 × TP 3 and
 // DP 2 × TP 2 × PP 2 the one process is replayed at the tensor-parallel layout (its deterministic
 // numerics): every op equal; against a vendor DP 2 × TP 2 run the origin is the first op of a
-// native reduction (and a vendor one process against it is refused); a replay at the other layout
-// that does not reproduce its run (a planted op) is an error.
+// native reduction (and a vendor one process against it is refused), against a DP 2 × TP 2 run
+// with only the vendor GEMM the first shard GEMM; a replay at the other layout that does not
+// reproduce its run (a planted op) is an error. Op counts are the TP or PP run's own recorded rows
+// of the step (--trace-steps), not pinned numbers.
 // Skipped (exit 77) without MPI/mpirun in this build.
 #include <doctest/doctest.h>
 
@@ -37,6 +39,13 @@ void train_one_and_many(const TempDir& dir, const std::string& ini, int ranks, c
   REQUIRE_MESSAGE(many.exit_code == 0, many.output);
   const Result inspect = run({"inspect", dir / "many.h5"});
   REQUIRE_MESSAGE(inspect.output.find("world size " + std::to_string(ranks)) != std::string::npos, inspect.output);
+}
+
+// The rows a run recorded of `step` with --trace-steps (every rank's, gathered): the op count a
+// replay at its layout must give, derived from the run itself rather than pinned.
+std::string recorded_ops(const std::string& trace_file, int step) {
+  const sb::h5::File f = sb::h5::File::open(trace_file);
+  return std::to_string(f.dataset("steps/" + std::to_string(step) + "/leaf").rows());
 }
 
 // A divergent trace whose origin (its text contains `origin`) is of kind `op`: inputs equal, output not.
@@ -87,17 +96,17 @@ TEST_CASE("samebits trace: a 1-process run against PP 2 and DP 2 x TP 2 x PP 2 (
   std::string ini = tiny_config();
   ini.replace(ini.find("n_layer = 1"), 11, "n_layer = 2");
   // The one process replayed at the pipeline's layout: its stages' step rows are the pipeline's.
-  for (const auto& [ranks, layout, ops] :
-       {std::tuple{2, "--parallel.pp 2", "654"}, std::tuple{8, "--parallel.tp 2 --parallel.pp 2", "1682"}}) {
+  for (const auto& [ranks, layout] :
+       {std::tuple{2, "--parallel.pp 2"}, std::tuple{8, "--parallel.tp 2 --parallel.pp 2"}}) {
     TempDir dir;
     write_text(dir / "pp.ini", ini);
-    train_one_and_many(dir, "pp.ini", ranks, layout);
+    train_one_and_many(dir, "pp.ini", ranks, std::string(layout) + " --trace-steps 3");
     const Result trace = run({"trace", dir / "one.h5", dir / "many.h5", "--step", "3"});
     CAPTURE(layout);
     CHECK_MESSAGE(trace.code == 0, trace.output);
     CHECK(trace.output.find("every op equal") != std::string::npos);
-    CHECK_MESSAGE(trace.output.find(std::string(ops) + " ops in A, " + ops + " in B") != std::string::npos,
-                  trace.output);
+    const std::string ops = recorded_ops(dir / "many.trace.h5", 3);
+    CHECK_MESSAGE(trace.output.find(ops + " ops in A, " + ops + " in B") != std::string::npos, trace.output);
     CHECK(trace.output.find("replayed at B's layout (recorded at parallel.tp=1, 1 process") != std::string::npos);
   }
 }
@@ -108,13 +117,14 @@ TEST_CASE("samebits trace: a 1-process run against DP 2 x TP 2 and DP 2 x TP 3: 
   for (const int tp : {2, 3}) {
     TempDir dir;
     write_text(dir / "tp.ini", ini);
-    train_one_and_many(dir, "tp.ini", 2 * tp, "--parallel.tp " + std::to_string(tp));
+    train_one_and_many(dir, "tp.ini", 2 * tp, "--parallel.tp " + std::to_string(tp) + " --trace-steps 3");
     const Result trace = run({"trace", dir / "one.h5", dir / "many.h5", "--step", "3"});
     CAPTURE(tp);
     CHECK_MESSAGE(trace.code == 0, trace.output);
     CHECK(trace.output.find("every op equal") != std::string::npos);
-    // Every rank's shard ops: the leaves' of each group, the optimizer's of DP rank 0's group.
-    const std::string ops = tp == 2 ? "928" : "1374";
+    // Every rank's shard ops (the leaves' of each group, the optimizer's of DP rank 0's group): as
+    // many as the TP run recorded of the step itself.
+    const std::string ops = recorded_ops(dir / "many.trace.h5", 3);
     CHECK(trace.output.find(ops + " ops in A, " + ops + " in B") != std::string::npos);
     CHECK(trace.output.find(", tp " + std::to_string(tp) + ", replayed at B's layout (recorded at parallel.tp=1") !=
           std::string::npos);
@@ -126,8 +136,8 @@ TEST_CASE("samebits trace: deterministic 1 process against vendor DP 2 x TP 2: e
   write_text(dir / "tiny.ini", tiny_config());
   write_text(dir / "vendor.ini", tiny_config("[numerics]\nmode = vendor\nallreduce = exact\nleaf_sum = exact\n"));
   train_one_and_many(dir, "tiny.ini", 4, "--parallel.tp 2", "vendor.ini");
-  check_op_origin(run({"trace", dir / "one.h5", dir / "many.h5"}),
-                  "origin: op 1 of 928, h.0.ln1 norm forward layernorm_forward (leaf 0");
+  check_op_origin(run({"trace", dir / "one.h5", dir / "many.h5"}), ", h.0.ln1 norm forward layernorm_forward (leaf 0");
+  CHECK(run({"trace", dir / "one.h5", dir / "many.h5"}).output.find("origin: op 1 of ") != std::string::npos);
   // Vendor at TP 1 against vendor at TP 2: neither gives its bits at the other's layout.
   REQUIRE(run({"train", "vendor.ini", "--train.steps", "4", "--out", "vendor.h5"}, SpawnOptions{0, dir.path.string()})
               .code == 0);
@@ -136,6 +146,24 @@ TEST_CASE("samebits trace: deterministic 1 process against vendor DP 2 x TP 2: e
   CHECK(both.output.find("(parallel.tp=1) and ") != std::string::npos);
   CHECK(both.output.find("(parallel.tp=2) split their ops differently and neither runs deterministic numerics") !=
         std::string::npos);
+}
+
+TEST_CASE("samebits trace: deterministic 1 process against DP 2 x TP 2 with vendor GEMM only: a shard GEMM") {
+  // The layout's own GEMMs change the bits: every reduction canonical but numerics.gemm = vendor.
+  // The one process, replayed at the TP layout, and the TP run agree up to the first GEMM on a
+  // shard, whose inputs are equal and whose output is not.
+  TempDir dir;
+  write_text(dir / "tiny.ini", tiny_config());
+  write_text(dir / "vendor.ini", tiny_config("[numerics]\ngemm = vendor\n"));
+  train_one_and_many(dir, "tiny.ini", 4, "--parallel.tp 2", "vendor.ini");
+  const Result trace = run({"trace", dir / "one.h5", dir / "many.h5"});
+  check_op_origin(trace, "origin: op ");
+  const size_t origin = trace.output.find("origin: op ");
+  REQUIRE(origin != std::string::npos);
+  const std::string line = trace.output.substr(origin, trace.output.find('\n', origin) - origin);
+  CHECK_MESSAGE(line.find(" matmul ") != std::string::npos, line);
+  CHECK_MESSAGE(line.find("h.0.attn.qkv matmul forward") != std::string::npos, line);  // the first GEMM, a shard's
+  CHECK(trace.output.find(", tp 2, replayed at B's layout (recorded at parallel.tp=1") != std::string::npos);
 }
 
 TEST_CASE("samebits trace: a run replayed at the other's layout must reproduce its recorded step") {

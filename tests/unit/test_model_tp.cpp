@@ -5,7 +5,8 @@
 // one process's bit for bit at TP 2 and 3, tied and untied heads, a vocabulary that no group size
 // divides (the cross-entropy's lanes continued across unaligned cuts), and chains passed whole or
 // in 2, 3 or more row chunks than the leaf has rows; under numerics.gemm = exact (fp32, bf16) with
-// the ranks' integer partial sums instead of chains.
+// the ranks' integer partial sums instead of chains, at vocabulary 61 and at 40 961, where the
+// head's dX sums pass as two 32-bit limbs per element.
 #include <doctest/doctest.h>
 #include <omp.h>
 
@@ -23,6 +24,7 @@
 #include "samebits/core/model/gpt.hpp"
 #include "samebits/core/model/tp_group.hpp"
 #include "samebits/core/model/tp_layout.hpp"
+#include "samebits/core/ops/exact_gemm.hpp"
 
 using namespace sb;
 
@@ -206,6 +208,32 @@ TEST_CASE("tensor-parallel GPT under gemm=exact: the ranks' integer partial sums
         CAPTURE(full[k].name);
         CHECK(std::memcmp(tp.grads[k].data(), ref.grads[k].data(), full[k].numel * 4) == 0);
       }
+    }
+  }
+  omp_set_num_threads(saved);
+}
+
+TEST_CASE("tensor-parallel GPT under gemm=exact at vocab 40 961: the two-word integer partial sums") {
+  // The head's dX sums over the vocabulary: k = 40 961 > 2^15, so k·2^(12s) ≥ 2^63 at s = 4 (fp32)
+  // and the ranks pass each element's integer dot as two 32-bit limbs (gemm_exact_split).
+  const int saved = omp_get_max_threads();
+  GPTConfig cfg = small_gpt(true);
+  cfg.vocab = 40961;  // 20 481 | 20 480 rows at TP 2, 13 654 | 13 654 | 13 653 at TP 3
+  cfg.n_layer = 1;
+  REQUIRE_FALSE(ops::exact::narrow_dot(cfg.vocab, 4));
+  Numerics exact = Numerics::deterministic();
+  exact.gemm = GemmMode::exact;
+  const Leaf ref = one_process(cfg, 1, exact);
+  const Leaf canonical = one_process(cfg, 1);
+  CHECK(std::memcmp(canonical.token_losses.data(), ref.token_losses.data(), ref.token_losses.size() * 4) != 0);
+  const std::vector<ParamView> full = gpt_param_layout(cfg);
+  for (int S : {2, 3}) {
+    CAPTURE(S);
+    const Leaf tp = tensor_parallel(cfg, 1, S, 1, exact);
+    CHECK(std::memcmp(tp.token_losses.data(), ref.token_losses.data(), ref.token_losses.size() * 4) == 0);
+    for (size_t k = 0; k < full.size(); ++k) {
+      CAPTURE(full[k].name);
+      CHECK(std::memcmp(tp.grads[k].data(), ref.grads[k].data(), full[k].numel * 4) == 0);
     }
   }
   omp_set_num_threads(saved);

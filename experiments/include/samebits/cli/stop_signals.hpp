@@ -20,7 +20,8 @@ class StopSignals {
   // Destroyed after a signal (the session ended at a step boundary), the watchdog lives on: if the
   // process still runs 10 s (at least) after the signal's grace — a peer lost after the ranks
   // agreed to stop leaves MPI's finalisation waiting — it ends it with exit code 2, without on_stuck.
-  explicit StopSignals(std::function<bool(const std::string& why)> on_stuck = nullptr);
+  // `grace_floor` (seconds, 10 in samebits) is the grace's floor, and the wait after a session's end.
+  explicit StopSignals(std::function<bool(const std::string& why)> on_stuck = nullptr, double grace_floor = 10);
   ~StopSignals();
   StopSignals(const StopSignals&) = delete;
   StopSignals& operator=(const StopSignals&) = delete;
@@ -28,7 +29,7 @@ class StopSignals {
   int received() const;  // 0, SIGINT or SIGTERM: the last signal received
   // A step (with its record and checkpoint) took `seconds`: the grace grows with the longest.
   void took(double seconds);
-  // How long a signal waits for the loop to end the session: 10 s + twice the longest step.
+  // How long a signal waits for the loop to end the session: the floor + twice the longest step.
   double grace_seconds() const;
 
  private:
