@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""The pipeline bubble measured against (P - 1)/(m + P - 1) (docs/DISTRIBUTED.md §11): 1F1B and GPipe
+"""The pipeline bubble measured against (P - 1)/(m + P - 1) (docs/studies/parallel_costs.md): 1F1B and GPipe
 at P = 2, 4 stages and m = 1, 2, 4, 8 micro-batches (leaves) a flush, DP 1.
 
 For each layout it runs tests/tools/mpi_train_driver --bench under mpirun (P ranks) on a GPT of 8

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# bench_dist.sh — data parallelism (docs/DISTRIBUTED.md §6): time per step and
+# bench_dist.sh — data parallelism (docs/studies/exact_allreduce.md): time per step and
 # bytes each rank passes to collectives per step, exact (block-window wire, det/block_wire.hpp) vs
 # native (float) all-reduce, 1 vs 2 ranks; the gradient all-reduce alone and the accumulator's
 # bytes; optimizer-state bytes per rank with and without the distributed optimizer (2 and 4
 # ranks). Uses tests/tools/mpi_train_driver (built with the tests). Then the byte ratios of
-# docs/DISTRIBUTED.md §6.1 from `samebits train` run files (series/comm_bytes): the default model at 2, 3 and 4 ranks and
+# docs/studies/exact_allreduce.md from `samebits train` run files (series/comm_bytes): the default model at 2, 3 and 4 ranks and
 # the 85 M shape (docs/PERFORMANCE.md) at 2 ranks, and the default model's step time exact/native at 2
 # ranks. Times are the fastest step after the first (and the fastest of REPS all-reduces), which
 # resists the noise of a shared machine; bytes and state sizes are exact counts.

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Per-rank memory and bytes on the wire per step of the GPT-2 124M shape at DP x TP x PP layouts,
-against Megatron-LM's formulas (docs/DISTRIBUTED.md §10.2). Counts, not timings: the figures are
+against Megatron-LM's formulas (docs/studies/parallel_costs.md). Counts, not timings: the figures are
 machine-independent.
 
 For each layout it runs tests/tools/mpi_train_driver (--bench, under mpirun for more than one

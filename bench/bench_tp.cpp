@@ -1,4 +1,4 @@
-// Tensor parallelism's costs (docs/DISTRIBUTED.md §10), measured: run alone and under
+// Tensor parallelism's costs (docs/studies/parallel_costs.md), measured: run alone and under
 // `mpirun -np T bench_tp VOCAB` (T = the TP degree, one TP group). For the 12-layer 768-wide GPT
 // (12 heads; vocab VOCAB, default 50257; seq 64, one sequence per leaf) it prints, per rank, the
 // bytes of weights, gradients and optimizer state (Muon + AdamW, optim.tp_mode = duplicated) and

@@ -275,7 +275,7 @@ std::vector<ConfigField> build_fields() {
                    "Presets gemm, reduce, allreduce and leaf_sum; a switch given explicitly overrides it")),
       noted(field("numerics.gemm", SB_MEMBER(numerics.gemm), yes,
                   "matrix products: canonical ascending-k fma chains, vendor BLAS (OpenBLAS, cuBLAS), or exact "
-                  "integer slices rounded once (CPU, docs/CONTRACT.md)"),
+                  "integer slices rounded once (CPU int8 kernels, CUDA int8 tensor cores; docs/CONTRACT.md)"),
             "canonical (vendor under mode=vendor)"),
       noted(field("numerics.reduce", SB_MEMBER(numerics.reduce), yes,
                   "row and scalar reductions: canonical orders, or native float sums in thread order (and "

@@ -11,7 +11,7 @@ namespace sb::det::detail {
 
 #if defined(SB_HAVE_AVX512)
 // GCC 12's avx512fintrin.h self-initializes its "undefined" vectors, which -Wmaybe-uninitialized
-// flags at every inlined intrinsic (GCC bug 105593, fixed in 12.3).
+// flags at every inlined intrinsic (GCC bug 105593, fixed in GCC 13).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"

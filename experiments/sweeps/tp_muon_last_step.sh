@@ -1,5 +1,5 @@
 #!/bin/sh
-# tp_muon_last_step.sh — for tp_muon_full_ortho.py: the orthogonality error of the *full* update
+# tp_muon_last_step.sh — for samebits.analysis.sweeps.tp_muon_ortho: the orthogonality error of the *full* update
 # matrix, which under tp_mode = blockwise the run file does not record (its ortho_error is rank 0's
 # shard's). Three short runs of the default model — one process, blockwise at TP 2 and TP 4 —
 # of 11 steps (10 of warmup to the peak lr, then one cosine step) keeping the states of steps 10

@@ -164,9 +164,7 @@ def _abort_job(message: str, exit_code: int) -> None: ...
 
 # samebits.torch's native half (python/samebits/torch).
 class _MuonArgs:
-    lr: float
     weight_decay: float
-    momentum: float
     eps: float
     extra_scale: float
     nesterov: bool
@@ -175,12 +173,13 @@ class _MuonArgs:
     ns_table: str
     ns_steps: int
     ns_coefficients: list[float]
-def _muon_update(weight: npt.NDArray[np.float32], grad: npt.NDArray[np.float32],
-                 momentum: npt.NDArray[np.float32], args: _MuonArgs) -> None: ...
+class _MuonGroup:
+    # One parameter group's C++ Muon on a device (-1: the CPU), built once over its matrices.
+    def __init__(self, shapes: list[tuple[int, int]], args: _MuonArgs, device: int) -> None: ...
+    # In place on the present matrices (data_ptr values on the group's device); momenta updated.
+    def step(self, weights: list[int], grads: list[int], momenta: list[int], present: list[bool], lr: float,
+             momentum: float) -> None: ...
 _built_with_cuda: bool
-# Only in a CUDA build (_built_with_cuda): the update over device memory of GPU `device`.
-def _muon_update_cuda(weight: int, grad: int, momentum: int, rows: int, cols: int, device: int,
-                      args: _MuonArgs) -> None: ...
 class _TorchRun:
     def __init__(self, path: str, config_text: str, experiment_text: str,
                  tensors: list[tuple[str, list[int]]], execution: dict[str, Any]) -> None: ...

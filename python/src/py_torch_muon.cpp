@@ -1,13 +1,13 @@
-// samebits.torch.Muon's update of one matrix (python/samebits/torch/muon.py): the C++ Muon
-// (core/optim/muon.hpp) over the caller's memory — host memory on the CPU backend, a CUDA tensor's
-// device memory on the CUDA backend (CUDA builds) — the same kernels, canonical chains and exact
-// norm, so the same bits on any thread count, CPU or GPU as the C++ optimizer under the same options.
+// samebits.torch.Muon's native half (python/samebits/torch/muon.py): one C++ Muon
+// (core/optim/muon.hpp) per parameter group, built once over the group's matrices and reused every
+// step, on the CPU backend (host memory) or a CUDA backend (a CUDA tensor's device memory; CUDA
+// builds). The same kernels, canonical chains and exact norm as the C++ optimizer under the same
+// options, so the same bits on any thread count, CPU or GPU; each matrix's update depends on that
+// matrix's weights, gradient and momentum only.
 #include <pybind11/stl.h>
 
-#include <initializer_list>
 #include <memory>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "bindings.hpp"
@@ -29,11 +29,10 @@
 namespace sb::py {
 namespace {
 
-using Matrix = pyb::array_t<float, pyb::array::c_style>;
-
-// The hyper-parameters of one update, as samebits.torch.Muon's group holds them.
+// The hyper-parameters of a group's Muon, as samebits.torch.Muon's group holds them (lr and
+// momentum are per step: StepContext).
 struct MuonArgs {
-  double lr = 1e-3, weight_decay = 0.1, momentum = 0.95, eps = 1e-7, extra_scale = 1.0;
+  double weight_decay = 0.1, eps = 1e-7, extra_scale = 1.0;
   bool nesterov = true;
   std::string momentum_form = "lerp", scale = "shape", ns_table = "custom";
   int64_t ns_steps = 5;
@@ -66,69 +65,115 @@ MuonOptions muon_options(const MuonArgs& a) {
   return o;
 }
 
-// w ← Muon's update from g; m (the matrix's momentum buffer) updated. All (rows, cols) fp32 in
-// `backend`'s memory; returns when the backend's work is done.
-void update_in(Backend& backend, float* w, const float* g, float* m, int64_t rows, int64_t cols, const MuonArgs& args) {
-  const size_t numel = size_t(rows * cols);
-  const ParamView p{"matrix", {rows, cols}, 0, numel, ParamKind::matrix, 0.0f, 0.0f};
-  const MuonOptions options = muon_options(args);
-  Muon opt({p}, backend, Precision::fp32, options);
-  const StateBuffer state = opt.state().at(0);
-  backend.copy(state.data, m, numel * sizeof(float));
-  StepContext ctx;
-  ctx.lr_factor = args.lr;
-  ctx.muon_momentum = args.momentum;
-  ctx.compute_stats = false;
-  opt.step(w, g, ctx);
-  backend.copy(m, state.data, numel * sizeof(float));
-  backend.synchronize();
-}
-
-// weight ← Muon's update from grad; momentum (the matrix's buffer) updated. All (rows, cols) fp32.
-void muon_update(Matrix weight, const Matrix& grad, Matrix momentum, const MuonArgs& args) {
-  SB_CHECK(weight.ndim() == 2, "samebits.torch.Muon: expected a 2-D parameter, got ", weight.ndim(), " dimensions");
-  const int64_t rows = weight.shape(0), cols = weight.shape(1);
-  for (const Matrix* m : std::initializer_list<const Matrix*>{&grad, &momentum})
-    SB_CHECK(m->ndim() == 2 && m->shape(0) == rows && m->shape(1) == cols,
-             "samebits.torch.Muon: gradient or momentum buffer is not of the parameter's shape (", rows, ", ", cols,
-             ")");
-  float* const w = weight.mutable_data();
-  float* const m = momentum.mutable_data();
-  const float* const g = grad.data();
-  pyb::gil_scoped_release nogil;
-  static const std::unique_ptr<Backend> host = make_cpu_backend();
-  update_in(*host, w, g, m, rows, cols, args);
+std::shared_ptr<Backend> host_backend() {
+  static const std::shared_ptr<Backend> host = make_cpu_backend();
+  return host;
 }
 
 #ifdef SB_HAVE_CUDA
-// The same update over device memory of GPU `device` (torch's data_ptr of contiguous fp32 (rows,
-// cols) tensors), on a deterministic CUDA backend of that device (one per device, kept). The caller
-// has finished its writes to the three tensors (samebits.torch.Muon synchronizes torch's stream);
-// this returns after the update is complete, with the caller's current device as it was.
-void muon_update_cuda(uintptr_t weight, uintptr_t grad, uintptr_t momentum, int64_t rows, int64_t cols, int device,
-                      const MuonArgs& args) {
-  SB_CHECK(rows > 0 && cols > 0, "samebits.torch.Muon: expected a non-empty matrix, got (", rows, ", ", cols, ")");
-  static std::map<int, std::unique_ptr<Backend>> backends;  // guarded by the GIL
-  std::unique_ptr<Backend>& backend = backends[device];
+// A deterministic CUDA backend of GPU `device`, one per device, kept (guarded by the GIL).
+std::shared_ptr<Backend> cuda_backend(int device) {
+  static std::map<int, std::shared_ptr<Backend>> backends;
+  std::shared_ptr<Backend>& backend = backends[device];
   if (!backend) backend = make_cuda_backend(Numerics::deterministic(), device);
-  Backend& be = *backend;
-  pyb::gil_scoped_release nogil;
-  int current = -1;
-  SB_CUDA_CHECK(cudaGetDevice(&current));
-  update_in(be, reinterpret_cast<float*>(weight), reinterpret_cast<const float*>(grad),
-            reinterpret_cast<float*>(momentum), rows, cols, args);
-  SB_CUDA_CHECK(cudaSetDevice(current));
+  return backend;
 }
 #endif
+
+// The Muon of one parameter group: its matrices laid out in a flat weight and gradient buffer of
+// the backend (one ParamView each, kParamAlign-aligned), the C++ Muon over that layout and its
+// state. The caller's tensors stay the source of truth: every step copies each updated matrix's
+// weights, gradient and momentum in, steps, and copies the weights and momentum back, so a
+// momentum buffer set or loaded from Python between steps is the one used.
+class MuonGroup {
+ public:
+  // shapes: the group's (rows, cols), in its order; device: -1 for the CPU, else the GPU.
+  MuonGroup(const std::vector<std::pair<int64_t, int64_t>>& shapes, const MuonArgs& args, int device)
+      : backend_(device < 0 ? host_backend() : device_backend(device)), device_(device) {
+    size_t offset = 0;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      const auto [rows, cols] = shapes[i];
+      SB_CHECK(rows > 0 && cols > 0, "samebits.torch.Muon: expected a non-empty matrix, got (", rows, ", ", cols, ")");
+      const size_t numel = size_t(rows * cols);
+      params_.push_back(
+          {std::string("m").append(std::to_string(i)), {rows, cols}, offset, numel, ParamKind::matrix, 0.0f, 0.0f});
+      offset += (numel + kParamAlign - 1) / kParamAlign * kParamAlign;
+    }
+    weights_ = backend_->alloc(DType::f32, {int64_t(offset)});
+    grads_ = backend_->alloc(DType::f32, {int64_t(offset)});
+    opt_ = std::make_unique<Muon>(params_, *backend_, Precision::fp32, muon_options(args));
+    owned_.assign(params_.size(), true);
+  }
+
+  // One step over the matrices whose `present` flag is set (the others, without a gradient, keep
+  // their weights and momentum): w ← Muon's update from g, m updated. Pointers to (rows, cols)
+  // fp32 memory of this group's device, in the group's order; returns when the update is done.
+  void step(const std::vector<uintptr_t>& w, const std::vector<uintptr_t>& g, const std::vector<uintptr_t>& m,
+            const std::vector<bool>& present, double lr, double momentum) {
+    const size_t n = params_.size();
+    SB_CHECK(w.size() == n && g.size() == n && m.size() == n && present.size() == n,
+             "samebits.torch.Muon: the group was built with ", n, " matrices, the step passed ", w.size());
+    pyb::gil_scoped_release nogil;
+#ifdef SB_HAVE_CUDA
+    int current = -1;
+    if (device_ >= 0) SB_CUDA_CHECK(cudaGetDevice(&current));
+#endif
+    if (present != owned_) {
+      opt_->set_owned(present);
+      owned_ = present;
+    }
+    const std::vector<StateBuffer> state = opt_->state();  // the owned matrices' momentum, in order
+    float* const weights = weights_.data_as<float>();
+    float* const grads = grads_.data_as<float>();
+    size_t k = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (!present[i]) continue;
+      const size_t bytes = params_[i].numel * sizeof(float);
+      backend_->copy(weights + params_[i].offset, reinterpret_cast<const float*>(w[i]), bytes);
+      backend_->copy(grads + params_[i].offset, reinterpret_cast<const float*>(g[i]), bytes);
+      backend_->copy(state[k++].data, reinterpret_cast<const float*>(m[i]), bytes);
+    }
+    StepContext ctx;
+    ctx.lr_factor = lr;
+    ctx.muon_momentum = momentum;
+    ctx.compute_stats = false;
+    opt_->step(weights, grads, ctx);
+    k = 0;
+    for (size_t i = 0; i < n; ++i) {
+      if (!present[i]) continue;
+      const size_t bytes = params_[i].numel * sizeof(float);
+      backend_->copy(reinterpret_cast<float*>(w[i]), weights + params_[i].offset, bytes);
+      backend_->copy(reinterpret_cast<float*>(m[i]), state[k++].data, bytes);
+    }
+    backend_->synchronize();
+#ifdef SB_HAVE_CUDA
+    if (device_ >= 0) SB_CUDA_CHECK(cudaSetDevice(current));
+#endif
+  }
+
+ private:
+  static std::shared_ptr<Backend> device_backend(int device) {
+#ifdef SB_HAVE_CUDA
+    return cuda_backend(device);
+#else
+    SB_FAIL("samebits.torch.Muon: a parameter on GPU ", device, ", but this samebits package was built without CUDA");
+#endif
+  }
+
+  std::shared_ptr<Backend> backend_;  // outlives the tensors and the optimizer below
+  int device_;
+  std::vector<ParamView> params_;
+  Tensor weights_, grads_;  // (Σ aligned numel) fp32, backend memory
+  std::unique_ptr<Muon> opt_;
+  std::vector<bool> owned_;  // the matrices the optimizer holds state for (the last step's)
+};
 
 }  // namespace
 
 void bind_torch_muon(pyb::module_& m) {
-  pyb::class_<MuonArgs>(m, "_MuonArgs", "The hyper-parameters of samebits.torch.Muon's update of one matrix.")
+  pyb::class_<MuonArgs>(m, "_MuonArgs", "The hyper-parameters of a samebits.torch.Muon parameter group.")
       .def(pyb::init<>())
-      .def_readwrite("lr", &MuonArgs::lr)
       .def_readwrite("weight_decay", &MuonArgs::weight_decay)
-      .def_readwrite("momentum", &MuonArgs::momentum)
       .def_readwrite("eps", &MuonArgs::eps)
       .def_readwrite("extra_scale", &MuonArgs::extra_scale)
       .def_readwrite("nesterov", &MuonArgs::nesterov)
@@ -137,15 +182,16 @@ void bind_torch_muon(pyb::module_& m) {
       .def_readwrite("ns_table", &MuonArgs::ns_table)
       .def_readwrite("ns_steps", &MuonArgs::ns_steps)
       .def_readwrite("ns_coefficients", &MuonArgs::ns_coefficients);
-  m.def("_muon_update", &muon_update, pyb::arg("weight").noconvert(), pyb::arg("grad"),
-        pyb::arg("momentum").noconvert(), pyb::arg("args"),
-        "Muon's update of one fp32 matrix in place (the C++ Muon over this memory); momentum updated.");
+  pyb::class_<MuonGroup>(m, "_MuonGroup",
+                         "The C++ Muon of one samebits.torch.Muon parameter group, built once and reused.")
+      .def(pyb::init<const std::vector<std::pair<int64_t, int64_t>>&, const MuonArgs&, int>(), pyb::arg("shapes"),
+           pyb::arg("args"), pyb::arg("device"))
+      .def("step", &MuonGroup::step, pyb::arg("weights"), pyb::arg("grads"), pyb::arg("momenta"), pyb::arg("present"),
+           pyb::arg("lr"), pyb::arg("momentum"),
+           "Muon's update in place of the present matrices (data_ptr values of contiguous fp32 tensors on the "
+           "group's device); their momentum updated. Returns when the update is complete.");
 #ifdef SB_HAVE_CUDA
   m.attr("_built_with_cuda") = true;
-  m.def("_muon_update_cuda", &muon_update_cuda, pyb::arg("weight"), pyb::arg("grad"), pyb::arg("momentum"),
-        pyb::arg("rows"), pyb::arg("cols"), pyb::arg("device"), pyb::arg("args"),
-        "Muon's update of one fp32 matrix in device memory of GPU `device` (data_ptr values), in place; "
-        "momentum updated. Returns when the update is complete.");
 #else
   m.attr("_built_with_cuda") = false;
 #endif

@@ -1,6 +1,7 @@
 """samebits.torch.Muon: torch.optim.Muon's argument errors; the same bits on 1 and 2 threads; bit
 for bit the C++ Muon's update (optim.momentum_form=lerp, through samebits.Trainer); within 1e-3 of a
-float64 reference of torch.optim.Muon's mathematics; state_dict round trip bitwise."""
+float64 reference of torch.optim.Muon's mathematics; state_dict round trip bitwise; one C++ Muon
+per group, reused, and a matrix without a gradient left as it was."""
 import copy
 import os
 import subprocess
@@ -146,3 +147,28 @@ def test_equal_to_the_cpp_muon_under_the_lerp_form():
         opt.step()
         assert np.array_equal(bits(w), np.asarray(after[name]).view(np.uint32)), name
     trainer.close()
+
+
+def test_one_cpp_muon_per_group_reused_and_a_matrix_without_gradient_kept():
+    g = torch.Generator().manual_seed(3)
+    params = [torch.nn.Parameter(torch.randn(s, generator=g) * 0.1) for s in SHAPES]
+    alone = [torch.nn.Parameter(p.detach().clone()) for p in params[:2]]
+    opt, opt_alone = Muon(params, lr=0.02), Muon(alone, lr=0.02)
+    engines = []
+    for _ in range(3):
+        for p, q in zip(params[:2], alone):
+            p.grad = torch.randn(p.shape, generator=g)
+            q.grad = p.grad.clone()
+        kept = bits(params[2])
+        opt.step()
+        opt_alone.step()
+        assert np.array_equal(bits(params[2]), kept)  # no gradient: not updated
+        engines.append(opt._engines[(0, torch.device("cpu"))][1])
+    assert engines[0] is engines[1] is engines[2]
+    assert "momentum_buffer" not in opt.state[params[2]]
+    for p, q in zip(params[:2], alone):  # the others as if the matrix were not in the group
+        assert np.array_equal(bits(p), bits(q))
+        assert np.array_equal(bits(opt.state[p]["momentum_buffer"]), bits(opt_alone.state[q]["momentum_buffer"]))
+    opt.param_groups[0]["weight_decay"] = 0.05  # an option the C++ Muon is built with: rebuilt
+    opt.step()
+    assert opt._engines[(0, torch.device("cpu"))][1] is not engines[0]

@@ -4,7 +4,7 @@
 # as before the time limit) end to end; every finished run is `samebits diff` IDENTICAL to one process.
 #   tests/cluster/test_cluster.sh SAMEBITS [WORKDIR]   (as root; exit 77 when it cannot run here)
 # STEPS (default 12) and LONG (default 60) set the runs' lengths; FAIL_AFTER (15) the seconds of
-# the long runs before their fault. Prints the figures of docs/DISTRIBUTED.md §5 as it goes.
+# the long runs before their fault. Prints the figures of docs/studies/cluster_faults.md as it goes.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 sb=$(realpath "${1:?usage: test_cluster.sh SAMEBITS [WORKDIR]}")
@@ -133,7 +133,7 @@ awk -v c="$clean" -v l="$lossy" 'BEGIN { exit !(l >= 1.2 * c) }' ||
   fail "the degraded link did not slow the steps (median $lossy s against $clean s clean)"
 
 # SIGTERM to the ranks, as --signal=TERM@N sends it before the time limit (delivered by the same
-# slurmstepd path; the timed version is shown in docs/DISTRIBUTED.md §5): checkpoint, exit 2, resumed.
+# slurmstepd path; the timed version is shown in docs/studies/cluster_faults.md): checkpoint, exit 2, resumed.
 id=$(job term "$long" "${sbatch_2x2[@]}")
 wait_running "$id"
 scancel --signal=TERM "$id"

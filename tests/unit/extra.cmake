@@ -68,6 +68,9 @@ if(EXISTS /usr/bin/python3)
   add_test(NAME test_layers
            COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/check_layers.py ${CMAKE_BINARY_DIR}/layers.json)
   set_tests_properties(test_layers PROPERTIES LABELS unit TIMEOUT 120)
+  # The paths docs/ARCHITECTURE.md names exist; no file cites design notes outside the repository.
+  add_test(NAME test_doc_paths COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/check_doc_paths.py ${CMAKE_SOURCE_DIR})
+  set_tests_properties(test_doc_paths PROPERTIES LABELS unit TIMEOUT 60)
 endif()
 
 # The reader process's failure paths run in a test reader with misbehaving kinds.

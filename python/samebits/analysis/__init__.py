@@ -2,7 +2,9 @@
 
 Modules: runfile (load a run), compare (first divergent step, loss gap, parameter distance),
 noise (EMA-smoothed gradient noise scale), tracefile (op-hash streams and trace propagation tables),
-plots (matplotlib figures), produce (train small runs with the samebits CLI). The notebooks in notebooks/ only call these and plot.
+plots (matplotlib figures), produce (train small runs with the samebits CLI), sweeps (the shipped
+studies' measures, each run as `python3 -m samebits.analysis.sweeps.<name>`; not imported here).
+The notebooks in notebooks/ only call these and plot.
 """
 from .runfile import Run, load_run
 from .compare import Comparison, compare_runs, relative_l2

@@ -2,8 +2,10 @@
 errors) whose update of an fp32 matrix is the C++ Muon of samebits (canonical GEMM chains, an
 exact norm): the same bits on any thread count, CPU or GPU, bitwise the C++ optimizer's update under
 `optim.momentum_form = lerp` (torch.optim.Muon's EMA momentum) for the same gradient and state.
-CUDA tensors run on samebits' CUDA backend (the CUDA trainer's kernels) when the package is built
-with CUDA; without, they are refused with a TypeError.
+Each parameter group keeps one C++ Muon per device, built at its first step and reused; the
+momentum buffers stay torch tensors in `state` (state_dict, load_state_dict), copied in and out
+at every step. CUDA tensors run on samebits' CUDA backend (the CUDA trainer's kernels) when the
+package is built with CUDA; without, they are refused with a TypeError.
 
     optimizer = samebits.torch.Muon(model.hidden_matrices(), lr=1e-4, weight_decay=0.01)
 
@@ -18,6 +20,9 @@ import torch
 from torch.optim.optimizer import Optimizer
 
 _ADJUST_LR = {None: "shape", "original": "shape", "match_rms_adamw": "moonlight"}
+# The group options its C++ Muon is built with; lr and momentum are passed at every step.
+_BUILT_WITH = ("weight_decay", "nesterov", "ns_coefficients", "eps", "ns_steps", "adjust_lr_fn", "ns_table", "scale",
+               "extra_scale", "momentum_form")
 
 
 def _load_module():
@@ -58,10 +63,9 @@ class Muon(Optimizer):
 
     @staticmethod
     def _args(group):
+        """The group's options that its C++ Muon is built with (lr and momentum are per step)."""
         a = _load_module()._MuonArgs()
-        a.lr = float(group["lr"])
         a.weight_decay = float(group["weight_decay"])
-        a.momentum = float(group["momentum"])
         a.nesterov = bool(group["nesterov"])
         a.eps = float(group["eps"])
         a.ns_steps = int(group["ns_steps"])
@@ -72,6 +76,32 @@ class Muon(Optimizer):
         a.momentum_form = group["momentum_form"]
         return a
 
+    def _engine(self, index, device, params, group, module):
+        """The C++ Muon of group `index`'s matrices on `device`: built on first use, rebuilt only when
+        the matrices' shapes or the group's options change (torch's __getstate__ leaves it out)."""
+        shapes = [tuple(p.shape) for p in params]
+        key = (tuple(shapes), tuple(group[k] for k in _BUILT_WITH))
+        engines = self.__dict__.setdefault("_engines", {})
+        cached = engines.get((index, device))
+        if cached is None or cached[0] != key:
+            cached = (key, module._MuonGroup(shapes, self._args(group), -1 if device.type == "cpu" else device.index))
+            engines[(index, device)] = cached
+        return cached[1]
+
+    @staticmethod
+    def _check(p, module):
+        if torch.is_complex(p):
+            raise RuntimeError("Muon: complex parameters are not supported")
+        if p.grad.is_sparse:
+            raise RuntimeError("Muon: sparse gradients are not supported")
+        if p.device.type not in ("cpu", "cuda") or p.dtype != torch.float32 or not p.is_contiguous():
+            raise TypeError(f"samebits.torch.Muon updates contiguous float32 CPU or CUDA parameters; got "
+                            f"{p.dtype} on {p.device}" + ("" if p.is_contiguous() else ", not contiguous"))
+        if p.device.type == "cuda" and not module._built_with_cuda:
+            raise TypeError(f"samebits.torch.Muon: a parameter on {p.device}, but this samebits package was "
+                            "built without CUDA (build it with -DSAMEBITS_CUDA=ON, or keep the parameters "
+                            "on the CPU)")
+
     @torch.no_grad()
     def step(self, closure=None):
         loss = None
@@ -79,33 +109,35 @@ class Muon(Optimizer):
             with torch.enable_grad():
                 loss = closure()
         module = _load_module()
-        for group in self.param_groups:
-            args = self._args(group)
+        for index, group in enumerate(self.param_groups):
+            by_device = {}
             for p in group["params"]:
-                if p.grad is None:
+                by_device.setdefault(p.device, []).append(p)
+            for device, params in by_device.items():
+                present = [p.grad is not None for p in params]
+                if not any(present):
                     continue
-                if torch.is_complex(p):
-                    raise RuntimeError("Muon: complex parameters are not supported")
-                if p.grad.is_sparse:
-                    raise RuntimeError("Muon: sparse gradients are not supported")
-                if p.device.type not in ("cpu", "cuda") or p.dtype != torch.float32 or not p.is_contiguous():
-                    raise TypeError(f"samebits.torch.Muon updates contiguous float32 CPU or CUDA parameters; got "
-                                    f"{p.dtype} on {p.device}" + ("" if p.is_contiguous() else ", not contiguous"))
-                if p.device.type == "cuda" and not module._built_with_cuda:
-                    raise TypeError(f"samebits.torch.Muon: a parameter on {p.device}, but this samebits package was "
-                                    "built without CUDA (build it with -DSAMEBITS_CUDA=ON, or keep the parameters "
-                                    "on the CPU)")
-                state = self.state[p]
-                if "momentum_buffer" not in state:
-                    state["momentum_buffer"] = torch.zeros_like(p, memory_format=torch.contiguous_format)
-                grad = p.grad.detach().to(torch.float32).contiguous()
-                buf = state["momentum_buffer"]
-                if p.device.type == "cpu":
-                    module._muon_update(p.detach().numpy(), grad.numpy(), buf.numpy(), args)
-                    continue
-                # samebits' CUDA backend runs on its own stream: torch's work on these tensors is
-                # finished first, and the update is complete when the call returns.
-                torch.cuda.current_stream(p.device).synchronize()
-                module._muon_update_cuda(p.data_ptr(), grad.data_ptr(), buf.data_ptr(), p.shape[0], p.shape[1],
-                                         p.get_device(), args)
+                weights, grads, momenta = [], [], []
+                for p, has_grad in zip(params, present):
+                    if not has_grad:  # not updated: its pointers are not read
+                        weights.append(0)
+                        grads.append(None)
+                        momenta.append(0)
+                        continue
+                    self._check(p, module)
+                    state = self.state[p]
+                    buf = state.get("momentum_buffer")
+                    if buf is None or not buf.is_contiguous():
+                        buf = state["momentum_buffer"] = (torch.zeros_like(p, memory_format=torch.contiguous_format)
+                                                          if buf is None else buf.contiguous())
+                    weights.append(p.data_ptr())
+                    grads.append(p.grad.detach().to(torch.float32).contiguous())  # alive until the step returns
+                    momenta.append(buf.data_ptr())
+                engine = self._engine(index, device, params, group, module)
+                if device.type == "cuda":
+                    # samebits' CUDA backend runs on its own stream: torch's work on these tensors is
+                    # finished first, and the update is complete when the call returns.
+                    torch.cuda.current_stream(device).synchronize()
+                engine.step(weights, [0 if g is None else g.data_ptr() for g in grads], momenta, present,
+                            float(group["lr"]), float(group["momentum"]))
         return loss

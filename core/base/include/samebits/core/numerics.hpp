@@ -11,7 +11,8 @@ namespace sb {
 
 // gemm=canonical: rule 1 (one ascending-k fma chain per output from +0, no split-K).
 // gemm=vendor: OpenBLAS sgemm on the CPU, cuBLAS on the GPU.
-// gemm=exact: integer slices summed exactly, rounded once (ops/exact_gemm.hpp; CPU only).
+// gemm=exact: integer slices summed exactly, rounded once (ops/exact_gemm.hpp): int8 kernels on the
+// CPU, int8 tensor cores on CUDA; tensor parallelism under it on the CPU only.
 enum class GemmMode { canonical, vendor, exact };
 
 // reduce=canonical: rules 2, 3, 5 (32-lane rows, token-ascending chains, exact scalars).

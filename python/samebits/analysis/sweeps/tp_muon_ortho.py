@@ -1,6 +1,6 @@
 """The orthogonality error of the full update matrix of a run's last step (tp_muon_last_step.sh).
 
-    PYTHONPATH=python /usr/bin/python3 experiments/sweeps/tp_muon_full_ortho.py runs/sweeps/tp_muon_last
+    PYTHONPATH=python /usr/bin/python3 -m samebits.analysis.sweeps.tp_muon_ortho runs/sweeps/tp_muon_last
 
 With weight decay 0, Muon's step S is W_S = W_(S−1) − lr·s·X, so X = (W_(S−1) − W_S)/(lr·s) (fp64),
 s = sqrt(max(1, rows/cols)) of the shape Newton–Schulz ran on: the full matrix (duplicated), or
@@ -9,8 +9,9 @@ the column-split attn.proj.w and mlp.proj.w. Prints per matrix kind, averaged ov
 the run file's ortho_error at step S (rank 0's shard under blockwise), the full X's error
 sqrt(Σ(A − I)²/r) with A = XᵀX or XXᵀ (r = the smaller side, the recorded statistic's formula),
 and the same after scaling X to ‖X‖²_F = r (what remains once a uniform scale is taken out).
-The reference row checks the reconstruction: its full error must equal its recorded one.
+The reference row checks the reconstruction: its full error must equal its recorded one. Reads only.
 """
+from __future__ import annotations
 
 import os
 import sys
@@ -18,7 +19,7 @@ import sys
 import h5py
 import numpy as np
 
-from samebits.analysis.runfile import load_run
+from ..runfile import load_run
 
 KINDS = ("attn.qkv.w", "attn.proj.w", "mlp.fc.w", "mlp.proj.w")
 ROW_SPLIT = ("attn.qkv.w", "mlp.fc.w")
@@ -61,14 +62,18 @@ def measure(path):
     return {k: np.mean(np.array(v), axis=0) for k, v in out.items()}
 
 
-def main():
-    out_dir = sys.argv[1]
+def main(argv) -> int:
+    if len(argv) != 1:
+        print(__doc__)
+        return 2
+    out_dir = argv[0]
     print("| cell | matrix | recorded ortho_error (last step) | full update's error | full, unit scale |")
     print("|---|---|---|---|---|")
     for cell in ("tp1-duplicated", "tp2-blockwise", "tp4-blockwise"):
         for kind, (rec, full, unit) in measure(os.path.join(out_dir, "runs", cell + ".h5")).items():
             print(f"| {cell} | {kind} | {rec:.4f} | {full:.4f} | {unit:.4f} |")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv[1:]))

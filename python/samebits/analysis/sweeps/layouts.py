@@ -1,6 +1,6 @@
 """The measures and plots of experiments/sweeps/layouts.ini that the sweep's own report lacks.
 
-    PYTHONPATH=python /usr/bin/python3 experiments/sweeps/layouts_plots.py runs/sweeps/layouts docs/studies/layouts
+    PYTHONPATH=python /usr/bin/python3 -m samebits.analysis.sweeps.layouts runs/sweeps/layouts docs/studies/layouts
 
 Reads OUT/runs/<cell>.h5 and the kept states of their stores (train.keep_states: snapshots are
 refused under parallel.tp > 1) and compares every det-* cell with det-1 and every vendor-* cell
@@ -8,8 +8,9 @@ with vendor-1: identical (every row of param_fingerprint and grad_fingerprint, t
 validation losses and every kept state's parameters bitwise equal), first divergent step, the
 step-1 loss, the relative L2 distance at each kept state, the final training loss and its gap.
 Prints a Markdown table and the spread of the vendor layouts' losses; draws rel_l2.png (distance
-per kept state) and loss_gap.png (training loss minus the reference's, step by step).
+per kept state) and loss_gap.png (training loss minus the reference's, step by step). Reads only.
 """
+from __future__ import annotations
 
 import os
 import sys
@@ -20,10 +21,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from tp_muon_plots import bitwise_equal, kept_states, rel_l2, same_bits  # noqa: E402
-
-from samebits.analysis.runfile import load_run  # noqa: E402
+from ..compare import relative_l2  # noqa: E402
+from ..runfile import load_run  # noqa: E402
+from .states import bitwise_equal, kept_states, same_bits  # noqa: E402
 
 LAYOUTS = ("1", "threads-2", "dp2", "dp4", "dp2-micro1", "tp2", "tp4", "dp2-tp2")
 MODES = ("det", "vendor")
@@ -52,7 +52,7 @@ def measure(out_dir):
                 and all(bitwise_equal(ref_states[s], states[s]) for s in shared),
                 "first_divergent": int(run.steps[np.argmax(differ)]) if differ.any() else 0,
                 "steps": shared,
-                "rel_l2": [rel_l2(ref_states[s], states[s]) for s in shared],
+                "rel_l2": [relative_l2(ref_states[s], states[s]) for s in shared],
                 "loss": run["loss"],
                 "loss_gap": run["loss"] - ref["loss"][:n],
                 "run_steps": run.steps,
@@ -110,11 +110,19 @@ def save(fig, ax, note, path):
     fig.savefig(path)
 
 
-if __name__ == "__main__":
-    out_dir, plot_dir = sys.argv[1], sys.argv[2]
+def main(argv) -> int:
+    if len(argv) != 2:
+        print(__doc__)
+        return 2
+    out_dir, plot_dir = argv
     rows = measure(out_dir)
     print(table(rows))
     for mode in MODES:
         first, last = spread(rows, mode)
         print(f"{mode}: loss spread over the layouts at step 1 {first:.3g}, at the last step {last:.3g}")
     plots(rows, plot_dir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,52 +1,34 @@
 """The measures and plots of experiments/sweeps/tp_muon.ini that the sweep's own report lacks.
 
-    PYTHONPATH=python /usr/bin/python3 experiments/sweeps/tp_muon_plots.py runs/sweeps/tp_muon docs/studies/tp_muon
+    PYTHONPATH=python /usr/bin/python3 -m samebits.analysis.sweeps.tp_muon runs/sweeps/tp_muon docs/studies/tp_muon
 
 Reads OUT/runs/<cell>.h5 and the kept states of their stores (train.keep_states: snapshots are
 refused under parallel.tp > 1), compares every cell with tp1-duplicated and prints a Markdown
 table: identical (every row of param_fingerprint and grad_fingerprint, the training and validation
-losses, the recorded ortho_error and every kept state's parameters bitwise equal), first divergent step, relative L2 distance at each kept state, final validation
-loss and its gap, and the mean over the run of the recorded per-tensor orthogonality error by
+losses, the recorded ortho_error and every kept state's parameters bitwise equal), first divergent
+step, relative L2 distance at each kept state, final validation loss and its gap, and the mean over the run of the recorded per-tensor orthogonality error by
 matrix kind. Draws rel_l2.png, val_loss_gap.png and ortho_error.png into the plot folder.
+Reads only; the figures are pure functions of the run files.
 """
+from __future__ import annotations
 
-import glob
 import os
 import sys
 
-import h5py
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from samebits.analysis.runfile import load_run  # noqa: E402
+from ..compare import relative_l2  # noqa: E402
+from ..runfile import load_run  # noqa: E402
+from .states import bitwise_equal, kept_states, same_bits  # noqa: E402
 
 REFERENCE = "tp1-duplicated"
 ORDER = ("tp1-duplicated", "tp2-duplicated", "tp4-duplicated", "tp2-blockwise", "tp4-blockwise", "tp2-distributed",
          "tp4-distributed")
 KINDS = ("attn.qkv.w", "attn.proj.w", "mlp.fc.w", "mlp.proj.w")
-
-
-def kept_states(path):
-    """{step: {tensor: array}} of the run's store (RUN.store/state_step_N.h5)."""
-    out = {}
-    for state in sorted(glob.glob(path[: -len(".h5")] + ".store/state_step_*.h5")):
-        with h5py.File(state, "r") as f:
-            out[int(f.attrs["step"])] = {n: f["params"][n][()] for n in f["params"]}
-    return out
-
-
-def rel_l2(a, b):
-    """||b - a|| / ||a|| over all tensors, in fp64."""
-    num = sum(float(np.sum((b[n].astype(np.float64) - a[n].astype(np.float64)) ** 2)) for n in a)
-    den = sum(float(np.sum(a[n].astype(np.float64) ** 2)) for n in a)
-    return np.sqrt(num / den)
-
-
-def bitwise_equal(a, b):
-    return all(a[n].tobytes() == b[n].tobytes() for n in a)
 
 
 def ortho_means(run, n):
@@ -57,10 +39,6 @@ def ortho_means(run, n):
         cols = [i for i, n in enumerate(run.tensor_names) if n.endswith(kind)]
         out[kind] = float(np.nanmean(err[:, cols]))
     return out
-
-
-def same_bits(a, b):
-    return a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
 def measure(out_dir):
@@ -87,7 +65,7 @@ def measure(out_dir):
             "identical": not differ.any() and same_series and same_params,
             "first_divergent": int(run.steps[np.argmax(differ)]) if differ.any() else 0,
             "steps": shared,
-            "rel_l2": [rel_l2(ref_states[s], states[s]) for s in shared],
+            "rel_l2": [relative_l2(ref_states[s], states[s]) for s in shared],
             "val_steps": run.steps[evals],
             "val_gap": (run["val_loss"] - ref["val_loss"][:n])[evals],
             "final_val": float(run["val_loss"][evals][-1]),
@@ -158,14 +136,18 @@ def plots(rows, plot_dir):
     fig.savefig(os.path.join(plot_dir, "ortho_error.png"))
 
 
-def main():
-    out_dir, plot_dir = sys.argv[1], sys.argv[2]
+def main(argv) -> int:
+    if len(argv) != 2:
+        print(__doc__)
+        return 2
+    out_dir, plot_dir = argv
     rows = measure(out_dir)
     print(table(rows))
     for name, r in rows.items():
         print(name, "rel_l2 at", dict(zip(r["steps"], (f"{v:.4g}" for v in r["rel_l2"]))))
     plots(rows, plot_dir)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main(sys.argv[1:]))
