@@ -8,14 +8,16 @@
 // numerics): every op equal; against a vendor DP 2 × TP 2 run the origin is the first op of a
 // native reduction (and a vendor one process against it is refused), against a DP 2 × TP 2 run
 // with only the vendor GEMM the first shard GEMM; a replay at the other layout that does not
-// reproduce its run (a planted op) is an error. Op counts are the TP or PP run's own recorded rows
-// of the step (--trace-steps), not pinned numbers.
+// reproduce its run (a planted op) is an error. Op counts are derived, not pinned: both sides of a
+// layout's trace run as many ops, and more than the one process traced against itself.
 // Skipped (exit 77) without MPI/mpirun in this build.
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <memory>
+#include <regex>
 #include <tuple>
+#include <utility>
 
 #include "integration/mpi_launch.hpp"
 #include "integration/test_cli_support.hpp"
@@ -41,11 +43,25 @@ void train_one_and_many(const TempDir& dir, const std::string& ini, int ranks, c
   REQUIRE_MESSAGE(inspect.output.find("world size " + std::to_string(ranks)) != std::string::npos, inspect.output);
 }
 
-// The rows a run recorded of `step` with --trace-steps (every rank's, gathered): the op count a
-// replay at its layout must give, derived from the run itself rather than pinned.
-std::string recorded_ops(const std::string& trace_file, int step) {
-  const sb::h5::File f = sb::h5::File::open(trace_file);
-  return std::to_string(f.dataset("steps/" + std::to_string(step) + "/leaf").rows());
+// The "N ops in A, M in B" of a trace report: {N, M}.
+std::pair<long, long> op_counts(const std::string& report) {
+  std::smatch m;
+  REQUIRE_MESSAGE(std::regex_search(report, m, std::regex("(\\d+) ops in A, (\\d+) in B")), report);
+  return {std::stol(m[1]), std::stol(m[2])};
+}
+
+// The op counts of a layout's trace, derived rather than pinned: the one process replayed at the
+// layout and the layout's own replay run the same ops (N = M), and a layout splits ops into
+// shard ops and adds the passes between ranks, so it runs more than one process does (the one
+// process traced against itself, `step`).
+void check_layout_counts(const TempDir& dir, const Result& trace, const std::string& step) {
+  const auto [a, b] = op_counts(trace.output);
+  CHECK(a == b);
+  const Result alone = run({"trace", dir / "one.h5", dir / "one.h5", "--step", step});
+  REQUIRE_MESSAGE(alone.code == 0, alone.output);
+  const auto [one, same] = op_counts(alone.output);
+  CHECK(one == same);
+  CHECK_MESSAGE(a > one, trace.output);
 }
 
 // A divergent trace whose origin (its text contains `origin`) is of kind `op`: inputs equal, output not.
@@ -100,13 +116,12 @@ TEST_CASE("samebits trace: a 1-process run against PP 2 and DP 2 x TP 2 x PP 2 (
        {std::tuple{2, "--parallel.pp 2"}, std::tuple{8, "--parallel.tp 2 --parallel.pp 2"}}) {
     TempDir dir;
     write_text(dir / "pp.ini", ini);
-    train_one_and_many(dir, "pp.ini", ranks, std::string(layout) + " --trace-steps 3");
+    train_one_and_many(dir, "pp.ini", ranks, layout);
     const Result trace = run({"trace", dir / "one.h5", dir / "many.h5", "--step", "3"});
-    CAPTURE(layout);
+    CAPTURE(std::string(layout));
     CHECK_MESSAGE(trace.code == 0, trace.output);
     CHECK(trace.output.find("every op equal") != std::string::npos);
-    const std::string ops = recorded_ops(dir / "many.trace.h5", 3);
-    CHECK_MESSAGE(trace.output.find(ops + " ops in A, " + ops + " in B") != std::string::npos, trace.output);
+    check_layout_counts(dir, trace, "3");
     CHECK(trace.output.find("replayed at B's layout (recorded at parallel.tp=1, 1 process") != std::string::npos);
   }
 }
@@ -117,15 +132,13 @@ TEST_CASE("samebits trace: a 1-process run against DP 2 x TP 2 and DP 2 x TP 3: 
   for (const int tp : {2, 3}) {
     TempDir dir;
     write_text(dir / "tp.ini", ini);
-    train_one_and_many(dir, "tp.ini", 2 * tp, "--parallel.tp " + std::to_string(tp) + " --trace-steps 3");
+    train_one_and_many(dir, "tp.ini", 2 * tp, "--parallel.tp " + std::to_string(tp));
     const Result trace = run({"trace", dir / "one.h5", dir / "many.h5", "--step", "3"});
     CAPTURE(tp);
     CHECK_MESSAGE(trace.code == 0, trace.output);
     CHECK(trace.output.find("every op equal") != std::string::npos);
-    // Every rank's shard ops (the leaves' of each group, the optimizer's of DP rank 0's group): as
-    // many as the TP run recorded of the step itself.
-    const std::string ops = recorded_ops(dir / "many.trace.h5", 3);
-    CHECK(trace.output.find(ops + " ops in A, " + ops + " in B") != std::string::npos);
+    // Every rank's shard ops: the leaves' of each group, the optimizer's of DP rank 0's group.
+    check_layout_counts(dir, trace, "3");
     CHECK(trace.output.find(", tp " + std::to_string(tp) + ", replayed at B's layout (recorded at parallel.tp=1") !=
           std::string::npos);
   }
