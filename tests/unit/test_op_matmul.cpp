@@ -21,22 +21,20 @@ struct GemmCase {
 };
 
 // Element (row, col) of op(X) where X is stored with leading dimension ld.
-float op_at(const std::vector<float>& x, Trans t, int ld, int row, int col) {
+float op_at(const float* x, Trans t, int ld, int row, int col) {
   return t == Trans::no ? x[static_cast<size_t>(row) * ld + col] : x[static_cast<size_t>(col) * ld + row];
 }
 
-// The contract's definition, written as plainly as possible.
-std::vector<float> gemm_reference(Trans ta, Trans tb, int m, int n, int k, const std::vector<float>& a, int lda,
-                                  const std::vector<float>& b, int ldb, const std::vector<float>& c0, int ldc,
-                                  bool accumulate, Precision prec) {
-  std::vector<float> c = c0;
-  for (int i = 0; i < m; ++i)
-    for (int j = 0; j < n; ++j) {
-      float acc = accumulate ? c0[static_cast<size_t>(i) * ldc + j] : 0.0f;
-      for (int p = 0; p < k; ++p)
-        acc = std::fma(ops::round_operand(op_at(a, ta, lda, i, p), prec),
-                       ops::round_operand(op_at(b, tb, ldb, p, j), prec), acc);
-      c[static_cast<size_t>(i) * ldc + j] = acc;
+// The contract's definition of g's C, written as plainly as possible (host memory; C0 = g.c).
+std::vector<float> gemm_reference(const ops::GemmProblem& g) {
+  std::vector<float> c(g.c, g.c + static_cast<size_t>(g.m) * g.ldc);
+  for (int i = 0; i < g.m; ++i)
+    for (int j = 0; j < g.n; ++j) {
+      float acc = g.accumulate ? c[static_cast<size_t>(i) * g.ldc + j] : 0.0f;
+      for (int p = 0; p < g.k; ++p)
+        acc = std::fma(ops::round_operand(op_at(g.a, g.ta, g.lda, i, p), g.precision),
+                       ops::round_operand(op_at(g.b, g.tb, g.ldb, p, j), g.precision), acc);
+      c[static_cast<size_t>(i) * g.ldc + j] = acc;
     }
   return c;
 }
@@ -57,10 +55,11 @@ TEST_CASE("canonical gemm equals the ascending-k fma triple loop, bitwise") {
             const int ldc = g.n + 2;
             const auto a = test::uniform(static_cast<size_t>(ta == Trans::no ? g.m : g.k) * lda, 1);
             const auto b = test::uniform(static_cast<size_t>(tb == Trans::no ? g.k : g.n) * ldb, 2);
-            const auto c0 = test::uniform(static_cast<size_t>(g.m) * ldc, 3);
-            auto c = c0;
-            be->gemm(ta, tb, g.m, g.n, g.k, a.data(), lda, b.data(), ldb, c.data(), ldc, accumulate, prec);
-            const auto want = gemm_reference(ta, tb, g.m, g.n, g.k, a, lda, b, ldb, c0, ldc, accumulate, prec);
+            auto c = test::uniform(static_cast<size_t>(g.m) * ldc, 3);
+            const ops::GemmProblem problem{ta,       tb,  g.m,      g.n, g.k,        a.data(), lda,
+                                           b.data(), ldb, c.data(), ldc, accumulate, prec};
+            const auto want = gemm_reference(problem);  // C still holds C0
+            be->gemm(problem);
             CAPTURE(g.m);
             CAPTURE(g.n);
             CAPTURE(g.k);
@@ -79,7 +78,7 @@ TEST_CASE("gemm on integer-valued inputs is exact, canonical and vendor") {
     const auto a = test::integers(static_cast<size_t>(m) * k, 11, 8);
     const auto b = test::integers(static_cast<size_t>(k) * n, 12, 8);
     std::vector<float> c(static_cast<size_t>(m) * n);
-    be->gemm(Trans::no, Trans::no, m, n, k, a.data(), k, b.data(), n, c.data(), n, false, Precision::fp32);
+    be->gemm({Trans::no, Trans::no, m, n, k, a.data(), k, b.data(), n, c.data(), n, false, Precision::fp32});
     bool exact = true;
     for (int i = 0; i < m; ++i)
       for (int j = 0; j < n; ++j) {
@@ -103,7 +102,7 @@ TEST_CASE("canonical gemm bits do not depend on the thread count") {
   for (int threads : {1, 2, 3, 4}) {
     omp_set_num_threads(threads);
     std::vector<float> c(static_cast<size_t>(m) * n);
-    be->gemm(Trans::no, Trans::yes, m, n, k, a.data(), k, b.data(), k, c.data(), n, false, Precision::fp32);
+    be->gemm({Trans::no, Trans::yes, m, n, k, a.data(), k, b.data(), k, c.data(), n, false, Precision::fp32});
     if (first.empty()) first = c;
     CAPTURE(threads);
     CHECK(test::same_bits(c, first, "gemm threads"));
