@@ -85,3 +85,6 @@ if(EXISTS /usr/bin/python3)
                                          ${CMAKE_SOURCE_DIR})
   set_tests_properties(test_ops_callers PROPERTIES LABELS unit TIMEOUT 60)
 endif()
+
+# test_parity_table reads the parity tests it checks from the source tree.
+target_compile_definitions(test_parity_table PRIVATE SB_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
