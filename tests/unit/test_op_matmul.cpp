@@ -1,6 +1,7 @@
 // GEMM and linear layer (core/cpu/matmul.cpp): bitwise equal to the plain ascending-k std::fma
 // triple loop for every transposition, odd sizes, k across several k-blocks, continued chains and
-// bf16/fp16 operands; exact on integer-valued inputs; backward against fp64 finite differences.
+// bf16/fp16 operands; exact on integer-valued inputs; a bias in the problem bitwise the gemm then
+// bias_forward; malformed problems refused; backward against fp64 finite differences.
 #include <doctest/doctest.h>
 #include <omp.h>
 
@@ -10,6 +11,7 @@
 #include "samebits/core/backend.hpp"
 #include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/ops/matmul.hpp"
+#include "samebits/det/error.hpp"
 #include "test_op_support.hpp"
 
 using namespace sb;
@@ -162,4 +164,43 @@ TEST_CASE("matmul backward matches fp64 finite differences") {
   test::check_gradient(dx, test::fd_gradient(xd, loss), 1e-5, "matmul dinp");
   test::check_gradient(dw, test::fd_gradient(wd, loss), 1e-5, "matmul dw");
   test::check_gradient(db, test::fd_gradient(bd, loss), 1e-5, "matmul dbias");
+}
+
+TEST_CASE("a GemmProblem with a bias is the gemm then bias_forward; malformed problems are refused") {
+  for (GemmMode mode : {GemmMode::canonical, GemmMode::exact}) {
+    auto be = make_cpu_backend({mode, ReduceMode::canonical, Precision::fp32});
+    for (int k : {0, 1, 37}) {
+      const int m = 9, n = 13;
+      const auto a = test::uniform(static_cast<size_t>(m) * (k + 1), 41);
+      const auto b = test::uniform(static_cast<size_t>(n) * (k + 1), 42);
+      const auto bias = test::uniform(static_cast<size_t>(n) + k, 43);  // the first n
+      std::vector<float> fused(static_cast<size_t>(m) * n, 7.0f), plain(fused.size(), 7.0f);
+      const ops::GemmProblem g{Trans::no, Trans::yes, m, n, k, a.data(), k + 1, b.data(), k + 1, plain.data(), n};
+      be->gemm(g);
+      be->bias_forward(plain.data(), bias.data(), m, n);
+      ops::GemmProblem with_bias = g.with_bias(bias.data());
+      with_bias.c = fused.data();
+      be->gemm(with_bias);
+      CAPTURE(to_string(mode));
+      CAPTURE(k);
+      CHECK(test::same_bits(fused, plain, "gemm with a bias"));
+    }
+  }
+  auto be = make_cpu_backend();
+  std::vector<float> x(64, 1.0f), c(64);
+  const ops::GemmProblem g{Trans::no, Trans::no, 4, 4, 4, x.data(), 4, x.data(), 4, c.data(), 4};
+  ops::GemmProblem negative = g;
+  negative.k = -1;
+  CHECK_THROWS_AS(be->gemm(negative), Error);
+  ops::GemmProblem strided_bias = g.with_bias(x.data());
+  strided_bias.ldc = 8;
+  CHECK_THROWS_AS(be->gemm(strided_bias), Error);
+  CHECK_THROWS_AS(be->syrk(g), Error);  // op(B) is not op(A)ᵀ
+  be->syrk(ops::syrk_problem(Trans::no, 4, 4, x.data(), 4, c.data(), 4, Precision::fp32));
+  CHECK(c[5] == 4.0f);
+  struct NoGroup final : ExactGroup {
+    void max(int32_t*, size_t) override {}
+    void sum(uint64_t*, size_t) override {}
+  } group;
+  CHECK_THROWS_AS(be->gemm(g.split_over(group, 8)), Error);  // a k-split under numerics.gemm=canonical
 }
