@@ -144,7 +144,7 @@ std::string shape_name(const GemmCase& g) {
 // One product on a backend: canonical, or exact under an exact backend (numerics.gemm = exact).
 std::function<void()> canonical(Backend& be, GemmCase& g, Precision prec = Precision::fp32) {
   return [&be, &g, prec] {
-    be.gemm(g.ta, g.tb, g.m, g.n, g.k, g.a.data(), g.lda(), g.b.data(), g.ldb(), g.c.data(), g.n, false, prec);
+    be.gemm({g.ta, g.tb, g.m, g.n, g.k, g.a.data(), g.lda(), g.b.data(), g.ldb(), g.c.data(), g.n, false, prec});
   };
 }
 
@@ -358,8 +358,10 @@ int main(int argc, char** argv) {
     GemmCase gram = make_case(Trans::no, Trans::yes, 128, 128, 512);
     ratios.push_back(compare(
         "syrk / gemm NT 128x128x512", "syrk",
-        [&] { be->syrk(Trans::no, 128, 512, gram.a.data(), 512, gram.c.data(), 128, Precision::fp32); }, "gemm",
-        canonical(*be, gram), reps, quick ? 0.02 : 0.06));
+        [&] {
+          be->syrk(sb::ops::syrk_problem(Trans::no, 128, 512, gram.a.data(), 512, gram.c.data(), 128, Precision::fp32));
+        },
+        "gemm", canonical(*be, gram), reps, quick ? 0.02 : 0.06));
 
     std::fprintf(stderr, "canonical GEMM, 1 thread / 2 threads (time ratio = the speedup of 2 threads)\n");
     for (GemmCase* g : {&square[1], &model[0]}) {

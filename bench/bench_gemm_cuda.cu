@@ -116,7 +116,7 @@ int main(int argc, char** argv) {
       };
       const double canon =
           add("canonical (auto tile)", time_ms(stream, reps, [&] {
-                be->gemm(s.ta, s.tb, s.m, s.n, s.k, a, lda, b, ldb, c, ldc, false, sb::Precision::fp32);
+                be->gemm({s.ta, s.tb, s.m, s.n, s.k, a, lda, b, ldb, c, ldc, false, sb::Precision::fp32});
               }));
       if (big) {
         canonical_4096 = canon;
@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
           const std::string name = sb::detail::concat("canonical tile ", t, " (", tile.bm, "x", tile.bn, "x", tile.bk,
                                                       ", ", tile.tm, "x", tile.tn, ")");
           add(name, time_ms(sb::cuda_stream(*bt_be), reps, [&] {
-                bt_be->gemm(s.ta, s.tb, s.m, s.n, s.k, a, lda, b, ldb, c, ldc, false, sb::Precision::fp32);
+                bt_be->gemm({s.ta, s.tb, s.m, s.n, s.k, a, lda, b, ldb, c, ldc, false, sb::Precision::fp32});
               }));
         }
       }

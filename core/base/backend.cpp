@@ -7,24 +7,23 @@
 
 namespace sb {
 
+void check_gemm(const ops::GemmProblem& g) {
+  SB_CHECK(g.m >= 0 && g.n >= 0 && g.k >= 0, "gemm sizes must be non-negative, got m=", g.m, " n=", g.n, " k=", g.k);
+  SB_CHECK(g.bias == nullptr || (g.ldc == g.n && !g.accumulate),
+           "a gemm with a bias writes a fresh contiguous C: expected ldc == n and no accumulate, got ldc=", g.ldc,
+           " n=", g.n, " accumulate=", g.accumulate);
+}
+
 void Backend::matmul_forward(float* out, const float* inp, const float* w, const float* bias, int N, int C, int OC) {
-  if (bias != nullptr && gemm_bias(out, inp, w, bias, N, C, OC)) return;
-  gemm(Trans::no, Trans::yes, N, OC, C, inp, C, w, C, out, OC, false, numerics().precision);
-  if (bias != nullptr) bias_forward(out, bias, N, OC);
+  gemm({Trans::no, Trans::yes, N, OC, C, inp, C, w, C, out, OC, false, numerics().precision, bias});
 }
 
 void Backend::matmul_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w,
                               int N, int C, int OC) {
   const Precision prec = numerics().precision;
-  if (dinp) gemm(Trans::no, Trans::no, N, C, OC, dout, OC, w, C, dinp, C, false, prec);
-  gemm(Trans::yes, Trans::no, OC, C, N, dout, OC, inp, C, dw, C, false, prec);
+  if (dinp) gemm({Trans::no, Trans::no, N, C, OC, dout, OC, w, C, dinp, C, false, prec});
+  gemm({Trans::yes, Trans::no, OC, C, N, dout, OC, inp, C, dw, C, false, prec});
   if (dbias) bias_backward(dbias, dout, N, OC);
-}
-
-void Backend::gemm_exact_split(Trans, Trans, int, int, int, const float*, int, const float*, int, float*, int,
-                               const float*, int, ExactGroup&) {
-  SB_CHECK(false, "numerics.gemm=exact with parallel.tp > 1 runs on run.backend=cpu (this backend, ", describe(),
-           ", has no k-split exact GEMM); use numerics.gemm=canonical");
 }
 
 void GradAccumulator::add_leaves(const float* a, const float* b, TensorSums* squares) {

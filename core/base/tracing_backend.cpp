@@ -33,25 +33,26 @@ Region operand(const void* p, Trans t, int rows, int cols, int ld) {
 
 }  // namespace
 
-void TracingBackend::gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
-                          float* c, int ldc, bool accumulate, Precision precision) {
+void TracingBackend::gemm(const ops::GemmProblem& g) {
+  // A k-split product passes untraced; one with a bias is traced as the gemm then bias_forward it
+  // equals bitwise (backend.hpp), so a backend that fuses them and one that does not give the same
+  // stream.
+  if (tracer() == nullptr || g.group != nullptr) return ForwardingBackend::gemm(g);
+  if (g.bias != nullptr) {
+    gemm(g.with_bias(nullptr));
+    return bias_forward(g.c, g.bias, g.m, g.n);
+  }
   OpRow row(*this, "gemm",
-            {operand(a, ta, m, k, lda), operand(b, tb, k, n, ldb), accumulate ? matrix(c, m, n, ldc) : Region{}});
-  ForwardingBackend::gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate, precision);
-  row.done({matrix(c, m, n, ldc)}, {m, n});
+            {operand(g.a, g.ta, g.m, g.k, g.lda), operand(g.b, g.tb, g.k, g.n, g.ldb),
+             g.accumulate ? matrix(g.c, g.m, g.n, g.ldc) : Region{}});
+  ForwardingBackend::gemm(g);
+  row.done({matrix(g.c, g.m, g.n, g.ldc)}, {g.m, g.n});
 }
 
-void TracingBackend::syrk(Trans ta, int n, int k, const float* a, int lda, float* c, int ldc, Precision precision) {
-  OpRow row(*this, "syrk", {operand(a, ta, n, k, lda)});
-  ForwardingBackend::syrk(ta, n, k, a, lda, c, ldc, precision);
-  row.done({matrix(c, n, n, ldc)}, {n, n});
-}
-
-bool TracingBackend::gemm_bias(float* out, const float* inp, const float* w, const float* bias, int N, int C, int OC) {
-  if (tracer() == nullptr) return ForwardingBackend::gemm_bias(out, inp, w, bias, N, C, OC);
-  // Traced as the gemm then bias_forward it equals bitwise (backend.hpp), so a backend that fuses
-  // them and one that does not give the same stream.
-  return false;
+void TracingBackend::syrk(const ops::GemmProblem& g) {
+  OpRow row(*this, "syrk", {operand(g.a, g.ta, g.n, g.k, g.lda)});
+  ForwardingBackend::syrk(g);
+  row.done({matrix(g.c, g.n, g.n, g.ldc)}, {g.n, g.n});
 }
 
 void TracingBackend::qk_max_keys(int32_t* keys, const float* qkv, int B, int T, int C, int NH) {

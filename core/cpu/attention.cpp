@@ -30,7 +30,6 @@ namespace {
 
 void CpuBackend::attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
   const ReduceMode mode = numerics().reduce;
-  const GemmMode mode_gemm = numerics().gemm;
   const int hs = C / NH;
   const int ld = 3 * C;
   const float scale = ops::attention_scale(hs);
@@ -43,21 +42,20 @@ void CpuBackend::attention_forward(float* out, float* att, const float* qkv, int
     float* P = att + static_cast<size_t>(bh) * T * T;           // (T, T)
     float* y0 = out + static_cast<size_t>(b) * T * C + h * hs;  // (T, C)
     // Scores s[t][j] = canonical_dot(q_t, k_j) for j ≤ t (the rest is overwritten below).
-    serial_gemm(mode_gemm, GemmPart::lower, Trans::no, Trans::yes, T, T, hs, q0, ld, k0, ld, P, T);
+    serial_gemm(GemmPart::lower, {Trans::no, Trans::yes, T, T, hs, q0, ld, k0, ld, P, T});
     for (int t = 0; t < T; ++t) {
       float* row = P + static_cast<size_t>(t) * T;  // (T)
       softmax_row(row, t + 1, scale, mode);
       for (int j = t + 1; j < T; ++j) row[j] = 0.0f;
     }
     // y[t] = Σ_{j ≤ t} p[t][j]·v[j] (P is +0 beyond t).
-    serial_gemm(mode_gemm, GemmPart::k_to_row, Trans::no, Trans::no, T, hs, T, P, T, v0, ld, y0, C);
+    serial_gemm(GemmPart::k_to_row, {Trans::no, Trans::no, T, hs, T, P, T, v0, ld, y0, C});
   }
 }
 
 void CpuBackend::attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv, const float* att,
                                     int B, int T, int C, int NH) {
   const ReduceMode mode = numerics().reduce;
-  const GemmMode mode_gemm = numerics().gemm;
   const int hs = C / NH;
   const int ld = 3 * C;
   const float scale = ops::attention_scale(hs);
@@ -75,7 +73,7 @@ void CpuBackend::attention_backward(float* dqkv, float* datt, const float* dout,
     const float* P = att + static_cast<size_t>(bh) * T * T;             // (T, T)
     float* dS = datt + static_cast<size_t>(bh) * T * T;                 // (T, T)
     // dp[t][j] = canonical_dot(dy_t, v_j) for j ≤ t, then d(scores) row by row.
-    serial_gemm(mode_gemm, GemmPart::lower, Trans::no, Trans::yes, T, T, hs, dy0, C, v0, ld, dS, T);
+    serial_gemm(GemmPart::lower, {Trans::no, Trans::yes, T, T, hs, dy0, C, v0, ld, dS, T});
     for (int t = 0; t < T; ++t) {
       const float* p = P + static_cast<size_t>(t) * T;
       float* ds = dS + static_cast<size_t>(t) * T;
@@ -85,9 +83,9 @@ void CpuBackend::attention_backward(float* dqkv, float* datt, const float* dout,
     }
     // dq[t] = Σ_{j ≤ t} ds[t][j]·k[j];  dk[j] = Σ_{t ≥ j} ds[t][j]·q[t];
     // dv[j] = Σ_{t ≥ j} p[t][j]·dy[t]  (t ascending; dS and P are +0 above the diagonal).
-    serial_gemm(mode_gemm, GemmPart::k_to_row, Trans::no, Trans::no, T, hs, T, dS, T, k0, ld, dq0, ld);
-    serial_gemm(mode_gemm, GemmPart::k_from_row, Trans::yes, Trans::no, T, hs, T, dS, T, q0, ld, dk0, ld);
-    serial_gemm(mode_gemm, GemmPart::k_from_row, Trans::yes, Trans::no, T, hs, T, P, T, dy0, C, dv0, ld);
+    serial_gemm(GemmPart::k_to_row, {Trans::no, Trans::no, T, hs, T, dS, T, k0, ld, dq0, ld});
+    serial_gemm(GemmPart::k_from_row, {Trans::yes, Trans::no, T, hs, T, dS, T, q0, ld, dk0, ld});
+    serial_gemm(GemmPart::k_from_row, {Trans::yes, Trans::no, T, hs, T, P, T, dy0, C, dv0, ld});
   }
 }
 

@@ -11,36 +11,6 @@
 
 namespace sb::cpu {
 
-class CpuBackend final : public Backend {
- public:
-  explicit CpuBackend(Numerics numerics) : Backend(numerics) {}
-
-  Device device() const override { return Device::cpu; }
-  std::string describe() const override;
-
-  Tensor alloc(DType dtype, Shape shape) override;
-  void copy_from_host(void* dst, const void* host_src, size_t bytes) override;
-  void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
-  void copy(void* dst, const void* src, size_t bytes) override;
-  void zero(void* dst, size_t bytes) override;
-  std::unique_ptr<GradAccumulator> make_accumulator(size_t n) override;
-  OptimKernels& optim_kernels() override;  // host_optim_kernels()
-  std::unique_ptr<TensorSums> make_tensor_sums(std::vector<TensorSpan> spans) override;
-  void fingerprints(const float* flat, const std::vector<TensorSpan>& spans,
-                    uint64_t* out) override;  // tensor_sums.cpp
-
-  void gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
-            int ldc, bool accumulate, Precision precision) override;
-  void syrk(Trans ta, int n, int k, const float* a, int lda, float* c, int ldc, Precision precision) override;
-  bool gemm_bias(float* out, const float* inp, const float* w, const float* bias, int N, int C, int OC) override;
-  void gemm_exact_split(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
-                        float* c, int ldc, const float* bias, int k_total, ExactGroup& group) override;  // matmul.cpp
-  // The ops of backend_op_list.hpp, one file each: matmul.cpp, layernorm.cpp, …
-#include "samebits/core/backend_op_overrides.hpp"
-};
-
-// ---- helpers shared by the op files ----------------------------------------------------------
-
 // Parts of the canonical GEMM (matmul.cpp) for products whose operands hold known zeros. Every
 // element computed is rule 1's chain, bitwise:
 //   full        every tile, every chain over p = 0..k-1.
@@ -56,14 +26,52 @@ class CpuBackend final : public Backend {
 //               attention's dSᵀ·Q and Pᵀ·dY.
 enum class GemmPart : uint8_t { full, syrk, lower, k_to_row, k_from_row };
 
-// A GEMM on the calling thread only, fp32 operands, fresh products, for ops that give each thread
-// whole independent problems (attention's (sequence, head) pairs); k >= 1. canonical and vendor:
-// the canonical chains of a causal part (lower, k_to_row, k_from_row) with plain loops (no OpenMP
-// team of its own: no fork or worksharing cost per call). exact: the exact GEMM of the full
-// product — the operands a causal part skips are ±0, which add nothing to an exact sum, and a
-// lower part's elements above the diagonal are unspecified.
-void serial_gemm(GemmMode mode, GemmPart part, Trans ta, Trans tb, int m, int n, int k, const float* a, int lda,
-                 const float* b, int ldb, float* c, int ldc);
+// The GEMM of one numerics.gemm mode (matmul.cpp), chosen once when the backend is made: each
+// entry takes a product that check_gemm accepts, m, n >= 1.
+struct GemmEngine {
+  void (*product)(const ops::GemmProblem& g);  // C ← [C +] op(A)·op(B) (+ bias); no k-split
+  void (*syrk)(const ops::GemmProblem& g);     // ops::is_syrk(g), k >= 1
+  // On the calling thread only (CpuBackend::serial_gemm), k >= 1: canonical and vendor, the
+  // canonical chains of a causal part with plain loops; exact, the exact GEMM of the full product.
+  void (*serial)(GemmPart part, const ops::GemmProblem& g);
+  void (*split)(const ops::GemmProblem& g);  // k split across g.group: exact only, else refused
+};
+const GemmEngine& gemm_engine_of(GemmMode mode);
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(Numerics numerics) : Backend(numerics), gemm_(gemm_engine_of(numerics.gemm)) {}
+
+  Device device() const override { return Device::cpu; }
+  std::string describe() const override;
+
+  Tensor alloc(DType dtype, Shape shape) override;
+  void copy_from_host(void* dst, const void* host_src, size_t bytes) override;
+  void copy_to_host(void* host_dst, const void* src, size_t bytes) override;
+  void copy(void* dst, const void* src, size_t bytes) override;
+  void zero(void* dst, size_t bytes) override;
+  std::unique_ptr<GradAccumulator> make_accumulator(size_t n) override;
+  OptimKernels& optim_kernels() override;  // host_optim_kernels()
+  std::unique_ptr<TensorSums> make_tensor_sums(std::vector<TensorSpan> spans) override;
+  void fingerprints(const float* flat, const std::vector<TensorSpan>& spans,
+                    uint64_t* out) override;  // tensor_sums.cpp
+
+  void gemm(const ops::GemmProblem& g) override;  // matmul.cpp
+  void syrk(const ops::GemmProblem& g) override;
+  // A fresh fp32 product (k >= 1) on the calling thread only, for ops that give each thread whole
+  // independent problems (attention's (sequence, head) pairs): no OpenMP team of its own, no fork
+  // or worksharing cost per call. `part` as GemmEngine::serial: the operands a causal part skips
+  // are ±0, which add nothing to an exact sum, and a lower part's elements above the diagonal are
+  // unspecified.
+  void serial_gemm(GemmPart part, const ops::GemmProblem& g) const;
+  // The ops of backend_op_list.hpp, one file each: matmul.cpp, layernorm.cpp, …
+#include "samebits/core/backend_op_overrides.hpp"
+
+ private:
+  const GemmEngine& gemm_;
+};
+
+// ---- helpers shared by the op files ----------------------------------------------------------
 
 // Row sums in the numerics' reduce mode: canonical = the 32-lane form (det::lane32_*, SIMD when
 // built with it); native = 16 float partials, the form a vectorising compiler gives a float sum.

@@ -37,7 +37,8 @@ __int128 tile_dot(const TileSums& sums, int e, int s, bool narrow) {
 // sums[v][e] = Σ_{t+u=v} D_tu[e]. The pairs (t, u) of one weight continue one int32 dot while
 // their true sum is exact in int32 (at most s pairs: k·s·63² < 2³¹), else each pair is added in
 // int64. A part of k takes its own column sums of B's digits (the kernels' offset correction).
-void tile_sums(const gemm::Problem& g, const Sliced& sl, Kernel kern, int ip, int jp, int q0, int q1, TileSums& sums) {
+void tile_sums(const ops::GemmProblem& g, const Sliced& sl, Kernel kern, int ip, int jp, int q0, int q1,
+               TileSums& sums) {
   const bool grouped = int64_t{g.k} * sl.s <= ex::kMaxK;
   const bool whole = q0 == 0 && q1 == sl.kq;
   int32_t part_sums[4][NR];
@@ -69,26 +70,26 @@ int k_parts(const Sliced& sl) {
 }
 
 // Element (i, j) of C from its integer dot S: one rounding, the accumulation, the bias.
-void emit(const gemm::Problem& g, const Sliced& sl, __int128 S, int i, int j, const float* bias) {
+void emit(const ops::GemmProblem& g, const Sliced& sl, __int128 S, int i, int j, const float* bias) {
   store_element(g, i, j, S, sl.row_exp[i], sl.col_exp[j], sl.s, sl.row_bad[i] != 0 || sl.col_bad[j] != 0, bias);
 }
 
 // Calls f(i, j, e) for the elements of tile (ip, jp) inside C.
 template <class F>
-void each_element(const gemm::Problem& g, int ip, int jp, F f) {
+void each_element(const ops::GemmProblem& g, int ip, int jp, F f) {
   const int rows = std::min(MR, g.m - ip * MR), cols = std::min(NR, g.n - jp * NR);
   for (int r = 0; r < rows; ++r)
     for (int q = 0; q < cols; ++q) f(ip * MR + r, jp * NR + q, r * NR + q);
 }
 
 // Tile (ip, jp) of C from its exact integer dots: one rounding per element.
-void round_tile(const gemm::Problem& g, const Sliced& sl, int ip, int jp, const TileSums& sums, const float* bias) {
+void round_tile(const ops::GemmProblem& g, const Sliced& sl, int ip, int jp, const TileSums& sums, const float* bias) {
   const bool narrow = ex::narrow_dot(g.k, sl.s);
   each_element(g, ip, jp, [&](int i, int j, int e) { emit(g, sl, tile_dot(sums, e, sl.s, narrow), i, j, bias); });
 }
 
 // Tile (ip, jp) of C: the exact integer dots, then one rounding per element.
-void exact_tile(const gemm::Problem& g, const Sliced& sl, Kernel kern, int ip, int jp, const float* bias) {
+void exact_tile(const ops::GemmProblem& g, const Sliced& sl, Kernel kern, int ip, int jp, const float* bias) {
   TileSums sums;
   tile_sums(g, sl, kern, ip, jp, 0, sl.kq, sums);
   round_tile(g, sl, ip, jp, sums, bias);
@@ -97,7 +98,7 @@ void exact_tile(const gemm::Problem& g, const Sliced& sl, Kernel kern, int ip, i
 // A k-split product's integer dots travel as words summed modulo 2^64: one word (S mod 2^64) when
 // the whole product's dots fit int64, else two (S's low 32 bits, and S >> 32), whose sums over
 // the group stay exact in int64 and give S = hi·2^32 + lo.
-void tile_words(const gemm::Problem& g, const Sliced& sl, Kernel kern, int ip, int jp, int words, uint64_t* out) {
+void tile_words(const ops::GemmProblem& g, const Sliced& sl, Kernel kern, int ip, int jp, int words, uint64_t* out) {
   TileSums sums;
   tile_sums(g, sl, kern, ip, jp, 0, sl.kq, sums);
   each_element(g, ip, jp, [&](int i, int j, int e) {
@@ -130,7 +131,7 @@ Sliced& calling_thread_slices() {
 
 // gemm_exact with each tile's k cut into `parts` (k_parts): every (tile, part)'s integer dots,
 // then per tile their exact int64 sum, rounded once — the same integers as one pass over k.
-void gemm_exact_k_parts(const gemm::Problem& g, const Sliced& sl, Kernel kern, int parts, const float* bias) {
+void gemm_exact_k_parts(const ops::GemmProblem& g, const Sliced& sl, Kernel kern, int parts, const float* bias) {
   const int tiles = sl.mp * sl.np;
   thread_local std::vector<TileSums> buffers;  // the calling thread's, reused across its calls
   std::vector<TileSums>& sums = buffers;
@@ -153,17 +154,19 @@ void gemm_exact_k_parts(const gemm::Problem& g, const Sliced& sl, Kernel kern, i
 
 }  // namespace
 
-void store_element(const gemm::Problem& g, int i, int j, __int128 S, int E, int F, int s, bool bad, const float* bias) {
+void store_element(const ops::GemmProblem& g, int i, int j, __int128 S, int E, int F, int s, bool bad,
+                   const float* bias) {
   float* c = g.c + static_cast<size_t>(i) * g.ldc + j;
   const float out = ex::exact_output(S, E, F, s, bad, g.accumulate, *c);
   *c = bias != nullptr ? ops::linear_out(out, bias[j]) : out;
 }
 
-void gemm_exact(const gemm::Problem& g, const float* bias) {
+void gemm_exact(const ops::GemmProblem& g) {
   check_k(g.k);
+  const float* const bias = g.bias;
   const Isa isa = active_isa();
 #if defined(SB_HAVE_ONEDNN)
-  if (isa == Isa::onednn || isa == Isa::amx) return gemm_exact_onednn(g, bias, isa == Isa::amx);
+  if (isa == Isa::onednn || isa == Isa::amx) return gemm_exact_onednn(g, isa == Isa::amx);
 #endif
   const Kernel kern = kernel(isa);
   Sliced& sl = calling_thread_slices();
@@ -183,7 +186,10 @@ void gemm_exact(const gemm::Problem& g, const float* bias) {
   if (parts > 1) gemm_exact_k_parts(g, sl, kern, parts, bias);
 }
 
-void gemm_exact_split(const gemm::Problem& g, int k_total, const float* bias, ExactGroup& group) {
+void gemm_exact_split(const ops::GemmProblem& g) {
+  const int k_total = g.k_total;
+  const float* const bias = g.bias;
+  ExactGroup& group = *g.group;
   check_k(k_total);
   SB_CHECK(!g.accumulate && g.k <= k_total, "exact k-split: a slice of k=", g.k, " of ", k_total, " (accumulate ",
            g.accumulate, ")");

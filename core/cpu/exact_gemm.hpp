@@ -45,8 +45,8 @@ struct Line {
   Precision prec;
   float at(int i, int p) const { return ops::round_operand(base[p * step_p + i * step_i], prec); }
 };
-Line a_line(const gemm::Problem& g);
-Line b_line(const gemm::Problem& g);
+Line a_line(const ops::GemmProblem& g);
+Line b_line(const ops::GemmProblem& g);
 // Scale exponent and non-finite flag (1 where a NaN or an Inf was seen) of line i over k.
 void line_scale(const Line& line, int i, int k, int* exp, uint8_t* bad);
 // Digit t of element p of line i (scale exponent E) plus `offset` into out[t·slice + place(p)].
@@ -62,7 +62,8 @@ void line_digits(const Line& line, int i, int k, int E, int s, size_t slice, int
 
 // C[i][j] ← ops::exact::exact_element(S, …) [+ C[i][j]], then ops::linear_out with bias[j] when
 // bias is given.
-void store_element(const gemm::Problem& g, int i, int j, __int128 S, int E, int F, int s, bool bad, const float* bias);
+void store_element(const ops::GemmProblem& g, int i, int j, __int128 S, int E, int F, int s, bool bad,
+                   const float* bias);
 
 // The sliced operands of one product (exact_pack.cpp): s slices of op(A)'s row panels and op(B)'s
 // column panels; each row's and column's scale code (ops::exact::line_code), and from it the
@@ -80,11 +81,11 @@ struct Sliced {
   const uint8_t* a_at(int ip, int t) const { return a.data() + (static_cast<size_t>(ip) * s + t) * a_slice(); }
   const int8_t* b_at(int jp, int u) const { return b.data() + (static_cast<size_t>(jp) * s + u) * b_slice(); }
   const int32_t* sum_at(int jp, int u) const { return b_sum.data() + (static_cast<size_t>(jp) * s + u) * NR; }
-  void resize(const gemm::Problem& g);
-  void scale_a_panel(const gemm::Problem& g, int ip);  // codes of rows ip·MR … of op(A) over g.k
-  void scale_b_panel(const gemm::Problem& g, int jp);  // codes of columns jp·NR … of op(B)
-  void pack_a_panel(const gemm::Problem& g, int ip);   // their exponents, flags and digits
-  void pack_b_panel(const gemm::Problem& g, int jp);
+  void resize(const ops::GemmProblem& g);
+  void scale_a_panel(const ops::GemmProblem& g, int ip);  // codes of rows ip·MR … of op(A) over g.k
+  void scale_b_panel(const ops::GemmProblem& g, int jp);  // codes of columns jp·NR … of op(B)
+  void pack_a_panel(const ops::GemmProblem& g, int ip);   // their exponents, flags and digits
+  void pack_b_panel(const ops::GemmProblem& g, int jp);
 
  private:
   void settle(int line, bool row);  // exponent and flag of a row or column from its code
@@ -93,15 +94,15 @@ struct Sliced {
 // sums[c] ← Σ of column c's digits over quads [q0, q1) of a (kq, NR, 4) slice.
 void column_sums(const int8_t* b, int q0, int q1, int32_t* sums);
 
-// C ← op(A)·op(B) [+ C] by the exact definition, then C ← ops::linear_out(C, bias) when bias (n)
+// C ← op(A)·op(B) [+ C] by the exact definition, then C ← ops::linear_out(C, bias) when g.bias (n)
 // is given. Runs on its own OpenMP team, or on the calling thread inside a parallel region.
-void gemm_exact(const gemm::Problem& g, const float* bias = nullptr);
+void gemm_exact(const ops::GemmProblem& g);
 // The same through oneDNN's int8 matmul (exact_onednn.cpp; built with oneDNN only); amx: refuse
 // any oneDNN kernel but AMX-INT8.
-void gemm_exact_onednn(const gemm::Problem& g, const float* bias, bool amx);
+void gemm_exact_onednn(const ops::GemmProblem& g, bool amx);
 
-// The same product with k split across `group` (Backend::gemm_exact_split): g holds this rank's
-// k-slice of op(A) and op(B), k_total the whole k; C ← the unsplit product (+ bias).
-void gemm_exact_split(const gemm::Problem& g, int k_total, const float* bias, ExactGroup& group);
+// The same product with k split across g.group (ops::GemmProblem::split_over): g holds this rank's
+// k-slice of op(A) and op(B), g.k_total the whole k; C ← the unsplit product (+ bias).
+void gemm_exact_split(const ops::GemmProblem& g);
 
 }  // namespace sb::cpu::exact

@@ -102,7 +102,7 @@ void int8_matmul(int M, int N, int K, const uint8_t* a, int lda, const int8_t* b
 // The C block of A's block ib and B's block jb from raw (s·mw, s·nw): pair (t, u)'s dot of (r, q) is
 // raw[t·mw + r][u·nw + q] − kOffset·Σ_p b, summed exactly per pair weight, then one rounding.
 template <class Raw>
-void store_block(const gemm::Problem& g, const Raw* raw, const SlicedLines<uint8_t>& A, const SlicedLines<int8_t>& B,
+void store_block(const ops::GemmProblem& g, const Raw* raw, const SlicedLines<uint8_t>& A, const SlicedLines<int8_t>& B,
                  int s, int i0, int mw, int j0, int nw, const float* bias) {
   const bool narrow = ops::exact::narrow_dot(g.k, s);
   const size_t N = static_cast<size_t>(s) * nw;
@@ -124,8 +124,9 @@ void store_block(const gemm::Problem& g, const Raw* raw, const SlicedLines<uint8
 
 }  // namespace
 
-void gemm_exact_onednn(const gemm::Problem& g, const float* bias, bool amx) {
-  const int s = ops::exact::slices(g.prec);
+void gemm_exact_onednn(const ops::GemmProblem& g, bool amx) {
+  const float* const bias = g.bias;
+  const int s = ops::exact::slices(g.precision);
   const Blocks ab{g.m, s, g.k}, bb{g.n, s, g.k};
   thread_local SlicedLines<uint8_t> A;
   thread_local SlicedLines<int8_t> B;

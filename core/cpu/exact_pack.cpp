@@ -38,17 +38,17 @@ void line_scale(const Line& line, int i, int k, int* exp, uint8_t* bad) {
   *bad = ex::code_nonfinite(code) ? 1 : 0;
 }
 
-Line a_line(const gemm::Problem& g) {
-  return g.ta == Trans::no ? Line{g.a, 1, static_cast<size_t>(g.lda), g.prec}
-                           : Line{g.a, static_cast<size_t>(g.lda), 1, g.prec};
+Line a_line(const ops::GemmProblem& g) {
+  return g.ta == Trans::no ? Line{g.a, 1, static_cast<size_t>(g.lda), g.precision}
+                           : Line{g.a, static_cast<size_t>(g.lda), 1, g.precision};
 }
-Line b_line(const gemm::Problem& g) {
-  return g.tb == Trans::no ? Line{g.b, static_cast<size_t>(g.ldb), 1, g.prec}
-                           : Line{g.b, 1, static_cast<size_t>(g.ldb), g.prec};
+Line b_line(const ops::GemmProblem& g) {
+  return g.tb == Trans::no ? Line{g.b, static_cast<size_t>(g.ldb), 1, g.precision}
+                           : Line{g.b, 1, static_cast<size_t>(g.ldb), g.precision};
 }
 
-void Sliced::resize(const gemm::Problem& g) {
-  s = ex::slices(g.prec);
+void Sliced::resize(const ops::GemmProblem& g) {
+  s = ex::slices(g.precision);
   mp = (g.m + MR - 1) / MR;
   np = (g.n + NR - 1) / NR;
   kq = (g.k + kQuad - 1) / kQuad;
@@ -63,12 +63,12 @@ void Sliced::resize(const gemm::Problem& g) {
   col_bad.resize(col_code.size());
 }
 
-void Sliced::scale_a_panel(const gemm::Problem& g, int ip) {
+void Sliced::scale_a_panel(const ops::GemmProblem& g, int ip) {
   const Line line = a_line(g);
   for (int i = ip * MR; i < std::min(g.m, (ip + 1) * MR); ++i) row_code[i] = line_code(line, i, g.k);
 }
 
-void Sliced::scale_b_panel(const gemm::Problem& g, int jp) {
+void Sliced::scale_b_panel(const ops::GemmProblem& g, int jp) {
   const Line line = b_line(g);
   for (int j = jp * NR; j < std::min(g.n, (jp + 1) * NR); ++j) col_code[j] = line_code(line, j, g.k);
 }
@@ -79,7 +79,7 @@ void Sliced::settle(int line, bool row) {
   (row ? row_bad : col_bad)[line] = ex::code_nonfinite(code) ? 1 : 0;
 }
 
-void Sliced::pack_a_panel(const gemm::Problem& g, int ip) {
+void Sliced::pack_a_panel(const ops::GemmProblem& g, int ip) {
   uint8_t* out = a.data() + static_cast<size_t>(ip) * s * a_slice();
   std::fill(out, out + s * a_slice(), static_cast<uint8_t>(kOffset));  // digit 0 beyond m and k
   const Line line = a_line(g);
@@ -90,7 +90,7 @@ void Sliced::pack_a_panel(const gemm::Problem& g, int ip) {
   }
 }
 
-void Sliced::pack_b_panel(const gemm::Problem& g, int jp) {
+void Sliced::pack_b_panel(const ops::GemmProblem& g, int jp) {
   int8_t* out = b.data() + static_cast<size_t>(jp) * s * b_slice();
   std::fill(out, out + s * b_slice(), static_cast<int8_t>(0));
   const Line line = b_line(g);

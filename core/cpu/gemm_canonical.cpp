@@ -50,7 +50,7 @@ void upper_tiles_mirrored(const Packed& pk) {
 }
 
 // C ← 0 (a fresh product over k = 0) or unchanged (accumulating).
-void empty_product(const Problem& g) {
+void empty_product(const ops::GemmProblem& g) {
   if (g.accumulate) return;
   for (int i = 0; i < g.m; ++i)
     std::fill(g.c + static_cast<size_t>(i) * g.ldc, g.c + static_cast<size_t>(i) * g.ldc + g.n, 0.0f);
@@ -58,7 +58,7 @@ void empty_product(const Problem& g) {
 
 // The panels of one call packed into this thread's reusable buffer: op(A) (mp, k, MR) — unless
 // syrk reads slices of the B panels — then op(B) (np, k, NR).
-Packed packed_layout(const Problem& g, GemmPart part) {
+Packed packed_layout(const ops::GemmProblem& g, GemmPart part) {
   const int mp = (g.m + MR - 1) / MR, np = (g.n + NR - 1) / NR;
   const bool own_a = !(part == GemmPart::syrk && NR % MR == 0);
   const size_t a_panel = static_cast<size_t>(g.k) * MR, b_panel = static_cast<size_t>(g.k) * NR;
@@ -66,14 +66,14 @@ Packed packed_layout(const Problem& g, GemmPart part) {
   thread_local std::vector<float> packed;
   if (packed.size() < a_floats + b_panel * np) packed.resize(a_floats + b_panel * np);
   // fp32 row-major op(A) of a full product: the tiles read A's rows in place.
-  const bool a_rows = part == GemmPart::full && g.prec == Precision::fp32 && g.ta == Trans::no;
+  const bool a_rows = part == GemmPart::full && g.precision == Precision::fp32 && g.ta == Trans::no;
   return {packed.data(), packed.data() + a_floats, a_panel, b_panel, own_a ? MR : NR, mp, np, g.m, g.n, g.k, g.c,
           g.ldc,         a_rows ? g.a : nullptr,   g.lda};
 }
 
 // Packs op(A) panel ip over its part's k range only (op(A) columns [kb, ke)), or op(B) panel jp.
 struct PanelPacker {
-  const Problem& g;
+  const ops::GemmProblem& g;
   const Packed& pk;
   GemmPart part;
   Packers pack;
@@ -87,15 +87,15 @@ struct PanelPacker {
 
 }  // namespace
 
-void gemm_canonical(const Problem& g, GemmPart part, Schedule schedule, const float* bias) {
+void gemm_canonical(const ops::GemmProblem& g, GemmPart part, Schedule schedule) {
   if (g.k == 0) return empty_product(g);
-  const bool plain = part == GemmPart::full && bias == nullptr && schedule == Schedule::team;
+  const bool plain = part == GemmPart::full && g.bias == nullptr && schedule == Schedule::team;
   if (plain && use_k_outer(g.m, g.n, g.k)) return gemm_k_outer(g);
   if (plain) {
     if (const StreamSide side = stream_side(g.m, g.n, g.k); side != StreamSide::none) return gemm_streamed(side, g);
   }
   const Packed pk = packed_layout(g, part);
-  const PanelPacker pack{g, pk, part, packers(g.prec)};
+  const PanelPacker pack{g, pk, part, packers(g.precision)};
   if (schedule == Schedule::serial) {  // the causal parts on the calling thread, no team: plain loops
     SB_CHECK(part != GemmPart::full && part != GemmPart::syrk, "a serial canonical GEMM takes a causal part");
     for (int ip = 0; ip < pk.mp; ++ip) pack.a(ip);
@@ -112,7 +112,7 @@ void gemm_canonical(const Problem& g, GemmPart part, Schedule schedule, const fl
     }
 #pragma omp for schedule(static)
     for (int jp = 0; jp < pk.np; ++jp) pack.b(jp);
-    if (part == GemmPart::full) all_tiles(pk, g.accumulate, bias);
+    if (part == GemmPart::full) all_tiles(pk, g.accumulate, g.bias);
     else if (part == GemmPart::syrk) upper_tiles_mirrored(pk);
     else causal_tiles(pk, part);
   }

@@ -23,14 +23,14 @@ bool use_k_outer(int m, int n, int k) {
   return k > 2 * kOuterBlock && c_bytes <= kOuterMaxC && packed_bytes >= kOuterMinPacked;
 }
 
-void gemm_k_outer(const Problem& g) {
+void gemm_k_outer(const ops::GemmProblem& g) {
   const int mp = (g.m + MR - 1) / MR, np = (g.n + NR - 1) / NR;
   const size_t a_panel = static_cast<size_t>(kOuterBlock) * MR, b_panel = static_cast<size_t>(kOuterBlock) * NR;
   thread_local std::vector<float> packed;
   if (packed.size() < a_panel * mp + b_panel * np) packed.resize(a_panel * mp + b_panel * np);
   float* const apack = packed.data();
   float* const bpack = packed.data() + a_panel * mp;
-  const Packers pack = packers(g.prec);
+  const Packers pack = packers(g.precision);
   const int tiles = mp * np;
 #pragma omp parallel
   for (int p0 = 0; p0 < g.k; p0 += kOuterBlock) {

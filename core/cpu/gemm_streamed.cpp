@@ -30,11 +30,11 @@ StreamSide stream_side(int m, int n, int k) {
   return StreamSide::none;
 }
 
-void gemm_streamed(StreamSide side, const Problem& g) {
+void gemm_streamed(StreamSide side, const ops::GemmProblem& g) {
   const int mp = (g.m + MR - 1) / MR, np = (g.n + NR - 1) / NR;
   const size_t a_panel = static_cast<size_t>(g.k) * MR, b_panel = static_cast<size_t>(g.k) * NR;
   const bool on_a = side == StreamSide::a;
-  const Packers pack = packers(g.prec);
+  const Packers pack = packers(g.precision);
   const auto pack_a = [&](float* dst, int ip) { pack.a(dst, g.ta, g.a, g.lda, ip * MR, g.m, g.k); };
   const auto pack_b = [&](float* dst, int jp) { pack.b(dst, g.tb, g.b, g.ldb, jp * NR, g.n, g.k); };
   const Side whole = on_a ? Side{np, b_panel} : Side{mp, a_panel};

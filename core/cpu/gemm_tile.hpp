@@ -34,20 +34,6 @@ constexpr int KC = 256;         // the k-block of a tile's pass
 constexpr int TI = 8, TJ = 4;   // tiles of one parallel task: TI row panels × TJ column panels
 constexpr int kPackBlock = 16;  // transposing packs move kPackBlock values of k at a time
 
-// One product C (m, n; ldc) ← [C +] op(A) (m, k; lda) · op(B) (k, n; ldb), operands rounded to prec.
-struct Problem {
-  Trans ta, tb;
-  int m, n, k;
-  const float* a;
-  int lda;
-  const float* b;
-  int ldb;
-  float* c;
-  int ldc;
-  bool accumulate;  // C's chains start from C's value (else from +0)
-  Precision prec;
-};
-
 // One MR × NR tile of C at (i0, j0) over a k-block of kc: continues each chain (load) unless this
 // is the first block of a fresh product. Edge tiles go through a full-size local copy.
 template <ALayout L = ALayout::panel>
@@ -113,19 +99,18 @@ inline void mirror_row(float* c, int ldc, int i) {
   for (int j = 0; j < i; ++j) c[static_cast<size_t>(i) * ldc + j] = c[static_cast<size_t>(j) * ldc + i];
 }
 
-// The drivers (gemm_*.cpp). gemm_canonical runs any part (cpu_backend_class.hpp) on its own
-// OpenMP team, or the causal parts on the calling thread (Schedule::serial). bias (n), full only:
-// C ← C + bias per row after the chains.
+// The drivers (gemm_*.cpp) of one product (ops/gemm_problem.hpp; no k-split). gemm_canonical runs
+// any part (cpu_backend_class.hpp) on its own OpenMP team, or the causal parts on the calling
+// thread (Schedule::serial). g.bias (n), full only: C ← C + bias per row after the chains.
 enum class Schedule : uint8_t { team, serial };
-void gemm_canonical(const Problem& g, GemmPart part = GemmPart::full, Schedule schedule = Schedule::team,
-                    const float* bias = nullptr);
+void gemm_canonical(const ops::GemmProblem& g, GemmPart part = GemmPart::full, Schedule schedule = Schedule::team);
 // Long k into a C that stays in cache: packs one k-block at a time (gemm_k_outer.cpp).
 bool use_k_outer(int m, int n, int k);
-void gemm_k_outer(const Problem& g);
+void gemm_k_outer(const ops::GemmProblem& g);
 // One operand far larger than the other: the large one packed a block at a time (gemm_streamed.cpp).
 enum class StreamSide : uint8_t { none, a, b };
 StreamSide stream_side(int m, int n, int k);
-void gemm_streamed(StreamSide side, const Problem& g);
+void gemm_streamed(StreamSide side, const ops::GemmProblem& g);
 // The causal parts' tiles, one task per row panel (gemm_causal.cpp); the packed k range of a panel.
 void causal_tiles(const Packed& pk, GemmPart part);
 void causal_panel(const Packed& pk, GemmPart part, int ip);

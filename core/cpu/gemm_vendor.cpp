@@ -24,7 +24,7 @@ const float* vendor_operand(const float* x, size_t size, Precision prec, std::ve
 CBLAS_TRANSPOSE blas_trans(Trans t) { return t == Trans::no ? CblasNoTrans : CblasTrans; }
 
 // sgemm on C's rows [m0, m1) and columns [n0, n1): the bias rows first, then β = 1.
-void sgemm_slice(const Problem& g, const float* bias, int m0, int m1, int n0, int n1) {
+void sgemm_slice(const ops::GemmProblem& g, const float* bias, int m0, int m1, int n0, int n1) {
   if (m1 <= m0 || n1 <= n0) return;
   const float* as = g.a + static_cast<size_t>(m0) * (g.ta == Trans::no ? g.lda : 1);
   const float* bs = g.b + static_cast<size_t>(n0) * (g.tb == Trans::no ? 1 : g.ldb);
@@ -42,11 +42,12 @@ void sgemm_slice(const Problem& g, const float* bias, int m0, int m1, int n0, in
 // region it runs whole on the calling thread. bf16/fp16 operands are rounded copies. With a bias
 // (the linear layer's forward) each slice of C is first filled with the bias rows and the product
 // added with β = 1, as PyTorch's addmm does: no β = 0 pass over C and no bias pass after it.
-void gemm_vendor(const Problem& problem, const float* bias) {
-  Problem g = problem;
+void gemm_vendor(const ops::GemmProblem& problem) {
+  ops::GemmProblem g = problem;
+  const float* const bias = g.bias;
   std::vector<float> ar, br;
-  g.a = vendor_operand(g.a, static_cast<size_t>(g.ta == Trans::no ? g.m : g.k) * g.lda, g.prec, ar);
-  g.b = vendor_operand(g.b, static_cast<size_t>(g.tb == Trans::no ? g.k : g.n) * g.ldb, g.prec, br);
+  g.a = vendor_operand(g.a, static_cast<size_t>(g.ta == Trans::no ? g.m : g.k) * g.lda, g.precision, ar);
+  g.b = vendor_operand(g.b, static_cast<size_t>(g.tb == Trans::no ? g.k : g.n) * g.ldb, g.precision, br);
   if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
   constexpr int kSlice = 16;  // rows or columns per slice: a multiple of OpenBLAS's register tiles
   const bool rows = g.m >= g.n;
@@ -70,9 +71,12 @@ void gemm_vendor(const Problem& problem, const float* bias) {
 // OpenBLAS ssyrk's upper triangle, mirrored to the lower one: on the calling thread inside a
 // parallel region (Muon runs its matrices on the OpenMP threads), else on OpenBLAS's threads (they
 // split C's columns, never k: the same chains).
-void syrk_vendor(Trans ta, int n, int k, const float* a, int lda, float* c, int ldc, Precision prec) {
+void syrk_vendor(const ops::GemmProblem& g) {
+  const Trans ta = g.ta;
+  const int n = g.n, k = g.k, lda = g.lda, ldc = g.ldc;
+  float* const c = g.c;
   std::vector<float> ar;
-  a = vendor_operand(a, static_cast<size_t>(ta == Trans::no ? n : k) * lda, prec, ar);
+  const float* a = vendor_operand(g.a, static_cast<size_t>(ta == Trans::no ? n : k) * lda, g.precision, ar);
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   if (openblas_get_num_threads() != threads) openblas_set_num_threads(threads);
   cblas_ssyrk(CblasRowMajor, CblasUpper, blas_trans(ta), n, k, 1.0f, a, lda, 0.0f, c, ldc);

@@ -4,9 +4,9 @@
 
 namespace sb::cpu::gemm {
 
-// C ← [C +] op(A)·op(B), or with bias (n) C ← bias + op(A)·op(B) (addmm).
-void gemm_vendor(const Problem& g, const float* bias = nullptr);
-// C (n, n) ← op(A)·op(A)ᵀ.
-void syrk_vendor(Trans ta, int n, int k, const float* a, int lda, float* c, int ldc, Precision prec);
+// C ← [C +] op(A)·op(B), or with g.bias (n) C ← bias + op(A)·op(B) (addmm).
+void gemm_vendor(const ops::GemmProblem& g);
+// C (n, n) ← op(A)·op(A)ᵀ of g = ops::syrk_problem(…).
+void syrk_vendor(const ops::GemmProblem& g);
 
 }  // namespace sb::cpu::gemm

@@ -1,7 +1,7 @@
-// The CPU backend's GEMM, syrk and linear-layer entry points: each numerics.gemm mode's driver
-// (canonical: gemm_canonical.cpp, rule 1's chains; exact: exact_driver.cpp, integer slices rounded
-// once — both the same bits for any thread count, tile or SIMD path; vendor: gemm_vendor.cpp), and
-// the bias forward and backward (rule 3's token chains).
+// The CPU backend's GEMM, syrk and bias entry points: each numerics.gemm mode's engine of drivers,
+// chosen once when the backend is made (canonical: gemm_canonical.cpp, rule 1's chains; exact:
+// exact_driver.cpp, integer slices rounded once — both the same bits for any thread count, tile or
+// SIMD path; vendor: gemm_vendor.cpp), and the bias forward and backward (rule 3's token chains).
 #include "samebits/core/ops/matmul.hpp"
 #include "exact_gemm.hpp"
 #include "gemm_tile.hpp"
@@ -9,53 +9,54 @@
 #include "samebits/det/error.hpp"
 
 namespace sb::cpu {
+namespace {
 
-void CpuBackend::gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
-                      float* c, int ldc, bool accumulate, Precision precision) {
-  SB_CHECK(m >= 0 && n >= 0 && k >= 0, "gemm sizes must be non-negative, got m=", m, " n=", n, " k=", k);
-  if (m == 0 || n == 0) return;
-  const gemm::Problem g{ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate, precision};
-  if (numerics().gemm == GemmMode::vendor) gemm::gemm_vendor(g);
-  else if (numerics().gemm == GemmMode::exact) exact::gemm_exact(g);
-  else gemm::gemm_canonical(g);
+void canonical_product(const ops::GemmProblem& g) { gemm::gemm_canonical(g); }
+void canonical_syrk(const ops::GemmProblem& g) { gemm::gemm_canonical(g, GemmPart::syrk); }
+void canonical_serial(GemmPart part, const ops::GemmProblem& g) {
+  gemm::gemm_canonical(g, part, gemm::Schedule::serial);
+}
+void exact_serial(GemmPart, const ops::GemmProblem& g) { exact::gemm_exact(g); }
+void no_split(const ops::GemmProblem&) {
+  SB_FAIL("a k-split GEMM (tensor parallelism's row-parallel products) runs under numerics.gemm=exact only");
 }
 
-void CpuBackend::syrk(Trans ta, int n, int k, const float* a, int lda, float* c, int ldc, Precision precision) {
-  SB_CHECK(n >= 0 && k >= 0, "syrk sizes must be non-negative, got n=", n, " k=", k);
-  const Trans tb = ta == Trans::no ? Trans::yes : Trans::no;
-  if (k == 0 || n == 0) gemm(ta, tb, n, n, k, a, lda, a, lda, c, ldc, false, precision);
-  else if (numerics().gemm == GemmMode::vendor) gemm::syrk_vendor(ta, n, k, a, lda, c, ldc, precision);
-  else if (numerics().gemm == GemmMode::exact)
-    exact::gemm_exact({ta, tb, n, n, k, a, lda, a, lda, c, ldc, false, precision});
-  else gemm::gemm_canonical({ta, tb, n, n, k, a, lda, a, lda, c, ldc, false, precision}, GemmPart::syrk);
+// vendor: OpenBLAS (addmm with a bias: the bias rows, then the product with β = 1), its causal
+// products the canonical chains; canonical: the bias in the GEMM's own fork/join, after each
+// output's chain.
+constexpr GemmEngine kCanonical{canonical_product, canonical_syrk, canonical_serial, no_split};
+constexpr GemmEngine kVendor{gemm::gemm_vendor, gemm::syrk_vendor, canonical_serial, no_split};
+constexpr GemmEngine kExact{exact::gemm_exact, exact::gemm_exact, exact_serial, exact::gemm_exact_split};
+
+}  // namespace
+
+const GemmEngine& gemm_engine_of(GemmMode mode) {
+  return mode == GemmMode::vendor ? kVendor : mode == GemmMode::exact ? kExact : kCanonical;
 }
 
-void serial_gemm(GemmMode mode, GemmPart part, Trans ta, Trans tb, int m, int n, int k, const float* a, int lda,
-                 const float* b, int ldb, float* c, int ldc) {
-  SB_CHECK(m >= 0 && n >= 0 && k >= 1, "serial_gemm sizes: expected m, n >= 0 and k >= 1, got m=", m, " n=", n,
-           " k=", k);
-  if (m == 0 || n == 0) return;
-  if (mode == GemmMode::exact)
-    return exact::gemm_exact({ta, tb, m, n, k, a, lda, b, ldb, c, ldc, false, Precision::fp32});
-  gemm::gemm_canonical({ta, tb, m, n, k, a, lda, b, ldb, c, ldc, false, Precision::fp32}, part, gemm::Schedule::serial);
+void CpuBackend::gemm(const ops::GemmProblem& g) {
+  check_gemm(g);
+  if (g.group != nullptr) return gemm_.split(g);
+  if (g.m == 0 || g.n == 0) return;
+  if (g.bias != nullptr && g.k == 0) {  // no chains: C ← +0, then the bias
+    gemm_.product(g.with_bias(nullptr));
+    return bias_forward(g.c, g.bias, g.m, g.n);
+  }
+  gemm_.product(g);
 }
 
-bool CpuBackend::gemm_bias(float* out, const float* inp, const float* w, const float* bias, int N, int C, int OC) {
-  if (N <= 0 || OC <= 0 || C <= 0) return false;
-  const gemm::Problem g{Trans::no, Trans::yes, N, OC, C, inp, C, w, C, out, OC, false, numerics().precision};
-  // vendor: addmm (the bias rows, then the product with β = 1); canonical: the bias in the GEMM's
-  // own fork/join, after each output's chain.
-  if (numerics().gemm == GemmMode::vendor) gemm::gemm_vendor(g, bias);
-  else if (numerics().gemm == GemmMode::exact) exact::gemm_exact(g, bias);
-  else gemm::gemm_canonical(g, GemmPart::full, gemm::Schedule::team, bias);
-  return true;
+void CpuBackend::syrk(const ops::GemmProblem& g) {
+  SB_CHECK(ops::is_syrk(g), "syrk takes the product of ops::syrk_problem: C = op(A)·op(A)ᵀ");
+  check_gemm(g);
+  if (g.k == 0 || g.n == 0) gemm(g);
+  else gemm_.syrk(g);
 }
 
-void CpuBackend::gemm_exact_split(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b,
-                                  int ldb, float* c, int ldc, const float* bias, int k_total, ExactGroup& group) {
-  SB_CHECK(numerics().gemm == GemmMode::exact, "gemm_exact_split under numerics.gemm=", to_string(numerics().gemm));
-  SB_CHECK(m >= 0 && n >= 0 && k >= 0, "gemm sizes must be non-negative, got m=", m, " n=", n, " k=", k);
-  exact::gemm_exact_split({ta, tb, m, n, k, a, lda, b, ldb, c, ldc, false, numerics().precision}, k_total, bias, group);
+void CpuBackend::serial_gemm(GemmPart part, const ops::GemmProblem& g) const {
+  SB_CHECK(g.m >= 0 && g.n >= 0 && g.k >= 1, "serial_gemm sizes: expected m, n >= 0 and k >= 1, got m=", g.m,
+           " n=", g.n, " k=", g.k);
+  if (g.m == 0 || g.n == 0) return;
+  gemm_.serial(part, g);
 }
 
 void CpuBackend::bias_forward(float* out, const float* bias, int N, int OC) {

@@ -1,8 +1,9 @@
 // Fused softmax + cross-entropy on the CPU: OpenMP over rows. Row max exact (rule 6), denominator
 // det::lane32_sum of the numerators (rule 2) — bitwise ops::xent_row_forward and
 // core/cuda/softmax_xent.cu; exp vectorised across each row (separate elements per SIMD lane).
-// The vocabulary-parallel pieces continue the lanes by global column (det::lane32_continue):
-// bitwise ops::xent_shard_*_row. Formulas: ops/softmax_xent.hpp.
+// The vocabulary-parallel pieces: ops::xent_shard_lane for each lane of a row (the lanes continued
+// by global column), ops::xent_shard_target, ops::xent_shard_loss_row. Formulas:
+// ops/softmax_xent.hpp.
 #include <algorithm>
 #include <vector>
 
@@ -64,18 +65,22 @@ void CpuBackend::xent_shard_sum(float* part, const float* logits, const float* m
   const ReduceMode mode = numerics().reduce;
 #pragma omp parallel
   {
-    std::vector<float> e(V);  // (V) numerators
+    std::vector<float> e(mode == ReduceMode::native ? V : 0);  // (V) numerators
 #pragma omp for schedule(static)
     for (int n = 0; n < N; ++n) {
       const float* l = logits + static_cast<size_t>(n) * V;
       float* p = part + static_cast<size_t>(n) * ops::kXentPart;
       if (!accumulate) std::fill(p, p + ops::kXentPart, 0.0f);
-      numerators(e.data(), l, V, max[n]);
-      // reduce=native: this rank's plain sum added to lane 0, as a framework adds the ranks'
-      // partial sums (its bits depend on the split).
-      if (mode == ReduceMode::native) p[0] = p[0] + row_sum(e.data(), V, mode);
-      else det::lane32_continue(p, e.data(), static_cast<size_t>(V), static_cast<size_t>(first));
-      if (targets[n] >= 0 && targets[n] < V) p[det::kLanes] = l[targets[n]];
+      if (mode == ReduceMode::canonical) {
+        for (int lane = 0; lane < det::kLanes; ++lane)
+          p[lane] = ops::xent_shard_lane(p[lane], l, V, first, max[n], lane);
+      } else {
+        // reduce=native: this rank's plain sum added to lane 0, as a framework adds the ranks'
+        // partial sums (its bits depend on the split).
+        numerators(e.data(), l, V, max[n]);
+        p[0] = p[0] + row_sum(e.data(), V, mode);
+      }
+      ops::xent_shard_target(p, l, V, targets[n]);
     }
   }
 }

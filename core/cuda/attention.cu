@@ -141,14 +141,15 @@ void CudaBackend::attention_forward(float* out, float* att, const float* qkv, in
   constexpr Precision fp32 = Precision::fp32;  // attention's products are fp32 (as on the CPU)
   if (exact)
     for_each_head(B, T, C, NH, [&](HeadOffsets o) {  // scores s = q·kᵀ, the full (T, T)
-      gemm_exact(Trans::no, Trans::yes, T, T, hs, qkv + o.qkv, ld, qkv + o.qkv + C, ld, att + o.att, T, false, fp32);
+      gemm_exact({Trans::no, Trans::yes, T, T, hs, qkv + o.qkv, ld, qkv + o.qkv + C, ld, att + o.att, T, false, fp32});
     });
   const int warps = launch().row_warps;
   attention_forward_kernel<<<grid_for_rows(rows, warps), warps * 32, 0, stream()>>>(out, att, qkv, B, T, C, NH, exact);
   SB_CUDA_CHECK_LAUNCH();
   if (exact)
     for_each_head(B, T, C, NH, [&](HeadOffsets o) {  // y = P·v (P is +0 above the diagonal)
-      gemm_exact(Trans::no, Trans::no, T, hs, T, att + o.att, T, qkv + o.qkv + 2 * C, ld, out + o.out, C, false, fp32);
+      gemm_exact(
+          {Trans::no, Trans::no, T, hs, T, att + o.att, T, qkv + o.qkv + 2 * C, ld, out + o.out, C, false, fp32});
     });
 }
 
@@ -162,8 +163,8 @@ void CudaBackend::attention_backward(float* dqkv, float* datt, const float* dout
   constexpr Precision fp32 = Precision::fp32;
   if (exact)
     for_each_head(B, T, C, NH, [&](HeadOffsets o) {  // dp = dy·vᵀ, the full (T, T)
-      gemm_exact(Trans::no, Trans::yes, T, T, hs, dout + o.out, C, qkv + o.qkv + 2 * C, ld, datt + o.att, T, false,
-                 fp32);
+      gemm_exact(
+          {Trans::no, Trans::yes, T, T, hs, dout + o.out, C, qkv + o.qkv + 2 * C, ld, datt + o.att, T, false, fp32});
     });
   const int warps = launch().row_warps;
   attention_dscores_kernel<<<grid_for_rows(rows, warps), warps * 32, 0, stream()>>>(datt, dout, qkv, att, B, T, C, NH,
@@ -173,9 +174,9 @@ void CudaBackend::attention_backward(float* dqkv, float* datt, const float* dout
     for_each_head(B, T, C, NH, [&](HeadOffsets o) {  // dq = dS·k, dk = dSᵀ·q, dv = Pᵀ·dy
       const float* q0 = qkv + o.qkv;
       float* dq0 = dqkv + o.qkv;
-      gemm_exact(Trans::no, Trans::no, T, hs, T, datt + o.att, T, q0 + C, ld, dq0, ld, false, fp32);
-      gemm_exact(Trans::yes, Trans::no, T, hs, T, datt + o.att, T, q0, ld, dq0 + C, ld, false, fp32);
-      gemm_exact(Trans::yes, Trans::no, T, hs, T, att + o.att, T, dout + o.out, C, dq0 + 2 * C, ld, false, fp32);
+      gemm_exact({Trans::no, Trans::no, T, hs, T, datt + o.att, T, q0 + C, ld, dq0, ld, false, fp32});
+      gemm_exact({Trans::yes, Trans::no, T, hs, T, datt + o.att, T, q0, ld, dq0 + C, ld, false, fp32});
+      gemm_exact({Trans::yes, Trans::no, T, hs, T, att + o.att, T, dout + o.out, C, dq0 + 2 * C, ld, false, fp32});
     });
     return;
   }

@@ -52,8 +52,7 @@ class CudaBackend final : public Backend {
   void fingerprints(const float* flat, const std::vector<TensorSpan>& spans,
                     uint64_t* out) override;  // tensor_sums.cu
 
-  void gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
-            int ldc, bool accumulate, Precision precision) override;
+  void gemm(const ops::GemmProblem& g) override;  // matmul.cu
   // The ops of backend_op_list.hpp, one file each: matmul.cu, layernorm.cu, …
 #include "samebits/core/backend_op_overrides.hpp"
 
@@ -75,13 +74,16 @@ class CudaBackend final : public Backend {
   cublasHandle_t cublas();
 
  private:
-  void gemm_canonical(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
-                      float* c, int ldc, bool accumulate, Precision precision);
-  void gemm_vendor(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
-                   int ldc, bool accumulate, Precision precision);
+  // The GEMM engines of the numerics.gemm modes (one product, no bias, no k-split; m, n >= 1),
+  // one of them chosen at construction (gemm_engine_of).
+  using GemmEngine = void (CudaBackend::*)(const ops::GemmProblem& g);
+  static GemmEngine gemm_engine_of(GemmMode mode);
+  void gemm_canonical(const ops::GemmProblem& g);
+  void gemm_vendor(const ops::GemmProblem& g);
   // numerics.gemm = exact (exact_gemm.cu): bitwise the CPU's exact GEMM.
-  void gemm_exact(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
-                  int ldc, bool accumulate, Precision precision);
+  void gemm_exact(const ops::GemmProblem& g);
+
+  GemmEngine gemm_ = nullptr;
 
   CudaOptions options_;
   int device_ = 0;

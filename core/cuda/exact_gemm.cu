@@ -183,8 +183,9 @@ void slice_lines(const SliceLines& L, cudaStream_t stream) {
 
 }  // namespace
 
-void CudaBackend::gemm_exact(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
-                             float* c, int ldc, bool accumulate, Precision precision) {
+void CudaBackend::gemm_exact(const ops::GemmProblem& g) {
+  const int m = g.m, n = g.n, k = g.k;
+  const Precision precision = g.precision;
   SB_CHECK(k <= ex::kMaxK, "numerics.gemm=exact sums slice products in int32, exact while k·63² < 2³¹: k must be ",
            "at most ", ex::kMaxK, ", got k=", k, "; use numerics.gemm=canonical for this product");
   const int s = ex::slices(precision), words = (k + 3) / 4;
@@ -197,13 +198,13 @@ void CudaBackend::gemm_exact(Trans ta, Trans tb, int m, int n, int k, const floa
   auto* meta = static_cast<char*>(scratch(Scratch::exact_lines, lines * (sizeof(int) + 1)));
   int* exp = reinterpret_cast<int*>(meta);
   auto* bad = reinterpret_cast<uint8_t*>(meta + lines * sizeof(int));
-  const bool at = ta == Trans::yes, bt = tb == Trans::yes;
-  slice_lines({a, at ? lda : 1, at ? 1 : lda, m, k, words, s, precision, wa, exp, bad}, stream());
-  slice_lines({b, bt ? 1 : ldb, bt ? ldb : 1, n, k, words, s, precision, wb, exp + m, bad + m}, stream());
-  const ExactDots g{wa, wb, exp, bad, exp + m, bad + m, m, n, k, words, c, ldc, accumulate};
+  const bool at = g.a_transposed(), bt = g.b_transposed();
+  slice_lines({g.a, at ? g.lda : 1, at ? 1 : g.lda, m, k, words, s, precision, wa, exp, bad}, stream());
+  slice_lines({g.b, bt ? 1 : g.ldb, bt ? g.ldb : 1, n, k, words, s, precision, wb, exp + m, bad + m}, stream());
+  const ExactDots dots{wa, wb, exp, bad, exp + m, bad + m, m, n, k, words, g.c, g.ldc, g.accumulate};
   const dim3 grid(static_cast<unsigned>((n + kBlock - 1) / kBlock), static_cast<unsigned>(grid_y));
-  if (s == 4) exact_dots_kernel<4><<<grid, 128, 0, stream()>>>(g);
-  else exact_dots_kernel<2><<<grid, 128, 0, stream()>>>(g);
+  if (s == 4) exact_dots_kernel<4><<<grid, 128, 0, stream()>>>(dots);
+  else exact_dots_kernel<2><<<grid, 128, 0, stream()>>>(dots);
   SB_CUDA_CHECK_LAUNCH();
 }
 

@@ -8,25 +8,11 @@
 #include <cstddef>
 
 #include "samebits/core/numerics.hpp"
+#include "samebits/core/ops/gemm_problem.hpp"
 #include "samebits/core/ops/matmul.hpp"
 #include "samebits/det/hd.hpp"
 
 namespace sb::cuda {
-
-// C (m, n; ldc) = op(A) (m, k) · op(B) (k, n), row-major; A stored (m, k; lda), or (k, m) when
-// transposed; B stored (k, n; ldb), or (n, k) when transposed. Operands are rounded to `precision`
-// as they are staged (ops::round_operand).
-struct GemmArgs {
-  int m, n, k;
-  const float* a;
-  int lda;
-  const float* b;
-  int ldb;
-  float* c;
-  int ldc;
-  bool accumulate;
-  Precision precision;
-};
 
 // A tile shape as a type. A thread's outputs are TM/4 × TN/4 sub-blocks of 4 × 4 spread
 // ROW_STRIDE rows and COL_STRIDE columns apart, so that a warp's float4 reads of a shared-memory
@@ -48,7 +34,7 @@ struct GemmTile {
 // VEC: float4 loads of the operands. Only for launches where every unit of 4 values is aligned
 // and lies wholly inside or wholly outside the operand (gemm_vectorizable); the bits are the same.
 template <class Tile, bool TA, bool TB, bool VEC>
-__global__ void __launch_bounds__(Tile::kThreads, Tile::MIN_BLOCKS) gemm_canonical_kernel(GemmArgs g) {
+__global__ void __launch_bounds__(Tile::kThreads, Tile::MIN_BLOCKS) gemm_canonical_kernel(ops::GemmProblem g) {
   constexpr int BM = Tile::BM, BN = Tile::BN, BK = Tile::BK, TM = Tile::TM, TN = Tile::TN;
   constexpr int TX = Tile::TX, NT = Tile::kThreads, P = Tile::kPad;
   __shared__ __align__(16) float As[2][BK][BM + P];  // (2, BK, BM): op(A) tiles, k-major

@@ -3,7 +3,7 @@
 // rounded to the GEMM precision as they are staged — bitwise core/cpu/matmul.cpp for every tile
 // shape. Bias and its gradient: ops/matmul.hpp, the gradient a token-ascending chain (rule 3).
 // Exact (gemm=exact): exact_gemm.cu. Vendor (gemm=vendor): cuBLAS SGEMM (TF32 tensor cores when selected) or
-// cublasGemmEx on bf16 / fp16 copies of the operands.
+// cublasGemmEx on bf16 / fp16 copies of the operands. The backend picks its mode's engine once, when made.
 
 #include <array>
 #include <cstdint>
@@ -42,20 +42,20 @@ constexpr std::array<CudaGemmTile, 9> kTiles = {tile_of<Tile0>(), tile_of<Tile1>
 // Whether float4 staging is exact for this GEMM: both operands 16-byte aligned with leading
 // dimensions that are multiples of 4, and each operand's contiguous dimension (k for A, n for B;
 // m and k when transposed) a multiple of 4, so a unit of 4 never straddles the operand's edge.
-bool gemm_vectorizable(const GemmArgs& g, bool ta, bool tb) {
+bool gemm_vectorizable(const ops::GemmProblem& g, bool ta, bool tb) {
   auto aligned = [](const float* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
   return aligned(g.a) && aligned(g.b) && g.lda % 4 == 0 && g.ldb % 4 == 0 && (ta ? g.m : g.k) % 4 == 0 &&
          (tb ? g.k : g.n) % 4 == 0;
 }
 
 template <class Tile, bool TA, bool TB>
-void launch_gemm(const GemmArgs& g, const dim3& grid, cudaStream_t stream) {
+void launch_gemm(const ops::GemmProblem& g, const dim3& grid, cudaStream_t stream) {
   if (gemm_vectorizable(g, TA, TB)) gemm_canonical_kernel<Tile, TA, TB, true><<<grid, Tile::kThreads, 0, stream>>>(g);
   else gemm_canonical_kernel<Tile, TA, TB, false><<<grid, Tile::kThreads, 0, stream>>>(g);
 }
 
 template <class Tile>
-void launch_gemm(const GemmArgs& g, bool ta, bool tb, cudaStream_t stream) {
+void launch_gemm(const ops::GemmProblem& g, bool ta, bool tb, cudaStream_t stream) {
   const int64_t row_tiles = (static_cast<int64_t>(g.m) + Tile::BM - 1) / Tile::BM;
   SB_CHECK(row_tiles <= 65535, "canonical GEMM: m=", g.m, " needs ", row_tiles, " row tiles of ", Tile::BM,
            ", more than the grid's 65535; use a larger tile");
@@ -109,11 +109,9 @@ struct BiasGradStep {
 
 }  // namespace
 
-void CudaBackend::gemm_canonical(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b,
-                                 int ldb, float* c, int ldc, bool accumulate, Precision precision) {
-  const GemmArgs g{m, n, k, a, lda, b, ldb, c, ldc, accumulate, precision};
-  const bool at = ta == Trans::yes, bt = tb == Trans::yes;
-  const int tile = launch().gemm_tile >= 0 ? launch().gemm_tile : auto_tile(m, n, sm_count());
+void CudaBackend::gemm_canonical(const ops::GemmProblem& g) {
+  const bool at = g.a_transposed(), bt = g.b_transposed();
+  const int tile = launch().gemm_tile >= 0 ? launch().gemm_tile : auto_tile(g.m, g.n, sm_count());
   switch (tile) {
     case 0: launch_gemm<Tile0>(g, at, bt, stream()); break;
     case 1: launch_gemm<Tile1>(g, at, bt, stream()); break;
@@ -128,8 +126,12 @@ void CudaBackend::gemm_canonical(Trans ta, Trans tb, int m, int n, int k, const 
 }
 
 // Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ: cuBLAS gets B first, n and m swapped.
-void CudaBackend::gemm_vendor(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
-                              float* c, int ldc, bool accumulate, Precision precision) {
+void CudaBackend::gemm_vendor(const ops::GemmProblem& g) {
+  const int m = g.m, n = g.n, k = g.k, lda = g.lda, ldb = g.ldb, ldc = g.ldc;
+  const float *a = g.a, *b = g.b;
+  float* c = g.c;
+  const bool accumulate = g.accumulate;
+  const Precision precision = g.precision;
   if (k == 0) {  // C = beta·C: nothing to do when accumulating, zeros otherwise
     if (!accumulate)
       SB_CUDA_CHECK(cudaMemset2DAsync(c, static_cast<size_t>(ldc) * sizeof(float), 0,
@@ -137,15 +139,15 @@ void CudaBackend::gemm_vendor(Trans ta, Trans tb, int m, int n, int k, const flo
     return;
   }
   const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-  const cublasOperation_t op_a = ta == Trans::no ? CUBLAS_OP_N : CUBLAS_OP_T;
-  const cublasOperation_t op_b = tb == Trans::no ? CUBLAS_OP_N : CUBLAS_OP_T;
+  const cublasOperation_t op_a = g.a_transposed() ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = g.b_transposed() ? CUBLAS_OP_T : CUBLAS_OP_N;
   if (precision == Precision::fp32) {
     SB_CUBLAS_CHECK(cublasSgemm(cublas(), op_b, op_a, n, m, k, &alpha, b, ldb, a, lda, &beta, c, ldc));
     return;
   }
   // 16-bit copies of the stored operands: rows·ld elements, the last row only as wide as needed.
-  const int64_t a_rows = ta == Trans::no ? m : k, a_cols = ta == Trans::no ? k : m;
-  const int64_t b_rows = tb == Trans::no ? k : n, b_cols = tb == Trans::no ? n : k;
+  const int64_t a_rows = g.a_rows(), a_cols = g.a_transposed() ? m : k;
+  const int64_t b_rows = g.b_rows(), b_cols = g.b_transposed() ? k : n;
   const int64_t a_elems = (a_rows - 1) * lda + a_cols, b_elems = (b_rows - 1) * ldb + b_cols;
   auto* a16 = static_cast<uint16_t*>(scratch(Scratch::gemm_a, static_cast<size_t>(a_elems) * 2));
   auto* b16 = static_cast<uint16_t*>(scratch(Scratch::gemm_b, static_cast<size_t>(b_elems) * 2));
@@ -156,15 +158,21 @@ void CudaBackend::gemm_vendor(Trans ta, Trans tb, int m, int n, int k, const flo
                                CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
-void CudaBackend::gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
-                       float* c, int ldc, bool accumulate, Precision precision) {
-  SB_CHECK(m >= 0 && n >= 0 && k >= 0, "gemm sizes must be non-negative, got m=", m, " n=", n, " k=", k);
-  if (m == 0 || n == 0) return;
+// The engine of numerics.gemm, chosen once when the backend is made (cuda_backend.cu).
+CudaBackend::GemmEngine CudaBackend::gemm_engine_of(GemmMode mode) {
+  return mode == GemmMode::vendor  ? &CudaBackend::gemm_vendor
+         : mode == GemmMode::exact ? &CudaBackend::gemm_exact
+                                   : &CudaBackend::gemm_canonical;
+}
+
+void CudaBackend::gemm(const ops::GemmProblem& g) {
+  check_gemm(g);
+  SB_CHECK(g.group == nullptr, "numerics.gemm=exact with parallel.tp > 1 runs on run.backend=cpu (this backend, ",
+           describe(), ", has no k-split exact GEMM); use numerics.gemm=canonical");
+  if (g.m == 0 || g.n == 0) return;
   activate();
-  if (numerics().gemm == GemmMode::vendor) gemm_vendor(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate, precision);
-  else if (numerics().gemm == GemmMode::exact)
-    gemm_exact(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate, precision);
-  else gemm_canonical(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, accumulate, precision);
+  (this->*gemm_)(g.with_bias(nullptr));
+  if (g.bias != nullptr) bias_forward(g.c, g.bias, g.m, g.n);
 }
 
 void CudaBackend::bias_forward(float* out, const float* bias, int N, int OC) {

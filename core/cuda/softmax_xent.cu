@@ -53,14 +53,10 @@ __global__ void xent_shard_sum_kernel(float* part, const float* logits, const fl
   if (n >= N) return;
   const float* l = logits + n * V;
   float* p = part + n * ops::kXentPart;
-  float s = accumulate ? p[lane] : 0.0f;
-  // The local columns whose global index first + v is ≡ lane (mod 32), ascending.
-  for (int v = ((lane - first) % 32 + 32) % 32; v < V; v += 32) s = s + ops::softmax_numerator(l[v], max[n]);
-  p[lane] = s;
+  p[lane] = ops::xent_shard_lane(accumulate ? p[lane] : 0.0f, l, V, first, max[n], lane);
   if (lane == 0) {
-    const int t = targets[n];
-    if (t >= 0 && t < V) p[det::kLanes] = l[t];
-    else if (!accumulate) p[det::kLanes] = 0.0f;
+    if (!accumulate) p[det::kLanes] = 0.0f;
+    ops::xent_shard_target(p, l, V, targets[n]);
   }
 }
 

@@ -12,7 +12,7 @@
 // to rank in column order; the head's dinp is a chain over the vocabulary. Without a group every
 // function is the unsplit call itself. Under numerics.gemm = exact a product's value does not
 // depend on how k is cut, so the row-parallel products and the column-parallel dinp sum the ranks'
-// exact integer dots over the group (Backend::gemm_exact_split) and pass no chain.
+// exact integer dots over the group (ops::GemmProblem::split_over) and pass no chain.
 #include <algorithm>
 
 #include "samebits/core/model/gpt.hpp"
@@ -49,13 +49,13 @@ void pass_chain(TpGroup& g, float* x, int rows, size_t width, int steps, int chu
 void GPT::row_forward(float* out, const float* inp, const float* w, const float* bias, int N, int Cl, int OC) {
   if (tp_ == nullptr) return be_.matmul_forward(out, inp, w, bias, N, Cl, OC);
   const int S = tp_->size();
-  if (be_.numerics().gemm == GemmMode::exact)
-    return be_.gemm_exact_split(Trans::no, Trans::yes, N, OC, Cl, inp, Cl, w, Cl, out, OC, bias, Cl * S, *tp_);
   const Precision prec = be_.numerics().precision;
+  if (be_.numerics().gemm == GemmMode::exact)
+    return be_.gemm({Trans::no, Trans::yes, N, OC, Cl, inp, Cl, w, Cl, out, OC, false, prec, bias, tp_, Cl * S});
   // out (N, OC) += inp (N, Cl) · w (OC, Cl)ᵀ over this rank's k-segment, continuing the chain.
   pass_chain(*tp_, out, N, size_t(OC), S, chain_chunks_, [&](int s, int lo, int n) {
     float* o = out + size_t(lo) * OC;
-    be_.gemm(Trans::no, Trans::yes, n, OC, Cl, inp + size_t(lo) * Cl, Cl, w, Cl, o, OC, s > 0, prec);
+    be_.gemm({Trans::no, Trans::yes, n, OC, Cl, inp + size_t(lo) * Cl, Cl, w, Cl, o, OC, s > 0, prec});
     if (s + 1 == S && bias != nullptr) be_.bias_forward(o, bias, n, OC);
   });
   tp_->broadcast(out, size_t(N) * OC, S - 1);
@@ -65,17 +65,17 @@ void GPT::col_backward(float* dinp, float* dw, float* dbias, const float* dout, 
                        int C, int OCl, int OC, int groups) {
   if (tp_ == nullptr) return be_.matmul_backward(dinp, dw, dbias, dout, inp, w, N, C, OCl);
   be_.matmul_backward(nullptr, dw, dbias, dout, inp, w, N, C, OCl);  // this rank's rows: local
+  const Precision prec = be_.numerics().precision;
   if (be_.numerics().gemm == GemmMode::exact)  // k-order is free: the local columns in one product
-    return be_.gemm_exact_split(Trans::no, Trans::no, N, C, OCl, dout, OCl, w, C, dinp, C, nullptr, OC, *tp_);
+    return be_.gemm({Trans::no, Trans::no, N, C, OCl, dout, OCl, w, C, dinp, C, false, prec, nullptr, tp_, OC});
   const int S = tp_->size();
   SB_CHECK(groups >= 1 && OCl % groups == 0, "column-parallel backward of ", OCl, " columns in ", groups, " blocks");
   const int block = OCl / groups;  // columns of one block on one rank
-  const Precision prec = be_.numerics().precision;
   // dinp (N, C) = dout·W: k = the full output index, visited block by block, rank by rank.
   pass_chain(*tp_, dinp, N, size_t(C), groups * S, chain_chunks_, [&](int s, int lo, int n) {
     const size_t g = size_t(s / S) * block;
-    be_.gemm(Trans::no, Trans::no, n, C, block, dout + size_t(lo) * OCl + g, OCl, w + g * C, C, dinp + size_t(lo) * C,
-             C, s > 0, prec);
+    be_.gemm({Trans::no, Trans::no, n, C, block, dout + size_t(lo) * OCl + g, OCl, w + g * C, C, dinp + size_t(lo) * C,
+              C, s > 0, prec});
   });
   tp_->broadcast(dinp, size_t(N) * C, S - 1);
 }

@@ -72,17 +72,17 @@ void NewtonSchulz::iterate(const float* u, float* out, int rows, int cols, Trans
   for (const NsStep& s : steps) {
     const trace::Scope site = trace::Scope::within(backend_, " iter ", ++iteration);  // "… iter 2"
     const float a = static_cast<float>(s.a), b = static_cast<float>(s.b), cc = static_cast<float>(s.c);
-    backend_.syrk(y, r, c, X, cols, A, r, precision_);       // A = Y·Yᵀ
-    if (group != nullptr) group->sum_gram(A, rr);            // A = Σ_ranks Y_i·Y_iᵀ
-    backend_.syrk(Trans::no, r, r, A, r, B, r, precision_);  // A·A = A·Aᵀ (A is symmetric)
+    backend_.syrk(ops::syrk_problem(y, r, c, X, cols, A, r, precision_));       // A = Y·Yᵀ
+    if (group != nullptr) group->sum_gram(A, rr);                               // A = Σ_ranks Y_i·Y_iᵀ
+    backend_.syrk(ops::syrk_problem(Trans::no, r, r, A, r, B, r, precision_));  // A·A = A·Aᵀ (A is symmetric)
     kernels_.ns_polynomial(B, A, rr, b, cc);
     if (tall)  // (B·Y)ᵀ = X·Bᵀ: element (j, i) is B·Y's (i, j) chain
-      backend_.gemm(Trans::no, Trans::yes, c, r, r, X, cols, B, r, BY, cols, false, precision_);
-    else backend_.gemm(Trans::no, Trans::no, r, c, r, B, r, X, cols, BY, cols, false, precision_);
+      backend_.gemm({Trans::no, Trans::yes, c, r, r, X, cols, B, r, BY, cols, false, precision_});
+    else backend_.gemm({Trans::no, Trans::no, r, c, r, B, r, X, cols, BY, cols, false, precision_});
     kernels_.ns_combine(X, BY, n, a);
   }
   if (ortho_error != nullptr) {
-    backend_.syrk(y, r, c, X, cols, A, r, Precision::fp32);
+    backend_.syrk(ops::syrk_problem(y, r, c, X, cols, A, r, Precision::fp32));
     if (group != nullptr) group->sum_gram(A, rr);
     const det::ExactSum sq = kernels_.ortho_squares(A, r);
     *ortho_error = static_cast<float>(sqrt_f64(sq.to_f64() / static_cast<double>(r)));

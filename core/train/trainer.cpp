@@ -87,7 +87,8 @@ void Trainer::build() {
            " must be 0 (all of a rank's leaves at once) or a positive number of leaves");
   // run.threads = 0: every hardware thread (also after an earlier Trainer chose fewer).
   omp_set_num_threads(config_.run.threads > 0 ? static_cast<int>(config_.run.threads) : omp_get_num_procs());
-  be_.set_numerics(to_numerics(config_));
+  SB_CHECK(be_.numerics() == to_numerics(config_), "the trainer's backend runs ", describe(be_.numerics()),
+           " but the config asks for ", describe(to_numerics(config_)), "; build the backend with to_numerics(config)");
   plan_ = make_parallel_plan(config_, comm_, be_);
   slots_ = full_indices(*plan_);
   stats_.emplace(plan_->local_layout(), be_, slots_, plan_->full_layout().size());

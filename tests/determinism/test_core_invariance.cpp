@@ -144,8 +144,8 @@ TEST_CASE("gemm=vendor with 2 threads gives other bits than the canonical GEMM")
   std::vector<float> canon(static_cast<size_t>(m) * n), vendor(canon.size());
   auto be_c = make_cpu_backend();
   auto be_v = make_cpu_backend({GemmMode::vendor, ReduceMode::canonical, Precision::fp32});
-  be_c->gemm(Trans::no, Trans::no, m, n, k, a.data(), k, b.data(), n, canon.data(), n, false, Precision::fp32);
-  be_v->gemm(Trans::no, Trans::no, m, n, k, a.data(), k, b.data(), n, vendor.data(), n, false, Precision::fp32);
+  be_c->gemm({Trans::no, Trans::no, m, n, k, a.data(), k, b.data(), n, canon.data(), n, false, Precision::fp32});
+  be_v->gemm({Trans::no, Trans::no, m, n, k, a.data(), k, b.data(), n, vendor.data(), n, false, Precision::fp32});
   size_t differ = 0;
   for (size_t i = 0; i < canon.size(); ++i) differ += std::memcmp(&canon[i], &vendor[i], 4) != 0;
   MESSAGE("gemm 64x64x2048: ", differ, " of ", canon.size(), " outputs differ between canonical and OpenBLAS");

@@ -37,8 +37,8 @@ int run(const char* in_path, const char* out_path, sb::GemmMode mode) {
   read(in, b.data(), b.size(), "op(B)");
   read(in, c.data(), c.size(), "C");
   auto be = sb::make_cpu_backend({mode, sb::ReduceMode::canonical, prec});
-  be->gemm(ta, tb, m, n, k, a.data(), ta == sb::Trans::no ? k : m, b.data(), tb == sb::Trans::no ? n : k, c.data(), n,
-           h[5] != 0, prec);
+  be->gemm({ta, tb, m, n, k, a.data(), ta == sb::Trans::no ? k : m, b.data(), tb == sb::Trans::no ? n : k, c.data(), n,
+            h[5] != 0, prec});
   std::ofstream out(out_path, std::ios::binary);
   out.write(reinterpret_cast<const char*>(c.data()), static_cast<std::streamsize>(c.size() * sizeof(float)));
   SB_CHECK(out.good(), "exact_gemm_tool: cannot write ", out_path);

@@ -38,9 +38,9 @@ void check_gemm(Backend& cpu, Backend& gpu, Trans ta, Trans tb, Shape3 s, bool a
   const std::vector<float> b = parity_values(std::max<size_t>(stored(bt, s.k, s.n, ldb), 1), seed + 1, large_for(p));
   const std::vector<float> c0 = parity_values(static_cast<size_t>(s.m) * ldc, seed + 2, large_for(p));
   std::vector<float> c = c0;
-  cpu.gemm(ta, tb, s.m, s.n, s.k, a.data(), lda, b.data(), ldb, c.data(), ldc, accumulate, p);
+  cpu.gemm({ta, tb, s.m, s.n, s.k, a.data(), lda, b.data(), ldb, c.data(), ldc, accumulate, p});
   Guarded ga(gpu, a.size(), a), gb(gpu, b.size(), b), gc(gpu, c0.size(), c0);
-  gpu.gemm(ta, tb, s.m, s.n, s.k, ga.data(), lda, gb.data(), ldb, gc.data(), ldc, accumulate, p);
+  gpu.gemm({ta, tb, s.m, s.n, s.k, ga.data(), lda, gb.data(), ldb, gc.data(), ldc, accumulate, p});
   check_output(gc, c,
                detail::concat("gemm ", s.m, "x", s.n, "x", s.k, " ta=", at, " tb=", bt, " acc=", accumulate,
                               " lda=", lda, " ldb=", ldb, " ", to_string(p), " on ", gpu.describe()));
@@ -97,9 +97,9 @@ TEST_CASE("canonical GEMM: a large product and Newton–Schulz's X·Xᵀ (both o
   const int r = 96, c = 200;  // X (r, c): A = X·Xᵀ (r, r)
   const std::vector<float> x = parity_values(static_cast<size_t>(r) * c, 5, 10.0f);
   std::vector<float> a(static_cast<size_t>(r) * r);
-  cpu->gemm(Trans::no, Trans::yes, r, r, c, x.data(), c, x.data(), c, a.data(), r, false, Precision::bf16);
+  cpu->gemm({Trans::no, Trans::yes, r, r, c, x.data(), c, x.data(), c, a.data(), r, false, Precision::bf16});
   Guarded gx(*gpu, x.size(), x), ga(*gpu, a.size());
-  gpu->gemm(Trans::no, Trans::yes, r, r, c, gx.data(), c, gx.data(), c, ga.data(), r, false, Precision::bf16);
+  gpu->gemm({Trans::no, Trans::yes, r, r, c, gx.data(), c, gx.data(), c, ga.data(), r, false, Precision::bf16});
   check_output(ga, a, "X·Xᵀ bf16");
 }
 
@@ -145,9 +145,9 @@ TEST_CASE("exact GEMM: CUDA equals the CPU's exact GEMM bitwise (wide ranges, su
       const auto a = adversarial(static_cast<size_t>(e.m) * e.k, 7, e.bad);
       const auto b = adversarial(static_cast<size_t>(e.k) * e.n, 8, e.bad);
       std::vector<float> c(static_cast<size_t>(e.m) * e.n);
-      cpu->gemm(Trans::no, Trans::no, e.m, e.n, e.k, a.data(), e.k, b.data(), e.n, c.data(), e.n, false, p);
+      cpu->gemm({Trans::no, Trans::no, e.m, e.n, e.k, a.data(), e.k, b.data(), e.n, c.data(), e.n, false, p});
       Guarded ga(*gpu, a.size(), a), gb(*gpu, b.size(), b), gc(*gpu, c.size());
-      gpu->gemm(Trans::no, Trans::no, e.m, e.n, e.k, ga.data(), e.k, gb.data(), e.n, gc.data(), e.n, false, p);
+      gpu->gemm({Trans::no, Trans::no, e.m, e.n, e.k, ga.data(), e.k, gb.data(), e.n, gc.data(), e.n, false, p});
       check_output(gc, c, detail::concat("exact gemm ", e.m, "x", e.n, "x", e.k, " ", to_string(p)));
     }
   }
@@ -165,8 +165,8 @@ TEST_CASE("exact GEMM: CUDA widens the int32 sums between chunks of k (every dig
   auto cpu = make_cpu_backend(exact_numerics(Precision::fp32));
   auto gpu = make_parity_gpu(exact_numerics(Precision::fp32), CudaLaunchConfig{});
   Guarded ga(*gpu, a.size(), a), gb(*gpu, b.size(), b), gc(*gpu, c.size(), c);
-  cpu->gemm(Trans::no, Trans::no, m, n, k, a.data(), k, b.data(), n, c.data(), n, true, Precision::fp32);
-  gpu->gemm(Trans::no, Trans::no, m, n, k, ga.data(), k, gb.data(), n, gc.data(), n, true, Precision::fp32);
+  cpu->gemm({Trans::no, Trans::no, m, n, k, a.data(), k, b.data(), n, c.data(), n, true, Precision::fp32});
+  gpu->gemm({Trans::no, Trans::no, m, n, k, ga.data(), k, gb.data(), n, gc.data(), n, true, Precision::fp32});
   check_output(gc, c, "exact gemm 17x9x140000, every digit 63");
 }
 
@@ -233,12 +233,12 @@ TEST_CASE("vendor GEMM (cuBLAS SGEMM, TF32, bf16/fp16 GemmEx) agrees with the ca
                          Case{Precision::bf16, false, 2e-5}, Case{Precision::fp16, false, 2e-5}}) {
     auto cpu = make_cpu_backend(Numerics::deterministic(cs.p));
     std::vector<float> ref(static_cast<size_t>(m) * n);
-    cpu->gemm(Trans::no, Trans::no, m, n, k, a.data(), k, b.data(), n, ref.data(), n, false, cs.p);
+    cpu->gemm({Trans::no, Trans::no, m, n, k, a.data(), k, b.data(), n, ref.data(), n, false, cs.p});
     CudaOptions options;
     options.vendor_tf32 = cs.tf32;
     auto gpu = make_cuda_backend(Numerics::vendor(cs.p), options, 0);
     Guarded ga(*gpu, a.size(), a), gb(*gpu, b.size(), b), gc(*gpu, ref.size());
-    gpu->gemm(Trans::no, Trans::no, m, n, k, ga.data(), k, gb.data(), n, gc.data(), n, false, cs.p);
+    gpu->gemm({Trans::no, Trans::no, m, n, k, ga.data(), k, gb.data(), n, gc.data(), n, false, cs.p});
     const double err = relative_error(gc.interior(), ref, a, b, m, n, k);
     MESSAGE("vendor ", to_string(cs.p), cs.tf32 ? " TF32" : "", ": max relative error ", err);
     CHECK(err <= cs.tolerance);

@@ -53,7 +53,7 @@ void gemm_case() {
   for (float& v : a) v = static_cast<float>((x = x * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
   for (float& v : b) v = static_cast<float>((x = x * 1664525u + 1013904223u) >> 8) / 16777216.0f - 0.5f;
   auto be = make_cpu_backend();
-  be->gemm(Trans::yes, Trans::yes, m, n, k, a.data(), m, b.data(), k, c.data(), n, false, Precision::fp32);
+  be->gemm({Trans::yes, Trans::yes, m, n, k, a.data(), m, b.data(), k, c.data(), n, false, Precision::fp32});
   std::printf("gemm 37x53x600 %s\n", det::fingerprint_hex(det::fingerprint(c.data(), c.size())).c_str());
 }
 

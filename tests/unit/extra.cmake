@@ -80,3 +80,14 @@ target_link_libraries(test_reader_probe PRIVATE sb_io)
 set_target_properties(test_reader_probe PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/bin/tests)
 add_dependencies(test_isolated_read test_reader_probe)
 target_compile_definitions(test_isolated_read PRIVATE SB_TEST_READER="$<TARGET_FILE:test_reader_probe>")
+
+# Every formula of core/base/include/samebits/core/ops/ is called by both backends, or is listed
+# with its reason (check_ops_callers.py): a backend that restates a formula's arithmetic fails.
+if(EXISTS /usr/bin/python3)
+  add_test(NAME test_ops_callers COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/check_ops_callers.py
+                                         ${CMAKE_SOURCE_DIR})
+  set_tests_properties(test_ops_callers PROPERTIES LABELS unit TIMEOUT 60)
+endif()
+
+# test_parity_table reads the parity tests it checks from the source tree.
+target_compile_definitions(test_parity_table PRIVATE SB_SOURCE_DIR="${CMAKE_SOURCE_DIR}")

@@ -45,8 +45,8 @@ std::vector<float> exact_product(Trans ta, Trans tb, int m, int n, int k, const 
                                  Precision prec) {
   auto be = make_cpu_backend(exact_numerics(prec));
   std::vector<float> c = c0;
-  be->gemm(ta, tb, m, n, k, a.data(), ta == Trans::no ? k : m, b.data(), tb == Trans::no ? n : k, c.data(), n,
-           accumulate, prec);
+  be->gemm({ta, tb, m, n, k, a.data(), ta == Trans::no ? k : m, b.data(), tb == Trans::no ? n : k, c.data(), n,
+            accumulate, prec});
   return c;
 }
 
@@ -134,14 +134,17 @@ TEST_CASE("exact gemm: syrk and the linear layer are the same exact products") {
   const auto a = wide_range(static_cast<size_t>(n) * k, 4);
   auto be = make_cpu_backend(exact_numerics(Precision::fp32));
   std::vector<float> syrk(static_cast<size_t>(n) * n), gemm(syrk.size());
-  be->syrk(Trans::no, n, k, a.data(), k, syrk.data(), n, Precision::fp32);
-  be->gemm(Trans::no, Trans::yes, n, n, k, a.data(), k, a.data(), k, gemm.data(), n, false, Precision::fp32);
+  be->syrk(sb::ops::syrk_problem(Trans::no, n, k, a.data(), k, syrk.data(), n, Precision::fp32));
+  be->gemm({Trans::no, Trans::yes, n, n, k, a.data(), k, a.data(), k, gemm.data(), n, false, Precision::fp32});
   CHECK(same_bits(syrk, gemm));
   const auto w = test::uniform(static_cast<size_t>(oc) * k, 5);
   const auto bias = test::uniform(oc, 6);
   std::vector<float> fused(static_cast<size_t>(n) * oc), plain(fused.size());
-  REQUIRE(be->gemm_bias(fused.data(), a.data(), w.data(), bias.data(), n, k, oc));
-  be->gemm(Trans::no, Trans::yes, n, oc, k, a.data(), k, w.data(), k, plain.data(), oc, false, Precision::fp32);
+  const sb::ops::GemmProblem linear{Trans::no, Trans::yes, n, oc, k, a.data(), k, w.data(), k, plain.data(), oc};
+  be->gemm(linear);
+  sb::ops::GemmProblem with_bias = linear.with_bias(bias.data());
+  with_bias.c = fused.data();
+  be->gemm(with_bias);
   for (int i = 0; i < n; ++i)
     for (int o = 0; o < oc; ++o) plain[static_cast<size_t>(i) * oc + o] += bias[o];
   CHECK(same_bits(fused, plain));
@@ -186,6 +189,6 @@ TEST_CASE("exact gemm: a forced path this CPU lacks and k past the int32 bound a
   std::vector<float> c(1);
   auto be = make_cpu_backend(exact_numerics(Precision::fp32));
   CHECK_THROWS_WITH_AS(
-      be->gemm(Trans::no, Trans::no, 1, 1, k, a.data(), k, a.data(), 1, c.data(), 1, false, Precision::fp32),
+      be->gemm({Trans::no, Trans::no, 1, 1, k, a.data(), k, a.data(), 1, c.data(), 1, false, Precision::fp32}),
       doctest::Contains("k must be at most 541064"), Error);
 }

@@ -55,7 +55,7 @@ bool check_shape(Backend& be, const GemmShape& s, bool accumulate, Precision pre
   auto c = c0;
   const int saved = omp_get_max_threads();
   omp_set_num_threads(threads);
-  be.gemm(s.ta, s.tb, s.m, s.n, s.k, a.data(), lda, b.data(), ldb, c.data(), ldc, accumulate, prec);
+  be.gemm({s.ta, s.tb, s.m, s.n, s.k, a.data(), lda, b.data(), ldb, c.data(), ldc, accumulate, prec});
   omp_set_num_threads(saved);
   return test::same_bits(c, reference(s, a, lda, b, ldb, c0, ldc, accumulate, prec), "gemm vs rule 1");
 }
@@ -169,7 +169,7 @@ TEST_CASE("canonical gemm: a fresh chain starts at +0, so all -0 products give +
   const int m = 9, n = 40, k = 300;
   std::vector<float> a(static_cast<size_t>(m) * k, -0.0f), b(static_cast<size_t>(k) * n, 1.0f);
   std::vector<float> c(static_cast<size_t>(m) * n, 5.0f);
-  be->gemm(Trans::no, Trans::no, m, n, k, a.data(), k, b.data(), n, c.data(), n, false, Precision::fp32);
+  be->gemm({Trans::no, Trans::no, m, n, k, a.data(), k, b.data(), n, c.data(), n, false, Precision::fp32});
   bool all_positive_zero = true;
   for (float x : c) all_positive_zero = all_positive_zero && x == 0.0f && !std::signbit(x);
   CHECK(all_positive_zero);

@@ -1,6 +1,7 @@
 // GEMM and linear layer (core/cpu/matmul.cpp): bitwise equal to the plain ascending-k std::fma
 // triple loop for every transposition, odd sizes, k across several k-blocks, continued chains and
-// bf16/fp16 operands; exact on integer-valued inputs; backward against fp64 finite differences.
+// bf16/fp16 operands; exact on integer-valued inputs; a bias in the problem bitwise the gemm then
+// bias_forward; malformed problems refused; backward against fp64 finite differences.
 #include <doctest/doctest.h>
 #include <omp.h>
 
@@ -10,6 +11,7 @@
 #include "samebits/core/backend.hpp"
 #include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/ops/matmul.hpp"
+#include "samebits/det/error.hpp"
 #include "test_op_support.hpp"
 
 using namespace sb;
@@ -21,22 +23,20 @@ struct GemmCase {
 };
 
 // Element (row, col) of op(X) where X is stored with leading dimension ld.
-float op_at(const std::vector<float>& x, Trans t, int ld, int row, int col) {
+float op_at(const float* x, Trans t, int ld, int row, int col) {
   return t == Trans::no ? x[static_cast<size_t>(row) * ld + col] : x[static_cast<size_t>(col) * ld + row];
 }
 
-// The contract's definition, written as plainly as possible.
-std::vector<float> gemm_reference(Trans ta, Trans tb, int m, int n, int k, const std::vector<float>& a, int lda,
-                                  const std::vector<float>& b, int ldb, const std::vector<float>& c0, int ldc,
-                                  bool accumulate, Precision prec) {
-  std::vector<float> c = c0;
-  for (int i = 0; i < m; ++i)
-    for (int j = 0; j < n; ++j) {
-      float acc = accumulate ? c0[static_cast<size_t>(i) * ldc + j] : 0.0f;
-      for (int p = 0; p < k; ++p)
-        acc = std::fma(ops::round_operand(op_at(a, ta, lda, i, p), prec),
-                       ops::round_operand(op_at(b, tb, ldb, p, j), prec), acc);
-      c[static_cast<size_t>(i) * ldc + j] = acc;
+// The contract's definition of g's C, written as plainly as possible (host memory; C0 = g.c).
+std::vector<float> gemm_reference(const ops::GemmProblem& g) {
+  std::vector<float> c(g.c, g.c + static_cast<size_t>(g.m) * g.ldc);
+  for (int i = 0; i < g.m; ++i)
+    for (int j = 0; j < g.n; ++j) {
+      float acc = g.accumulate ? c[static_cast<size_t>(i) * g.ldc + j] : 0.0f;
+      for (int p = 0; p < g.k; ++p)
+        acc = std::fma(ops::round_operand(op_at(g.a, g.ta, g.lda, i, p), g.precision),
+                       ops::round_operand(op_at(g.b, g.tb, g.ldb, p, j), g.precision), acc);
+      c[static_cast<size_t>(i) * g.ldc + j] = acc;
     }
   return c;
 }
@@ -57,10 +57,11 @@ TEST_CASE("canonical gemm equals the ascending-k fma triple loop, bitwise") {
             const int ldc = g.n + 2;
             const auto a = test::uniform(static_cast<size_t>(ta == Trans::no ? g.m : g.k) * lda, 1);
             const auto b = test::uniform(static_cast<size_t>(tb == Trans::no ? g.k : g.n) * ldb, 2);
-            const auto c0 = test::uniform(static_cast<size_t>(g.m) * ldc, 3);
-            auto c = c0;
-            be->gemm(ta, tb, g.m, g.n, g.k, a.data(), lda, b.data(), ldb, c.data(), ldc, accumulate, prec);
-            const auto want = gemm_reference(ta, tb, g.m, g.n, g.k, a, lda, b, ldb, c0, ldc, accumulate, prec);
+            auto c = test::uniform(static_cast<size_t>(g.m) * ldc, 3);
+            const ops::GemmProblem problem{ta,       tb,  g.m,      g.n, g.k,        a.data(), lda,
+                                           b.data(), ldb, c.data(), ldc, accumulate, prec};
+            const auto want = gemm_reference(problem);  // C still holds C0
+            be->gemm(problem);
             CAPTURE(g.m);
             CAPTURE(g.n);
             CAPTURE(g.k);
@@ -79,7 +80,7 @@ TEST_CASE("gemm on integer-valued inputs is exact, canonical and vendor") {
     const auto a = test::integers(static_cast<size_t>(m) * k, 11, 8);
     const auto b = test::integers(static_cast<size_t>(k) * n, 12, 8);
     std::vector<float> c(static_cast<size_t>(m) * n);
-    be->gemm(Trans::no, Trans::no, m, n, k, a.data(), k, b.data(), n, c.data(), n, false, Precision::fp32);
+    be->gemm({Trans::no, Trans::no, m, n, k, a.data(), k, b.data(), n, c.data(), n, false, Precision::fp32});
     bool exact = true;
     for (int i = 0; i < m; ++i)
       for (int j = 0; j < n; ++j) {
@@ -103,7 +104,7 @@ TEST_CASE("canonical gemm bits do not depend on the thread count") {
   for (int threads : {1, 2, 3, 4}) {
     omp_set_num_threads(threads);
     std::vector<float> c(static_cast<size_t>(m) * n);
-    be->gemm(Trans::no, Trans::yes, m, n, k, a.data(), k, b.data(), k, c.data(), n, false, Precision::fp32);
+    be->gemm({Trans::no, Trans::yes, m, n, k, a.data(), k, b.data(), k, c.data(), n, false, Precision::fp32});
     if (first.empty()) first = c;
     CAPTURE(threads);
     CHECK(test::same_bits(c, first, "gemm threads"));
@@ -163,4 +164,43 @@ TEST_CASE("matmul backward matches fp64 finite differences") {
   test::check_gradient(dx, test::fd_gradient(xd, loss), 1e-5, "matmul dinp");
   test::check_gradient(dw, test::fd_gradient(wd, loss), 1e-5, "matmul dw");
   test::check_gradient(db, test::fd_gradient(bd, loss), 1e-5, "matmul dbias");
+}
+
+TEST_CASE("a GemmProblem with a bias is the gemm then bias_forward; malformed problems are refused") {
+  for (GemmMode mode : {GemmMode::canonical, GemmMode::exact}) {
+    auto be = make_cpu_backend({mode, ReduceMode::canonical, Precision::fp32});
+    for (int k : {0, 1, 37}) {
+      const int m = 9, n = 13;
+      const auto a = test::uniform(static_cast<size_t>(m) * (k + 1), 41);
+      const auto b = test::uniform(static_cast<size_t>(n) * (k + 1), 42);
+      const auto bias = test::uniform(static_cast<size_t>(n) + k, 43);  // the first n
+      std::vector<float> fused(static_cast<size_t>(m) * n, 7.0f), plain(fused.size(), 7.0f);
+      const ops::GemmProblem g{Trans::no, Trans::yes, m, n, k, a.data(), k + 1, b.data(), k + 1, plain.data(), n};
+      be->gemm(g);
+      be->bias_forward(plain.data(), bias.data(), m, n);
+      ops::GemmProblem with_bias = g.with_bias(bias.data());
+      with_bias.c = fused.data();
+      be->gemm(with_bias);
+      CAPTURE(to_string(mode));
+      CAPTURE(k);
+      CHECK(test::same_bits(fused, plain, "gemm with a bias"));
+    }
+  }
+  auto be = make_cpu_backend();
+  std::vector<float> x(64, 1.0f), c(64);
+  const ops::GemmProblem g{Trans::no, Trans::no, 4, 4, 4, x.data(), 4, x.data(), 4, c.data(), 4};
+  ops::GemmProblem negative = g;
+  negative.k = -1;
+  CHECK_THROWS_AS(be->gemm(negative), Error);
+  ops::GemmProblem strided_bias = g.with_bias(x.data());
+  strided_bias.ldc = 8;
+  CHECK_THROWS_AS(be->gemm(strided_bias), Error);
+  CHECK_THROWS_AS(be->syrk(g), Error);  // op(B) is not op(A)ᵀ
+  be->syrk(ops::syrk_problem(Trans::no, 4, 4, x.data(), 4, c.data(), 4, Precision::fp32));
+  CHECK(c[5] == 4.0f);
+  struct NoGroup final : ExactGroup {
+    void max(int32_t*, size_t) override {}
+    void sum(uint64_t*, size_t) override {}
+  } group;
+  CHECK_THROWS_AS(be->gemm(g.split_over(group, 8)), Error);  // a k-split under numerics.gemm=canonical
 }

@@ -49,8 +49,8 @@ bool check(Backend& be, Trans ta, int n, int k, Precision prec, int threads, uin
   auto sym = c0, plain = c0;
   const int saved = omp_get_max_threads();
   omp_set_num_threads(threads);
-  be.syrk(ta, n, k, a.data(), lda, sym.data(), ldc, prec);
-  be.gemm(ta, other(ta), n, n, k, a.data(), lda, a.data(), lda, plain.data(), ldc, false, prec);
+  be.syrk(sb::ops::syrk_problem(ta, n, k, a.data(), lda, sym.data(), ldc, prec));
+  be.gemm({ta, other(ta), n, n, k, a.data(), lda, a.data(), lda, plain.data(), ldc, false, prec});
   omp_set_num_threads(saved);
   const bool vs_rule = test::same_bits(sym, reference(ta, n, k, a, lda, c0, ldc, prec), "syrk vs rule 1");
   const bool vs_gemm = test::same_bits(sym, plain, "syrk vs gemm");
@@ -106,8 +106,8 @@ TEST_CASE("syrk of a symmetric S is the gemm S·S, bitwise") {
     for (int i = 0; i < n; ++i)
       for (int j = 0; j < i; ++j) s[static_cast<size_t>(i) * ld + j] = s[static_cast<size_t>(j) * ld + i];
     std::vector<float> ss(static_cast<size_t>(n) * n), gemm_ss(ss.size());
-    be->syrk(Trans::no, n, n, s.data(), ld, ss.data(), n, Precision::fp32);
-    be->gemm(Trans::no, Trans::no, n, n, n, s.data(), ld, s.data(), ld, gemm_ss.data(), n, false, Precision::fp32);
+    be->syrk(sb::ops::syrk_problem(Trans::no, n, n, s.data(), ld, ss.data(), n, Precision::fp32));
+    be->gemm({Trans::no, Trans::no, n, n, n, s.data(), ld, s.data(), ld, gemm_ss.data(), n, false, Precision::fp32});
     CAPTURE(n);
     CHECK(test::same_bits(ss, gemm_ss, "syrk(S) vs S·S"));
   }

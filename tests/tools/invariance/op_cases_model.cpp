@@ -18,11 +18,12 @@ OpOutput gemm_case(Backend& be) {
   for (Trans ta : {Trans::no, Trans::yes})
     for (Trans tb : {Trans::no, Trans::yes}) {
       float* c = buf.upload(c0);
-      be.gemm(ta, tb, m, n, k, da, ta == Trans::no ? k : m, db, tb == Trans::no ? n : k, c, n, false, Precision::fp32);
+      be.gemm(
+          {ta, tb, m, n, k, da, ta == Trans::no ? k : m, db, tb == Trans::no ? n : k, c, n, false, Precision::fp32});
       cs.push_back({c, c0.size()});
     }
   float* c = buf.upload(c0);  // the chain continued from C, and bf16 operands
-  be.gemm(Trans::no, Trans::no, m, n, k, da, k, db, n, c, n, true, Precision::bf16);
+  be.gemm({Trans::no, Trans::no, m, n, k, da, k, db, n, c, n, true, Precision::bf16});
   return buf.values({cs[0], cs[1], cs[2], cs[3], {c, c0.size()}});
 }
 
@@ -31,8 +32,8 @@ OpOutput syrk_case(Backend& be) {
   const int n = 40, k = 300;
   const float* a = buf.upload(uniform(size_t(n) * k, 4));
   float *c = buf.zeros(size_t(n) * n), *ct = buf.zeros(size_t(n) * n);
-  be.syrk(Trans::no, n, k, a, k, c, n, Precision::fp32);
-  be.syrk(Trans::yes, n, k, a, n, ct, n, Precision::fp32);
+  be.syrk(sb::ops::syrk_problem(Trans::no, n, k, a, k, c, n, Precision::fp32));
+  be.syrk(sb::ops::syrk_problem(Trans::yes, n, k, a, n, ct, n, Precision::fp32));
   return buf.values({{c, size_t(n) * n}, {ct, size_t(n) * n}});
 }
 

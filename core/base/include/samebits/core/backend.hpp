@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "samebits/core/numerics.hpp"
+#include "samebits/core/ops/gemm_problem.hpp"
 #include "samebits/core/tensor.hpp"
 #include "samebits/det/block_wire.hpp"
 #include "samebits/det/exact_sum.hpp"
@@ -112,8 +113,6 @@ class GradAccumulator {
   virtual size_t memory_bytes() const = 0;
 };
 
-enum class Trans : uint8_t { no, yes };
-
 // The vocabulary rows [begin, end) an embedding table holds: all of them (begin 0, end V) in one
 // process, a contiguous range under the vocabulary-parallel layout (tp_layout.hpp).
 struct VocabRows {
@@ -123,7 +122,7 @@ struct VocabRows {
 };
 
 // The ranks over which one exact GEMM's k is split (numerics.gemm = exact: tensor parallelism's
-// row-parallel products, Backend::gemm_exact_split). Both reductions are of integers, so their
+// row-parallel products, ops::GemmProblem::split_over). Both reductions are of integers, so their
 // results do not depend on the order the group combines them in. Host memory.
 class ExactGroup {
  public:
@@ -131,6 +130,10 @@ class ExactGroup {
   virtual void max(int32_t* x, size_t n) = 0;   // x[i] ← the max over the group of x[i]
   virtual void sum(uint64_t* x, size_t n) = 0;  // x[i] ← Σ over the group of x[i], modulo 2^64
 };
+
+// Throws sb::Error unless g is a product Backend::gemm takes: sizes non-negative, a bias only on a
+// contiguous fresh C (ldc == n, no accumulate).
+void check_gemm(const ops::GemmProblem& g);
 
 class Backend {
  public:
@@ -141,9 +144,8 @@ class Backend {
 
   virtual Device device() const = 0;
   virtual std::string describe() const = 0;  // "cpu (8 OpenMP threads, AVX512)", "cuda:0 H100 ..."
+  // Fixed at construction: each backend resolves them once (its GEMM engine among them).
   const Numerics& numerics() const { return numerics_; }
-  // Virtual so that a backend wrapping another (trace.hpp) passes the switches on.
-  virtual void set_numerics(const Numerics& n) { numerics_ = n; }
   // The op-hash stream being recorded (trace.hpp), or null: only a TracingBackend sets one, and
   // only for the steps it traces; trace::Scope reads it (a load and a test when tracing is off).
   trace::Recorder* tracer() const { return tracer_; }
@@ -175,37 +177,30 @@ class Backend {
   const HostTraffic& host_traffic() const { return host_traffic_; }
 
   // ---- GEMM (rule 1) -----------------------------------------------------------------------
-  // C = op(A)·op(B): C (m, n) with leading dimension ldc; op(A) (m, k), op(B) (k, n); A is stored
-  // (m, k) with lda, or (k, m) when ta == yes; B is (k, n) with ldb, or (n, k) when tb == yes.
+  // The product g describes (ops/gemm_problem.hpp), in this backend's numerics.gemm mode.
   // Canonical: C[i][j] = fma chain over p = 0..k-1 ascending of round(A[i][p]), round(B[p][j])
   // (ops/matmul.hpp canonical_dot), starting from +0, or from C's value when accumulate
-  // (the chain continues). round = to `precision` (RNE), the identity for fp32.
-  // Vendor: sgemm with beta = accumulate ? 1 : 0.
-  virtual void gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
-                    int ldc, bool accumulate, Precision precision) = 0;
-  // C = op(A)·op(A)ᵀ (BLAS ssyrk's product, the whole matrix): C (n, n) with ldc; op(A) (n, k), A
-  // stored (n, k) with lda, or (k, n) when ta == yes. Canonical: C[i][j] = the fma chain over
-  // p = 0..k-1 ascending of round(op(A)[i][p]), round(op(A)[j][p]) from +0 — the gemm of op(A) and
-  // op(A)ᵀ, bit for bit. Since fma(x, y, acc) = fma(y, x, acc), C[j][i]'s chain is C[i][j]'s:
-  // a backend may compute one triangle and mirror it (half the multiply-adds). For a symmetric S,
-  // syrk(S) is S·S, bitwise. Default: the plain gemm (the CPU's vendor mode: OpenBLAS ssyrk).
-  virtual void syrk(Trans ta, int n, int k, const float* a, int lda, float* c, int ldc, Precision precision) {
-    gemm(ta, ta == Trans::no ? Trans::yes : Trans::no, n, n, k, a, lda, a, lda, c, ldc, false, precision);
-  }
-
-  // C = op(A)·op(B) (+ bias[j] by ops::linear_out when bias is given) under numerics.gemm =
-  // exact, operands in numerics().precision, with k split across `group`: this rank holds k of
-  // op(A)'s k_total columns and the same rows of op(B). The rows' and columns' scales are the group's (a max of
-  // scale codes), each rank's exact integer dots are summed over the group, and each element is
-  // rounded once: the unsplit product's bits on every rank, however k is cut (docs/CONTRACT.md).
-  // Default: refused (a backend without it cannot run exact tensor parallelism).
-  virtual void gemm_exact_split(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b,
-                                int ldb, float* c, int ldc, const float* bias, int k_total, ExactGroup& group);
+  // (the chain continues). round = to g.precision (RNE), the identity for fp32. Vendor: sgemm with
+  // beta = accumulate ? 1 : 0. With g.bias: then + bias[j] by ops::linear_out, bitwise the gemm
+  // then bias_forward (a backend may fuse them: the CPU's canonical GEMM adds the bias after each
+  // output's chain inside its own fork/join), except where the vendor's addmm starts C at the bias
+  // and adds the product with β = 1 (the CPU's vendor mode; vendor bits). With g.group
+  // (numerics.gemm = exact only): the rows' and columns' scales are the group's (a max of scale
+  // codes), each rank's exact integer dots are summed over the group, and each element is rounded
+  // once: the unsplit product's bits on every rank, however k is cut (docs/CONTRACT.md); a backend
+  // without it refuses.
+  virtual void gemm(const ops::GemmProblem& g) = 0;
+  // C = op(A)·op(A)ᵀ (BLAS ssyrk's product, the whole matrix) for g = ops::syrk_problem(…).
+  // Canonical: C[i][j] = the fma chain over p = 0..k-1 ascending of round(op(A)[i][p]),
+  // round(op(A)[j][p]) from +0 — the gemm of g, bit for bit. Since fma(x, y, acc) = fma(y, x, acc),
+  // C[j][i]'s chain is C[i][j]'s: a backend may compute one triangle and mirror it (half the
+  // multiply-adds). For a symmetric S, syrk(S) is S·S, bitwise. Default: the plain gemm (the CPU's
+  // vendor mode: OpenBLAS ssyrk).
+  virtual void syrk(const ops::GemmProblem& g) { gemm(g); }
 
   // ---- ops: forward and backward. Backward ops overwrite their outputs unless stated. -------
   // out = inp·Wᵀ (+ bias): out[n][o] = canonical_dot(inp[n], W[o]) (+ bias[o], one addition).
-  // GEMM operands in numerics().precision. Written once (core/backend.cpp): gemm_bias, or the
-  // gemm then bias_forward.
+  // GEMM operands in numerics().precision. Written once (core/backend.cpp): one gemm with the bias.
   void matmul_forward(float* out,         // (N, OC)
                       const float* inp,   // (N, C)
                       const float* w,     // (OC, C)
@@ -220,14 +215,6 @@ class Backend {
                        const float* inp,   // (N, C)
                        const float* w,     // (OC, C)
                        int N, int C, int OC);
-  // matmul_forward with a bias in one pass, where a backend can. The CPU's canonical GEMM adds
-  // the bias after each output's chain, inside its own fork/join: the same bits as the gemm then
-  // bias_forward. Its vendor GEMM starts C at the bias and adds the product with β = 1 (PyTorch's
-  // addmm; vendor bits). false: not done here, matmul_forward runs those two.
-  virtual bool gemm_bias(float* out, const float* inp, const float* w, const float* bias, int N, int C, int OC) {
-    (void)out, (void)inp, (void)w, (void)bias, (void)N, (void)C, (void)OC;
-    return false;
-  }
   // Every other op (bias, norms, attention, QK-clip, GELU, softmax + cross-entropy, embedding,
   // residual): one entry each in backend_op_list.hpp, with its shapes, its rule and what it reads
   // and writes.

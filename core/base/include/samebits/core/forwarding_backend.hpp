@@ -17,7 +17,6 @@ class ForwardingBackend : public Backend {
   Backend& inner() { return inner_; }
   Device device() const override { return inner_.device(); }
   std::string describe() const override { return inner_.describe(); }
-  void set_numerics(const Numerics& n) override;
 
   Tensor alloc(DType dtype, Shape shape) override { return inner_.alloc(dtype, std::move(shape)); }
   void copy_from_host(void* dst, const void* host_src, size_t bytes) override;
@@ -37,14 +36,8 @@ class ForwardingBackend : public Backend {
     inner_.fingerprints(flat, spans, out);
   }
 
-  void gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
-            int ldc, bool accumulate, Precision precision) override;
-  void syrk(Trans ta, int n, int k, const float* a, int lda, float* c, int ldc, Precision precision) override;
-  bool gemm_bias(float* out, const float* inp, const float* w, const float* bias, int N, int C, int OC) override;
-  void gemm_exact_split(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
-                        float* c, int ldc, const float* bias, int k_total, ExactGroup& group) override {
-    inner_.gemm_exact_split(ta, tb, m, n, k, a, lda, b, ldb, c, ldc, bias, k_total, group);
-  }
+  void gemm(const ops::GemmProblem& g) override { inner_.gemm(g); }
+  void syrk(const ops::GemmProblem& g) override { inner_.syrk(g); }
 #include "samebits/core/backend_op_overrides.hpp"
 
  private:

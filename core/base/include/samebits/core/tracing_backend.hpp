@@ -45,10 +45,8 @@ class TracingBackend final : public ForwardingBackend {
   void trace(trace::Recorder* recorder) { set_tracer(recorder); }
   OptimKernels& optim_kernels() override { return *kernels_; }
 
-  void gemm(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb, float* c,
-            int ldc, bool accumulate, Precision precision) override;
-  void syrk(Trans ta, int n, int k, const float* a, int lda, float* c, int ldc, Precision precision) override;
-  bool gemm_bias(float* out, const float* inp, const float* w, const float* bias, int N, int C, int OC) override;
+  void gemm(const ops::GemmProblem& g) override;
+  void syrk(const ops::GemmProblem& g) override;
 #include "samebits/core/backend_op_overrides.hpp"
 
  private:

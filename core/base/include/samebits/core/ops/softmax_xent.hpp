@@ -49,13 +49,19 @@ SB_HD float row_max_continue(float m, const float* x, int n) {
   return m;
 }
 
-// part (kXentPart) continued over the row's columns first … first+n-1 (x = those logits); target:
-// the target's column relative to first (this rank holds it when 0 <= target < n).
-SB_HD void xent_shard_sum_row(float* part, const float* x, int n, int first, float max, int target) {
-  for (int i = 0; i < n; ++i) {
-    const int l = (first + i) % det::kLanes;
-    part[l] = part[l] + softmax_numerator(x[i], max);
-  }
+// A rank's part of a row's record (kXentPart) over the row's columns first … first+n-1 (x = those
+// logits): part[l] ← xent_shard_lane(part[l], …, l) for every lane l, and xent_shard_target.
+// Lane `lane`'s partial s of the row's denominator continued over those columns: the columns whose
+// global index is ≡ lane (mod 32), ascending.
+SB_HD float xent_shard_lane(float s, const float* x, int n, int first, float max, int lane) {
+  for (int v = ((lane - first) % det::kLanes + det::kLanes) % det::kLanes; v < n; v += det::kLanes)
+    s = s + softmax_numerator(x[v], max);
+  return s;
+}
+
+// The target logit into the record (kXentPart), by the rank holding it: target is the target's
+// column relative to first (this rank holds it when 0 <= target < n).
+SB_HD void xent_shard_target(float* part, const float* x, int n, int target) {
   if (target >= 0 && target < n) part[det::kLanes] = x[target];
 }
 

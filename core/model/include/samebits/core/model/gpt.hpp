@@ -149,7 +149,7 @@ class GPT {
                      const float* mean, const float* rstd);
   // Row-parallel linear forward (k = Cl, this rank's part of the input dimension): the chain of
   // out = inp·Wᵀ passes rank 0 → … → size-1, which adds the bias and broadcasts (gpt_tp.cpp);
-  // under numerics.gemm = exact the ranks' integer dots are summed instead (gemm_exact_split).
+  // under numerics.gemm = exact the ranks' integer dots are summed instead (a k-split Backend::gemm).
   void row_forward(float* out, const float* inp, const float* w, const float* bias, int N, int Cl, int OC);
   // Column-parallel linear backward (this rank's OCl of OC output columns in `groups` blocks): dw,
   // dbias local; the chain of dinp = dout·W visits block 0 of ranks 0 … size-1, then block 1, … ;
