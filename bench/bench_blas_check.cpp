@@ -1,15 +1,21 @@
 // bench_blas_check: before a benchmark runs OpenBLAS with this machine's own kernel (bench/native-blas
-// unsets OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE for it), check that kernel's sgemm against a float64
-// reference: every transposition, k across OpenBLAS's k-blocks, 1 and 2 threads. An output passes
-// when |c - ref| <= k·2^-24·Σ|a||b| (the worst-case bound of any fp32 summation order); a wrong
-// kernel misses it by orders of magnitude. Prints one JSON line (the core name, the largest error
-// relative to that bound) and exits 1 when any output misses the bound.
+// unsets OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE for it, and sets the CPU's core where the library
+// names the CPU below its ISA), check that kernel's sgemm against a float64 reference: every
+// transposition, k across OpenBLAS's k-blocks, 1 and 2 threads. An output passes when
+// |c - ref| <= k·2^-24·Σ|a||b| (the worst-case bound of any fp32 summation order); a wrong kernel
+// misses it by orders of magnitude. Prints one JSON line (the core name, this CPU's core by cpuid,
+// the largest error relative to that bound) and exits 1 when any output misses the bound.
+// `bench_blas_check --native-core` prints only the loaded core and the core to run: the loaded
+// one, or this CPU's when the loaded one is below it (core/cpu/blas_version.hpp).
 #include <cblas.h>
 
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <string>
 #include <vector>
+
+#include "samebits/core/cpu/blas_version.hpp"
 
 namespace {
 
@@ -48,7 +54,13 @@ void check(bool ta, bool tb, int m, int n, int k, Check& out) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const std::string loaded = sb::blas_core(), cpu = sb::blas_core_for_this_cpu();
+  if (argc == 2 && std::string(argv[1]) == "--native-core") {
+    const bool below = !cpu.empty() && sb::blas_core_level(loaded) < sb::blas_core_level(cpu);
+    std::printf("%s %s\n", loaded.c_str(), below ? cpu.c_str() : loaded.c_str());
+    return 0;
+  }
   Check result;
   for (const int threads : {1, 2}) {
     openblas_set_num_threads(threads);
@@ -59,10 +71,10 @@ int main() {
       }
     check(false, true, 512, 384, 128, result);  // the default model's qkv shape
   }
-  const char* core = openblas_get_corename();
   const bool ok = result.worst <= 1.0;
   std::printf(
-      "{\"openblas_core\": \"%s\", \"openblas_config\": \"%s\", \"worst_error_over_bound\": %.3g, \"ok\": %s}\n",
-      core != nullptr ? core : "unknown", openblas_get_config(), result.worst, ok ? "true" : "false");
+      "{\"openblas_core\": \"%s\", \"cpu_core\": \"%s\", \"openblas_config\": \"%s\", "
+      "\"worst_error_over_bound\": %.3g, \"ok\": %s}\n",
+      loaded.c_str(), cpu.c_str(), openblas_get_config(), result.worst, ok ? "true" : "false");
   return ok ? 0 : 1;
 }

@@ -21,7 +21,8 @@ namespace sb {
 std::string environment_text(Backend& backend) {
   std::string blas = blas_version();
   if (blas.rfind("OpenBLAS ", 0) == 0) blas = blas.substr(9);
-  std::string s = "HDF5: " + io::hdf5_version() + "\nOpenBLAS: " + blas + "\nMPI: " + mpi_library_version();
+  std::string s = "HDF5: " + io::hdf5_version() + "\nOpenBLAS: " + blas + "\nOpenBLAS core: " + blas_core_text() +
+                  "\nMPI: " + mpi_library_version();
   // Whether the kernel granted the big host buffers huge pages (det/huge_pages.hpp), at this point:
   // the model, gradients, activations and optimizer state are allocated and first-touched.
   s += "\nHost memory: " + det::huge_page_text();

@@ -45,6 +45,7 @@ void print_version() {
 
 int main(int argc, char** argv) {
   using namespace sb::cli;
+  use_native_blas_core(argv);
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     print_help();

@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "samebits/cli/command.hpp"
+#include "samebits/core/cpu/blas_version.hpp"
 #include "samebits/det/selftest.hpp"
 
 namespace sb::cli {
@@ -12,7 +13,8 @@ int run_selftest(const std::vector<std::string>& args) {
     std::puts(
         "usage: samebits selftest\n\nRuns the determinism primitives' invariance checks "
         "(fp environment, fp formats, math, Philox, exact sums, fixed-point accumulator, "
-        "32-lane reduction, fingerprints) and prints one line each. Exit 0 when all pass.");
+        "32-lane reduction, fingerprints) and prints one line each, then the vendor BLAS kernel the\n"
+        "vendor GEMM runs (OpenBLAS's core, and who chose it). Exit 0 when all pass.");
     return args[0] == "--help" ? kExitOk : kExitError;
   }
   int failed = 0;
@@ -20,6 +22,8 @@ int run_selftest(const std::vector<std::string>& args) {
     std::printf("%-18s %s  %s\n", r.name.c_str(), r.ok ? "ok  " : "FAIL", r.detail.c_str());
     failed += r.ok ? 0 : 1;
   }
+  // Not a check: the kernel the vendor GEMM (numerics.gemm = vendor) runs on this machine.
+  std::printf("%-18s %s  %s\n", "vendor BLAS", "info", blas_core_text().c_str());
   std::printf("selftest: %d failed\n", failed);
   return failed == 0 ? kExitOk : kExitError;
 }

@@ -27,8 +27,7 @@ inline void edit_run_file(const std::string& path, const std::function<void(sb::
 
 // Edits the store file of `step` of a run (unsealed, edited, sealed again) and records its new
 // content hash in the run file's index.
-inline void edit_store_file(const std::string& run_path, int64_t step,
-                            const std::function<void(sb::h5::File&)>& edit) {
+inline void edit_store_file(const std::string& run_path, int64_t step, const std::function<void(sb::h5::File&)>& edit) {
   std::size_t row = 0;
   std::string file;
   {

@@ -96,8 +96,8 @@ struct Layout {
   int ranks;
   std::string layout;
 };
-void check_resumes(const TempDir& dir, const std::string& tag, const std::string& numerics, Layout stop,
-                   Layout resume, const std::vector<Piece>& pieces) {
+void check_resumes(const TempDir& dir, const std::string& tag, const std::string& numerics, Layout stop, Layout resume,
+                   const std::vector<Piece>& pieces) {
   const std::string ref = tag + "-ref.h5", stopped = tag + "-stopped.h5";
   train_one(dir, "neg.ini", ref, numerics);
   const std::string stop_args = stop.layout + " " + numerics + " --out " + stopped + " --stop-after 3";
@@ -130,10 +130,11 @@ void check_resumes(const TempDir& dir, const std::string& tag, const std::string
       // earlier state (here the initialisation), retraining the same bits; a cursor that only the
       // ranks' check after the broadcast refuses ends a resume of several ranks with exit 2, the
       // run file left at step 3.
-      CHECK_MESSAGE(r.output.find(p == Piece::cursor_alone ? "checkpoint data cursor (epoch 0, position 0) is the start "
-                                                             "of step 0, but the checkpoint is after step 3"
-                                                           : "holds step 0, the index says 3") != std::string::npos,
-                    r.output);
+      CHECK_MESSAGE(
+          r.output.find(p == Piece::cursor_alone ? "checkpoint data cursor (epoch 0, position 0) is the start "
+                                                   "of step 0, but the checkpoint is after step 3"
+                                                 : "holds step 0, the index says 3") != std::string::npos,
+          r.output);
       const bool falls_back = resume.ranks == 1 || p == Piece::data_position;
       CHECK_MESSAGE(r.exit_code == (falls_back ? 0 : 2), r.output);
       if (falls_back) CHECK(r.output.find("falling back to the previous one") != std::string::npos);

@@ -92,10 +92,10 @@ TEST_CASE("a signal while the session runs: on_stuck marks the run, exit 2 after
 
 TEST_CASE("a session ended after the signal in a process that does not end: exit 2, on_stuck not called") {
   const Child c = run_child([](int fd) {
-    {
+    {  // a session that ends at the step boundary after the signal
       sb::cli::StopSignals s(recorder(fd, 0), kFloor);
       std::raise(SIGINT);
-    }  // the session ended at the step boundary
+    }
     for (;;) ::pause();  // MPI's finalisation waiting for a lost peer
   });
   CHECK(c.code == 2);

@@ -21,6 +21,10 @@ struct Registrar {
   explicit Registrar(Command command) { commands().push_back(std::move(command)); }
 };
 
+// Run first in main: replaces a vendor BLAS kernel set below this CPU's by executing the process
+// again with OPENBLAS_CORETYPE set (experiments/cli/blas_core.cpp); returns when nothing is to do.
+void use_native_blas_core(char** argv);
+
 constexpr int kExitOk = 0;
 constexpr int kExitDifferent = 1;
 constexpr int kExitError = 2;
