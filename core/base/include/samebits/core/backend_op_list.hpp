@@ -215,5 +215,19 @@ SB_BACKEND_OP(residual_forward,
                int64_t n),
               (out, a, b, n), (flat(a, n), flat(b, n)), (flat(out, n)), (n))
 
+// x[i] <- ops::leaf_mean(x[i], divisor): allreduce=native's batch gradient, summed in fp32 across
+// the replicas, divided once by the leaves (times the loss scale).
+SB_BACKEND_OP(gradient_mean,
+              (float* x,  // (n)
+               int64_t n, float divisor),
+              (x, n, divisor), (flat(x, n)), (flat(x, n)), (n))
+// mean[0] = ops::native_loss_mean(losses, N): reduce=native's leaf loss, a float sum over n
+// ascending from +0 divided by N (the exact mean is the caller's, rule 5).
+SB_BACKEND_OP(native_loss_mean,
+              (float* mean,          // (1)
+               const float* losses,  // (N)
+               int N),
+              (mean, losses, N), (flat(losses, N)), (flat(mean, 1)), (N))
+
 #undef SB_BACKEND_OP_TRACED_BY_HAND
 #undef SB_BACKEND_OP
