@@ -15,6 +15,22 @@
 
 namespace sb::cli {
 
+TrainRunResult train_run(const Config& config, const TrainRunOptions& options, std::ostream& log) {
+  RunSession session(config, options, log);
+  try {
+    if (!session.resume()) return session.result();
+    while (!session.trainer_finished()) {
+      const StopRequest request = session.agree_stop();
+      if (request != StopRequest::none) return session.stop(request);
+      if (session.step() == config.train.steps) break;
+      session.checkpoint();
+    }
+    return session.finish();
+  } catch (const Error& e) {
+    throw Error(session.fail(e.what()));
+  }
+}
+
 std::string duration_text(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";
   const auto s = static_cast<int64_t>(seconds + 0.5);
@@ -64,22 +80,6 @@ void ProgressDisplay::update(int64_t step, int64_t tokens, double seconds, float
 
 void ProgressDisplay::finish() {
   if (bar_ && drawn_) out_ << "\n" << std::flush;
-}
-
-TrainRunResult train_run(const Config& config, const TrainRunOptions& options, std::ostream& log) {
-  RunSession session(config, options, log);
-  try {
-    if (!session.resume()) return session.result();
-    while (!session.trainer_finished()) {
-      const StopRequest request = session.agree_stop();
-      if (request != StopRequest::none) return session.stop(request);
-      if (session.step() == config.train.steps) break;
-      session.checkpoint();
-    }
-    return session.finish();
-  } catch (const Error& e) {
-    throw Error(session.fail(e.what()));
-  }
 }
 
 }  // namespace sb::cli
