@@ -69,7 +69,14 @@ void TracingBackend::qk_max_keys(int32_t* keys, const float* qkv, int B, int T, 
   row.done({flat(own.data(), NH)}, {NH});
 }
 
-// Every op of the list but qk_max_keys: the regions it reads, the call, the regions it writes.
+// allreduce=native's division of the summed gradient: inside the trainer's `allreduce gradient`
+// row (the collective's output divided by the batch, docs/TRACE.md), so no row here.
+void TracingBackend::gradient_mean(float* x, int64_t n, float divisor) {
+  ForwardingBackend::gradient_mean(x, n, divisor);
+}
+
+// Every op of the list but those traced by hand: the regions it reads, the call, the regions it
+// writes.
 #define SB_UNPAREN(...) __VA_ARGS__
 #define SB_BACKEND_OP(name, params, args, reads, writes, shape) \
   void TracingBackend::name params {                            \

@@ -195,6 +195,7 @@ void GPT::bind_buffers() {
                          (head ? aligned(N * V) : 0);
   acts_ = be_.alloc(DType::f32, {static_cast<int64_t>(slots * acts)});
   scratch_ = be_.alloc(DType::f32, {static_cast<int64_t>(scratch)});
+  native_mean_ = be_.alloc(DType::f32, {1});
   grad_slots_.clear();
   for (size_t k = 0; k < slots; ++k) {
     slot_buffers_[k] = std::make_unique<Buffers>();
@@ -442,9 +443,10 @@ float GPT::forward(const int32_t* tokens) {
   loss_sum_.clear();
   loss_sum_.add(losses_host_.data(), losses_host_.size());
   if (be_.numerics().reduce == ReduceMode::native) {
-    float s = 0.0f;
-    for (float x : losses_host_) s += x;
-    return s / static_cast<float>(N);
+    be_.native_loss_mean(native_mean_.data_as<float>(), b.losses, N);
+    float mean = 0.0f;
+    be_.copy_to_host(&mean, native_mean_.data_as<float>(), sizeof mean);
+    return mean;
   }
   return mean_loss(loss_sum_, N);
 }

@@ -12,10 +12,8 @@
 #include <limits>
 #include <utility>
 
-#include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/exact_norm.hpp"
 #include "samebits/core/model/pipeline_schedule.hpp"
-#include "samebits/core/ops/gradient.hpp"
 #include "samebits/core/optim/adaptive_lr.hpp"
 #include "samebits/core/optim/clip.hpp"
 #include "samebits/core/optim/qk_clip.hpp"
@@ -24,6 +22,7 @@
 #include "samebits/core/parallel/parallel_plan.hpp"
 #include "samebits/core/trace.hpp"
 #include "samebits/core/train/perturbation.hpp"
+#include "samebits/core/train/rank_setup.hpp"
 #include "samebits/core/untrusted_text.hpp"
 #include "samebits/data/permutation.hpp"
 #include "samebits/det/error.hpp"
@@ -37,26 +36,16 @@ constexpr float kNaNf = std::numeric_limits<float>::quiet_NaN();
 
 }  // namespace
 
-// The tensors' spans (for the per-tensor fingerprints where the tensors live), and the host copy
-// of the gradient that only allreduce=native makes on a non-CPU backend.
+// The tensors' spans and names, for the per-tensor fingerprints where the tensors live.
 struct Trainer::Host {
   std::vector<TensorSpan> spans;   // (tensors) layout order
   std::vector<std::string> names;  // (tensors) layout order
-  std::vector<float> grad;         // (flat_size) the batch gradient
 
   // det::fingerprint of each tensor of flat, computed by the backend.  flat: backend memory.
   std::vector<uint64_t> fingerprints(Backend& be, const float* flat) const {
     std::vector<uint64_t> out(spans.size());
     be.fingerprints(flat, spans, out.data());
     return out;
-  }
-
-  // p itself on a CPU backend, else a host copy of it in buf.  p: (n) backend memory.
-  static const float* view(Backend& be, const float* p, size_t n, std::vector<float>& buf) {
-    if (be.device() == Device::cpu) return p;
-    buf.resize(n);
-    be.copy_to_host(buf.data(), p, n * sizeof(float));
-    return buf.data();
   }
 };
 
@@ -66,7 +55,7 @@ Trainer::Trainer(const Config& config, Backend& backend, Communicator& comm, Tra
 }
 
 Trainer::Trainer(const Config& config, TrainerOptions options)
-    : Trainer(config, make_cpu_backend(to_numerics(config)), make_local_communicator(), options) {}
+    : Trainer(config, make_backend(config, 0), make_local_communicator(), options) {}
 
 Trainer::Trainer(const Config& config, std::unique_ptr<Backend> backend, std::unique_ptr<Communicator> comm,
                  TrainerOptions options)
@@ -228,11 +217,7 @@ void Trainer::round_gradient(float loss_scale, uint64_t adds, uint32_t status) {
   const size_t n = model_->flat_size();
   acc_->round(g, 1.0f);
   plan_->replica_group().allreduce_sum_f32(g, n);
-  const float* view = Host::view(be_, g, n, host_->grad);
-  float* out = const_cast<float*>(view);
-#pragma omp parallel for simd schedule(static)
-  for (size_t i = 0; i < n; ++i) out[i] = ops::leaf_mean(view[i], divisor);
-  if (be_.device() != Device::cpu) be_.copy_from_host(g, out, n * sizeof(float));
+  be_.gradient_mean(g, static_cast<int64_t>(n), divisor);
 }
 
 void Trainer::trace_tensors(const char* site, const char* op, const float* flat,

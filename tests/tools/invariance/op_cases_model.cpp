@@ -211,6 +211,20 @@ OpOutput residual_forward_case(Backend& be) {
   return buf.values({{o, kPointwise}});
 }
 
+OpOutput gradient_mean_case(Backend& be) {
+  Buffers buf(be);
+  float* x = buf.upload(uniform(kPointwise, 90, -8, 8));
+  be.gradient_mean(x, kPointwise, 12.0f);  // not a power of two: the division rounds
+  return buf.values({{x, kPointwise}});
+}
+
+OpOutput native_loss_mean_case(Backend& be) {
+  Buffers buf(be);
+  float* mean = buf.zeros(1);
+  be.native_loss_mean(mean, buf.upload(uniform(kN, 91, 0, 10)), kN);
+  return buf.values({{mean, 1}});
+}
+
 }  // namespace
 
 std::vector<OpCase> model_op_cases() {
@@ -234,6 +248,8 @@ std::vector<OpCase> model_op_cases() {
       {"embedding_forward", "B 2, T 24, C 48, vocabulary 64", embedding_forward_case},
       {"embedding_backward", "B 2, T 24, C 48, vocabulary 64", embedding_backward_case},
       {"residual_forward", "4099", residual_forward_case},
+      {"gradient_mean", "4099", gradient_mean_case},
+      {"native_loss_mean", "48", native_loss_mean_case},
   };
 }
 

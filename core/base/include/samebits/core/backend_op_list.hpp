@@ -4,9 +4,9 @@
 // declarations (backend_op_overrides.hpp), ForwardingBackend's calls and TracingBackend's rows
 // (tracing_backend.cpp: each region is hashed before the call when read, after it when written; a
 // null pointer is an absent region). SB_BACKEND_OP_TRACED_BY_HAND(name, (parameters), (arguments))
-// marks an op whose row tracing_backend.cpp writes itself. Shapes are row-major, outermost first;
-// N = B·T tokens of one leaf. Backward ops overwrite their outputs unless stated. The includer
-// defines SB_BACKEND_OP; this file undefines both macros at its end.
+// marks an op whose row tracing_backend.cpp writes itself, or leaves to its caller's row. Shapes are
+// row-major, outermost first; N = B·T tokens of one leaf. Backward ops overwrite their outputs
+// unless stated. The includer defines SB_BACKEND_OP; this file undefines both macros at its end.
 #ifndef SB_BACKEND_OP_TRACED_BY_HAND
 #define SB_BACKEND_OP_TRACED_BY_HAND(name, params, args) SB_BACKEND_OP(name, params, args, (), (), ())
 #endif
@@ -214,6 +214,21 @@ SB_BACKEND_OP(residual_forward,
                const float* b,  // (n)
                int64_t n),
               (out, a, b, n), (flat(a, n), flat(b, n)), (flat(out, n)), (n))
+
+// x[i] <- ops::leaf_mean(x[i], divisor): allreduce=native's batch gradient, summed in fp32 across
+// the replicas, divided once by the leaves (times the loss scale). No row of its own: it is part
+// of the trainer's `allreduce gradient` row (docs/TRACE.md).
+SB_BACKEND_OP_TRACED_BY_HAND(gradient_mean,
+                             (float* x,  // (n)
+                              int64_t n, float divisor),
+                             (x, n, divisor))
+// mean[0] = ops::native_loss_mean(losses, N): reduce=native's leaf loss, a float sum over n
+// ascending from +0 divided by N (the exact mean is the caller's, rule 5).
+SB_BACKEND_OP(native_loss_mean,
+              (float* mean,          // (1)
+               const float* losses,  // (N)
+               int N),
+              (mean, losses, N), (flat(losses, N)), (flat(mean, 1)), (N))
 
 #undef SB_BACKEND_OP_TRACED_BY_HAND
 #undef SB_BACKEND_OP

@@ -190,9 +190,10 @@ class GPT {
   // Every gradient pointer of buf_ and its offset in the flat buffer (-1: absent): swap_gradients
   // re-points them without looking the tensors up again.
   std::vector<std::pair<float**, ptrdiff_t>> grad_slots_;
-  Tensor acts_;     // all forward activations, one allocation (see gpt.cpp for the layout)
-  Tensor scratch_;  // backward temporaries
-  Tensor tokens_;   // (slots, 2, B, T) i32: inputs, then targets
+  Tensor acts_;         // all forward activations, one allocation (see gpt.cpp for the layout)
+  Tensor scratch_;      // backward temporaries
+  Tensor native_mean_;  // (1) reduce=native's leaf loss, computed by the backend
+  Tensor tokens_;       // (slots, 2, B, T) i32: inputs, then targets
   std::vector<std::unique_ptr<Buffers>> slot_buffers_;  // (slots) one activation set each
   Buffers* buf_ = nullptr;                              // the current slot's
   int slot_ = 0;

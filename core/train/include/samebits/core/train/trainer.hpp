@@ -67,7 +67,8 @@ class Trainer {
   // through `comm`. Sets the OpenMP thread count to run.threads (0: every hardware thread).
   // backend and comm must outlive the Trainer.
   Trainer(const Config& config, Backend& backend, Communicator& comm, TrainerOptions options = {});
-  // The same on an owned CPU backend and a one-process communicator.
+  // The same on an owned backend of the config's run.backend (make_backend, device 0) and a
+  // one-process communicator.
   explicit Trainer(const Config& config, TrainerOptions options = {});
   ~Trainer();
   Trainer(const Trainer&) = delete;
@@ -118,7 +119,7 @@ class Trainer {
  private:
   Trainer(const Config& config, std::unique_ptr<Backend> backend, std::unique_ptr<Communicator> comm,
           TrainerOptions options);
-  struct Host;  // the tensors' spans, and the host gradient of allreduce=native (trainer.cpp)
+  struct Host;  // the tensors' spans and names (trainer.cpp)
 
   void build();                 // what both constructors do once the backend and communicator are bound
   void load_initial_weights();  // train.init: options_.initial_weights replace the seeded ones
