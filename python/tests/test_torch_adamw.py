@@ -1,8 +1,8 @@
 """samebits.torch.AdamW: torch.optim.AdamW's signature, defaults and argument errors, its
 unsupported switches refused; the same bits on 1 and 2 threads; bit for bit the C++ trainer's AdamW
-update (optim.name=adamw, through samebits.Trainer); within 1e-5 of torch.optim.AdamW (another
-order of operations); state_dict round trip bitwise, and torch.optim.AdamW's state_dict loads; a
-step count per parameter, as torch's."""
+update (optim.name=adamw, through samebits.Trainer: one step from its state, and 4 steps from its
+first); within 1e-5 of torch.optim.AdamW (another order of operations); state_dict round trip
+bitwise, and torch.optim.AdamW's state_dict loads; a step count per parameter, as torch's."""
 import copy
 import os
 import subprocess
@@ -178,6 +178,30 @@ def test_equal_to_the_cpp_trainers_adamw():
         for key in ("exp_avg", "exp_avg_sq"):
             theirs = np.asarray(state[f"{name}/{key}"]).reshape(-1).view(np.uint32)
             assert np.array_equal(bits(opt.state[p][key]).reshape(-1), theirs), (name, key)
+    trainer.close()
+
+
+def test_follows_the_cpp_trainer_from_its_first_step():
+    """From samebits.Trainer's initial weights (optim.name=adamw, clipping on), fed its clipped
+    gradient and lr of each step, samebits.torch.AdamW from a fresh state has its weights after
+    every one of 4 steps, bit for bit (the step counts 1, 2, 3, 4 of the bias correction)."""
+    wd, betas = 0.1, (0.9, 0.95)
+    overrides = dict(SMALL, **{"optim.name": "adamw", "optim.clip": 0.5, "optim.weight_decay": wd,
+                               "optim.adam_betas": betas, "train.steps": 4, "train.warmup": 2})
+    trainer = samebits.Trainer(samebits.Config.from_ini(None, overrides))
+    params = {name: torch.nn.Parameter(torch.from_numpy(np.array(w))) for name, w in trainer.params.items()}
+    opt = AdamW([{"params": [p for p in params.values() if p.ndim >= 2], "weight_decay": wd},
+                 {"params": [p for p in params.values() if p.ndim < 2], "weight_decay": 0.0}], betas=betas)
+    for _ in range(4):
+        stats = trainer.step()
+        for name, p in params.items():
+            p.grad = torch.from_numpy(np.array(trainer.grads[name]))
+        for group in opt.param_groups:
+            group["lr"] = stats["lr"]
+        opt.step()
+        for name, p in params.items():
+            assert np.array_equal(bits(p), np.asarray(trainer.params[name]).view(np.uint32)), (stats["step"], name)
+    assert stats["clip_scale"] < 1
     trainer.close()
 
 
