@@ -8,9 +8,11 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "samebits/core/backend.hpp"
 #include "samebits/core/io/run_file.hpp"
 #include "samebits/core/train_state.hpp"
 
@@ -23,7 +25,13 @@ void bind_trainer(pyb::module_& m);
 void bind_runs(pyb::module_& m);
 void bind_session(pyb::module_& m);
 void bind_torch_muon(pyb::module_& m);
+void bind_torch_adamw(pyb::module_& m);
 void bind_torch_record(pyb::module_& m);
+
+// The backend samebits.torch's optimizers run on for a tensor on `device` (-1: the CPU backend,
+// host memory; else a deterministic CUDA backend of that GPU, one per GPU, kept; CUDA builds only,
+// otherwise an error). Called with the GIL held (py_torch_muon.cpp).
+std::shared_ptr<Backend> torch_backend(int device);
 
 // Under an MPI launcher: makes sure the process holds its MPI session (py_session.cpp).
 void hold_mpi_session();

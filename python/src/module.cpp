@@ -13,5 +13,6 @@ PYBIND11_MODULE(_samebits, m) {
   sb::py::bind_trainer(m);
   sb::py::bind_runs(m);
   sb::py::bind_torch_muon(m);
+  sb::py::bind_torch_adamw(m);
   sb::py::bind_torch_record(m);
 }

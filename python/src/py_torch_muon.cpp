@@ -65,21 +65,6 @@ MuonOptions muon_options(const MuonArgs& a) {
   return o;
 }
 
-std::shared_ptr<Backend> host_backend() {
-  static const std::shared_ptr<Backend> host = make_cpu_backend();
-  return host;
-}
-
-#ifdef SB_HAVE_CUDA
-// A deterministic CUDA backend of GPU `device`, one per device, kept (guarded by the GIL).
-std::shared_ptr<Backend> cuda_backend(int device) {
-  static std::map<int, std::shared_ptr<Backend>> backends;
-  std::shared_ptr<Backend>& backend = backends[device];
-  if (!backend) backend = make_cuda_backend(Numerics::deterministic(), device);
-  return backend;
-}
-#endif
-
 // The Muon of one parameter group: its matrices laid out in a flat weight and gradient buffer of
 // the backend (one ParamView each, kParamAlign-aligned), the C++ Muon over that layout and its
 // state. The caller's tensors stay the source of truth: every step copies each updated matrix's
@@ -89,7 +74,7 @@ class MuonGroup {
  public:
   // shapes: the group's (rows, cols), in its order; device: -1 for the CPU, else the GPU.
   MuonGroup(const std::vector<std::pair<int64_t, int64_t>>& shapes, const MuonArgs& args, int device)
-      : backend_(device < 0 ? host_backend() : device_backend(device)), device_(device) {
+      : backend_(torch_backend(device)), device_(device) {
     size_t offset = 0;
     for (size_t i = 0; i < shapes.size(); ++i) {
       const auto [rows, cols] = shapes[i];
@@ -152,14 +137,6 @@ class MuonGroup {
   }
 
  private:
-  static std::shared_ptr<Backend> device_backend(int device) {
-#ifdef SB_HAVE_CUDA
-    return cuda_backend(device);
-#else
-    SB_FAIL("samebits.torch.Muon: a parameter on GPU ", device, ", but this samebits package was built without CUDA");
-#endif
-  }
-
   std::shared_ptr<Backend> backend_;  // outlives the tensors and the optimizer below
   int device_;
   std::vector<ParamView> params_;
@@ -169,6 +146,21 @@ class MuonGroup {
 };
 
 }  // namespace
+
+std::shared_ptr<Backend> torch_backend(int device) {
+  if (device < 0) {
+    static const std::shared_ptr<Backend> host = make_cpu_backend();
+    return host;
+  }
+#ifdef SB_HAVE_CUDA
+  static std::map<int, std::shared_ptr<Backend>> backends;  // one per GPU, kept (guarded by the GIL)
+  std::shared_ptr<Backend>& backend = backends[device];
+  if (!backend) backend = make_cuda_backend(Numerics::deterministic(), device);
+  return backend;
+#else
+  SB_FAIL("samebits.torch: a tensor on GPU ", device, ", but this samebits package was built without CUDA");
+#endif
+}
 
 void bind_torch_muon(pyb::module_& m) {
   pyb::class_<MuonArgs>(m, "_MuonArgs", "The hyper-parameters of a samebits.torch.Muon parameter group.")

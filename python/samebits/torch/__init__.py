@@ -1,8 +1,11 @@
-"""samebits for PyTorch programs (docs/TORCH.md): a deterministic Muon for torch (Muon) and a
-Recorder that writes a PyTorch training loop's run file and op-level trace in samebits' schema,
-so that `samebits diff`, `samebits trace`, samebits.analysis and the notebooks read them.
+"""samebits for PyTorch programs (docs/TORCH.md): optimizers and clipping with the C++ trainer's
+bits (AdamW, Muon, clip_grad_norm_: the same bits on any thread count) and a Recorder that writes
+a PyTorch training loop's run file and op-level trace in samebits' schema, so that
+`samebits diff`, `samebits trace`, samebits.analysis and the notebooks read them.
 """
+from .adamw import AdamW
+from .clip import clip_grad_norm_
 from .muon import Muon
 from .recorder import Recorder
 
-__all__ = ["Muon", "Recorder"]
+__all__ = ["AdamW", "Muon", "Recorder", "clip_grad_norm_"]
