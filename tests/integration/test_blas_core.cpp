@@ -55,8 +55,7 @@ TEST_CASE("OpenBLAS core names and this CPU's core by cpuid") {
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
       __builtin_cpu_supports("avx512dq"))
     CHECK(sb::blas_core_level(cpu) == 3);
-  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-    CHECK(sb::blas_core_level(cpu) == 2);
+  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) CHECK(sb::blas_core_level(cpu) == 2);
   MESSAGE("this CPU's OpenBLAS core: ", cpu, "; loaded here: ", sb::blas_core_text());
 }
 
@@ -84,9 +83,9 @@ TEST_CASE("a core below this CPU's: kept and named by default, replaced with SAM
     const Result train = run({"train", dir / "v.ini", "--train.steps", "2", "--out", dir / "v.h5"});
     REQUIRE_MESSAGE(train.code == 0, train.output);
     const std::string env = sb::h5::File::open(dir / "v.h5").attr_string("environment");
-    CHECK_MESSAGE(env.find("OpenBLAS core: " + cpu + " (set by samebits: OpenBLAS named this CPU Prescott)") !=
-                      std::string::npos,
-                  env);
+    CHECK_MESSAGE(
+        env.find("OpenBLAS core: " + cpu + " (set by samebits: OpenBLAS named this CPU Prescott)") != std::string::npos,
+        env);
   }
   {
     const ScopedEnv keep("SAMEBITS_BLAS_CORE", "keep");

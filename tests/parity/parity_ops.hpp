@@ -36,6 +36,8 @@ inline constexpr ParityOp kParityOps[] = {
     {"embedding_forward", "test_parity_pointwise.cpp", "embedding_forward"},
     {"embedding_backward", "test_parity_pointwise.cpp", "embedding_backward"},
     {"residual_forward", "test_parity_pointwise.cpp", "residual_forward"},
+    {"gradient_mean", "test_parity_mean.cpp", "gradient_mean"},
+    {"native_loss_mean", "test_parity_mean.cpp", "native_loss_mean"},
 };
 
 }  // namespace sb::test
