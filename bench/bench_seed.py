@@ -1,19 +1,20 @@
 #!/usr/bin/python3
-"""The seed's three Muon / AdamW claims measured as ratios with `samebits train`, side by side in one
-run: step time at 32 768 tokens a step, peak memory (VmHWM) of a 25 M model, and bytes on the wire
-per step under ZeRO-1 (--distributed-optimizer). Timings vary with the machine and its load; bytes and bits do not.
+"""The seed's three Muon / AdamW claims (docs/PERFORMANCE.md) measured as ratios with `samebits
+train`, side by side in one run: step time at 32 768 tokens a step, peak memory (VmHWM) of a 25 M
+model, and bytes on the wire per step under ZeRO-1 (--distributed-optimizer). Timings vary with the
+machine and its load; the byte counts and the runs' bits do not.
 
 Step time: the default model with 64 leaves (64 x 4 x 128 = 32 768 tokens a step, so Newton-Schulz is
 amortized over many tokens), 4 steps a run, runs alternating Muon and AdamW, PAIRS pairs, the first
 of a pair swapping; a run's figure is the median of its steps after the first; the ratio is the
-median of the pairs' Muon / AdamW (it cancels load that drifts slower than a pair). Beside it the same ratio
-of each run's CPU time (user + system of the whole process, start-up included), which other
+median of the pairs' Muon / AdamW (it cancels load that drifts slower than a pair). Beside it the
+same ratio of each run's CPU time (user + system of the whole process, start-up included), which other
 processes on a shared machine disturb less than the wall.
 Peak memory: /usr/bin/time's maximum resident set (VmHWM) of one process per optimizer, an 8 x 512
 model (25.3 M parameters, vocabulary 256, 2 leaves a step, 2 steps), alternating; the median of
 the pairs' ratios.
 Bytes: rank 0's series/comm_bytes (payload bytes it passed to every collective; the exact
-reduce-scatter's wire follows the values' block ranges), mean per step over 3 steps, default model,
+reduce-scatter's wire follows the values' block ranges), mean per step over 5 steps, default model,
 one thread a rank under mpirun, with --distributed-optimizer and without.
 
 Usage: bench/bench_seed.py [SAMEBITS] [--pairs N] [--ranks 2,4]
