@@ -54,7 +54,8 @@ def train(samebits, optim, out, extra, launch=None, time_file=None):
 
 def show(cmd, work):
     short = {CONFIG: os.path.relpath(CONFIG, ROOT), cmd[cmd.index("train") - 1]: "samebits"}
-    return " ".join(("RUN.h5" if c.endswith(".h5") else "PEAK") if c.startswith(work) else short.get(c, c) for c in cmd)
+    temp = {True: "RUN.h5", False: "PEAK"}
+    return " ".join(temp[c.endswith(".h5")] if c.startswith(work) else short.get(c, c) for c in cmd)
 
 
 def step_times(samebits, pairs, work):
@@ -101,7 +102,8 @@ def main():
     ap.add_argument("--ranks", default="2,4")
     args = ap.parse_args()
     samebits = args.samebits or next(
-        (p for p in (os.path.join(ROOT, d, "bin/samebits") for d in ("build/dev", "build/release")) if os.access(p, os.X_OK)),
+        (p for p in (os.path.join(ROOT, d, "bin/samebits") for d in ("build/dev", "build/release"))
+         if os.access(p, os.X_OK)),
         None)
     if samebits is None:
         sys.exit("bench_seed.py: no samebits binary; pass its path")
