@@ -154,6 +154,8 @@ class DataParallelPlan final : public ParallelPlan {
     return out;
   }
   void full_flat(const float* local_flat, std::vector<float>& out) override {
+    out.clear();
+    if (world_.rank() != 0) return;
     out.resize(flat_);
     backend_.copy_to_host(out.data(), local_flat, flat_ * sizeof(float));
   }
@@ -164,8 +166,10 @@ class DataParallelPlan final : public ParallelPlan {
   void full_state(std::vector<StateArray>& out) override {
     if (sharded_ != nullptr) {
       out = sharded_->gather_state();
-    } else {
+    } else if (world_.rank() == 0) {
       copy_state(*optimizer_, backend_, out);
+    } else {
+      out.clear();
     }
   }
   void load_state(const std::vector<StateArray>& full) override {

@@ -82,10 +82,10 @@ void Trainer::export_state(TrainerState& s) {
   s.step = step_;
   s.updates = updates_;
   s.cursor = sampler_->cursor(uint64_t(step_));
-  // The full tensors and the one-process optimizer's arrays, whatever the layout.
+  // The full tensors and the one-process optimizer's arrays, whatever the layout, on rank 0 alone.
   plan_->full_flat(model_->weights().data_as<float>(), s.weights);
   plan_->full_state(s.optimizer);
-  if (adaptive_) {  // the two fp64 EMAs, bit for bit in four fp32 slots
+  if (adaptive_ && comm_.rank() == 0) {  // the two fp64 EMAs, bit for bit in four fp32 slots
     const AdaptiveLrState& a = adaptive_->state();
     StateArray ema{kAdaptiveStateName, std::vector<float>(4)};
     std::memcpy(ema.data.data(), &a.grad_sq, sizeof(double));
