@@ -110,6 +110,7 @@ class Trainer {
   const TrainerOptions& options() const { return options_; }
   GPT& model() { return *model_; }
   Optimizer& optimizer() { return *optimizer_; }
+  const GradAccumulator& accumulator() const { return *acc_; }  // the leaf gradients' exact sums
   Backend& backend() { return be_; }
   Communicator& communicator() { return comm_; }
   ParallelPlan& plan() { return *plan_; }  // the layout of the ranks (parallel/parallel_plan.hpp)
