@@ -117,6 +117,10 @@ class PipelinePlan final : public ParallelPlan {
       while (!stage_holds(config.model, pp_, s, p.name)) ++s;
       owner_.push_back(s);
     }
+    holds_.resize(size_t(pp_));
+    for (int s = 0; s < pp_; ++s)
+      for (size_t t = 0; t < full_.size(); ++t)
+        if (stage_holds(config.model, pp_, s, full_[t].name)) holds_[size_t(s)].push_back(t);
   }
 
   std::vector<MeshAxis> mesh() const override {
@@ -221,14 +225,26 @@ class PipelinePlan final : public ParallelPlan {
       }
     }
   }
+  // From world rank 0's full buffer: it sends each stage's first rank (of its pipeline) the
+  // tensors the stage holds, in model order, and the stage plan passes them on to its ranks.
   void take_local(const std::vector<float>& full, float* local_flat) override {
-    SB_CHECK(full.size() == layout_flat_size(full_), "weights of ", full.size(), " values for a parameter buffer of ",
+    uint64_t count = full.size();  // world rank 0's, checked on every rank
+    world_.broadcast(&count, sizeof(count), 0);
+    SB_CHECK(count == layout_flat_size(full_), "weights of ", count, " values for a parameter buffer of ",
              layout_flat_size(full_));
     const std::vector<ParamView>& mine = inner_->full_layout();
-    std::vector<float> stage(layout_flat_size(mine), 0.0f);
-    for (size_t i = 0; i < slot_.size(); ++i) {
-      const float* from = full.data() + full_[slot_[i]].offset;
-      std::copy(from, from + mine[i].numel, stage.data() + mine[i].offset);
+    std::vector<float> stage;  // (the stage's flat) on the stage's first rank
+    if (stage_world_->rank() == 0) {
+      stage.assign(layout_flat_size(mine), 0.0f);
+      for (int s = 0; s < pp_ && stage_ == 0; ++s)
+        for (size_t t : holds_[size_t(s)]) {
+          const float* from = full.data() + full_[t].offset;
+          if (s == 0) std::copy_n(from, full_[t].numel, stage.data() + mine[local_of(t)].offset);
+          else pipeline_->send(from, full_[t].numel * sizeof(float), s);
+        }
+      if (stage_ != 0)
+        for (size_t t : holds_[size_t(stage_)])
+          pipeline_->recv(stage.data() + mine[local_of(t)].offset, full_[t].numel * sizeof(float), 0);
     }
     inner_->take_local(stage, local_flat);
   }
@@ -270,11 +286,40 @@ class PipelinePlan final : public ParallelPlan {
     for (std::vector<StateArray>& arrays : per_tensor)
       for (StateArray& a : arrays) out.push_back(std::move(a));
   }
-  // The arrays of this stage's tensors (the stage plan checks each against its tensor).
+  // From world rank 0's arrays: it sends each stage's first rank (of its pipeline) the arrays of
+  // the tensors the stage holds, and the stage plan passes them on (and checks each).
   void load_state(const std::vector<StateArray>& full) override {
-    std::vector<StateArray> mine;
-    for (const StateArray& a : full)
-      if (std::find(slot_.begin(), slot_.end(), tensor_of(a.name)) != slot_.end()) mine.push_back(a);
+    std::vector<StateArray> mine;  // on the stage's first rank
+    if (stage_world_->rank() == 0 && stage_ == 0) {
+      for (int s = pp_ - 1; s >= 0; --s) {
+        const std::vector<size_t>& held = holds_[size_t(s)];
+        std::vector<StateArray> part;
+        for (const StateArray& a : full)
+          if (std::find(held.begin(), held.end(), tensor_of(a.name)) != held.end()) part.push_back(a);
+        if (s == 0) {
+          mine = std::move(part);
+          continue;
+        }
+        ByteWriter w;
+        w.put(uint64_t{part.size()});
+        for (const StateArray& a : part) {
+          w.put_string(a.name);
+          w.put_vector(a.data);
+        }
+        dist_detail::send_bytes(w.bytes(), s, *pipeline_);
+      }
+    } else if (stage_world_->rank() == 0) {
+      std::vector<std::byte> bytes;
+      dist_detail::recv_bytes(bytes, 0, *pipeline_);
+      ByteReader r(bytes, "the optimizer state for pipeline stage " + std::to_string(stage_),
+                   dist_detail::kBroadcastHint);
+      mine.resize(r.get<uint64_t>());
+      for (StateArray& a : mine) {
+        a.name = r.get_string();
+        a.data = r.get_vector<float>();
+      }
+      r.finish();
+    }
     inner_->load_state(mine);
   }
 
@@ -310,9 +355,10 @@ class PipelinePlan final : public ParallelPlan {
   size_t tied_elements_ = 0;                   // its local numel (the accumulator's first elements)
   std::unique_ptr<ParallelPlan> inner_;        // over stage_world_
   std::unique_ptr<StageLink> link_;
-  std::vector<size_t> slot_;   // (stage tensors) each one's index in full_
-  std::vector<bool> counted_;  // (stage tensors) false: the last stage's copy of a tied wte
-  std::vector<int> owner_;     // (model tensors) the first stage that holds each
+  std::vector<size_t> slot_;                // (stage tensors) each one's index in full_
+  std::vector<bool> counted_;               // (stage tensors) false: the last stage's copy of a tied wte
+  std::vector<int> owner_;                  // (model tensors) the first stage that holds each
+  std::vector<std::vector<size_t>> holds_;  // [stage] the model tensors it holds, in model order
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "plan_parts.hpp"
 #include "samebits/core/parallel/exact_allreduce.hpp"
 #include "samebits/core/parallel/sharded_optimizer.hpp"
+#include "samebits/core/parallel/state_broadcast.hpp"
 #include "samebits/core/parallel/tensor_parallel.hpp"
 #include "samebits/core/parallel/tp_optimizer.hpp"
 #include "samebits/det/error.hpp"
@@ -87,9 +88,8 @@ class TensorParallelPlan final : public ParallelPlan {
     }
   }
   void take_local(const std::vector<float>& full, float* local_flat) override {
-    SB_CHECK(full.size() == tp_.full_flat_size(), "weights of ", full.size(), " values for a parameter buffer of ",
-             tp_.full_flat_size());
-    tp_.take_local(full.data(), local_flat);
+    std::vector<float> received;
+    tp_.take_local(broadcast_flat(full, received, tp_.full_flat_size(), 0, world_).data(), local_flat);
   }
   // Each buffer's shards gathered across the TP group of DP rank 0 (the same order on every TP
   // rank: the distributed optimizer's gather ends on that group), kept by its TP rank 0.
@@ -111,7 +111,9 @@ class TensorParallelPlan final : public ParallelPlan {
     if (!keep) arrays.clear();
   }
   // This rank's shard of every full array, each checked against its full tensor first.
-  void load_state(const std::vector<StateArray>& full) override {
+  void load_state(const std::vector<StateArray>& root_arrays) override {
+    std::vector<StateArray> received;
+    const std::vector<StateArray>& full = broadcast_arrays(root_arrays, received, 0, world_);
     const TpLayout& L = tp_.layout();
     std::vector<StateArray> shards;
     for (const StateArray& a : full) {
