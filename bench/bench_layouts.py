@@ -26,9 +26,20 @@ precision and optimizer state, rank 0 (the first pipeline stage):
 The pipeline bubble (P - 1)/(m + P - 1) is printed beside each PP layout (m: micro-batches a
 pipeline runs per step); bench/bench_bubble.py measures it.
 
+With --rss it measures peak RSS instead: `samebits train` on the 85 M command of bench_scale.py
+(experiments/configs/default.ini at 12 x 768, 12 heads, sequence 256, vocabulary 256; 4 leaves of
+one sequence, 2 steps, one thread a rank, the final checkpoint exported and written by rank 0) in
+one process and at each layout under mpirun, each rank's peak RSS (its VmHWM, read by a wrapper
+from getrusage of the rank it starts) against one process's, beside Megatron's formula for the
+same shape (rank 0's weights, gradients, optimizer state and activations above, over one
+process's). The machine's CPU is printed (the figures are bytes, but the allocator's are the
+machine's).
+
 Usage: bench/bench_layouts.py [DRIVER] [--layouts 1x1x1,1x1x2,...] [--leaves N]
   (default: build/release/bin/tests/mpi_train_driver; the five layouts of issue 45 and 1x2x1, 2x2x1;
   4 leaves)
+       bench/bench_layouts.py --rss [SAMEBITS] [--layouts 1x1x4,1x2x2,2x2x2]
+  (default: build/release/bin/samebits)
 """
 import os
 import re
@@ -37,7 +48,17 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-L, H, A, V, S = 12, 768, 12, 50257, 1024
+GPT2 = {"L": 12, "H": 768, "A": 12, "V": 50257, "S": 1024}
+L, H, A, V, S = GPT2["L"], GPT2["H"], GPT2["A"], GPT2["V"], GPT2["S"]
+# The 85 M command (bench_scale.py's shape, 4 leaves of one sequence so that 2 x 2 x 2 splits them).
+SHAPE_85M = {"L": 12, "H": 768, "A": 12, "V": 256, "S": 256}
+ARGS_85M = ["--model.n_layer", "12", "--model.n_embd", "768", "--model.n_head", "12", "--model.seq_len", "256",
+            "--data.leaves", "4", "--data.leaf_size", "1", "--train.warmup", "0", "--train.eval_every", "0",
+            "--train.steps", "2", "--run.threads", "1", "--run.progress", "off"]
+# Runs one rank's command and prints its peak RSS (bytes) to stderr: "# peak_rss rank R B".
+RSS_WRAPPER = ("import os, resource, subprocess, sys; rc = subprocess.call(sys.argv[1:]); "
+               "print('# peak_rss rank', os.environ.get('OMPI_COMM_WORLD_RANK', '0'), "
+               "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, file=sys.stderr); sys.exit(rc)")
 CONFIG = """[model]
 vocab = {V}
 seq_len = {S}
@@ -62,11 +83,12 @@ progress = off
 """
 
 
-def first_stage(tp, pp):
+def first_stage(tp, pp, shape=GPT2):
     """(Muon matrix elements, AdamW elements) held by rank 0 under Megatron-LM's split: per layer the
     column-parallel qkv and fc (weights and biases) and the row-parallel proj and fc2 weights / TP,
     their biases and the norms replicated; the vocabulary-parallel wte / TP and the replicated wpe on
     the first stage, the final norm (and the tied head's copy of wte) on the last."""
+    L, H, V, S = shape["L"], shape["H"], shape["V"], shape["S"]
     per_layer_matrix = (3 * H * H + H * H + 4 * H * H + 4 * H * H) / tp
     per_layer_other = (3 * H + 4 * H) / tp + 2 * H + 4 * H  # sharded biases; proj biases, two norms
     layers = L / pp
@@ -76,10 +98,11 @@ def first_stage(tp, pp):
     return layers * per_layer_matrix, other
 
 
-def megatron(dp, tp, pp, leaves):
+def megatron(dp, tp, pp, leaves, shape=GPT2):
     """Megatron-LM's bytes for rank 0 (first stage) and the bytes a rank receives per step, mean over
     the ranks."""
-    matrix, other = first_stage(tp, pp)
+    L, H, A, V, S = shape["L"], shape["H"], shape["A"], shape["V"], shape["S"]
+    matrix, other = first_stage(tp, pp, shape)
     share = matrix + other
     m = leaves / dp  # micro-batches of one sequence a pipeline runs
     sbh = S * H
@@ -126,7 +149,77 @@ def measure(driver, dp, tp, pp, leaves):
             "state": int(state[1].split()[0]), "received": sum(received) / len(received)}
 
 
+def cpu_name():
+    """The machine's CPU as /proc/cpuinfo names it: model name, family and model numbers."""
+    try:
+        lines = open("/proc/cpuinfo").read().splitlines()
+    except OSError:
+        return "unknown CPU"
+    field = lambda key: next((x.split(":", 1)[1].strip() for x in lines if x.split(":")[0].strip() == key), "?")  # noqa: E731
+    return f"{field('model name')} (family {field('cpu family')} model {field('model')}), {os.cpu_count()} cores"
+
+
+def peak_rss(samebits, dp, tp, pp):
+    """Each rank's peak RSS (bytes) of the 85 M command at a layout, or the reason it failed."""
+    world = dp * tp * pp
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [samebits, "train", os.path.join(ROOT, "experiments", "configs", "default.ini"), *ARGS_85M,
+               "--parallel.tp", str(tp), "--parallel.pp", str(pp), "--out", os.path.join(tmp, "r.h5")]
+        cmd = [sys.executable, "-c", RSS_WRAPPER] + cmd
+        if world > 1:
+            cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(world)] + cmd
+            if os.geteuid() == 0:
+                cmd.insert(1, "--allow-run-as-root")
+        env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="passive")
+        p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        lines = [x for x in (p.stderr + p.stdout).splitlines() if "error" in x]
+        return {"error": lines[0] if lines else f"exit {p.returncode}"}
+    rss = {int(r): int(b) for r, b in re.findall(r"# peak_rss rank (\d+) (\d+)", p.stderr)}
+    return {"ranks": [rss[r] for r in sorted(rss)]}
+
+
+def rss_main(samebits, layouts):
+    """The peak-RSS table (--rss)."""
+    print(f"Peak RSS per rank, the 85 M command (12 x 768, 12 heads, vocabulary 256, sequence 256; 4 leaves of "
+          f"one sequence, 2 steps, the final checkpoint written by rank 0); CPU: {cpu_name()}")
+    one = peak_rss(samebits, 1, 1, 1)
+    if "error" in one:
+        print(f"one process failed: {one['error']}")
+        return 1
+    base = one["ranks"][0]
+    meg = lambda dp, tp, pp: sum(megatron(dp, tp, pp, 4, SHAPE_85M)[c]  # noqa: E731
+                                 for c in ("weights", "grads", "state", "activations"))
+    print(f"one process: {base / 1e6:.1f} MB (Megatron's formula: {meg(1, 1, 1) / 1e6:.1f} MB)")
+    print("| DP x TP x PP | peak RSS per rank, MB (rank order) | / one process: max (rank 0, others' max) | "
+          "Megatron's rank 0, MB / its one process |")
+    print("|---|---|---|---|")
+    for layout in layouts.split(","):
+        dp, tp, pp = (int(x) for x in layout.split("x"))
+        got = peak_rss(samebits, dp, tp, pp)
+        formula = f"{meg(dp, tp, pp) / 1e6:.1f} ({meg(dp, tp, pp) / meg(1, 1, 1):.2f})"
+        if "error" in got:
+            print(f"| {dp} x {tp} x {pp} | not measured: {got['error']} | — | {formula} |", flush=True)
+            continue
+        r = got["ranks"]
+        cells = " / ".join(f"{b / 1e6:.0f}" for b in r)
+        ratios = f"**{max(r) / base:.2f}** ({r[0] / base:.2f}, {max(r[1:]) / base:.2f})"
+        print(f"| {dp} x {tp} x {pp} | {cells} | {ratios} | {formula} |", flush=True)
+    return 0
+
+
 def main(argv):
+    if argv[:1] == ["--rss"]:
+        samebits = os.path.join(ROOT, "build", "release", "bin", "samebits")
+        layouts = "1x1x4,1x2x2,2x2x2"
+        args = list(argv[1:])
+        while args:
+            a = args.pop(0)
+            if a == "--layouts":
+                layouts = args.pop(0)
+            else:
+                samebits = a
+        return rss_main(samebits, layouts)
     driver = os.path.join(ROOT, "build", "release", "bin", "tests", "mpi_train_driver")
     layouts, leaves = "1x1x1,1x2x1,2x2x1,1x1x2,1x1x4,1x2x2,2x2x2", 4
     args = list(argv)

@@ -12,6 +12,7 @@
 #include "samebits/core/model/tp_layout.hpp"
 #include "samebits/core/parallel/exact_allreduce.hpp"
 #include "samebits/core/parallel/sharded_optimizer.hpp"
+#include "samebits/core/parallel/state_broadcast.hpp"
 #include "samebits/core/trace.hpp"
 #include "samebits/det/error.hpp"
 
@@ -154,23 +155,30 @@ class DataParallelPlan final : public ParallelPlan {
     return out;
   }
   void full_flat(const float* local_flat, std::vector<float>& out) override {
+    out.clear();
+    if (world_.rank() != 0) return;
     out.resize(flat_);
     backend_.copy_to_host(out.data(), local_flat, flat_ * sizeof(float));
   }
   void take_local(const std::vector<float>& full, float* local_flat) override {
-    SB_CHECK(full.size() == flat_, "weights of ", full.size(), " values for a parameter buffer of ", flat_);
-    backend_.copy_from_host(local_flat, full.data(), flat_ * sizeof(float));
+    std::vector<float> received;
+    const std::vector<float>& from = broadcast_flat(full, received, flat_, 0, world_);
+    backend_.copy_from_host(local_flat, from.data(), flat_ * sizeof(float));
   }
   void full_state(std::vector<StateArray>& out) override {
     if (sharded_ != nullptr) {
       out = sharded_->gather_state();
-    } else {
+    } else if (world_.rank() == 0) {
       copy_state(*optimizer_, backend_, out);
+    } else {
+      out.clear();
     }
   }
   void load_state(const std::vector<StateArray>& full) override {
-    if (sharded_ != nullptr) return sharded_->scatter_state(full);  // checks everything before it copies
-    load_state_checked(*optimizer_, backend_, full);
+    std::vector<StateArray> received;
+    const std::vector<StateArray>& arrays = broadcast_arrays(full, received, 0, world_);
+    if (sharded_ != nullptr) return sharded_->scatter_state(arrays);  // checks everything before it copies
+    load_state_checked(*optimizer_, backend_, arrays);
   }
   CommCounters traffic() override { return world_.counters(); }
 

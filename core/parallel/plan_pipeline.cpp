@@ -1,12 +1,14 @@
 // DP × TP × PP (plan_parts.hpp; docs/DISTRIBUTED.md §11). World rank w = tp + TP·(d + DP·p): the
 // ranks of stage p run a stage plan (DP × TP) over the tensors stage p holds (stage_holds), and the
 // P ranks of one (tp, d) are a pipeline that passes activations and their gradients bit for bit.
-// What the run records is of the whole model: each tensor's fingerprints, statistics, weights and
-// optimizer state come from the first stage that holds it, moved over the pipeline as bits. A tied
+// What the run records is of the whole model: each tensor's fingerprints and statistics come from
+// the first stage that holds it, moved over the pipeline as bits, and so do its weights and
+// optimizer state for a checkpoint, to world rank 0 alone. A tied
 // wte's gradient is summed exactly (integer words) between the first and the last stage before
 // each stage's data-parallel sum, so both round, clip and update the same wte: Megatron's
 // embedding group, without its float all-reduce. Nothing here rounds a float.
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <string>
 
@@ -115,6 +117,10 @@ class PipelinePlan final : public ParallelPlan {
       while (!stage_holds(config.model, pp_, s, p.name)) ++s;
       owner_.push_back(s);
     }
+    holds_.resize(size_t(pp_));
+    for (int s = 0; s < pp_; ++s)
+      for (size_t t = 0; t < full_.size(); ++t)
+        if (stage_holds(config.model, pp_, s, full_[t].name)) holds_[size_t(s)].push_back(t);
   }
 
   std::vector<MeshAxis> mesh() const override {
@@ -199,51 +205,75 @@ class PipelinePlan final : public ParallelPlan {
   std::vector<uint64_t> fingerprints(const float* local_flat) override {
     return gather(inner_->fingerprints(local_flat), 1);
   }
-  // The stage plan's full tensors placed at the model's offsets, each broadcast by its owner.
+  // The model's flat buffer on world rank 0: each stage plan gathers its full tensors on its first
+  // rank (the pipeline of world rank 0), which sends world rank 0 those it owns, in model order.
   void full_flat(const float* local_flat, std::vector<float>& out) override {
     std::vector<float> stage;
     inner_->full_flat(local_flat, stage);
-    out.assign(layout_flat_size(full_), 0.0f);
+    out.clear();
+    if (stage_world_->rank() != 0) return;
     const std::vector<ParamView>& mine = inner_->full_layout();
-    for (size_t i = 0; i < slot_.size(); ++i) {
-      const float* from = stage.data() + mine[i].offset;
-      std::copy(from, from + mine[i].numel, out.data() + full_[slot_[i]].offset);
+    if (stage_ == 0) out.assign(layout_flat_size(full_), 0.0f);
+    for (size_t t = 0; t < full_.size(); ++t) {
+      const size_t bytes = full_[t].numel * sizeof(float);
+      if (owner_[t] == stage_) {
+        const float* from = stage.data() + mine[local_of(t)].offset;
+        if (stage_ == 0) std::copy_n(from, full_[t].numel, out.data() + full_[t].offset);
+        else pipeline_->send(from, bytes, 0);
+      } else if (stage_ == 0) {
+        pipeline_->recv(out.data() + full_[t].offset, bytes, owner_[t]);
+      }
     }
-    for (size_t t = 0; t < full_.size(); ++t)
-      pipeline_->broadcast(out.data() + full_[t].offset, full_[t].numel * sizeof(float), owner_[t]);
   }
+  // From world rank 0's full buffer: it sends each stage's first rank (of its pipeline) the
+  // tensors the stage holds, in model order, and the stage plan passes them on to its ranks.
   void take_local(const std::vector<float>& full, float* local_flat) override {
-    SB_CHECK(full.size() == layout_flat_size(full_), "weights of ", full.size(), " values for a parameter buffer of ",
+    uint64_t count = full.size();  // world rank 0's, checked on every rank
+    world_.broadcast(&count, sizeof(count), 0);
+    SB_CHECK(count == layout_flat_size(full_), "weights of ", count, " values for a parameter buffer of ",
              layout_flat_size(full_));
     const std::vector<ParamView>& mine = inner_->full_layout();
-    std::vector<float> stage(layout_flat_size(mine), 0.0f);
-    for (size_t i = 0; i < slot_.size(); ++i) {
-      const float* from = full.data() + full_[slot_[i]].offset;
-      std::copy(from, from + mine[i].numel, stage.data() + mine[i].offset);
+    std::vector<float> stage;  // (the stage's flat) on the stage's first rank
+    if (stage_world_->rank() == 0) {
+      stage.assign(layout_flat_size(mine), 0.0f);
+      for (int s = 0; s < pp_ && stage_ == 0; ++s)
+        for (size_t t : holds_[size_t(s)]) {
+          const float* from = full.data() + full_[t].offset;
+          if (s == 0) std::copy_n(from, full_[t].numel, stage.data() + mine[local_of(t)].offset);
+          else pipeline_->send(from, full_[t].numel * sizeof(float), s);
+        }
+      if (stage_ != 0)
+        for (size_t t : holds_[size_t(stage_)])
+          pipeline_->recv(stage.data() + mine[local_of(t)].offset, full_[t].numel * sizeof(float), 0);
     }
     inner_->take_local(stage, local_flat);
   }
-  // Each stage's arrays of the tensors it counts, broadcast stage by stage, in the model's
-  // tensor order (the one-process optimizer's: per tensor, its kinds).
+  // On world rank 0: each stage's arrays of the tensors it owns, sent by the stage's first rank, in
+  // the model's tensor order (the one-process optimizer's: per tensor, its kinds).
   void full_state(std::vector<StateArray>& out) override {
     std::vector<StateArray> mine;
-    inner_->full_state(mine);
-    std::vector<std::vector<StateArray>> per_tensor(full_.size());
-    for (int root = 0; root < pp_; ++root) {
+    inner_->full_state(mine);  // on the stage's first rank
+    out.clear();
+    if (stage_world_->rank() != 0) return;
+    if (stage_ != 0) {
       ByteWriter w;
-      if (root == stage_) {
-        std::vector<size_t> sent;
-        for (size_t k = 0; k < mine.size(); ++k)
-          if (owner_[tensor_of(mine[k].name)] == stage_) sent.push_back(k);
-        w.put(uint64_t{sent.size()});
-        for (size_t k : sent) {
-          w.put_string(mine[k].name);
-          w.put_vector(mine[k].data);
-        }
+      size_t sent = 0;
+      for (const StateArray& a : mine) sent += owner_[tensor_of(a.name)] == stage_ ? 1 : 0;
+      w.put(uint64_t{sent});
+      for (const StateArray& a : mine) {
+        if (owner_[tensor_of(a.name)] != stage_) continue;
+        w.put_string(a.name);
+        w.put_vector(a.data);
       }
-      dist_detail::broadcast_bytes(w.bytes(), root, *pipeline_);
-      ByteReader r(w.bytes(), "the optimizer state of pipeline stage " + std::to_string(root),
-                   dist_detail::kBroadcastHint);
+      dist_detail::send_bytes(w.bytes(), 0, *pipeline_);
+      return;
+    }
+    std::vector<std::vector<StateArray>> per_tensor(full_.size());
+    for (StateArray& a : mine) per_tensor[tensor_of(a.name)].push_back(std::move(a));
+    for (int from = 1; from < pp_; ++from) {
+      std::vector<std::byte> bytes;
+      dist_detail::recv_bytes(bytes, from, *pipeline_);
+      ByteReader r(bytes, "the optimizer state of pipeline stage " + std::to_string(from), dist_detail::kBroadcastHint);
       const auto count = r.get<uint64_t>();
       for (uint64_t k = 0; k < count; ++k) {
         StateArray a;
@@ -253,15 +283,43 @@ class PipelinePlan final : public ParallelPlan {
       }
       r.finish();
     }
-    out.clear();
     for (std::vector<StateArray>& arrays : per_tensor)
       for (StateArray& a : arrays) out.push_back(std::move(a));
   }
-  // The arrays of this stage's tensors (the stage plan checks each against its tensor).
+  // From world rank 0's arrays: it sends each stage's first rank (of its pipeline) the arrays of
+  // the tensors the stage holds, and the stage plan passes them on (and checks each).
   void load_state(const std::vector<StateArray>& full) override {
-    std::vector<StateArray> mine;
-    for (const StateArray& a : full)
-      if (std::find(slot_.begin(), slot_.end(), tensor_of(a.name)) != slot_.end()) mine.push_back(a);
+    std::vector<StateArray> mine;  // on the stage's first rank
+    if (stage_world_->rank() == 0 && stage_ == 0) {
+      for (int s = pp_ - 1; s >= 0; --s) {
+        const std::vector<size_t>& held = holds_[size_t(s)];
+        std::vector<StateArray> part;
+        for (const StateArray& a : full)
+          if (std::find(held.begin(), held.end(), tensor_of(a.name)) != held.end()) part.push_back(a);
+        if (s == 0) {
+          mine = std::move(part);
+          continue;
+        }
+        ByteWriter w;
+        w.put(uint64_t{part.size()});
+        for (const StateArray& a : part) {
+          w.put_string(a.name);
+          w.put_vector(a.data);
+        }
+        dist_detail::send_bytes(w.bytes(), s, *pipeline_);
+      }
+    } else if (stage_world_->rank() == 0) {
+      std::vector<std::byte> bytes;
+      dist_detail::recv_bytes(bytes, 0, *pipeline_);
+      ByteReader r(bytes, "the optimizer state for pipeline stage " + std::to_string(stage_),
+                   dist_detail::kBroadcastHint);
+      mine.resize(r.get<uint64_t>());
+      for (StateArray& a : mine) {
+        a.name = r.get_string();
+        a.data = r.get_vector<float>();
+      }
+      r.finish();
+    }
     inner_->load_state(mine);
   }
 
@@ -277,6 +335,8 @@ class PipelinePlan final : public ParallelPlan {
   std::vector<uint64_t> gather(const std::vector<uint64_t>& local, size_t per) {
     return from_stages(*pipeline_, local, per, slot_, counted_, full_.size());
   }
+  // The index in the stage's tensors of model tensor t (one the stage holds).
+  size_t local_of(size_t t) const { return size_t(std::find(slot_.begin(), slot_.end(), t) - slot_.begin()); }
   // The model tensor of a state buffer "<tensor>/<kind>".
   size_t tensor_of(const std::string& buffer) const {
     const ParamView* p = find_param(full_, buffer.substr(0, buffer.find('/')));
@@ -295,9 +355,10 @@ class PipelinePlan final : public ParallelPlan {
   size_t tied_elements_ = 0;                   // its local numel (the accumulator's first elements)
   std::unique_ptr<ParallelPlan> inner_;        // over stage_world_
   std::unique_ptr<StageLink> link_;
-  std::vector<size_t> slot_;   // (stage tensors) each one's index in full_
-  std::vector<bool> counted_;  // (stage tensors) false: the last stage's copy of a tied wte
-  std::vector<int> owner_;     // (model tensors) the first stage that holds each
+  std::vector<size_t> slot_;                // (stage tensors) each one's index in full_
+  std::vector<bool> counted_;               // (stage tensors) false: the last stage's copy of a tied wte
+  std::vector<int> owner_;                  // (model tensors) the first stage that holds each
+  std::vector<std::vector<size_t>> holds_;  // [stage] the model tensors it holds, in model order
 };
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "plan_parts.hpp"
 #include "samebits/core/parallel/exact_allreduce.hpp"
 #include "samebits/core/parallel/sharded_optimizer.hpp"
+#include "samebits/core/parallel/state_broadcast.hpp"
 #include "samebits/core/parallel/tensor_parallel.hpp"
 #include "samebits/core/parallel/tp_optimizer.hpp"
 #include "samebits/det/error.hpp"
@@ -73,28 +74,46 @@ class TensorParallelPlan final : public ParallelPlan {
   }
 
   std::vector<uint64_t> fingerprints(const float* local_flat) override { return tp_.fingerprints(local_flat); }
-  void full_flat(const float* local_flat, std::vector<float>& out) override { out = tp_.full_flat(local_flat); }
-  void take_local(const std::vector<float>& full, float* local_flat) override {
-    SB_CHECK(full.size() == tp_.full_flat_size(), "weights of ", full.size(), " values for a parameter buffer of ",
-             tp_.full_flat_size());
-    tp_.take_local(full.data(), local_flat);
+  // The TP group of DP rank 0 gathers each tensor in turn; its TP rank 0 (the world's rank 0) keeps them.
+  void full_flat(const float* local_flat, std::vector<float>& out) override {
+    out.clear();
+    if (tp_.dp().rank() != 0) return;
+    const bool root = tp_.tp_rank() == 0;
+    if (root) out.assign(tp_.full_flat_size(), 0.0f);
+    std::vector<float> one;  // the other TP ranks: the tensor being gathered
+    const std::vector<ParamView>& full = full_layout();
+    for (size_t t = 0; t < full.size(); ++t) {
+      if (!root) one.resize(full[t].numel);
+      tp_.gather(t, local_flat, root ? out.data() + full[t].offset : one.data());
+    }
   }
-  // Each buffer's shards gathered across the TP group (the same order on every TP rank).
+  void take_local(const std::vector<float>& full, float* local_flat) override {
+    std::vector<float> received;
+    tp_.take_local(broadcast_flat(full, received, tp_.full_flat_size(), 0, world_).data(), local_flat);
+  }
+  // Each buffer's shards gathered across the TP group of DP rank 0 (the same order on every TP
+  // rank: the distributed optimizer's gather ends on that group), kept by its TP rank 0.
   void full_state(std::vector<StateArray>& arrays) override {
     if (sharded_ != nullptr) {
       arrays = sharded_->gather_state();
-    } else {
+    } else if (tp_.dp().rank() == 0) {
       copy_state(*optimizer_, backend_, arrays);
+    } else {
+      arrays.clear();
     }
+    const bool keep = tp_.tp_rank() == 0;  // the other TP ranks hold one full array at a time
     for (StateArray& a : arrays) {
       const size_t t = tensor_of(a.name);
       std::vector<float> full(full_layout()[t].numel);
       tp_.gather_shard(t, a.data.data(), full.data());
-      a.data = std::move(full);
+      if (keep) a.data = std::move(full);
     }
+    if (!keep) arrays.clear();
   }
   // This rank's shard of every full array, each checked against its full tensor first.
-  void load_state(const std::vector<StateArray>& full) override {
+  void load_state(const std::vector<StateArray>& root_arrays) override {
+    std::vector<StateArray> received;
+    const std::vector<StateArray>& full = broadcast_arrays(root_arrays, received, 0, world_);
     const TpLayout& L = tp_.layout();
     std::vector<StateArray> shards;
     for (const StateArray& a : full) {

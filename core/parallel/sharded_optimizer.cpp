@@ -1,6 +1,7 @@
 // ShardedOptimizer (parallel/sharded_optimizer.hpp): the inner optimizer updates this rank's tensors;
-// owners broadcast weights (in place, in backend memory), statistics and, for checkpoints, state. Determinism: no
-// arithmetic here — only copies of bits — so the result is the unsharded optimizer's, whatever the world.
+// owners broadcast weights (in place, in backend memory) and statistics, and send rank 0 their state
+// for checkpoints. Determinism: no arithmetic here — only copies of bits — so the result is the
+// unsharded optimizer's, whatever the world.
 #include "samebits/core/parallel/sharded_optimizer.hpp"
 
 #include <cstring>
@@ -79,9 +80,11 @@ std::vector<StateArray> ShardedOptimizer::gather_state() {
   // StateBuffer names are "<tensor name>/<kind>" (optim/optimizer.hpp).
   std::vector<std::vector<StateArray>> per_tensor(params_.size());  // [tensor] its buffers
   const std::vector<StateBuffer> mine = inner_->state();
+  const int me = comm_.rank();
   for (int root = 0; root < comm_.size(); ++root) {
+    if (me != 0 && root != me) continue;  // rank 0 receives every owner's message
     ByteWriter w;
-    if (root == comm_.rank()) {
+    if (root == me) {
       size_t b = 0;
       for (size_t i : owned_[size_t(root)]) {
         const std::string prefix = params_[i].name + "/";
@@ -99,7 +102,11 @@ std::vector<StateArray> ShardedOptimizer::gather_state() {
       SB_CHECK(b == mine.size(), "ShardedOptimizer: state buffer '", mine[b].name,
                "' does not belong to a tensor this rank owns");
     }
-    dist_detail::broadcast_bytes(w.bytes(), root, comm_);
+    if (me != 0) {
+      dist_detail::send_bytes(w.bytes(), 0, comm_);
+      return {};
+    }
+    if (root != 0) dist_detail::recv_bytes(w.bytes(), root, comm_);
     ByteReader r(w.bytes(), "the optimizer state from rank " + std::to_string(root), dist_detail::kBroadcastHint);
     for (size_t t = 0; t < owned_[size_t(root)].size(); ++t) {
       const auto i = r.get<uint64_t>();

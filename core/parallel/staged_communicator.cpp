@@ -1,6 +1,6 @@
-// A communicator whose collectives run on host copies of backend buffers (parallel/launch.hpp
-// make_staged_communicator): device → host, the inner (MPI) collective, host → device. Only
-// copies of bits, so the results are the inner communicator's, bit for bit.
+// A communicator whose collectives and point-to-point messages run on host copies of backend
+// buffers (parallel/launch.hpp make_staged_communicator): device → host, the inner (MPI) call,
+// host → device. Only copies of bits, so the results are the inner communicator's, bit for bit.
 #include <utility>
 #include <vector>
 
@@ -60,6 +60,22 @@ class StagedCommunicator final : public Communicator {
     backend_.copy_from_host(out, h + bytes, total);
   }
   void do_barrier() override { inner_->barrier(); }
+  void do_send(const void* data, size_t bytes, int to) override {
+    unsigned char* h = host(bytes);
+    backend_.copy_to_host(h, data, bytes);
+    inner_->send(h, bytes, to);
+  }
+  void do_recv(void* data, size_t bytes, int from) override {
+    unsigned char* h = host(bytes);
+    inner_->recv(h, bytes, from);
+    backend_.copy_from_host(data, h, bytes);
+  }
+  void do_exchange(const void* out, size_t out_bytes, int to, void* in, size_t in_bytes, int from) override {
+    unsigned char* h = host(out_bytes + in_bytes);  // out, then in
+    backend_.copy_to_host(h, out, out_bytes);
+    inner_->exchange(h, out_bytes, to, h + out_bytes, in_bytes, from);
+    backend_.copy_from_host(in, h + out_bytes, in_bytes);
+  }
 
  private:
   // The staging buffer, at least `bytes` long (8-byte aligned: vector<uint64_t>).

@@ -117,12 +117,6 @@ size_t TensorParallel::full_flat_size() const {
   return n;
 }
 
-std::vector<float> TensorParallel::full_flat(const float* local_flat) {
-  std::vector<float> out(full_flat_size(), 0.0f);
-  for (size_t t = 0; t < layout_.full.size(); ++t) gather(t, local_flat, out.data() + layout_.full[t].offset);
-  return out;
-}
-
 void TensorParallel::take_local(const float* full_flat, float* local_flat) const {
   std::memset(local_flat, 0, layout_.local_flat * sizeof(float));
   for (size_t t = 0; t < layout_.full.size(); ++t) {

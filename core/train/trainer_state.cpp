@@ -82,10 +82,10 @@ void Trainer::export_state(TrainerState& s) {
   s.step = step_;
   s.updates = updates_;
   s.cursor = sampler_->cursor(uint64_t(step_));
-  // The full tensors and the one-process optimizer's arrays, whatever the layout.
+  // The full tensors and the one-process optimizer's arrays, whatever the layout, on rank 0 alone.
   plan_->full_flat(model_->weights().data_as<float>(), s.weights);
   plan_->full_state(s.optimizer);
-  if (adaptive_) {  // the two fp64 EMAs, bit for bit in four fp32 slots
+  if (adaptive_ && comm_.rank() == 0) {  // the two fp64 EMAs, bit for bit in four fp32 slots
     const AdaptiveLrState& a = adaptive_->state();
     StateArray ema{kAdaptiveStateName, std::vector<float>(4)};
     std::memcpy(ema.data.data(), &a.grad_sq, sizeof(double));
@@ -97,18 +97,31 @@ void Trainer::export_state(TrainerState& s) {
 }
 
 void Trainer::import_state(const TrainerState& state) {
-  TrainerState from_root;  // rank 0's state, when there are other ranks
-  if (comm_.size() > 1) {
-    if (comm_.rank() == 0) from_root = state;
-    broadcast_state(from_root, 0, comm_);
+  // Rank 0's scalars (and the schedule's entry) to every rank; its weights and optimizer arrays to
+  // the plan, which sends each rank its part.
+  const bool root = comm_.rank() == 0;
+  TrainerState head;  // rank 0's state without its weights and the optimizer's arrays
+  uint64_t weights = state.weights.size();
+  if (root) {
+    head.step = state.step;
+    head.updates = state.updates;
+    head.cursor = state.cursor;
+    head.loss_scale = state.loss_scale;
+    head.experiment_id = state.experiment_id;
+    for (const StateArray& a : state.optimizer)
+      if (a.name == kAdaptiveStateName) head.optimizer.push_back(a);
   }
-  const TrainerState& given = comm_.size() > 1 ? from_root : state;
+  if (comm_.size() > 1) {
+    broadcast_state(head, 0, comm_);
+    comm_.broadcast(&weights, sizeof(weights), 0);
+  }
   TrainerState stripped;  // without the schedule's entry, which the optimizer does not know
   AdaptiveLrState ema;
-  const TrainerState& s = take_adaptive_state(given, stripped, ema) ? stripped : given;
+  const bool has_ema = take_adaptive_state(head, stripped, ema);
+  const TrainerState& s = has_ema ? stripped : head;
   const size_t flat = layout_flat_size(plan_->full_layout());
-  SB_CHECK(s.weights.size() == flat, "checkpoint holds ", s.weights.size(), " weights; this model's flat buffer has ",
-           flat, ": the checkpoint is from a different model configuration");
+  SB_CHECK(weights == flat, "checkpoint holds ", weights, " weights; this model's flat buffer has ", flat,
+           ": the checkpoint is from a different model configuration");
   SB_CHECK(s.step >= 0 && s.updates >= 0 && s.updates <= s.step, "checkpoint step ", s.step, " and update count ",
            s.updates, " are inconsistent (need 0 <= updates <= step)");
   const uint64_t data_step = sampler_->step_of(s.cursor);
@@ -118,8 +131,18 @@ void Trainer::import_state(const TrainerState& state) {
   SB_CHECK(scaler_ || s.loss_scale.skipped_steps == 0, "checkpoint records ", s.loss_scale.skipped_steps,
            " skipped fp16 steps, but this run's precision is ", to_string(config_.train.precision));
 
-  plan_->load_state(s.optimizer);  // this rank's part, every array checked before it copies
-  plan_->take_local(s.weights, model_->weights().data_as<float>());
+  // Rank 0's arrays (without the schedule's entry) and weights; the other ranks pass none.
+  const std::vector<StateArray> no_arrays;
+  const std::vector<float> no_weights;
+  std::vector<StateArray> stripped_arrays;
+  const std::vector<StateArray>* arrays = root ? &state.optimizer : &no_arrays;
+  if (root && has_ema) {
+    for (const StateArray& a : state.optimizer)
+      if (a.name != kAdaptiveStateName) stripped_arrays.push_back(a);
+    arrays = &stripped_arrays;
+  }
+  plan_->load_state(*arrays);  // each rank's part, checked before it copies
+  plan_->take_local(root ? state.weights : no_weights, model_->weights().data_as<float>());
   if (scaler_) scaler_->set_state(s.loss_scale);
   if (adaptive_) adaptive_->set_state(ema);
   step_ = s.step;

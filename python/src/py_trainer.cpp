@@ -69,9 +69,9 @@ class PyTrainer {
   // Refuses what a sharded layout does not hold as full tensors on this rank.
   void check_full_tensors(const char* what) {
     SB_CHECK(config_.parallel.tp == 1, "Trainer.", what, ": under parallel.tp = ", config_.parallel.tp,
-             " each rank holds shards; export_state() gives the full tensors");
+             " each rank holds shards; export_state() gives the full tensors on rank 0");
     SB_CHECK(config_.parallel.pp == 1, "Trainer.", what, ": under parallel.pp = ", config_.parallel.pp,
-             " each rank holds its pipeline stage's tensors only; export_state() gives the full tensors");
+             " each rank holds its pipeline stage's tensors only; export_state() gives the full tensors on rank 0");
   }
 
   // name → each tensor of the flat buffer `flat` (layout order): read-only views on the CPU, whose

@@ -71,13 +71,17 @@ class ParallelPlan {
 
   // ---- full tensors (fingerprints, checkpoints: the same whatever the layout) ----
   virtual std::vector<uint64_t> fingerprints(const float* local_flat) = 0;  // (full tensors)
-  // out ← the full flat buffer (gpt_param_layout offsets, zero gaps; out's storage reused where it
-  // fits) / this rank's flat from one.
+  // Collective. On rank 0 of world(), the rank that writes checkpoints: out ← the full flat buffer
+  // (gpt_param_layout offsets, zero gaps; out's storage reused where it fits); the other ranks
+  // send their parts and get out empty, so under pipeline stages no rank but rank 0 holds more
+  // than its stage's tensors. take_local: this rank's flat from rank 0's full one (the other
+  // ranks' `full_flat` is ignored), its count checked on every rank.
   virtual void full_flat(const float* local_flat, std::vector<float>& out) = 0;
   virtual void take_local(const std::vector<float>& full_flat, float* local_flat) = 0;
-  // out ← the optimizer state as the one-process optimizer's arrays (collective; out's vectors
-  // reused where they fit) / this rank's part of such arrays (each checked against its tensor's
-  // full size).
+  // Collective. On rank 0 of world(): out ← the optimizer state as the one-process optimizer's
+  // arrays (out's vectors reused where they fit); empty on the other ranks. load_state: this
+  // rank's part of rank 0's such arrays (the others' `full` is ignored), each checked against its
+  // tensor's full size.
   virtual void full_state(std::vector<StateArray>& out) = 0;
   virtual void load_state(const std::vector<StateArray>& full) = 0;
 

@@ -38,8 +38,8 @@ class ShardedOptimizer final : public Optimizer {
   std::vector<double> update_cost() const override;  // the costs it balanced
 
   // Collective. Every tensor's state buffers, host copies, in the unsharded optimizer's
-  // state() order (what a one-process run checkpoints), on every rank: each owner broadcasts its
-  // own. Holds the full state in memory for the duration.
+  // state() order (what a one-process run checkpoints), on rank 0: each owner sends it its own;
+  // the other ranks get none and hold only their own tensors' copies for the duration.
   std::vector<StateArray> gather_state();
   // Collective. Copies this rank's buffers out of `full` (every tensor's arrays, as
   // gather_state returns them) by name. Throws sb::Error when one is missing or has another

@@ -38,9 +38,9 @@ class TensorParallel {
   void gather_shard(size_t t, const float* shard, float* full);
   // Per-tensor det::fingerprint of the full tensors (every TP rank gets the same values).
   std::vector<uint64_t> fingerprints(const float* local_flat);
-  // The full flat buffer (gpt_param_layout offsets, zero gaps) / this rank's flat from one.
-  std::vector<float> full_flat(const float* local_flat);
-  size_t full_flat_size() const;  // its length
+  // The length of the full flat buffer (gpt_param_layout offsets, zero gaps) / this rank's flat
+  // from one.
+  size_t full_flat_size() const;
   void take_local(const float* full_flat, float* local_flat) const;
   // What OwnerGradient::share gives: fingerprints, per-tensor exact sums and Σ g² of the full
   // gradient, from this rank's shards (replicated tensors counted once). Collective over TP.

@@ -89,9 +89,10 @@ class Trainer {
   // import_state checks the shapes, buffer names and that the cursor is this sampler's boundary
   // of state.step; after it, step() continues bitwise as the run that exported it would have.
   // In a world of more than one rank both are collective (every rank calls them): export_state
-  // returns the full state on every rank (with the distributed optimizer, the owners broadcast
-  // their tensors' state), and import_state uses rank 0's `state` (the others' is ignored and
-  // may be empty), so a checkpoint written at any world size resumes at any other.
+  // returns the full state on rank 0, the rank that writes it (the others send their tensors and
+  // get the step, data cursor and loss scale with no weights or optimizer arrays), and
+  // import_state uses rank 0's `state` (the others' is ignored and may be empty), so a
+  // checkpoint written at any world size resumes at any other.
   TrainerState export_state();
   // The same into `s`, reusing its buffers where their names and sizes fit (a checkpoint's
   // state returned by the run writer: no fresh pages to fault in and clear for each checkpoint).
@@ -110,6 +111,7 @@ class Trainer {
   const TrainerOptions& options() const { return options_; }
   GPT& model() { return *model_; }
   Optimizer& optimizer() { return *optimizer_; }
+  const GradAccumulator& accumulator() const { return *acc_; }  // the leaf gradients' exact sums
   Backend& backend() { return be_; }
   Communicator& communicator() { return comm_; }
   ParallelPlan& plan() { return *plan_; }  // the layout of the ranks (parallel/parallel_plan.hpp)
