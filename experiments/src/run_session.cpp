@@ -203,8 +203,9 @@ bool RunSession::checkpoint_due(int64_t step) const {
   return (every > 0 && step % every == 0) || (keep > 0 && step % keep == 0);
 }
 
-// A checkpoint: the state is gathered by every rank (one state copy at a time, in the buffers of
-// the last one written), rank 0 writes it (kept for good at the train.keep_states steps).
+// A checkpoint: every rank takes part in the export, which assembles the full state on rank 0 only
+// (one state copy at a time, in the buffers of the last one written); rank 0 writes it (kept for
+// good at the train.keep_states steps).
 void RunSession::save_state() {
   TrainerState state = writer_->spare_state();
   unlocked([&] { trainer_.export_state(state); });
