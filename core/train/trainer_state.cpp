@@ -96,6 +96,20 @@ void Trainer::export_state(TrainerState& s) {
   s.experiment_id = experiment_id(config_);
 }
 
+void Trainer::check_state(const TrainerState& s, size_t weights) const {
+  const size_t flat = layout_flat_size(plan_->full_layout());
+  SB_CHECK(weights == flat, "checkpoint holds ", weights, " weights; this model's flat buffer has ", flat,
+           ": the checkpoint is from a different model configuration");
+  SB_CHECK(s.step >= 0 && s.updates >= 0 && s.updates <= s.step, "checkpoint step ", s.step, " and update count ",
+           s.updates, " are inconsistent (need 0 <= updates <= step)");
+  const uint64_t data_step = sampler_->step_of(s.cursor);
+  SB_CHECK(data_step == uint64_t(s.step), "checkpoint data cursor (epoch ", s.cursor.epoch, ", position ",
+           s.cursor.position, ") is the start of step ", data_step, ", but the checkpoint is after step ", s.step,
+           "; the file is inconsistent");
+  SB_CHECK(scaler_ || s.loss_scale.skipped_steps == 0, "checkpoint records ", s.loss_scale.skipped_steps,
+           " skipped fp16 steps, but this run's precision is ", to_string(config_.train.precision));
+}
+
 void Trainer::import_state(const TrainerState& state) {
   // Rank 0's scalars (and the schedule's entry) to every rank; its weights and optimizer arrays to
   // the plan, which sends each rank its part.
@@ -119,17 +133,7 @@ void Trainer::import_state(const TrainerState& state) {
   AdaptiveLrState ema;
   const bool has_ema = take_adaptive_state(head, stripped, ema);
   const TrainerState& s = has_ema ? stripped : head;
-  const size_t flat = layout_flat_size(plan_->full_layout());
-  SB_CHECK(weights == flat, "checkpoint holds ", weights, " weights; this model's flat buffer has ", flat,
-           ": the checkpoint is from a different model configuration");
-  SB_CHECK(s.step >= 0 && s.updates >= 0 && s.updates <= s.step, "checkpoint step ", s.step, " and update count ",
-           s.updates, " are inconsistent (need 0 <= updates <= step)");
-  const uint64_t data_step = sampler_->step_of(s.cursor);
-  SB_CHECK(data_step == uint64_t(s.step), "checkpoint data cursor (epoch ", s.cursor.epoch, ", position ",
-           s.cursor.position, ") is the start of step ", data_step, ", but the checkpoint is after step ", s.step,
-           "; the file is inconsistent");
-  SB_CHECK(scaler_ || s.loss_scale.skipped_steps == 0, "checkpoint records ", s.loss_scale.skipped_steps,
-           " skipped fp16 steps, but this run's precision is ", to_string(config_.train.precision));
+  check_state(s, weights);
 
   // Rank 0's arrays (without the schedule's entry) and weights; the other ranks pass none.
   const std::vector<StateArray> no_arrays;

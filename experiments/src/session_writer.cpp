@@ -41,8 +41,12 @@ class RunFileWriter final : public SessionWriter {
     check_same_data(path, header.data_files);
     const bool alone = trainer.communicator().size() == 1;
     const run::ResumePoint point = run::find_resume_point(path, header, [&](const TrainerState& s) {
-      if (alone) trainer.import_state(s);
-      else chosen = s;
+      if (alone) {
+        trainer.import_state(s);
+      } else {  // refused here, as import_state would refuse it after the broadcast: the next one is tried
+        trainer.check_state(s);
+        chosen = s;
+      }
     });
     for (const std::string& note : point.notes) log_ << "resume: " << escape_untrusted(note) << "\n";
     if (point.finished) {  // a kill right after the last commit may have left the rolling states

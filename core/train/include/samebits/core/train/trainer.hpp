@@ -98,6 +98,10 @@ class Trainer {
   // state returned by the run writer: no fresh pages to fault in and clear for each checkpoint).
   void export_state(TrainerState& s);
   void import_state(const TrainerState& state);
+  // import_state's checks of a state (its weights' count, step, update count, data cursor and loss
+  // scale against this run), without a collective: the rank that reads a checkpoint refuses a bad
+  // one before the ranks import it, and falls back to an earlier one as a single process does.
+  void check_state(const TrainerState& state) const { check_state(state, state.weights.size()); }
 
   // The last step's batch gradient (flat_size, f32, backend memory, aligned with the layout):
   // unscaled and clipped, what the optimizer was given; zeros before the first step. With the
@@ -119,6 +123,7 @@ class Trainer {
   std::optional<LossScaleState> loss_scale() const;  // fp16 only
 
  private:
+  void check_state(const TrainerState& state, size_t weights) const;
   Trainer(const Config& config, std::unique_ptr<Backend> backend, std::unique_ptr<Communicator> comm,
           TrainerOptions options);
   struct Host;  // the tensors' spans and names (trainer.cpp)
