@@ -123,15 +123,20 @@ def run_driver(driver, text, world):
     one rank (bench_bubble.py uses it too): the finished process."""
     with tempfile.NamedTemporaryFile("w", suffix=".ini", delete=False) as f:
         f.write(text)
-    cmd = [driver, "--config", f.name, "--bench"]
+    p = launch([driver, "--config", f.name, "--bench"], world)
+    os.unlink(f.name)
+    return p
+
+
+def launch(cmd, world):
+    """`cmd` on one thread a rank, under mpirun (oversubscribed; as root when root) for more than one
+    rank: the finished process."""
     if world > 1:
         cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(world)] + cmd
         if os.geteuid() == 0:
             cmd.insert(1, "--allow-run-as-root")
     env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="passive")
-    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    os.unlink(f.name)
-    return p
+    return subprocess.run(cmd, capture_output=True, text=True, env=env)
 
 
 def measure(driver, dp, tp, pp, leaves):
@@ -165,13 +170,7 @@ def peak_rss(samebits, dp, tp, pp):
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [samebits, "train", os.path.join(ROOT, "experiments", "configs", "default.ini"), *ARGS_85M,
                "--parallel.tp", str(tp), "--parallel.pp", str(pp), "--out", os.path.join(tmp, "r.h5")]
-        cmd = [sys.executable, "-c", RSS_WRAPPER] + cmd
-        if world > 1:
-            cmd = ["mpirun", "--oversubscribe", "--bind-to", "none", "-np", str(world)] + cmd
-            if os.geteuid() == 0:
-                cmd.insert(1, "--allow-run-as-root")
-        env = dict(os.environ, OMP_NUM_THREADS="1", OMP_WAIT_POLICY="passive")
-        p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        p = launch([sys.executable, "-c", RSS_WRAPPER] + cmd, world)
     if p.returncode != 0:
         lines = [x for x in (p.stderr + p.stdout).splitlines() if "error" in x]
         return {"error": lines[0] if lines else f"exit {p.returncode}"}

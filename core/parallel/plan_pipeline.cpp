@@ -257,14 +257,7 @@ class PipelinePlan final : public ParallelPlan {
     if (stage_world_->rank() != 0) return;
     if (stage_ != 0) {
       ByteWriter w;
-      size_t sent = 0;
-      for (const StateArray& a : mine) sent += owner_[tensor_of(a.name)] == stage_ ? 1 : 0;
-      w.put(uint64_t{sent});
-      for (const StateArray& a : mine) {
-        if (owner_[tensor_of(a.name)] != stage_) continue;
-        w.put_string(a.name);
-        w.put_vector(a.data);
-      }
+      dist_detail::put_arrays(w, mine, [&](const StateArray& a) { return owner_[tensor_of(a.name)] == stage_; });
       dist_detail::send_bytes(w.bytes(), 0, *pipeline_);
       return;
     }
@@ -274,13 +267,7 @@ class PipelinePlan final : public ParallelPlan {
       std::vector<std::byte> bytes;
       dist_detail::recv_bytes(bytes, from, *pipeline_);
       ByteReader r(bytes, "the optimizer state of pipeline stage " + std::to_string(from), dist_detail::kBroadcastHint);
-      const auto count = r.get<uint64_t>();
-      for (uint64_t k = 0; k < count; ++k) {
-        StateArray a;
-        a.name = r.get_string();
-        a.data = r.get_vector<float>();
-        per_tensor[tensor_of(a.name)].push_back(std::move(a));
-      }
+      for (StateArray& a : dist_detail::get_arrays(r)) per_tensor[tensor_of(a.name)].push_back(std::move(a));
       r.finish();
     }
     for (std::vector<StateArray>& arrays : per_tensor)
@@ -301,11 +288,7 @@ class PipelinePlan final : public ParallelPlan {
           continue;
         }
         ByteWriter w;
-        w.put(uint64_t{part.size()});
-        for (const StateArray& a : part) {
-          w.put_string(a.name);
-          w.put_vector(a.data);
-        }
+        dist_detail::put_arrays(w, part);
         dist_detail::send_bytes(w.bytes(), s, *pipeline_);
       }
     } else if (stage_world_->rank() == 0) {
@@ -313,11 +296,7 @@ class PipelinePlan final : public ParallelPlan {
       dist_detail::recv_bytes(bytes, 0, *pipeline_);
       ByteReader r(bytes, "the optimizer state for pipeline stage " + std::to_string(stage_),
                    dist_detail::kBroadcastHint);
-      mine.resize(r.get<uint64_t>());
-      for (StateArray& a : mine) {
-        a.name = r.get_string();
-        a.data = r.get_vector<float>();
-      }
+      mine = dist_detail::get_arrays(r);
       r.finish();
     }
     inner_->load_state(mine);

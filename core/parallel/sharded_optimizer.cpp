@@ -113,13 +113,7 @@ std::vector<StateArray> ShardedOptimizer::gather_state() {
       SB_CHECK(i < params_.size() && ownership_.owner[i] == root, "rank ", root, " sent the state of tensor ", i,
                ", which it does not own in this world of ", comm_.size(),
                " ranks; the ranks run different samebits builds");
-      const auto count = r.get<uint64_t>();
-      for (uint64_t k = 0; k < count; ++k) {
-        StateArray a;
-        a.name = r.get_string();
-        a.data = r.get_vector<float>();
-        per_tensor[i].push_back(std::move(a));
-      }
+      for (StateArray& a : dist_detail::get_arrays(r)) per_tensor[i].push_back(std::move(a));
     }
     r.finish();
   }

@@ -19,11 +19,7 @@ void broadcast_state(TrainerState& state, int root, Communicator& comm) {
     w.put(state.loss_scale);
     w.put_string(state.experiment_id);
     w.put_vector(state.weights);
-    w.put(uint64_t{state.optimizer.size()});
-    for (const StateArray& a : state.optimizer) {
-      w.put_string(a.name);
-      w.put_vector(a.data);
-    }
+    dist_detail::put_arrays(w, state.optimizer);
   }
   dist_detail::broadcast_bytes(w.bytes(), root, comm);
   if (comm.rank() == root) return;
@@ -34,11 +30,7 @@ void broadcast_state(TrainerState& state, int root, Communicator& comm) {
   state.loss_scale = r.get<LossScaleState>();
   state.experiment_id = r.get_string();
   state.weights = r.get_vector<float>();
-  state.optimizer.resize(r.get<uint64_t>());
-  for (StateArray& a : state.optimizer) {
-    a.name = r.get_string();
-    a.data = r.get_vector<float>();
-  }
+  state.optimizer = dist_detail::get_arrays(r);
   r.finish();
 }
 
@@ -46,22 +38,12 @@ const std::vector<StateArray>& broadcast_arrays(const std::vector<StateArray>& a
                                                 std::vector<StateArray>& received, int root, Communicator& comm) {
   if (comm.size() == 1) return arrays;
   ByteWriter w;
-  if (comm.rank() == root) {
-    w.put(uint64_t{arrays.size()});
-    for (const StateArray& a : arrays) {
-      w.put_string(a.name);
-      w.put_vector(a.data);
-    }
-  }
+  if (comm.rank() == root) dist_detail::put_arrays(w, arrays);
   dist_detail::broadcast_bytes(w.bytes(), root, comm);
   if (comm.rank() == root) return arrays;
   ByteReader r(w.bytes(), "the optimizer state broadcast from rank " + std::to_string(root),
                dist_detail::kBroadcastHint);
-  received.resize(r.get<uint64_t>());
-  for (StateArray& a : received) {
-    a.name = r.get_string();
-    a.data = r.get_vector<float>();
-  }
+  received = dist_detail::get_arrays(r);
   r.finish();
   return received;
 }
