@@ -17,11 +17,12 @@ namespace {
 
 h5::Dims dims_of(const std::vector<int64_t>& shape) { return h5::Dims(shape.begin(), shape.end()); }
 
-// An f32 dataset reserved in the file; its bytes go to `raw`.
-void reserve_floats(h5::Group& group, const std::string& name, std::span<const float> data, const h5::Dims& shape,
-                    std::vector<RawWrite>& raw) {
+// An f32 dataset of `count` values reserved in the file; its bytes (from `data` or, when it is
+// null, from `fetch`) go to `raw`.
+void reserve_floats(h5::Group& group, const std::string& name, uint64_t count, const float* data,
+                    std::function<const void*()> fetch, const h5::Dims& shape, std::vector<RawWrite>& raw) {
   const h5::Dataset d = group.reserve_dataset(name, h5::DType::f32, shape);
-  if (!data.empty()) raw.push_back({d.file_offset(), data.data(), data.size() * sizeof(float)});
+  if (count > 0) raw.push_back({d.file_offset(), data, count * sizeof(float), data ? nullptr : std::move(fetch)});
 }
 
 // An optimizer buffer name is "<tensor>/<kind>": components non-empty, not "." or "..".
@@ -52,7 +53,7 @@ void write_params(h5::Group& group, std::span<const float> flat, const std::vect
   SB_CHECK(flat.size() == flat_size(tensors), "parameters of ", flat.size(), " values given for a layout of ",
            flat_size(tensors));
   for (const TensorInfo& t : tensors)
-    reserve_floats(group, t.name, flat.subspan(t.offset, t.numel), dims_of(t.shape), raw);
+    reserve_floats(group, t.name, t.numel, flat.data() + t.offset, {}, dims_of(t.shape), raw);
 }
 
 std::vector<float> read_params(const h5::Group& group, const std::vector<TensorInfo>& tensors) {
@@ -65,8 +66,12 @@ std::vector<float> read_params(const h5::Group& group, const std::vector<TensorI
   return flat;
 }
 
-void write_state(h5::Group& group, const TrainerState& s, const std::vector<TensorInfo>& tensors,
-                 std::vector<RawWrite>& raw) {
+namespace {
+// The state's attributes and groups: `params` reserves the parameters' datasets, `array` the
+// optimizer array i of `names`.
+void write_state_groups(h5::Group& group, const TrainerState& s, const std::vector<std::string>& names,
+                        const std::function<void(h5::Group&)>& params,
+                        const std::function<void(h5::Group&, size_t)>& array) {
   group.set_attr("step", s.step);
   group.set_attr("updates", s.updates);
   group.set_attr("cursor_epoch", s.cursor.epoch);
@@ -75,15 +80,43 @@ void write_state(h5::Group& group, const TrainerState& s, const std::vector<Tens
   group.set_attr("loss_scale_good_steps", s.loss_scale.good_steps);
   group.set_attr("loss_scale_skipped_steps", s.loss_scale.skipped_steps);
   group.set_attr("experiment_id", s.experiment_id);
-  h5::Group params = group.create_group("params");
-  write_params(params, s.weights, tensors, raw);
+  h5::Group params_group = group.create_group("params");
+  params(params_group);
   h5::Group optimizer = group.create_group("optimizer");
-  std::vector<std::string> names;
-  for (const StateArray& a : s.optimizer) {
-    reserve_floats(optimizer, a.name, a.data, {a.data.size()}, raw);
-    names.push_back(a.name);
-  }
+  for (size_t i = 0; i < names.size(); ++i) array(optimizer, i);
   optimizer.set_attr("names", h5::join_lines(names));
+}
+}  // namespace
+
+void write_state(h5::Group& group, const TrainerState& s, const std::vector<TensorInfo>& tensors,
+                 std::vector<RawWrite>& raw) {
+  std::vector<std::string> names;
+  for (const StateArray& a : s.optimizer) names.push_back(a.name);
+  write_state_groups(
+      group, s, names, [&](h5::Group& params) { write_params(params, s.weights, tensors, raw); },
+      [&](h5::Group& optimizer, size_t i) {
+        const StateArray& a = s.optimizer[i];
+        reserve_floats(optimizer, a.name, a.data.size(), a.data.data(), {}, {a.data.size()}, raw);
+      });
+}
+
+void write_state(h5::Group& group, const TrainerState& head, const StateParts& parts,
+                 const std::vector<TensorInfo>& tensors, std::vector<RawWrite>& raw) {
+  SB_CHECK(parts.tensors == tensors.size() && parts.names.size() == parts.sizes.size(), "a state of ", parts.tensors,
+           " tensors given for a layout of ", tensors.size());
+  write_state_groups(
+      group, head, parts.names,
+      [&](h5::Group& params) {
+        for (size_t t = 0; t < tensors.size(); ++t)
+          reserve_floats(
+              params, tensors[t].name, tensors[t].numel, nullptr, [&parts, t] { return parts.weights(t); },
+              dims_of(tensors[t].shape), raw);
+      },
+      [&](h5::Group& optimizer, size_t i) {
+        reserve_floats(
+            optimizer, parts.names[i], parts.sizes[i], nullptr, [&parts, i] { return parts.array(i); },
+            {parts.sizes[i]}, raw);
+      });
 }
 
 TrainerState read_state(const h5::Group& group, const std::vector<TensorInfo>& tensors) {

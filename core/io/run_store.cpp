@@ -227,17 +227,34 @@ StoreEntry write_snapshot_file(const std::string& path, int64_t step, const std:
   });
 }
 
+namespace {
+// A state file of `bytes` data bytes in `datasets` datasets, its root filled by `fill`.
+StoreEntry write_state_store(const std::string& path, int64_t step, uint64_t bytes, std::size_t datasets,
+                             const std::function<void(h5::File&, std::vector<RawWrite>&)>& fill) {
+  return write_store(path, bytes, datasets, step, kStateBit, [&](h5::File& file, std::vector<RawWrite>& raw) {
+    file.set_attr("format", kStateFormat);
+    file.set_attr("format_version", kFormatVersion);
+    fill(file, raw);
+    file.group("params").set_attr("step", step);
+  });
+}
+}  // namespace
+
 StoreEntry write_state_file(const std::string& path, const TrainerState& state,
                             const std::vector<TensorInfo>& tensors) {
   uint64_t bytes = state.weights.size() * sizeof(float);
   for (const StateArray& a : state.optimizer) bytes += a.data.size() * sizeof(float);
-  const std::size_t datasets = tensors.size() + state.optimizer.size();
-  return write_store(path, bytes, datasets, state.step, kStateBit, [&](h5::File& file, std::vector<RawWrite>& raw) {
-    file.set_attr("format", kStateFormat);
-    file.set_attr("format_version", kFormatVersion);
-    write_state(file, state, tensors, raw);
-    file.group("params").set_attr("step", state.step);
-  });
+  return write_state_store(path, state.step, bytes, tensors.size() + state.optimizer.size(),
+                           [&](h5::File& file, std::vector<RawWrite>& raw) { write_state(file, state, tensors, raw); });
+}
+
+StoreEntry write_state_file(const std::string& path, const TrainerState& head, const StateParts& parts,
+                            const std::vector<TensorInfo>& tensors) {
+  uint64_t bytes = flat_size(tensors) * sizeof(float);
+  for (const uint64_t n : parts.sizes) bytes += n * sizeof(float);
+  return write_state_store(
+      path, head.step, bytes, tensors.size() + parts.names.size(),
+      [&](h5::File& file, std::vector<RawWrite>& raw) { write_state(file, head, parts, tensors, raw); });
 }
 
 void read_store_params_kind(const std::string& path, ByteReader& params, ByteWriter& answer) {

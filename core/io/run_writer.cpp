@@ -270,9 +270,10 @@ void RunWriter::drop_entries(const std::function<bool(const StoreEntry&)>& drop)
   entries_ = std::move(stay);
 }
 
-void RunWriter::start_store(std::function<StoreEntry()> write, StoreJob job) {
+void RunWriter::start_store(std::function<StoreEntry()> write, StoreJob job, bool background) {
   SB_CHECK(!job_, "run file '", path_, "': a store file is still being written");
-  if (background_) {
+  background = background && background_;
+  if (background) {
     job.write = std::async(std::launch::async, std::move(write));
   } else {
     std::promise<StoreEntry> done;
@@ -280,7 +281,7 @@ void RunWriter::start_store(std::function<StoreEntry()> write, StoreJob job) {
     job.write = done.get_future();
   }
   job_ = std::move(job);
-  if (!background_) wait_store();
+  if (!background) wait_store();
 }
 
 void RunWriter::wait_store() {
@@ -365,45 +366,67 @@ void RunWriter::commit() {
   commit_file(Status::running, "", -1);
 }
 
-void RunWriter::store_state(TrainerState state, bool keep, bool commit) {
+void RunWriter::store_state(int64_t step, bool keep, bool commit, std::shared_ptr<TrainerState> held,
+                            const std::function<StoreEntry(const std::string&)>& write) {
   wait_store();
-  SB_CHECK(state.step == steps_recorded(), "checkpoint of step ", state.step, " while ", steps_recorded(),
-           " steps are recorded");
+  SB_CHECK(step == steps_recorded(), "checkpoint of step ", step, " while ", steps_recorded(), " steps are recorded");
   const uint8_t kept = keep ? kKeptBit : 0;
   for (StoreEntry& e : entries_) {
-    if (e.step != state.step || !e.is_state()) continue;
+    if (e.step != step || !e.is_state()) continue;
     e.kind |= kept;  // the store holds this state already
     if (commit) this->commit();
     return;
   }
-  const int64_t step = state.step;
   const std::string file = store_file(path_, StoreEntry{step, kStateBit, 0, 0});
-  auto held = std::make_shared<TrainerState>(std::move(state));
   StoreJob job;
   job.step = step;
   job.kind = kept;
   job.commit = commit;
   job.state = held;
   start_store(
-      [file, tensors = header_.tensors, held] {
+      [file, write] {
         try {
-          return write_state_file(file, *held, tensors);
+          return write(file);
         } catch (const Error& e) {
           SB_FAIL("cannot write the checkpoint ", file,
                   " (disk full?); the earlier checkpoints are intact: ", e.what());
         }
       },
-      std::move(job));
+      std::move(job), held != nullptr);
+}
+
+void RunWriter::store_state(TrainerState state, bool keep, bool commit) {
+  const int64_t step = state.step;
+  auto held = std::make_shared<TrainerState>(std::move(state));
+  store_state(step, keep, commit, held, [held, tensors = header_.tensors](const std::string& file) {
+    return write_state_file(file, *held, tensors);
+  });
+}
+
+void RunWriter::store_state(const TrainerState& head, const StateParts& parts, bool keep, bool commit) {
+  store_state(head.step, keep, commit, nullptr,
+              [&](const std::string& file) { return write_state_file(file, head, parts, header_.tensors); });
 }
 
 void RunWriter::checkpoint(TrainerState state, bool keep) { store_state(std::move(state), keep, true); }
 
+void RunWriter::checkpoint(const TrainerState& head, const StateParts& parts, bool keep) {
+  store_state(head, parts, keep, true);
+}
+
 void RunWriter::finish(TrainerState state, bool snapshot) {
-  SB_CHECK(state.step == header_.steps && steps_recorded() == header_.steps, "run file '", path_,
-           "': finishing at step ", state.step, " with ", steps_recorded(), " steps recorded, expected ",
-           header_.steps);
   const int64_t step = state.step;
-  store_state(std::move(state), true, false);  // the final state, kept; written unless the store holds it
+  finish_at(step, snapshot, [&] { store_state(std::move(state), true, false); });
+}
+
+void RunWriter::finish(const TrainerState& head, const StateParts& parts, bool snapshot) {
+  finish_at(head.step, snapshot, [&] { store_state(head, parts, true, false); });
+}
+
+void RunWriter::finish_at(int64_t step, bool snapshot, const std::function<void()>& store) {
+  SB_CHECK(step == header_.steps && steps_recorded() == header_.steps, "run file '", path_, "': finishing at step ",
+           step, " with ", steps_recorded(), " steps recorded, expected ", header_.steps);
+  store();  // the final state, kept; written unless the store holds it
   wait_store();
   if (snapshot) {
     for (StoreEntry& e : entries_) e.kind |= e.step == step ? kSnapshotBit : 0;

@@ -39,6 +39,8 @@ StoreDataWrite write_store_data(const std::string& path, uint64_t length, std::v
   const std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> hash(XXH3_createState(), &XXH3_freeState);
   SB_CHECK(hash != nullptr && XXH3_64bits_reset(hash.get()) == XXH_OK, "cannot start a hash of '", path, "'");
   std::size_t r = 0;  // the first region that ends after `at`
+  std::size_t fetched = raw.size();
+  const void* from = nullptr;  // region `fetched`'s bytes
   StoreDataWrite result;
   for (uint64_t begin = 0; begin < length; begin += kWindow) {
     const uint64_t end = std::min(begin + kWindow, length);
@@ -48,7 +50,11 @@ StoreDataWrite write_store_data(const std::string& path, uint64_t length, std::v
       uint64_t n = 0;
       if (r < raw.size() && raw[r].offset <= at) {  // inside a dataset: from memory
         n = std::min(end, raw[r].offset + raw[r].bytes) - at;
-        std::memcpy(to, static_cast<const char*>(raw[r].data) + (at - raw[r].offset), n);
+        if (fetched != r) {
+          from = raw[r].data != nullptr ? raw[r].data : raw[r].fetch();
+          fetched = r;
+        }
+        std::memcpy(to, static_cast<const char*>(from) + (at - raw[r].offset), n);
       } else {  // metadata or padding: as HDF5 left it
         n = (r < raw.size() ? std::min(end, raw[r].offset) : end) - at;
         read_at(plain, path, to, n, at);

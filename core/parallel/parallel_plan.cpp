@@ -59,6 +59,24 @@ void load_state_checked(Optimizer& opt, Backend& backend, const std::vector<Stat
     backend.copy_from_host(buffers[i].data, arrays[i].data.data(), buffers[i].numel * sizeof(float));
 }
 
+void ParallelPlan::full_parts(const float* local_flat, const std::function<void(const StateParts&)>& use) {
+  std::vector<float> flat;
+  std::vector<StateArray> arrays;
+  full_flat(local_flat, flat);
+  full_state(arrays);
+  if (world().rank() != 0) return;
+  const std::vector<ParamView>& full = full_layout();
+  StateParts parts;
+  parts.tensors = full.size();
+  for (const StateArray& a : arrays) {
+    parts.names.push_back(a.name);
+    parts.sizes.push_back(a.data.size());
+  }
+  parts.weights = [&](size_t t) { return flat.data() + full[t].offset; };
+  parts.array = [&](size_t i) { return arrays[i].data.data(); };
+  use(parts);
+}
+
 namespace {
 
 // Per tensor of `layout` (spans: its spans) the batch sums of grad (flat, backend memory) by the

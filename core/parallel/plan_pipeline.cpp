@@ -18,6 +18,7 @@
 #include "samebits/core/parallel/exact_allreduce.hpp"
 #include "samebits/det/bits.hpp"
 #include "samebits/det/error.hpp"
+#include "stage_parts.hpp"
 
 namespace sb {
 namespace {
@@ -272,6 +273,31 @@ class PipelinePlan final : public ParallelPlan {
     }
     for (std::vector<StateArray>& arrays : per_tensor)
       for (StateArray& a : arrays) out.push_back(std::move(a));
+  }
+  // Each stage plan gathers its full tensors and arrays on its first rank (of world rank 0's
+  // pipeline), which answers world rank 0's fetches of those it owns (stage_parts.hpp).
+  void full_parts(const float* local_flat, const std::function<void(const StateParts&)>& use) override {
+    std::vector<float> stage;
+    std::vector<StateArray> arrays;
+    inner_->full_flat(local_flat, stage);
+    inner_->full_state(arrays);
+    if (stage_world_->rank() != 0) return;
+    const std::vector<ParamView>& mine = inner_->full_layout();
+    dist_detail::StageArrays held;
+    std::vector<size_t> numel;
+    for (size_t t = 0; t < full_.size(); ++t) {
+      numel.push_back(full_[t].numel);
+      held.weights.push_back(owner_[t] == stage_ ? stage.data() + mine[local_of(t)].offset : nullptr);
+    }
+    for (const StateArray& a : arrays) {
+      if (owner_[tensor_of(a.name)] != stage_) continue;  // the last stage's copy of a tied wte
+      held.names.push_back(a.name);
+      held.sizes.push_back(a.data.size());
+      held.data.push_back(a.data.data());
+    }
+    if (stage_ != 0) return dist_detail::serve_parts(held, numel, *pipeline_);
+    dist_detail::fetch_parts(
+        held, numel, owner_, [&](const std::string& name) { return tensor_of(name); }, *pipeline_, use);
   }
   // From world rank 0's arrays: it sends each stage's first rank (of its pipeline) the arrays of
   // the tensors the stage holds, and the stage plan passes them on (and checks each).

@@ -79,21 +79,42 @@ TrainerState Trainer::export_state() {
 }
 
 void Trainer::export_state(TrainerState& s) {
-  s.step = step_;
-  s.updates = updates_;
-  s.cursor = sampler_->cursor(uint64_t(step_));
+  export_head(s);
   // The full tensors and the one-process optimizer's arrays, whatever the layout, on rank 0 alone.
   plan_->full_flat(model_->weights().data_as<float>(), s.weights);
   plan_->full_state(s.optimizer);
-  if (adaptive_ && comm_.rank() == 0) {  // the two fp64 EMAs, bit for bit in four fp32 slots
-    const AdaptiveLrState& a = adaptive_->state();
-    StateArray ema{kAdaptiveStateName, std::vector<float>(4)};
-    std::memcpy(ema.data.data(), &a.grad_sq, sizeof(double));
-    std::memcpy(ema.data.data() + 2, &a.trace, sizeof(double));
-    s.optimizer.push_back(std::move(ema));
-  }
+  if (adaptive_ && comm_.rank() == 0) s.optimizer.push_back(adaptive_array());
+}
+
+void Trainer::stream_state(const std::function<void(const TrainerState& head, const StateParts& parts)>& write) {
+  TrainerState head;
+  export_head(head);
+  const StateArray ema = adaptive_ ? adaptive_array() : StateArray{};
+  plan_->full_parts(model_->weights().data_as<float>(), [&](const StateParts& full) {
+    if (!adaptive_) return write(head, full);
+    StateParts parts = full;  // and the schedule's entry last, as export_state
+    parts.names.push_back(ema.name);
+    parts.sizes.push_back(ema.data.size());
+    parts.array = [&](size_t i) { return i < full.names.size() ? full.array(i) : ema.data.data(); };
+    write(head, parts);
+  });
+}
+
+void Trainer::export_head(TrainerState& s) const {
+  s.step = step_;
+  s.updates = updates_;
+  s.cursor = sampler_->cursor(uint64_t(step_));
   s.loss_scale = scaler_ ? scaler_->state() : decltype(s.loss_scale){};
   s.experiment_id = experiment_id(config_);
+}
+
+// The schedule's two fp64 EMAs, bit for bit in four fp32 slots.
+StateArray Trainer::adaptive_array() const {
+  const AdaptiveLrState& a = adaptive_->state();
+  StateArray ema{kAdaptiveStateName, std::vector<float>(4)};
+  std::memcpy(ema.data.data(), &a.grad_sq, sizeof(double));
+  std::memcpy(ema.data.data() + 2, &a.trace, sizeof(double));
+  return ema;
 }
 
 void Trainer::check_state(const TrainerState& s, size_t weights) const {

@@ -176,9 +176,15 @@ TrainRunResult RunSession::stop(StopRequest request) {
 
 TrainRunResult RunSession::finish() {
   progress_->finish();
-  TrainerState final_state = writer_->spare_state();
-  unlocked([&] { trainer_.export_state(final_state); });
-  writer_->finish(std::move(final_state), wants_snapshot(config_.train.steps));
+  const bool snapshot = wants_snapshot(config_.train.steps);
+  if (trainer_.streams_state()) {
+    trainer_.stream_state(
+        [&](const TrainerState& head, const StateParts& parts) { writer_->finish(head, parts, snapshot); });
+  } else {
+    TrainerState final_state = writer_->spare_state();
+    unlocked([&] { trainer_.export_state(final_state); });
+    writer_->finish(std::move(final_state), snapshot);
+  }
   result_.steps_done = trainer_.steps_done();
   result_.bytes_written = writer_->bytes_written();
   return result_;
@@ -205,12 +211,18 @@ bool RunSession::checkpoint_due(int64_t step) const {
 
 // A checkpoint: every rank takes part in the export, which assembles the full state on rank 0 only
 // (one state copy at a time, in the buffers of the last one written); rank 0 writes it (kept for
-// good at the train.keep_states steps).
+// good at the train.keep_states steps) while the next steps run. Under pipeline stages rank 0
+// writes it as it fetches each array from its stage instead, the writer held throughout: a peer
+// lost meanwhile leaves the watchdog waiting for the writer, as MPI's end of the job does not.
 void RunSession::save_state() {
+  const int64_t keep = config_.train.keep_states;
+  const bool kept = keep > 0 && trainer_.steps_done() % keep == 0;
+  if (trainer_.streams_state()) {
+    return trainer_.stream_state(
+        [&](const TrainerState& head, const StateParts& parts) { writer_->checkpoint(head, parts, kept); });
+  }
   TrainerState state = writer_->spare_state();
   unlocked([&] { trainer_.export_state(state); });
-  const int64_t keep = config_.train.keep_states;
-  const bool kept = keep > 0 && state.step % keep == 0;
   writer_->checkpoint(std::move(state), kept);
 }
 

@@ -72,10 +72,16 @@ class RunFileWriter final : public SessionWriter {
     run_->snapshot(step, flat_weights);
   }
   void checkpoint(TrainerState state, bool kept) override { run_->checkpoint(std::move(state), kept); }
+  void checkpoint(const TrainerState& head, const StateParts& parts, bool kept) override {
+    run_->checkpoint(head, parts, kept);
+  }
   void commit_if_large() override {
     if (run_->pending_bytes() > kCommitBytes) run_->commit();
   }
   void finish(TrainerState state, bool snapshot) override { run_->finish(std::move(state), snapshot); }
+  void finish(const TrainerState& head, const StateParts& parts, bool snapshot) override {
+    run_->finish(head, parts, snapshot);
+  }
   void fail(const std::string& message) override {
     if (run_) run_->fail(message);
   }
@@ -114,8 +120,10 @@ class NullWriter final : public SessionWriter {
   void record(const StepResult&) override {}
   void snapshot(int64_t, const std::function<std::vector<float>()>&) override {}
   void checkpoint(TrainerState, bool) override {}
+  void checkpoint(const TrainerState&, const StateParts&, bool) override {}
   void commit_if_large() override {}
   void finish(TrainerState, bool) override {}
+  void finish(const TrainerState&, const StateParts&, bool) override {}
   void fail(const std::string&) override {}
   void mark_stuck(const std::string&) override {}
   void write_trace(const std::string&, const std::string&, const std::vector<io::TracedStep>&) override {}

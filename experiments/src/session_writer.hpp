@@ -40,8 +40,12 @@ class SessionWriter {
   // flat_weights: (flat_size), asked for only when the snapshot is written.
   virtual void snapshot(int64_t step, const std::function<std::vector<float>()>& flat_weights) = 0;
   virtual void checkpoint(TrainerState state, bool kept) = 0;
+  // The same from parts fetched while the file is written (Trainer::stream_state); written before
+  // the call returns.
+  virtual void checkpoint(const TrainerState& head, const StateParts& parts, bool kept) = 0;
   virtual void commit_if_large() = 0;  // pending rows committed when they grow large
   virtual void finish(TrainerState state, bool snapshot) = 0;
+  virtual void finish(const TrainerState& head, const StateParts& parts, bool snapshot) = 0;
   // The run marked failed with `message` (when its file is open); an error is thrown.
   virtual void fail(const std::string& message) = 0;
   // The same from the stop watchdog's thread (the session's lock held): "`why` after step N", N

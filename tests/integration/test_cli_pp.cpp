@@ -3,9 +3,10 @@
 // IDENTICAL — at PP 2 (1F1B and GPipe), PP 4, DP 2 × PP 2 with the distributed optimizer and
 // DP 2 × TP 2 × PP 2, TP 2 × PP 3 (6 ranks, the middle stage passing the tied rows of its
 // tensor-parallel rank's vocabulary) and TP 2 × PP 4 (8 ranks), for Muon and AdamW, fp32, bf16 and fp16, with
-// micro-leaves, an untied head and QK-clip; a run stopped at DP 2 × TP 2 × PP 2 resumes in one process, at PP 4 and at
-// DP 4 with the uninterrupted bits; `samebits verify` of a PP run re-runs it in one process; bad layouts exit 2 naming
-// the key before any file is written. Skipped (exit 77) without mpirun or MPI in this build.
+// micro-leaves, an untied head and QK-clip, and write the same final state file byte for byte; a run stopped at DP 2 ×
+// TP 2 × PP 2 resumes in one process, at PP 4 and at DP 4 with the uninterrupted bits; `samebits verify` of a PP run
+// re-runs it in one process; bad layouts exit 2 naming the key before any file is written. Skipped (exit 77) without
+// mpirun or MPI in this build.
 #include <doctest/doctest.h>
 
 #include "integration/layout_runs.hpp"
@@ -63,6 +64,11 @@ TEST_CASE("DP x TP x PP layouts record the one-process bits (Muon, AdamW; fp32, 
     train_one(dir, ref, c.numerics);
     train_mpi_ok(dir, c.ranks, c.layout + " " + c.numerics + " --out " + out);
     check_identical(dir, ref, out);
+    // The final state, written by rank 0 as it fetches each array from its stage, is the file one
+    // process writes from its whole copy, byte for byte (optimizer state included).
+    const std::string state = ".store/state_step_000004.h5";
+    CHECK(read_bytes(dir / (ref.substr(0, ref.size() - 3) + state)) ==
+          read_bytes(dir / (out.substr(0, out.size() - 3) + state)));
   }
   // The layout of the session is recorded, and verify re-runs a PP run in one process.
   const Result inspect = run({"inspect", dir / "pp4.h5"});

@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -255,4 +256,59 @@ TEST_CASE("a state file and a snapshot read back bitwise") {
   const std::vector<float> params = run::read_store_params(dir / "snap.h5", snap, tensors);
   REQUIRE(params.size() == flat.size());
   CHECK(std::memcmp(params.data(), flat.data(), flat.size() * sizeof(float)) == 0);
+}
+
+TEST_CASE("a state written from parts fetched one at a time is the whole state's file, byte for byte") {
+  TempDir dir;
+  const Config config = tiny(2);
+  Trainer trainer(config);
+  trainer.step();
+  const TrainerState state = trainer.export_state();
+  const auto tensors = sb::run_header(config, trainer).tensors;
+  const run::StoreEntry whole = run::write_state_file(dir / "whole.h5", state, tensors);
+  // Parts that hand out each array in a buffer of its own, overwritten by the next fetch (as a
+  // pipeline's rank 0 receives them), counting the fetches.
+  StateParts parts;
+  parts.tensors = tensors.size();
+  for (const StateArray& a : state.optimizer) {
+    parts.names.push_back(a.name);
+    parts.sizes.push_back(a.data.size());
+  }
+  std::vector<float> held;
+  std::vector<int> weight_fetches(tensors.size()), array_fetches(state.optimizer.size());
+  parts.weights = [&](size_t t) {
+    ++weight_fetches[t];
+    held.assign(state.weights.begin() + ptrdiff_t(tensors[t].offset),
+                state.weights.begin() + ptrdiff_t(tensors[t].offset + tensors[t].numel));
+    return static_cast<const float*>(held.data());
+  };
+  parts.array = [&](size_t i) {
+    ++array_fetches[i];
+    held = state.optimizer[i].data;
+    return static_cast<const float*>(held.data());
+  };
+  TrainerState head = state;
+  head.weights.clear();
+  head.optimizer.clear();
+  const run::StoreEntry streamed = run::write_state_file(dir / "streamed.h5", head, parts, tensors);
+  CHECK(streamed.digest == whole.digest);
+  CHECK(sbt::read_bytes(dir / "streamed.h5") == sbt::read_bytes(dir / "whole.h5"));
+  CHECK(std::all_of(weight_fetches.begin(), weight_fetches.end(), [](int n) { return n == 1; }));
+  CHECK(std::all_of(array_fetches.begin(), array_fetches.end(), [](int n) { return n == 1; }));
+
+  // Positive control: one value changed in a fetched array gives another file.
+  parts.array = [&](size_t i) {
+    held = state.optimizer[i].data;
+    if (i == 0) held[0] = std::nextafter(held[0], 1.0f);
+    return static_cast<const float*>(held.data());
+  };
+  const run::StoreEntry moved = run::write_state_file(dir / "moved.h5", head, parts, tensors);
+  CHECK(moved.digest != whole.digest);
+
+  // A fetch that fails (a stage lost) leaves no file behind.
+  parts.weights = [&](size_t) -> const float* { SB_FAIL("stage lost"); };
+  CHECK_THROWS_WITH_AS(run::write_state_file(dir / "failed.h5", head, parts, tensors), doctest::Contains("stage lost"),
+                       Error);
+  CHECK(!fs::exists(dir / "failed.h5"));
+  CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator{}) == 3);  // no temporary left
 }

@@ -2,9 +2,11 @@
 // simulated ranks: each rank's weights, gradients, accumulator and optimizer state are the bytes of
 // its own tensors, and one replica's ranks together hold one process's (a tied wte once more), so a
 // layout that fell back to every rank holding everything fails; export_state leaves the full tensors
-// on rank 0 alone. Byte counts only: the bits are test_pipeline_threads'.
+// on rank 0 alone, and stream_state gives rank 0 the same arrays fetched one at a time from their
+// stages. Byte counts and the streamed copy only: the training bits are test_pipeline_threads'.
 #include <doctest/doctest.h>
 
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -28,6 +30,8 @@ struct Held {
   size_t counted = 0;         // local values, a tensor replicated over TP counted on TP rank 0 only
   size_t counted_state = 0;   // the same for the expected state bytes
   size_t exported_weights = 0, exported_arrays = 0;
+  int streamed = 0;           // stream_state's calls of its writer (rank 0 alone)
+  bool streamed_same = true;  // its parts: export_state's names, sizes and bits
 };
 
 // The one process's optimizer state bytes per value of each tensor (by name).
@@ -76,6 +80,20 @@ std::vector<Held> held_per_rank(const sb::Config& config, int world, const std::
     const sb::TrainerState s = trainer.export_state();
     h.exported_weights = s.weights.size();
     h.exported_arrays = s.optimizer.size();
+    // The same state as parts fetched one at a time (each array from the stage that owns it).
+    trainer.stream_state([&](const sb::TrainerState& head, const sb::StateParts& parts) {
+      ++h.streamed;
+      bool same = head.step == s.step && head.weights.empty() && parts.tensors == full.size() &&
+                  parts.names.size() == s.optimizer.size();
+      for (size_t t = 0; same && t < full.size(); ++t)
+        same = std::memcmp(parts.weights(t), s.weights.data() + full[t].offset, full[t].numel * sizeof(float)) == 0;
+      for (size_t i = 0; same && i < parts.names.size(); ++i) {
+        const sb::StateArray& a = s.optimizer[i];
+        same = parts.names[i] == a.name && parts.sizes[i] == a.data.size() &&
+               std::memcmp(parts.array(i), a.data.data(), a.data.size() * sizeof(float)) == 0;
+      }
+      h.streamed_same = same;
+    });
   });
   return held;
 }
@@ -122,6 +140,8 @@ TEST_CASE("each rank holds its stage's tensors: weights, gradients, accumulator 
       CHECK(h.flat < one.model().flat_size());
       CHECK(h.exported_weights == (r == 0 ? one.model().flat_size() : 0));  // the full tensors: the writer's alone
       CHECK(h.exported_arrays == (r == 0 ? one.optimizer().state().size() : 0));
+      CHECK(h.streamed == (r == 0 ? 1 : 0));
+      CHECK(h.streamed_same);
       if (h.dp != 0) continue;
       replica_values += h.counted;
       replica_state += h.counted_state;

@@ -2,7 +2,9 @@
 // reads or writes (the trainer exports and imports it, the run store saves it, the parallel layer
 // broadcasts it). Contract: these values are all a run needs to continue bitwise.
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -37,6 +39,18 @@ struct TrainerState {
   std::vector<StateArray> optimizer;
   LossScaleState loss_scale;  // fp16 only; the default elsewhere
   std::string experiment_id;  // experiment_id(config) of the run that wrote it
+};
+
+// A state's arrays read one at a time, for a checkpoint written without a whole copy of the model
+// (a pipeline's rank 0 holds its stage and one other array): the count of tensors, the optimizer
+// arrays' names and lengths, and a fetch per array. A fetch's pointer stays valid until the next
+// fetch; arrays may be fetched in any order, each at most once.
+struct StateParts {
+  size_t tensors = 0;              // weights(t) for t < tensors: the full layout's tensors, in order
+  std::vector<std::string> names;  // the optimizer arrays (StateArray::name), in order
+  std::vector<uint64_t> sizes;     // their lengths
+  std::function<const float*(size_t tensor)> weights;  // the tensor's numel values
+  std::function<const float*(size_t array)> array;     // sizes[array] values
 };
 
 }  // namespace sb

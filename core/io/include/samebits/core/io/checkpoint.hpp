@@ -20,11 +20,13 @@ namespace sb::run {
 
 // A dataset's bytes, written at `offset` of the file once HDF5 has laid the file out and closed it
 // (store_data.hpp: one pass over the file in file order, hashed on the way, direct I/O where the
-// file system allows). `data` must live until then.
+// file system allows). `data` must live until then; when it is null, `fetch` gives the bytes as
+// the pass reaches the dataset (valid until the next fetch).
 struct RawWrite {
   uint64_t offset = 0;
   const void* data = nullptr;
   uint64_t bytes = 0;
+  std::function<const void*()> fetch;
 };
 
 // One dataset per tensor, named as the tensor, f32 with its shape, reserved in the file; its bytes
@@ -39,6 +41,10 @@ std::vector<float> read_params(const h5::Group& group, const std::vector<TensorI
 // the datasets' bytes go to `raw`, as write_params.
 void write_state(h5::Group& group, const TrainerState& state, const std::vector<TensorInfo>& tensors,
                  std::vector<RawWrite>& raw);
+// The same state from head's scalars and the parts' arrays, fetched as the data pass reaches them
+// (`parts` must live until then): the same file, byte for byte.
+void write_state(h5::Group& group, const TrainerState& head, const StateParts& parts,
+                 const std::vector<TensorInfo>& tensors, std::vector<RawWrite>& raw);
 TrainerState read_state(const h5::Group& group, const std::vector<TensorInfo>& tensors);
 
 // Where `--resume` continues a run: the newest state of the run file's store index that is good

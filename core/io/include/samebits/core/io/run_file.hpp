@@ -188,12 +188,16 @@ class RunWriter {
   // keep: a state kept for good (train.keep_states). In the background mode the write and the
   // commit finish later (see above).
   void checkpoint(TrainerState state, bool keep = false);
+  // The same from head's scalars and the parts' arrays, fetched one at a time while the file is
+  // written — before the call returns, in either mode (the parts are not copied).
+  void checkpoint(const TrainerState& head, const StateParts& parts, bool keep = false);
   // Pending rows and the index to the file (status running).
   void commit();
   // The last commit: status finished, `state` the final state (its store file written unless
   // this session's last checkpoint is of the same step), rolling states dropped. snapshot: the
   // final state is also a snapshot of train.snapshot_steps.
   void finish(TrainerState state, bool snapshot = false);
+  void finish(const TrainerState& head, const StateParts& parts, bool snapshot = false);
   // Status failed with `message`; pending steps are kept (a resume cuts them back).
   void fail(const std::string& message);
   // The run's step count (attribute steps) from the next commit on: for a loop that learns it at
@@ -233,8 +237,16 @@ class RunWriter {
   // The state's store file (unless the store holds a state of its step) and its index entry; the
   // rolling states older than the previous one dropped.
   void store_state(TrainerState state, bool keep, bool commit);
-  // A store file write (in the background mode: started on a thread), landed by wait_store().
-  void start_store(std::function<StoreEntry()> write, StoreJob job);
+  void store_state(const TrainerState& head, const StateParts& parts, bool keep, bool commit);
+  // Both: the state of `step` by `write` (given the file's path); held: the state it reads, which
+  // the job owns (null: the caller's parts, written before the call returns).
+  void store_state(int64_t step, bool keep, bool commit, std::shared_ptr<TrainerState> held,
+                   const std::function<StoreEntry(const std::string&)>& write);
+  // The last commit of finish(): `store` writes the final state of `step`.
+  void finish_at(int64_t step, bool snapshot, const std::function<void()>& store);
+  // A store file write (in the background mode and when `background`: started on a thread),
+  // landed by wait_store().
+  void start_store(std::function<StoreEntry()> write, StoreJob job, bool background = true);
   void land_store(StoreEntry entry);
   void add_entry(const StoreEntry& entry);
   // Entries no longer indexed: their files are removed after the commit that drops them.

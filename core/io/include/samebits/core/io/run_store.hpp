@@ -47,6 +47,9 @@ StoreEntry write_snapshot_file(const std::string& path, int64_t step, const std:
                                std::span<const float> flat_weights, const std::vector<TensorInfo>& tensors);
 // A state file (a checkpoint): the state at the root (checkpoint.hpp write_state).
 StoreEntry write_state_file(const std::string& path, const TrainerState& state, const std::vector<TensorInfo>& tensors);
+// The same file from head's scalars and the parts' arrays, fetched one at a time as it is written.
+StoreEntry write_state_file(const std::string& path, const TrainerState& head, const StateParts& parts,
+                            const std::vector<TensorInfo>& tensors);
 
 // Reading a store file checks its seal, that its content hash is the index entry's, its format,
 // version and step, then its datasets against the tensor table.

@@ -7,6 +7,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -84,6 +85,11 @@ class ParallelPlan {
   // tensor's full size.
   virtual void full_state(std::vector<StateArray>& out) = 0;
   virtual void load_state(const std::vector<StateArray>& full) = 0;
+  // Collective. The same weights and arrays as parts read one at a time: `use` runs on rank 0 of
+  // world() and the ranks holding the tensors answer its fetches until it returns (or throws).
+  // Here: over full_flat and full_state's copies. Pipeline stages: rank 0 holds its stage's tensors
+  // and one other array at a time, never the whole model.
+  virtual void full_parts(const float* local_flat, const std::function<void(const StateParts&)>& use);
 
   // What this rank's groups put on the wire since they were made, added.
   virtual CommCounters traffic() = 0;

@@ -8,6 +8,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -98,6 +99,12 @@ class Trainer {
   // state returned by the run writer: no fresh pages to fault in and clear for each checkpoint).
   void export_state(TrainerState& s);
   void import_state(const TrainerState& state);
+  // Collective, the same state for a writer on rank 0 without a whole copy: `write` gets the
+  // scalars (head: no weights or optimizer arrays) and the arrays as parts fetched one at a time
+  // (ParallelPlan::full_parts). streams_state(): the run's checkpoints take this way — under
+  // pipeline stages, whose rank 0 would otherwise hold the whole model besides its stage.
+  void stream_state(const std::function<void(const TrainerState& head, const StateParts& parts)>& write);
+  bool streams_state() const { return config_.parallel.pp > 1; }
   // import_state's checks of a state (its weights' count, step, update count, data cursor and loss
   // scale against this run), without a collective: the rank that reads a checkpoint refuses a bad
   // one before the ranks import it, and falls back to an earlier one as a single process does.
@@ -153,6 +160,8 @@ class Trainer {
   void trace_tensors(const char* site, const char* op, const float* flat,
                      const std::vector<std::vector<uint64_t>>& inputs = {});
   bool take_adaptive_state(const TrainerState& state, TrainerState& stripped, AdaptiveLrState& ema) const;
+  void export_head(TrainerState& s) const;  // a state's step, update count, cursor, loss scale and id
+  StateArray adaptive_array() const;        // train.schedule=adaptive's entry (kAdaptiveStateName)
 
   std::unique_ptr<Backend> own_backend_;
   std::unique_ptr<Communicator> own_comm_;
