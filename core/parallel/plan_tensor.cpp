@@ -23,7 +23,6 @@ int checked_tp(const Config& c) {
   if (c.optim.qk_clip > 0.0) refuse("optim.qk_clip > 0 (QK-clip reads whole heads' q and k)");
   if (c.perturb.enabled()) refuse("[perturb] (set perturb.tensor empty)");
   if (c.numerics.allreduce != AllreduceMode::exact) refuse("numerics.allreduce=native");
-  if (!c.train.snapshot_steps.empty()) refuse("train.snapshot_steps (full snapshots are written by rank 0 alone)");
   return static_cast<int>(tp);
 }
 

@@ -90,9 +90,7 @@ void fetch_parts(const StageArrays& mine, const std::vector<size_t>& numel, cons
       return static_cast<const float*>(held.data());
     };
     parts.tensors = numel.size();
-    parts.weights = [&](size_t t) {
-      return owner[t] == 0 ? mine.weights[t] : fetch(owner[t], weights, t, numel[t]);
-    };
+    parts.weights = [&](size_t t) { return owner[t] == 0 ? mine.weights[t] : fetch(owner[t], weights, t, numel[t]); };
     parts.array = [&](size_t i) {
       const Source& s = sources[i];
       return s.stage == 0 ? mine.data[s.index] : fetch(s.stage, array, s.index, parts.sizes[i]);

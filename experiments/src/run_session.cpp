@@ -9,6 +9,7 @@
 
 #include "samebits/core/io/gpt_weights.hpp"
 #include "samebits/core/parallel/broadcast_bytes.hpp"
+#include "samebits/core/parallel/parallel_plan.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb::cli {
@@ -35,12 +36,6 @@ TrainerOptions trainer_options(const Config& config, const TrainRunOptions& opti
   o.distributed_optimizer = options.distributed_optimizer;
   if (!config.train.init.empty()) o.initial_weights = &initial_weights;
   return o;
-}
-
-std::vector<float> host_weights(Trainer& trainer) {
-  std::vector<float> w(trainer.model().flat_size());  // (flat_size)
-  trainer.backend().copy_to_host(w.data(), trainer.model().weights().data(), w.size() * sizeof(float));
-  return w;
 }
 
 Backend& training_backend(const RankSetup& setup, const std::unique_ptr<TracingBackend>& tracing) {
@@ -105,7 +100,7 @@ bool RunSession::resume() {
     writer_->log() << "run " << result_.path << " is already finished (" << result_.steps_done << " steps)\n";
     return false;
   }
-  if (wants_snapshot(result_.first_step)) writer_->snapshot(result_.first_step, [&] { return host_weights(trainer_); });
+  if (wants_snapshot(result_.first_step)) snapshot(result_.first_step, result_.first_step > 0);
   const bool bar = writer_->progress_bar(config_.run.progress);
   progress_.emplace(bar ? std::cerr : writer_->log(), bar, config_.run.log_every, result_.first_step,
                     config_.train.steps, "step");
@@ -153,7 +148,7 @@ void RunSession::checkpoint() {
   // The state first: a snapshot of the same step is then served by the state's file.
   if (checkpoint_due(step)) save_state();
   else writer_->commit_if_large();
-  if (wants_snapshot(step)) writer_->snapshot(step, [&] { return host_weights(trainer_); });
+  if (wants_snapshot(step)) snapshot(step, checkpoint_due(step));
   stop_signals_.took(std::chrono::duration<double>(std::chrono::steady_clock::now() - began_).count());
 }
 
@@ -197,6 +192,18 @@ std::string RunSession::fail(std::string message) {
     message += "; the run file could not be marked failed either: " + std::string(again.what());
   }
   return message;
+}
+
+// The model's full weights, gathered on rank 0 from the ranks that hold them (collective), unless
+// the store holds a state of the step (`served`: the resume point, or the state just saved), which
+// then serves as the snapshot.
+void RunSession::snapshot(int64_t step, bool served) {
+  std::vector<float> full;  // (flat_size) on rank 0
+  if (!served) unlocked([&] { trainer_.plan().full_flat(trainer_.model().weights().data_as<float>(), full); });
+  writer_->snapshot(step, [&] {
+    SB_CHECK(!full.empty(), "the snapshot of step ", step, " asked for weights that were not gathered");
+    return std::move(full);
+  });
 }
 
 bool RunSession::wants_snapshot(int64_t step) const {

@@ -59,6 +59,7 @@ class RunSession {
   template <class F>
   auto unlocked(F&& f);
   bool mark_stuck(const std::string& why);
+  void snapshot(int64_t step, bool served);
   bool wants_snapshot(int64_t step) const;
   bool checkpoint_due(int64_t step) const;
   void save_state();
