@@ -1,11 +1,13 @@
 """samebits for PyTorch programs (docs/TORCH.md): optimizers and clipping with the C++ trainer's
-bits (AdamW, Muon, clip_grad_norm_: the same bits on any thread count) and a Recorder that writes
+bits (AdamW, Muon, clip_grad_norm_: the same bits on any thread count), the trainer's exact sum of
+leaf gradients across micro-batches and ranks (Leaves), and a Recorder that writes
 a PyTorch training loop's run file and op-level trace in samebits' schema, so that
 `samebits diff`, `samebits trace`, samebits.analysis and the notebooks read them.
 """
 from .adamw import AdamW
 from .clip import clip_grad_norm_
+from .leaves import Leaves
 from .muon import Muon
 from .recorder import Recorder
 
-__all__ = ["AdamW", "Muon", "Recorder", "clip_grad_norm_"]
+__all__ = ["AdamW", "Leaves", "Muon", "Recorder", "clip_grad_norm_"]
