@@ -10,6 +10,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "samebits/core/backend.hpp"
@@ -33,6 +34,10 @@ void bind_torch_leaves(pyb::module_& m);
 // host memory; else a deterministic CUDA backend of that GPU, one per GPU, kept; CUDA builds only,
 // otherwise an error). Called with the GIL held (py_torch_muon.cpp).
 std::shared_ptr<Backend> torch_backend(int device);
+
+// samebits.torch's flat layout of (name, shape) tensors: each at the next kParamAlign boundary, in
+// order (the Recorder's tensor table, Leaves' accumulator; py_torch_record.cpp).
+std::vector<ParamView> torch_layout(const std::vector<std::pair<std::string, std::vector<int64_t>>>& tensors);
 
 // Under an MPI launcher: makes sure the process holds its MPI session (py_session.cpp).
 void hold_mpi_session();

@@ -2,29 +2,62 @@
 // gradient accumulator (rule 4: fixed-point sums of fp32 values, any order or partition the same)
 // over a flat host buffer, and its exact all-reduce's three steps — the block ranges' MAX, the wire
 // words' integer SUM, the decode — so that torch.distributed runs the collectives between them as
-// the trainer's Communicator does (parallel/exact_allreduce.cpp). The buffers are host memory of
-// the CPU backend, handed to Python as writable NumPy views.
+// the trainer's Communicator does (parallel/exact_allreduce.cpp); and the leaves' per-tensor sums
+// of squares (train/statistics.hpp), whose ExactSum words the ranks add as integers. The flat
+// buffer is torch_layout's (each parameter at the next kParamAlign boundary) and one value more, the
+// leaf's loss. The buffers are host memory of the CPU backend, handed to Python as writable NumPy
+// views.
 #include <pybind11/numpy.h>
+#include <pybind11/stl.h>
 
 #include <cstdint>
 #include <memory>
 
 #include "bindings.hpp"
+#include "samebits/core/train/statistics.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb::py {
 namespace {
 
+// The flat size of a layout and one value (the loss) after it.
+size_t with_loss(const std::vector<ParamView>& layout) {
+  size_t n = 0;
+  for (const ParamView& p : layout) n = p.offset + (p.numel + kParamAlign - 1) / kParamAlign * kParamAlign;
+  return n + 1;
+}
+
 class LeafAccumulator {
  public:
-  explicit LeafAccumulator(size_t n) : backend_(torch_backend(-1)), acc_(backend_->make_accumulator(n)) {}
+  explicit LeafAccumulator(const std::vector<std::pair<std::string, std::vector<int64_t>>>& tensors)
+      : layout_(torch_layout(tensors)),
+        backend_(torch_backend(-1)),
+        acc_(backend_->make_accumulator(with_loss(layout_))),
+        stats_(layout_) {}
 
   size_t size() const { return acc_->size(); }
-  void clear() { acc_->clear(); }
-  // sums += the exact value of the n fp32 values at `grad` (host memory).
+  std::vector<size_t> offsets() const {
+    std::vector<size_t> out;
+    for (const ParamView& p : layout_) out.push_back(p.offset);
+    return out;
+  }
+  void clear() {
+    acc_->clear();
+    stats_.clear();
+  }
+  // sums += the exact value of the size fp32 values at `grad` (host memory), a leaf's gradients
+  // and loss; its per-tensor sums of squares to the statistics.
   void add(uintptr_t grad) {
     const pyb::gil_scoped_release unlocked;
-    acc_->add(reinterpret_cast<const float*>(grad));
+    const auto* g = reinterpret_cast<const float*>(grad);
+    acc_->add(g);
+    stats_.add_leaf(g);
+  }
+  // The leaves' per-tensor sums of squares as ExactSum words (a copy), for their SUM over the ranks.
+  std::vector<int64_t> leaf_words() {
+    std::vector<int64_t> out(stats_.words());
+    stats_.to_words(out.data());
+    return out;
   }
   uint64_t adds() const { return acc_->adds(); }
   uint32_t status() const { return acc_->status(); }
@@ -47,19 +80,24 @@ class LeafAccumulator {
   }
 
  private:
+  std::vector<ParamView> layout_;
   std::shared_ptr<Backend> backend_;
   std::unique_ptr<GradAccumulator> acc_;
+  GradientStatistics stats_;
 };
 
 }  // namespace
 
 void bind_torch_leaves(pyb::module_& m) {
-  pyb::class_<LeafAccumulator>(m, "_LeafAccumulator",
-                               "The trainer's exact gradient accumulator over n fp32 values (samebits.torch.Leaves).")
-      .def(pyb::init<size_t>(), pyb::arg("n"))
+  pyb::class_<LeafAccumulator>(
+      m, "_LeafAccumulator",
+      "The trainer's exact gradient accumulator over (name, shape) tensors and a loss (samebits.torch.Leaves).")
+      .def(pyb::init<const std::vector<std::pair<std::string, std::vector<int64_t>>>&>(), pyb::arg("tensors"))
       .def_property_readonly("size", &LeafAccumulator::size)
+      .def_property_readonly("offsets", &LeafAccumulator::offsets)
+      .def("leaf_words", &LeafAccumulator::leaf_words, "The leaves' per-tensor Σ‖g‖² as ExactSum words.")
       .def("clear", &LeafAccumulator::clear)
-      .def("add", &LeafAccumulator::add, pyb::arg("grad"), "sums += the n fp32 values at address grad.")
+      .def("add", &LeafAccumulator::add, pyb::arg("grad"), "sums += the size fp32 values at address grad.")
       .def_property_readonly("adds", &LeafAccumulator::adds)
       .def_property_readonly("status", &LeafAccumulator::status)
       .def(

@@ -16,6 +16,7 @@
 #include "bindings.hpp"
 #include "samebits/core/exact_norm.hpp"
 #include "samebits/core/io/trace_file.hpp"
+#include "samebits/core/train/statistics.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/fingerprint.hpp"
 
@@ -38,19 +39,6 @@ std::string hex_id(const std::string& text) {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016" PRIx64, det::fingerprint(text.data(), text.size()));
   return buf;
-}
-
-// The tensor table of (name, shape) pairs, each tensor at the next kParamAlign boundary.
-std::vector<run::TensorInfo> tensor_table(const std::vector<std::pair<std::string, std::vector<int64_t>>>& tensors) {
-  std::vector<run::TensorInfo> out;
-  uint64_t offset = 0;
-  for (const auto& [name, shape] : tensors) {
-    run::TensorInfo t{name, shape, offset, 1};
-    for (int64_t d : shape) t.numel *= uint64_t(d);
-    out.push_back(t);
-    offset += (t.numel + kParamAlign - 1) / kParamAlign * kParamAlign;
-  }
-  return out;
 }
 
 // One step's per-tensor gradient statistics and the global norm, from exact sums (as
@@ -105,7 +93,8 @@ class TorchRun {
     h.experiment_text = experiment_text;
     h.experiment_id = hex_id(experiment_text);
     h.steps = 1;  // the rows recorded so far, from the first record on (set_steps)
-    h.tensors = tensor_table(tensors);
+    layout_ = torch_layout(tensors);
+    h.tensors = run::tensor_infos(layout_);
     h.execution.backend = execution["backend"].cast<std::string>();
     h.execution.communicator = execution["communicator"].cast<std::string>();
     h.execution.threads = execution["threads"].cast<int64_t>();
@@ -118,9 +107,12 @@ class TorchRun {
   }
 
   // Step `step`'s row: params (raw arrays, after the update) and grads (raw arrays) fingerprinted,
-  // grads32 (float32) summed exactly; scalars as the loop reports them.
+  // grads32 (float32) summed exactly; scalars as the loop reports them. Under samebits.torch.Leaves
+  // `leaves` is (its per-tensor leaf sums of squares as ExactSum words, summed over the ranks; the
+  // step's leaves; their rows; the scale of a leaf's gradient against the batch's): the leaf
+  // statistics as the trainer's (train/statistics.hpp); None: NaN.
   void record(const pyb::dict& scalars, const std::vector<pyb::buffer>& params, const std::vector<pyb::buffer>& grads,
-              const std::vector<Floats>& grads32) {
+              const std::vector<Floats>& grads32, const pyb::object& leaves) {
     StepResult r;
     StepStats& s = r.stats;
     s.step = scalars["step"].cast<int64_t>();
@@ -135,9 +127,19 @@ class TorchRun {
     s.tokens_seen = tokens_seen_;
     for (const pyb::buffer& p : params) r.param_fingerprints.push_back(raw_fingerprint(p));
     for (const pyb::buffer& g : grads) r.grad_fingerprints.push_back(raw_fingerprint(g));
-    {
+    if (leaves.is_none()) {
       pyb::gil_scoped_release nogil;
       gradient_stats(grads32, table_, s);
+    } else {
+      const auto [words, count, leaf_size, leaf_scale] =
+          leaves.cast<std::tuple<std::vector<int64_t>, int64_t, int64_t, double>>();
+      pyb::gil_scoped_release nogil;
+      gradient_stats(grads32, table_, s);  // the global norm; the per-tensor fields again below
+      GradientStatistics stats(layout_);
+      SB_CHECK(words.size() == stats.words(), "samebits.torch: leaf statistics of ", words.size(),
+               " words for a model whose statistics have ", stats.words());
+      stats.from_words(words.data());
+      stats.finish(flat(grads32, table_).data(), leaf_scale, count, leaf_size, s);
     }
     r.seconds = scalars["seconds"].cast<double>();
     writer_->set_steps(s.step);
@@ -161,6 +163,7 @@ class TorchRun {
 
  private:
   std::unique_ptr<run::RunWriter> writer_;
+  std::vector<ParamView> layout_;
   std::vector<run::TensorInfo> table_;
   std::string experiment_id_;
   int64_t tokens_seen_ = 0;
@@ -193,13 +196,26 @@ void write_trace(const std::string& path, const std::string& experiment_id,
 
 }  // namespace
 
+std::vector<ParamView> torch_layout(const std::vector<std::pair<std::string, std::vector<int64_t>>>& tensors) {
+  std::vector<ParamView> out;
+  size_t offset = 0;
+  for (const auto& [name, shape] : tensors) {
+    ParamView p{name, shape, offset, 1, ParamKind::matrix, 0.0f, 0.0f};
+    for (int64_t d : shape) p.numel *= size_t(d);
+    out.push_back(p);
+    offset += (p.numel + kParamAlign - 1) / kParamAlign * kParamAlign;
+  }
+  return out;
+}
+
 void bind_torch_record(pyb::module_& m) {
   pyb::class_<TorchRun>(m, "_TorchRun", "A PyTorch loop's run file (samebits.torch.Recorder).")
       .def(pyb::init<const std::string&, const std::string&, const std::string&,
                      const std::vector<std::pair<std::string, std::vector<int64_t>>>&, const pyb::dict&>(),
            pyb::arg("path"), pyb::arg("config_text"), pyb::arg("experiment_text"), pyb::arg("tensors"),
            pyb::arg("execution"))
-      .def("record", &TorchRun::record, pyb::arg("scalars"), pyb::arg("params"), pyb::arg("grads"), pyb::arg("grads32"))
+      .def("record", &TorchRun::record, pyb::arg("scalars"), pyb::arg("params"), pyb::arg("grads"), pyb::arg("grads32"),
+           pyb::arg("leaves") = pyb::none())
       .def("snapshot", &TorchRun::snapshot, pyb::arg("step"), pyb::arg("params"))
       .def("checkpoint", &TorchRun::checkpoint, pyb::arg("step"), pyb::arg("params"), pyb::arg("optimizer"),
            pyb::arg("final"))

@@ -1,7 +1,8 @@
 """samebits.torch.Leaves: the exact sum of leaf gradients. The same global batch in any micro-batch
 split and order gives the same .grad bits; under torch.distributed (gloo, file rendezvous) 1, 2, 3
 and 4 ranks training a nanoGPT-style model with samebits.torch.AdamW give one process's parameters
-bit for bit. Positive controls: the same leaf gradients summed in fp32 in another order, and
+bit for bit, and their Recorder runs (leaves=: the leaf statistics and noise scale recorded) are
+IDENTICAL under `samebits diff`. Positive controls: the same leaf gradients summed in fp32 in another order, and
 torch's own data-parallel mean (an fp32 all-reduce of each rank's mean gradient), differ. Bad
 arguments are refused."""
 import os
@@ -14,8 +15,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402
+import samebits  # noqa: E402
 from samebits.torch import Leaves  # noqa: E402
 from samebits.torch.nanogpt import GPT, GPTShape  # noqa: E402
+
+from conftest import run_cli  # noqa: E402
 
 SHAPE = GPTShape(vocab=32, seq_len=8, n_layer=1, n_head=2, n_embd=16)
 ROWS = 6
@@ -88,7 +92,7 @@ import sys
 import numpy as np
 import torch
 import torch.distributed as dist
-from samebits.torch import AdamW, Leaves
+from samebits.torch import AdamW, Leaves, Recorder
 from samebits.torch.nanogpt import GPT, GPTShape
 rank, world, store, out, mode = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
 torch.set_num_threads(1)
@@ -99,20 +103,24 @@ model = GPT(shape, seed=0)
 opt = AdamW(model.parameters(), lr=1e-2, weight_decay=0.0)
 leaves = Leaves(model.parameters(), leaf_size=1)
 g = torch.Generator().manual_seed(1)
-for step in range(3):
-    tokens = torch.randint(0, shape.vocab, (6, shape.seq_len + 1), generator=g)
-    x, y = tokens[:, :-1], tokens[:, 1:]
-    if mode == "leaves":
-        leaves.backward(lambda a, b: model(a, b) * b.numel(), x, y, divisor=y.numel())
-    else:
-        rows = slice(6 * rank // world, 6 * (rank + 1) // world)
-        model.zero_grad(set_to_none=True)
-        model(x[rows], y[rows]).backward()
-        if world > 1:
-            for p in model.parameters():
-                dist.all_reduce(p.grad)
-                p.grad /= world
-    opt.step()
+with Recorder(out[:-4] + ".h5", model, opt, experiment={"test": "leaves"}, tokens_per_step=48,
+              leaves=leaves if mode == "leaves" else None) as rec:
+    for step in range(3):
+        tokens = torch.randint(0, shape.vocab, (6, shape.seq_len + 1), generator=g)
+        x, y = tokens[:, :-1], tokens[:, 1:]
+        if mode == "leaves":
+            loss = leaves.backward(lambda a, b: model(a, b) * b.numel(), x, y, divisor=y.numel())
+        else:
+            rows = slice(6 * rank // world, 6 * (rank + 1) // world)
+            model.zero_grad(set_to_none=True)
+            loss = model(x[rows], y[rows])
+            loss.backward()
+            if world > 1:
+                for p in model.parameters():
+                    dist.all_reduce(p.grad)
+                    p.grad /= world
+        opt.step()
+        rec.step(loss)
 if rank == 0:
     np.concatenate([p.detach().numpy().ravel() for p in model.parameters()]).tofile(out)
 if world > 1:
@@ -137,10 +145,19 @@ def train(world, mode, tmp):
 
 
 @pytest.mark.skipif(not dist.is_gloo_available(), reason="torch.distributed without gloo")
-def test_one_two_three_and_four_ranks_give_one_process_bits():
+def test_one_two_three_and_four_ranks_give_one_process_bits(cli):
     with tempfile.TemporaryDirectory() as tmp:
         one = train(1, "leaves", tmp)
+        runs = {w: os.path.join(tmp, f"params-leaves-{w}.h5") for w in (1, 2, 3, 4)}
         for world in (2, 3, 4):
             assert np.array_equal(train(world, "leaves", tmp), one), world
+            # Recorded: every step's loss, fingerprints and statistics are one process's.
+            assert run_cli(cli, "diff", runs[1], runs[world], check=False).returncode == 0, world
+        run = samebits.open_run(runs[3])
+        assert np.isfinite(run.series("noise_scale")).all() and np.isfinite(run.series("leaf_sq_mean")).all()
+        assert np.isfinite(run.series("per_tensor/noise_scale")).all()
+        assert "gradient_sum = exact leaves" in run.config_text and "world_size = 3" in run.config_text
         # Positive control: torch's fp32 data-parallel mean at 3 ranks is not one process's.
         assert not np.array_equal(train(3, "torch", tmp), train(1, "torch", tmp))
+        torch_runs = [os.path.join(tmp, f"params-torch-{w}.h5") for w in (1, 3)]
+        assert run_cli(cli, "diff", *torch_runs, check=False).returncode == 1

@@ -17,7 +17,10 @@ gradient accumulation: `zero()`, `accumulate(loss_fn, *micro_batch)` any number 
 `reduce(divisor)`. Under torch.distributed (gloo, or NCCL with CPU tensors copied) every rank passes
 the same global batch and backpropagates a contiguous range of its leaves; the ranks' sums are
 combined by the trainer's exact all-reduce (the block ranges' MAX, the wire words' integer SUM —
-int64 addition, two's complement as uint64 — then the decode). Dense CPU float32 parameters.
+int64 addition, two's complement as uint64 — then the decode). Each leaf's per-tensor Σ‖g‖² is
+summed exactly too (`statistics`): given to a Recorder (`leaves=`), the run records the trainer's
+leaf statistics and gradient noise scale (McCandlish et al. 2018), leaves assumed of equal size.
+Dense CPU float32 parameters.
 """
 import torch
 import torch.distributed as dist
@@ -43,10 +46,12 @@ class Leaves:
         distributed = group is not None or (dist.is_available() and dist.is_initialized())
         self.world = dist.get_world_size(group) if distributed else 1
         self.rank = dist.get_rank(group) if distributed else 0
-        n = sum(p.numel() for p in self.params) + 1  # the gradients, then the loss
-        self._acc = _load_module()._LeafAccumulator(n)
-        self._flat = torch.zeros(n, dtype=torch.float32)
+        # The gradients at torch_layout's offsets (zeros between), then the loss.
+        self._acc = _load_module()._LeafAccumulator([(f"p{i}", list(p.shape)) for i, p in enumerate(self.params)])
+        self._offsets = self._acc.offsets
+        self._flat = torch.zeros(self._acc.size, dtype=torch.float32)
         self._leaves = 0  # leaves of every rank since zero()
+        self.statistics = None  # the last reduce's leaf statistics, for the Recorder
 
     def zero(self):
         """Starts a step: no leaf summed yet."""
@@ -76,16 +81,14 @@ class Leaves:
                 raise ValueError(f"samebits.torch.Leaves: loss_fn returned {loss.numel()} values; it returns the "
                                  "leaf's summed loss, one value")
             loss.backward()
-            at = 0
             with torch.no_grad():
-                for p in self.params:
+                for p, at in zip(self.params, self._offsets):
                     view = self._flat[at:at + p.numel()]
                     if p.grad is None:
                         view.zero_()
                     else:
                         view.copy_(p.grad.reshape(-1))
-                    at += p.numel()
-                self._flat[at] = loss.detach().float()
+                self._flat[-1] = loss.detach().float()
             self._acc.add(self._flat.data_ptr())
         self._leaves += count
 
@@ -98,7 +101,9 @@ class Leaves:
         if not divisor > 0.0:
             raise ValueError(f"samebits.torch.Leaves.reduce: divisor must be positive, got {divisor}")
         status = self._acc.status
+        words = torch.tensor(self._acc.leaf_words(), dtype=torch.int64)
         if self.world > 1:
+            dist.all_reduce(words, op=dist.ReduceOp.SUM, group=self.group)
             ranges = torch.from_numpy(self._acc.block_ranges())
             dist.all_reduce(ranges, op=dist.ReduceOp.MAX, group=self.group)
             wire = torch.from_numpy(self._acc.encode(self._leaves).view("int64"))
@@ -111,12 +116,12 @@ class Leaves:
             self._acc.decode(self._leaves, status)
         out = torch.empty_like(self._flat)
         self._acc.round(out.data_ptr(), divisor)
-        at = 0
         with torch.no_grad():
-            for p in self.params:
+            for p, at in zip(self.params, self._offsets):
                 p.grad = out[at:at + p.numel()].view_as(p).clone()
-                at += p.numel()
-        return out[at].clone()
+        # A leaf's gradient is divisor / leaves times the batch gradient's scale (leaves of equal size).
+        self.statistics = (words.tolist(), self._leaves, self.leaf_size, divisor / self._leaves)
+        return out[-1].clone()
 
     def backward(self, loss_fn, *batch, divisor=None):
         """zero(), accumulate(loss_fn, *batch), reduce(divisor); divisor None: the batch's rows."""

@@ -14,8 +14,11 @@ Per step the loss, the learning rates, every parameter's fingerprint after the u
 gradient's (XXH3-64 of the raw bits, as samebits' own runs), per-tensor gradient statistics from
 samebits' exact sums; snapshots at `snapshot_steps` (0: before the first step), states every
 `checkpoint_every` steps and at the end. Under torch.distributed rank 0 writes, and the gradient
-it records is the one after DDP's all-reduce; the loss is averaged over the ranks. The files are
-written by samebits' own writers (the extension), never by a second implementation.
+it records is the one after DDP's all-reduce; the loss is averaged over the ranks. With
+`leaves=` (a samebits.torch.Leaves over the model's parameters, in order) the gradient and loss are
+Leaves' (the same on every rank: nothing averaged), the [execution] section names the exact leaf
+sum and the leaf size, and each row holds the trainer's leaf statistics and gradient noise scale.
+The files are written by samebits' own writers (the extension), never by a second implementation.
 """
 import time
 
@@ -47,7 +50,7 @@ def _table_shape(shape):
 
 class Recorder:
     def __init__(self, path, model, optimizer=None, *, experiment=None, trace_steps=(), snapshot_steps=(),
-                 checkpoint_every=0, tokens_per_step=0):
+                 checkpoint_every=0, tokens_per_step=0, leaves=None):
         self.path = str(path)
         self.model = model.module if hasattr(model, "module") else model  # DDP: the wrapped model's names
         self.optimizer = optimizer
@@ -57,6 +60,10 @@ class Recorder:
         self.checkpoint_every = int(checkpoint_every)
         self.tokens_per_step = int(tokens_per_step)
         self.params = list(self.model.named_parameters())
+        self.leaves = leaves
+        if leaves is not None and [id(p) for _, p in self.params] != [id(p) for p in leaves.params]:
+            raise ValueError("samebits.torch.Recorder: leaves= must be a samebits.torch.Leaves over the model's "
+                             "parameters, all of them, in named_parameters() order")
         self.steps = 0
         _, self.rank, _ = execution.distributed()
         self._run = None
@@ -70,11 +77,13 @@ class Recorder:
             from .. import _load
             tensors = [(n, list(p.shape), str(p.dtype).replace("torch.", "")) for n, p in self.params]
             text = execution.experiment_text(self.model, self.optimizer, tensors, self.experiment)
+            run_execution = execution.execution(self.model)
+            if self.leaves is not None:
+                run_execution.update(gradient_sum="exact leaves", leaf_size=self.leaves.leaf_size)
             config = text + "[execution]\n" + "\n".join(
-                f"{k} = {execution.ini_value(v)}" for k, v in execution.execution(self.model).items()
-                if k != "environment") + "\n"
+                f"{k} = {execution.ini_value(v)}" for k, v in run_execution.items() if k != "environment") + "\n"
             self._run = _load()._TorchRun(self.path, config, text, [(n, _table_shape(p.shape)) for n, p in self.params],
-                                          execution.execution(self.model))
+                                          run_execution)
             if 0 in self.snapshot_steps:
                 self._run.snapshot(0, self._floats(p for _, p in self.params))
         self._arm(1)
@@ -107,11 +116,12 @@ class Recorder:
             self._traced.append((self.steps, self._tracer.rows))
             self._tracer.close()
             self._tracer = None
-        loss = self._mean_over_ranks(loss)
+        loss = self._mean_over_ranks(loss) if self.leaves is None else float(loss)
         if self.rank == 0:
             grads = [p.grad if p.grad is not None else torch.zeros_like(p) for _, p in self.params]
             self._run.record(self._scalars(loss, started), [_raw(p) for _, p in self.params],
-                             [_raw(g) for g in grads], self._floats(grads))
+                             [_raw(g) for g in grads], self._floats(grads),
+                             self.leaves.statistics if self.leaves is not None else None)
             if self.steps in self.snapshot_steps:
                 self._run.snapshot(self.steps, self._floats(p for _, p in self.params))
             if self.checkpoint_every and self.steps % self.checkpoint_every == 0:
