@@ -219,8 +219,8 @@ bool RunSession::checkpoint_due(int64_t step) const {
 // A checkpoint: every rank takes part in the export, which assembles the full state on rank 0 only
 // (one state copy at a time, in the buffers of the last one written); rank 0 writes it (kept for
 // good at the train.keep_states steps) while the next steps run. Under pipeline stages rank 0
-// writes it as it fetches each array from its stage instead, the writer held throughout: a peer
-// lost meanwhile leaves the watchdog waiting for the writer, as MPI's end of the job does not.
+// writes it as it fetches each array from its stage instead, the writer held throughout (a peer
+// lost meanwhile: the stop watchdog ends the rank after a second grace, the run file unmarked).
 void RunSession::save_state() {
   const int64_t keep = config_.train.keep_states;
   const bool kept = keep > 0 && trainer_.steps_done() % keep == 0;

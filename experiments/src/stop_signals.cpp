@@ -147,11 +147,21 @@ void StopSignals::watch(const std::shared_ptr<Watch>& w) {
                 "interrupted by %s and not at a step boundary %.1f s later (a rank blocked in a "
                 "collective: a peer or its host lost?)",
                 signal_name(g_signal.load()), grace);
+  // The writer may stay busy (a pipeline checkpoint fetching from a lost stage): after another
+  // grace the rank ends unmarked; the run file keeps its last commit, which a resume continues.
+  const auto give_up = now() + std::chrono::duration<double>(grace);
   while (!w->on_stuck(why)) {
     lock.unlock();
     if (wait_byte(fd, 100) == 'e') return;
     lock.lock();
     if (w->over) end_over();
+    if (now() >= give_up) {
+      std::snprintf(why, sizeof why,
+                    "interrupted by %s and not at a step boundary %.1f s later, its run file writer busy %.1f s "
+                    "more (a checkpoint waiting on a lost peer?): the run file is left at its last commit",
+                    signal_name(g_signal.load()), grace, grace);
+      end();
+    }
   }
   end();
 }

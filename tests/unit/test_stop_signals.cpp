@@ -1,7 +1,8 @@
 // The stop watchdog (experiments/src/stop_signals.cpp) with each branch forced, in a forked child
 // whose main thread never returns (pause()), so that only the watchdog can end it: a signal while
 // the session runs (a rank blocked in a collective) → on_stuck marks the run, exit 2 after the
-// grace; a session ended after the signal with the process still alive (MPI's finalisation
+// grace; its writer busy all along (a pipeline checkpoint fetching from a lost peer) → exit 2
+// after a second grace, unmarked; a session ended after the signal with the process still alive (MPI's finalisation
 // waiting for a lost peer) → exit 2 without on_stuck; a session ended after the signal in a process
 // that then exits, and a session without a signal → the process's own exit code. A short grace
 // floor keeps it fast; the lower bounds on the time are the contract (never before the grace).
@@ -87,6 +88,19 @@ TEST_CASE("a signal while the session runs: on_stuck marks the run, exit 2 after
   CHECK(c.seconds >= kFloor + 0.2);
   CHECK(c.stuck.find("interrupted by SIGTERM and not at a step boundary") == 0);
   CHECK(c.stuck.find('\n') == c.stuck.size() - 1);  // called until it succeeded, then once only
+  CHECK(c.errors.find("this rank ends (exit 2)") != std::string::npos);
+}
+
+TEST_CASE("a writer that stays busy: exit 2 after a second grace, the run unmarked") {
+  const Child c = run_child([](int fd) {
+    sb::cli::StopSignals s(recorder(fd, 1 << 30), kFloor);
+    std::raise(SIGTERM);
+    for (;;) ::pause();  // blocked in a checkpoint that fetches from a lost peer, the writer held
+  });
+  CHECK(c.code == 2);
+  CHECK(c.seconds >= 2 * kFloor);
+  CHECK(c.stuck.empty());
+  CHECK(c.errors.find("its run file writer busy") != std::string::npos);
   CHECK(c.errors.find("this rank ends (exit 2)") != std::string::npos);
 }
 
