@@ -27,6 +27,8 @@ constexpr Rule file_source =
     when("data.source is not synthetic", [](const Config& c) { return c.data.source != DataSource::synthetic; });
 constexpr Rule synthetic =
     when("data.source is synthetic", [](const Config& c) { return c.data.source == DataSource::synthetic; });
+constexpr Rule swiglu = when("model.mlp is swiglu", [](const Config& c) { return c.model.mlp == MlpKind::swiglu; });
+constexpr Rule ffn_dim = when("model.ffn_dim is not 0", [](const Config& c) { return c.model.ffn_dim != 0; });
 constexpr Rule reordered = when("data.order_seed is not 0", [](const Config& c) { return c.data.order_seed != 0; });
 constexpr Rule muon = when("optim.name is muon or normuon", [](const Config& c) { return c.optim.muon_family(); });
 constexpr Rule momentum_warmup =
@@ -118,6 +120,9 @@ std::vector<ConfigField> build_fields() {
       field("model.norm", SB_MEMBER(model.norm), yes, "normalisation of the pre-norm blocks and the final norm"),
       field("model.tied_head", SB_MEMBER(model.tied_head), yes, "the LM head reuses the token embedding matrix"),
       field("model.bias", SB_MEMBER(model.bias), yes, "biases in the linear layers and the norms"),
+      field("model.mlp", SB_MEMBER(model.mlp), swiglu,
+            "the blocks' MLP: gelu (GPT-2's) or swiglu (Llama's: silu(gate)·up, mlp.fc.w holding both halves)"),
+      field("model.ffn_dim", SB_MEMBER(model.ffn_dim), ffn_dim, "the MLP's hidden width F; 0: 4·model.n_embd"),
       // [data]
       field("data.source", SB_MEMBER(data.source), yes,
             "synthetic: the embedded synthetic language; shards: llm.c/nanoGPT .bin token files (path is a "

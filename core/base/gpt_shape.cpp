@@ -15,14 +15,15 @@ void GPTConfig::validate() const {
   SB_CHECK(n_head >= 1, "model.n_head=", n_head, " must be at least 1");
   SB_CHECK(n_embd >= 1 && n_embd % n_head == 0, "model.n_embd=", n_embd,
            " is not a positive multiple of model.n_head=", n_head, "; choose n_embd = k·n_head");
+  SB_CHECK(ffn_dim >= 0, "model.ffn_dim=", ffn_dim, " must be positive, or 0 for 4·model.n_embd");
 }
 
 void validate_tp(const GPTConfig& cfg, int64_t tp) {
   SB_CHECK(tp >= 1 && tp <= 4096, "config parallel.tp=", tp, " must be between 1 and 4096");
   SB_CHECK(cfg.n_head % tp == 0, "config model.n_head=", cfg.n_head, " is not divisible by parallel.tp=", tp,
            ": tensor parallelism splits the attention heads; choose parallel.tp dividing n_head");
-  SB_CHECK((4 * int64_t{cfg.n_embd}) % tp == 0, "config 4·model.n_embd=", 4 * int64_t{cfg.n_embd},
-           " is not divisible by parallel.tp=", tp, ": tensor parallelism splits the MLP's 4C dimension");
+  SB_CHECK(cfg.ffn() % tp == 0, "config model.ffn_dim=", cfg.ffn(), cfg.ffn_dim == 0 ? " (4·model.n_embd)" : "",
+           " is not divisible by parallel.tp=", tp, ": tensor parallelism splits the MLP's hidden width");
   const int64_t part = (cfg.vocab + tp - 1) / tp;  // rows a rank holds (tp_layout.hpp)
   SB_CHECK(cfg.vocab > (tp - 1) * part, "config model.vocab=", cfg.vocab, " leaves the last of parallel.tp=", tp,
            " ranks no vocabulary row (each holds ", part,
@@ -42,7 +43,7 @@ std::string_view to_string(ParamKind k) {
 
 std::vector<ParamView> gpt_param_layout(const GPTConfig& cfg) {
   cfg.validate();
-  const int64_t V = cfg.vocab, T = cfg.seq_len, C = cfg.n_embd;
+  const int64_t V = cfg.vocab, T = cfg.seq_len, C = cfg.n_embd, F = cfg.ffn();
   const float std_w = 0.02f;
   const float std_proj = 0.02f / det::sqrt_f32(static_cast<float>(2 * cfg.n_layer));
   const bool norm_bias = cfg.bias && cfg.norm == NormKind::layernorm;
@@ -65,9 +66,9 @@ std::vector<ParamView> gpt_param_layout(const GPTConfig& cfg) {
     if (cfg.bias) add(h + "attn.proj.b", {C}, ParamKind::bias, 0.0f, 0.0f);
     add(h + "ln2.w", {C}, ParamKind::norm, 0.0f, 1.0f);
     if (norm_bias) add(h + "ln2.b", {C}, ParamKind::bias, 0.0f, 0.0f);
-    add(h + "mlp.fc.w", {4 * C, C}, ParamKind::matrix, std_w, 0.0f);
-    if (cfg.bias) add(h + "mlp.fc.b", {4 * C}, ParamKind::bias, 0.0f, 0.0f);
-    add(h + "mlp.proj.w", {C, 4 * C}, ParamKind::matrix, std_proj, 0.0f);
+    add(h + "mlp.fc.w", {cfg.fc_blocks() * F, C}, ParamKind::matrix, std_w, 0.0f);
+    if (cfg.bias) add(h + "mlp.fc.b", {cfg.fc_blocks() * F}, ParamKind::bias, 0.0f, 0.0f);
+    add(h + "mlp.proj.w", {C, F}, ParamKind::matrix, std_proj, 0.0f);
     if (cfg.bias) add(h + "mlp.proj.b", {C}, ParamKind::bias, 0.0f, 0.0f);
   }
   add("lnf.w", {C}, ParamKind::norm, 0.0f, 1.0f);

@@ -28,8 +28,8 @@ struct GPT::Layer {
   float* attproj;                    // (N, C)
   float* res2;                       // (N, C) input + attproj
   float *ln2, *ln2_mean, *ln2_rstd;  // (N, C), (N), (N)
-  float* fch;                        // (N, 4C)
-  float* fch_gelu;                   // (N, 4C)
+  float* fch;                        // (N, F), SwiGLU (N, 2F): the fc output
+  float* fch_gelu;                   // (N, F): the activation's (GELU's or SwiGLU's) output
   float* fcproj;                     // (N, C)
   float* res3;                       // (N, C) res2 + fcproj: the block's output
 };
@@ -50,7 +50,7 @@ struct GPT::Buffers {
   float *dbtc1, *dbtc2;  // (N, C)
   float* dqkv;           // (N, 3C)
   float* datt;           // (B, NH, T, T)
-  float *dff1, *dff2;    // (N, 4C)
+  float *dff1, *dff2;    // (N, F), (N, F) or SwiGLU's (N, 2F)
   float* dlogits;        // (N, V)
 };
 
@@ -177,22 +177,24 @@ float* GPT::gp(std::string_view name) {
 // · lnf_mean (N) · lnf_rstd (N) · logits (N, V) · losses (N) · xstats (N, 2). scratch_ holds the
 // Buffers backward temporaries, one set for every slot (dres followed by the tied rows (N, C)).
 // Under tensor parallelism (size S) the head-split activations are this rank's: qkv (N, 3C/S),
-// atty (N, C/S), att (B, NH/S, T, T), fch and fch_gelu (N, 4C/S), logits and dlogits (N, V) of
+// atty (N, C/S), att (B, NH/S, T, T), fch (N, blocks·F/S) and fch_gelu (N, F/S), logits and dlogits (N, V) of
 // its V vocabulary rows; xmax (N) and xpart (N, kXentPart) follow xstats; the rest is replicated.
 void GPT::bind_buffers() {
   const size_t S = static_cast<size_t>(tp_layout_.size);
   const size_t N = static_cast<size_t>(B_) * cfg_.seq_len, C = cfg_.n_embd, V = size_t(vocab_rows_.count());
   const size_t xent = S > 1 ? aligned(N) + aligned(N * ops::kXentPart) : 0;
-  const size_t CA = C / S, F = 4 * C / S;  // this rank's attention and MLP widths
+  const size_t CA = C / S, F = size_t(cfg_.ffn()) / S;  // this rank's attention and MLP widths
+  const size_t FC = size_t(cfg_.fc_blocks()) * F;       // its fc output: SwiGLU's gate and up halves
   const size_t TT = static_cast<size_t>(B_) * (cfg_.n_head / S) * cfg_.seq_len * cfg_.seq_len;
-  const size_t per_layer = 8 * aligned(N * C) + aligned(N * 3 * CA) + aligned(TT) + 2 * aligned(N * F) + 4 * aligned(N);
+  const size_t per_layer =
+      8 * aligned(N * C) + aligned(N * 3 * CA) + aligned(TT) + aligned(N * FC) + aligned(N * F) + 4 * aligned(N);
   const bool head = last_stage();
   const size_t layers = static_cast<size_t>(blocks_.end - blocks_.first), slots = slot_buffers_.size();
   const size_t acts = aligned(N * C) + layers * per_layer +
                       (head ? aligned(N * C) + 3 * aligned(N) + aligned(N * V) + aligned(2 * N) + xent : 0);
   const size_t dres = message_floats();  // the gradient message
-  const size_t scratch = aligned(dres) + 2 * aligned(N * C) + aligned(N * 3 * CA) + aligned(TT) + 2 * aligned(N * F) +
-                         (head ? aligned(N * V) : 0);
+  const size_t scratch = aligned(dres) + 2 * aligned(N * C) + aligned(N * 3 * CA) + aligned(TT) + aligned(N * F) +
+                         aligned(N * FC) + (head ? aligned(N * V) : 0);
   acts_ = be_.alloc(DType::f32, {static_cast<int64_t>(slots * acts)});
   scratch_ = be_.alloc(DType::f32, {static_cast<int64_t>(scratch)});
   native_mean_ = be_.alloc(DType::f32, {1});
@@ -206,7 +208,8 @@ void GPT::bind_buffers() {
 void GPT::bind_slot(Buffers& b, float* acts, size_t acts_size, int32_t* tokens) {
   const size_t S = static_cast<size_t>(tp_layout_.size);
   const size_t N = static_cast<size_t>(B_) * cfg_.seq_len, C = cfg_.n_embd, V = size_t(vocab_rows_.count());
-  const size_t CA = C / S, F = 4 * C / S;  // this rank's attention and MLP widths
+  const size_t CA = C / S, F = size_t(cfg_.ffn()) / S;  // this rank's attention and MLP widths
+  const size_t FC = size_t(cfg_.fc_blocks()) * F;
   const size_t TT = static_cast<size_t>(B_) * (cfg_.n_head / S) * cfg_.seq_len * cfg_.seq_len;
   const size_t scratch = static_cast<size_t>(scratch_.numel());
   float* cursor = acts;
@@ -251,7 +254,7 @@ void GPT::bind_slot(Buffers& b, float* acts, size_t acts_size, int32_t* tokens) 
     L.attproj = take(N * C);
     L.res2 = take(N * C);
     L.ln2 = take(N * C), L.ln2_mean = take(N), L.ln2_rstd = take(N);
-    L.fch = take(N * F);
+    L.fch = take(N * FC);
     L.fch_gelu = take(N * F);
     L.fcproj = take(N * C);
     L.res3 = take(N * C);
@@ -269,7 +272,7 @@ void GPT::bind_slot(Buffers& b, float* acts, size_t acts_size, int32_t* tokens) 
   b.dres = take(message_floats()), b.dbtc1 = take(N * C), b.dbtc2 = take(N * C);
   b.dqkv = take(N * 3 * CA);
   b.datt = take(TT);
-  b.dff1 = take(N * F), b.dff2 = take(N * F);
+  b.dff1 = take(N * F), b.dff2 = take(N * FC);
   if (last_stage()) b.dlogits = take(N * V);
   SB_CHECK(cursor <= scratch_.data_as<float>() + scratch, "scratch layout overflows its buffer");
 }
@@ -346,7 +349,8 @@ void GPT::norm_backward(float* dinp, float* dw, float* db, const float* dout, co
 
 float GPT::forward(const int32_t* tokens) {
   const int B = B_, T = cfg_.seq_len, C = cfg_.n_embd, V = cfg_.vocab, S = tp_layout_.size;
-  const int NH = cfg_.n_head / S, CA = C / S, F = 4 * C / S;  // this rank's heads and widths
+  const int NH = cfg_.n_head / S, CA = C / S, F = int(cfg_.ffn()) / S;  // this rank's heads and widths
+  const int FC = int(cfg_.fc_blocks()) * F;
   const int N = B * T;
   Buffers& b = *buf_;
   // Inputs are columns 0..T-1 of each row, targets 1..T (as columns of this rank's logits: minus
@@ -407,9 +411,12 @@ float GPT::forward(const int32_t* tokens) {
     }
     {
       const auto s = at(".mlp.fc matmul forward");
-      be_.matmul_forward(L.fch, L.ln2, L.fcw, L.fcb, N, C, F);
+      be_.matmul_forward(L.fch, L.ln2, L.fcw, L.fcb, N, C, FC);
     }
-    {
+    if (cfg_.mlp == MlpKind::swiglu) {
+      const auto s = at(".mlp swiglu forward");
+      be_.swiglu_forward(L.fch_gelu, L.fch, N, F);
+    } else {
       const auto s = at(".mlp gelu forward");
       be_.gelu_forward(L.fch_gelu, L.fch, static_cast<int64_t>(N) * F);
     }
@@ -453,7 +460,8 @@ float GPT::forward(const int32_t* tokens) {
 
 void GPT::backward(float loss_scale) {
   const int B = B_, T = cfg_.seq_len, C = cfg_.n_embd, V = cfg_.vocab, S = tp_layout_.size;
-  const int NH = cfg_.n_head / S, CA = C / S, F = 4 * C / S;  // this rank's heads and widths
+  const int NH = cfg_.n_head / S, CA = C / S, F = int(cfg_.ffn()) / S;  // this rank's heads and widths
+  const int blocks = int(cfg_.fc_blocks()), FC = blocks * F;
   const int N = B * T;
   const int64_t NC = static_cast<int64_t>(N) * C;
   Buffers& b = *buf_;
@@ -488,13 +496,16 @@ void GPT::backward(float loss_scale) {
       const auto s = at(".mlp.proj matmul backward");
       be_.matmul_backward(b.dff1, L.dfc2w, L.dfc2b, b.dres, L.fch_gelu, L.fc2w, N, F, C);
     }
-    {
+    if (cfg_.mlp == MlpKind::swiglu) {
+      const auto s = at(".mlp swiglu backward");
+      be_.swiglu_backward(b.dff2, L.fch, b.dff1, N, F);
+    } else {
       const auto s = at(".mlp gelu backward");
       be_.gelu_backward(b.dff2, L.fch, b.dff1, static_cast<int64_t>(N) * F);
     }
     {
       const auto s = at(".mlp.fc matmul backward");
-      col_backward(b.dbtc1, L.dfcw, L.dfcb, b.dff2, L.ln2, L.fcw, N, C, F, 4 * C, 1);
+      col_backward(b.dbtc1, L.dfcw, L.dfcb, b.dff2, L.ln2, L.fcw, N, C, FC, blocks * int(cfg_.ffn()), blocks);
     }
     {
       const auto s = at(".ln2 norm backward");

@@ -24,15 +24,17 @@ TpSplit even(int64_t outer, int64_t whole, int64_t inner, int size) {
   return {true, outer, whole / size, inner, whole};
 }
 
-// The split of tensor p over `size` ranks (C = n_embd, V = vocab).
-TpSplit split_of(const ParamView& p, int64_t C, int64_t V, int size) {
+// The split of tensor p over `size` ranks (C = n_embd, V = vocab; the MLP's F = cfg.ffn() in
+// cfg.fc_blocks() blocks of fc's rows: SwiGLU's gate and up halves split alike).
+TpSplit split_of(const ParamView& p, const GPTConfig& cfg, int size) {
   if (size == 1) return {};
+  const int64_t C = cfg.n_embd, V = cfg.vocab, F = cfg.ffn();
   if (ends_with(p.name, ".attn.qkv.w")) return even(3, C, C, size);
   if (ends_with(p.name, ".attn.qkv.b")) return even(3, C, 1, size);
   if (ends_with(p.name, ".attn.proj.w")) return even(C, C, 1, size);
-  if (ends_with(p.name, ".mlp.fc.w")) return even(1, 4 * C, C, size);
-  if (ends_with(p.name, ".mlp.fc.b")) return even(1, 4 * C, 1, size);
-  if (ends_with(p.name, ".mlp.proj.w")) return even(C, 4 * C, 1, size);
+  if (ends_with(p.name, ".mlp.fc.w")) return even(cfg.fc_blocks(), F, C, size);
+  if (ends_with(p.name, ".mlp.fc.b")) return even(cfg.fc_blocks(), F, 1, size);
+  if (ends_with(p.name, ".mlp.proj.w")) return even(C, F, 1, size);
   if (p.name == "wte" || p.name == "lm_head.w") return {true, 1, ceil_div(V, size), C, V};
   return {};
 }
@@ -63,7 +65,7 @@ TpLayout gpt_tp_layout(const GPTConfig& cfg, int size, int rank, int stages, int
   size_t offset = 0, full_offset = 0;
   for (const ParamView& p : gpt_param_layout(cfg)) {
     if (stages > 1 && !stage_holds(cfg, stages, stage, p.name)) continue;
-    const TpSplit s = split_of(p, cfg.n_embd, cfg.vocab, size);
+    const TpSplit s = split_of(p, cfg, size);
     ParamView f = p;  // one process: gpt_param_layout's offsets
     if (stages > 1) f.offset = full_offset;
     full_offset = next(full_offset, f.numel, kParamAlign);

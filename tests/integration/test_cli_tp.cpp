@@ -1,7 +1,7 @@
 // Tensor parallelism keeps the bits (docs/DISTRIBUTED.md §10): `mpirun -np N samebits train …
 // --parallel.tp T` of a tiny GPT (2 layers, 4 heads) records what one process records — `samebits
 // diff` IDENTICAL — at DP 1 × TP 2, DP 1 × TP 4 and DP 2 × TP 2, for Muon and AdamW, fp32 and
-// bf16, with micro-leaves, with a vocabulary the group does not divide and an untied head, and
+// bf16, with micro-leaves, with a vocabulary the group does not divide and an untied head, with SwiGLU MLPs, and
 // with the distributed (ZeRO-1) optimizer across the DP group of DP 2 × TP 2; a run stopped at DP 2 × TP 2 resumes at
 // DP 1 × TP 4 and in one process with the uninterrupted bits, one stopped there with the distributed optimizer also at
 // DP 4 × TP 1 (sharded), and one stopped in one process resumes at DP 2 × TP 2 sharded; the sharded run's checkpoints
@@ -65,6 +65,9 @@ TEST_CASE("DP x TP layouts record the one-process bits (Muon, AdamW; fp32, bf16;
       {4, 2, "--train.precision bf16", "--distributed-optimizer --micro-leaves 1"},
       {4, 2, "--optim.name adamw", "--distributed-optimizer"},
       {4, 2, "--model.vocab 61 --model.tied_head false", "--distributed-optimizer"},
+      // SwiGLU: the gate's and the up projection's rows split alike, fc's k-chain in two blocks.
+      {4, 4, "--model.mlp swiglu --model.ffn_dim 88 --model.norm rmsnorm --model.bias false", ""},
+      {2, 2, "--model.mlp swiglu --model.ffn_dim 88 --train.precision bf16", "--micro-leaves 1"},
   };
   int k = 0;
   for (const Case& c : cases) {

@@ -1,4 +1,4 @@
-// Parity of the elementwise and embedding ops: GELU forward/backward, the residual addition (also
+// Parity of the elementwise and embedding ops: GELU and SwiGLU forward/backward, the residual addition (also
 // in place), token + position embedding forward and backward (dwte accumulating into existing
 // values, dwpe rows beyond T untouched) — CUDA equals the CPU bit for bit under every launch
 // configuration, for lengths that are not multiples of any block size; outputs inside guard bands.
@@ -26,6 +26,25 @@ TEST_CASE("GELU forward and backward: CUDA equals the CPU bitwise") {
     gpu->gelu_backward(gdx.data(), gx.data(), gdy.data(), n);
     check_output(gy, y, "gelu_forward on " + gpu->describe());
     check_output(gdx, dx, "gelu_backward on " + gpu->describe());
+  }
+}
+
+TEST_CASE("SwiGLU forward and backward: CUDA equals the CPU bitwise") {
+  require_gpu();
+  auto cpu = make_cpu_backend(Numerics::deterministic());
+  const int64_t N = 1001, F = 517;                                   // neither a multiple of any block size
+  const std::vector<float> x = parity_values(2 * N * F, 5, 200.0f);  // exp(−g) overflows at both ends
+  const std::vector<float> dy = parity_values(N * F, 6, 1e15f);
+  std::vector<float> y(N * F), dx(2 * N * F);
+  cpu->swiglu_forward(y.data(), x.data(), N, F);
+  cpu->swiglu_backward(dx.data(), x.data(), dy.data(), N, F);
+  for (const CudaLaunchConfig& launch : parity_launches()) {
+    auto gpu = make_parity_gpu(Numerics::deterministic(), launch);
+    Guarded gx(*gpu, 2 * N * F, x), gdy(*gpu, N * F, dy), gy(*gpu, N * F), gdx(*gpu, 2 * N * F);
+    gpu->swiglu_forward(gy.data(), gx.data(), N, F);
+    gpu->swiglu_backward(gdx.data(), gx.data(), gdy.data(), N, F);
+    check_output(gy, y, "swiglu_forward on " + gpu->describe());
+    check_output(gdx, dx, "swiglu_backward on " + gpu->describe());
   }
 }
 

@@ -97,9 +97,21 @@ struct RefGPT {
       Vec o = linear(y, p(h + "attn.proj.w"), p(h + "attn.proj.b"), N, C, C);
       for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
       Vec m = norm(x, p(h + "ln2.w"), p(h + "ln2.b"), N, C);
-      Vec f = linear(m, p(h + "mlp.fc.w"), p(h + "mlp.fc.b"), N, C, 4 * C);
-      for (double& v : f) v = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
-      Vec g = linear(f, p(h + "mlp.proj.w"), p(h + "mlp.proj.b"), N, 4 * C, C);
+      const int F = int(cfg.ffn());
+      Vec f;
+      if (cfg.mlp == MlpKind::swiglu) {  // each row: the gate's F, then the up's F
+        const Vec gu = linear(m, p(h + "mlp.fc.w"), p(h + "mlp.fc.b"), N, C, 2 * F);
+        f.resize(size_t(N) * F);
+        for (int n = 0; n < N; ++n)
+          for (int j = 0; j < F; ++j) {
+            const double g = gu[size_t(n) * 2 * F + j], u = gu[size_t(n) * 2 * F + F + j];
+            f[size_t(n) * F + j] = g / (1 + std::exp(-g)) * u;
+          }
+      } else {
+        f = linear(m, p(h + "mlp.fc.w"), p(h + "mlp.fc.b"), N, C, F);
+        for (double& v : f) v = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+      }
+      Vec g = linear(f, p(h + "mlp.proj.w"), p(h + "mlp.proj.b"), N, F, C);
       for (size_t i = 0; i < x.size(); ++i) x[i] += g[i];
     }
     Vec f = norm(x, p("lnf.w"), p("lnf.b"), N, C);
@@ -233,12 +245,16 @@ TEST_CASE("GPT loss and every gradient match an fp64 reference (finite differenc
   struct Variant {
     NormKind norm;
     bool tied, bias;
+    MlpKind mlp = MlpKind::gelu;
   };
   for (Variant var : {Variant{NormKind::layernorm, true, true}, Variant{NormKind::rmsnorm, false, false},
-                      Variant{NormKind::layernorm, false, false}, Variant{NormKind::rmsnorm, true, true}}) {
+                      Variant{NormKind::layernorm, false, false}, Variant{NormKind::rmsnorm, true, true},
+                      Variant{NormKind::rmsnorm, false, false, MlpKind::swiglu},
+                      Variant{NormKind::layernorm, true, true, MlpKind::swiglu}}) {
     GPTConfig cfg;
     cfg.vocab = 11, cfg.seq_len = 5, cfg.n_layer = 2, cfg.n_head = 2, cfg.n_embd = 8;
-    cfg.norm = var.norm, cfg.tied_head = var.tied, cfg.bias = var.bias;
+    cfg.norm = var.norm, cfg.tied_head = var.tied, cfg.bias = var.bias, cfg.mlp = var.mlp;
+    if (var.mlp == MlpKind::swiglu) cfg.ffn_dim = 24;
     const int B = 2;
     auto be = make_cpu_backend();
     GPT model(cfg, B, *be);
@@ -256,6 +272,7 @@ TEST_CASE("GPT loss and every gradient match an fp64 reference (finite differenc
     CAPTURE(static_cast<int>(var.norm));
     CAPTURE(var.tied);
     CAPTURE(var.bias);
+    CAPTURE(static_cast<int>(var.mlp));
     CHECK(std::fabs(loss - ref_loss) / ref_loss < 1e-5);
     double worst = 0;
     for (const ParamView& p : model.params()) {
@@ -268,7 +285,8 @@ TEST_CASE("GPT loss and every gradient match an fp64 reference (finite differenc
       std::vector<float> analytic(grad.begin() + p.offset, grad.begin() + p.offset + p.numel);
       worst = std::fmax(worst, test::check_gradient(analytic, numeric, 1e-4, p.name.c_str(), true));
     }
-    MESSAGE("norm=", std::string(var.norm == NormKind::layernorm ? "layernorm" : "rmsnorm"), " tied=", var.tied,
+    MESSAGE("norm=", std::string(var.norm == NormKind::layernorm ? "layernorm" : "rmsnorm"),
+            " mlp=", std::string(var.mlp == MlpKind::swiglu ? "swiglu" : "gelu"), " tied=", var.tied,
             " bias=", var.bias, ": loss relative error ", std::fabs(loss - ref_loss) / ref_loss,
             ", max gradient relative error vs fp64 finite differences ", worst);
     bool padding_zero = true;

@@ -1,4 +1,4 @@
-// GELU, residual and token/position embeddings (core/cpu/gelu.cpp, residual.cpp, embedding.cpp):
+// GELU, SwiGLU, residual and token/position embeddings (core/cpu/gelu.cpp, swiglu.cpp, residual.cpp, embedding.cpp):
 // bitwise equal to the shared formulas (ops/*.hpp) — embedding gradients in token order —, and
 // backward against fp64 finite differences of fp64 forwards.
 #include <doctest/doctest.h>
@@ -11,6 +11,7 @@
 #include "samebits/core/ops/embedding.hpp"
 #include "samebits/core/ops/gelu.hpp"
 #include "samebits/core/ops/residual.hpp"
+#include "samebits/core/ops/swiglu.hpp"
 #include "samebits/det/error.hpp"
 #include "test_op_support.hpp"
 
@@ -47,6 +48,48 @@ TEST_CASE("gelu: CPU equals ops::gelu_*, close to fp64, backward matches finite 
     return test::project(yd, r);
   };
   test::check_gradient(dx, test::fd_gradient(xd, loss), 1e-4, "gelu dinp");
+}
+
+TEST_CASE("swiglu: CPU equals ops::swiglu_*, close to fp64, backward matches finite differences") {
+  auto be = make_cpu_backend();
+  const int N = 7, F = 43;
+  const auto x = test::uniform(2 * N * F, 3, -8, 8);  // each row: the gate's F, then the up's F
+  const auto r = test::uniform(N * F, 4);
+  std::vector<float> y(N * F), dx(2 * N * F);
+  be->swiglu_forward(y.data(), x.data(), N, F);
+  be->swiglu_backward(dx.data(), x.data(), r.data(), N, F);
+  const auto ref = [&](const std::vector<double>& in, int n, int j) {
+    const double g = in[size_t(n) * 2 * F + j], u = in[size_t(n) * 2 * F + F + j];
+    return g / (1 + std::exp(-g)) * u;
+  };
+  const auto xd = test::to_double(x);
+  bool same = true;
+  double worst = 0;
+  for (int n = 0; n < N; ++n) {
+    for (int j = 0; j < F; ++j) {
+      const float g = x[size_t(n) * 2 * F + j], u = x[size_t(n) * 2 * F + F + j], dy = r[size_t(n) * F + j];
+      same = same && ops::swiglu_forward(g, u) == y[size_t(n) * F + j] &&
+             ops::swiglu_backward_gate(g, u, dy) == dx[size_t(n) * 2 * F + j] &&
+             ops::swiglu_backward_up(g, dy) == dx[size_t(n) * 2 * F + F + j];
+      worst = std::fmax(worst, std::fabs(y[size_t(n) * F + j] - ref(xd, n, j)) / (1 + std::fabs(ref(xd, n, j))));
+    }
+  }
+  CHECK(same);
+  MESSAGE("swiglu forward max relative error vs fp64: ", worst);
+  CHECK(worst < 1e-6);
+  auto xv = xd;
+  auto loss = [&] {
+    std::vector<double> yd(size_t(N) * F);
+    for (int n = 0; n < N; ++n)
+      for (int j = 0; j < F; ++j) yd[size_t(n) * F + j] = ref(xv, n, j);
+    return test::project(yd, r);
+  };
+  test::check_gradient(dx, test::fd_gradient(xv, loss), 1e-4, "swiglu dinp");
+  // Saturated gates: σ is 0 or 1 once exp(−g) overflows or underflows, no NaN.
+  CHECK(ops::swiglu_forward(-200.0f, 3.0f) == 0.0f);
+  CHECK(ops::swiglu_forward(200.0f, 0.5f) == 100.0f);
+  CHECK(ops::swiglu_backward_gate(-200.0f, 3.0f, 1.0f) == 0.0f);
+  CHECK(ops::swiglu_backward_gate(200.0f, 3.0f, 1.0f) == 3.0f);
 }
 
 TEST_CASE("residual: one addition per element, in place allowed") {

@@ -124,6 +124,20 @@ SB_BACKEND_OP(gelu_backward,
                int64_t n),
               (dinp, inp, dout, n), (flat(inp, n), flat(dout, n)), (flat(dinp, n)), (n))
 
+// SwiGLU (ops/swiglu.hpp) over N rows: a row of inp holds the gate's F values, then the up
+// projection's F; out's row its F products. Elementwise.
+SB_BACKEND_OP(swiglu_forward,
+              (float* out,        // (N, F)
+               const float* inp,  // (N, 2F)
+               int64_t N, int64_t F),
+              (out, inp, N, F), (flat(inp, 2 * N * F)), (flat(out, N* F)), (N, F))
+SB_BACKEND_OP(swiglu_backward,
+              (float* dinp,        // (N, 2F)
+               const float* inp,   // (N, 2F)
+               const float* dout,  // (N, F)
+               int64_t N, int64_t F),
+              (dinp, inp, dout, N, F), (flat(inp, 2 * N * F), flat(dout, N* F)), (flat(dinp, 2 * N * F)), (N, F))
+
 // Softmax + cross-entropy, fused (ops/softmax_xent.hpp). Per row n: max (rule 6), denominator
 // Σ exp(logit - max) (32-lane), losses[n] = log(den) - (logits[n][target] - max).
 SB_BACKEND_OP(softmax_xent_forward,

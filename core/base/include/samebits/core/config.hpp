@@ -22,7 +22,7 @@
 namespace sb {
 
 // ---- enumerations and their spellings in config files ---------------------------------------
-// NormKind (gpt_shape.hpp), GemmMode, ReduceMode, Precision (numerics.hpp) and Device (tensor.hpp)
+// NormKind, MlpKind (gpt_shape.hpp), GemmMode, ReduceMode, Precision (numerics.hpp) and Device (tensor.hpp)
 // belong to the code that obeys them; the others are defined here.
 
 enum class DataSource { synthetic, shards, text, hdf5 };
@@ -45,6 +45,10 @@ enum class PipeSchedule { one_f_one_b, gpipe };
 template <>
 struct EnumNames<NormKind> {
   static constexpr std::array<std::string_view, 2> names{"layernorm", "rmsnorm"};
+};
+template <>
+struct EnumNames<MlpKind> {
+  static constexpr std::array<std::string_view, 2> names{"gelu", "swiglu"};
 };
 template <>
 struct EnumNames<DataSource> {

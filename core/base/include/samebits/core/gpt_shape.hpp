@@ -13,6 +13,9 @@
 namespace sb {
 
 enum class NormKind { layernorm, rmsnorm };
+// The blocks' MLP: GPT-2's GELU (fc → gelu → proj) or SwiGLU (fc gives the gate and the up halves;
+// silu(gate)·up → proj: Llama's, ops/swiglu.hpp).
+enum class MlpKind { gelu, swiglu };
 
 struct GPTConfig {
   int vocab = 256;
@@ -23,13 +26,19 @@ struct GPTConfig {
   NormKind norm = NormKind::layernorm;
   bool tied_head = true;  // lm_head.w is wte
   bool bias = true;       // biases of linear layers and LayerNorms (RMSNorm has none)
+  MlpKind mlp = MlpKind::gelu;
+  int ffn_dim = 0;  // F, the MLP's hidden width; 0: 4·n_embd
+
+  int64_t ffn() const { return ffn_dim > 0 ? ffn_dim : 4 * int64_t{n_embd}; }
+  // Rows of mlp.fc.w: F, or the gate's F and the up projection's F under SwiGLU.
+  int64_t fc_blocks() const { return mlp == MlpKind::swiglu ? 2 : 1; }
 
   // Throws sb::Error naming the bad field, its value and what to do.
   void validate() const;
 };
 
 // Throws sb::Error naming the key when cfg cannot be split over `tp` tensor-parallel ranks
-// (parallel.tp < 1, model.n_head or 4·model.n_embd not divisible by it, model.vocab leaving a rank
+// (parallel.tp < 1, model.n_head or the MLP's width F not divisible by it, model.vocab leaving a rank
 // no vocabulary row): the config's side of model/tp_layout.hpp.
 void validate_tp(const GPTConfig& cfg, int64_t tp);
 
@@ -55,7 +64,8 @@ constexpr size_t kParamAlign = 16;
 // The tensors of a config, in flat-buffer order:
 //   wte (V, C) · wpe (T, C) · per layer L: h.L.ln1.w (C) [h.L.ln1.b (C)] · h.L.attn.qkv.w (3C, C)
 //   [h.L.attn.qkv.b (3C)] · h.L.attn.proj.w (C, C) [h.L.attn.proj.b (C)] · h.L.ln2.w [h.L.ln2.b]
-//   · h.L.mlp.fc.w (4C, C) [h.L.mlp.fc.b (4C)] · h.L.mlp.proj.w (C, 4C) [h.L.mlp.proj.b (C)]
+//   · h.L.mlp.fc.w (F, C) [h.L.mlp.fc.b (F)] (SwiGLU: (2F, C), the gate's rows then the up
+//     projection's) · h.L.mlp.proj.w (C, F) [h.L.mlp.proj.b (C)], F = ffn() (4C by default)
 //   · lnf.w [lnf.b] · lm_head.w (V, C) when untied. [..]: with bias (norm biases: LayerNorm only).
 // GPT-2 initialisation: weights normal(0, 0.02), the residual projections (attn.proj.w,
 // mlp.proj.w) normal(0, 0.02/√(2·n_layer)); norm gains 1, biases 0.

@@ -1,11 +1,12 @@
 // Tensor-parallel layout of the GPT (docs/DISTRIBUTED.md §10), Megatron-style: attention heads and
-// the MLP's 4C dimension split across a group of `size` ranks, the token embedding and the LM head
+// the MLP's hidden dimension split across a group of `size` ranks, the token embedding and the LM head
 // split by vocabulary rows; position embedding, norms and the row-parallel biases replicated. Each
 // sharded tensor is viewed as (outer, extent, inner) with extent = size·part, and rank r holds the
 // block [:, r·part : (r+1)·part, :] (outer-major, contiguous in its local tensor):
 //   attn.qkv.w (3C, C) = (3, C, C): each of q, k, v split by heads; attn.qkv.b (3, C, 1)
 //   attn.proj.w (C, C) = (C, C, 1): columns (its k) split by heads
-//   mlp.fc.w (4C, C) = (1, 4C, C); mlp.fc.b (1, 4C, 1); mlp.proj.w (C, 4C) = (C, 4C, 1)
+//   mlp.fc.w (F, C) = (1, F, C) (SwiGLU: (2F, C) = (2, F, C), gate and up split alike);
+//   mlp.fc.b likewise (·, F, 1); mlp.proj.w (C, F) = (C, F, 1)  (F = ffn(), 4C by default)
 //   wte, lm_head.w (V, C) = (1, V, C): vocabulary rows, part = ⌈V / size⌉, the last rank's block
 //   cut at V (V need not divide: GPT-2's 50257 is prime to every group size but 1)
 // Pure functions of (config, size, rank): every rank derives every rank's layout.
