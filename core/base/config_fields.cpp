@@ -29,6 +29,7 @@ constexpr Rule synthetic =
     when("data.source is synthetic", [](const Config& c) { return c.data.source == DataSource::synthetic; });
 constexpr Rule swiglu = when("model.mlp is swiglu", [](const Config& c) { return c.model.mlp == MlpKind::swiglu; });
 constexpr Rule ffn_dim = when("model.ffn_dim is not 0", [](const Config& c) { return c.model.ffn_dim != 0; });
+constexpr Rule rope = when("model.pos is rope", [](const Config& c) { return c.model.pos == PosKind::rope; });
 constexpr Rule reordered = when("data.order_seed is not 0", [](const Config& c) { return c.data.order_seed != 0; });
 constexpr Rule muon = when("optim.name is muon or normuon", [](const Config& c) { return c.optim.muon_family(); });
 constexpr Rule momentum_warmup =
@@ -123,6 +124,9 @@ std::vector<ConfigField> build_fields() {
       field("model.mlp", SB_MEMBER(model.mlp), swiglu,
             "the blocks' MLP: gelu (GPT-2's) or swiglu (Llama's: silu(gate)·up, mlp.fc.w holding both halves)"),
       field("model.ffn_dim", SB_MEMBER(model.ffn_dim), ffn_dim, "the MLP's hidden width F; 0: 4·model.n_embd"),
+      field("model.pos", SB_MEMBER(model.pos), rope,
+            "positions: learned (GPT-2's wpe table) or rope (rotary positions on q and k, Llama's rotate-half layout)"),
+      field("model.rope_theta", SB_MEMBER(model.rope_theta), rope, "rotary positions' base θ (model.pos = rope)"),
       // [data]
       field("data.source", SB_MEMBER(data.source), yes,
             "synthetic: the embedded synthetic language; shards: llm.c/nanoGPT .bin token files (path is a "

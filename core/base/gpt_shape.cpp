@@ -16,6 +16,13 @@ void GPTConfig::validate() const {
   SB_CHECK(n_embd >= 1 && n_embd % n_head == 0, "model.n_embd=", n_embd,
            " is not a positive multiple of model.n_head=", n_head, "; choose n_embd = k·n_head");
   SB_CHECK(ffn_dim >= 0, "model.ffn_dim=", ffn_dim, " must be positive, or 0 for 4·model.n_embd");
+  if (pos == PosKind::rope) {
+    SB_CHECK((n_embd / n_head) % 2 == 0,
+             "model.pos=rope rotates pairs of a head's values: the head size model.n_embd/"
+             "model.n_head=",
+             n_embd / n_head, " must be even");
+    SB_CHECK(rope_theta > 1.0 && rope_theta < 1e30, "model.rope_theta=", rope_theta, " must lie in (1, 1e30)");
+  }
 }
 
 void validate_tp(const GPTConfig& cfg, int64_t tp) {
@@ -55,7 +62,7 @@ std::vector<ParamView> gpt_param_layout(const GPTConfig& cfg) {
     offset += (n + kParamAlign - 1) / kParamAlign * kParamAlign;
   };
   add("wte", {V, C}, ParamKind::embedding, std_w, 0.0f);
-  add("wpe", {T, C}, ParamKind::embedding, std_w, 0.0f);
+  if (cfg.pos == PosKind::learned) add("wpe", {T, C}, ParamKind::embedding, std_w, 0.0f);
   for (int l = 0; l < cfg.n_layer; ++l) {
     const std::string h = "h." + std::to_string(l) + ".";
     add(h + "ln1.w", {C}, ParamKind::norm, 0.0f, 1.0f);

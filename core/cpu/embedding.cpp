@@ -19,8 +19,12 @@ void CpuBackend::embedding_forward(float* out, const int32_t* tokens, const floa
   for (int n = 0; n < B * T; ++n) {
     if (!rows.holds(tokens[n])) continue;
     const float* te = wte + static_cast<size_t>(tokens[n] - rows.begin) * C;
-    const float* pe = wpe + static_cast<size_t>(n % T) * C;
     float* o = out + static_cast<size_t>(n) * C;
+    if (wpe == nullptr) {  // rotary positions: the token row alone
+      for (int c = 0; c < C; ++c) o[c] = te[c];
+      continue;
+    }
+    const float* pe = wpe + static_cast<size_t>(n % T) * C;
     for (int c = 0; c < C; ++c) o[c] = ops::embedding_out(te[c], pe[c]);
   }
 }
@@ -49,6 +53,7 @@ void CpuBackend::embedding_backward(float* dwte, float* dwpe, const float* dout,
       for (int c = 0; c < C; ++c) te[c] = ops::embedding_grad_step(te[c], g[c]);
     }
   }
+  if (dwpe == nullptr) return;  // rotary positions: no table
 #pragma omp parallel for schedule(static)
   for (int t = 0; t < T; ++t) {
     float* pe = dwpe + static_cast<size_t>(t) * C;

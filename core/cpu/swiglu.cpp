@@ -1,7 +1,7 @@
 // SwiGLU on the CPU: elementwise over rows, OpenMP threads over rows and SIMD lanes over a row's F
 // products; the formula is ops/swiglu.hpp (samebits exp), bitwise equal to core/cuda/swiglu.cu.
-#include "cpu_backend_class.hpp"
 #include "samebits/core/ops/swiglu.hpp"
+#include "cpu_backend_class.hpp"
 
 namespace sb::cpu {
 namespace {

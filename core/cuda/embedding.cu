@@ -19,7 +19,7 @@ struct EmbeddingForward {
   float* out;             // (B, T, C)
   const int32_t* tokens;  // (B, T)
   const float* wte;       // (rows.count(), C)
-  const float* wpe;       // (T_max, C)
+  const float* wpe;       // (T_max, C), or null (rotary positions): the token row alone
   int T, C;
   VocabRows rows;
   __device__ void operator()(int64_t i) const {
@@ -27,7 +27,8 @@ struct EmbeddingForward {
     const int c = static_cast<int>(i % C);
     const int32_t v = tokens[n];
     if (v < rows.begin || v >= rows.end) return;
-    out[i] = ops::embedding_out(wte[static_cast<int64_t>(v - rows.begin) * C + c], wpe[(n % T) * C + c]);
+    const float te = wte[static_cast<int64_t>(v - rows.begin) * C + c];
+    out[i] = wpe != nullptr ? ops::embedding_out(te, wpe[(n % T) * C + c]) : te;
   }
 };
 
@@ -70,7 +71,7 @@ struct NativeEmbeddingGrad {
     const int64_t n = i / C, c = i % C;
     const int32_t v = tokens[n];
     if (v >= rows.begin && v < rows.end) atomicAdd(dwte + static_cast<int64_t>(v - rows.begin) * C + c, dout[i]);
-    atomicAdd(dwpe + (n % T) * C + c, dout[i]);
+    if (dwpe != nullptr) atomicAdd(dwpe + (n % T) * C + c, dout[i]);
   }
 };
 
@@ -95,7 +96,7 @@ void CudaBackend::embedding_backward(float* dwte, float* dwpe, const float* dout
            rows.end, ") outside the vocabulary [0, ", V, ")");
   const int64_t NC = static_cast<int64_t>(N) * C;
   if (numerics().reduce == ReduceMode::native) {
-    SB_CUDA_CHECK(cudaMemsetAsync(dwpe, 0, static_cast<size_t>(T) * C * sizeof(float), stream()));
+    if (dwpe != nullptr) SB_CUDA_CHECK(cudaMemsetAsync(dwpe, 0, static_cast<size_t>(T) * C * sizeof(float), stream()));
     for_each(*this, NC, NativeEmbeddingGrad{dwte, dwpe, dout, tokens, T, C, rows});
     return;
   }
@@ -125,7 +126,7 @@ void CudaBackend::embedding_backward(float* dwte, float* dwpe, const float* dout
     embedding_rows_kernel<<<grid, threads, 0, stream()>>>(dwte, dout, dev, dev + N, dev + N + R, C);
     SB_CUDA_CHECK_LAUNCH();
   }
-  for_each(*this, static_cast<int64_t>(T) * C, PositionGrad{dwpe, dout, B, T, C});
+  if (dwpe != nullptr) for_each(*this, static_cast<int64_t>(T) * C, PositionGrad{dwpe, dout, B, T, C});
 }
 
 }  // namespace sb::cuda

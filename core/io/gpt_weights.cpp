@@ -89,6 +89,7 @@ std::string gpt2_mismatch(const GPTConfig& cfg) {
   if (!cfg.bias) why += "model.bias=false (GPT-2 has biases); ";
   if (!cfg.tied_head) why += "model.tied_head=false (GPT-2's head is the token embedding); ";
   if (cfg.mlp != MlpKind::gelu) why += "model.mlp=swiglu (GPT-2's MLP is GELU); ";
+  if (cfg.pos != PosKind::learned) why += "model.pos=rope (GPT-2 learns its positions); ";
   if (cfg.ffn() != 4 * int64_t{cfg.n_embd}) why += "model.ffn_dim other than 4·model.n_embd (GPT-2's); ";
   if (!why.empty()) why.resize(why.size() - 2);
   return why;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "samebits/core/ops/rope.hpp"
 #include "samebits/core/ops/softmax_xent.hpp"
 #include "samebits/core/trace.hpp"
 #include "samebits/det/error.hpp"
@@ -89,6 +90,18 @@ GPT::GPT(const GPTConfig& cfg, int leaf_size, Backend& backend, TpGroup* tp, Pip
   weights_ = be_.alloc(DType::f32, {static_cast<int64_t>(flat_size_)});
   grads_ = be_.alloc(DType::f32, {static_cast<int64_t>(flat_size_)});
   losses_host_.assign(static_cast<size_t>(leaf_tokens()), 0.0f);
+  if (cfg.pos == PosKind::rope) {  // the rotations of every position, once (ops/rope.hpp)
+    const int T = cfg.seq_len, hd = cfg.n_embd / cfg.n_head;
+    const auto theta = static_cast<float>(cfg.rope_theta);
+    std::vector<float> table(size_t(T) * size_t(hd));  // (T, hd/2, 2)
+    for (int t = 0; t < T; ++t)
+      for (int i = 0; i < hd / 2; ++i) {
+        table[size_t(t) * hd + 2 * size_t(i)] = ops::rope_cos(t, i, hd, theta);
+        table[size_t(t) * hd + 2 * size_t(i) + 1] = ops::rope_sin(t, i, hd, theta);
+      }
+    rope_ = be_.alloc(DType::f32, {static_cast<int64_t>(table.size())});
+    be_.copy_from_host(rope_.data(), table.data(), table.size() * sizeof(float));
+  }
   set_slots(1);
 }
 
@@ -393,6 +406,10 @@ float GPT::forward(const int32_t* tokens) {
       const auto s = at(".attn.qkv matmul forward");
       be_.matmul_forward(L.qkv, L.ln1, L.qkvw, L.qkvb, N, C, 3 * CA);
     }
+    if (cfg_.pos == PosKind::rope) {
+      const auto s = at(".attn rope forward");
+      be_.rope_forward(L.qkv, rope_.data_as<float>(), B, T, CA, NH);
+    }
     {
       const auto s = at(".attn attention forward");
       be_.attention_forward(L.atty, L.att, L.qkv, B, T, CA, NH);
@@ -523,6 +540,10 @@ void GPT::backward(float loss_scale) {
     {
       const auto s = at(".attn attention backward");
       be_.attention_backward(b.dqkv, b.datt, b.dbtc1, L.qkv, L.att, B, T, CA, NH);
+    }
+    if (cfg_.pos == PosKind::rope) {
+      const auto s = at(".attn rope backward");
+      be_.rope_backward(b.dqkv, rope_.data_as<float>(), B, T, CA, NH);
     }
     {
       const auto s = at(".attn.qkv matmul backward");

@@ -55,6 +55,7 @@ TEST_CASE("DP x TP x PP layouts record the one-process bits (Muon, AdamW; fp32, 
       {2, "--parallel.pp 2 --micro-leaves 1", "--optim.name adamw"},
       {4, "--parallel.pp 4 --parallel.pp_schedule gpipe", "--model.tied_head false --optim.qk_clip 0.5"},
       {4, "--parallel.pp 2 --parallel.tp 2", "--model.mlp swiglu --model.ffn_dim 40 --optim.name adamw"},
+      {4, "--parallel.pp 4", "--model.pos rope --model.rope_theta 100 --model.tied_head false"},
   };
   int k = 0;
   for (const Case& c : cases) {

@@ -1,13 +1,14 @@
 // Tensor parallelism keeps the bits (docs/DISTRIBUTED.md §10): `mpirun -np N samebits train …
 // --parallel.tp T` of a tiny GPT (2 layers, 4 heads) records what one process records — `samebits
 // diff` IDENTICAL — at DP 1 × TP 2, DP 1 × TP 4 and DP 2 × TP 2, for Muon and AdamW, fp32 and
-// bf16, with micro-leaves, with a vocabulary the group does not divide and an untied head, with SwiGLU MLPs, and
-// with the distributed (ZeRO-1) optimizer across the DP group of DP 2 × TP 2; a run stopped at DP 2 × TP 2 resumes at
-// DP 1 × TP 4 and in one process with the uninterrupted bits, one stopped there with the distributed optimizer also at
-// DP 4 × TP 1 (sharded), and one stopped in one process resumes at DP 2 × TP 2 sharded; the sharded run's checkpoints
-// hold the one-process content; optim.tp_mode = blockwise, distributed and distributed_exact move the bits from step 1
-// (the last two equal each other at TP 2; distributed keeps its bits at DP 2 with the distributed optimizer and across
-// a resume); bad layouts exit 2 before any file is written. Skipped (exit 77) without mpirun or MPI in this build.
+// bf16, with micro-leaves, with a vocabulary the group does not divide and an untied head, with SwiGLU MLPs and rotary
+// positions, and with the distributed (ZeRO-1) optimizer across the DP group of DP 2 × TP 2; a run stopped at DP 2 × TP
+// 2 resumes at DP 1 × TP 4 and in one process with the uninterrupted bits, one stopped there with the distributed
+// optimizer also at DP 4 × TP 1 (sharded), and one stopped in one process resumes at DP 2 × TP 2 sharded; the sharded
+// run's checkpoints hold the one-process content; optim.tp_mode = blockwise, distributed and distributed_exact move the
+// bits from step 1 (the last two equal each other at TP 2; distributed keeps its bits at DP 2 with the distributed
+// optimizer and across a resume); bad layouts exit 2 before any file is written. Skipped (exit 77) without mpirun or
+// MPI in this build.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -68,6 +69,7 @@ TEST_CASE("DP x TP layouts record the one-process bits (Muon, AdamW; fp32, bf16;
       // SwiGLU: the gate's and the up projection's rows split alike, fc's k-chain in two blocks.
       {4, 4, "--model.mlp swiglu --model.ffn_dim 88 --model.norm rmsnorm --model.bias false", ""},
       {2, 2, "--model.mlp swiglu --model.ffn_dim 88 --train.precision bf16", "--micro-leaves 1"},
+      {4, 2, "--model.pos rope --model.mlp swiglu --model.norm rmsnorm --model.bias false", "--distributed-optimizer"},
   };
   int k = 0;
   for (const Case& c : cases) {

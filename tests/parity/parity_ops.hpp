@@ -28,6 +28,8 @@ inline constexpr ParityOp kParityOps[] = {
     {"qk_clip_scale", "test_parity_qk_clip.cpp", "check_identical"},
     {"gelu_forward", "test_parity_pointwise.cpp", "gelu_forward"},
     {"gelu_backward", "test_parity_pointwise.cpp", "gelu_backward"},
+    {"rope_forward", "test_parity_pointwise.cpp", "rope_forward"},
+    {"rope_backward", "test_parity_pointwise.cpp", "rope_backward"},
     {"swiglu_forward", "test_parity_pointwise.cpp", "swiglu_forward"},
     {"swiglu_backward", "test_parity_pointwise.cpp", "swiglu_backward"},
     {"softmax_xent_forward", "test_parity_softmax_xent.cpp", "softmax_xent_forward"},

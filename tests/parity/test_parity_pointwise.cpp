@@ -1,11 +1,12 @@
-// Parity of the elementwise and embedding ops: GELU and SwiGLU forward/backward, the residual addition (also
-// in place), token + position embedding forward and backward (dwte accumulating into existing
-// values, dwpe rows beyond T untouched) — CUDA equals the CPU bit for bit under every launch
-// configuration, for lengths that are not multiples of any block size; outputs inside guard bands.
+// Parity of the elementwise and embedding ops: GELU, SwiGLU and rotary positions forward/backward, the residual
+// addition (also in place), token + position embedding forward and backward (dwte accumulating into existing values,
+// dwpe rows beyond T untouched) — CUDA equals the CPU bit for bit under every launch configuration, for lengths that
+// are not multiples of any block size; outputs inside guard bands.
 #include <random>
 
 #include "parity/parity_support.hpp"
 #include "samebits/core/cpu/cpu_backend.hpp"
+#include "samebits/core/ops/rope.hpp"
 
 namespace sb::test {
 namespace {
@@ -45,6 +46,31 @@ TEST_CASE("SwiGLU forward and backward: CUDA equals the CPU bitwise") {
     gpu->swiglu_backward(gdx.data(), gx.data(), gdy.data(), N, F);
     check_output(gy, y, "swiglu_forward on " + gpu->describe());
     check_output(gdx, dx, "swiglu_backward on " + gpu->describe());
+  }
+}
+
+TEST_CASE("rotary positions forward and backward: CUDA equals the CPU bitwise") {
+  require_gpu();
+  auto cpu = make_cpu_backend(Numerics::deterministic());
+  const int B = 3, T = 37, NH = 5, hd = 22, C = NH * hd;
+  std::vector<float> table(size_t(T) * hd);
+  for (int t = 0; t < T; ++t)
+    for (int i = 0; i < hd / 2; ++i) {
+      table[size_t(t) * hd + 2 * size_t(i)] = ops::rope_cos(t, i, hd, 10000.0f);
+      table[size_t(t) * hd + 2 * size_t(i) + 1] = ops::rope_sin(t, i, hd, 10000.0f);
+    }
+  const int64_t n = int64_t(B) * T * 3 * C;
+  const std::vector<float> x = parity_values(n, 7, 1e15f);
+  std::vector<float> y = x, dx = x;
+  cpu->rope_forward(y.data(), table.data(), B, T, C, NH);
+  cpu->rope_backward(dx.data(), table.data(), B, T, C, NH);
+  for (const CudaLaunchConfig& launch : parity_launches()) {
+    auto gpu = make_parity_gpu(Numerics::deterministic(), launch);
+    Guarded gy(*gpu, n, x), gdx(*gpu, n, x), gt(*gpu, int64_t(table.size()), table);
+    gpu->rope_forward(gy.data(), gt.data(), B, T, C, NH);
+    gpu->rope_backward(gdx.data(), gt.data(), B, T, C, NH);
+    check_output(gy, y, "rope_forward on " + gpu->describe());
+    check_output(gdx, dx, "rope_backward on " + gpu->describe());
   }
 }
 

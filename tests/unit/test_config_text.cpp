@@ -54,6 +54,7 @@ const std::vector<Case>& cases() {
         "--train.loss_scale_backoff", "0.25"}},
       {"order seed", "default", {"--data.order_seed", "7", "--data.seed", "18446744073709551615"}},
       {"swiglu", "default", {"--model.mlp", "swiglu", "--model.ffn_dim", "352", "--model.norm", "rmsnorm"}},
+      {"rope", "default", {"--model.pos", "rope", "--model.rope_theta", "500000"}},
       {"perturbation",
        "default",
        {"--perturb.tensor", "wte", "--perturb.index", "5", "--perturb.ulps", "-2", "--perturb.step", "3"}},

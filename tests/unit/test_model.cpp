@@ -83,17 +83,33 @@ struct RefGPT {
         }
     return y;
   }
+  // Rotary positions on q and k (rotate-half pairs (i, i + hs/2), angle t·θ^(−2i/hs)) in fp64.
+  void rope(Vec& qkv, int T, int C, int NH) const {
+    const int hs = C / NH, half = hs / 2;
+    for (int n = 0; n < B * T; ++n)
+      for (int h = 0; h < 2 * NH; ++h)
+        for (int i = 0; i < half; ++i) {
+          const double a = (n % T) * std::pow(cfg.rope_theta, -2.0 * i / hs);
+          double& x = qkv[size_t(n) * 3 * C + size_t(h) * hs + i];
+          double& y = qkv[size_t(n) * 3 * C + size_t(h) * hs + half + i];
+          const double lo = x * std::cos(a) - y * std::sin(a), hi = y * std::cos(a) + x * std::sin(a);
+          x = lo, y = hi;
+        }
+  }
   double loss(const std::vector<int32_t>& tokens) const {
     const int T = cfg.seq_len, C = cfg.n_embd, V = cfg.vocab, N = B * T;
     Vec x(static_cast<size_t>(N) * C);
     for (int b = 0; b < B; ++b)
       for (int t = 0; t < T; ++t)
         for (int c = 0; c < C; ++c)
-          x[(b * T + t) * C + c] = p("wte")[tokens[b * (T + 1) + t] * C + c] + p("wpe")[t * C + c];
+          x[(b * T + t) * C + c] =
+              p("wte")[tokens[b * (T + 1) + t] * C + c] + (cfg.pos == PosKind::learned ? p("wpe")[t * C + c] : 0.0);
     for (int l = 0; l < cfg.n_layer; ++l) {
       const std::string h = "h." + std::to_string(l) + ".";
       Vec a = norm(x, p(h + "ln1.w"), p(h + "ln1.b"), N, C);
-      Vec y = attention(linear(a, p(h + "attn.qkv.w"), p(h + "attn.qkv.b"), N, C, 3 * C), T, C, cfg.n_head);
+      Vec qkv = linear(a, p(h + "attn.qkv.w"), p(h + "attn.qkv.b"), N, C, 3 * C);
+      if (cfg.pos == PosKind::rope) rope(qkv, T, C, cfg.n_head);
+      Vec y = attention(qkv, T, C, cfg.n_head);
       Vec o = linear(y, p(h + "attn.proj.w"), p(h + "attn.proj.b"), N, C, C);
       for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
       Vec m = norm(x, p(h + "ln2.w"), p(h + "ln2.b"), N, C);
@@ -183,6 +199,8 @@ TEST_CASE("parameter layout: names, shapes, aligned offsets, kinds") {
     CHECK_FALSE(norm_bias);
   }
 
+  cfg.pos = PosKind::rope;
+  for (const ParamView& p : gpt_param_layout(cfg)) CHECK(p.name != "wpe");
   cfg.n_embd = 13;
   CHECK_THROWS_AS(gpt_param_layout(cfg), sb::Error);
 }
@@ -246,14 +264,18 @@ TEST_CASE("GPT loss and every gradient match an fp64 reference (finite differenc
     NormKind norm;
     bool tied, bias;
     MlpKind mlp = MlpKind::gelu;
+    PosKind pos = PosKind::learned;
   };
   for (Variant var : {Variant{NormKind::layernorm, true, true}, Variant{NormKind::rmsnorm, false, false},
                       Variant{NormKind::layernorm, false, false}, Variant{NormKind::rmsnorm, true, true},
                       Variant{NormKind::rmsnorm, false, false, MlpKind::swiglu},
-                      Variant{NormKind::layernorm, true, true, MlpKind::swiglu}}) {
+                      Variant{NormKind::layernorm, true, true, MlpKind::swiglu},
+                      Variant{NormKind::rmsnorm, false, false, MlpKind::swiglu, PosKind::rope},
+                      Variant{NormKind::layernorm, true, true, MlpKind::gelu, PosKind::rope}}) {
     GPTConfig cfg;
     cfg.vocab = 11, cfg.seq_len = 5, cfg.n_layer = 2, cfg.n_head = 2, cfg.n_embd = 8;
-    cfg.norm = var.norm, cfg.tied_head = var.tied, cfg.bias = var.bias, cfg.mlp = var.mlp;
+    cfg.norm = var.norm, cfg.tied_head = var.tied, cfg.bias = var.bias, cfg.mlp = var.mlp, cfg.pos = var.pos;
+    cfg.rope_theta = 100.0;  // angles that turn within 5 positions
     if (var.mlp == MlpKind::swiglu) cfg.ffn_dim = 24;
     const int B = 2;
     auto be = make_cpu_backend();
@@ -273,6 +295,7 @@ TEST_CASE("GPT loss and every gradient match an fp64 reference (finite differenc
     CAPTURE(var.tied);
     CAPTURE(var.bias);
     CAPTURE(static_cast<int>(var.mlp));
+    CAPTURE(static_cast<int>(var.pos));
     CHECK(std::fabs(loss - ref_loss) / ref_loss < 1e-5);
     double worst = 0;
     for (const ParamView& p : model.params()) {
@@ -286,8 +309,9 @@ TEST_CASE("GPT loss and every gradient match an fp64 reference (finite differenc
       worst = std::fmax(worst, test::check_gradient(analytic, numeric, 1e-4, p.name.c_str(), true));
     }
     MESSAGE("norm=", std::string(var.norm == NormKind::layernorm ? "layernorm" : "rmsnorm"),
-            " mlp=", std::string(var.mlp == MlpKind::swiglu ? "swiglu" : "gelu"), " tied=", var.tied,
-            " bias=", var.bias, ": loss relative error ", std::fabs(loss - ref_loss) / ref_loss,
+            " mlp=", std::string(var.mlp == MlpKind::swiglu ? "swiglu" : "gelu"),
+            std::string(var.pos == PosKind::rope ? " rope" : ""), " tied=", var.tied, " bias=", var.bias,
+            ": loss relative error ", std::fabs(loss - ref_loss) / ref_loss,
             ", max gradient relative error vs fp64 finite differences ", worst);
     bool padding_zero = true;
     size_t end = 0;

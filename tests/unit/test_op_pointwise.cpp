@@ -1,4 +1,5 @@
-// GELU, SwiGLU, residual and token/position embeddings (core/cpu/gelu.cpp, swiglu.cpp, residual.cpp, embedding.cpp):
+// GELU, SwiGLU, rotary positions, residual and token/position embeddings (core/cpu/gelu.cpp, swiglu.cpp, rope.cpp,
+// residual.cpp, embedding.cpp):
 // bitwise equal to the shared formulas (ops/*.hpp) — embedding gradients in token order —, and
 // backward against fp64 finite differences of fp64 forwards.
 #include <doctest/doctest.h>
@@ -11,6 +12,7 @@
 #include "samebits/core/ops/embedding.hpp"
 #include "samebits/core/ops/gelu.hpp"
 #include "samebits/core/ops/residual.hpp"
+#include "samebits/core/ops/rope.hpp"
 #include "samebits/core/ops/swiglu.hpp"
 #include "samebits/det/error.hpp"
 #include "test_op_support.hpp"
@@ -90,6 +92,63 @@ TEST_CASE("swiglu: CPU equals ops::swiglu_*, close to fp64, backward matches fin
   CHECK(ops::swiglu_forward(200.0f, 0.5f) == 100.0f);
   CHECK(ops::swiglu_backward_gate(-200.0f, 3.0f, 1.0f) == 0.0f);
   CHECK(ops::swiglu_backward_gate(200.0f, 3.0f, 1.0f) == 3.0f);
+}
+
+TEST_CASE("rope: CPU equals ops::rope_*, close to fp64, backward matches finite differences; v untouched") {
+  auto be = make_cpu_backend();
+  const int B = 2, T = 9, NH = 3, hd = 6, C = NH * hd;
+  const float theta = 100.0f;
+  std::vector<float> table(size_t(T) * hd);
+  for (int t = 0; t < T; ++t)
+    for (int i = 0; i < hd / 2; ++i) {
+      table[size_t(t) * hd + 2 * size_t(i)] = ops::rope_cos(t, i, hd, theta);
+      table[size_t(t) * hd + 2 * size_t(i) + 1] = ops::rope_sin(t, i, hd, theta);
+      const double a = t * std::pow(double(theta), -2.0 * i / hd);  // fp64 angle and its cos, sin
+      CHECK(std::fabs(table[size_t(t) * hd + 2 * size_t(i)] - std::cos(a)) < 1e-6);
+      CHECK(std::fabs(table[size_t(t) * hd + 2 * size_t(i) + 1] - std::sin(a)) < 1e-6);
+    }
+  const int n = B * T * 3 * C;
+  const auto x = test::uniform(n, 5, -2, 2);
+  const auto r = test::uniform(n, 6);
+  std::vector<float> y = x, dx = r;
+  be->rope_forward(y.data(), table.data(), B, T, C, NH);
+  be->rope_backward(dx.data(), table.data(), B, T, C, NH);
+  // v (the last C of each row) untouched; q and k pairs by the formula.
+  bool same = true;
+  for (int m = 0; m < B * T; ++m) {
+    const float* cs = table.data() + size_t(m % T) * hd;
+    for (int c = 0; c < 3 * C; ++c) {
+      const size_t at = size_t(m) * 3 * C + c;
+      if (c >= 2 * C) {
+        same = same && y[at] == x[at] && dx[at] == r[at];
+        continue;
+      }
+      const int i = c % hd;
+      const bool low = i < hd / 2;
+      const size_t lo = low ? at : at - hd / 2, hi = lo + hd / 2;
+      const int k = low ? i : i - hd / 2;
+      const float c0 = cs[2 * k], s0 = cs[2 * k + 1];
+      const float want = low ? ops::rope_low(x[lo], x[hi], c0, s0) : ops::rope_high(x[lo], x[hi], c0, s0);
+      const float dwant =
+          low ? ops::rope_low_backward(r[lo], r[hi], c0, s0) : ops::rope_high_backward(r[lo], r[hi], c0, s0);
+      same = same && y[at] == want && dx[at] == dwant;
+    }
+  }
+  CHECK(same);
+  auto xd = test::to_double(x);
+  auto loss = [&] {
+    std::vector<double> yd = xd;
+    for (int m = 0; m < B * T; ++m)
+      for (int h = 0; h < 2 * NH; ++h)
+        for (int i = 0; i < hd / 2; ++i) {
+          const double a = (m % T) * std::pow(double(theta), -2.0 * i / hd);
+          const size_t lo = size_t(m) * 3 * C + size_t(h) * hd + i, hi = lo + hd / 2;
+          yd[lo] = xd[lo] * std::cos(a) - xd[hi] * std::sin(a);
+          yd[hi] = xd[hi] * std::cos(a) + xd[lo] * std::sin(a);
+        }
+    return test::project(yd, r);
+  };
+  test::check_gradient(dx, test::fd_gradient(xd, loss), 1e-4, "rope dqkv");
 }
 
 TEST_CASE("residual: one addition per element, in place allowed") {

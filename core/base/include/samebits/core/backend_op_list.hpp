@@ -111,6 +111,22 @@ SB_BACKEND_OP(qk_clip_scale,
                int64_t n, float factor),
               (x, n, factor), (flat(x, n)), (flat(x, n)), (n))
 
+// Rotary positions (ops/rope.hpp) on the q and k heads of qkv, in place: row (b, t) by the table's
+// row t, table[t][i] = (cos, sin) of pair i of a head of C/NH values. backward: dqkv's q and k
+// rotated back. Elementwise over pairs.
+SB_BACKEND_OP(rope_forward,
+              (float* qkv,          // (B, T, 3C)
+               const float* table,  // (T, C/NH/2, 2)
+               int B, int T, int C, int NH),
+              (qkv, table, B, T, C, NH), (flat(qkv, int64_t(B) * T * 3 * C), flat(table, int64_t(T) * (C / NH))),
+              (flat(qkv, int64_t(B) * T * 3 * C)), (B, T, C))
+SB_BACKEND_OP(rope_backward,
+              (float* dqkv,         // (B, T, 3C)
+               const float* table,  // (T, C/NH/2, 2)
+               int B, int T, int C, int NH),
+              (dqkv, table, B, T, C, NH), (flat(dqkv, int64_t(B) * T * 3 * C), flat(table, int64_t(T) * (C / NH))),
+              (flat(dqkv, int64_t(B) * T * 3 * C)), (B, T, C))
+
 // GELU, tanh form (ops/gelu.hpp), elementwise.
 SB_BACKEND_OP(gelu_forward,
               (float* out,        // (n)
@@ -202,7 +218,7 @@ SB_BACKEND_OP(embedding_forward,
               (float* out,             // (B, T, C)
                const int32_t* tokens,  // (B, T)
                const float* wte,       // (rows.count(), C)
-               const float* wpe,       // (T_max, C), T <= T_max
+               const float* wpe,       // (T_max, C), T <= T_max; null: no positions (the token rows)
                int B, int T, int C, VocabRows rows),
               (out, tokens, wte, wpe, B, T, C, rows),
               (flat(tokens, int64_t(B) * T), flat(wte, int64_t(rows.count()) * C), flat(wpe, int64_t(T) * C)),
@@ -213,7 +229,7 @@ SB_BACKEND_OP(embedding_forward,
 // token outside [0, V).
 SB_BACKEND_OP(embedding_backward,
               (float* dwte,            // (rows.count(), C)
-               float* dwpe,            // (T_max, C)
+               float* dwpe,            // (T_max, C), or null (no position table)
                const float* dout,      // (B, T, C)
                const int32_t* tokens,  // (B, T)
                int B, int T, int C, int V, VocabRows rows),

@@ -22,7 +22,7 @@
 namespace sb {
 
 // ---- enumerations and their spellings in config files ---------------------------------------
-// NormKind, MlpKind (gpt_shape.hpp), GemmMode, ReduceMode, Precision (numerics.hpp) and Device (tensor.hpp)
+// NormKind, MlpKind, PosKind (gpt_shape.hpp), GemmMode, ReduceMode, Precision (numerics.hpp) and Device (tensor.hpp)
 // belong to the code that obeys them; the others are defined here.
 
 enum class DataSource { synthetic, shards, text, hdf5 };
@@ -49,6 +49,10 @@ struct EnumNames<NormKind> {
 template <>
 struct EnumNames<MlpKind> {
   static constexpr std::array<std::string_view, 2> names{"gelu", "swiglu"};
+};
+template <>
+struct EnumNames<PosKind> {
+  static constexpr std::array<std::string_view, 2> names{"learned", "rope"};
 };
 template <>
 struct EnumNames<DataSource> {

@@ -16,6 +16,9 @@ enum class NormKind { layernorm, rmsnorm };
 // The blocks' MLP: GPT-2's GELU (fc → gelu → proj) or SwiGLU (fc gives the gate and the up halves;
 // silu(gate)·up → proj: Llama's, ops/swiglu.hpp).
 enum class MlpKind { gelu, swiglu };
+// Positions: GPT-2's learned table (wpe) added to the token embedding, or rotary positions on q and
+// k in every block (no wpe; ops/rope.hpp).
+enum class PosKind { learned, rope };
 
 struct GPTConfig {
   int vocab = 256;
@@ -28,6 +31,8 @@ struct GPTConfig {
   bool bias = true;       // biases of linear layers and LayerNorms (RMSNorm has none)
   MlpKind mlp = MlpKind::gelu;
   int ffn_dim = 0;  // F, the MLP's hidden width; 0: 4·n_embd
+  PosKind pos = PosKind::learned;
+  double rope_theta = 10000.0;  // rotary positions' base θ (rounded to fp32 where used)
 
   int64_t ffn() const { return ffn_dim > 0 ? ffn_dim : 4 * int64_t{n_embd}; }
   // Rows of mlp.fc.w: F, or the gate's F and the up projection's F under SwiGLU.
@@ -62,9 +67,9 @@ struct ParamView {
 constexpr size_t kParamAlign = 16;
 
 // The tensors of a config, in flat-buffer order:
-//   wte (V, C) · wpe (T, C) · per layer L: h.L.ln1.w (C) [h.L.ln1.b (C)] · h.L.attn.qkv.w (3C, C)
-//   [h.L.attn.qkv.b (3C)] · h.L.attn.proj.w (C, C) [h.L.attn.proj.b (C)] · h.L.ln2.w [h.L.ln2.b]
-//   · h.L.mlp.fc.w (F, C) [h.L.mlp.fc.b (F)] (SwiGLU: (2F, C), the gate's rows then the up
+//   wte (V, C) · wpe (T, C) (learned positions only) · per layer L: h.L.ln1.w (C) [h.L.ln1.b (C)] · h.L.attn.qkv.w (3C,
+//   C) [h.L.attn.qkv.b (3C)] · h.L.attn.proj.w (C, C) [h.L.attn.proj.b (C)] · h.L.ln2.w [h.L.ln2.b] · h.L.mlp.fc.w (F,
+//   C) [h.L.mlp.fc.b (F)] (SwiGLU: (2F, C), the gate's rows then the up
 //     projection's) · h.L.mlp.proj.w (C, F) [h.L.mlp.proj.b (C)], F = ffn() (4C by default)
 //   · lnf.w [lnf.b] · lm_head.w (V, C) when untied. [..]: with bias (norm biases: LayerNorm only).
 // GPT-2 initialisation: weights normal(0, 0.02), the residual projections (attn.proj.w,

@@ -194,6 +194,7 @@ class GPT {
   Tensor scratch_;      // backward temporaries
   Tensor native_mean_;  // (1) reduce=native's leaf loss, computed by the backend
   Tensor tokens_;       // (slots, 2, B, T) i32: inputs, then targets
+  Tensor rope_;         // model.pos = rope: (T, head size / 2, 2) the rotations' (cos, sin); else empty
   std::vector<std::unique_ptr<Buffers>> slot_buffers_;  // (slots) one activation set each
   Buffers* buf_ = nullptr;                              // the current slot's
   int slot_ = 0;
