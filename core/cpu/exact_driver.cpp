@@ -68,37 +68,18 @@ void each_element(const ops::GemmProblem& g, int ip, int jp, F f) {
     for (int q = 0; q < cols; ++q) f(ip * MR + r, jp * NR + q, r * NR + q);
 }
 
-// round_tile where every S fits int64, row by row in three loops without calls: each element's
-// bits by ops::exact::exact_element_narrow, then the rare subnormal results by exact_element, then
-// the accumulation and the bias as store_element.
-void round_tile_narrow(const ops::GemmProblem& g, const Sliced& sl, int ip, int jp, const TileSums& sums,
-                       const float* bias) {
-  const int rows = std::min(MR, g.m - ip * MR), cols = std::min(NR, g.n - jp * NR), j0 = jp * NR;
-  const int* F = &sl.col_exp[j0];
-  const uint8_t* col_bad = &sl.col_bad[j0];
-  for (int r = 0; r < rows; ++r) {
-    const int i = ip * MR + r, E = sl.row_exp[i];
-    const bool row_bad = sl.row_bad[i] != 0;
-    int64_t S[NR];
-    uint32_t bits[NR];
-    for (int q = 0; q < cols; ++q) {
-      S[q] = static_cast<int64_t>(tile_dot(sums, r * NR + q, sl.dg, true));
-      bits[q] = ex::exact_element_narrow(S[q], E, F[q], sl.s, row_bad || col_bad[q] != 0);
-    }
-    for (int q = 0; q < cols; ++q)
-      if (bits[q] == ex::kNarrowMiss) bits[q] = det::bits_of(ex::exact_element(S[q], E, F[q], sl.s, false));
-    float* c = g.c + static_cast<size_t>(i) * g.ldc + j0;
-    for (int q = 0; q < cols; ++q) {
-      const float product = det::float_of_bits(bits[q]);
-      const float out = g.accumulate ? ex::exact_accumulate(c[q], product) : product;
-      c[q] = bias != nullptr ? ops::linear_out(out, bias[j0 + q]) : out;
-    }
-  }
-}
-
-// Tile (ip, jp) of C from its exact integer dots: one rounding per element.
+// Tile (ip, jp) of C from its exact integer dots: one rounding per element (row by row by
+// Sliced::round where every dot fits int64).
 void round_tile(const ops::GemmProblem& g, const Sliced& sl, int ip, int jp, const TileSums& sums, const float* bias) {
-  if (ex::narrow_dot(g.k, sl.s)) return round_tile_narrow(g, sl, ip, jp, sums, bias);
+  if (ex::narrow_dot(g.k, sl.s)) {
+    const int rows = std::min(MR, g.m - ip * MR), cols = std::min(NR, g.n - jp * NR), j0 = jp * NR;
+    for (int r = 0; r < rows; ++r) {
+      const int i = ip * MR + r;
+      sl.round(&sums.w[0][r * NR], cols, sl.row_exp[i], &sl.col_exp[j0], sl.row_bad[i] != 0, &sl.col_bad[j0],
+               g.accumulate, bias != nullptr ? bias + j0 : nullptr, g.c + static_cast<size_t>(i) * g.ldc + j0);
+    }
+    return;
+  }
   each_element(g, ip, jp, [&](int i, int j, int e) { emit(g, sl, tile_dot(sums, e, sl.dg, false), i, j, bias); });
 }
 

@@ -80,6 +80,14 @@ struct PanelWork {
 };
 PanelWork panel_work(Isa isa, Precision prec);
 
+// Row r of a tile of C whose integer dots fit int64 (ops::exact::narrow_dot), compiled per
+// instruction set (exact_round.cpp): c[q] ← ops::exact::exact_element(S_q, E, F[q], …) [+ c[q]]
+// [+ bias[q]] for q < cols, S_q the dot of the sums by digit-pair weight w[v·MR·NR + q] (w: the
+// tile's sums from element r·NR); row_bad, col_bad (cols): lines holding a NaN or an Inf.
+using RoundRow = void (*)(const int64_t* w, int cols, int E, const int* F, bool row_bad, const uint8_t* col_bad,
+                          bool accumulate, const float* bias, float* c);
+RoundRow round_row(Isa isa, Precision prec);
+
 // C[i][j] ← ops::exact::exact_element(S, …) [+ C[i][j]], then ops::linear_out with bias[j] when
 // bias is given.
 inline void store_element(const ops::GemmProblem& g, int i, int j, __int128 S, int E, int F, int s, bool bad,
@@ -96,6 +104,7 @@ struct Sliced {
   int s = 0, mp = 0, np = 0, kp = 0;
   ops::exact::Digits dg{};
   PanelWork work{};
+  RoundRow round{};
   std::vector<int32_t> a;                   // (mp, dg.count, kp, MR) digit pairs
   std::vector<int32_t> b;                   // (np, dg.count, kp, NR) digit pairs
   std::vector<int32_t> row_code, col_code;  // (mp·MR), (np·NR)

@@ -45,6 +45,7 @@ void Sliced::resize(const ops::GemmProblem& g, Isa isa) {
   s = ex::slices(g.precision);
   dg = kernel_digits(s);
   work = panel_work(own_isa(isa), g.precision);
+  round = round_row(own_isa(isa), g.precision);
   mp = (g.m + MR - 1) / MR;
   np = (g.n + NR - 1) / NR;
   kp = (g.k + kPair - 1) / kPair;
