@@ -18,6 +18,7 @@ __attribute__((target("avx2"))) void quarter(int p0, int p1, const int32_t* a, c
                                              int j0) {
   __m256i acc[4][2];
   for (int r = 0; r < 4; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+#pragma GCC unroll 2
   for (int p = p0; p < p1; ++p) {
     const int32_t* bp = b + static_cast<size_t>(p) * NR + j0;
     const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(bp));

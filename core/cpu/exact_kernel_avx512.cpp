@@ -18,6 +18,7 @@ __attribute__((target("avx512f,avx512bw,avx512vnni"))) void kernel_avx512(int kp
     const int p1 = std::min(kp, p0 + kFlushPairs);
     __m512i acc[MR][2];
     for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_si512();
+#pragma GCC unroll 2
     for (int p = p0; p < p1; ++p) {
       const int32_t* bp = b + static_cast<size_t>(p) * NR;
       const __m512i b0 = _mm512_loadu_si512(bp);

@@ -45,9 +45,11 @@ __attribute__((target("avx2"))) void round_row_avx2(const int64_t* w, int cols, 
   round_row_body<P>(w, cols, E, F, row_bad, col_bad, accumulate, bias, c);
 }
 template <Precision P>
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))) void round_row_avx512(
-    const int64_t* w, int cols, int E, const int* F, bool row_bad, const uint8_t* col_bad, bool accumulate,
-    const float* bias, float* c) {
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512dq"))) void round_row_avx512(const int64_t* w, int cols, int E,
+                                                                                    const int* F, bool row_bad,
+                                                                                    const uint8_t* col_bad,
+                                                                                    bool accumulate, const float* bias,
+                                                                                    float* c) {
   round_row_body<P>(w, cols, E, F, row_bad, col_bad, accumulate, bias, c);
 }
 #endif
