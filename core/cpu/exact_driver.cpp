@@ -1,9 +1,9 @@
 // The exact GEMM's driver: cut both operands into int16 digits (exact_pack.cpp), then per MR × NR
 // tile of C every digit pair's dot from the kernel, summed exactly in int64 per pair weight and in
-// __int128 across weights, and rounded once (ops::exact::exact_element). OpenMP over panels and tiles, and
-// over parts of k when C has few tiles; k split across ranks sums the ranks' integer dots. Every
-// sum is of integers, so neither the thread count, the k-split, the kernel nor the tile order
-// moves a bit.
+// __int128 across weights, and rounded once (ops::exact::exact_element). OpenMP over panels and
+// tiles, and over parts of k when C has few tiles; k split across ranks sums the ranks' integer
+// dots. Every sum is of integers, so neither the thread count, the k-split, the kernel nor the tile
+// order moves a bit.
 #include <omp.h>
 
 #include <algorithm>
@@ -19,7 +19,7 @@ namespace {
 
 namespace ex = ops::exact;
 
-constexpr int kMaxWeights = 3;  // pair weights t + u for up to 2 digits
+constexpr int kMaxWeights = kernel_digits(4).weights();  // pair weights t + u of fp32's 2 digits
 
 // A tile's exact integer dots by digit-pair weight v = t + u: sums[v][e], e = r·NR + column.
 struct TileSums {
