@@ -129,8 +129,8 @@ SB_HD float round_scaled_bits(__int128 S, int q) {
   return negative ? -mag : mag;
 }
 
-// round_scaled_bits, faster where S fits int64 (round_scaled_narrow: the result's bits, or
-// kNarrowMiss): r = fp32(S) is S rounded to nearest even (a conversion, rounded as every fp32
+// round_scaled_bits's bits for an S in int64, or kNarrowMiss where only round_scaled_bits gives
+// them: r = fp32(S) is S rounded to nearest even (a conversion, rounded as every fp32
 // operation here), and r·2^q, formed by adding q to r's exponent, is S·2^q rounded once whenever
 // r·2^q has a biased exponent in [2, 254]: then S·2^q ≥ 2^−126 before rounding (r ≤ 2·2^⌊log2|S|⌋),
 // so both round S's 24 leading bits. A biased exponent past 254 is an overflow for both; subnormal
@@ -143,23 +143,21 @@ SB_HD uint32_t round_scaled_narrow(int64_t S, int q) {
   if (biased > 254) return (r & 0x80000000u) | 0x7f800000u;
   return biased >= 2 ? r + (static_cast<uint32_t>(q) << 23) : kNarrowMiss;
 }
-SB_HD float round_scaled(__int128 S, int q) {
-  if (S == static_cast<int64_t>(S)) {
-    const uint32_t r = round_scaled_narrow(static_cast<int64_t>(S), q);
-    if (r != kNarrowMiss) return det::float_of_bits(r);
-  }
-  return round_scaled_bits(S, q);
-}
 
-// The exact GEMM's output element: NaN when row i of op(A) or column j of op(B) holds a NaN or an
-// Inf (finite: both false), else round_scaled(S, E_i + F_j − 12s) with S = Σ_p X_ip·Y_pj.
-SB_HD float exact_element(__int128 S, int E, int F, int s, bool nonfinite) {
-  return nonfinite ? det::float_of_bits(0x7fc00000u) : round_scaled(S, E + F - 2 * kDigitBits * s);
-}
-// exact_element's bits for an S in int64, or kNarrowMiss where exact_element(S, …) must give them
-// (a subnormal result: round_scaled_bits).
+// The exact GEMM's output element as bits for an S in int64: the quiet NaN when row i of op(A) or
+// column j of op(B) holds a NaN or an Inf (finite: both false), else S·2^(E_i + F_j − 12s) rounded
+// once (round_scaled_narrow), S = Σ_p X_ip·Y_pj; kNarrowMiss where exact_element must give it.
 SB_HD uint32_t exact_element_narrow(int64_t S, int E, int F, int s, bool nonfinite) {
   return nonfinite ? 0x7fc00000u : round_scaled_narrow(S, E + F - 2 * kDigitBits * s);
+}
+// The exact GEMM's output element for any S: exact_element_narrow where it answers, else
+// round_scaled_bits(S, E_i + F_j − 12s).
+SB_HD float exact_element(__int128 S, int E, int F, int s, bool nonfinite) {
+  if (S == static_cast<int64_t>(S)) {
+    const uint32_t r = exact_element_narrow(static_cast<int64_t>(S), E, F, s, nonfinite);
+    if (r != kNarrowMiss) return det::float_of_bits(r);
+  }
+  return nonfinite ? det::float_of_bits(0x7fc00000u) : round_scaled_bits(S, E + F - 2 * kDigitBits * s);
 }
 
 // Accumulating (C ← C + op(A)·op(B)): the rounded product added to C in one fp32 addition.
