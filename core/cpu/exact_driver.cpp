@@ -1,9 +1,9 @@
-// The exact GEMM's driver: slice both operands (exact_pack.cpp), then per MR × NR tile of C every
-// slice pair's int32 dot from the kernel, summed exactly in int64 per pair weight and in __int128
-// across weights, and rounded once (ops::exact::exact_element). OpenMP over panels and tiles, and
-// over parts of k when C has few tiles; k split across ranks sums the ranks' integer dots. Every
-// sum is of integers, so neither the thread count, the k-split, the kernel nor the tile order
-// moves a bit.
+// The exact GEMM's driver: cut both operands into int16 digits (exact_pack.cpp), then per MR × NR
+// tile of C every digit pair's dot from the kernel, summed exactly in int64 per pair weight and in
+// __int128 across weights, and rounded once (ops::exact::exact_element). OpenMP over panels and
+// tiles, and over parts of k when C has few tiles; k split across ranks sums the ranks' integer
+// dots. Every sum is of integers, so neither the thread count, the k-split, the kernel nor the tile
+// order moves a bit.
 #include <omp.h>
 
 #include <algorithm>
@@ -19,9 +19,9 @@ namespace {
 
 namespace ex = ops::exact;
 
-constexpr int kMaxWeights = 2 * 4 - 1;  // pair weights t + u for up to 4 slices
+constexpr int kMaxWeights = kernel_digits(4).weights();  // pair weights t + u of fp32's 2 digits
 
-// A tile's exact integer dots by slice-pair weight v = t + u: sums[v][e], e = r·NR + column.
+// A tile's exact integer dots by digit-pair weight v = t + u: sums[v][e], e = r·NR + column.
 struct TileSums {
   int64_t w[kMaxWeights][MR * NR];
   int64_t* operator[](int v) { return w[v]; }
@@ -29,44 +29,30 @@ struct TileSums {
 };
 
 // The integer dot of element e (ops::exact::slice_dot over its sums by pair weight).
-__int128 tile_dot(const TileSums& sums, int e, int s, bool narrow) {
-  return ex::slice_dot(&sums.w[0][e], MR * NR, s, narrow);
+__int128 tile_dot(const TileSums& sums, int e, ops::exact::Digits dg, bool narrow) {
+  return ex::slice_dot(&sums.w[0][e], MR * NR, dg, narrow);
 }
 
-// The exact integer dots of tile (ip, jp) over quads [q0, q1) of k by slice-pair weight:
-// sums[v][e] = Σ_{t+u=v} D_tu[e]. The pairs (t, u) of one weight continue one int32 dot while
-// their true sum is exact in int32 (at most s pairs: k·s·63² < 2³¹), else each pair is added in
-// int64. A part of k takes its own column sums of B's digits (the kernels' offset correction).
-void tile_sums(const ops::GemmProblem& g, const Sliced& sl, Kernel kern, int ip, int jp, int q0, int q1,
-               TileSums& sums) {
-  const bool grouped = int64_t{g.k} * sl.s <= ex::kMaxK;
-  const bool whole = q0 == 0 && q1 == sl.kq;
-  int32_t part_sums[4][NR];
-  for (int u = 0; u < sl.s && !whole; ++u) column_sums(sl.b_at(jp, u), q0, q1, part_sums[u]);
-  alignas(64) int32_t d[MR * NR];
-  for (int v = 0; v <= 2 * sl.s - 2; ++v) {
+// The exact integer dots of tile (ip, jp) over pairs [p0, p1) of k by digit-pair weight:
+// sums[v][e] = Σ_{t+u=v} D_tu[e], each pair's dot added in int64 by the kernel.
+void tile_sums(const Sliced& sl, Kernel kern, int ip, int jp, int p0, int p1, TileSums& sums) {
+  for (int v = 0; v < sl.dg.weights(); ++v) {
     std::fill(sums[v], sums[v] + MR * NR, int64_t{0});
-    const int t0 = std::max(0, v - sl.s + 1), t1 = std::min(v, sl.s - 1);
-    for (int t = t0; t <= t1; ++t) {
-      const int u = v - t;
-      kern(q1 - q0, sl.a_at(ip, t) + static_cast<size_t>(q0) * MR * kQuad,
-           sl.b_at(jp, u) + static_cast<size_t>(q0) * NR * kQuad, whole ? sl.sum_at(jp, u) : part_sums[u], d,
-           grouped && t > t0);
-      if (!grouped || t == t1)
-        for (int e = 0; e < MR * NR; ++e) sums[v][e] += d[e];
-    }
+    for (int t = std::max(0, v - sl.dg.count + 1); t <= std::min(v, sl.dg.count - 1); ++t)
+      kern(p1 - p0, sl.a_at(ip, t) + static_cast<size_t>(p0) * MR, sl.b_at(jp, v - t) + static_cast<size_t>(p0) * NR,
+           sums[v]);
   }
 }
 
 // Parts k is cut into for the threads when C has fewer tiles than twice the threads (a small
 // m×n with a long k: each thread a part of a tile's k, the parts' integer sums added exactly),
-// each part at least kMinPartQuads quads; 1 inside a parallel region or when it does not pay.
-constexpr int kMinPartQuads = 64;
+// each part at least kMinPartPairs pairs; 1 inside a parallel region or when it does not pay.
+constexpr int kMinPartPairs = 128;
 int k_parts(const Sliced& sl) {
   if (omp_in_parallel()) return 1;
   const int threads = omp_get_max_threads(), tiles = sl.mp * sl.np;
   if (tiles >= 2 * threads) return 1;
-  return std::max(1, std::min((2 * threads + tiles - 1) / tiles, sl.kq / kMinPartQuads));
+  return std::max(1, std::min((2 * threads + tiles - 1) / tiles, sl.kp / kMinPartPairs));
 }
 
 // Element (i, j) of C from its integer dot S: one rounding, the accumulation, the bias.
@@ -82,16 +68,25 @@ void each_element(const ops::GemmProblem& g, int ip, int jp, F f) {
     for (int q = 0; q < cols; ++q) f(ip * MR + r, jp * NR + q, r * NR + q);
 }
 
-// Tile (ip, jp) of C from its exact integer dots: one rounding per element.
+// Tile (ip, jp) of C from its exact integer dots: one rounding per element (row by row by
+// Sliced::round where every dot fits int64).
 void round_tile(const ops::GemmProblem& g, const Sliced& sl, int ip, int jp, const TileSums& sums, const float* bias) {
-  const bool narrow = ex::narrow_dot(g.k, sl.s);
-  each_element(g, ip, jp, [&](int i, int j, int e) { emit(g, sl, tile_dot(sums, e, sl.s, narrow), i, j, bias); });
+  if (ex::narrow_dot(g.k, sl.s)) {
+    const int rows = std::min(MR, g.m - ip * MR), cols = std::min(NR, g.n - jp * NR), j0 = jp * NR;
+    for (int r = 0; r < rows; ++r) {
+      const int i = ip * MR + r;
+      sl.round(&sums.w[0][r * NR], cols, sl.row_exp[i], &sl.col_exp[j0], sl.row_bad[i] != 0, &sl.col_bad[j0],
+               g.accumulate, bias != nullptr ? bias + j0 : nullptr, g.c + static_cast<size_t>(i) * g.ldc + j0);
+    }
+    return;
+  }
+  each_element(g, ip, jp, [&](int i, int j, int e) { emit(g, sl, tile_dot(sums, e, sl.dg, false), i, j, bias); });
 }
 
 // Tile (ip, jp) of C: the exact integer dots, then one rounding per element.
 void exact_tile(const ops::GemmProblem& g, const Sliced& sl, Kernel kern, int ip, int jp, const float* bias) {
   TileSums sums;
-  tile_sums(g, sl, kern, ip, jp, 0, sl.kq, sums);
+  tile_sums(sl, kern, ip, jp, 0, sl.kp, sums);
   round_tile(g, sl, ip, jp, sums, bias);
 }
 
@@ -100,13 +95,13 @@ void exact_tile(const ops::GemmProblem& g, const Sliced& sl, Kernel kern, int ip
 // the group stay exact in int64 and give S = hi·2^32 + lo.
 void tile_words(const ops::GemmProblem& g, const Sliced& sl, Kernel kern, int ip, int jp, int words, uint64_t* out) {
   TileSums sums;
-  tile_sums(g, sl, kern, ip, jp, 0, sl.kq, sums);
+  tile_sums(sl, kern, ip, jp, 0, sl.kp, sums);
   each_element(g, ip, jp, [&](int i, int j, int e) {
     uint64_t* w = out + (static_cast<size_t>(i) * g.n + j) * words;
     if (words == 1) {
-      w[0] = static_cast<uint64_t>(static_cast<int64_t>(tile_dot(sums, e, sl.s, true)));
+      w[0] = static_cast<uint64_t>(static_cast<int64_t>(tile_dot(sums, e, sl.dg, true)));
     } else {
-      const __int128 S = tile_dot(sums, e, sl.s, false);
+      const __int128 S = tile_dot(sums, e, sl.dg, false);
       w[0] = static_cast<uint64_t>(S) & 0xffffffffu;
       w[1] = static_cast<uint64_t>(static_cast<int64_t>(S >> 32));
     }
@@ -139,27 +134,20 @@ void gemm_exact_k_parts(const ops::GemmProblem& g, const Sliced& sl, Kernel kern
 #pragma omp parallel for schedule(static)
   for (int w = 0; w < tiles * parts; ++w) {
     const int tile = w / parts, part = w % parts;
-    tile_sums(g, sl, kern, tile % sl.mp, tile / sl.mp, int(int64_t(sl.kq) * part / parts),
-              int(int64_t(sl.kq) * (part + 1) / parts), sums[static_cast<size_t>(w)]);
+    tile_sums(sl, kern, tile % sl.mp, tile / sl.mp, int(int64_t(sl.kp) * part / parts),
+              int(int64_t(sl.kp) * (part + 1) / parts), sums[static_cast<size_t>(w)]);
   }
 #pragma omp parallel for schedule(static)
   for (int tile = 0; tile < tiles; ++tile) {
     TileSums& total = sums[static_cast<size_t>(tile) * parts];
     for (int part = 1; part < parts; ++part)
-      for (int v = 0; v <= 2 * sl.s - 2; ++v)
+      for (int v = 0; v < sl.dg.weights(); ++v)
         for (int e = 0; e < MR * NR; ++e) total[v][e] += sums[static_cast<size_t>(tile) * parts + part][v][e];
     round_tile(g, sl, tile % sl.mp, tile / sl.mp, total, bias);
   }
 }
 
 }  // namespace
-
-void store_element(const ops::GemmProblem& g, int i, int j, __int128 S, int E, int F, int s, bool bad,
-                   const float* bias) {
-  float* c = g.c + static_cast<size_t>(i) * g.ldc + j;
-  const float out = ex::exact_output(S, E, F, s, bad, g.accumulate, *c);
-  *c = bias != nullptr ? ops::linear_out(out, bias[j]) : out;
-}
 
 void gemm_exact(const ops::GemmProblem& g) {
   check_k(g.k);
@@ -170,7 +158,7 @@ void gemm_exact(const ops::GemmProblem& g) {
 #endif
   const Kernel kern = kernel(isa);
   Sliced& sl = calling_thread_slices();
-  sl.resize(g);
+  sl.resize(g, isa);
   const int tiles = sl.mp * sl.np, parts = k_parts(sl);
 #pragma omp parallel if (!omp_in_parallel())
   {
@@ -193,9 +181,10 @@ void gemm_exact_split(const ops::GemmProblem& g) {
   check_k(k_total);
   SB_CHECK(!g.accumulate && g.k <= k_total, "exact k-split: a slice of k=", g.k, " of ", k_total, " (accumulate ",
            g.accumulate, ")");
-  const Kernel kern = kernel(active_isa());
+  const Isa isa = active_isa();
+  const Kernel kern = kernel(isa);
   Sliced& sl = calling_thread_slices();
-  sl.resize(g);
+  sl.resize(g, isa);
   const int tiles = sl.mp * sl.np;
   // The group's scales: each line's code is the max of the ranks' codes over their k-slices.
 #pragma omp parallel

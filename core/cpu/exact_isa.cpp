@@ -99,11 +99,13 @@ Isa active_isa() {
   return Isa::scalar;
 }
 
+Isa own_isa(Isa isa) {
+  if (isa != Isa::onednn && isa != Isa::amx) return isa;
+  return missing(Isa::avx512) == nullptr ? Isa::avx512 : missing(Isa::avx2) == nullptr ? Isa::avx2 : Isa::scalar;
+}
+
 Kernel kernel(Isa isa) {
-  // oneDNN's paths have no kernel of samebits': a product that needs one (the k-split of
-  // gemm_exact_split) takes the best this CPU has.
-  if (isa == Isa::onednn || isa == Isa::amx)
-    isa = missing(Isa::avx512) == nullptr ? Isa::avx512 : missing(Isa::avx2) == nullptr ? Isa::avx2 : Isa::scalar;
+  isa = own_isa(isa);
 #if defined(__x86_64__)
   if (isa == Isa::avx512) return kernel_avx512;
   if (isa == Isa::avx2) return kernel_avx2;

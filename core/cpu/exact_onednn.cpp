@@ -1,8 +1,8 @@
-// The exact GEMM's slice products through oneDNN's int8 matmul (u8 × s8 → s32): both operands are
-// sliced as for the kernels (exact_pack.cpp) into plain rows of k bytes, A's digits + kOffset and
-// B's signed digits, lines in blocks stacked by slice, so that one matmul (s·mw × k)·(k × s·nw)
-// gives every slice pair's dot of a block of C. Each pair's dot is an exact integer, so whichever
-// kernel, blocking or thread count oneDNN picks (AMX-INT8 tiles, VNNI, AVX2 pair products), C has
+// The exact GEMM's digit products through oneDNN's int8 matmul (u8 × s8 → s32): both operands are
+// cut into s int8 digits of 6 bits (ops::exact::int8_digits) in plain rows of k bytes, A's digits
+// + kOffset (the matmul multiplies unsigned by signed bytes) and B's signed digits, lines in blocks stacked by slice,
+// so that one matmul (s·mw × k)·(k × s·nw) gives every slice pair's dot of a block of C. Each pair's dot is an exact
+// integer, so whichever kernel, blocking or thread count oneDNN picks (AMX-INT8 tiles, VNNI, AVX2 pair products), C has
 // the bits of samebits' own kernels.
 //
 // No oneDNN kernel can saturate or wrap: a byte product is (digit + 64)·b with digit + 64 in
@@ -22,6 +22,7 @@
 namespace sb::cpu::exact {
 namespace {
 
+constexpr int kOffset = 64;
 constexpr int kChunk = 1 << 18;
 static_assert(int64_t{kChunk} * 127 * 63 < (int64_t{1} << 31), "a chunk's partial sums fit int32");
 constexpr int kBlock = 512;  // lines of A and of B per block of C
@@ -57,7 +58,8 @@ struct SlicedLines {
       const size_t slice = bl.slice(i / kBlock);
       line_scale(line, i, bl.k, &exp[i], &bad[i]);
       line_digits(
-          line, i, bl.k, exp[i], bl.s, slice, offset, [](int p) { return static_cast<size_t>(p); }, row);
+          line, i, bl.k, exp[i], bl.s, ops::exact::int8_digits(bl.s), slice, offset,
+          [](int p) { return static_cast<size_t>(p); }, row);
       for (int t = 0; with_sums && t < bl.s; ++t) {
         int32_t sum = 0;  // |sum| ≤ k·63
         for (int p = 0; p < bl.k; ++p) sum += row[t * slice + p];
@@ -116,7 +118,7 @@ void store_block(const ops::GemmProblem& g, const Raw* raw, const SlicedLines<ui
         for (int u = 0; u < s; ++u)
           w[t + u] += static_cast<int64_t>(raw[(static_cast<size_t>(t) * mw + r) * N + u * nw + q]) -
                       int64_t{kOffset} * B.sums[static_cast<size_t>(j) * s + u];
-      store_element(g, i, j, ops::exact::slice_dot(w, 1, s, narrow), A.exp[i], B.exp[j], s,
+      store_element(g, i, j, ops::exact::slice_dot(w, 1, ops::exact::int8_digits(s), narrow), A.exp[i], B.exp[j], s,
                     A.bad[i] != 0 || B.bad[j] != 0, bias);
     }
   }

@@ -1,7 +1,7 @@
 // Slicing for the exact GEMM: each row of op(A) and column of op(B), rounded to the GEMM precision,
 // gets its scale exponent from its largest finite magnitude, then every element its integer operand
-// and s digits (ops/exact_gemm.hpp), packed in the kernels' layout (exact_gemm.hpp). Per-element
-// work and an exact max: nothing here depends on an order.
+// and its int16 digits (ops/exact_gemm.hpp), packed in the kernels' layout (exact_gemm.hpp) by the
+// panel work of exact_panel.cpp. Per-element work and an exact max: nothing here depends on an order.
 #include <algorithm>
 
 #include "exact_gemm.hpp"
@@ -24,12 +24,6 @@ int32_t line_code(const Line& line, int i, int k) {
   return ex::line_code(max_abs, nonfinite);
 }
 
-// The kernels' panel layout (kq, lanes, 4) of position `lane` of a panel `lanes` wide.
-struct PanelPlace {
-  int lane, lanes;
-  size_t operator()(int p) const { return (static_cast<size_t>(p / kQuad) * lanes + lane) * kQuad + p % kQuad; }
-};
-
 }  // namespace
 
 void line_scale(const Line& line, int i, int k, int* exp, uint8_t* bad) {
@@ -47,14 +41,16 @@ Line b_line(const ops::GemmProblem& g) {
                            : Line{g.b, 1, static_cast<size_t>(g.ldb), g.precision};
 }
 
-void Sliced::resize(const ops::GemmProblem& g) {
+void Sliced::resize(const ops::GemmProblem& g, Isa isa) {
   s = ex::slices(g.precision);
+  dg = kernel_digits(s);
+  work = panel_work(own_isa(isa), g.precision);
+  round = round_row(own_isa(isa), g.precision);
   mp = (g.m + MR - 1) / MR;
   np = (g.n + NR - 1) / NR;
-  kq = (g.k + kQuad - 1) / kQuad;
-  a.resize(static_cast<size_t>(mp) * s * a_slice());
-  b.resize(static_cast<size_t>(np) * s * b_slice());
-  b_sum.resize(static_cast<size_t>(np) * s * NR);
+  kp = (g.k + kPair - 1) / kPair;
+  a.resize(static_cast<size_t>(mp) * dg.count * a_slice());
+  b.resize(static_cast<size_t>(np) * dg.count * b_slice());
   row_code.assign(static_cast<size_t>(mp) * MR, 0);
   row_exp.resize(row_code.size());
   row_bad.resize(row_code.size());
@@ -64,13 +60,13 @@ void Sliced::resize(const ops::GemmProblem& g) {
 }
 
 void Sliced::scale_a_panel(const ops::GemmProblem& g, int ip) {
-  const Line line = a_line(g);
-  for (int i = ip * MR; i < std::min(g.m, (ip + 1) * MR); ++i) row_code[i] = line_code(line, i, g.k);
+  const int i0 = ip * MR;
+  work.codes(a_line(g), i0, std::min(MR, g.m - i0), g.k, &row_code[i0]);
 }
 
 void Sliced::scale_b_panel(const ops::GemmProblem& g, int jp) {
-  const Line line = b_line(g);
-  for (int j = jp * NR; j < std::min(g.n, (jp + 1) * NR); ++j) col_code[j] = line_code(line, j, g.k);
+  const int j0 = jp * NR;
+  work.codes(b_line(g), j0, std::min(NR, g.n - j0), g.k, &col_code[j0]);
 }
 
 void Sliced::settle(int line, bool row) {
@@ -80,35 +76,19 @@ void Sliced::settle(int line, bool row) {
 }
 
 void Sliced::pack_a_panel(const ops::GemmProblem& g, int ip) {
-  uint8_t* out = a.data() + static_cast<size_t>(ip) * s * a_slice();
-  std::fill(out, out + s * a_slice(), static_cast<uint8_t>(kOffset));  // digit 0 beyond m and k
-  const Line line = a_line(g);
-  for (int r = 0; r < MR && ip * MR + r < g.m; ++r) {
-    const int i = ip * MR + r;
-    settle(i, true);
-    line_digits(line, i, g.k, row_exp[i], s, a_slice(), kOffset, PanelPlace{r, MR}, out);
-  }
+  int32_t* out = a_at(ip, 0);
+  std::fill(out, out + dg.count * a_slice(), 0);  // digit 0 beyond m and k
+  const int i0 = ip * MR, w = std::min(MR, g.m - i0);
+  for (int i = i0; i < i0 + w; ++i) settle(i, true);
+  work.digits(a_line(g), i0, w, MR, g.k, &row_exp[i0], a_slice(), out);
 }
 
 void Sliced::pack_b_panel(const ops::GemmProblem& g, int jp) {
-  int8_t* out = b.data() + static_cast<size_t>(jp) * s * b_slice();
-  std::fill(out, out + s * b_slice(), static_cast<int8_t>(0));
-  const Line line = b_line(g);
-  for (int c = 0; c < NR && jp * NR + c < g.n; ++c) {
-    const int j = jp * NR + c;
-    settle(j, false);
-    line_digits(line, j, g.k, col_exp[j], s, b_slice(), 0, PanelPlace{c, NR}, out);
-  }
-  for (int u = 0; u < s; ++u) column_sums(b_at(jp, u), 0, kq, b_sum.data() + (static_cast<size_t>(jp) * s + u) * NR);
-}
-
-void column_sums(const int8_t* b, int q0, int q1, int32_t* sums) {
-  for (int c = 0; c < NR; ++c) {
-    int32_t sum = 0;
-    for (int q = q0; q < q1; ++q)
-      for (int l = 0; l < kQuad; ++l) sum += b[(static_cast<size_t>(q) * NR + c) * kQuad + l];
-    sums[c] = sum;
-  }
+  int32_t* out = b_at(jp, 0);
+  std::fill(out, out + dg.count * b_slice(), 0);
+  const int j0 = jp * NR, w = std::min(NR, g.n - j0);
+  for (int j = j0; j < j0 + w; ++j) settle(j, false);
+  work.digits(b_line(g), j0, w, NR, g.k, &col_exp[j0], b_slice(), out);
 }
 
 }  // namespace sb::cpu::exact

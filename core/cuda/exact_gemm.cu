@@ -62,8 +62,9 @@ __global__ void slice_lines_kernel(SliceLines L) {
       const int p = 4 * w + b;
       if (p >= L.k) break;
       const float x = L.at(i, p);
-      const int64_t X = ex::is_finite(x) ? ex::integer_operand(x, E, L.s) : 0;
-      for (int t = 0; t < L.s; ++t) word[t] |= (static_cast<uint32_t>(ex::digit(X, t, L.s)) & 0xffu) << (8 * b);
+      const int32_t X = ex::is_finite(x) ? ex::integer_operand(x, E, L.s) : 0;
+      for (int t = 0; t < L.s; ++t)
+        word[t] |= (static_cast<uint32_t>(ex::digit(X, t, ex::int8_digits(L.s))) & 0xffu) << (8 * b);
     }
     for (int t = 0; t < L.s; ++t)
       L.out[(static_cast<int64_t>(t) * L.lines + i) * L.words + w] = static_cast<int32_t>(word[t]);
@@ -169,7 +170,7 @@ __global__ void __launch_bounds__(128) exact_dots_kernel(ExactDots g) {
 #pragma unroll
       for (int v = 0; v < V; ++v) by_weight[v] = wide[v][nt][r];
       float* c = g.c + static_cast<int64_t>(i) * g.ldc + j;
-      *c = ex::exact_output(ex::slice_dot(by_weight, 1, S, narrow), g.row_exp[i], g.col_exp[j], S,
+      *c = ex::exact_output(ex::slice_dot(by_weight, 1, ex::int8_digits(S), narrow), g.row_exp[i], g.col_exp[j], S,
                             g.row_bad[i] != 0 || g.col_bad[j] != 0, g.accumulate, *c);
     }
 }

@@ -27,6 +27,7 @@ ONE_SIDED = {
     "line_code": "cpu; the exact GEMM's k-split scale codes (CUDA has no k-split)",
     "code_exponent": "cpu; the exact GEMM's k-split scale codes (CUDA has no k-split)",
     "code_nonfinite": "cpu; the exact GEMM's k-split scale codes (CUDA has no k-split)",
+    "int16_digits": "cpu; its kernels' int16 digits (CUDA's int8 tensor cores take int8_digits)",
 }
 
 

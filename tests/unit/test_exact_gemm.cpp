@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/cpu/exact_isa.hpp"
 #include "samebits/core/ops/exact_gemm.hpp"
+#include "samebits/core/ops/matmul.hpp"
 #include "samebits/det/error.hpp"
 #include "test_op_support.hpp"
 
@@ -151,7 +153,7 @@ TEST_CASE("exact gemm: syrk and the linear layer are the same exact products") {
 }
 
 TEST_CASE("exact gemm: one rounding to nearest even, subnormals, overflow, zeros, NaN and Inf") {
-  using ops::exact::round_scaled;
+  const auto round_scaled = ops::exact::round_scaled_bits;
   CHECK(round_scaled((__int128{1} << 24) + 1, 0) == 16777216.0f);  // a tie: to even
   CHECK(round_scaled((__int128{1} << 24) + 3, 0) == 16777220.0f);  // a tie: to even (up)
   CHECK(round_scaled(3, -150) == std::ldexp(1.0f, -148));          // 1.5 of the smallest subnormal: to 2
@@ -191,4 +193,156 @@ TEST_CASE("exact gemm: a forced path this CPU lacks and k past the int32 bound a
   CHECK_THROWS_WITH_AS(
       be->gemm({Trans::no, Trans::no, 1, 1, k, a.data(), k, a.data(), 1, c.data(), 1, false, Precision::fp32}),
       doctest::Contains("k must be at most 541064"), Error);
+}
+
+namespace {
+
+// The definition computed directly: each line's scale from its rounded operands, the integer
+// operands, their dot in __int128 (no digits), one rounding by the integer path
+// (ops::exact::round_scaled_bits); NaN for a line holding a NaN or an Inf.
+std::vector<float> definition_product(int m, int n, int k, const std::vector<float>& a, const std::vector<float>& b,
+                                      Precision prec) {
+  namespace ex = ops::exact;
+  const int s = ex::slices(prec);
+  auto code_of = [&](auto at) {
+    float max_abs = 0.0f;
+    bool nonfinite = false;
+    for (int p = 0; p < k; ++p) {
+      const float x = ops::round_operand(at(p), prec);
+      if (!ex::is_finite(x)) nonfinite = true;
+      else max_abs = std::max(max_abs, std::fabs(x));
+    }
+    return ex::line_code(max_abs, nonfinite);
+  };
+  std::vector<int32_t> row(m), col(n);
+  for (int i = 0; i < m; ++i) row[i] = code_of([&](int p) { return a[static_cast<size_t>(i) * k + p]; });
+  for (int j = 0; j < n; ++j) col[j] = code_of([&](int p) { return b[static_cast<size_t>(p) * n + j]; });
+  auto operand = [&](float x, int32_t code) {
+    const float r = ops::round_operand(x, prec);
+    return ex::is_finite(r) ? ex::integer_operand(r, ex::code_exponent(code), s) : 0;
+  };
+  std::vector<float> c(static_cast<size_t>(m) * n);
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j) {
+      __int128 S = 0;
+      for (int p = 0; p < k; ++p)
+        S += static_cast<__int128>(operand(a[static_cast<size_t>(i) * k + p], row[i])) *
+             operand(b[static_cast<size_t>(p) * n + j], col[j]);
+      const bool bad = ex::code_nonfinite(row[i]) || ex::code_nonfinite(col[j]);
+      c[static_cast<size_t>(i) * n + j] =
+          bad ? det::float_of_bits(0x7fc00000u)
+              : ex::round_scaled_bits(S, ex::code_exponent(row[i]) + ex::code_exponent(col[j]) - 12 * s);
+    }
+  return c;
+}
+
+// Operands whose integers have every digit at its largest magnitude, of both signs, with NaN/Inf
+// lines, zero lines, subnormals and one line of small values beside a large one: (rows, k) row-major.
+std::vector<float> adversarial(int rows, int k, uint64_t seed, bool flipped) {
+  const float top = std::nextafter(1.0f, 0.0f);  // 1 − 2^−24: X = ±(2^24 − 1), every 12-bit digit 4095
+  std::vector<float> x(static_cast<size_t>(rows) * k);
+  for (int i = 0; i < rows; ++i)
+    for (int p = 0; p < k; ++p) {
+      float& v = x[static_cast<size_t>(i) * k + p];
+      const bool negative = flipped ? ((p * 7 + i + static_cast<int>(seed)) % 5 == 0) : false;
+      v = negative ? -top : top;  // rows 0, 4, …: all at the largest digits
+      if (i % 4 == 1) v = (p % 3 == 0) ? -top : std::ldexp(top, -(p % 24));
+      if (i % 4 == 2) v = std::numeric_limits<float>::denorm_min() * static_cast<float>(1 + p % 1000);
+      if (i % 4 == 3) v = p == k / 2 ? std::ldexp(1.0f, 100) : std::ldexp(top, -90 + p % 7);
+    }
+  if (rows > 5) x[static_cast<size_t>(5) * k + k - 1] = std::numeric_limits<float>::infinity();
+  if (rows > 6) x[static_cast<size_t>(6) * k] = std::numeric_limits<float>::quiet_NaN();
+  if (rows > 7) std::fill(x.begin() + static_cast<ptrdiff_t>(7) * k, x.begin() + static_cast<ptrdiff_t>(8) * k, 0.0f);
+  return x;
+}
+
+}  // namespace
+
+TEST_CASE("exact gemm: the int16 digit kernels give the definition's bits where int32 sums would wrap") {
+  // Each kernel sums 2·kFlushPairs = 128 products of k in an int32 lane before widening: k = 128 ±
+  // 1, 256 ± 1 cross that boundary; k = 50 257 (the GPT-2 vocabulary) many times.
+  struct Shape {
+    int m, n, k;
+  };
+  const std::vector<std::string> isas = isas_here();
+  for (const Shape s : {Shape{9, 33, 127}, Shape{9, 33, 128}, Shape{9, 33, 129}, Shape{8, 40, 255}, Shape{8, 40, 257},
+                        Shape{8, 3, 50257}})
+    for (Precision prec : {Precision::fp32, Precision::bf16})
+      for (bool flipped : {false, true}) {
+        const auto a = adversarial(s.m, s.k, 1, flipped);
+        const auto bt = adversarial(s.n, s.k, 2, !flipped);  // op(B)ᵀ: (n, k)
+        std::vector<float> b(bt.size());
+        for (int j = 0; j < s.n; ++j)
+          for (int p = 0; p < s.k; ++p) b[static_cast<size_t>(p) * s.n + j] = bt[static_cast<size_t>(j) * s.k + p];
+        const std::vector<float> expected = definition_product(s.m, s.n, s.k, a, b, prec);
+        const std::vector<float> zero(expected.size());
+        for (const std::string& isa : isas)
+          for (int threads : {1, 2}) {
+            ForcedIsa forced(isa.c_str());
+            omp_set_num_threads(threads);
+            CAPTURE(isa);
+            CAPTURE(threads);
+            CAPTURE(s.k);
+            CAPTURE(flipped);
+            CHECK(same_bits(exact_product(Trans::no, Trans::no, s.m, s.n, s.k, a, b, zero, false, prec), expected));
+          }
+        // The positive control: C[0][0]'s top digits (row 0 and column 0 are at 4095, E = F = 0)
+        // summed in one int32 lane wrap past 2^31 at these k, and the S that wrapped lane gives
+        // rounds to other bits than C[0][0]: a kernel that never widened would fail above.
+        if (prec == Precision::fp32 && s.k >= 255) {
+          namespace ex = ops::exact;
+          const ex::Digits dg = ex::int16_digits(4);
+          __int128 S = 0;
+          int64_t wide = 0;
+          uint32_t lane = 0;
+          for (int p = 0; p < s.k; ++p) {
+            const float x = a[static_cast<size_t>(p)], y = b[static_cast<size_t>(p) * s.n];
+            const int32_t X = ex::is_finite(x) ? ex::integer_operand(x, 0, 4) : 0;
+            const int32_t Y = ex::is_finite(y) ? ex::integer_operand(y, 0, 4) : 0;
+            S += static_cast<__int128>(X) * Y;
+            const int64_t top = int64_t{ex::digit(X, 0, dg)} * ex::digit(Y, 0, dg);
+            wide += top;
+            lane += static_cast<uint32_t>(top);
+          }
+          const __int128 wrapped = S + (static_cast<__int128>(static_cast<int32_t>(lane)) - wide) * (1 << 24);
+          CHECK(wrapped != S);
+          CHECK(det::bits_of(ex::round_scaled_bits(S, -48)) == det::bits_of(expected[0]));
+          CHECK(det::bits_of(ex::round_scaled_bits(wrapped, -48)) != det::bits_of(expected[0]));
+        }
+      }
+  omp_set_num_threads(1);
+}
+
+TEST_CASE("exact gemm: the int64 rounding path gives the integer rounding's bits") {
+  namespace ex = ops::exact;
+  std::vector<int64_t> values{0,
+                              1,
+                              -1,
+                              3,
+                              (int64_t{1} << 24) + 1,
+                              (int64_t{1} << 24) + 3,
+                              (int64_t{1} << 25) - 1,
+                              std::numeric_limits<int64_t>::max(),
+                              std::numeric_limits<int64_t>::min(),
+                              -(int64_t{1} << 62) - 1};
+  uint64_t state = 12345;
+  for (int r = 0; r < 2000; ++r) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    values.push_back(static_cast<int64_t>(state) >> (state % 63));
+  }
+  int misses = 0;
+  for (const int64_t S : values)
+    for (int q = -400; q <= 200; ++q) {
+      CAPTURE(static_cast<long long>(S));
+      CAPTURE(q);
+      const uint32_t narrow = ex::round_scaled_narrow(S, q), bits = det::bits_of(ex::round_scaled_bits(S, q));
+      if (narrow == ex::kNarrowMiss) {  // only results below the normal range take the integer path
+        ++misses;
+        REQUIRE((bits & 0x7f800000u) <= (1u << 23));
+      } else {
+        REQUIRE(narrow == bits);
+      }
+      REQUIRE(det::bits_of(ex::exact_element(S, q + 48, 0, 4, false)) == bits);
+    }
+  CHECK(misses > 0);
 }

@@ -12,16 +12,17 @@
 
 namespace sb::ops::exact {
 
-// Each integer operand is cut into s slices ("digits") of kDigitBits magnitude bits with the
-// operand's sign: |digit| ≤ 63, a signed 7-bit value. A slice product is at most 63², so an int32
-// dot of slices is exact while k·63² < 2³¹: k ≤ kMaxK.
+// The definition's integer operands have 6·s bits. A kernel cuts each into digits of equal width
+// with the operand's sign (Digits). With the int8 digits of 6 bits (|digit| ≤ 63, a signed 7-bit
+// value) a digit product is at most 63², so an int32 dot of digits is exact while k·63² < 2³¹: the
+// definition's bound k ≤ kMaxK, whatever digits a kernel uses.
 constexpr int kDigitBits = 6;
 constexpr int kDigitMax = (1 << kDigitBits) - 1;
 constexpr int64_t kMaxK = (int64_t{1} << 31) / (kDigitMax * kDigitMax);  // 541 064 (k·3969 < 2³¹)
 
 // Slices per operand for the GEMM precision: 6·s bits cover the significand of the largest
 // magnitude of a row (fp32: 24 bits, bf16: 8, fp16: 11).
-SB_HD int slices(Precision p) { return p == Precision::fp32 ? 4 : 2; }
+SB_HD constexpr int slices(Precision p) { return p == Precision::fp32 ? 4 : 2; }
 
 SB_HD bool is_finite(float x) { return (det::bits_of(x) & 0x7f800000u) != 0x7f800000u; }
 
@@ -50,29 +51,40 @@ SB_HD int code_exponent(int32_t code) {
   return code_nonfinite(code) ? 0 : scale_exponent(det::float_of_bits(static_cast<uint32_t>(code)));
 }
 
-// The integer operand of x (finite) under scale exponent E: sign(x)·trunc(|x|·2^(6s−E)), so
-// |X| < 2^(6s) when |x| < 2^E. Bits of x below 2^(E−6s) are dropped (truncation toward zero).
-SB_HD int64_t integer_operand(float x, int E, int s) {
+// The integer operand of x (finite, |x| < 2^E) under scale exponent E: sign(x)·trunc(|x|·2^(6s−E)),
+// so |X| < 2^(6s) ≤ 2^24. Bits of x below 2^(E−6s) are dropped (truncation toward zero). In 32-bit
+// lanes without branches: |x| < 2^E keeps a left shift below 2^24, and a right shift of 32 or more
+// leaves 0. (A line holding a NaN or an Inf has E = 0 and unused digits: any shift stays defined.)
+SB_HD int32_t integer_operand(float x, int E, int s) {
   const uint32_t u = det::bits_of(x);
-  const int biased = static_cast<int>((u >> 23) & 0xffu);
-  const int64_t mant = (u & 0x7fffffu) | (biased != 0 ? 0x800000u : 0u);  // |x| = mant·2^ex
-  const int ex = (biased != 0 ? biased : 1) - 150;
-  const int shift = ex + kDigitBits * s - E;
-  int64_t mag = 0;
-  if (shift >= 0) mag = mant << shift;
-  else if (shift > -64) mag = mant >> -shift;
-  return (u >> 31) != 0 ? -mag : mag;
+  const uint32_t biased = (u >> 23) & 0xffu;
+  const uint32_t mant = (u & 0x7fffffu) | (biased != 0 ? 0x800000u : 0u);                   // |x| = mant·2^ex
+  const int shift = static_cast<int>(biased != 0 ? biased : 1) - 150 + kDigitBits * s - E;  // ex + 6s − E
+  const uint32_t mag = shift >= 32 || shift <= -32 ? 0u : shift >= 0 ? mant << shift : mant >> -shift;
+  return static_cast<int32_t>((u >> 31) != 0 ? 0u - mag : mag);
 }
 
-// Digit t (0 = most significant) of the integer operand X with s slices: X = Σ_t digit_t·2^(6(s−1−t)).
-SB_HD int digit(int64_t X, int t, int s) {
-  const int64_t mag = X < 0 ? -X : X;
-  const int d = static_cast<int>((mag >> (kDigitBits * (s - 1 - t))) & kDigitMax);
-  return X < 0 ? -d : d;
-}
+// How a kernel cuts the 6s-bit integer operands: `count` digits of `bits` magnitude bits each
+// (count·bits = 6s), X = Σ_t digit_t·2^(bits·(count−1−t)), digit 0 the most significant.
+struct Digits {
+  int count, bits;
+  SB_HD constexpr int max() const { return (1 << bits) - 1; }
+  // The digit pairs (t, u) of one weight v = t + u, v in [0, weights()).
+  SB_HD constexpr int weights() const { return 2 * count - 1; }
+  // The weight of a pair (t, u) with t + u = v in the integer dot: Σ_p X·Y = Σ_v 2^shift(v)·D_v.
+  SB_HD constexpr int shift(int v) const { return bits * (2 * count - 2 - v); }
+};
+// s int8 digits of 6 bits (the int8 products of oneDNN and the tensor cores), or s/2 int16 digits of
+// 12 bits (s is 2 or 4; samebits' CPU kernels).
+SB_HD constexpr Digits int8_digits(int s) { return {s, kDigitBits}; }
+SB_HD constexpr Digits int16_digits(int s) { return {s / 2, 2 * kDigitBits}; }
 
-// The weight of a slice pair (t, u) in the integer dot: Σ_p X·Y = Σ_{t,u} 2^(6(2s−2−t−u))·D_tu.
-SB_HD int pair_shift(int t, int u, int s) { return kDigitBits * (2 * s - 2 - t - u); }
+// Digit t of the integer operand X: sign(X)·((|X| >> bits·(count−1−t)) mod 2^bits).
+SB_HD int digit(int32_t X, int t, Digits d) {
+  const uint32_t mag = X < 0 ? 0u - static_cast<uint32_t>(X) : static_cast<uint32_t>(X);
+  const int v = static_cast<int>((mag >> (d.bits * (d.count - 1 - t))) & static_cast<uint32_t>(d.max()));
+  return X < 0 ? -v : v;
+}
 
 // Index of the highest set bit of u > 0.
 SB_HD int top_bit64(uint64_t u) {
@@ -92,8 +104,8 @@ SB_HD float pow2(int e) {
 }
 
 // S·2^q rounded once to fp32, to nearest with ties to even, subnormals kept, overflow to ±Inf; +0
-// for S = 0.
-SB_HD float round_scaled(__int128 S, int q) {
+// for S = 0 — in integer arithmetic.
+SB_HD float round_scaled_bits(__int128 S, int q) {
   if (S == 0) return 0.0f;
   const bool negative = S < 0;
   const unsigned __int128 u = negative ? -static_cast<unsigned __int128>(S) : static_cast<unsigned __int128>(S);
@@ -117,10 +129,35 @@ SB_HD float round_scaled(__int128 S, int q) {
   return negative ? -mag : mag;
 }
 
-// The exact GEMM's output element: NaN when row i of op(A) or column j of op(B) holds a NaN or an
-// Inf (finite: both false), else round_scaled(S, E_i + F_j − 12s) with S = Σ_p X_ip·Y_pj.
+// round_scaled_bits's bits for an S in int64, or kNarrowMiss where only round_scaled_bits gives
+// them: r = fp32(S) is S rounded to nearest even (a conversion, rounded as every fp32
+// operation here), and r·2^q, formed by adding q to r's exponent, is S·2^q rounded once whenever
+// r·2^q has a biased exponent in [2, 254]: then S·2^q ≥ 2^−126 before rounding (r ≤ 2·2^⌊log2|S|⌋),
+// so both round S's 24 leading bits. A biased exponent past 254 is an overflow for both; subnormal
+// results and wider S take round_scaled_bits.
+constexpr uint32_t kNarrowMiss = 0xffffffffu;  // a NaN's bits, never a rounded S
+SB_HD uint32_t round_scaled_narrow(int64_t S, int q) {
+  const uint32_t r = det::bits_of(static_cast<float>(S));
+  const int biased = static_cast<int>((r >> 23) & 0xffu) + q;
+  if (S == 0) return 0u;
+  if (biased > 254) return (r & 0x80000000u) | 0x7f800000u;
+  return biased >= 2 ? r + (static_cast<uint32_t>(q) << 23) : kNarrowMiss;
+}
+
+// The exact GEMM's output element as bits for an S in int64: the quiet NaN when row i of op(A) or
+// column j of op(B) holds a NaN or an Inf (finite: both false), else S·2^(E_i + F_j − 12s) rounded
+// once (round_scaled_narrow), S = Σ_p X_ip·Y_pj; kNarrowMiss where exact_element must give it.
+SB_HD uint32_t exact_element_narrow(int64_t S, int E, int F, int s, bool nonfinite) {
+  return nonfinite ? 0x7fc00000u : round_scaled_narrow(S, E + F - 2 * kDigitBits * s);
+}
+// The exact GEMM's output element for any S: exact_element_narrow where it answers, else
+// round_scaled_bits(S, E_i + F_j − 12s).
 SB_HD float exact_element(__int128 S, int E, int F, int s, bool nonfinite) {
-  return nonfinite ? det::float_of_bits(0x7fc00000u) : round_scaled(S, E + F - 2 * kDigitBits * s);
+  if (S == static_cast<int64_t>(S)) {
+    const uint32_t r = exact_element_narrow(static_cast<int64_t>(S), E, F, s, nonfinite);
+    if (r != kNarrowMiss) return det::float_of_bits(r);
+  }
+  return nonfinite ? det::float_of_bits(0x7fc00000u) : round_scaled_bits(S, E + F - 2 * kDigitBits * s);
 }
 
 // Accumulating (C ← C + op(A)·op(B)): the rounded product added to C in one fp32 addition.
@@ -129,16 +166,16 @@ SB_HD float exact_accumulate(float c, float product) { return c + product; }
 // Whether the integer dot of a k-long product fits int64 (|S| ≤ k·2^(12s) < 2^63).
 SB_HD bool narrow_dot(int64_t k, int s) { return k < (int64_t{1} << (63 - 2 * kDigitBits * s)); }
 
-// The integer dot S = Σ_v w[v·stride]·2^(6(2s−2−v)) from its sums per pair weight v = t + u. When
-// narrow, wrapping 64-bit arithmetic ends at the exact S whatever its intermediate values.
-SB_HD __int128 slice_dot(const int64_t* w, size_t stride, int s, bool narrow) {
+// The integer dot S = Σ_v w[v·stride]·2^shift(v) from its sums per pair weight v. When narrow,
+// wrapping 64-bit arithmetic ends at the exact S whatever its intermediate values.
+SB_HD __int128 slice_dot(const int64_t* w, size_t stride, Digits d, bool narrow) {
   if (narrow) {
     uint64_t acc = 0;
-    for (int v = 0; v <= 2 * s - 2; ++v) acc += static_cast<uint64_t>(w[v * stride]) << pair_shift(v, 0, s);
+    for (int v = 0; v < d.weights(); ++v) acc += static_cast<uint64_t>(w[v * stride]) << d.shift(v);
     return static_cast<int64_t>(acc);
   }
   __int128 acc = 0;
-  for (int v = 0; v <= 2 * s - 2; ++v) acc += static_cast<__int128>(w[v * stride]) << pair_shift(v, 0, s);
+  for (int v = 0; v < d.weights(); ++v) acc += static_cast<__int128>(w[v * stride]) << d.shift(v);
   return acc;
 }
 
