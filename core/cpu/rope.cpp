@@ -1,7 +1,7 @@
 // Rotary positions on the CPU: OpenMP threads over tokens, SIMD lanes over a head's pairs; the
 // formula is ops/rope.hpp, bitwise equal to core/cuda/rope.cu. In place on qkv's q and k.
-#include "cpu_backend_class.hpp"
 #include "samebits/core/ops/rope.hpp"
+#include "cpu_backend_class.hpp"
 
 namespace sb::cpu {
 namespace {

@@ -15,7 +15,9 @@ SB_HD float rope_inv_freq(int i, int hd, float theta) {
 }
 
 // The table entry (cos, sin) of position t, pair i: the angle fl32(t·f_i).
-SB_HD float rope_angle(int t, int i, int hd, float theta) { return static_cast<float>(t) * rope_inv_freq(i, hd, theta); }
+SB_HD float rope_angle(int t, int i, int hd, float theta) {
+  return static_cast<float>(t) * rope_inv_freq(i, hd, theta);
+}
 SB_HD float rope_cos(int t, int i, int hd, float theta) { return det::cos(rope_angle(t, i, hd, theta)); }
 SB_HD float rope_sin(int t, int i, int hd, float theta) { return det::sin(rope_angle(t, i, hd, theta)); }
 
