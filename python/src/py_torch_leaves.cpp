@@ -14,25 +14,19 @@
 #include <memory>
 
 #include "bindings.hpp"
+#include "samebits/core/parallel/parallel_plan.hpp"
 #include "samebits/core/train/statistics.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb::py {
 namespace {
 
-// The flat size of a layout and one value (the loss) after it.
-size_t with_loss(const std::vector<ParamView>& layout) {
-  size_t n = 0;
-  for (const ParamView& p : layout) n = p.offset + (p.numel + kParamAlign - 1) / kParamAlign * kParamAlign;
-  return n + 1;
-}
-
 class LeafAccumulator {
  public:
   explicit LeafAccumulator(const std::vector<std::pair<std::string, std::vector<int64_t>>>& tensors)
       : layout_(torch_layout(tensors)),
         backend_(torch_backend(-1)),
-        acc_(backend_->make_accumulator(with_loss(layout_))),
+        acc_(backend_->make_accumulator(layout_flat_size(layout_) + 1)),  // and the loss
         stats_(layout_) {}
 
   size_t size() const { return acc_->size(); }

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <utility>
 
 #include "integration/test_cli_support.hpp"
 #include "samebits/cli/inspect.hpp"
@@ -56,6 +57,12 @@ std::vector<uint64_t> commit_bytes(const std::string& path, bool snapshots, uint
     out.push_back(w.bytes_written() - before);
   }
   return out;
+}
+
+// The trainer's state after one step, and its run's tensor table.
+std::pair<TrainerState, std::vector<run::TensorInfo>> state_after_a_step(const Config& config, Trainer& trainer) {
+  trainer.step();
+  return {trainer.export_state(), sb::run_header(config, trainer).tensors};
 }
 
 }  // namespace
@@ -236,9 +243,7 @@ TEST_CASE("a state file and a snapshot read back bitwise") {
   TempDir dir;
   const Config config = tiny(2);
   Trainer trainer(config);
-  trainer.step();
-  const TrainerState state = trainer.export_state();
-  const auto tensors = sb::run_header(config, trainer).tensors;
+  const auto [state, tensors] = state_after_a_step(config, trainer);
   const std::string file = dir / "state.h5";
   const run::StoreEntry entry = run::write_state_file(file, state, tensors);
   const TrainerState back = run::read_store_state(file, entry, tensors);
@@ -262,9 +267,7 @@ TEST_CASE("a state written from parts fetched one at a time is the whole state's
   TempDir dir;
   const Config config = tiny(2);
   Trainer trainer(config);
-  trainer.step();
-  const TrainerState state = trainer.export_state();
-  const auto tensors = sb::run_header(config, trainer).tensors;
+  const auto [state, tensors] = state_after_a_step(config, trainer);
   const run::StoreEntry whole = run::write_state_file(dir / "whole.h5", state, tensors);
   // Parts that hand out each array in a buffer of its own, overwritten by the next fetch (as a
   // pipeline's rank 0 receives them), counting the fetches.

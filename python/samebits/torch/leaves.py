@@ -22,6 +22,9 @@ summed exactly too (`statistics`): given to a Recorder (`leaves=`), the run reco
 leaf statistics and gradient noise scale (McCandlish et al. 2018), leaves assumed of equal size.
 Dense CPU float32 parameters.
 """
+import functools
+import operator
+
 import torch
 import torch.distributed as dist
 
@@ -100,7 +103,6 @@ class Leaves:
         divisor = float(divisor)
         if not divisor > 0.0:
             raise ValueError(f"samebits.torch.Leaves.reduce: divisor must be positive, got {divisor}")
-        status = self._acc.status
         words = torch.tensor(self._acc.leaf_words(), dtype=torch.int64)
         if self.world > 1:
             dist.all_reduce(words, op=dist.ReduceOp.SUM, group=self.group)
@@ -109,11 +111,8 @@ class Leaves:
             wire = torch.from_numpy(self._acc.encode(self._leaves).view("int64"))
             dist.all_reduce(wire, op=dist.ReduceOp.SUM, group=self.group)
             statuses = [torch.zeros(1, dtype=torch.int64) for _ in range(self.world)]
-            dist.all_gather(statuses, torch.tensor([status], dtype=torch.int64), group=self.group)
-            status = 0
-            for s in statuses:
-                status |= int(s.item())
-            self._acc.decode(self._leaves, status)
+            dist.all_gather(statuses, torch.tensor([self._acc.status], dtype=torch.int64), group=self.group)
+            self._acc.decode(self._leaves, functools.reduce(operator.or_, (int(s.item()) for s in statuses)))
         out = torch.empty_like(self._flat)
         self._acc.round(out.data_ptr(), divisor)
         with torch.no_grad():
