@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "invariance/op_cases.hpp"
+#include "samebits/core/ops/rope.hpp"
 
 namespace sb::invariance {
 namespace {
@@ -148,6 +149,43 @@ OpOutput gelu_backward_case(Backend& be) {
   return buf.values({{d, kPointwise}});
 }
 
+// SwiGLU over 37 rows of F = 111 (each row the gate's F values, then the up's F).
+constexpr int64_t kGluRows = 37, kGluF = 111;
+
+OpOutput swiglu_forward_case(Backend& be) {
+  Buffers buf(be);
+  float* o = buf.zeros(kGluRows * kGluF);
+  be.swiglu_forward(o, buf.upload(uniform(2 * kGluRows * kGluF, 41, -8, 8)), kGluRows, kGluF);
+  return buf.values({{o, kGluRows * kGluF}});
+}
+
+OpOutput swiglu_backward_case(Backend& be) {
+  Buffers buf(be);
+  float* d = buf.zeros(2 * kGluRows * kGluF);
+  be.swiglu_backward(d, buf.upload(uniform(2 * kGluRows * kGluF, 42, -8, 8)), buf.upload(uniform(kGluRows * kGluF, 43)),
+                     kGluRows, kGluF);
+  return buf.values({{d, 2 * kGluRows * kGluF}});
+}
+
+// Rotary positions on B 2, T 24, C 48, 4 heads (head size 12), θ = 10000.
+OpOutput rope_case(Backend& be, bool backward) {
+  constexpr int B = 2, T = 24, C = 48, NH = 4, hd = C / NH;
+  std::vector<float> table(size_t(T) * hd);
+  for (int t = 0; t < T; ++t)
+    for (int i = 0; i < hd / 2; ++i) {
+      table[size_t(t) * hd + 2 * size_t(i)] = ops::rope_cos(t, i, hd, 10000.0f);
+      table[size_t(t) * hd + 2 * size_t(i) + 1] = ops::rope_sin(t, i, hd, 10000.0f);
+    }
+  Buffers buf(be);
+  const int64_t n = int64_t(B) * T * 3 * C;
+  float* x = buf.upload(uniform(n, backward ? 45 : 44, -2, 2));
+  if (backward) be.rope_backward(x, buf.upload(table), B, T, C, NH);
+  else be.rope_forward(x, buf.upload(table), B, T, C, NH);
+  return buf.values({{x, n}});
+}
+OpOutput rope_forward_case(Backend& be) { return rope_case(be, false); }
+OpOutput rope_backward_case(Backend& be) { return rope_case(be, true); }
+
 constexpr int kN = 48, kV = 300;
 
 std::vector<int32_t> targets() {
@@ -243,6 +281,10 @@ std::vector<OpCase> model_op_cases() {
       {"qk_clip_scale", "1000", qk_clip_scale_case},
       {"gelu_forward", "4099", gelu_forward_case},
       {"gelu_backward", "4099", gelu_backward_case},
+      {"swiglu_forward", "37 rows × 111", swiglu_forward_case},
+      {"swiglu_backward", "37 rows × 111", swiglu_backward_case},
+      {"rope_forward", "B 2, T 24, C 48, 4 heads", rope_forward_case},
+      {"rope_backward", "B 2, T 24, C 48, 4 heads", rope_backward_case},
       {"softmax_xent_forward", "48 rows × 300", softmax_xent_forward_case},
       {"softmax_xent_backward", "48 rows × 300", softmax_xent_backward_case},
       {"embedding_forward", "B 2, T 24, C 48, vocabulary 64", embedding_forward_case},
