@@ -235,6 +235,15 @@ void validate(const Config& config) {
            "data.leaves=",
            config.data.leaves, "; use at least 2 leaves");
   validate_optim(config.optim);
+  SB_CHECK(!config.optim.split_qkv || !config.optim.muon_family() || !config.model.gqa(),
+           "config optim.split_qkv orthogonalises the three equal blocks of attn.qkv.w, but model.n_kv_head=",
+           config.model.n_kv_head,
+           " makes the key and value blocks narrower than the query block; remove "
+           "optim.split_qkv or model.n_kv_head");
+  SB_CHECK(config.optim.qk_clip == 0.0 || (!config.model.gqa() && !config.model.qk_norm),
+           "config optim.qk_clip bounds each head's q·k logit by scaling its own query and key rows, but ",
+           config.model.qk_norm ? "model.qk_norm=true normalises those heads" : "model.n_kv_head shares a key head",
+           "; remove optim.qk_clip");
   validate_train(config.train);
   validate_perturbation(config.perturb, config.model, config.train.steps);
   validate_run(config.run);

@@ -30,6 +30,8 @@ constexpr Rule synthetic =
 constexpr Rule swiglu = when("model.mlp is swiglu", [](const Config& c) { return c.model.mlp == MlpKind::swiglu; });
 constexpr Rule ffn_dim = when("model.ffn_dim is not 0", [](const Config& c) { return c.model.ffn_dim != 0; });
 constexpr Rule rope = when("model.pos is rope", [](const Config& c) { return c.model.pos == PosKind::rope; });
+constexpr Rule gqa = when("model.n_kv_head is not 0", [](const Config& c) { return c.model.n_kv_head != 0; });
+constexpr Rule qk_norm = when("model.qk_norm is true", [](const Config& c) { return c.model.qk_norm; });
 constexpr Rule reordered = when("data.order_seed is not 0", [](const Config& c) { return c.data.order_seed != 0; });
 constexpr Rule muon = when("optim.name is muon or normuon", [](const Config& c) { return c.optim.muon_family(); });
 constexpr Rule momentum_warmup =
@@ -127,6 +129,10 @@ std::vector<ConfigField> build_fields() {
       field("model.pos", SB_MEMBER(model.pos), rope,
             "positions: learned (GPT-2's wpe table) or rope (rotary positions on q and k, Llama's rotate-half layout)"),
       field("model.rope_theta", SB_MEMBER(model.rope_theta), rope, "rotary positions' base θ (model.pos = rope)"),
+      field("model.n_kv_head", SB_MEMBER(model.n_kv_head), gqa,
+            "key/value heads (grouped-query attention), dividing n_head; 0: one per query head"),
+      field("model.qk_norm", SB_MEMBER(model.qk_norm), qk_norm,
+            "RMSNorm with a learned gain on each query and key head before the rotation (Qwen3's QK-norm)"),
       // [data]
       field("data.source", SB_MEMBER(data.source), yes,
             "synthetic: the embedded synthetic language; shards: llm.c/nanoGPT .bin token files (path is a "

@@ -23,12 +23,18 @@ void GPTConfig::validate() const {
              n_embd / n_head, " must be even");
     SB_CHECK(rope_theta > 1.0 && rope_theta < 1e30, "model.rope_theta=", rope_theta, " must lie in (1, 1e30)");
   }
+  SB_CHECK(n_kv_head >= 0 && n_kv_head <= n_head && n_head % kv_heads() == 0, "model.n_kv_head=", n_kv_head,
+           " must divide model.n_head=", n_head, " (grouped-query attention shares a key/value head among n_head/",
+           "n_kv_head query heads), or be 0 for one per query head");
 }
 
 void validate_tp(const GPTConfig& cfg, int64_t tp) {
   SB_CHECK(tp >= 1 && tp <= 4096, "config parallel.tp=", tp, " must be between 1 and 4096");
   SB_CHECK(cfg.n_head % tp == 0, "config model.n_head=", cfg.n_head, " is not divisible by parallel.tp=", tp,
            ": tensor parallelism splits the attention heads; choose parallel.tp dividing n_head");
+  SB_CHECK(cfg.kv_heads() % tp == 0, "config model.n_kv_head=", cfg.kv_heads(), " is not divisible by parallel.tp=", tp,
+           ": tensor parallelism gives each rank whole key/value heads with their query heads; choose parallel.tp "
+           "dividing n_kv_head");
   SB_CHECK(cfg.ffn() % tp == 0, "config model.ffn_dim=", cfg.ffn(), cfg.ffn_dim == 0 ? " (4·model.n_embd)" : "",
            " is not divisible by parallel.tp=", tp, ": tensor parallelism splits the MLP's hidden width");
   const int64_t part = (cfg.vocab + tp - 1) / tp;  // rows a rank holds (tp_layout.hpp)
@@ -67,8 +73,12 @@ std::vector<ParamView> gpt_param_layout(const GPTConfig& cfg) {
     const std::string h = "h." + std::to_string(l) + ".";
     add(h + "ln1.w", {C}, ParamKind::norm, 0.0f, 1.0f);
     if (norm_bias) add(h + "ln1.b", {C}, ParamKind::bias, 0.0f, 0.0f);
-    add(h + "attn.qkv.w", {3 * C, C}, ParamKind::matrix, std_w, 0.0f);
-    if (cfg.bias) add(h + "attn.qkv.b", {3 * C}, ParamKind::bias, 0.0f, 0.0f);
+    add(h + "attn.qkv.w", {cfg.qkv_rows(), C}, ParamKind::matrix, std_w, 0.0f);
+    if (cfg.bias) add(h + "attn.qkv.b", {cfg.qkv_rows()}, ParamKind::bias, 0.0f, 0.0f);
+    if (cfg.qk_norm) {
+      add(h + "attn.q_norm.w", {cfg.head_dim()}, ParamKind::norm, 0.0f, 1.0f);
+      add(h + "attn.k_norm.w", {cfg.head_dim()}, ParamKind::norm, 0.0f, 1.0f);
+    }
     add(h + "attn.proj.w", {C, C}, ParamKind::matrix, std_proj, 0.0f);
     if (cfg.bias) add(h + "attn.proj.b", {C}, ParamKind::bias, 0.0f, 0.0f);
     add(h + "ln2.w", {C}, ParamKind::norm, 0.0f, 1.0f);

@@ -1,6 +1,7 @@
 // gpt_weights.hpp: the samebits ↔ Hugging Face GPT-2 name map, the Conv1D transposes, and the
 // checked import of a safetensors file into the flat parameter buffer.
 #include "samebits/core/io/gpt_weights.hpp"
+#include "samebits/core/io/llama_weights.hpp"
 
 #include <xxhash.h>
 
@@ -91,11 +92,22 @@ std::string gpt2_mismatch(const GPTConfig& cfg) {
   if (cfg.mlp != MlpKind::gelu) why += "model.mlp=swiglu (GPT-2's MLP is GELU); ";
   if (cfg.pos != PosKind::learned) why += "model.pos=rope (GPT-2 learns its positions); ";
   if (cfg.ffn() != 4 * int64_t{cfg.n_embd}) why += "model.ffn_dim other than 4·model.n_embd (GPT-2's); ";
+  if (cfg.gqa()) why += "model.n_kv_head (GPT-2's heads each have their keys and values); ";
+  if (cfg.qk_norm) why += "model.qk_norm (GPT-2 does not norm its heads); ";
   if (!why.empty()) why.resize(why.size() - 2);
   return why;
 }
 
+WeightsNaming hf_naming(const GPTConfig& cfg) {
+  return llama_mismatch(cfg).empty() ? WeightsNaming::hf_llama : WeightsNaming::hf_gpt2;
+}
+
+std::string hf_config_json(const GPTConfig& cfg) {
+  return hf_naming(cfg) == WeightsNaming::hf_llama ? hf_llama_config_json(cfg) : hf_gpt2_config_json(cfg);
+}
+
 std::vector<SafeTensor> gpt_tensors(const GPTConfig& cfg, std::span<const float> flat, WeightsNaming naming) {
+  if (naming == WeightsNaming::hf_llama) return llama_tensors(cfg, flat);
   const std::vector<ParamView> layout = gpt_param_layout(cfg);
   if (naming == WeightsNaming::hf_gpt2) {
     const std::string why = gpt2_mismatch(cfg);
@@ -159,6 +171,7 @@ std::string file_digest(const std::string& path) {
 
 std::vector<float> read_gpt_weights(const std::string& file, const GPTConfig& cfg) {
   const SafetensorsHeader header = read_safetensors_header(file);
+  if (has_llama_names(header)) return read_llama_weights(file, header, cfg);
   bool samebits_names = false;
   for (const SafeTensorEntry& e : header.tensors) samebits_names = samebits_names || e.name == "wte";
   const WeightsNaming naming = samebits_names ? WeightsNaming::samebits : WeightsNaming::hf_gpt2;

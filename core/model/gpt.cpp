@@ -19,11 +19,13 @@ namespace sb {
 // Pointers of one block. Parameters and gradients point into the flat buffers; activations
 // (B·T = N rows) into acts_. Biases are null without model.bias, norm biases also under RMSNorm.
 struct GPT::Layer {
-  const float *ln1w, *ln1b, *qkvw, *qkvb, *projw, *projb, *ln2w, *ln2b, *fcw, *fcb, *fc2w, *fc2b;
-  float *dln1w, *dln1b, *dqkvw, *dqkvb, *dprojw, *dprojb, *dln2w, *dln2b, *dfcw, *dfcb, *dfc2w, *dfc2b;
+  const float *ln1w, *ln1b, *qkvw, *qkvb, *qnw, *knw, *projw, *projb, *ln2w, *ln2b, *fcw, *fcb, *fc2w, *fc2b;
+  float *dln1w, *dln1b, *dqkvw, *dqkvb, *dqnw, *dknw, *dprojw, *dprojb, *dln2w, *dln2b, *dfcw, *dfcb, *dfc2w, *dfc2b;
   const float* input;                // (N, C) the residual stream entering the block
   float *ln1, *ln1_mean, *ln1_rstd;  // (N, C), (N), (N)
-  float* qkv;                        // (N, 3C)
+  float* qkv;                        // (N, W) the qkv product: 3C wide, or (NH + 2G)·hd under GQA
+  float *qkn, *qk_rstd;              // QK-norm: (N, W) the normed rows, (N, NH + G)
+  float* heads;                      // (N, 3C) the [q | k | v] rows attention reads: qkv, qkn or their copy
   float* atty;                       // (N, C) attention output before the projection
   float* att;                        // (B, NH, T, T) softmax probabilities
   float* attproj;                    // (N, C)
@@ -50,6 +52,7 @@ struct GPT::Buffers {
   float* dres;           // (N, C) gradient of the residual stream, then the tied rows (stage_grad)
   float *dbtc1, *dbtc2;  // (N, C)
   float* dqkv;           // (N, 3C)
+  float* dqkv_rows;      // (N, W): GQA's and QK-norm's gradient of the qkv product's rows
   float* datt;           // (B, NH, T, T)
   float *dff1, *dff2;    // (N, F), (N, F) or SwiGLU's (N, 2F)
   float* dlogits;        // (N, V)
@@ -198,16 +201,19 @@ void GPT::bind_buffers() {
   const size_t xent = S > 1 ? aligned(N) + aligned(N * ops::kXentPart) : 0;
   const size_t CA = C / S, F = size_t(cfg_.ffn()) / S;  // this rank's attention and MLP widths
   const size_t FC = size_t(cfg_.fc_blocks()) * F;       // its fc output: SwiGLU's gate and up halves
+  const size_t W = size_t(cfg_.qkv_rows()) / S;         // its qkv product's width
   const size_t TT = static_cast<size_t>(B_) * (cfg_.n_head / S) * cfg_.seq_len * cfg_.seq_len;
-  const size_t per_layer =
-      8 * aligned(N * C) + aligned(N * 3 * CA) + aligned(TT) + aligned(N * FC) + aligned(N * F) + 4 * aligned(N);
+  const size_t qk_norm = cfg_.qk_norm ? aligned(N * W) + aligned(N * (size_t(cfg_.n_head + cfg_.kv_heads()) / S)) : 0;
+  const size_t per_layer = 8 * aligned(N * C) + aligned(N * W) + qk_norm + (cfg_.gqa() ? aligned(N * 3 * CA) : 0) +
+                           aligned(TT) + aligned(N * FC) + aligned(N * F) + 4 * aligned(N);
   const bool head = last_stage();
   const size_t layers = static_cast<size_t>(blocks_.end - blocks_.first), slots = slot_buffers_.size();
   const size_t acts = aligned(N * C) + layers * per_layer +
                       (head ? aligned(N * C) + 3 * aligned(N) + aligned(N * V) + aligned(2 * N) + xent : 0);
   const size_t dres = message_floats();  // the gradient message
-  const size_t scratch = aligned(dres) + 2 * aligned(N * C) + aligned(N * 3 * CA) + aligned(TT) + aligned(N * F) +
-                         aligned(N * FC) + (head ? aligned(N * V) : 0);
+  const size_t rows_grad = cfg_.gqa() || cfg_.qk_norm ? aligned(N * W) : 0;
+  const size_t scratch = aligned(dres) + 2 * aligned(N * C) + aligned(N * 3 * CA) + rows_grad + aligned(TT) +
+                         aligned(N * F) + aligned(N * FC) + (head ? aligned(N * V) : 0);
   acts_ = be_.alloc(DType::f32, {static_cast<int64_t>(slots * acts)});
   scratch_ = be_.alloc(DType::f32, {static_cast<int64_t>(scratch)});
   native_mean_ = be_.alloc(DType::f32, {1});
@@ -223,6 +229,7 @@ void GPT::bind_slot(Buffers& b, float* acts, size_t acts_size, int32_t* tokens) 
   const size_t N = static_cast<size_t>(B_) * cfg_.seq_len, C = cfg_.n_embd, V = size_t(vocab_rows_.count());
   const size_t CA = C / S, F = size_t(cfg_.ffn()) / S;  // this rank's attention and MLP widths
   const size_t FC = size_t(cfg_.fc_blocks()) * F;
+  const size_t W = size_t(cfg_.qkv_rows()) / S, heads = size_t(cfg_.n_head + cfg_.kv_heads()) / S;
   const size_t TT = static_cast<size_t>(B_) * (cfg_.n_head / S) * cfg_.seq_len * cfg_.seq_len;
   const size_t scratch = static_cast<size_t>(scratch_.numel());
   float* cursor = acts;
@@ -247,6 +254,7 @@ void GPT::bind_slot(Buffers& b, float* acts, size_t acts_size, int32_t* tokens) 
     float* Layer::*g;
   } kTensors[] = {{"ln1.w", &Layer::ln1w, &Layer::dln1w},         {"ln1.b", &Layer::ln1b, &Layer::dln1b},
                   {"attn.qkv.w", &Layer::qkvw, &Layer::dqkvw},    {"attn.qkv.b", &Layer::qkvb, &Layer::dqkvb},
+                  {"attn.q_norm.w", &Layer::qnw, &Layer::dqnw},   {"attn.k_norm.w", &Layer::knw, &Layer::dknw},
                   {"attn.proj.w", &Layer::projw, &Layer::dprojw}, {"attn.proj.b", &Layer::projb, &Layer::dprojb},
                   {"ln2.w", &Layer::ln2w, &Layer::dln2w},         {"ln2.b", &Layer::ln2b, &Layer::dln2b},
                   {"mlp.fc.w", &Layer::fcw, &Layer::dfcw},        {"mlp.fc.b", &Layer::fcb, &Layer::dfcb},
@@ -261,7 +269,10 @@ void GPT::bind_slot(Buffers& b, float* acts, size_t acts_size, int32_t* tokens) 
     }
     L.input = input;
     L.ln1 = take(N * C), L.ln1_mean = take(N), L.ln1_rstd = take(N);
-    L.qkv = take(N * 3 * CA);
+    L.qkv = take(N * W);
+    L.qkn = cfg_.qk_norm ? take(N * W) : nullptr;
+    L.qk_rstd = cfg_.qk_norm ? take(N * heads) : nullptr;
+    L.heads = cfg_.gqa() ? take(N * 3 * CA) : cfg_.qk_norm ? L.qkn : L.qkv;
     L.atty = take(N * CA);
     L.att = take(TT);
     L.attproj = take(N * C);
@@ -284,6 +295,7 @@ void GPT::bind_slot(Buffers& b, float* acts, size_t acts_size, int32_t* tokens) 
   cursor = scratch_.data_as<float>();
   b.dres = take(message_floats()), b.dbtc1 = take(N * C), b.dbtc2 = take(N * C);
   b.dqkv = take(N * 3 * CA);
+  b.dqkv_rows = cfg_.gqa() || cfg_.qk_norm ? take(N * W) : nullptr;
   b.datt = take(TT);
   b.dff1 = take(N * F), b.dff2 = take(N * FC);
   if (last_stage()) b.dlogits = take(N * V);
@@ -363,7 +375,8 @@ void GPT::norm_backward(float* dinp, float* dw, float* db, const float* dout, co
 float GPT::forward(const int32_t* tokens) {
   const int B = B_, T = cfg_.seq_len, C = cfg_.n_embd, V = cfg_.vocab, S = tp_layout_.size;
   const int NH = cfg_.n_head / S, CA = C / S, F = int(cfg_.ffn()) / S;  // this rank's heads and widths
-  const int FC = int(cfg_.fc_blocks()) * F;
+  const int FC = int(cfg_.fc_blocks()) * F, G = cfg_.kv_heads() / S, W = int(cfg_.qkv_rows()) / S;
+  const int hd = cfg_.head_dim(), q_blocks = cfg_.n_head / cfg_.kv_heads();
   const int N = B * T;
   Buffers& b = *buf_;
   // Inputs are columns 0..T-1 of each row, targets 1..T (as columns of this rank's logits: minus
@@ -404,19 +417,27 @@ float GPT::forward(const int32_t* tokens) {
     }
     {
       const auto s = at(".attn.qkv matmul forward");
-      be_.matmul_forward(L.qkv, L.ln1, L.qkvw, L.qkvb, N, C, 3 * CA);
+      be_.matmul_forward(L.qkv, L.ln1, L.qkvw, L.qkvb, N, C, W);
+    }
+    if (cfg_.qk_norm) {
+      const auto s = at(".attn qk_norm forward");
+      be_.qk_norm_forward(L.qkn, L.qk_rstd, L.qkv, L.qnw, L.knw, N, NH, G, hd);
+    }
+    if (cfg_.gqa()) {
+      const auto s = at(".attn kv_repeat forward");
+      be_.kv_repeat_forward(L.heads, cfg_.qk_norm ? L.qkn : L.qkv, N, NH, G, hd);
     }
     if (cfg_.pos == PosKind::rope) {
       const auto s = at(".attn rope forward");
-      be_.rope_forward(L.qkv, rope_.data_as<float>(), B, T, CA, NH);
+      be_.rope_forward(L.heads, rope_.data_as<float>(), B, T, CA, NH);
     }
     {
       const auto s = at(".attn attention forward");
-      be_.attention_forward(L.atty, L.att, L.qkv, B, T, CA, NH);
+      be_.attention_forward(L.atty, L.att, L.heads, B, T, CA, NH);
     }
     {
       const auto s = at(".attn.proj matmul forward");
-      row_forward(L.attproj, L.atty, L.projw, L.projb, N, CA, C);
+      row_forward(L.attproj, L.atty, L.projw, L.projb, N, CA, C, q_blocks);
     }
     {
       const auto s = at(".attn residual forward");
@@ -479,6 +500,8 @@ void GPT::backward(float loss_scale) {
   const int B = B_, T = cfg_.seq_len, C = cfg_.n_embd, V = cfg_.vocab, S = tp_layout_.size;
   const int NH = cfg_.n_head / S, CA = C / S, F = int(cfg_.ffn()) / S;  // this rank's heads and widths
   const int blocks = int(cfg_.fc_blocks()), FC = blocks * F;
+  const int G = cfg_.kv_heads() / S, W = int(cfg_.qkv_rows()) / S, hd = cfg_.head_dim();
+  const int q_blocks = cfg_.n_head / cfg_.kv_heads();
   const int N = B * T;
   const int64_t NC = static_cast<int64_t>(N) * C;
   Buffers& b = *buf_;
@@ -539,15 +562,29 @@ void GPT::backward(float loss_scale) {
     }
     {
       const auto s = at(".attn attention backward");
-      be_.attention_backward(b.dqkv, b.datt, b.dbtc1, L.qkv, L.att, B, T, CA, NH);
+      be_.attention_backward(b.dqkv, b.datt, b.dbtc1, L.heads, L.att, B, T, CA, NH);
     }
     if (cfg_.pos == PosKind::rope) {
       const auto s = at(".attn rope backward");
       be_.rope_backward(b.dqkv, rope_.data_as<float>(), B, T, CA, NH);
     }
+    // The gradient of the qkv product's rows: dqkv, or GQA's sum over query heads in dqkv_rows,
+    // then QK-norm's backward into the buffer that is free.
+    float* drows = b.dqkv;
+    if (cfg_.gqa()) {
+      const auto s = at(".attn kv_repeat backward");
+      be_.kv_repeat_backward(b.dqkv_rows, b.dqkv, N, NH, G, hd);
+      drows = b.dqkv_rows;
+    }
+    if (cfg_.qk_norm) {
+      const auto s = at(".attn qk_norm backward");
+      float* out = drows == b.dqkv ? b.dqkv_rows : b.dqkv;
+      qk_norm_backward(out, L.dqnw, L.dknw, drows, L.qkv, L.qnw, L.knw, L.qk_rstd, N, NH, G);
+      drows = out;
+    }
     {
       const auto s = at(".attn.qkv matmul backward");
-      col_backward(b.dbtc1, L.dqkvw, L.dqkvb, b.dqkv, L.ln1, L.qkvw, N, C, 3 * CA, 3 * C, 3);
+      col_backward(b.dbtc1, L.dqkvw, L.dqkvb, drows, L.ln1, L.qkvw, N, C, W, int(cfg_.qkv_rows()), q_blocks + 2);
     }
     {
       const auto s = at(".ln1 norm backward");

@@ -46,19 +46,35 @@ void pass_chain(TpGroup& g, float* x, int rows, size_t width, int steps, int chu
 
 }  // namespace
 
-void GPT::row_forward(float* out, const float* inp, const float* w, const float* bias, int N, int Cl, int OC) {
+void GPT::row_forward(float* out, const float* inp, const float* w, const float* bias, int N, int Cl, int OC,
+                      int groups) {
   if (tp_ == nullptr) return be_.matmul_forward(out, inp, w, bias, N, Cl, OC);
   const int S = tp_->size();
   const Precision prec = be_.numerics().precision;
   if (be_.numerics().gemm == GemmMode::exact)
     return be_.gemm({Trans::no, Trans::yes, N, OC, Cl, inp, Cl, w, Cl, out, OC, false, prec, bias, tp_, Cl * S});
-  // out (N, OC) += inp (N, Cl) · w (OC, Cl)ᵀ over this rank's k-segment, continuing the chain.
-  pass_chain(*tp_, out, N, size_t(OC), S, chain_chunks_, [&](int s, int lo, int n) {
+  SB_CHECK(groups >= 1 && Cl % groups == 0, "row-parallel forward of ", Cl, " columns in ", groups, " blocks");
+  const int block = Cl / groups;  // k of one block on one rank
+  // out (N, OC) += inp (N, block) · w (OC, block)ᵀ over each k-segment, continuing the chain.
+  pass_chain(*tp_, out, N, size_t(OC), groups * S, chain_chunks_, [&](int s, int lo, int n) {
+    const size_t k = size_t(s / S) * block;
     float* o = out + size_t(lo) * OC;
-    be_.gemm({Trans::no, Trans::yes, n, OC, Cl, inp + size_t(lo) * Cl, Cl, w, Cl, o, OC, s > 0, prec});
-    if (s + 1 == S && bias != nullptr) be_.bias_forward(o, bias, n, OC);
+    be_.gemm({Trans::no, Trans::yes, n, OC, block, inp + size_t(lo) * Cl + k, Cl, w + k, Cl, o, OC, s > 0, prec});
+    if (s + 1 == groups * S && bias != nullptr) be_.bias_forward(o, bias, n, OC);
   });
   tp_->broadcast(out, size_t(N) * OC, S - 1);
+}
+
+void GPT::qk_norm_backward(float* dqkv, float* dwq, float* dwk, const float* dout, const float* qkv, const float* wq,
+                           const float* wk, const float* rstd, int N, int NH, int G) {
+  const int hd = cfg_.head_dim();
+  if (tp_ == nullptr) return be_.qk_norm_backward(dqkv, dwq, dwk, dout, qkv, wq, wk, rstd, N, NH, G, hd, false);
+  const int S = tp_->size(), r = tp_->rank();
+  if (r > 0) tp_->recv(dwq, size_t(hd), r - 1), tp_->recv(dwk, size_t(hd), r - 1);
+  be_.qk_norm_backward(dqkv, dwq, dwk, dout, qkv, wq, wk, rstd, N, NH, G, hd, r > 0);
+  if (r + 1 < S) tp_->send(dwq, size_t(hd), r + 1), tp_->send(dwk, size_t(hd), r + 1);
+  tp_->broadcast(dwq, size_t(hd), S - 1);
+  tp_->broadcast(dwk, size_t(hd), S - 1);
 }
 
 void GPT::col_backward(float* dinp, float* dw, float* dbias, const float* dout, const float* inp, const float* w, int N,

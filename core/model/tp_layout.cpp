@@ -25,13 +25,17 @@ TpSplit even(int64_t outer, int64_t whole, int64_t inner, int size) {
 }
 
 // The split of tensor p over `size` ranks (C = n_embd, V = vocab; the MLP's F = cfg.ffn() in
-// cfg.fc_blocks() blocks of fc's rows: SwiGLU's gate and up halves split alike).
+// cfg.fc_blocks() blocks of fc's rows: SwiGLU's gate and up halves split alike). The attention's
+// rows (qkv) and columns (proj) are blocks of G = kv_heads() heads, n_head/G + 2 and n_head/G of
+// them (gpt_shape.hpp): each block splits alike, so a rank holds G/size key/value heads and the
+// query heads that use them (three blocks of C and one of C under multi-head attention).
 TpSplit split_of(const ParamView& p, const GPTConfig& cfg, int size) {
   if (size == 1) return {};
   const int64_t C = cfg.n_embd, V = cfg.vocab, F = cfg.ffn();
-  if (ends_with(p.name, ".attn.qkv.w")) return even(3, C, C, size);
-  if (ends_with(p.name, ".attn.qkv.b")) return even(3, C, 1, size);
-  if (ends_with(p.name, ".attn.proj.w")) return even(C, C, 1, size);
+  const int64_t group = int64_t{cfg.kv_heads()} * cfg.head_dim(), q_blocks = cfg.n_head / cfg.kv_heads();
+  if (ends_with(p.name, ".attn.qkv.w")) return even(q_blocks + 2, group, C, size);
+  if (ends_with(p.name, ".attn.qkv.b")) return even(q_blocks + 2, group, 1, size);
+  if (ends_with(p.name, ".attn.proj.w")) return even(C * q_blocks, group, 1, size);
   if (ends_with(p.name, ".mlp.fc.w")) return even(cfg.fc_blocks(), F, C, size);
   if (ends_with(p.name, ".mlp.fc.b")) return even(cfg.fc_blocks(), F, 1, size);
   if (ends_with(p.name, ".mlp.proj.w")) return even(C, F, 1, size);

@@ -46,9 +46,10 @@ std::vector<MatrixShard> tp_matrix_shards(const TpLayout& layout, const std::sha
              shape_string(full.shape), " has not two dimensions");
     const int64_t rows = full.shape[0], cols = full.shape[1];
     // (outer, size·part, inner): the rows are split when a block is whole rows (inner = cols),
-    // the columns when it is whole columns of every row (outer = rows, inner = 1).
+    // the columns when blocks of columns of every row are (inner = 1, outer = rows · blocks a row:
+    // grouped-query attention's attn.proj.w holds n_head/n_kv_head of them).
     const bool by_rows = s.inner == cols;
-    SB_CHECK(by_rows || (s.outer == rows && s.inner == 1), "tensor-parallel Newton–Schulz: ", full.name,
+    SB_CHECK(by_rows || (s.outer % rows == 0 && s.inner == 1), "tensor-parallel Newton–Schulz: ", full.name,
              " is split neither by rows nor by columns");
     shards[t] = {group, by_rows ? Trans::yes : Trans::no, rows, cols};
   }

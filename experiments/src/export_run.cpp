@@ -70,7 +70,7 @@ ExportResult export_run(const ExportOptions& options) {
     }
   }
   const io::WeightsNaming naming =
-      options.format == ExportFormat::hf ? io::WeightsNaming::hf_gpt2 : io::WeightsNaming::samebits;
+      options.format == ExportFormat::hf ? io::hf_naming(config.model) : io::WeightsNaming::samebits;
   const std::vector<io::SafeTensor> tensors = io::gpt_tensors(config.model, flat, naming);
   result.tensors = tensors.size();
   for (const io::SafeTensor& t : tensors) result.parameters += t.data.size();
@@ -83,7 +83,10 @@ ExportResult export_run(const ExportOptions& options) {
            " n_layer=" + std::to_string(config.model.n_layer) + " n_head=" + std::to_string(config.model.n_head) +
            " n_embd=" + std::to_string(config.model.n_embd) + " norm=" + std::string(config_name(config.model.norm)) +
            " tied_head=" + (config.model.tied_head ? "true" : "false") +
-           " bias=" + (config.model.bias ? "true" : "false")}};
+           " bias=" + (config.model.bias ? "true" : "false") + " mlp=" + std::string(config_name(config.model.mlp)) +
+           " ffn_dim=" + std::to_string(config.model.ffn()) + " pos=" + std::string(config_name(config.model.pos)) +
+           " n_kv_head=" + std::to_string(config.model.kv_heads()) +
+           " qk_norm=" + (config.model.qk_norm ? "true" : "false")}};
   if (options.format == ExportFormat::safetensors) {
     refuse_existing(options.out);
     io::write_safetensors(options.out, tensors, metadata);
@@ -98,7 +101,7 @@ ExportResult export_run(const ExportOptions& options) {
   fs::create_directories(options.out, ec);
   SB_CHECK(!ec, "cannot create the directory '", options.out, "': ", ec.message());
   io::write_safetensors(weights, tensors, metadata);
-  const std::string json = io::hf_gpt2_config_json(config.model);
+  const std::string json = io::hf_config_json(config.model);
   h5::write_file_atomically(config_json, [&](const std::string& tmp) {
     FILE* f = std::fopen(tmp.c_str(), "wb");
     SB_CHECK(f != nullptr, "cannot create '", tmp, "'");

@@ -26,11 +26,12 @@ struct Result {
   }
 };
 
-GPTConfig small_config(NormKind norm, bool tied, bool bias, MlpKind mlp = MlpKind::gelu,
-                       PosKind pos = PosKind::learned) {
+GPTConfig small_config(NormKind norm, bool tied, bool bias, MlpKind mlp = MlpKind::gelu, PosKind pos = PosKind::learned,
+                       int n_kv_head = 0, bool qk_norm = false) {
   GPTConfig cfg;
   cfg.vocab = 64, cfg.seq_len = 32, cfg.n_layer = 2, cfg.n_head = 4, cfg.n_embd = 64;
   cfg.norm = norm, cfg.tied_head = tied, cfg.bias = bias, cfg.mlp = mlp, cfg.pos = pos;
+  cfg.n_kv_head = n_kv_head, cfg.qk_norm = qk_norm;
   if (mlp == MlpKind::swiglu) cfg.ffn_dim = 176;  // Llama's ⌈8C/3⌉ rounded up to 16
   return cfg;
 }
@@ -73,14 +74,18 @@ TEST_CASE("loss and gradients are identical for 1, 2, 3 and 4 threads") {
     Precision precision;
     MlpKind mlp = MlpKind::gelu;
     PosKind pos = PosKind::learned;
+    int n_kv_head = 0;
+    bool qk_norm = false;
   };
   for (Variant v : {Variant{NormKind::layernorm, true, true, Precision::fp32},
                     Variant{NormKind::rmsnorm, false, false, Precision::fp32},
                     Variant{NormKind::layernorm, false, true, Precision::bf16},
                     Variant{NormKind::rmsnorm, false, false, Precision::fp32, MlpKind::swiglu},
                     Variant{NormKind::rmsnorm, true, false, Precision::bf16, MlpKind::swiglu},
-                    Variant{NormKind::rmsnorm, false, false, Precision::fp32, MlpKind::swiglu, PosKind::rope}}) {
-    const GPTConfig cfg = small_config(v.norm, v.tied, v.bias, v.mlp, v.pos);
+                    Variant{NormKind::rmsnorm, false, false, Precision::fp32, MlpKind::swiglu, PosKind::rope},
+                    Variant{NormKind::rmsnorm, true, false, Precision::fp32, MlpKind::swiglu, PosKind::rope, 2, true},
+                    Variant{NormKind::rmsnorm, false, false, Precision::bf16, MlpKind::swiglu, PosKind::rope, 1}}) {
+    const GPTConfig cfg = small_config(v.norm, v.tied, v.bias, v.mlp, v.pos, v.n_kv_head, v.qk_norm);
     auto be = make_cpu_backend(Numerics::deterministic(v.precision));
     GPT model(cfg, kLeafSize, *be);
     model.init(42);

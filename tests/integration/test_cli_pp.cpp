@@ -56,6 +56,8 @@ TEST_CASE("DP x TP x PP layouts record the one-process bits (Muon, AdamW; fp32, 
       {4, "--parallel.pp 4 --parallel.pp_schedule gpipe", "--model.tied_head false --optim.qk_clip 0.5"},
       {4, "--parallel.pp 2 --parallel.tp 2", "--model.mlp swiglu --model.ffn_dim 40 --optim.name adamw"},
       {4, "--parallel.pp 4", "--model.pos rope --model.rope_theta 100 --model.tied_head false"},
+      {4, "--parallel.pp 2 --parallel.tp 2",
+       "--model.n_head 4 --model.n_kv_head 2 --model.qk_norm true --model.pos rope"},
   };
   int k = 0;
   for (const Case& c : cases) {

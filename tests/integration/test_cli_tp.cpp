@@ -70,6 +70,12 @@ TEST_CASE("DP x TP layouts record the one-process bits (Muon, AdamW; fp32, bf16;
       {4, 4, "--model.mlp swiglu --model.ffn_dim 88 --model.norm rmsnorm --model.bias false", ""},
       {2, 2, "--model.mlp swiglu --model.ffn_dim 88 --train.precision bf16", "--micro-leaves 1"},
       {4, 2, "--model.pos rope --model.mlp swiglu --model.norm rmsnorm --model.bias false", "--distributed-optimizer"},
+      // Grouped-query attention: each rank holds whole key/value heads with their query heads
+      // (qkv's rows and proj's columns in blocks of heads); QK-norm's gains' chains pass rank to rank.
+      {4, 2, "--model.n_kv_head 2 --model.pos rope --model.mlp swiglu --model.norm rmsnorm --model.bias false", ""},
+      {4, 4, "--model.qk_norm true --model.pos rope", "--micro-leaves 1"},
+      {4, 2, "--model.n_kv_head 2 --model.qk_norm true --train.precision bf16", "--distributed-optimizer"},
+      {4, 2, "--model.n_kv_head 2 --model.qk_norm true --optim.name adamw", ""},
   };
   int k = 0;
   for (const Case& c : cases) {

@@ -51,3 +51,14 @@ if(EXISTS /usr/bin/python3)
                                                --tool $<TARGET_FILE:exact_gemm_tool>)
   set_tests_properties(test_exact_gemm_oracle PROPERTIES LABELS unit SKIP_RETURN_CODE 77 TIMEOUT 300)
 endif()
+
+# Llama-shaped runs against transformers (label slow: a venv with torch and transformers from PyPI,
+# kept between runs): `samebits export --format hf` computes the recorded validation loss in
+# LlamaForCausalLM / Qwen3ForCausalLM, and a transformers model imported by --init computes
+# samebits' first loss and exports back bit for bit (llama_hf_oracle.py). Exit 77 without the index.
+if(EXISTS /usr/bin/python3)
+  add_test(NAME test_llama_hf
+           COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/llama_hf_oracle.py
+                   --samebits $<TARGET_FILE:samebits> --venv ${CMAKE_BINARY_DIR}/hf_llama_venv)
+  set_tests_properties(test_llama_hf PROPERTIES LABELS slow SKIP_RETURN_CODE 77 TIMEOUT 3600)
+endif()

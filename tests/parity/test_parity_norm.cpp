@@ -1,4 +1,4 @@
-// Parity of LayerNorm and RMSNorm, forward and backward: CUDA (one warp per row, shuffles in
+// Parity of LayerNorm, RMSNorm and QK-norm, forward and backward: CUDA (one warp per row, shuffles in
 // det::lane32_fold's order; per-channel token chains) equals the CPU bit for bit, for row lengths
 // below, at and above multiples of 32, with and without bias, under every launch configuration;
 // outputs inside guard bands.
@@ -72,6 +72,45 @@ TEST_CASE("RMSNorm forward and backward: CUDA equals the CPU bitwise") {
       check_output(grstd, rstd, "rmsnorm rstd" + on);
       check_output(gdx, dx, "rmsnorm dinp" + on);
       check_output(gdw, dw, "rmsnorm dw" + on);
+    }
+  }
+}
+
+TEST_CASE("QK-norm forward and backward: CUDA equals the CPU bitwise, continuing chains too") {
+  require_gpu();
+  auto cpu = make_cpu_backend(Numerics::deterministic());
+  struct Heads {
+    int N, NH, G, hd;
+  };
+  uint32_t seed = 2000;
+  for (const CudaLaunchConfig& launch : parity_launches()) {
+    auto gpu = make_parity_gpu(Numerics::deterministic(), launch);
+    for (const Heads s : {Heads{37, 4, 4, 16}, Heads{301, 6, 2, 33}, Heads{5, 8, 1, 64}}) {
+      for (bool accumulate : {false, true}) {
+        const size_t NW = size_t(s.N) * (s.NH + 2 * s.G) * s.hd, R = size_t(s.N) * (s.NH + s.G);
+        const std::vector<float> x = parity_values(NW, seed += 5, 1e18f);
+        const std::vector<float> wq = parity_values(s.hd, seed + 1, 1e3f), wk = parity_values(s.hd, seed + 2, 1e3f);
+        const std::vector<float> dy = parity_values(NW, seed + 3, 1e6f);
+        const std::vector<float> start = parity_values(2 * size_t(s.hd), seed + 4, 1e6f);
+        std::vector<float> out(NW), rstd(R), dx(NW), dwq(start.begin(), start.begin() + s.hd),
+            dwk(start.begin() + s.hd, start.end());
+        cpu->qk_norm_forward(out.data(), rstd.data(), x.data(), wq.data(), wk.data(), s.N, s.NH, s.G, s.hd);
+        cpu->qk_norm_backward(dx.data(), dwq.data(), dwk.data(), dy.data(), x.data(), wq.data(), wk.data(), rstd.data(),
+                              s.N, s.NH, s.G, s.hd, accumulate);
+        Guarded gx(*gpu, NW, x), gwq(*gpu, s.hd, wq), gwk(*gpu, s.hd, wk), gdy(*gpu, NW, dy), gout(*gpu, NW),
+            grstd(*gpu, R), gdx(*gpu, NW), gdwq(*gpu, s.hd, {start.begin(), start.begin() + s.hd}),
+            gdwk(*gpu, s.hd, {start.begin() + s.hd, start.end()});
+        gpu->qk_norm_forward(gout.data(), grstd.data(), gx.data(), gwq.data(), gwk.data(), s.N, s.NH, s.G, s.hd);
+        gpu->qk_norm_backward(gdx.data(), gdwq.data(), gdwk.data(), gdy.data(), gx.data(), gwq.data(), gwk.data(),
+                              grstd.data(), s.N, s.NH, s.G, s.hd, accumulate);
+        const std::string on = detail::concat(" N=", s.N, " NH=", s.NH, " G=", s.G, " hd=", s.hd,
+                                              " accumulate=", accumulate, " on ", gpu->describe());
+        check_output(gout, out, "qk_norm out" + on);
+        check_output(grstd, rstd, "qk_norm rstd" + on);
+        check_output(gdx, dx, "qk_norm dinp" + on);
+        check_output(gdwq, dwq, "qk_norm dwq" + on);
+        check_output(gdwk, dwk, "qk_norm dwk" + on);
+      }
     }
   }
 }

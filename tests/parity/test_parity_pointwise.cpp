@@ -74,6 +74,26 @@ TEST_CASE("rotary positions forward and backward: CUDA equals the CPU bitwise") 
   }
 }
 
+TEST_CASE("grouped-query key/value repeat, forward and backward: CUDA equals the CPU bitwise") {
+  require_gpu();
+  auto cpu = make_cpu_backend(Numerics::deterministic());
+  const int N = 1001, NH = 6, G = 2, hd = 37;
+  const int64_t W = int64_t{N} * (NH + 2 * G) * hd, M = int64_t{N} * 3 * NH * hd;
+  const std::vector<float> x = parity_values(W, 8, 1e15f);
+  const std::vector<float> dy = parity_values(M, 9, 3e38f);  // sums over query heads may overflow
+  std::vector<float> y(M), dx(W);
+  cpu->kv_repeat_forward(y.data(), x.data(), N, NH, G, hd);
+  cpu->kv_repeat_backward(dx.data(), dy.data(), N, NH, G, hd);
+  for (const CudaLaunchConfig& launch : parity_launches()) {
+    auto gpu = make_parity_gpu(Numerics::deterministic(), launch);
+    Guarded gx(*gpu, W, x), gdy(*gpu, M, dy), gy(*gpu, M), gdx(*gpu, W);
+    gpu->kv_repeat_forward(gy.data(), gx.data(), N, NH, G, hd);
+    gpu->kv_repeat_backward(gdx.data(), gdy.data(), N, NH, G, hd);
+    check_output(gy, y, "kv_repeat_forward on " + gpu->describe());
+    check_output(gdx, dx, "kv_repeat_backward on " + gpu->describe());
+  }
+}
+
 TEST_CASE("residual addition, out of place and in place: CUDA equals the CPU bitwise") {
   require_gpu();
   auto cpu = make_cpu_backend(Numerics::deterministic());

@@ -122,6 +122,21 @@ TEST_CASE("validation errors name the key, the value and what to do") {
   c = sb::Config{};
   c.run.threads = -1;
   CHECK(contains(validation_error(c), "config run.threads=-1 must be at least 0"));
+  c = sb::Config{};
+  c.model.n_kv_head = 3;  // n_head = 4
+  CHECK(contains(validation_error(c), "model.n_kv_head=3 must divide model.n_head=4"));
+  c.model.n_kv_head = 2;
+  CHECK(validation_error(c).empty());
+  c.parallel.tp = 4;
+  CHECK(contains(validation_error(c), "config model.n_kv_head=2 is not divisible by parallel.tp=4"));
+  c.parallel.tp = 1;
+  c.optim.split_qkv = true;
+  CHECK(contains(validation_error(c), "optim.split_qkv orthogonalises the three equal blocks"));
+  c.optim.split_qkv = false;
+  c.optim.qk_clip = 100;
+  CHECK(contains(validation_error(c), "model.n_kv_head shares a key head; remove optim.qk_clip"));
+  c.model.n_kv_head = 0, c.model.qk_norm = true;
+  CHECK(contains(validation_error(c), "model.qk_norm=true normalises those heads; remove optim.qk_clip"));
 }
 
 TEST_CASE("to_ini_text writes every section in a fixed order with exact numbers") {

@@ -61,40 +61,55 @@ struct RefGPT {
       }
     return y;
   }
-  Vec attention(const Vec& qkv, int T, int C, int NH) const {
-    const int hs = C / NH;
+  // qkv rows of W = (NH + 2G)·hs: NH query heads, G key heads, G value heads; query head h
+  // attends with key/value head h mod G.
+  Vec attention(const Vec& qkv, int T, int C, int NH, int G) const {
+    const int hs = C / NH, W = (NH + 2 * G) * hs;
     Vec y(static_cast<size_t>(B) * T * C, 0.0), s(T);
     for (int b = 0; b < B; ++b)
-      for (int h = 0; h < NH; ++h)
+      for (int h = 0; h < NH; ++h) {
+        const int k = (NH + h % G) * hs, v = (NH + G + h % G) * hs;
         for (int t = 0; t < T; ++t) {
           double m = -INFINITY, den = 0;
           for (int j = 0; j <= t; ++j) {
             double d = 0;
-            for (int i = 0; i < hs; ++i)
-              d += qkv[(b * T + t) * 3 * C + h * hs + i] * qkv[(b * T + j) * 3 * C + C + h * hs + i];
+            for (int i = 0; i < hs; ++i) d += qkv[(b * T + t) * W + h * hs + i] * qkv[(b * T + j) * W + k + i];
             s[j] = d / std::sqrt(static_cast<double>(hs));
             m = std::fmax(m, s[j]);
           }
           for (int j = 0; j <= t; ++j) den += std::exp(s[j] - m);
           for (int j = 0; j <= t; ++j)
             for (int i = 0; i < hs; ++i)
-              y[(b * T + t) * C + h * hs + i] +=
-                  std::exp(s[j] - m) / den * qkv[(b * T + j) * 3 * C + 2 * C + h * hs + i];
+              y[(b * T + t) * C + h * hs + i] += std::exp(s[j] - m) / den * qkv[(b * T + j) * W + v + i];
         }
+      }
     return y;
   }
-  // Rotary positions on q and k (rotate-half pairs (i, i + hs/2), angle t·θ^(−2i/hs)) in fp64.
-  void rope(Vec& qkv, int T, int C, int NH) const {
-    const int hs = C / NH, half = hs / 2;
+  // Rotary positions on the NH query and G key heads (rotate-half pairs (i, i + hs/2), angle
+  // t·θ^(−2i/hs)) in fp64.
+  void rope(Vec& qkv, int T, int hs, int heads, int W) const {
+    const int half = hs / 2;
     for (int n = 0; n < B * T; ++n)
-      for (int h = 0; h < 2 * NH; ++h)
+      for (int h = 0; h < heads; ++h)
         for (int i = 0; i < half; ++i) {
           const double a = (n % T) * std::pow(cfg.rope_theta, -2.0 * i / hs);
-          double& x = qkv[size_t(n) * 3 * C + size_t(h) * hs + i];
-          double& y = qkv[size_t(n) * 3 * C + size_t(h) * hs + half + i];
+          double& x = qkv[size_t(n) * W + size_t(h) * hs + i];
+          double& y = qkv[size_t(n) * W + size_t(h) * hs + half + i];
           const double lo = x * std::cos(a) - y * std::sin(a), hi = y * std::cos(a) + x * std::sin(a);
           x = lo, y = hi;
         }
+  }
+  // QK-norm: each of the NH query heads and G key heads RMS-normed with its gain.
+  void qk_norm(Vec& qkv, int N, int hs, int NH, int G, const double* gq, const double* gk) const {
+    const int W = (NH + 2 * G) * hs;
+    for (int n = 0; n < N; ++n)
+      for (int h = 0; h < NH + G; ++h) {
+        double* x = qkv.data() + size_t(n) * W + size_t(h) * hs;
+        double v = 0;
+        for (int i = 0; i < hs; ++i) v += x[i] * x[i];
+        const double r = 1 / std::sqrt(v / hs + 1e-5);
+        for (int i = 0; i < hs; ++i) x[i] = x[i] * r * (h < NH ? gq : gk)[i];
+      }
   }
   double loss(const std::vector<int32_t>& tokens) const {
     const int T = cfg.seq_len, C = cfg.n_embd, V = cfg.vocab, N = B * T;
@@ -107,9 +122,11 @@ struct RefGPT {
     for (int l = 0; l < cfg.n_layer; ++l) {
       const std::string h = "h." + std::to_string(l) + ".";
       Vec a = norm(x, p(h + "ln1.w"), p(h + "ln1.b"), N, C);
-      Vec qkv = linear(a, p(h + "attn.qkv.w"), p(h + "attn.qkv.b"), N, C, 3 * C);
-      if (cfg.pos == PosKind::rope) rope(qkv, T, C, cfg.n_head);
-      Vec y = attention(qkv, T, C, cfg.n_head);
+      const int NH = cfg.n_head, G = cfg.kv_heads(), hs = C / NH, W = (NH + 2 * G) * hs;
+      Vec qkv = linear(a, p(h + "attn.qkv.w"), p(h + "attn.qkv.b"), N, C, W);
+      if (cfg.qk_norm) qk_norm(qkv, N, hs, NH, G, p(h + "attn.q_norm.w"), p(h + "attn.k_norm.w"));
+      if (cfg.pos == PosKind::rope) rope(qkv, T, hs, NH + G, W);
+      Vec y = attention(qkv, T, C, NH, G);
       Vec o = linear(y, p(h + "attn.proj.w"), p(h + "attn.proj.b"), N, C, C);
       for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
       Vec m = norm(x, p(h + "ln2.w"), p(h + "ln2.b"), N, C);
@@ -265,15 +282,22 @@ TEST_CASE("GPT loss and every gradient match an fp64 reference (finite differenc
     bool tied, bias;
     MlpKind mlp = MlpKind::gelu;
     PosKind pos = PosKind::learned;
+    int n_head = 2, n_kv_head = 0;
+    bool qk_norm = false;
   };
   for (Variant var : {Variant{NormKind::layernorm, true, true}, Variant{NormKind::rmsnorm, false, false},
                       Variant{NormKind::layernorm, false, false}, Variant{NormKind::rmsnorm, true, true},
                       Variant{NormKind::rmsnorm, false, false, MlpKind::swiglu},
                       Variant{NormKind::layernorm, true, true, MlpKind::swiglu},
                       Variant{NormKind::rmsnorm, false, false, MlpKind::swiglu, PosKind::rope},
-                      Variant{NormKind::layernorm, true, true, MlpKind::gelu, PosKind::rope}}) {
+                      Variant{NormKind::layernorm, true, true, MlpKind::gelu, PosKind::rope},
+                      Variant{NormKind::rmsnorm, false, false, MlpKind::swiglu, PosKind::rope, 4, 2},
+                      Variant{NormKind::layernorm, true, true, MlpKind::gelu, PosKind::learned, 4, 1},
+                      Variant{NormKind::rmsnorm, true, false, MlpKind::swiglu, PosKind::rope, 2, 0, true},
+                      Variant{NormKind::rmsnorm, false, true, MlpKind::swiglu, PosKind::rope, 4, 2, true}}) {
     GPTConfig cfg;
-    cfg.vocab = 11, cfg.seq_len = 5, cfg.n_layer = 2, cfg.n_head = 2, cfg.n_embd = 8;
+    cfg.vocab = 11, cfg.seq_len = 5, cfg.n_layer = 2, cfg.n_head = var.n_head, cfg.n_embd = 8;
+    cfg.n_kv_head = var.n_kv_head, cfg.qk_norm = var.qk_norm;
     cfg.norm = var.norm, cfg.tied_head = var.tied, cfg.bias = var.bias, cfg.mlp = var.mlp, cfg.pos = var.pos;
     cfg.rope_theta = 100.0;  // angles that turn within 5 positions
     if (var.mlp == MlpKind::swiglu) cfg.ffn_dim = 24;
@@ -296,6 +320,9 @@ TEST_CASE("GPT loss and every gradient match an fp64 reference (finite differenc
     CAPTURE(var.bias);
     CAPTURE(static_cast<int>(var.mlp));
     CAPTURE(static_cast<int>(var.pos));
+    CAPTURE(var.n_head);
+    CAPTURE(var.n_kv_head);
+    CAPTURE(var.qk_norm);
     CHECK(std::fabs(loss - ref_loss) / ref_loss < 1e-5);
     double worst = 0;
     for (const ParamView& p : model.params()) {
@@ -310,7 +337,8 @@ TEST_CASE("GPT loss and every gradient match an fp64 reference (finite differenc
     }
     MESSAGE("norm=", std::string(var.norm == NormKind::layernorm ? "layernorm" : "rmsnorm"),
             " mlp=", std::string(var.mlp == MlpKind::swiglu ? "swiglu" : "gelu"),
-            std::string(var.pos == PosKind::rope ? " rope" : ""), " tied=", var.tied, " bias=", var.bias,
+            std::string(var.pos == PosKind::rope ? " rope" : ""), " heads=", var.n_head, "/", cfg.kv_heads(),
+            std::string(var.qk_norm ? " qk_norm" : ""), " tied=", var.tied, " bias=", var.bias,
             ": loss relative error ", std::fabs(loss - ref_loss) / ref_loss,
             ", max gradient relative error vs fp64 finite differences ", worst);
     bool padding_zero = true;

@@ -190,6 +190,37 @@ TEST_CASE("tensor-parallel GPT: one leaf's losses and gradients are one process'
   omp_set_num_threads(saved);
 }
 
+TEST_CASE("tensor-parallel grouped-query attention and QK-norm: one process's bits at every head split") {
+  const int saved = omp_get_max_threads();
+  struct Heads {
+    int n_head, n_kv_head;
+    bool qk_norm;
+    std::vector<int> splits;
+  };
+  // 12 query heads of 4 values: 6 key/value heads (2 query heads each), 2 (6 each), one per head.
+  for (const Heads h : {Heads{12, 6, true, {2, 3, 6}}, Heads{12, 2, false, {2}}, Heads{12, 2, true, {2}},
+                        Heads{12, 0, true, {2, 3, 4}}}) {
+    GPTConfig cfg = small_gpt(true);
+    cfg.n_head = h.n_head, cfg.n_kv_head = h.n_kv_head, cfg.qk_norm = h.qk_norm;
+    cfg.norm = NormKind::rmsnorm, cfg.mlp = MlpKind::swiglu, cfg.ffn_dim = 72, cfg.pos = PosKind::rope;
+    cfg.bias = false;
+    const Leaf ref = one_process(cfg, 2);
+    const std::vector<ParamView> full = gpt_param_layout(cfg);
+    for (int S : h.splits) {
+      CAPTURE(h.n_kv_head);
+      CAPTURE(h.qk_norm);
+      CAPTURE(S);
+      const Leaf tp = tensor_parallel(cfg, 2, S, 2);
+      CHECK(std::memcmp(tp.token_losses.data(), ref.token_losses.data(), ref.token_losses.size() * 4) == 0);
+      for (size_t k = 0; k < full.size(); ++k) {
+        CAPTURE(full[k].name);
+        CHECK(std::memcmp(tp.grads[k].data(), ref.grads[k].data(), full[k].numel * 4) == 0);
+      }
+    }
+  }
+  omp_set_num_threads(saved);
+}
+
 TEST_CASE("tensor-parallel GPT under gemm=exact: the ranks' integer partial sums give one process's bits") {
   const int saved = omp_get_max_threads();
   const GPTConfig cfg = small_gpt(false);

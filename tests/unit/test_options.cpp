@@ -425,4 +425,18 @@ TEST_CASE("the shipped configs parse, validate and say what they are") {
   CHECK(gpt2.data.source == sb::DataSource::shards);
   CHECK(gpt2.optim.name == sb::OptimizerName::muon);
   CHECK(sb::is_deterministic(gpt2.numerics));
+  // llama_tiny.ini is default.ini with a Llama-style block; llama_124m.ini gpt2_124m.ini with one.
+  sb::Config llama = sb::cli::parse_config((dir / "llama_tiny.ini").string(), {});
+  CHECK(llama.model.n_kv_head == 2);
+  CHECK(llama.model.gqa());
+  CHECK_FALSE(llama.model.qk_norm);
+  CHECK(llama.model.mlp == sb::MlpKind::swiglu);
+  CHECK(llama.model.pos == sb::PosKind::rope);
+  llama.model = def.model;
+  CHECK(llama == def);
+  sb::Config llama_big = sb::cli::parse_config((dir / "llama_124m.ini").string(), {});
+  CHECK(llama_big.model.kv_heads() == 4);
+  CHECK(llama_big.model.ffn() == 2048);
+  llama_big.model = gpt2.model;
+  CHECK(llama_big == gpt2);
 }

@@ -186,6 +186,46 @@ OpOutput rope_case(Backend& be, bool backward) {
 OpOutput rope_forward_case(Backend& be) { return rope_case(be, false); }
 OpOutput rope_backward_case(Backend& be) { return rope_case(be, true); }
 
+// Grouped-query heads over 48 tokens: 6 query heads sharing 2 key/value heads of 12 values.
+constexpr int kHeadRows = 48, kQHeads = 6, kKvHeads = 2, kHeadDim = 12;
+constexpr int64_t kQkvWidth = int64_t{kQHeads + 2 * kKvHeads} * kHeadDim, kMhaWidth = 3 * int64_t{kQHeads} * kHeadDim;
+
+OpOutput kv_repeat_forward_case(Backend& be) {
+  Buffers buf(be);
+  float* o = buf.zeros(kHeadRows * kMhaWidth);
+  be.kv_repeat_forward(o, buf.upload(uniform(kHeadRows * kQkvWidth, 46)), kHeadRows, kQHeads, kKvHeads, kHeadDim);
+  return buf.values({{o, kHeadRows * kMhaWidth}});
+}
+
+OpOutput kv_repeat_backward_case(Backend& be) {
+  Buffers buf(be);
+  float* d = buf.zeros(kHeadRows * kQkvWidth);
+  be.kv_repeat_backward(d, buf.upload(uniform(kHeadRows * kMhaWidth, 47)), kHeadRows, kQHeads, kKvHeads, kHeadDim);
+  return buf.values({{d, kHeadRows * kQkvWidth}});
+}
+
+OpOutput qk_norm_forward_case(Backend& be) {
+  Buffers buf(be);
+  float *o = buf.zeros(kHeadRows * kQkvWidth), *rstd = buf.zeros(kHeadRows * (kQHeads + kKvHeads));
+  be.qk_norm_forward(o, rstd, buf.upload(uniform(kHeadRows * kQkvWidth, 48, -3, 3)),
+                     buf.upload(uniform(kHeadDim, 49, 0.5f, 1.5f)), buf.upload(uniform(kHeadDim, 50, 0.5f, 1.5f)),
+                     kHeadRows, kQHeads, kKvHeads, kHeadDim);
+  return buf.values({{o, kHeadRows * kQkvWidth}, {rstd, kHeadRows * (kQHeads + kKvHeads)}});
+}
+
+OpOutput qk_norm_backward_case(Backend& be) {
+  Buffers buf(be);
+  const std::vector<float> x = uniform(kHeadRows * kQkvWidth, 51, -3, 3), wq = uniform(kHeadDim, 52, 0.5f, 1.5f),
+                           wk = uniform(kHeadDim, 53, 0.5f, 1.5f);
+  float *y = buf.zeros(kHeadRows * kQkvWidth), *rstd = buf.zeros(kHeadRows * (kQHeads + kKvHeads));
+  float *d = buf.zeros(kHeadRows * kQkvWidth), *dwq = buf.zeros(kHeadDim), *dwk = buf.zeros(kHeadDim);
+  const float *gx = buf.upload(x), *gq = buf.upload(wq), *gk = buf.upload(wk);
+  be.qk_norm_forward(y, rstd, gx, gq, gk, kHeadRows, kQHeads, kKvHeads, kHeadDim);
+  be.qk_norm_backward(d, dwq, dwk, buf.upload(uniform(kHeadRows * kQkvWidth, 54)), gx, gq, gk, rstd, kHeadRows, kQHeads,
+                      kKvHeads, kHeadDim, false);
+  return buf.values({{d, kHeadRows * kQkvWidth}, {dwq, kHeadDim}, {dwk, kHeadDim}});
+}
+
 constexpr int kN = 48, kV = 300;
 
 std::vector<int32_t> targets() {
@@ -285,6 +325,10 @@ std::vector<OpCase> model_op_cases() {
       {"swiglu_backward", "37 rows × 111", swiglu_backward_case},
       {"rope_forward", "B 2, T 24, C 48, 4 heads", rope_forward_case},
       {"rope_backward", "B 2, T 24, C 48, 4 heads", rope_backward_case},
+      {"kv_repeat_forward", "48 tokens, 6 query heads on 2 key/value heads of 12", kv_repeat_forward_case},
+      {"kv_repeat_backward", "48 tokens, 6 query heads on 2 key/value heads of 12", kv_repeat_backward_case},
+      {"qk_norm_forward", "48 tokens, 6 query and 2 key heads of 12", qk_norm_forward_case},
+      {"qk_norm_backward", "48 tokens, 6 query and 2 key heads of 12", qk_norm_backward_case},
       {"softmax_xent_forward", "48 rows × 300", softmax_xent_forward_case},
       {"softmax_xent_backward", "48 rows × 300", softmax_xent_backward_case},
       {"embedding_forward", "B 2, T 24, C 48, vocabulary 64", embedding_forward_case},

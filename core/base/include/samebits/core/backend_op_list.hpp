@@ -127,6 +127,56 @@ SB_BACKEND_OP(rope_backward,
               (dqkv, table, B, T, C, NH), (flat(dqkv, int64_t(B) * T * 3 * C), flat(table, int64_t(T) * (C / NH))),
               (flat(dqkv, int64_t(B) * T * 3 * C)), (B, T, C))
 
+// Grouped-query attention's rows (model.n_kv_head, gpt_shape.hpp): a row of qkv holds NH query
+// heads, then G key heads and G value heads of hd values (W = (NH + 2G)·hd); query head h uses
+// key/value head h mod G. forward: out's row is multi-head attention's [q | k | v] (3·NH·hd), each
+// key and value head copied to the places of its query heads. backward: the query columns copied,
+// key/value head g's gradient the chain over its query heads' places j·G + g, j ascending, from +0.
+SB_BACKEND_OP(kv_repeat_forward,
+              (float* out,        // (N, 3·NH·hd)
+               const float* qkv,  // (N, W)
+               int N, int NH, int G, int hd),
+              (out, qkv, N, NH, G, hd), (flat(qkv, int64_t(N) * (NH + 2 * G) * hd)),
+              (flat(out, int64_t(N) * 3 * NH * hd)), (N, 3 * NH * hd))
+SB_BACKEND_OP(kv_repeat_backward,
+              (float* dqkv,        // (N, W)
+               const float* dout,  // (N, 3·NH·hd)
+               int N, int NH, int G, int hd),
+              (dqkv, dout, N, NH, G, hd), (flat(dout, int64_t(N) * 3 * NH * hd)),
+              (flat(dqkv, int64_t(N) * (NH + 2 * G) * hd)), (N, (NH + 2 * G) * hd))
+
+// QK-norm (ops/rmsnorm.hpp on each head; eps = kNormEps) of qkv rows laid out as kv_repeat's: the
+// NH query heads normed with the gain wq, the G key heads with wk, the values copied.
+SB_BACKEND_OP(qk_norm_forward,
+              (float* out,        // (N, W)
+               float* rstd,       // (N, NH + G): the query heads', then the key heads'
+               const float* qkv,  // (N, W)
+               const float* wq,   // (hd)
+               const float* wk,   // (hd)
+               int N, int NH, int G, int hd),
+              (out, rstd, qkv, wq, wk, N, NH, G, hd),
+              (flat(qkv, int64_t(N) * (NH + 2 * G) * hd), flat(wq, hd), flat(wk, hd)),
+              (flat(out, int64_t(N) * (NH + 2 * G) * hd), flat(rstd, int64_t(N) * (NH + G))), (N, (NH + 2 * G) * hd))
+// dwq[i] = Σ dout·xhat over the query heads in the order (key/value group g ascending, its heads
+// j·G + g with j ascending, tokens n ascending), one chain; dwk[i] over (g, n). accumulate: the
+// chains continue from dwq's and dwk's values (the ranks of a tensor-parallel group, each holding
+// the next groups, in rank order); else from +0.
+SB_BACKEND_OP(qk_norm_backward,
+              (float* dqkv,        // (N, W)
+               float* dwq,         // (hd)
+               float* dwk,         // (hd)
+               const float* dout,  // (N, W)
+               const float* qkv,   // (N, W)
+               const float* wq,    // (hd)
+               const float* wk,    // (hd)
+               const float* rstd,  // (N, NH + G)
+               int N, int NH, int G, int hd, bool accumulate),
+              (dqkv, dwq, dwk, dout, qkv, wq, wk, rstd, N, NH, G, hd, accumulate),
+              (flat(dout, int64_t(N) * (NH + 2 * G) * hd), flat(qkv, int64_t(N) * (NH + 2 * G) * hd), flat(wq, hd),
+               flat(wk, hd), flat(rstd, int64_t(N) * (NH + G)), accumulate ? flat(dwq, hd) : Region{},
+               accumulate ? flat(dwk, hd) : Region{}),
+              (flat(dqkv, int64_t(N) * (NH + 2 * G) * hd), flat(dwq, hd), flat(dwk, hd)), (N, (NH + 2 * G) * hd))
+
 // GELU, tanh form (ops/gelu.hpp), elementwise.
 SB_BACKEND_OP(gelu_forward,
               (float* out,        // (n)

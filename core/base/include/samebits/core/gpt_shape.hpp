@@ -33,8 +33,17 @@ struct GPTConfig {
   int ffn_dim = 0;  // F, the MLP's hidden width; 0: 4·n_embd
   PosKind pos = PosKind::learned;
   double rope_theta = 10000.0;  // rotary positions' base θ (rounded to fp32 where used)
+  int n_kv_head = 0;            // key/value heads (grouped-query attention); 0: n_head
+  bool qk_norm = false;         // RMSNorm on each q and k head before the rotation (Qwen3's)
 
   int64_t ffn() const { return ffn_dim > 0 ? ffn_dim : 4 * int64_t{n_embd}; }
+  int head_dim() const { return n_embd / n_head; }
+  int kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
+  // Rows of attn.qkv.w: the n_head query heads, then the key and the value heads (head_dim each).
+  int64_t qkv_rows() const { return int64_t{n_head + 2 * kv_heads()} * head_dim(); }
+  // The attention's own shape beyond multi-head: a key/value head shared by several q heads, or
+  // normed q and k heads.
+  bool gqa() const { return kv_heads() != n_head; }
   // Rows of mlp.fc.w: F, or the gate's F and the up projection's F under SwiGLU.
   int64_t fc_blocks() const { return mlp == MlpKind::swiglu ? 2 : 1; }
 
@@ -68,7 +77,8 @@ constexpr size_t kParamAlign = 16;
 
 // The tensors of a config, in flat-buffer order:
 //   wte (V, C) · wpe (T, C) (learned positions only) · per layer L: h.L.ln1.w (C) [h.L.ln1.b (C)] · h.L.attn.qkv.w (3C,
-//   C) [h.L.attn.qkv.b (3C)] · h.L.attn.proj.w (C, C) [h.L.attn.proj.b (C)] · h.L.ln2.w [h.L.ln2.b] · h.L.mlp.fc.w (F,
+//   C) [h.L.attn.qkv.b (3C)] (grouped-query: (Q, C) with Q = qkv_rows()) · h.L.attn.q_norm.w (hd) · h.L.attn.k_norm.w
+//   (hd) (qk_norm only) · h.L.attn.proj.w (C, C) [h.L.attn.proj.b (C)] · h.L.ln2.w [h.L.ln2.b] · h.L.mlp.fc.w (F,
 //   C) [h.L.mlp.fc.b (F)] (SwiGLU: (2F, C), the gate's rows then the up
 //     projection's) · h.L.mlp.proj.w (C, F) [h.L.mlp.proj.b (C)], F = ffn() (4C by default)
 //   · lnf.w [lnf.b] · lm_head.w (V, C) when untied. [..]: with bias (norm biases: LayerNorm only).

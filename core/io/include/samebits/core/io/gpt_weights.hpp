@@ -17,7 +17,13 @@
 
 namespace sb::io {
 
-enum class WeightsNaming { samebits, hf_gpt2 };
+enum class WeightsNaming { samebits, hf_gpt2, hf_llama };
+
+// The Hugging Face naming of cfg: Llama's (llama_weights.hpp) when it is Llama-shaped, else GPT-2's.
+WeightsNaming hf_naming(const GPTConfig& cfg);
+
+// config.json of the Hugging Face directory of cfg in its hf_naming.
+std::string hf_config_json(const GPTConfig& cfg);
 
 // Why `cfg` is not GPT-2-shaped ("" when it is): GPT2LMHeadModel has LayerNorm, biases and a tied
 // head (its GELU is the tanh form samebits uses, its LayerNorm ε is samebits' 1e-5).
@@ -38,11 +44,11 @@ std::string init_weights_file(const std::string& path);
 // XXH3-64 of the file's bytes as 16 lowercase hex digits: train.init's identity in the experiment.
 std::string file_digest(const std::string& path);
 
-// The flat parameter buffer (flat_size, zero gaps) for cfg from a safetensors file in either
-// naming (samebits' when it has a tensor "wte"; else Hugging Face's, with or without the
-// "transformer." prefix). Every tensor of the model must be there with its shape and F32 values,
-// all finite; other tensors are errors, except HF's attention-mask buffers (h.N.attn.bias,
-// h.N.attn.masked_bias) and an lm_head.weight equal to the embedding.
+// The flat parameter buffer (flat_size, zero gaps) for cfg from a safetensors file in any naming
+// (Llama's when it has model.embed_tokens.weight, read_llama_weights; samebits' when it has a
+// tensor "wte"; else Hugging Face's GPT-2, with or without the "transformer." prefix). Every tensor of the model must
+// be there with its shape and F32 values, all finite; other tensors are errors, except HF's attention-mask buffers
+// (h.N.attn.bias, h.N.attn.masked_bias) and an lm_head.weight equal to the embedding.
 std::vector<float> read_gpt_weights(const std::string& file, const GPTConfig& cfg);
 
 // The initial weights a config names (train.init) for TrainerOptions::initial_weights: the file

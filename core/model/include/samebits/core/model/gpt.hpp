@@ -147,10 +147,16 @@ class GPT {
   void norm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b);
   void norm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp, const float* w,
                      const float* mean, const float* rstd);
-  // Row-parallel linear forward (k = Cl, this rank's part of the input dimension): the chain of
-  // out = inp·Wᵀ passes rank 0 → … → size-1, which adds the bias and broadcasts (gpt_tp.cpp);
-  // under numerics.gemm = exact the ranks' integer dots are summed instead (a k-split Backend::gemm).
-  void row_forward(float* out, const float* inp, const float* w, const float* bias, int N, int Cl, int OC);
+  // Row-parallel linear forward (k = Cl, this rank's part of the input dimension in `groups` blocks):
+  // the chain of out = inp·Wᵀ visits block 0 of ranks 0 … size-1, then block 1, …; the last adds
+  // the bias and broadcasts (gpt_tp.cpp); under numerics.gemm = exact the ranks' integer dots are
+  // summed instead (a k-split Backend::gemm).
+  void row_forward(float* out, const float* inp, const float* w, const float* bias, int N, int Cl, int OC,
+                   int groups = 1);
+  // QK-norm's backward (Backend::qk_norm_backward) of this rank's heads; under a group the gains'
+  // chains pass rank 0 → … → size-1, which broadcasts them.
+  void qk_norm_backward(float* dqkv, float* dwq, float* dwk, const float* dout, const float* qkv, const float* wq,
+                        const float* wk, const float* rstd, int N, int NH, int G);
   // Column-parallel linear backward (this rank's OCl of OC output columns in `groups` blocks): dw,
   // dbias local; the chain of dinp = dout·W visits block 0 of ranks 0 … size-1, then block 1, … ;
   // under numerics.gemm = exact the ranks' integer dots over their OCl columns are summed.
