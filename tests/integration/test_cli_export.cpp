@@ -91,7 +91,7 @@ TEST_CASE("export → train --init: the same bits, invariant across threads and 
     const std::string rms_ini = dir / "rms.ini", rms = dir / "rms.h5";
     sbt::write_text(rms_ini, "[model]\nnorm = rmsnorm\n" + sbt::tiny_config().substr(8));
     REQUIRE(run({"train", rms_ini, "--out", rms}).code == 0);
-    expect_error(run({"export", rms, "--format", "hf", dir / "rms_hf"}), "not GPT-2-shaped (model.norm=rmsnorm");
+    expect_error(run({"export", rms, "--format", "hf", dir / "rms_hf"}), "neither GPT-2-shaped (model.norm=rmsnorm");
     CHECK(run({"export", rms, dir / "rms.safetensors"}).code == 0);
     CHECK(!sbt::fs::exists(dir / "x"));
   }

@@ -18,6 +18,7 @@ import sys
 import torch
 from safetensors.torch import load_file
 from transformers import AutoConfig, AutoModelForCausalLM
+from transformers.utils import logging as hf_logging
 
 TOLERANCE = 1e-5
 
@@ -44,6 +45,8 @@ def load(directory):
 
 def main():
     mode, spec = sys.argv[1], sys.argv[2]
+    hf_logging.disable_progress_bar()
+    print(f"torch {torch.__version__}, transformers {__import__('transformers').__version__}")
     cases = json.load(open(spec))
     torch.manual_seed(0)
     good = True
