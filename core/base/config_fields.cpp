@@ -32,6 +32,7 @@ constexpr Rule ffn_dim = when("model.ffn_dim is not 0", [](const Config& c) { re
 constexpr Rule rope = when("model.pos is rope", [](const Config& c) { return c.model.pos == PosKind::rope; });
 constexpr Rule gqa = when("model.n_kv_head is not 0", [](const Config& c) { return c.model.n_kv_head != 0; });
 constexpr Rule qk_norm = when("model.qk_norm is true", [](const Config& c) { return c.model.qk_norm; });
+constexpr Rule moe = when("model.moe_experts is not 0", [](const Config& c) { return c.model.moe_experts != 0; });
 constexpr Rule reordered = when("data.order_seed is not 0", [](const Config& c) { return c.data.order_seed != 0; });
 constexpr Rule muon = when("optim.name is muon or normuon", [](const Config& c) { return c.optim.muon_family(); });
 constexpr Rule momentum_warmup =
@@ -133,6 +134,22 @@ std::vector<ConfigField> build_fields() {
             "key/value heads (grouped-query attention), dividing n_head; 0: one per query head"),
       field("model.qk_norm", SB_MEMBER(model.qk_norm), qk_norm,
             "RMSNorm with a learned gain on each query and key head before the rotation (Qwen3's QK-norm)"),
+      field("model.moe_experts", SB_MEMBER(model.moe_experts), moe,
+            "routed experts of a Mixture-of-Experts block (docs/CONTRACT.md §MoE); 0: dense blocks only"),
+      field("model.moe_top_k", SB_MEMBER(model.moe_top_k), moe, "routed experts per token (ties: the lower index)"),
+      field("model.moe_shared_experts", SB_MEMBER(model.moe_shared_experts), moe,
+            "experts every token of an MoE block visits (DeepSeek's shared experts)"),
+      field("model.moe_every", SB_MEMBER(model.moe_every), moe,
+            "an MoE block every moe_every blocks (blocks moe_every-1, 2*moe_every-1, ...); 1: all"),
+      field("model.moe_ffn_dim", SB_MEMBER(model.moe_ffn_dim), moe, "an expert's hidden width; 0: model.ffn_dim's"),
+      field("model.moe_router", SB_MEMBER(model.moe_router), moe,
+            "softmax (gates: the selected experts' probabilities) or sigmoid (DeepSeek-V3: the selected scores "
+            "normalised to sum 1)"),
+      field("model.moe_aux_loss", SB_MEMBER(model.moe_aux_loss), moe,
+            "the Switch/GShard load-balancing loss's coefficient (E * sum_e f_e * P_e per leaf); 0: none"),
+      field("model.moe_capacity", SB_MEMBER(model.moe_capacity), moe,
+            "capacity factor: an expert keeps its first ceil(factor * tokens * top_k / experts) tokens of a leaf "
+            "by position; 0: dropless"),
       // [data]
       field("data.source", SB_MEMBER(data.source), yes,
             "synthetic: the embedded synthetic language; shards: llm.c/nanoGPT .bin token files (path is a "

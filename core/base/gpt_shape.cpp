@@ -23,6 +23,21 @@ void GPTConfig::validate() const {
              n_embd / n_head, " must be even");
     SB_CHECK(rope_theta > 1.0 && rope_theta < 1e30, "model.rope_theta=", rope_theta, " must lie in (1, 1e30)");
   }
+  if (moe_experts != 0) {
+    SB_CHECK(moe_experts >= 1 && moe_experts <= 4096, "model.moe_experts=", moe_experts,
+             " must lie in [1, 4096], or be 0 for dense blocks");
+    SB_CHECK(moe_top_k >= 1 && moe_top_k <= moe_experts, "model.moe_top_k=", moe_top_k,
+             " must lie in [1, model.moe_experts=", moe_experts, "]");
+    SB_CHECK(moe_shared_experts >= 0 && moe_shared_experts <= 64, "model.moe_shared_experts=", moe_shared_experts,
+             " must lie in [0, 64]");
+    SB_CHECK(moe_every >= 1 && moe_every <= n_layer, "model.moe_every=", moe_every,
+             " must lie in [1, model.n_layer=", n_layer, "] (an MoE block every moe_every blocks)");
+    SB_CHECK(moe_ffn_dim >= 0, "model.moe_ffn_dim=", moe_ffn_dim, " must be positive, or 0 for model.ffn_dim's width");
+    SB_CHECK(moe_aux_loss >= 0.0 && moe_aux_loss < 1e6, "model.moe_aux_loss=", moe_aux_loss,
+             " must be zero (off) or a positive coefficient such as 0.01");
+    SB_CHECK(moe_capacity == 0.0 || (moe_capacity >= 0.01 && moe_capacity <= 1e6), "model.moe_capacity=", moe_capacity,
+             " must be 0 (dropless) or a capacity factor such as 1.25");
+  }
   SB_CHECK(n_kv_head >= 0 && n_kv_head <= n_head && n_head % kv_heads() == 0, "model.n_kv_head=", n_kv_head,
            " must divide model.n_head=", n_head, " (grouped-query attention shares a key/value head among n_head/",
            "n_kv_head query heads), or be 0 for one per query head");
@@ -32,6 +47,9 @@ void validate_tp(const GPTConfig& cfg, int64_t tp) {
   SB_CHECK(tp >= 1 && tp <= 4096, "config parallel.tp=", tp, " must be between 1 and 4096");
   SB_CHECK(cfg.n_head % tp == 0, "config model.n_head=", cfg.n_head, " is not divisible by parallel.tp=", tp,
            ": tensor parallelism splits the attention heads; choose parallel.tp dividing n_head");
+  SB_CHECK(tp == 1 || cfg.moe_experts == 0, "config parallel.tp=", tp, " with model.moe_experts=", cfg.moe_experts,
+           ": tensor parallelism of Mixture-of-Experts blocks is not built; use parallel.tp=1 (data and pipeline "
+           "parallelism keep an MoE run's bits)");
   SB_CHECK(cfg.kv_heads() % tp == 0, "config model.n_kv_head=", cfg.kv_heads(), " is not divisible by parallel.tp=", tp,
            ": tensor parallelism gives each rank whole key/value heads with their query heads; choose parallel.tp "
            "dividing n_kv_head");
@@ -50,8 +68,13 @@ std::string_view to_string(ParamKind k) {
     case ParamKind::head: return "head";
     case ParamKind::norm: return "norm";
     case ParamKind::bias: return "bias";
+    case ParamKind::router: return "router";
   }
   SB_FAIL("unknown parameter kind ", static_cast<int>(k));
+}
+
+std::string moe_expert_name(const GPTConfig& cfg, int x) {
+  return x < cfg.moe_shared_experts ? "s" + std::to_string(x) : "e" + std::to_string(x - cfg.moe_shared_experts);
 }
 
 std::vector<ParamView> gpt_param_layout(const GPTConfig& cfg) {
@@ -83,10 +106,19 @@ std::vector<ParamView> gpt_param_layout(const GPTConfig& cfg) {
     if (cfg.bias) add(h + "attn.proj.b", {C}, ParamKind::bias, 0.0f, 0.0f);
     add(h + "ln2.w", {C}, ParamKind::norm, 0.0f, 1.0f);
     if (norm_bias) add(h + "ln2.b", {C}, ParamKind::bias, 0.0f, 0.0f);
-    add(h + "mlp.fc.w", {cfg.fc_blocks() * F, C}, ParamKind::matrix, std_w, 0.0f);
-    if (cfg.bias) add(h + "mlp.fc.b", {cfg.fc_blocks() * F}, ParamKind::bias, 0.0f, 0.0f);
-    add(h + "mlp.proj.w", {C, F}, ParamKind::matrix, std_proj, 0.0f);
-    if (cfg.bias) add(h + "mlp.proj.b", {C}, ParamKind::bias, 0.0f, 0.0f);
+    const auto mlp = [&](const std::string& at, int64_t width) {
+      add(at + "fc.w", {cfg.fc_blocks() * width, C}, ParamKind::matrix, std_w, 0.0f);
+      if (cfg.bias) add(at + "fc.b", {cfg.fc_blocks() * width}, ParamKind::bias, 0.0f, 0.0f);
+      add(at + "proj.w", {C, width}, ParamKind::matrix, std_proj, 0.0f);
+      if (cfg.bias) add(at + "proj.b", {C}, ParamKind::bias, 0.0f, 0.0f);
+    };
+    if (!cfg.moe_block(l)) {
+      mlp(h + "mlp.", F);
+    } else {
+      add(h + "moe.router.w", {cfg.moe_experts, C}, ParamKind::router, std_w, 0.0f);
+      for (int x = 0; x < cfg.moe_shared_experts + cfg.moe_experts; ++x)
+        mlp(h + "moe." + moe_expert_name(cfg, x) + ".", cfg.expert_ffn());
+    }
   }
   add("lnf.w", {C}, ParamKind::norm, 0.0f, 1.0f);
   if (norm_bias) add("lnf.b", {C}, ParamKind::bias, 0.0f, 0.0f);

@@ -94,6 +94,7 @@ std::string gpt2_mismatch(const GPTConfig& cfg) {
   if (cfg.ffn() != 4 * int64_t{cfg.n_embd}) why += "model.ffn_dim other than 4·model.n_embd (GPT-2's); ";
   if (cfg.gqa()) why += "model.n_kv_head (GPT-2's heads each have their keys and values); ";
   if (cfg.qk_norm) why += "model.qk_norm (GPT-2 does not norm its heads); ";
+  if (cfg.moe_experts > 0) why += "model.moe_experts (GPT-2 is dense); ";
   if (!why.empty()) why.resize(why.size() - 2);
   return why;
 }

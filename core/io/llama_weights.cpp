@@ -110,6 +110,7 @@ std::string llama_mismatch(const GPTConfig& cfg) {
   if (cfg.mlp != MlpKind::swiglu) why += "model.mlp=gelu (Llama's MLP is SwiGLU); ";
   if (cfg.pos != PosKind::rope) why += "model.pos=learned (Llama has rotary positions); ";
   if (cfg.qk_norm && cfg.bias) why += "model.bias=true with model.qk_norm (Qwen3's MLP has no biases); ";
+  if (cfg.moe_experts > 0) why += "model.moe_experts (LlamaForCausalLM is dense); ";
   if (!why.empty()) why.resize(why.size() - 2);
   return why;
 }

@@ -5,7 +5,9 @@
 #include "samebits/core/model/gpt.hpp"
 
 #include <algorithm>
+
 #include <limits>
+#include "gpt_moe.hpp"
 
 #include "samebits/core/ops/rope.hpp"
 #include "samebits/core/ops/softmax_xent.hpp"
@@ -39,6 +41,7 @@ struct GPT::Layer {
 
 struct GPT::Buffers {
   std::vector<Layer> layers;
+  std::vector<std::unique_ptr<MoeLayer>> moe;    // (layers) a Mixture-of-Experts block's, else null
   const float *wte, *wpe, *lnfw, *lnfb, *headw;  // headw is wte when tied
   float *dwte, *dwpe, *dlnfw, *dlnfb, *dheadw;
   int32_t *inputs, *targets;         // (B, T) each
@@ -125,6 +128,14 @@ const float* GPT::attention_qkv(int layer) const {
            blocks_.first, "…", blocks_.end - 1, ")");
   return buf_->layers.at(static_cast<size_t>(layer - blocks_.first)).qkv;
 }
+
+const GPT::MoeLayer& GPT::moe_layer(int layer) const {
+  SB_CHECK(layer >= blocks_.first && layer < blocks_.end && cfg_.moe_block(layer), "block ", layer,
+           " is not a Mixture-of-Experts block of this pipeline stage");
+  return *buf_->moe.at(static_cast<size_t>(layer - blocks_.first));
+}
+const std::vector<int32_t>& GPT::moe_choices(int layer) const { return moe_layer(layer).chosen; }
+double GPT::moe_aux_loss(int layer) const { return moe_layer(layer).aux_loss; }
 
 void GPT::set_slots(int n) {
   SB_CHECK(n >= 1, "activation slots: ", n, " must be at least 1");
@@ -283,6 +294,12 @@ void GPT::bind_slot(Buffers& b, float* acts, size_t acts_size, int32_t* tokens) 
     L.fcproj = take(N * C);
     L.res3 = take(N * C);
     input = L.res3;
+  }
+  b.moe.resize(b.layers.size());
+  for (int l = blocks_.first; l < blocks_.end; ++l) {
+    if (!cfg_.moe_block(l)) continue;
+    b.moe[size_t(l - blocks_.first)] = std::make_unique<MoeLayer>();
+    bind_moe(*b.moe[size_t(l - blocks_.first)], l);
   }
   if (last_stage()) {
     b.lnf = take(N * C), b.lnf_mean = take(N), b.lnf_rstd = take(N);
@@ -447,18 +464,20 @@ float GPT::forward(const int32_t* tokens) {
       const auto s = at(".ln2 norm forward");
       norm_forward(L.ln2, L.ln2_mean, L.ln2_rstd, L.res2, L.ln2w, L.ln2b);
     }
-    {
-      const auto s = at(".mlp.fc matmul forward");
-      be_.matmul_forward(L.fch, L.ln2, L.fcw, L.fcb, N, C, FC);
-    }
-    if (cfg_.mlp == MlpKind::swiglu) {
-      const auto s = at(".mlp swiglu forward");
-      be_.swiglu_forward(L.fch_gelu, L.fch, N, F);
+    if (b.moe[l] != nullptr) {
+      moe_forward(*b.moe[l], layer, L.ln2, L.fcproj);
     } else {
-      const auto s = at(".mlp gelu forward");
-      be_.gelu_forward(L.fch_gelu, L.fch, static_cast<int64_t>(N) * F);
-    }
-    {
+      {
+        const auto s = at(".mlp.fc matmul forward");
+        be_.matmul_forward(L.fch, L.ln2, L.fcw, L.fcb, N, C, FC);
+      }
+      if (cfg_.mlp == MlpKind::swiglu) {
+        const auto s = at(".mlp swiglu forward");
+        be_.swiglu_forward(L.fch_gelu, L.fch, N, F);
+      } else {
+        const auto s = at(".mlp gelu forward");
+        be_.gelu_forward(L.fch_gelu, L.fch, static_cast<int64_t>(N) * F);
+      }
       const auto s = at(".mlp.proj matmul forward");
       row_forward(L.fcproj, L.fch_gelu, L.fc2w, L.fc2b, N, F, C);
     }
@@ -532,18 +551,20 @@ void GPT::backward(float loss_scale) {
     const int64_t layer = blocks_.first + int64_t(l);
     const auto at = [&](const char* site) { return trace::Scope(be_, "h.", layer, site); };
     // MLP branch: dres is d(res3) = d(res2 + fcproj).
-    {
-      const auto s = at(".mlp.proj matmul backward");
-      be_.matmul_backward(b.dff1, L.dfc2w, L.dfc2b, b.dres, L.fch_gelu, L.fc2w, N, F, C);
-    }
-    if (cfg_.mlp == MlpKind::swiglu) {
-      const auto s = at(".mlp swiglu backward");
-      be_.swiglu_backward(b.dff2, L.fch, b.dff1, N, F);
+    if (b.moe[l] != nullptr) {
+      moe_backward(*b.moe[l], layer, L.ln2, b.dres, b.dbtc1, loss_scale);
     } else {
-      const auto s = at(".mlp gelu backward");
-      be_.gelu_backward(b.dff2, L.fch, b.dff1, static_cast<int64_t>(N) * F);
-    }
-    {
+      {
+        const auto s = at(".mlp.proj matmul backward");
+        be_.matmul_backward(b.dff1, L.dfc2w, L.dfc2b, b.dres, L.fch_gelu, L.fc2w, N, F, C);
+      }
+      if (cfg_.mlp == MlpKind::swiglu) {
+        const auto s = at(".mlp swiglu backward");
+        be_.swiglu_backward(b.dff2, L.fch, b.dff1, N, F);
+      } else {
+        const auto s = at(".mlp gelu backward");
+        be_.gelu_backward(b.dff2, L.fch, b.dff1, static_cast<int64_t>(N) * F);
+      }
       const auto s = at(".mlp.fc matmul backward");
       col_backward(b.dbtc1, L.dfcw, L.dfcb, b.dff2, L.ln2, L.fcw, N, C, FC, blocks * int(cfg_.ffn()), blocks);
     }

@@ -7,8 +7,8 @@
 
 #include "samebits/cli/inspect.hpp"
 #include "samebits/core/io/gpt_weights.hpp"
-#include "samebits/core/io/llama_weights.hpp"
 #include "samebits/core/io/h5.hpp"
+#include "samebits/core/io/llama_weights.hpp"
 #include "samebits/core/io/run_file.hpp"
 #include "samebits/det/error.hpp"
 
@@ -39,8 +39,7 @@ ExportResult export_run(const ExportOptions& options) {
   if (options.format == ExportFormat::hf) {
     const std::string gpt2 = io::gpt2_mismatch(config.model), llama = io::llama_mismatch(config.model);
     SB_CHECK(gpt2.empty() || llama.empty(), options.run_path, ": its model is neither GPT-2-shaped (", gpt2,
-             ") nor Llama-shaped (", llama,
-             "), so it has no Hugging Face form; export it with --format safetensors");
+             ") nor Llama-shaped (", llama, "), so it has no Hugging Face form; export it with --format safetensors");
   }
   ExportResult result;
   std::vector<float> flat;

@@ -137,6 +137,16 @@ TEST_CASE("validation errors name the key, the value and what to do") {
   CHECK(contains(validation_error(c), "model.n_kv_head shares a key head; remove optim.qk_clip"));
   c.model.n_kv_head = 0, c.model.qk_norm = true;
   CHECK(contains(validation_error(c), "model.qk_norm=true normalises those heads; remove optim.qk_clip"));
+
+  c = sb::Config{};
+  c.model.moe_experts = 4, c.model.moe_top_k = 5;
+  CHECK(contains(validation_error(c), "model.moe_top_k=5 must lie in [1, model.moe_experts=4]"));
+  c.model.moe_top_k = 2, c.model.moe_every = 9;
+  CHECK(contains(validation_error(c), "model.moe_every=9 must lie in [1, model.n_layer=4]"));
+  c.model.moe_every = 1, c.model.moe_capacity = -1;
+  CHECK(contains(validation_error(c), "model.moe_capacity=-1 must be 0 (dropless)"));
+  c.model.moe_capacity = 0, c.parallel.tp = 2;
+  CHECK(contains(validation_error(c), "parallel.tp=2 with model.moe_experts=4"));
 }
 
 TEST_CASE("to_ini_text writes every section in a fixed order with exact numbers") {

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -111,8 +112,69 @@ struct RefGPT {
         for (int i = 0; i < hs; ++i) x[i] = x[i] * r * (h < NH ? gq : gk)[i];
       }
   }
-  double loss(const std::vector<int32_t>& tokens) const {
+  // An MLP (GELU or SwiGLU) of width F at `at` ("h.L.mlp." or an expert's "h.L.moe.X.") on rows m.
+  Vec mlp(const std::string& at, const Vec& m, int N, int C, int F) const {
+    Vec f;
+    if (cfg.mlp == MlpKind::swiglu) {  // each row: the gate's F, then the up's F
+      const Vec gu = linear(m, p(at + "fc.w"), p(at + "fc.b"), N, C, 2 * F);
+      f.resize(size_t(N) * F);
+      for (int n = 0; n < N; ++n)
+        for (int j = 0; j < F; ++j) {
+          const double g = gu[size_t(n) * 2 * F + j], u = gu[size_t(n) * 2 * F + F + j];
+          f[size_t(n) * F + j] = g / (1 + std::exp(-g)) * u;
+        }
+    } else {
+      f = linear(m, p(at + "fc.w"), p(at + "fc.b"), N, C, F);
+      for (double& v : f) v = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+    }
+    return linear(f, p(at + "proj.w"), p(at + "proj.b"), N, F, C);
+  }
+  // A Mixture-of-Experts block on rows m: shared experts on every token, the top-k routed experts
+  // (fp64 scores; the larger first, ties to the lower index) with their gates, an expert keeping
+  // its first `capacity` tokens by position; adds the leaf's load-balancing loss to *aux.
+  Vec moe(const std::string& h, const Vec& m, int N, int C, double* aux) const {
+    const int E = cfg.moe_experts, k = cfg.moe_top_k, S = cfg.moe_shared_experts, F = int(cfg.expert_ffn());
+    const bool softmax = cfg.moe_router == MoeRouter::softmax;
+    const Vec z = linear(m, p(h + "moe.router.w"), nullptr, N, C, E);
+    Vec out(size_t(N) * C, 0.0), sums(size_t(E), 0.0);
+    std::vector<int64_t> counts(size_t(E), 0), kept(size_t(E), 0);
+    const int64_t capacity = cfg.moe_capacity > 0 ? int64_t(std::ceil(cfg.moe_capacity * N * k / E)) : N;
+    std::vector<Vec> expert_out(static_cast<size_t>(S + E));
+    for (int x = 0; x < S + E; ++x) expert_out[size_t(x)] = mlp(h + "moe." + moe_expert_name(cfg, x) + ".", m, N, C, F);
+    for (int t = 0; t < N; ++t) {
+      Vec sc(static_cast<size_t>(E));
+      double mx = -INFINITY, den = 0;
+      for (int e = 0; e < E; ++e) mx = std::fmax(mx, z[size_t(t) * E + e]);
+      for (int e = 0; e < E; ++e) den += std::exp(z[size_t(t) * E + e] - mx);
+      for (int e = 0; e < E; ++e)
+        sc[size_t(e)] = softmax ? std::exp(z[size_t(t) * E + e] - mx) / den : 1 / (1 + std::exp(-z[size_t(t) * E + e]));
+      std::vector<int> order(static_cast<size_t>(E));
+      std::iota(order.begin(), order.end(), 0);
+      std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return sc[size_t(a)] > sc[size_t(b)]; });
+      std::vector<int> chosen(order.begin(), order.begin() + k);
+      std::sort(chosen.begin(), chosen.end());
+      double total = 0;
+      for (int e : chosen) total += sc[size_t(e)];
+      for (int x = 0; x < S; ++x)
+        for (int c = 0; c < C; ++c) out[size_t(t) * C + c] += expert_out[size_t(x)][size_t(t) * C + c];
+      for (int e : chosen) {
+        ++counts[size_t(e)];
+        if (kept[size_t(e)]++ >= capacity) continue;
+        const double g = softmax ? sc[size_t(e)] : sc[size_t(e)] / total;
+        for (int c = 0; c < C; ++c) out[size_t(t) * C + c] += g * expert_out[size_t(S + e)][size_t(t) * C + c];
+      }
+      for (int e = 0; e < E; ++e) sums[size_t(e)] += sc[size_t(e)];
+    }
+    double lb = 0;
+    for (int e = 0; e < E; ++e) lb += double(counts[size_t(e)]) / (N * k) * (sums[size_t(e)] / N);
+    *aux += cfg.moe_aux_loss * E * lb;
+    return out;
+  }
+  // The mean cross-entropy of the leaf; with_aux: plus its load-balancing losses (what the
+  // gradient is of).
+  double loss(const std::vector<int32_t>& tokens, bool with_aux = false) const {
     const int T = cfg.seq_len, C = cfg.n_embd, V = cfg.vocab, N = B * T;
+    double aux = 0;
     Vec x(static_cast<size_t>(N) * C);
     for (int b = 0; b < B; ++b)
       for (int t = 0; t < T; ++t)
@@ -130,21 +192,7 @@ struct RefGPT {
       Vec o = linear(y, p(h + "attn.proj.w"), p(h + "attn.proj.b"), N, C, C);
       for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
       Vec m = norm(x, p(h + "ln2.w"), p(h + "ln2.b"), N, C);
-      const int F = int(cfg.ffn());
-      Vec f;
-      if (cfg.mlp == MlpKind::swiglu) {  // each row: the gate's F, then the up's F
-        const Vec gu = linear(m, p(h + "mlp.fc.w"), p(h + "mlp.fc.b"), N, C, 2 * F);
-        f.resize(size_t(N) * F);
-        for (int n = 0; n < N; ++n)
-          for (int j = 0; j < F; ++j) {
-            const double g = gu[size_t(n) * 2 * F + j], u = gu[size_t(n) * 2 * F + F + j];
-            f[size_t(n) * F + j] = g / (1 + std::exp(-g)) * u;
-          }
-      } else {
-        f = linear(m, p(h + "mlp.fc.w"), p(h + "mlp.fc.b"), N, C, F);
-        for (double& v : f) v = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
-      }
-      Vec g = linear(f, p(h + "mlp.proj.w"), p(h + "mlp.proj.b"), N, F, C);
+      Vec g = cfg.moe_block(l) ? moe(h, m, N, C, &aux) : mlp(h + "mlp.", m, N, C, int(cfg.ffn()));
       for (size_t i = 0; i < x.size(); ++i) x[i] += g[i];
     }
     Vec f = norm(x, p("lnf.w"), p("lnf.b"), N, C);
@@ -157,7 +205,7 @@ struct RefGPT {
       const int target = tokens[(n / T) * (T + 1) + n % T + 1];
       total += m + std::log(s) - logits[n * V + target];
     }
-    return total / N;
+    return total / N + (with_aux ? aux : 0.0);
   }
 };
 
@@ -284,6 +332,7 @@ TEST_CASE("GPT loss and every gradient match an fp64 reference (finite differenc
     PosKind pos = PosKind::learned;
     int n_head = 2, n_kv_head = 0;
     bool qk_norm = false;
+    int moe = 0;  // 1: softmax router, top-2 of 4, a shared expert; 2: sigmoid, every 2nd block, capacity 1
   };
   for (Variant var : {Variant{NormKind::layernorm, true, true}, Variant{NormKind::rmsnorm, false, false},
                       Variant{NormKind::layernorm, false, false}, Variant{NormKind::rmsnorm, true, true},
@@ -294,10 +343,18 @@ TEST_CASE("GPT loss and every gradient match an fp64 reference (finite differenc
                       Variant{NormKind::rmsnorm, false, false, MlpKind::swiglu, PosKind::rope, 4, 2},
                       Variant{NormKind::layernorm, true, true, MlpKind::gelu, PosKind::learned, 4, 1},
                       Variant{NormKind::rmsnorm, true, false, MlpKind::swiglu, PosKind::rope, 2, 0, true},
-                      Variant{NormKind::rmsnorm, false, true, MlpKind::swiglu, PosKind::rope, 4, 2, true}}) {
+                      Variant{NormKind::rmsnorm, false, true, MlpKind::swiglu, PosKind::rope, 4, 2, true},
+                      Variant{NormKind::layernorm, true, true, MlpKind::gelu, PosKind::learned, 2, 0, false, 1},
+                      Variant{NormKind::rmsnorm, false, false, MlpKind::swiglu, PosKind::rope, 2, 0, false, 2}}) {
     GPTConfig cfg;
     cfg.vocab = 11, cfg.seq_len = 5, cfg.n_layer = 2, cfg.n_head = var.n_head, cfg.n_embd = 8;
     cfg.n_kv_head = var.n_kv_head, cfg.qk_norm = var.qk_norm;
+    if (var.moe > 0) {
+      cfg.moe_experts = 4, cfg.moe_top_k = 2, cfg.moe_ffn_dim = 12, cfg.moe_aux_loss = 0.5;  // a sizeable aux term
+      cfg.moe_shared_experts = var.moe == 1 ? 1 : 0;
+      cfg.moe_router = var.moe == 1 ? MoeRouter::softmax : MoeRouter::sigmoid;
+      cfg.moe_every = var.moe == 1 ? 1 : 2, cfg.moe_capacity = var.moe == 1 ? 0.0 : 1.0;
+    }
     cfg.norm = var.norm, cfg.tied_head = var.tied, cfg.bias = var.bias, cfg.mlp = var.mlp, cfg.pos = var.pos;
     cfg.rope_theta = 100.0;  // angles that turn within 5 positions
     if (var.mlp == MlpKind::swiglu) cfg.ffn_dim = 24;
@@ -325,21 +382,32 @@ TEST_CASE("GPT loss and every gradient match an fp64 reference (finite differenc
     CAPTURE(var.qk_norm);
     CHECK(std::fabs(loss - ref_loss) / ref_loss < 1e-5);
     double worst = 0;
+    int idle_experts = 0;
     for (const ParamView& p : model.params()) {
       std::vector<double> slice(wd.begin() + p.offset, wd.begin() + p.offset + p.numel);
       auto numeric = test::fd_gradient(slice, [&] {
         std::copy(slice.begin(), slice.end(), wd.begin() + p.offset);
-        return ref.loss(tokens);
+        return ref.loss(tokens, true);
       });
       std::copy(slice.begin(), slice.end(), wd.begin() + p.offset);
       std::vector<float> analytic(grad.begin() + p.offset, grad.begin() + p.offset + p.numel);
+      if (std::all_of(numeric.begin(), numeric.end(), [](double v) { return v == 0.0; })) {
+        // An expert the leaf's tokens never reached: its gradient is exactly zero.
+        CAPTURE(p.name);
+        CHECK(var.moe > 0);
+        CHECK(std::all_of(analytic.begin(), analytic.end(), [](float v) { return v == 0.0f; }));
+        ++idle_experts;
+        continue;
+      }
       worst = std::fmax(worst, test::check_gradient(analytic, numeric, 1e-4, p.name.c_str(), true));
     }
     MESSAGE("norm=", std::string(var.norm == NormKind::layernorm ? "layernorm" : "rmsnorm"),
             " mlp=", std::string(var.mlp == MlpKind::swiglu ? "swiglu" : "gelu"),
             std::string(var.pos == PosKind::rope ? " rope" : ""), " heads=", var.n_head, "/", cfg.kv_heads(),
-            std::string(var.qk_norm ? " qk_norm" : ""), " tied=", var.tied, " bias=", var.bias,
-            ": loss relative error ", std::fabs(loss - ref_loss) / ref_loss,
+            std::string(var.qk_norm ? " qk_norm" : ""), std::string(var.moe == 1 ? " moe softmax+shared" : ""),
+            std::string(var.moe == 2 ? " moe sigmoid capacity 1" : ""), " tied=", var.tied, " bias=", var.bias,
+            ": loss relative error ", std::fabs(loss - ref_loss) / ref_loss, ", ", idle_experts,
+            " tensors of experts without tokens (zero gradients)",
             ", max gradient relative error vs fp64 finite differences ", worst);
     bool padding_zero = true;
     size_t end = 0;

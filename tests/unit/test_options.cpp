@@ -439,4 +439,12 @@ TEST_CASE("the shipped configs parse, validate and say what they are") {
   CHECK(llama_big.model.ffn() == 2048);
   llama_big.model = gpt2.model;
   CHECK(llama_big == gpt2);
+  // moe_tiny.ini is default.ini with a Mixture-of-Experts MLP.
+  sb::Config moe = sb::cli::parse_config((dir / "moe_tiny.ini").string(), {});
+  CHECK(moe.model.moe_experts == 8);
+  CHECK(moe.model.moe_top_k == 2);
+  CHECK(moe.model.moe_shared_experts == 1);
+  CHECK(moe.model.moe_block(0));
+  moe.model = def.model;
+  CHECK(moe == def);
 }

@@ -226,6 +226,63 @@ OpOutput qk_norm_backward_case(Backend& be) {
   return buf.values({{d, kHeadRows * kQkvWidth}, {dwq, kHeadDim}, {dwk, kHeadDim}});
 }
 
+// A Mixture-of-Experts block's rows: 40 tokens of 36 values, a shared expert's row each, then 2
+// routed slots (every 5th token's second slot dropped): row r of token r, then token t's routed rows.
+constexpr int kMoeTokens = 40, kMoeWidth = 36, kMoeSlots = 3;
+
+struct MoeRows {
+  std::vector<int32_t> token, rows;
+  int R() const { return int(token.size()); }
+};
+
+MoeRows moe_rows() {
+  MoeRows m;
+  m.rows.assign(size_t(kMoeTokens) * kMoeSlots, -1);
+  for (int j = 0; j < kMoeSlots; ++j)
+    for (int t = 0; t < kMoeTokens; ++t)
+      if (!(j == 2 && t % 5 == 0)) m.rows[size_t(t) * kMoeSlots + j] = int32_t(m.token.size()), m.token.push_back(t);
+  return m;
+}
+
+OpOutput moe_gather_case(Backend& be) {
+  const MoeRows m = moe_rows();
+  Buffers buf(be);
+  float* xe = buf.zeros(int64_t(m.R()) * kMoeWidth);
+  be.moe_gather(xe, buf.upload(uniform(size_t(kMoeTokens) * kMoeWidth, 55)), buf.upload(m.token), kMoeTokens, m.R(),
+                kMoeWidth);
+  return buf.values({{xe, int64_t(m.R()) * kMoeWidth}});
+}
+
+OpOutput moe_scatter_add_case(Backend& be) {
+  const MoeRows m = moe_rows();
+  Buffers buf(be);
+  float* dx = buf.upload(uniform(size_t(kMoeTokens) * kMoeWidth, 56));
+  be.moe_scatter_add(dx, buf.upload(uniform(size_t(m.R()) * kMoeWidth, 57)), buf.upload(m.rows), kMoeTokens, m.R(),
+                     kMoeSlots, kMoeWidth);
+  return buf.values({{dx, int64_t(kMoeTokens) * kMoeWidth}});
+}
+
+OpOutput moe_combine_case(Backend& be) {
+  const MoeRows m = moe_rows();
+  Buffers buf(be);
+  float* out = buf.zeros(int64_t(kMoeTokens) * kMoeWidth);
+  be.moe_combine(out, buf.upload(uniform(size_t(m.R()) * kMoeWidth, 58)), buf.upload(m.rows),
+                 buf.upload(uniform(size_t(kMoeTokens) * kMoeSlots, 59, 0, 1)), kMoeTokens, m.R(), kMoeSlots,
+                 kMoeWidth);
+  return buf.values({{out, int64_t(kMoeTokens) * kMoeWidth}});
+}
+
+OpOutput moe_combine_backward_case(Backend& be) {
+  const MoeRows m = moe_rows();
+  Buffers buf(be);
+  float *dy = buf.zeros(int64_t(m.R()) * kMoeWidth), *dg = buf.zeros(int64_t(kMoeTokens) * kMoeSlots);
+  be.moe_combine_backward(dy, dg, buf.upload(uniform(size_t(kMoeTokens) * kMoeWidth, 60)),
+                          buf.upload(uniform(size_t(m.R()) * kMoeWidth, 61)), buf.upload(m.rows),
+                          buf.upload(uniform(size_t(kMoeTokens) * kMoeSlots, 62, 0, 1)), kMoeTokens, m.R(), kMoeSlots,
+                          kMoeWidth);
+  return buf.values({{dy, int64_t(m.R()) * kMoeWidth}, {dg, int64_t(kMoeTokens) * kMoeSlots}});
+}
+
 constexpr int kN = 48, kV = 300;
 
 std::vector<int32_t> targets() {
@@ -329,6 +386,10 @@ std::vector<OpCase> model_op_cases() {
       {"kv_repeat_backward", "48 tokens, 6 query heads on 2 key/value heads of 12", kv_repeat_backward_case},
       {"qk_norm_forward", "48 tokens, 6 query and 2 key heads of 12", qk_norm_forward_case},
       {"qk_norm_backward", "48 tokens, 6 query and 2 key heads of 12", qk_norm_backward_case},
+      {"moe_gather", "40 tokens of 36, 3 slots (8 dropped)", moe_gather_case},
+      {"moe_scatter_add", "40 tokens of 36, 3 slots (8 dropped)", moe_scatter_add_case},
+      {"moe_combine", "40 tokens of 36, 3 slots (8 dropped)", moe_combine_case},
+      {"moe_combine_backward", "40 tokens of 36, 3 slots (8 dropped)", moe_combine_backward_case},
       {"softmax_xent_forward", "48 rows × 300", softmax_xent_forward_case},
       {"softmax_xent_backward", "48 rows × 300", softmax_xent_backward_case},
       {"embedding_forward", "B 2, T 24, C 48, vocabulary 64", embedding_forward_case},

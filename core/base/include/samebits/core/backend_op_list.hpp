@@ -177,6 +177,48 @@ SB_BACKEND_OP(qk_norm_backward,
                accumulate ? flat(dwk, hd) : Region{}),
               (flat(dqkv, int64_t(N) * (NH + 2 * G) * hd), flat(dwq, hd), flat(dwk, hd)), (N, (NH + 2 * G) * hd))
 
+// A Mixture-of-Experts block's rows (ops/moe_combine.hpp): R rows grouped by expert, each a token
+// of the leaf's N; token t's J slots name its rows in ascending expert index (−1: dropped) with
+// their gates. moe_gather: xe[r] ← x[token[r]].
+SB_BACKEND_OP(moe_gather,
+              (float* xe,             // (R, C)
+               const float* x,        // (N, C)
+               const int32_t* token,  // (R)
+               int N, int R, int C),
+              (xe, x, token, N, R, C), (flat(x, int64_t(N) * C), flat(token, R)), (flat(xe, int64_t(R) * C)), (R, C))
+// dx[t] ← dx[t] + dxe[row] over t's slots in order (accumulating into dx: the router's dinp).
+SB_BACKEND_OP(moe_scatter_add,
+              (float* dx,            // (N, C)
+               const float* dxe,     // (R, C)
+               const int32_t* rows,  // (N, J)
+               int N, int R, int J, int C),
+              (dx, dxe, rows, N, R, J, C),
+              (flat(dx, int64_t(N) * C), flat(dxe, int64_t(R) * C), flat(rows, int64_t(N) * J)),
+              (flat(dx, int64_t(N) * C)), (N, C))
+// out[t] ← the chain from +0 of fma(gate, y[row], acc) over t's slots in order.
+SB_BACKEND_OP(moe_combine,
+              (float* out,           // (N, C)
+               const float* y,       // (R, C)
+               const int32_t* rows,  // (N, J)
+               const float* gates,   // (N, J)
+               int N, int R, int J, int C),
+              (out, y, rows, gates, N, R, J, C),
+              (flat(y, int64_t(R) * C), flat(rows, int64_t(N) * J), flat(gates, int64_t(N) * J)),
+              (flat(out, int64_t(N) * C)), (N, C))
+// dy[row] ← gate·dout[t]; dgates[t][j] ← the canonical dot of dout[t] and y[row] (0 when dropped).
+SB_BACKEND_OP(moe_combine_backward,
+              (float* dy,            // (R, C)
+               float* dgates,        // (N, J)
+               const float* dout,    // (N, C)
+               const float* y,       // (R, C)
+               const int32_t* rows,  // (N, J)
+               const float* gates,   // (N, J)
+               int N, int R, int J, int C),
+              (dy, dgates, dout, y, rows, gates, N, R, J, C),
+              (flat(dout, int64_t(N) * C), flat(y, int64_t(R) * C), flat(rows, int64_t(N) * J),
+               flat(gates, int64_t(N) * J)),
+              (flat(dy, int64_t(R) * C), flat(dgates, int64_t(N) * J)), (R, C))
+
 // GELU, tanh form (ops/gelu.hpp), elementwise.
 SB_BACKEND_OP(gelu_forward,
               (float* out,        // (n)

@@ -55,6 +55,10 @@ struct EnumNames<PosKind> {
   static constexpr std::array<std::string_view, 2> names{"learned", "rope"};
 };
 template <>
+struct EnumNames<MoeRouter> {
+  static constexpr std::array<std::string_view, 2> names{"softmax", "sigmoid"};
+};
+template <>
 struct EnumNames<DataSource> {
   static constexpr std::array<std::string_view, 4> names{"synthetic", "shards", "text", "hdf5"};
 };

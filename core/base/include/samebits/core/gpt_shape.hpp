@@ -19,6 +19,10 @@ enum class MlpKind { gelu, swiglu };
 // Positions: GPT-2's learned table (wpe) added to the token embedding, or rotary positions on q and
 // k in every block (no wpe; ops/rope.hpp).
 enum class PosKind { learned, rope };
+// A Mixture-of-Experts block's router (ops/moe_router.hpp): softmax over the experts (GShard,
+// Switch; a selected expert's gate is its probability) or a sigmoid per expert (DeepSeek-V3; the
+// selected experts' scores normalised to sum 1).
+enum class MoeRouter { softmax, sigmoid };
 
 struct GPTConfig {
   int vocab = 256;
@@ -35,6 +39,16 @@ struct GPTConfig {
   double rope_theta = 10000.0;  // rotary positions' base θ (rounded to fp32 where used)
   int n_kv_head = 0;            // key/value heads (grouped-query attention); 0: n_head
   bool qk_norm = false;         // RMSNorm on each q and k head before the rotation (Qwen3's)
+  // Mixture-of-Experts (docs/CONTRACT.md): every moe_every-th block's MLP is moe_shared_experts
+  // experts every token visits and moe_experts routed ones, moe_top_k of them a token's.
+  int moe_experts = 0;  // 0: dense blocks only
+  int moe_top_k = 2;
+  int moe_shared_experts = 0;
+  int moe_every = 1;    // blocks moe_every−1, 2·moe_every−1, … are MoE blocks
+  int moe_ffn_dim = 0;  // an expert's hidden width; 0: ffn()
+  MoeRouter moe_router = MoeRouter::softmax;
+  double moe_aux_loss = 0.01;  // the Switch/GShard load-balancing loss's coefficient α (0: none)
+  double moe_capacity = 0.0;   // capacity factor: an expert keeps ⌈factor·N·k/E⌉ tokens a leaf; 0: dropless
 
   int64_t ffn() const { return ffn_dim > 0 ? ffn_dim : 4 * int64_t{n_embd}; }
   int head_dim() const { return n_embd / n_head; }
@@ -44,6 +58,8 @@ struct GPTConfig {
   // The attention's own shape beyond multi-head: a key/value head shared by several q heads, or
   // normed q and k heads.
   bool gqa() const { return kv_heads() != n_head; }
+  bool moe_block(int layer) const { return moe_experts > 0 && layer % moe_every == moe_every - 1; }
+  int64_t expert_ffn() const { return moe_ffn_dim > 0 ? moe_ffn_dim : ffn(); }
   // Rows of mlp.fc.w: F, or the gate's F and the up projection's F under SwiGLU.
   int64_t fc_blocks() const { return mlp == MlpKind::swiglu ? 2 : 1; }
 
@@ -57,7 +73,7 @@ struct GPTConfig {
 void validate_tp(const GPTConfig& cfg, int64_t tp);
 
 // What a tensor is, for the optimizers (Muon takes `matrix`, AdamW the rest) and the statistics.
-enum class ParamKind { embedding, matrix, head, norm, bias };
+enum class ParamKind { embedding, matrix, head, norm, bias, router };
 std::string_view to_string(ParamKind k);
 
 // One named tensor inside the flat parameter (and gradient) buffer.
@@ -81,10 +97,16 @@ constexpr size_t kParamAlign = 16;
 //   (hd) (qk_norm only) · h.L.attn.proj.w (C, C) [h.L.attn.proj.b (C)] · h.L.ln2.w [h.L.ln2.b] · h.L.mlp.fc.w (F,
 //   C) [h.L.mlp.fc.b (F)] (SwiGLU: (2F, C), the gate's rows then the up
 //     projection's) · h.L.mlp.proj.w (C, F) [h.L.mlp.proj.b (C)], F = ffn() (4C by default)
-//   · lnf.w [lnf.b] · lm_head.w (V, C) when untied. [..]: with bias (norm biases: LayerNorm only).
+//   · lnf.w [lnf.b] · lm_head.w (V, C) when untied. A Mixture-of-Experts block has, instead of mlp.*,
+//   h.L.moe.router.w (E, C) and per expert (shared ones s0, s1, …, then routed e0, e1, …)
+//   h.L.moe.X.fc.w (blocks·Fe, C) [.fc.b] · h.L.moe.X.proj.w (C, Fe) [.proj.b], Fe = expert_ffn(). [..]: with bias
+//   (norm biases: LayerNorm only).
 // GPT-2 initialisation: weights normal(0, 0.02), the residual projections (attn.proj.w,
 // mlp.proj.w) normal(0, 0.02/√(2·n_layer)); norm gains 1, biases 0.
 std::vector<ParamView> gpt_param_layout(const GPTConfig& cfg);
+
+// Expert x of an MoE block as its tensors name it: s0, s1, … (shared), then e0, e1, … (routed).
+std::string moe_expert_name(const GPTConfig& cfg, int x);
 
 // The tensor called `name` in `layout`, or null.
 const ParamView* find_param(const std::vector<ParamView>& layout, const std::string& name);

@@ -112,6 +112,11 @@ class GPT {
   // The last forward()'s q | k | v of block `layer` (one of blocks()), backend memory
   // (leaf_size, seq_len, 3C) f32.
   const float* attention_qkv(int layer) const;
+  // The last forward()'s routing of Mixture-of-Experts block `layer` (one of blocks()), host
+  // memory: each token's top-k experts in ascending index (leaf_size·seq_len, k), and the leaf's
+  // load-balancing loss (with its coefficient).
+  const std::vector<int32_t>& moe_choices(int layer) const;
+  double moe_aux_loss(int layer) const;
 
   // ---- pipeline stages (docs/DISTRIBUTED.md §11) ----
   StageBlocks blocks() const { return blocks_; }  // [0, n_layer) without a pipeline group
@@ -139,6 +144,7 @@ class GPT {
  private:
   struct Layer;         // pointers of one block into the parameter, gradient and activation buffers
   struct Buffers;       // every block's Layer and the model-level pointers (gpt.cpp)
+  struct MoeLayer;      // a Mixture-of-Experts block's tensors, buffers and routing (gpt_moe.hpp)
   void bind_buffers();  // acts_, scratch_ and every slot's Buffers
   // One slot's Buffers: its activations at acts (acts_size floats), its tokens (2, B, T) at tokens.
   void bind_slot(Buffers& b, float* acts, size_t acts_size, int32_t* tokens);
@@ -157,6 +163,14 @@ class GPT {
   // chains pass rank 0 → … → size-1, which broadcasts them.
   void qk_norm_backward(float* dqkv, float* dwq, float* dwk, const float* dout, const float* qkv, const float* wq,
                         const float* wk, const float* rstd, int N, int NH, int G);
+  // A Mixture-of-Experts block (gpt_moe.cpp): its tensors' pointers and this slot's buffers; the
+  // forward of x (N, C) into out (N, C): routing, the experts' rows, their combine; the backward of
+  // dout into dx (N, C) (router's dinp, then each token's rows' dinp in slot order) and the
+  // router's and experts' gradients.
+  void bind_moe(MoeLayer& m, int layer);
+  const MoeLayer& moe_layer(int layer) const;
+  void moe_forward(MoeLayer& m, int64_t layer, const float* x, float* out);
+  void moe_backward(MoeLayer& m, int64_t layer, const float* x, const float* dout, float* dx, float loss_scale);
   // Column-parallel linear backward (this rank's OCl of OC output columns in `groups` blocks): dw,
   // dbias local; the chain of dinp = dout·W visits block 0 of ranks 0 … size-1, then block 1, … ;
   // under numerics.gemm = exact the ranks' integer dots over their OCl columns are summed.
@@ -201,6 +215,7 @@ class GPT {
   Tensor native_mean_;  // (1) reduce=native's leaf loss, computed by the backend
   Tensor tokens_;       // (slots, 2, B, T) i32: inputs, then targets
   Tensor rope_;         // model.pos = rope: (T, head size / 2, 2) the rotations' (cos, sin); else empty
+  Tensor moe_scratch_;  // MoE blocks' backward temporaries (gpt_moe.cpp), shared by the slots
   std::vector<std::unique_ptr<Buffers>> slot_buffers_;  // (slots) one activation set each
   Buffers* buf_ = nullptr;                              // the current slot's
   int slot_ = 0;

@@ -1,0 +1,38 @@
+// GPT::MoeLayer (internal to core/model): a Mixture-of-Experts block's tensors, one activation
+// slot's buffers, and that slot's routing, kept from the forward to the backward.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "samebits/core/model/gpt.hpp"
+
+namespace sb {
+
+struct GPT::MoeLayer {
+  struct Expert {  // shared experts first, then the routed ones (gpt_shape.hpp's order)
+    const float *fcw, *fcb, *projw, *projb;
+    float *dfcw, *dfcb, *dprojw, *dprojb;
+  };
+  const float* router_w = nullptr;  // (E, C)
+  float* drouter_w = nullptr;
+  std::vector<Expert> experts;  // (S + E), sized before its gradient pointers are bound
+  // This slot's buffers (backend memory): R ≤ N·J rows, J = S + k slots a token.
+  Tensor logits;  // (N, E)
+  Tensor xe;      // (R, C) the experts' input rows
+  Tensor h;       // (R, blocks·Fe) the experts' fc outputs
+  Tensor act;     // (R, Fe) their activations
+  Tensor y;       // (R, C) the experts' outputs
+  Tensor token;   // (R) i32: a row's token
+  Tensor rows;    // (N, J) i32: a token's rows in ascending expert index, −1 when dropped
+  Tensor gates;   // (N, J)
+  // This slot's routing (host).
+  std::vector<float> scores;        // (N, E)
+  std::vector<int32_t> chosen;      // (N, k) ascending expert index
+  std::vector<float> chosen_gates;  // (N, k)
+  std::vector<int64_t> first;       // (S + E + 1) an expert's first row
+  std::vector<int64_t> counts;      // (E) the leaf's selections of each routed expert
+  int R = 0;                        // rows in use
+  double aux_loss = 0.0;            // the leaf's load-balancing loss (with its coefficient)
+};
+
+}  // namespace sb
