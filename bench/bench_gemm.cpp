@@ -21,6 +21,7 @@
 
 #include "samebits/core/backend.hpp"
 #include "samebits/core/config.hpp"
+#include "samebits/core/cpu/bf16_pairs_isa.hpp"
 #include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/cpu/exact_isa.hpp"
 #include "samebits/core/optim/optimizer.hpp"
@@ -288,8 +289,30 @@ void exact_path_ratios(std::vector<Ratio>& ratios, Backend& be, bool quick, int 
   }
 }
 
-// bench_gemm [--quick] [--only gemm|step|trace|exact|exact-paths]: --quick uses fewer repetitions (a smoke run);
-// the exact GEMM's rows only with --only exact or --only exact-paths.
+// The bf16 pair order (numerics.bf16_dot = pairs) on the path bf16_pairs_isa() names against the
+// canonical bf16 chain and the canonical fp32 GEMM: the exact ratios' shapes, 1 and 2 threads.
+void pairs_ratios(std::vector<Ratio>& ratios, Backend& be, bool quick, int reps) {
+  const std::string isa = bf16_pairs_isa();
+  auto pairs = make_cpu_backend({GemmMode::canonical, ReduceMode::canonical, Precision::bf16, Bf16Dot::pairs});
+  std::vector<GemmCase> shapes = exact_shapes();
+  for (int threads : {1, 2}) {
+    std::fprintf(stderr, "bf16 pairs (%s), %d thread(s): pairs / chain bf16, pairs / canonical fp32\n", isa.c_str(),
+                 threads);
+    omp_set_num_threads(threads);
+    const std::string tag = " [" + isa + ", " + std::to_string(threads) + "t]";
+    for (GemmCase& g : shapes) {
+      const double block = g.n == kVocab124M ? 1.0 : (quick ? 0.1 : 0.3);
+      ratios.push_back(compare("pairs/chain bf16 " + shape_name(g) + tag, "pairs",
+                               canonical(*pairs, g, Precision::bf16), "chain", canonical(be, g, Precision::bf16), reps,
+                               block));
+      ratios.push_back(compare("pairs bf16/canonical fp32 " + shape_name(g) + tag, "pairs",
+                               canonical(*pairs, g, Precision::bf16), "fp32", canonical(be, g), reps, block));
+    }
+  }
+}
+
+// bench_gemm [--quick] [--only gemm|step|trace|exact|exact-paths|bf16-pairs]: --quick uses fewer repetitions (a
+// smoke run); the exact GEMM's and the pair order's rows only with --only exact, exact-paths or bf16-pairs.
 int main(int argc, char** argv) {
   bool quick = false;
   std::string only;
@@ -298,7 +321,7 @@ int main(int argc, char** argv) {
     if (arg == "--quick") quick = true;
     else if (arg == "--only" && i + 1 < argc) only = argv[++i];
     else {
-      std::fprintf(stderr, "usage: bench_gemm [--quick] [--only gemm|step|trace|exact|exact-paths]\n");
+      std::fprintf(stderr, "usage: bench_gemm [--quick] [--only gemm|step|trace|exact|exact-paths|bf16-pairs]\n");
       return 2;
     }
   }
@@ -378,6 +401,7 @@ int main(int argc, char** argv) {
 
   if (only == "exact") exact_ratios(ratios, *be, quick, reps);  // on request only: minutes
   if (only == "exact-paths") exact_path_ratios(ratios, *be, quick, reps);
+  if (only == "bf16-pairs") pairs_ratios(ratios, *be, quick, reps);
 
   if (only.empty() || only == "step") {
     std::fprintf(stderr, "training step, default experiment (4096 tokens), 2 threads\n");

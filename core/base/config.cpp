@@ -256,6 +256,11 @@ void validate(const Config& config) {
   SB_CHECK(config.numerics.leaf_sum == LeafSumMode::exact || config.numerics.allreduce == AllreduceMode::native,
            "config numerics.leaf_sum=native needs numerics.allreduce=native (the exact all-reduce sums each "
            "rank's exact leaf sums); set numerics.allreduce=native or numerics.leaf_sum=exact");
+  SB_CHECK(config.numerics.bf16_dot == Bf16Dot::chain ||
+               (config.train.precision == Precision::bf16 && config.numerics.gemm == GemmMode::canonical),
+           "config numerics.bf16_dot=pairs orders bf16 matrix products, but train.precision=",
+           config_name(config.train.precision), " and numerics.gemm=", config_name(config.numerics.gemm),
+           "; use it with train.precision=bf16 and numerics.gemm=canonical, or set numerics.bf16_dot=chain");
 }
 
 std::string to_ini_text(const Config& config) { return ini_text(config, false); }
@@ -295,7 +300,7 @@ data::SampleOrder sample_order(const Config& config) {
 }
 
 Numerics to_numerics(const Config& config) {
-  return {config.numerics.gemm, config.numerics.reduce, config.train.precision};
+  return {config.numerics.gemm, config.numerics.reduce, config.train.precision, config.numerics.bf16_dot};
 }
 
 }  // namespace sb

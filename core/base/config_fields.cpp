@@ -61,6 +61,8 @@ constexpr Rule adaptive =
 constexpr Rule fp16 =
     when("train.precision is fp16", [](const Config& c) { return c.train.precision == Precision::fp16; });
 constexpr Rule perturbed = when("perturb.tensor is set", [](const Config& c) { return c.perturb.enabled(); });
+constexpr Rule bf16_pairs =
+    when("numerics.bf16_dot is pairs", [](const Config& c) { return c.numerics.bf16_dot == Bf16Dot::pairs; });
 constexpr Rule native_leaf_sum =
     when("numerics.leaf_sum is native", [](const Config& c) { return c.numerics.leaf_sum == LeafSumMode::native; });
 
@@ -320,6 +322,10 @@ std::vector<ConfigField> build_fields() {
                   "a rank's leaf gradients summed: exactly and rounded once, or in fp32 in leaf order as a "
                   "framework accumulates gradients (native needs numerics.allreduce=native)"),
             "exact (native under mode=vendor)"),
+      field("numerics.bf16_dot", SB_MEMBER(numerics.bf16_dot), bf16_pairs,
+            "order of a bf16 matrix product's dot (train.precision=bf16, gemm=canonical): chain, one fma per k; "
+            "or pairs, AVX512-BF16's vdpbf16ps order (odd then even product of each pair of k, bf16 subnormals "
+            "read as 0, subnormal results flushed to 0), native where selftest trusts the instruction"),
       // [run]
       field("run.backend", SB_MEMBER(run.backend), no, "where the kernels run"),
       field("run.threads", SB_MEMBER(run.threads), no, "CPU threads; 0 = all hardware threads"),

@@ -26,7 +26,7 @@ namespace sb::cpu {
 //               attention's dSᵀ·Q and Pᵀ·dY.
 enum class GemmPart : uint8_t { full, syrk, lower, k_to_row, k_from_row };
 
-// The GEMM of one numerics.gemm mode (matmul.cpp), chosen once when the backend is made: each
+// The GEMM of one numerics.gemm mode and bf16 dot order (matmul.cpp), chosen once when the backend is made: each
 // entry takes a product that check_gemm accepts, m, n >= 1.
 struct GemmEngine {
   void (*product)(const ops::GemmProblem& g);  // C ← [C +] op(A)·op(B) (+ bias); no k-split
@@ -36,11 +36,11 @@ struct GemmEngine {
   void (*serial)(GemmPart part, const ops::GemmProblem& g);
   void (*split)(const ops::GemmProblem& g);  // k split across g.group: exact only, else refused
 };
-const GemmEngine& gemm_engine_of(GemmMode mode);
+const GemmEngine& gemm_engine_of(const Numerics& n);
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(Numerics numerics) : Backend(numerics), gemm_(gemm_engine_of(numerics.gemm)) {}
+  explicit CpuBackend(Numerics numerics) : Backend(numerics), gemm_(gemm_engine_of(numerics)) {}
 
   Device device() const override { return Device::cpu; }
   std::string describe() const override;

@@ -1,8 +1,10 @@
 // The CPU backend's GEMM, syrk and bias entry points: each numerics.gemm mode's engine of drivers,
 // chosen once when the backend is made (canonical: gemm_canonical.cpp, rule 1's chains; exact:
-// exact_driver.cpp, integer slices rounded once — both the same bits for any thread count, tile or
-// SIMD path; vendor: gemm_vendor.cpp), and the bias forward and backward (rule 3's token chains).
+// exact_driver.cpp, integer slices rounded once; canonical with numerics.bf16_dot = pairs:
+// bf16_pairs_gemm.cpp for bf16 products — each the same bits for any thread count, tile or SIMD
+// path; vendor: gemm_vendor.cpp), and the bias forward and backward (rule 3's token chains).
 #include "samebits/core/ops/matmul.hpp"
+#include "bf16_pairs.hpp"
 #include "exact_gemm.hpp"
 #include "gemm_tile.hpp"
 #include "gemm_vendor.hpp"
@@ -17,6 +19,20 @@ void canonical_serial(GemmPart part, const ops::GemmProblem& g) {
   gemm::gemm_canonical(g, part, gemm::Schedule::serial);
 }
 void exact_serial(GemmPart, const ops::GemmProblem& g) { exact::gemm_exact(g); }
+// pairs: bf16 products in the pair order (syrk as the full product: a pair chain's products
+// commute exactly, so C[i][j] and C[j][i] are the same chain); other precisions canonical.
+void pairs_product(const ops::GemmProblem& g) {
+  if (g.precision == Precision::bf16) pairs::gemm_pairs(g);
+  else canonical_product(g);
+}
+void pairs_syrk(const ops::GemmProblem& g) {
+  if (g.precision == Precision::bf16) pairs::gemm_pairs(g);
+  else canonical_syrk(g);
+}
+void pairs_serial(GemmPart part, const ops::GemmProblem& g) {
+  SB_CHECK(g.precision != Precision::bf16, "a serial causal GEMM runs fp32 operands only (attention), got bf16");
+  canonical_serial(part, g);
+}
 void no_split(const ops::GemmProblem&) {
   SB_FAIL("a k-split GEMM (tensor parallelism's row-parallel products) runs under numerics.gemm=exact only");
 }
@@ -26,12 +42,14 @@ void no_split(const ops::GemmProblem&) {
 // output's chain.
 constexpr GemmEngine kCanonical{canonical_product, canonical_syrk, canonical_serial, no_split};
 constexpr GemmEngine kVendor{gemm::gemm_vendor, gemm::syrk_vendor, canonical_serial, no_split};
+constexpr GemmEngine kPairs{pairs_product, pairs_syrk, pairs_serial, no_split};
 constexpr GemmEngine kExact{exact::gemm_exact, exact::gemm_exact, exact_serial, exact::gemm_exact_split};
 
 }  // namespace
 
-const GemmEngine& gemm_engine_of(GemmMode mode) {
-  return mode == GemmMode::vendor ? kVendor : mode == GemmMode::exact ? kExact : kCanonical;
+const GemmEngine& gemm_engine_of(const Numerics& n) {
+  if (n.gemm == GemmMode::canonical && n.bf16_dot == Bf16Dot::pairs) return kPairs;
+  return n.gemm == GemmMode::vendor ? kVendor : n.gemm == GemmMode::exact ? kExact : kCanonical;
 }
 
 void CpuBackend::gemm(const ops::GemmProblem& g) {

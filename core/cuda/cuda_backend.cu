@@ -96,7 +96,7 @@ int cuda_device_count() {
 namespace cuda {
 
 CudaBackend::CudaBackend(Numerics numerics, const CudaOptions& options, int device)
-    : Backend(numerics), gemm_(gemm_engine_of(numerics.gemm)), options_(options), device_(device) {
+    : Backend(numerics), gemm_(gemm_engine_of(numerics)), options_(options), device_(device) {
   options_.launch.validate();
   const int count = cuda_device_count();
   SB_CHECK(device >= 0 && device < count, "CUDA device ", device, " requested, but ", count,

@@ -77,11 +77,13 @@ class CudaBackend final : public Backend {
   // The GEMM engines of the numerics.gemm modes (one product, no bias, no k-split; m, n >= 1),
   // one of them chosen at construction (gemm_engine_of).
   using GemmEngine = void (CudaBackend::*)(const ops::GemmProblem& g);
-  static GemmEngine gemm_engine_of(GemmMode mode);
+  static GemmEngine gemm_engine_of(const Numerics& n);
   void gemm_canonical(const ops::GemmProblem& g);
   void gemm_vendor(const ops::GemmProblem& g);
   // numerics.gemm = exact (exact_gemm.cu): bitwise the CPU's exact GEMM.
   void gemm_exact(const ops::GemmProblem& g);
+  // numerics.bf16_dot = pairs (bf16_pairs.cu): bf16 products in the pair order, bitwise the CPU's.
+  void gemm_pairs(const ops::GemmProblem& g);
 
   GemmEngine gemm_ = nullptr;
 

@@ -2,8 +2,9 @@
 // — one fma chain per output over k ascending from +0 (or C), continued across k-tiles, operands
 // rounded to the GEMM precision as they are staged — bitwise core/cpu/matmul.cpp for every tile
 // shape. Bias and its gradient: ops/matmul.hpp, the gradient a token-ascending chain (rule 3).
-// Exact (gemm=exact): exact_gemm.cu. Vendor (gemm=vendor): cuBLAS SGEMM (TF32 tensor cores when selected) or
-// cublasGemmEx on bf16 / fp16 copies of the operands. The backend picks its mode's engine once, when made.
+// Exact (gemm=exact): exact_gemm.cu; bf16 pairs (bf16_dot=pairs): bf16_pairs.cu. Vendor (gemm=vendor): cuBLAS SGEMM
+// (TF32 tensor cores when selected) or cublasGemmEx on bf16 / fp16 copies of the operands. The backend picks its mode's
+// engine once, when made.
 
 #include <array>
 #include <cstdint>
@@ -158,11 +159,12 @@ void CudaBackend::gemm_vendor(const ops::GemmProblem& g) {
                                CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
-// The engine of numerics.gemm, chosen once when the backend is made (cuda_backend.cu).
-CudaBackend::GemmEngine CudaBackend::gemm_engine_of(GemmMode mode) {
-  return mode == GemmMode::vendor  ? &CudaBackend::gemm_vendor
-         : mode == GemmMode::exact ? &CudaBackend::gemm_exact
-                                   : &CudaBackend::gemm_canonical;
+// The engine of numerics.gemm (and bf16_dot), chosen once when the backend is made (cuda_backend.cu).
+CudaBackend::GemmEngine CudaBackend::gemm_engine_of(const Numerics& n) {
+  if (n.gemm == GemmMode::canonical && n.bf16_dot == Bf16Dot::pairs) return &CudaBackend::gemm_pairs;
+  return n.gemm == GemmMode::vendor  ? &CudaBackend::gemm_vendor
+         : n.gemm == GemmMode::exact ? &CudaBackend::gemm_exact
+                                     : &CudaBackend::gemm_canonical;
 }
 
 void CudaBackend::gemm(const ops::GemmProblem& g) {

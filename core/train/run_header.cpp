@@ -5,6 +5,7 @@
 
 #include <omp.h>
 
+#include "samebits/core/cpu/bf16_pairs_isa.hpp"
 #include "samebits/core/cpu/blas_version.hpp"
 #include "samebits/core/io/library_version.hpp"
 #include "samebits/core/parallel/library_versions.hpp"
@@ -26,12 +27,13 @@ std::string environment_text(Backend& backend) {
   // Whether the kernel granted the big host buffers huge pages (det/huge_pages.hpp), at this point:
   // the model, gradients, activations and optimizer state are allocated and first-touched.
   s += "\nHost memory: " + det::huge_page_text();
+  // numerics.bf16_dot = pairs on the CPU: the path that ran it (vdpbf16ps only where selftest's check agrees).
+  if (backend.device() == Device::cpu && backend.numerics().bf16_dot == Bf16Dot::pairs)
+    s += "\nbf16 pair kernel: " + bf16_pairs_isa();
 #ifdef SB_HAVE_CUDA
   if (backend.device() == Device::cuda) {
     s += "\nNCCL: " + nccl_library_version() + "\n" + cuda::cuda_environment(cuda_device(backend));
   }
-#else
-  (void)backend;
 #endif
   return s;
 }

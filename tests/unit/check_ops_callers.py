@@ -28,6 +28,7 @@ ONE_SIDED = {
     "code_exponent": "cpu; the exact GEMM's k-split scale codes (CUDA has no k-split)",
     "code_nonfinite": "cpu; the exact GEMM's k-split scale codes (CUDA has no k-split)",
     "int16_digits": "cpu; its kernels' int16 digits (CUDA's int8 tensor cores take int8_digits)",
+    "bf16_pair_dot": "cuda; the CPU runs the same chain on packed pairs (bf16_pair_operand, bf16_pair_fma)",
 }
 
 

@@ -231,6 +231,7 @@ struct NumericsConfig {
   ReduceMode reduce = ReduceMode::canonical;
   AllreduceMode allreduce = AllreduceMode::exact;
   LeafSumMode leaf_sum = LeafSumMode::exact;
+  Bf16Dot bf16_dot = Bf16Dot::chain;  // pairs: train.precision=bf16 and gemm=canonical only (validate())
 };
 
 // The switches of a mode's preset (its `mode` field set to `mode`).
@@ -299,7 +300,7 @@ data::DataConfig to_data_config(const Config& config);
 // permuted in one block of train.steps × leaves × leaf_size windows when data.order_seed > 0.
 data::SampleOrder sample_order(const Config& config);
 
-// What the kernels obey: the gemm and reduce switches and the precision.
+// What the kernels obey: the gemm and reduce switches, the precision and the bf16 dot order.
 Numerics to_numerics(const Config& config);
 
 }  // namespace sb

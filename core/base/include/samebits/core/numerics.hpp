@@ -24,10 +24,17 @@ enum class ReduceMode { canonical, native };
 // accumulate in fp32. Master weights, activations and every other op stay fp32.
 enum class Precision { fp32, bf16, fp16 };
 
+// The order of a bf16 GEMM's dot product (precision bf16, gemm canonical; docs/CONTRACT.md):
+// chain: rule 1, one fma per k. pairs: the order of AVX512-BF16's vdpbf16ps — k in pairs, the odd
+// product then the even one fused into the fp32 accumulator, bf16 subnormals read as zero, fp32
+// subnormal results flushed to zero (ops/bf16_pairs.hpp).
+enum class Bf16Dot { chain, pairs };
+
 struct Numerics {
   GemmMode gemm = GemmMode::canonical;
   ReduceMode reduce = ReduceMode::canonical;
   Precision precision = Precision::fp32;
+  Bf16Dot bf16_dot = Bf16Dot::chain;
 
   // Every switch canonical: the contract's bits (the default).
   static Numerics deterministic(Precision p = Precision::fp32) {
@@ -52,11 +59,17 @@ struct EnumNames<Precision> {
   static constexpr std::array<std::string_view, 3> names{"fp32", "bf16", "fp16"};
 };
 
+template <>
+struct EnumNames<Bf16Dot> {
+  static constexpr std::array<std::string_view, 2> names{"chain", "pairs"};
+};
+
 // config_name under the name the kernels' messages use.
 std::string_view to_string(GemmMode m);    // "canonical" | "vendor" | "exact"
 std::string_view to_string(ReduceMode m);  // "canonical" | "native"
 std::string_view to_string(Precision p);   // "fp32" | "bf16" | "fp16"
-// "gemm=canonical reduce=canonical precision=fp32"
+std::string_view to_string(Bf16Dot d);     // "chain" | "pairs"
+// "gemm=canonical reduce=canonical precision=fp32" (then " bf16_dot=pairs" under pairs)
 std::string describe(const Numerics& n);
 
 }  // namespace sb

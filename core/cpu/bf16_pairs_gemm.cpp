@@ -1,0 +1,118 @@
+// The bf16 pair order's driver (numerics.bf16_dot = pairs): every C element is ops::bf16_pair_dot's
+// chain — k in pairs from p = 0, the odd product then the even one, from +0 or from C's value read
+// flushed. Operands are packed once as bf16 pairs (rounded RNE, subnormals as ±0, an odd k's pads);
+// the kernels continue each tile's chains across k-blocks, never add partials. OpenMP over output
+// tiles only: the bits depend on neither the thread count, the tiles nor the path.
+#include <algorithm>
+#include <vector>
+
+#include "bf16_pairs.hpp"
+#include "samebits/core/ops/bf16_pairs.hpp"
+#include "samebits/core/ops/matmul.hpp"
+
+namespace sb::cpu::pairs {
+namespace {
+
+constexpr int KP = 128;        // pairs of k per block of a tile's pass
+constexpr int TI = 8, TJ = 4;  // one parallel task: TI row panels × TJ column panels
+
+// Element i of pair pp of a line along k (x(p) = the operand at k = p): the odd element (or pad)
+// high, the even one low.
+template <class At>
+uint32_t pack_pair(At x, int pp, int k, uint16_t pad) {
+  const int p = 2 * pp;
+  const uint16_t odd = p + 1 < k ? ops::bf16_pair_operand(x(p + 1)) : pad;
+  return uint32_t{odd} << 16 | ops::bf16_pair_operand(x(p));
+}
+
+struct Packed {
+  std::vector<uint32_t> a, b;  // (mp, kp, MR), (np, kp, NR)
+  int mp, np, kp;
+};
+
+void pack_a(const ops::GemmProblem& g, int ip, int kp, uint32_t* out) {
+  for (int r = 0; r < MR; ++r) {
+    const int i = ip * MR + r;
+    if (i >= g.m) {
+      for (int pp = 0; pp < kp; ++pp) out[static_cast<size_t>(pp) * MR + r] = 0;
+      continue;
+    }
+    auto x = [&](int p) {
+      return g.a_transposed() ? g.a[static_cast<size_t>(p) * g.lda + i] : g.a[static_cast<size_t>(i) * g.lda + p];
+    };
+    for (int pp = 0; pp < kp; ++pp) out[static_cast<size_t>(pp) * MR + r] = pack_pair(x, pp, g.k, ops::kBf16PadA);
+  }
+}
+
+void pack_b(const ops::GemmProblem& g, int jp, int kp, uint32_t* out) {
+  for (int pp = 0; pp < kp; ++pp) {
+    for (int c = 0; c < NR; ++c) {
+      const int j = jp * NR + c;
+      auto x = [&](int p) {
+        return g.b_transposed() ? g.b[static_cast<size_t>(j) * g.ldb + p] : g.b[static_cast<size_t>(p) * g.ldb + j];
+      };
+      out[static_cast<size_t>(pp) * NR + c] = j < g.n ? pack_pair(x, pp, g.k, ops::kBf16PadB) : 0;
+    }
+  }
+}
+
+// The tiles of task (bi, bj): each starts at +0 or C flushed, runs every k-block, then is stored
+// with the bias (ops::linear_out) when there is one.
+void run_task(const ops::GemmProblem& g, const Packed& pk, Kernel kern, int bi, int bj) {
+  const int ip0 = bi * TI, ip1 = std::min(pk.mp, ip0 + TI), jp0 = bj * TJ, jp1 = std::min(pk.np, jp0 + TJ);
+  alignas(64) float tiles[TI * TJ][MR * NR];
+  for (int jp = jp0; jp < jp1; ++jp) {
+    for (int ip = ip0; ip < ip1; ++ip) {
+      float* t = tiles[(jp - jp0) * TI + (ip - ip0)];
+      std::fill(t, t + MR * NR, 0.0f);
+      if (!g.accumulate) continue;
+      for (int r = 0; r < std::min(MR, g.m - ip * MR); ++r)
+        for (int c = 0; c < std::min(NR, g.n - jp * NR); ++c)
+          t[r * NR + c] = ops::bf16_pair_flush(g.c[static_cast<size_t>(ip * MR + r) * g.ldc + jp * NR + c]);
+    }
+  }
+  for (int p0 = 0; p0 < pk.kp; p0 += KP) {
+    const int kc = std::min(KP, pk.kp - p0);
+    for (int jp = jp0; jp < jp1; ++jp) {
+      const uint32_t* bp = pk.b.data() + (static_cast<size_t>(jp) * pk.kp + p0) * NR;
+      for (int ip = ip0; ip < ip1; ++ip)
+        kern(kc, pk.a.data() + (static_cast<size_t>(ip) * pk.kp + p0) * MR, bp, tiles[(jp - jp0) * TI + (ip - ip0)]);
+    }
+  }
+  for (int jp = jp0; jp < jp1; ++jp) {
+    for (int ip = ip0; ip < ip1; ++ip) {
+      const float* t = tiles[(jp - jp0) * TI + (ip - ip0)];
+      for (int r = 0; r < std::min(MR, g.m - ip * MR); ++r) {
+        float* row = g.c + static_cast<size_t>(ip * MR + r) * g.ldc + jp * NR;
+        for (int c = 0; c < std::min(NR, g.n - jp * NR); ++c)
+          row[c] = g.bias != nullptr ? ops::linear_out(t[r * NR + c], g.bias[jp * NR + c]) : t[r * NR + c];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void gemm_pairs(const ops::GemmProblem& g) {
+  const Kernel kern = kernel(active_isa());
+  thread_local Packed buffer;  // this thread's, reused across calls; the team shares it through pk
+  Packed& pk = buffer;
+  pk.mp = (g.m + MR - 1) / MR;
+  pk.np = (g.n + NR - 1) / NR;
+  pk.kp = (g.k + 1) / 2;
+  pk.a.resize(static_cast<size_t>(pk.mp) * pk.kp * MR);
+  pk.b.resize(static_cast<size_t>(pk.np) * pk.kp * NR);
+  const int ti = (pk.mp + TI - 1) / TI, tj = (pk.np + TJ - 1) / TJ;
+#pragma omp parallel
+  {
+#pragma omp for schedule(static) nowait
+    for (int ip = 0; ip < pk.mp; ++ip) pack_a(g, ip, pk.kp, pk.a.data() + static_cast<size_t>(ip) * pk.kp * MR);
+#pragma omp for schedule(static)
+    for (int jp = 0; jp < pk.np; ++jp) pack_b(g, jp, pk.kp, pk.b.data() + static_cast<size_t>(jp) * pk.kp * NR);
+#pragma omp for schedule(static) collapse(2)
+    for (int bj = 0; bj < tj; ++bj)
+      for (int bi = 0; bi < ti; ++bi) run_task(g, pk, kern, bi, bj);
+  }
+}
+
+}  // namespace sb::cpu::pairs
