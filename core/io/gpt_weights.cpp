@@ -170,6 +170,20 @@ std::string file_digest(const std::string& path) {
   return text;
 }
 
+std::vector<float> read_weight(const std::string& file, const SafetensorsHeader& header, const SafeTensorEntry& e,
+                               const std::vector<int64_t>& want, const std::string& model) {
+  SB_CHECK(e.dtype == "F32", file, ": tensor '", escape_untrusted(e.name), "' has dtype ", escape_untrusted(e.dtype),
+           "; samebits reads F32 only (convert it, e.g. torch: t.float())");
+  SB_CHECK(e.shape == want, file, ": tensor '", escape_untrusted(e.name), "' has shape ", shape_text(e.shape),
+           " but this model (", model, ") needs ", shape_text(want));
+  std::vector<float> values = read_safetensor(file, header, e);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    SB_CHECK(std::isfinite(values[i]), file, ": tensor '", escape_untrusted(e.name), "' holds a non-finite value (",
+             values[i], ") at element ", i);
+  }
+  return values;
+}
+
 std::vector<float> read_gpt_weights(const std::string& file, const GPTConfig& cfg) {
   const SafetensorsHeader header = read_safetensors_header(file);
   if (has_llama_names(header)) return read_llama_weights(file, header, cfg);
@@ -210,17 +224,8 @@ std::vector<float> read_gpt_weights(const std::string& file, const GPTConfig& cf
     const auto it = by_name.find(hf.name);
     SB_CHECK(it != by_name.end(), file, ": has no tensor '", shown, "', which this model (", model_text(cfg),
              ") needs with shape ", shape_text(file_shape(p, hf.transposed)));
-    const SafeTensorEntry& e = *it->second;
-    const std::vector<int64_t> want = file_shape(p, hf.transposed);
-    SB_CHECK(e.dtype == "F32", file, ": tensor '", escape_untrusted(e.name), "' has dtype ", escape_untrusted(e.dtype),
-             "; samebits reads F32 only (convert it, e.g. torch: t.float())");
-    SB_CHECK(e.shape == want, file, ": tensor '", escape_untrusted(e.name), "' has shape ", shape_text(e.shape),
-             " but this model (", model_text(cfg), ") needs ", shape_text(want));
-    const std::vector<float> values = read_safetensor(file, header, e);
-    for (std::size_t i = 0; i < values.size(); ++i) {
-      SB_CHECK(std::isfinite(values[i]), file, ": tensor '", escape_untrusted(e.name), "' holds a non-finite value (",
-               values[i], ") at element ", i);
-    }
+    const std::vector<float> values =
+        read_weight(file, header, *it->second, file_shape(p, hf.transposed), model_text(cfg));
     float* dst = flat.data() + p.offset;
     if (hf.transposed) transpose(values.data(), dst, p.shape[1], p.shape[0]);
     else std::memcpy(dst, values.data(), values.size() * sizeof(float));

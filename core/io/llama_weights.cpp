@@ -4,8 +4,9 @@
 // map and each samebits element is one HF element.
 #include "samebits/core/io/llama_weights.hpp"
 
+#include "samebits/core/io/gpt_weights.hpp"
+
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <map>
 #include <numeric>
@@ -180,18 +181,9 @@ std::vector<float> read_llama_weights(const std::string& file, const Safetensors
       const auto it = by_name.find(p.name);
       SB_CHECK(it != by_name.end(), file, ": has no tensor '", p.name, "', which this model (", model_text(cfg),
                ") needs with shape ", shape_text(p.shape));
-      const SafeTensorEntry& e = *it->second;
-      SB_CHECK(e.dtype == "F32", file, ": tensor '", escape_untrusted(e.name), "' has dtype ",
-               escape_untrusted(e.dtype), "; samebits reads F32 only (convert it, e.g. torch: model.float())");
-      SB_CHECK(e.shape == p.shape, file, ": tensor '", escape_untrusted(e.name), "' has shape ", shape_text(e.shape),
-               " but this model (", model_text(cfg), ") needs ", shape_text(p.shape));
-      const std::vector<float> values = read_safetensor(file, header, e);
+      const std::vector<float> values = read_weight(file, header, *it->second, p.shape, model_text(cfg));
       const size_t ncols = p.cols.empty() ? 1 : p.cols.size();
-      for (size_t i = 0; i < values.size(); ++i) {
-        SB_CHECK(std::isfinite(values[i]), file, ": tensor '", escape_untrusted(e.name), "' holds a non-finite value (",
-                 values[i], ") at element ", i);
-        dst[source(t, p, i / ncols, i % ncols)] = values[i];
-      }
+      for (size_t i = 0; i < values.size(); ++i) dst[source(t, p, i / ncols, i % ncols)] = values[i];
       by_name.erase(it);
     }
   }

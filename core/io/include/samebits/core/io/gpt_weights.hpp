@@ -44,6 +44,11 @@ std::string init_weights_file(const std::string& path);
 // XXH3-64 of the file's bytes as 16 lowercase hex digits: train.init's identity in the experiment.
 std::string file_digest(const std::string& path);
 
+// The values of tensor e of `file`, refused with one error naming the file and the tensor unless
+// its dtype is F32, its shape `want` (the message names the model by `model`) and every value finite.
+std::vector<float> read_weight(const std::string& file, const SafetensorsHeader& header, const SafeTensorEntry& e,
+                               const std::vector<int64_t>& want, const std::string& model);
+
 // The flat parameter buffer (flat_size, zero gaps) for cfg from a safetensors file in any naming
 // (Llama's when it has model.embed_tokens.weight, read_llama_weights; samebits' when it has a
 // tensor "wte"; else Hugging Face's GPT-2, with or without the "transformer." prefix). Every tensor of the model must
