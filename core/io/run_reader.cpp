@@ -173,7 +173,12 @@ SeriesShape read_shape(const h5::File& f, const std::vector<TensorInfo>& tensors
     SB_CHECK(!c.qk_clip || f.has(c.path) == (shape.heads > 0), f.file_name(), ":/", c.path,
              shape.heads > 0 ? " is missing, but /series/qk_max_logit records QK-clip maxima"
                              : " is present without /series/qk_max_logit (the QK-clip columns come together)");
+    SB_CHECK(!c.moe || f.has(c.path) == (shape.experts > 0), f.file_name(), ":/", c.path,
+             shape.experts > 0 ? " is missing, but the tensor table has Mixture-of-Experts routers"
+                               : " is present, but the tensor table has no Mixture-of-Experts router");
   }
+  SB_CHECK(shape.experts <= uint64_t(kMaxTensors) * 4096, f.file_name(), ": ", shape.experts,
+           " routed experts per step");
   return shape;
 }
 
@@ -226,6 +231,8 @@ void read_run(const std::string& path, ByteWriter& out) {
   put_tensors(out, tensors);
   out.put(rows);
   out.put(uint64_t{shape.heads});
+  out.put(uint64_t{shape.experts});
+  out.put(uint64_t{shape.moe_blocks});
   for (const SeriesColumn& c : series_columns()) {
     std::vector<std::byte> bytes;
     if (column_recorded(c, shape)) {
@@ -278,8 +285,13 @@ RunReader RunReader::open(const std::string& path) {
   r.rows_ = in.get<int64_t>();
   SB_CHECK(r.rows_ >= 0 && r.rows_ <= r.info_.steps, path, ": ", r.rows_, " steps recorded of a run of ",
            r.info_.steps);
-  r.shape_ = {r.tensors_.size(), std::size_t(in.get<uint64_t>())};
+  r.shape_.tensors = r.tensors_.size();
+  r.shape_.heads = std::size_t(in.get<uint64_t>());
+  r.shape_.experts = std::size_t(in.get<uint64_t>());
+  r.shape_.moe_blocks = std::size_t(in.get<uint64_t>());
   SB_CHECK(r.shape_.heads <= uint64_t(kMaxTensors), path, ": ", r.shape_.heads, " QK-clip heads per step");
+  SB_CHECK(r.shape_.experts <= uint64_t(kMaxTensors) * 4096 && r.shape_.moe_blocks <= r.shape_.experts, path, ": ",
+           r.shape_.experts, " routed experts in ", r.shape_.moe_blocks, " MoE blocks per step");
   for (const SeriesColumn& c : series_columns()) {
     const uint64_t width = column_recorded(c, r.shape_) ? column_values(c, r.shape_) : 0;
     r.series_.push_back(in.get_vector<std::byte>());

@@ -111,6 +111,24 @@ std::vector<SeriesColumn> make_columns() {
        "QK-clip (optim.qk_clip > 0 only): heads whose W_q, W_k rows the step rescaled (S_h > τ)", true,
        [](const StepResult& r, std::size_t, std::vector<std::byte>& out) { put<int64_t>(out, r.stats.qk_clipped); },
        true},
+      {"series/moe_tokens", h5::DType::i64, Width::experts,
+       "Mixture-of-Experts runs only: the step's selections of each routed expert, block-major", true,
+       [](const StepResult& r, std::size_t, std::vector<std::byte>& out) {
+         for (int64_t n : r.stats.moe_tokens) put<int64_t>(out, n);
+       },
+       false, true},
+      {"series/moe_aux_loss", h5::DType::f64, Width::moe_blocks,
+       "Mixture-of-Experts runs only: the mean of the leaves' load-balancing losses (with the coefficient)", true,
+       [](const StepResult& r, std::size_t, std::vector<std::byte>& out) {
+         for (double v : r.stats.moe_aux_loss) put<double>(out, v);
+       },
+       false, true},
+      {"series/moe_entropy", h5::DType::f64, Width::moe_blocks,
+       "Mixture-of-Experts runs only: the mean router entropy of the step's tokens (nats)", true,
+       [](const StepResult& r, std::size_t, std::vector<std::byte>& out) {
+         for (double v : r.stats.moe_entropy) put<double>(out, v);
+       },
+       false, true},
       {"series/comm_bytes", h5::DType::u64, Width::collectives,
        "payload bytes this rank passed to each collective kind in the step", false,
        [](const StepResult& r, std::size_t, std::vector<std::byte>& out) {
@@ -160,6 +178,14 @@ std::string_view to_string(Status status) {
 
 SeriesShape series_shape(const std::vector<TensorInfo>& tensors, int64_t qk_n_head) {
   SeriesShape shape{tensors.size(), 0};
+  const std::string router = ".moe.router.w";
+  for (const TensorInfo& t : tensors) {
+    if (t.name.size() <= router.size() || t.name.compare(t.name.size() - router.size(), router.size(), router) != 0)
+      continue;
+    SB_CHECK(t.shape.size() == 2 && t.shape[0] >= 1, "tensor ", t.name, " is not a router of (experts, C)");
+    shape.experts += std::size_t(t.shape[0]);
+    ++shape.moe_blocks;
+  }
   if (qk_n_head == 0) return shape;
   std::size_t blocks = 0;
   for (const TensorInfo& t : tensors) {
@@ -184,6 +210,8 @@ uint64_t column_values(const SeriesColumn& c, const SeriesShape& shape) {
     case Width::tensors: return shape.tensors;
     case Width::collectives: return kCollectiveKinds;
     case Width::heads: return shape.heads;
+    case Width::experts: return shape.experts;
+    case Width::moe_blocks: return shape.moe_blocks;
   }
   SB_FAIL("unknown series width ", static_cast<int>(c.width));
 }

@@ -208,7 +208,7 @@ RunWriter RunWriter::resume(const std::string& path, const RunHeader& header, in
   {
     const RunReader run = RunReader::open(path);
     SB_CHECK(run.info().experiment_id == header.experiment_id && run.tensors() == header.tensors &&
-                 run.shape().heads == shape.heads,
+                 run.shape().heads == shape.heads && run.shape().experts == shape.experts,
              "cannot resume '", path, "': it records another experiment (", run.info().experiment_id, ")");
     SB_CHECK(step >= 0 && step <= run.steps_recorded(), "cannot resume '", path, "' at step ", step, ": it records ",
              run.steps_recorded(), " steps");
@@ -242,6 +242,11 @@ void RunWriter::record(const StepResult& r) {
            steps_recorded());
   SB_CHECK(r.stats.qk_max_logits.size() == shape_.heads, "run file '", path_, "': step ", r.stats.step, " has ",
            r.stats.qk_max_logits.size(), " QK-clip maxima, the file records ", shape_.heads, " per step");
+  SB_CHECK(r.stats.moe_tokens.size() == shape_.experts && r.stats.moe_aux_loss.size() == shape_.moe_blocks &&
+               r.stats.moe_entropy.size() == shape_.moe_blocks,
+           "run file '", path_, "': step ", r.stats.step, " has ", r.stats.moe_tokens.size(), " expert selections and ",
+           r.stats.moe_aux_loss.size(), " MoE blocks, the file records ", shape_.experts, " and ", shape_.moe_blocks,
+           " per step");
   const auto& columns = series_columns();
   for (std::size_t i = 0; i < columns.size(); ++i) {
     if (column_recorded(columns[i], shape_)) columns[i].append(r, header_.tensors.size(), pending_[i]);

@@ -135,7 +135,9 @@ const GPT::MoeLayer& GPT::moe_layer(int layer) const {
   return *buf_->moe.at(static_cast<size_t>(layer - blocks_.first));
 }
 const std::vector<int32_t>& GPT::moe_choices(int layer) const { return moe_layer(layer).chosen; }
+const std::vector<int64_t>& GPT::moe_counts(int layer) const { return moe_layer(layer).counts; }
 double GPT::moe_aux_loss(int layer) const { return moe_layer(layer).aux_loss; }
+const det::ExactSum& GPT::moe_entropy(int layer) const { return moe_layer(layer).entropy; }
 
 void GPT::set_slots(int n) {
   SB_CHECK(n >= 1, "activation slots: ", n, " must be at least 1");

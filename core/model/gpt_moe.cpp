@@ -93,6 +93,8 @@ void GPT::moe_forward(MoeLayer& m, int64_t layer, const float* x, float* out) {
     for (int e = 0; e < E; ++e) sums[size_t(e)] += m.scores[size_t(t) * E + e];
   }
   m.aux_loss = ops::moe_aux_loss(m.counts.data(), sums.data(), E, N, k, cfg_.moe_aux_loss);
+  m.entropy.clear();
+  for (int t = 0; t < N; ++t) m.entropy.add(ops::moe_entropy(&m.scores[size_t(t) * E], E, softmax));
   // Rows: shared experts take every token; a routed expert its selections in position order, the
   // first `capacity` of them when a capacity factor is set.
   const int64_t capacity =

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "samebits/core/model/gpt.hpp"
+#include "samebits/det/exact_sum.hpp"
 
 namespace sb {
 
@@ -33,6 +34,7 @@ struct GPT::MoeLayer {
   std::vector<int64_t> counts;      // (E) the leaf's selections of each routed expert
   int R = 0;                        // rows in use
   double aux_loss = 0.0;            // the leaf's load-balancing loss (with its coefficient)
+  det::ExactSum entropy;            // the leaf's tokens' router entropies, summed exactly
 };
 
 }  // namespace sb

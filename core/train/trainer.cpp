@@ -113,6 +113,7 @@ void Trainer::build() {
   if (config_.optim.qk_clip > 0.0) {
     qk_ = std::make_unique<QkMaxLogits>(be_, config_.model.n_layer, config_.model.n_head);
   }
+  if (config_.model.moe_experts > 0) moe_ = std::make_unique<MoeStepStats>(config_.model);
   host_ = std::make_unique<Host>();
   for (const ParamView& p : model_->params()) {
     host_->spans.push_back({p.offset, p.numel});
@@ -156,11 +157,12 @@ void Trainer::accumulate(uint64_t step, float loss_scale, det::ExactSum& loss_su
       static_cast<size_t>(config_.data.leaf_size) * static_cast<size_t>(config_.model.seq_len + 1);
   LeafPass pass;
   pass.loss_scale = loss_scale;
-  if (qk_) {
+  if (qk_ || moe_) {
     pass.after_forward = [&](size_t) {
-      for (int l = model_->blocks().first; l < model_->blocks().end; ++l)
+      for (int l = model_->blocks().first; l < model_->blocks().end && qk_; ++l)
         qk_->add(l, model_->attention_qkv(l), static_cast<int>(config_.data.leaf_size), config_.model.seq_len,
                  config_.model.n_embd);
+      if (moe_) moe_->add_leaf(*model_);
     };
   }
   if (options_.statistics) pass.leaf_squares = stats_->leaf_sums();
@@ -357,6 +359,7 @@ StepResult Trainer::step() {
   acc_->clear();
   stats_->clear();
   if (qk_) qk_->clear();
+  if (moe_) moe_->clear();
   det::ExactSum loss_sum;
   accumulate(static_cast<uint64_t>(step_), st.loss_scale, loss_sum);
   uint64_t adds = 0;
@@ -373,6 +376,7 @@ StepResult Trainer::step() {
     update(st);
   }
   if (qk_) clip_qk(st);
+  if (moe_) moe_->finish(plan_->world(), config_.data.leaves, st.tokens, st);
   if (!options_.statistics) {
     st.leaf_sq_mean = st.batch_sq = st.grad_sq_est = st.trace_est = st.noise_scale = kNaNf;
   }

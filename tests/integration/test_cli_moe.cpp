@@ -7,9 +7,12 @@
 // without mpirun or MPI in this build for the MPI part.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "integration/layout_runs.hpp"
+#include "integration/test_damaged_files.hpp"
+#include "samebits/core/io/run_file.hpp"
 
 using namespace sbt;
 
@@ -37,6 +40,23 @@ TEST_CASE("moe_tiny.ini: identical on 1, 2 and 4 threads, micro-leaves and resum
     CAPTURE(model);
     const std::string v = std::to_string(variant++), ref = "ref" + v + ".h5";
     train(dir, ref, model + " --run.threads 1");
+    {  // The routing series: every block's selections sum to the step's tokens × top-k.
+      const sb::run::RunReader r = sb::run::RunReader::open(dir / ref);
+      const int blocks = variant == 1 ? 4 : 2, experts = 8;
+      const std::vector<int64_t> tokens = r.series<int64_t>("series/moe_tokens");
+      const std::vector<double> aux = r.series<double>("series/moe_aux_loss"),
+                                entropy = r.series<double>("series/moe_entropy");
+      REQUIRE(tokens.size() == size_t(4 * blocks * experts));
+      REQUIRE(entropy.size() == size_t(4 * blocks));
+      for (int row = 0; row < 4 * blocks; ++row) {
+        int64_t sum = 0;
+        for (int e = 0; e < experts; ++e) sum += tokens[size_t(row * experts + e)];
+        CHECK(sum == 4 * 2 * 32 * 2);  // leaves × sequences × tokens × top-k
+        CHECK(aux[size_t(row)] > 0.0);
+        CHECK(entropy[size_t(row)] > 0.0);
+        CHECK(entropy[size_t(row)] <= std::log(8.0) + 1e-6);
+      }
+    }
     for (const std::string threads : {"2", "4"}) {
       train(dir, "threads" + threads + "_" + v + ".h5", model + " --run.threads " + threads);
       check_identical(dir, ref, "threads" + threads + "_" + v + ".h5");
@@ -48,6 +68,31 @@ TEST_CASE("moe_tiny.ini: identical on 1, 2 and 4 threads, micro-leaves and resum
     check_identical(dir, ref, "resumed" + v + ".h5");
     train(dir, "vendor" + v + ".h5", model + " --numerics.mode vendor");
     CHECK(run({"diff", dir / ref, dir / ("vendor" + v + ".h5")}).code == 1);
+  }
+}
+
+TEST_CASE("an MoE run file without one of its routing series, or with one of the wrong width, is refused by name") {
+  TempDir dir;
+  train(dir, "moe.h5", "--run.threads 2");
+  const struct {
+    const char* what;
+    const char* named;
+    std::function<void(sb::h5::File&)> edit;
+  } cases[] = {
+      {"moe_entropy missing", "series/moe_entropy", [](sb::h5::File& f) { f.remove("series/moe_entropy"); }},
+      {"moe_tokens of 3 columns", "series/moe_tokens",
+       [](sb::h5::File& f) {
+         f.remove("series/moe_tokens");
+         f.create_dataset("series/moe_tokens", sb::h5::DType::i64, {4, 3});
+       }},
+  };
+  int n = 0;
+  for (const auto& c : cases) {
+    const std::string path = dir / ("bad" + std::to_string(n++) + ".h5");
+    sbt::edited_copy(dir / "moe.h5", path, c.edit);
+    CHECK_THROWS_WITH_AS(sb::run::RunReader::open(path), doctest::Contains(c.named), sb::Error);
+    const Result r = run({"inspect", path});
+    CHECK_MESSAGE(r.code == 2, c.what, ": ", describe(r));
   }
 }
 

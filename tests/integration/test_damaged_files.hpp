@@ -108,9 +108,11 @@ inline std::vector<Variant> structure_variants(const std::string& source, const 
     out.push_back({path, what, !reseal});
   };
   const bool recorded_qk = sb::h5::File::open(source).has("series/qk_max_logit");
+  const bool recorded_moe = sb::h5::File::open(source).has("series/moe_tokens");
   for (const sb::run::SeriesColumn& c : sb::run::series_columns()) {
     const std::string p(c.path);
     if (c.qk_clip && !recorded_qk) continue;  // QK-clip's columns: only in runs with optim.qk_clip > 0
+    if (c.moe && !recorded_moe) continue;     // the routing columns: only in runs with MoE blocks
     add(p + " of the wrong dtype", [&](sb::h5::File& f) {
       const sb::h5::Dims shape = f.dataset(p).shape();
       f.remove(p);

@@ -53,6 +53,12 @@ struct StepStats {
   // (series/qk_max_logit, series/qk_clipped; docs/FORMAT.md).
   std::vector<float> qk_max_logits;
   int qk_clipped = 0;
+  // model.moe_experts > 0, over the step's leaves on every rank, the MoE blocks in layer order:
+  // each routed expert's selections (block-major, blocks × experts), and per block the mean of the
+  // leaves' load-balancing losses (with the coefficient) and the mean router entropy of the tokens
+  // (both rounded once from exact sums); empty otherwise (series/moe_*, docs/FORMAT.md).
+  std::vector<int64_t> moe_tokens;
+  std::vector<double> moe_aux_loss, moe_entropy;
 };
 
 // One tensor's batch-gradient sums, each rounded once from its exact sum: what the per-tensor

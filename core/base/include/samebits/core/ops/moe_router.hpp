@@ -89,6 +89,23 @@ SB_HD void moe_logit_gradient(const float* scores, const float* dscores, int E, 
   for (int e = 0; e < E; ++e) dlogits[e] = scores[e] * (dscores[e] - dot);
 }
 
+// A token's router entropy −Σ_e p_e·log p_e (a statistic): p the softmax's probabilities, or the
+// sigmoid's scores over their sum (a chain ascending, one division each); terms with p = 0 are 0;
+// the sum a chain over experts ascending, samebits log.
+SB_HD float moe_entropy(const float* scores, int E, bool softmax) {
+  float total = 1.0f;
+  if (!softmax) {
+    total = 0.0f;
+    for (int e = 0; e < E; ++e) total += scores[e];
+  }
+  float h = 0.0f;
+  for (int e = 0; e < E; ++e) {
+    const float p = softmax ? scores[e] : scores[e] / total;
+    if (p > 0.0f) h -= p * det::log(p);
+  }
+  return h;
+}
+
 // The load-balancing loss of a leaf from its selection counts (E) and score sums (E, chains over
 // tokens ascending), N tokens, k selections each: α·E·Σ_e (count_e/(N·k))·(sum_e/N), in fp64
 // (a statistic and the source of the gradient below, not a chain of the model).

@@ -114,15 +114,18 @@ struct RunInfo {
 
 // ---- the series --------------------------------------------------------------------------
 
-// Columns of a series row: one value, one per tensor (layout order), one per collective kind, or
-// one per attention head of every block (n_layer × n_head, layer-major).
-enum class Width { one, tensors, collectives, heads };
+// Columns of a series row: one value, one per tensor (layout order), one per collective kind, one
+// per attention head of every block (n_layer × n_head, layer-major), one per routed expert of every
+// Mixture-of-Experts block (block-major), or one per MoE block.
+enum class Width { one, tensors, collectives, heads, experts, moe_blocks };
 
-// The row widths of one run file: its tensor count, and its blocks' heads (n_layer × n_head, 0
-// when the file has no QK-clip columns).
+// The row widths of one run file: its tensor count, its blocks' heads (n_layer × n_head, 0 when
+// the file has no QK-clip columns), its MoE blocks' routed experts and its MoE blocks (0: dense).
 struct SeriesShape {
   std::size_t tensors = 0;
   std::size_t heads = 0;
+  std::size_t experts = 0;
+  std::size_t moe_blocks = 0;
 };
 
 // One /series (or /timing) dataset: f32/f64/i64/u64/u8, shape (steps) or (steps, width).
@@ -139,14 +142,19 @@ struct SeriesColumn {
   void (*append)(const StepResult& r, std::size_t tensors, std::vector<std::byte>& out);
   // Recorded only in runs with optim.qk_clip > 0 (SeriesShape::heads > 0); absent otherwise.
   bool qk_clip = false;
+  // Recorded only in runs with Mixture-of-Experts blocks (SeriesShape::experts > 0).
+  bool moe = false;
 };
 // Every column, in a fixed order (the one docs/FORMAT.md lists).
 const std::vector<SeriesColumn>& series_columns();
 // The shape of a run file of these tensors: heads = (blocks with an attn.qkv.w) × qk_n_head
-// (0: no QK-clip columns). A qk_n_head that does not divide the blocks' width C is an error.
+// (0: no QK-clip columns; a qk_n_head that does not divide the blocks' width C is an error);
+// experts = the rows of every h.L.moe.router.w, moe_blocks = their count.
 SeriesShape series_shape(const std::vector<TensorInfo>& tensors, int64_t qk_n_head);
 // Whether a run file of `shape` holds the column.
-inline bool column_recorded(const SeriesColumn& c, const SeriesShape& shape) { return !c.qk_clip || shape.heads > 0; }
+inline bool column_recorded(const SeriesColumn& c, const SeriesShape& shape) {
+  return (!c.qk_clip || shape.heads > 0) && (!c.moe || shape.experts > 0);
+}
 // Values per row of the column in a run file of `shape` (1 for Width::one).
 uint64_t column_values(const SeriesColumn& c, const SeriesShape& shape);
 

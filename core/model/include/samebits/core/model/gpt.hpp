@@ -113,10 +113,13 @@ class GPT {
   // (leaf_size, seq_len, 3C) f32.
   const float* attention_qkv(int layer) const;
   // The last forward()'s routing of Mixture-of-Experts block `layer` (one of blocks()), host
-  // memory: each token's top-k experts in ascending index (leaf_size·seq_len, k), and the leaf's
-  // load-balancing loss (with its coefficient).
+  // memory: each token's top-k experts in ascending index (leaf_size·seq_len, k), each routed
+  // expert's selections (moe_experts), the leaf's load-balancing loss (with its coefficient) and
+  // its tokens' router entropies summed exactly.
   const std::vector<int32_t>& moe_choices(int layer) const;
+  const std::vector<int64_t>& moe_counts(int layer) const;
   double moe_aux_loss(int layer) const;
+  const det::ExactSum& moe_entropy(int layer) const;
 
   // ---- pipeline stages (docs/DISTRIBUTED.md §11) ----
   StageBlocks blocks() const { return blocks_; }  // [0, n_layer) without a pipeline group

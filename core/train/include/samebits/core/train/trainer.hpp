@@ -22,6 +22,7 @@
 #include "samebits/core/optim/optimizer.hpp"
 #include "samebits/core/parallel/communicator.hpp"
 #include "samebits/core/step_stats.hpp"
+#include "samebits/core/train/moe_stats.hpp"
 #include "samebits/core/train/statistics.hpp"
 #include "samebits/core/train_state.hpp"
 #include "samebits/data/sampler.hpp"
@@ -182,6 +183,7 @@ class Trainer {
   std::vector<size_t> slots_;                // (local tensors) each one's index in the whole model
   std::optional<GradientStatistics> stats_;  // over the plan's local layout
   Tensor grad_;                              // (flat_size) f32 on the backend: the step's batch gradient
+  std::unique_ptr<MoeStepStats> moe_;        // model.moe_experts > 0: the step's routing statistics
   std::unique_ptr<QkMaxLogits> qk_;          // optim.qk_clip > 0: the step's per-head max logits
   std::unique_ptr<AdaptiveLr> adaptive_;     // train.schedule = adaptive: the noise EMAs
   std::unique_ptr<Host> host_;
