@@ -12,8 +12,10 @@ using namespace sbt;
 
 namespace {
 
+// Absolute: __FILE__ may be relative to the build directory, and the runs start in a temporary one.
 const std::string kPreset =
-    (std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "experiments/configs/llama_tiny.ini")
+    std::filesystem::absolute(std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() /
+                              "experiments/configs/llama_tiny.ini")
         .string();
 
 // llama_tiny.ini for 4 steps into dir/name.h5, with `args`.

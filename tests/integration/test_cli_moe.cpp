@@ -18,8 +18,10 @@ using namespace sbt;
 
 namespace {
 
+// Absolute: __FILE__ may be relative to the build directory, and the runs start in a temporary one.
 const std::string kPreset =
-    (std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "experiments/configs/moe_tiny.ini")
+    std::filesystem::absolute(std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() /
+                              "experiments/configs/moe_tiny.ini")
         .string();
 // 4 steps of 4 leaves of 2 sequences of 32 tokens: every rank count divides the leaves.
 const std::string kShort =
