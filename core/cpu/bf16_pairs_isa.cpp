@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -14,6 +13,7 @@
 #include "gemm_simd.hpp"
 #include "samebits/core/cpu/bf16_pairs_isa.hpp"
 #include "samebits/core/ops/bf16_pairs.hpp"
+#include "samebits/det/bits.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb::cpu::pairs {
@@ -51,22 +51,12 @@ __attribute__((target("avx512f,avx512bf16"))) void instruction_lanes(const float
 }
 #endif
 
-uint32_t bits(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  return u;
-}
-float of_bits(uint32_t u) {
-  float x;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
 std::string hex(uint32_t u) {
   char buf[11];
   std::snprintf(buf, sizeof buf, "0x%08x", u);
   return buf;
 }
-bool same(float x, float y) { return bits(x) == bits(y) || (x != x && y != y); }
+bool same(float x, float y) { return det::bits_of(x) == det::bits_of(y) || (x != x && y != y); }
 
 uint32_t pair(float odd, float even) {
   return (uint32_t{ops::bf16_pair_operand(odd)} << 16) | ops::bf16_pair_operand(even);
@@ -104,12 +94,12 @@ std::vector<Case> edge_cases() {
   std::vector<Case> c;
   for (const float s : {1.0f, -1.0f}) {
     for (int e = 149; e <= 153; ++e) c.push_back({s * m, t, -s * std::ldexp(1.0f, 76 - e), 0.0f, 0.0f});
-    c.push_back({s * m, t, -s * 0x1p-75f, -0.0f, 0.0f});                  // 2^-126 − 2^-151, even pad −0
-    c.push_back({s * 1.0f, 0x1p-12f, s * 0x1p-12f, 0.0f, 0.0f});          // 1 + 2^-24: tie, stays 1
-    c.push_back({s * (1.0f + 0x1p-23f), 0x1p-12f, s * 0x1p-12f, 0, 0});   // tie up to even
-    c.push_back({s * 3.0f, 1.5f, -s * 2.0f, of_bits(0x00010000), 1.0f});  // cancellation, subnormal a
-    c.push_back({s * 0.0f, -0.0f, 0.0f, 0.0f, -0.0f});                    // signed zeros
-    c.push_back({s * 0.0f, of_bits(0x807f0000), 1.0f, 1.0f, of_bits(0x00010000)});
+    c.push_back({s * m, t, -s * 0x1p-75f, -0.0f, 0.0f});                             // 2^-126 − 2^-151, even pad −0
+    c.push_back({s * 1.0f, 0x1p-12f, s * 0x1p-12f, 0.0f, 0.0f});                     // 1 + 2^-24: tie, stays 1
+    c.push_back({s * (1.0f + 0x1p-23f), 0x1p-12f, s * 0x1p-12f, 0, 0});              // tie up to even
+    c.push_back({s * 3.0f, 1.5f, -s * 2.0f, det::float_of_bits(0x00010000), 1.0f});  // cancellation, subnormal a
+    c.push_back({s * 0.0f, -0.0f, 0.0f, 0.0f, -0.0f});                               // signed zeros
+    c.push_back({s * 0.0f, det::float_of_bits(0x807f0000), 1.0f, 1.0f, det::float_of_bits(0x00010000)});
     c.push_back({s * 1e30f, 0x1p100f, s * 0x1p100f, 1.0f, 1.0f});  // overflow to ±Inf
     c.push_back({s * INFINITY, 1.0f, -s * INFINITY, 0.0f, 1.0f});  // Inf − Inf
     c.push_back({s * 0x1p-100f, 0x1p-13f, 0x1p-113f, -0x1p-50f, s * 0x1p-76f});
@@ -130,7 +120,8 @@ Bf16InstructionCheck run_check() {
   Draw draw{0x5eedb16f};
   while (cases.size() % 16 != 0 || cases.size() < 4096) {
     const uint32_t acc_bits = static_cast<uint32_t>(draw.next());
-    const float acc = ops::bf16_pair_flush(draw.next() % 2 ? of_bits(acc_bits) : of_bits(acc_bits & 0x80ffffffu));
+    const float acc = ops::bf16_pair_flush(draw.next() % 2 ? det::float_of_bits(acc_bits)
+                                                           : det::float_of_bits(acc_bits & 0x80ffffffu));
     auto v = [&] { return det::f32_from_bf16_bits(draw.bf16()); };
     const float ao = v(), bo = v(), ae = v(), be = v();
     cases.push_back({acc, ao, bo, ae, be});
@@ -151,9 +142,9 @@ Bf16InstructionCheck run_check() {
           ops::bf16_pair_fma(acc[l], static_cast<uint16_t>(a[l] >> 16), static_cast<uint16_t>(b[l] >> 16),
                              static_cast<uint16_t>(a[l]), static_cast<uint16_t>(b[l]));
       if (!same(got[l], want)) {
-        out.detail =
-            detail::concat("vdpbf16ps differs from the emulation: acc ", hex(bits(acc[l])), " a ", hex(a[l]), " b ",
-                           hex(b[l]), " gives ", hex(bits(got[l])), ", the definition ", hex(bits(want)));
+        out.detail = detail::concat("vdpbf16ps differs from the emulation: acc ", hex(det::bits_of(acc[l])), " a ",
+                                    hex(a[l]), " b ", hex(b[l]), " gives ", hex(det::bits_of(got[l])),
+                                    ", the definition ", hex(det::bits_of(want)));
         return out;
       }
     }
@@ -165,15 +156,15 @@ Bf16InstructionCheck run_check() {
   for (int trial = 0; trial < 8; ++trial) {
     for (auto& x : pa) x = static_cast<uint32_t>(draw.bf16()) << 16 | draw.bf16();
     for (auto& x : pb) x = static_cast<uint32_t>(draw.bf16()) << 16 | draw.bf16();
-    for (auto& x : pa) x = pair(of_bits(x & 0xffff0000u), of_bits(x << 16));
-    for (auto& x : pb) x = pair(of_bits(x & 0xffff0000u), of_bits(x << 16));
+    for (auto& x : pa) x = pair(det::float_of_bits(x & 0xffff0000u), det::float_of_bits(x << 16));
+    for (auto& x : pb) x = pair(det::float_of_bits(x & 0xffff0000u), det::float_of_bits(x << 16));
     float native[MR * NR] = {}, defined[MR * NR] = {};
     kernel_avx512bf16(kp, pa.data(), pb.data(), native);
     kernel_scalar(kp, pa.data(), pb.data(), defined);
     for (int e = 0; e < MR * NR; ++e, ++chains) {
       if (!same(native[e], defined[e])) {
         out.detail = detail::concat("vdpbf16ps chains differ from the emulation at tile element ", e, " of trial ",
-                                    trial, ": ", hex(bits(native[e])), " vs ", hex(bits(defined[e])));
+                                    trial, ": ", hex(det::bits_of(native[e])), " vs ", hex(det::bits_of(defined[e])));
         return out;
       }
     }

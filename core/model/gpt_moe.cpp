@@ -180,13 +180,16 @@ void GPT::moe_backward(MoeLayer& m, int64_t layer, const float* x, const float* 
   for (int e = 0; e < E; ++e)
     aux[size_t(e)] = ops::moe_aux_gradient(m.counts[size_t(e)], E, N, k, cfg_.moe_aux_loss, loss_scale);
   const float* aux_or_null = cfg_.moe_aux_loss > 0.0 ? aux.data() : nullptr;
-#pragma omp parallel for schedule(static)
-  for (int t = 0; t < N; ++t) {
-    std::vector<float> dscores(static_cast<size_t>(E));
-    const float* sc = &m.scores[size_t(t) * E];
-    ops::moe_score_gradient(sc, &m.chosen[size_t(t) * k], &m.chosen_gates[size_t(t) * k], &dgates[size_t(t) * J + S], E,
-                            k, softmax, aux_or_null, dscores.data());
-    ops::moe_logit_gradient(sc, dscores.data(), E, softmax, &dlogits[size_t(t) * E]);
+#pragma omp parallel
+  {
+    std::vector<float> dscores(static_cast<size_t>(E));  // (E) this thread's, reused token by token
+#pragma omp for schedule(static)
+    for (int t = 0; t < N; ++t) {
+      const float* sc = &m.scores[size_t(t) * E];
+      ops::moe_score_gradient(sc, &m.chosen[size_t(t) * k], &m.chosen_gates[size_t(t) * k], &dgates[size_t(t) * J + S],
+                              E, k, softmax, aux_or_null, dscores.data());
+      ops::moe_logit_gradient(sc, dscores.data(), E, softmax, &dlogits[size_t(t) * E]);
+    }
   }
   be_.copy_from_host(d.dlogits, dlogits.data(), dlogits.size() * sizeof(float));
   {

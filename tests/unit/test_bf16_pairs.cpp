@@ -9,7 +9,6 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <random>
 #include <vector>
 
@@ -19,6 +18,7 @@
 #include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/ops/bf16_pairs.hpp"
 #include "samebits/core/ops/matmul.hpp"
+#include "samebits/det/bits.hpp"
 #include "samebits/det/error.hpp"
 #include "test_op_support.hpp"
 
@@ -26,23 +26,12 @@ using namespace sb;
 
 namespace {
 
-uint32_t bits(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  return u;
-}
-float of_bits(uint32_t u) {
-  float x;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
-
 // ---- the model: integers and fp64 only, no fp32 fma -----------------------------------------
 
 // A bf16 value as vdpbf16ps reads it: a subnormal (exponent 0) is the zero of its sign.
 double model_bf16(uint16_t b) {
   if ((b & 0x7f80u) == 0) return (b & 0x8000u) ? -0.0 : 0.0;
-  return static_cast<double>(of_bits(uint32_t{b} << 16));
+  return static_cast<double>(det::float_of_bits(uint32_t{b} << 16));
 }
 
 // RN to 24 significand bits, exponent unbounded, of s + t (TwoSum's pair: |t| ≤ ulp53(s)/2, so
@@ -72,7 +61,7 @@ float model_step(float acc, double a, double b) {
 
 // The model's dot of bf16 bit arrays in the pair order from acc (flushed), odd k padded.
 float model_dot(const std::vector<uint16_t>& a, const std::vector<uint16_t>& b, float acc) {
-  if ((bits(acc) & 0x7f800000u) == 0) acc = std::signbit(acc) ? -0.0f : 0.0f;
+  if ((det::bits_of(acc) & 0x7f800000u) == 0) acc = std::signbit(acc) ? -0.0f : 0.0f;
   const size_t k = a.size();
   for (size_t p = 0; p < k; p += 2) {
     if (p + 1 < k) acc = model_step(acc, model_bf16(a[p + 1]), model_bf16(b[p + 1]));
@@ -97,7 +86,7 @@ struct Draw {
   }
   float acc() {  // normal or zero fp32, often near 2^-126
     const uint32_t u = static_cast<uint32_t>(rng());
-    return ops::bf16_pair_flush(rng() % 2 ? of_bits(u & 0xbfffffffu) : of_bits(u & 0x80ffffffu));
+    return ops::bf16_pair_flush(rng() % 2 ? det::float_of_bits(u & 0xbfffffffu) : det::float_of_bits(u & 0x80ffffffu));
   }
 };
 
@@ -137,13 +126,13 @@ TEST_CASE("bf16 pairs: the formula equals the fp64 model of vdpbf16ps on adversa
     for (int e = 149; e <= 153; ++e) {
       const float b = -s * std::ldexp(1.0f, 76 - e);
       const float want = model_step(s * 0x1p-126f, 0x1p-76, b);
-      CHECK(bits(ops::bf16_pair_step(s * 0x1p-126f, 0x1p-76f, b)) == bits(want));
+      CHECK(det::bits_of(ops::bf16_pair_step(s * 0x1p-126f, 0x1p-76f, b)) == det::bits_of(want));
     }
   }
   // 2^-126 − 2^-150 flushes, 2^-126 − 2^-151 (a tie, to even) stays 2^-126: fma_f32 alone gives
   // 2^-126 for both.
-  CHECK(bits(ops::bf16_pair_step(0x1p-126f, 0x1p-76f, -0x1p-74f)) == 0u);
-  CHECK(bits(ops::bf16_pair_step(0x1p-126f, 0x1p-76f, -0x1p-75f)) == 0x00800000u);
+  CHECK(det::bits_of(ops::bf16_pair_step(0x1p-126f, 0x1p-76f, -0x1p-74f)) == 0u);
+  CHECK(det::bits_of(ops::bf16_pair_step(0x1p-126f, 0x1p-76f, -0x1p-75f)) == 0x00800000u);
   Draw draw{std::mt19937_64(20261207)};
   for (int trial = 0; trial < 2000000; ++trial) {
     const float acc = draw.acc();
@@ -151,8 +140,9 @@ TEST_CASE("bf16 pairs: the formula equals the fp64 model of vdpbf16ps on adversa
     const uint16_t b = ops::bf16_pair_operand(det::f32_from_bf16_bits(draw.bf16()));
     const float got = ops::bf16_pair_step(acc, det::f32_from_bf16_bits(a), det::f32_from_bf16_bits(b));
     const float want = model_step(acc, model_bf16(a), model_bf16(b));
-    if (bits(got) != bits(want)) {
-      FAIL("acc ", bits(acc), " a ", a, " b ", b, ": formula ", bits(got), ", model ", bits(want));
+    if (det::bits_of(got) != det::bits_of(want)) {
+      FAIL("acc ", det::bits_of(acc), " a ", a, " b ", b, ": formula ", det::bits_of(got), ", model ",
+           det::bits_of(want));
     }
   }
 }
@@ -170,17 +160,18 @@ TEST_CASE("bf16 pairs: bf16_pair_dot is the model's chain, odd k's pad included,
         bb[p] = ops::bf16_pair_operand(bf[p]);
       }
       const float acc = trial % 2 ? draw.acc() : 0.0f;
-      REQUIRE(bits(ops::bf16_pair_dot(af.data(), 1, bf.data(), 1, k, acc)) == bits(model_dot(ab, bb, acc)));
+      REQUIRE(det::bits_of(ops::bf16_pair_dot(af.data(), 1, bf.data(), 1, k, acc)) ==
+              det::bits_of(model_dot(ab, bb, acc)));
     }
   }
   // An odd k's pad (−0·+0) leaves an accumulated −0 as it is; a +0 pad would give +0.
   const float a[3] = {-1.0f, 0.0f, 0.0f}, b[3] = {0.0f, 1.0f, 1.0f};
-  CHECK(bits(ops::bf16_pair_dot(a, 1, b, 1, 1, -0.0f)) == 0x80000000u);
-  CHECK(bits(ops::bf16_pair_step(-0.0f, 0.0f, 0.0f)) == 0u);
-  CHECK(bits(ops::bf16_pair_dot(a, 1, b, 1, 1, 0.0f)) == 0u);
+  CHECK(det::bits_of(ops::bf16_pair_dot(a, 1, b, 1, 1, -0.0f)) == 0x80000000u);
+  CHECK(det::bits_of(ops::bf16_pair_step(-0.0f, 0.0f, 0.0f)) == 0u);
+  CHECK(det::bits_of(ops::bf16_pair_dot(a, 1, b, 1, 1, 0.0f)) == 0u);
   // A subnormal C read as zero (DAZ) when a product continues it.
   const float sub = 0x1p-130f;
-  CHECK(bits(ops::bf16_pair_dot(a + 1, 1, b + 1, 1, 2, sub)) == 0u);
+  CHECK(det::bits_of(ops::bf16_pair_dot(a + 1, 1, b + 1, 1, 2, sub)) == 0u);
 }
 
 TEST_CASE("bf16 pairs: the pair order is not the chain (positive control)") {
@@ -191,7 +182,7 @@ TEST_CASE("bf16 pairs: the pair order is not the chain (positive control)") {
   const float pairs = ops::bf16_pair_dot(a, 1, b, 1, 4, 0.0f);
   CHECK(chain == 1.0f + 0x1p-23f);
   CHECK(pairs == 1.0f + 0x1p-22f);
-  CHECK(bits(chain) != bits(pairs));
+  CHECK(det::bits_of(chain) != det::bits_of(pairs));
   // And through the backends, on a GEMM of random values.
   const int m = 9, n = 33, k = 301;
   const auto A = test::uniform(size_t(m) * k, 1), B = test::uniform(size_t(k) * n, 2);
