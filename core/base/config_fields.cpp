@@ -152,6 +152,9 @@ std::vector<ConfigField> build_fields() {
       field("model.moe_capacity", SB_MEMBER(model.moe_capacity), moe,
             "capacity factor: an expert keeps its first ceil(factor * tokens * top_k / experts) tokens of a leaf "
             "by position; 0: dropless"),
+      field("model.moe_bias_rate", SB_MEMBER(model.moe_bias_rate), moe,
+            "DeepSeek-V3's auxiliary-loss-free balancing: a per-expert bias on the scores the top-k compares "
+            "(never the gates), moved by +-rate after each step toward the mean load; 0: none"),
       // [data]
       field("data.source", SB_MEMBER(data.source), yes,
             "synthetic: the embedded synthetic language; shards: llm.c/nanoGPT .bin token files (path is a "

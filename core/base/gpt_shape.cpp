@@ -37,6 +37,8 @@ void GPTConfig::validate() const {
              " must be zero (off) or a positive coefficient such as 0.01");
     SB_CHECK(moe_capacity == 0.0 || (moe_capacity >= 0.01 && moe_capacity <= 1e6), "model.moe_capacity=", moe_capacity,
              " must be 0 (dropless) or a capacity factor such as 1.25");
+    SB_CHECK(moe_bias_rate >= 0.0 && moe_bias_rate <= 1.0, "model.moe_bias_rate=", moe_bias_rate,
+             " must lie in [0, 1] (DeepSeek-V3 uses 0.001); 0: no auxiliary-loss-free bias");
   }
   SB_CHECK(n_kv_head >= 0 && n_kv_head <= n_head && n_head % kv_heads() == 0, "model.n_kv_head=", n_kv_head,
            " must divide model.n_head=", n_head, " (grouped-query attention shares a key/value head among n_head/",

@@ -129,6 +129,20 @@ std::vector<SeriesColumn> make_columns() {
          for (double v : r.stats.moe_entropy) put<double>(out, v);
        },
        false, true},
+      {"series/moe_route_flips", h5::DType::i64, Width::moe_blocks,
+       "Mixture-of-Experts runs only: the step's tokens whose expert set under the updated router differs "
+       "from the set they were trained with (-1: statistics off)",
+       true,
+       [](const StepResult& r, std::size_t, std::vector<std::byte>& out) {
+         for (int64_t n : r.stats.moe_route_flips) put<int64_t>(out, n);
+       },
+       false, true},
+      {"series/moe_bias", h5::DType::f32, Width::experts,
+       "Mixture-of-Experts runs only: each routed expert's auxiliary-loss-free bias after the step, block-major", true,
+       [](const StepResult& r, std::size_t, std::vector<std::byte>& out) {
+         for (float b : r.stats.moe_bias) put<float>(out, b);
+       },
+       false, true},
       {"series/comm_bytes", h5::DType::u64, Width::collectives,
        "payload bytes this rank passed to each collective kind in the step", false,
        [](const StepResult& r, std::size_t, std::vector<std::byte>& out) {

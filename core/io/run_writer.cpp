@@ -242,8 +242,9 @@ void RunWriter::record(const StepResult& r) {
            steps_recorded());
   SB_CHECK(r.stats.qk_max_logits.size() == shape_.heads, "run file '", path_, "': step ", r.stats.step, " has ",
            r.stats.qk_max_logits.size(), " QK-clip maxima, the file records ", shape_.heads, " per step");
-  SB_CHECK(r.stats.moe_tokens.size() == shape_.experts && r.stats.moe_aux_loss.size() == shape_.moe_blocks &&
-               r.stats.moe_entropy.size() == shape_.moe_blocks,
+  SB_CHECK(r.stats.moe_tokens.size() == shape_.experts && r.stats.moe_bias.size() == shape_.experts &&
+               r.stats.moe_aux_loss.size() == shape_.moe_blocks && r.stats.moe_entropy.size() == shape_.moe_blocks &&
+               r.stats.moe_route_flips.size() == shape_.moe_blocks,
            "run file '", path_, "': step ", r.stats.step, " has ", r.stats.moe_tokens.size(), " expert selections and ",
            r.stats.moe_aux_loss.size(), " MoE blocks, the file records ", shape_.experts, " and ", shape_.moe_blocks,
            " per step");

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include <limits>
+#include <utility>
 #include "gpt_moe.hpp"
 
 #include "samebits/core/ops/rope.hpp"
@@ -134,6 +135,7 @@ const GPT::MoeLayer& GPT::moe_layer(int layer) const {
            " is not a Mixture-of-Experts block of this pipeline stage");
   return *buf_->moe.at(static_cast<size_t>(layer - blocks_.first));
 }
+GPT::MoeLayer& GPT::moe_layer(int layer) { return const_cast<MoeLayer&>(std::as_const(*this).moe_layer(layer)); }
 const std::vector<int32_t>& GPT::moe_choices(int layer) const { return moe_layer(layer).chosen; }
 const std::vector<int64_t>& GPT::moe_counts(int layer) const { return moe_layer(layer).counts; }
 double GPT::moe_aux_loss(int layer) const { return moe_layer(layer).aux_loss; }

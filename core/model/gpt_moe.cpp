@@ -64,6 +64,51 @@ void GPT::bind_moe(MoeLayer& m, int layer) {
     moe_scratch_ = be_.alloc(DType::f32, {int64_t(scratch_floats(N, J, C, F, FC, E))});
 }
 
+void GPT::set_moe_bias(const std::vector<float>& bias) {
+  const int blocks = cfg_.moe_experts > 0 ? cfg_.n_layer / cfg_.moe_every : 0;
+  SB_CHECK(bias.size() == size_t(blocks) * size_t(cfg_.moe_experts), "MoE router bias of ", bias.size(),
+           " values; the model has ", blocks, " MoE blocks of ", cfg_.moe_experts, " experts");
+  moe_bias_ = bias;
+}
+
+// Token by token: scores, the top k (of the scores plus the block's bias when model.moe_bias_rate
+// is set), the gates (of the scores alone).
+void GPT::moe_route_tokens(MoeLayer& m, int layer, const float* logits) {
+  const int N = B_ * cfg_.seq_len, E = cfg_.moe_experts, k = cfg_.moe_top_k;
+  const bool softmax = cfg_.moe_router == MoeRouter::softmax;
+  const float* bias = cfg_.moe_bias_rate > 0.0 && !moe_bias_.empty()
+                          ? moe_bias_.data() + size_t(layer / cfg_.moe_every) * size_t(E)
+                          : nullptr;
+  m.scores.resize(size_t(N) * E), m.chosen.resize(size_t(N) * k), m.chosen_gates.resize(size_t(N) * k);
+#pragma omp parallel
+  {
+    std::vector<float> selection(bias != nullptr ? size_t(E) : 0);  // (E) this thread's
+#pragma omp for schedule(static)
+    for (int t = 0; t < N; ++t) {
+      float* sc = &m.scores[size_t(t) * E];
+      int32_t* ch = &m.chosen[size_t(t) * k];
+      ops::moe_scores(&logits[size_t(t) * E], E, softmax, sc);
+      if (bias != nullptr) ops::moe_selection_scores(sc, bias, E, selection.data());
+      ops::moe_top_k(bias != nullptr ? selection.data() : sc, E, k, ch);
+      ops::moe_gates(sc, ch, k, softmax, &m.chosen_gates[size_t(t) * k]);
+    }
+  }
+}
+
+const float* GPT::moe_input(int layer) const { return moe_layer(layer).input; }
+
+void GPT::moe_route(int layer, const float* x, std::vector<int32_t>& chosen) {
+  MoeLayer& m = moe_layer(layer);
+  const int N = B_ * cfg_.seq_len, C = cfg_.n_embd, E = cfg_.moe_experts;
+  float* rows = m.xe.data_as<float>();  // (R ≥ N, C): the experts' input rows, free between steps
+  be_.copy_from_host(rows, x, size_t(N) * C * sizeof(float));
+  be_.matmul_forward(m.logits.data_as<float>(), rows, m.router_w, nullptr, N, C, E);
+  std::vector<float> logits(size_t(N) * E);
+  be_.copy_to_host(logits.data(), m.logits.data(), logits.size() * sizeof(float));
+  moe_route_tokens(m, layer, logits.data());
+  chosen = m.chosen;
+}
+
 void GPT::moe_forward(MoeLayer& m, int64_t layer, const float* x, float* out) {
   const int N = B_ * cfg_.seq_len, C = cfg_.n_embd, E = cfg_.moe_experts, k = cfg_.moe_top_k;
   const int S = cfg_.moe_shared_experts, J = S + k, X = S + E;
@@ -73,18 +118,10 @@ void GPT::moe_forward(MoeLayer& m, int64_t layer, const float* x, float* out) {
     const trace::Scope s(be_, "h.", layer, ".moe.router matmul forward");
     be_.matmul_forward(m.logits.data_as<float>(), x, m.router_w, nullptr, N, C, E);
   }
-  // Routing, token by token: scores, the top k, their gates.
+  m.input = x;
   std::vector<float> logits(size_t(N) * E);
   be_.copy_to_host(logits.data(), m.logits.data(), logits.size() * sizeof(float));
-  m.scores.resize(size_t(N) * E), m.chosen.resize(size_t(N) * k), m.chosen_gates.resize(size_t(N) * k);
-#pragma omp parallel for schedule(static)
-  for (int t = 0; t < N; ++t) {
-    float* sc = &m.scores[size_t(t) * E];
-    int32_t* ch = &m.chosen[size_t(t) * k];
-    ops::moe_scores(&logits[size_t(t) * E], E, softmax, sc);
-    ops::moe_top_k(sc, E, k, ch);
-    ops::moe_gates(sc, ch, k, softmax, &m.chosen_gates[size_t(t) * k]);
-  }
+  moe_route_tokens(m, int(layer), logits.data());
   // The leaf's load-balancing loss: selections per expert, score sums (chains over tokens).
   m.counts.assign(size_t(E), 0);
   std::vector<float> sums(size_t(E), 0.0f);

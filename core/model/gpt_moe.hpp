@@ -18,14 +18,15 @@ struct GPT::MoeLayer {
   float* drouter_w = nullptr;
   std::vector<Expert> experts;  // (S + E), sized before its gradient pointers are bound
   // This slot's buffers (backend memory): R ≤ N·J rows, J = S + k slots a token.
-  Tensor logits;  // (N, E)
-  Tensor xe;      // (R, C) the experts' input rows
-  Tensor h;       // (R, blocks·Fe) the experts' fc outputs
-  Tensor act;     // (R, Fe) their activations
-  Tensor y;       // (R, C) the experts' outputs
-  Tensor token;   // (R) i32: a row's token
-  Tensor rows;    // (N, J) i32: a token's rows in ascending expert index, −1 when dropped
-  Tensor gates;   // (N, J)
+  Tensor logits;                 // (N, E)
+  Tensor xe;                     // (R, C) the experts' input rows
+  Tensor h;                      // (R, blocks·Fe) the experts' fc outputs
+  Tensor act;                    // (R, Fe) their activations
+  Tensor y;                      // (R, C) the experts' outputs
+  Tensor token;                  // (R) i32: a row's token
+  Tensor rows;                   // (N, J) i32: a token's rows in ascending expert index, −1 when dropped
+  Tensor gates;                  // (N, J)
+  const float* input = nullptr;  // the last forward's x (N, C), backend memory
   // This slot's routing (host).
   std::vector<float> scores;        // (N, E)
   std::vector<int32_t> chosen;      // (N, k) ascending expert index

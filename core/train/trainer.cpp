@@ -113,7 +113,7 @@ void Trainer::build() {
   if (config_.optim.qk_clip > 0.0) {
     qk_ = std::make_unique<QkMaxLogits>(be_, config_.model.n_layer, config_.model.n_head);
   }
-  if (config_.model.moe_experts > 0) moe_ = std::make_unique<MoeStepStats>(config_.model);
+  if (config_.model.moe_experts > 0) moe_ = std::make_unique<MoeStepStats>(config_.model, be_, options_.statistics);
   host_ = std::make_unique<Host>();
   for (const ParamView& p : model_->params()) {
     host_->spans.push_back({p.offset, p.numel});
@@ -376,7 +376,10 @@ StepResult Trainer::step() {
     update(st);
   }
   if (qk_) clip_qk(st);
-  if (moe_) moe_->finish(plan_->world(), config_.data.leaves, st.tokens, st);
+  if (moe_) {
+    moe_->finish(plan_->world(), config_.data.leaves, st.tokens, st);
+    moe_->after_update(*model_, plan_->world(), !st.skipped, st);
+  }
   if (!options_.statistics) {
     st.leaf_sq_mean = st.batch_sq = st.grad_sq_est = st.trace_est = st.noise_scale = kNaNf;
   }

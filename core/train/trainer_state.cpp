@@ -1,7 +1,9 @@
 // The trainer's validation loss and checkpoint state (train/trainer.hpp). Determinism: the
 // validation loss is an exact sum (rule 5) over a fixed set, split across ranks by leaf ranges;
 // the state is copied bit for bit, so a run resumed from it continues bitwise.
+#include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "samebits/core/io/token_files.hpp"
 #include "samebits/core/model/pipeline_schedule.hpp"
@@ -51,25 +53,50 @@ float Trainer::evaluate() {
   return mean_loss(det::ExactSum::from_words(words), leaves * model_->leaf_tokens());
 }
 
-// Whether `state` holds the schedule's EMAs; if so, ema ← them and stripped ← a copy without that
-// entry. Throws when the state has the entry and this run does not expect it, or the reverse.
-bool Trainer::take_adaptive_state(const TrainerState& state, TrainerState& stripped, AdaptiveLrState& ema) const {
-  size_t found = state.optimizer.size();
-  for (size_t i = 0; i < state.optimizer.size(); ++i)
-    if (state.optimizer[i].name == kAdaptiveStateName) found = i;
-  const bool has = found < state.optimizer.size();
-  SB_CHECK(has == (adaptive_ != nullptr), "checkpoint ", has ? "holds" : "lacks",
-           " the state of train.schedule=adaptive ('", kAdaptiveStateName, "'), but this run's schedule is ",
-           config_name(config_.train.schedule), ": the checkpoint is from a different configuration");
-  if (!has) return false;
-  const StateArray& a = state.optimizer[found];
-  SB_CHECK(a.data.size() == 4, "checkpoint state '", kAdaptiveStateName, "' holds ", a.data.size(),
-           " values; expected 4 (two fp64 EMAs)");
-  std::memcpy(&ema.grad_sq, a.data.data(), sizeof(double));
-  std::memcpy(&ema.trace, a.data.data() + 2, sizeof(double));
-  stripped = state;
-  stripped.optimizer.erase(stripped.optimizer.begin() + static_cast<std::ptrdiff_t>(found));
-  return true;
+std::vector<StateArray> Trainer::own_arrays() const {
+  std::vector<StateArray> out;
+  if (adaptive_) {  // the schedule's two fp64 EMAs, bit for bit in four fp32 slots
+    const AdaptiveLrState& a = adaptive_->state();
+    StateArray ema{kAdaptiveStateName, std::vector<float>(4)};
+    std::memcpy(ema.data.data(), &a.grad_sq, sizeof(double));
+    std::memcpy(ema.data.data() + 2, &a.trace, sizeof(double));
+    out.push_back(std::move(ema));
+  }
+  if (moe_ && config_.model.moe_bias_rate > 0.0) out.push_back({kMoeBiasStateName, moe_->bias()});
+  return out;
+}
+
+void Trainer::check_own_arrays(const std::vector<StateArray>& arrays) const {
+  const std::vector<StateArray> mine = own_arrays();
+  for (const StateArray& want : mine) {
+    const auto has =
+        std::find_if(arrays.begin(), arrays.end(), [&](const StateArray& a) { return a.name == want.name; });
+    SB_CHECK(has != arrays.end(), "checkpoint lacks the state '", want.name, "' that this run keeps (",
+             want.name == kAdaptiveStateName ? "train.schedule=adaptive" : "model.moe_bias_rate > 0",
+             "): the checkpoint is from a different configuration");
+    SB_CHECK(has->data.size() == want.data.size(), "checkpoint state '", want.name, "' holds ", has->data.size(),
+             " values; this run's has ", want.data.size());
+  }
+  for (const StateArray& a : arrays) {
+    const bool kept = std::any_of(mine.begin(), mine.end(), [&](const StateArray& m) { return m.name == a.name; });
+    SB_CHECK(kept, "checkpoint holds the state '", a.name, "', but this run keeps none (",
+             a.name == kAdaptiveStateName ? "train.schedule=" + std::string(config_name(config_.train.schedule))
+                                          : "model.moe_bias_rate=" + std::to_string(config_.model.moe_bias_rate),
+             "): the checkpoint is from a different configuration");
+  }
+}
+
+void Trainer::set_own_arrays(const std::vector<StateArray>& arrays) {
+  for (const StateArray& a : arrays) {
+    if (a.name == kAdaptiveStateName) {
+      AdaptiveLrState ema;
+      std::memcpy(&ema.grad_sq, a.data.data(), sizeof(double));
+      std::memcpy(&ema.trace, a.data.data() + 2, sizeof(double));
+      adaptive_->set_state(ema);
+    } else {
+      moe_->set_bias(*model_, a.data);
+    }
+  }
 }
 
 TrainerState Trainer::export_state() {
@@ -83,19 +110,21 @@ void Trainer::export_state(TrainerState& s) {
   // The full tensors and the one-process optimizer's arrays, whatever the layout, on rank 0 alone.
   plan_->full_flat(model_->weights().data_as<float>(), s.weights);
   plan_->full_state(s.optimizer);
-  if (adaptive_ && comm_.rank() == 0) s.optimizer.push_back(adaptive_array());
+  if (comm_.rank() == 0)
+    for (StateArray& a : own_arrays()) s.optimizer.push_back(std::move(a));
 }
 
 void Trainer::stream_state(const std::function<void(const TrainerState& head, const StateParts& parts)>& write) {
   TrainerState head;
   export_head(head);
-  const StateArray ema = adaptive_ ? adaptive_array() : StateArray{};
+  const std::vector<StateArray> own = own_arrays();
   plan_->full_parts(model_->weights().data_as<float>(), [&](const StateParts& full) {
-    if (!adaptive_) return write(head, full);
-    StateParts parts = full;  // and the schedule's entry last, as export_state
-    parts.names.push_back(ema.name);
-    parts.sizes.push_back(ema.data.size());
-    parts.array = [&](size_t i) { return i < full.names.size() ? full.array(i) : ema.data.data(); };
+    if (own.empty()) return write(head, full);
+    StateParts parts = full;  // and the trainer's own arrays last, as export_state
+    for (const StateArray& a : own) parts.names.push_back(a.name), parts.sizes.push_back(a.data.size());
+    parts.array = [&](size_t i) {
+      return i < full.names.size() ? full.array(i) : own[i - full.names.size()].data.data();
+    };
     write(head, parts);
   });
 }
@@ -106,15 +135,6 @@ void Trainer::export_head(TrainerState& s) const {
   s.cursor = sampler_->cursor(uint64_t(step_));
   s.loss_scale = scaler_ ? scaler_->state() : decltype(s.loss_scale){};
   s.experiment_id = experiment_id(config_);
-}
-
-// The schedule's two fp64 EMAs, bit for bit in four fp32 slots.
-StateArray Trainer::adaptive_array() const {
-  const AdaptiveLrState& a = adaptive_->state();
-  StateArray ema{kAdaptiveStateName, std::vector<float>(4)};
-  std::memcpy(ema.data.data(), &a.grad_sq, sizeof(double));
-  std::memcpy(ema.data.data() + 2, &a.trace, sizeof(double));
-  return ema;
 }
 
 void Trainer::check_state(const TrainerState& s, size_t weights) const {
@@ -132,10 +152,10 @@ void Trainer::check_state(const TrainerState& s, size_t weights) const {
 }
 
 void Trainer::import_state(const TrainerState& state) {
-  // Rank 0's scalars (and the schedule's entry) to every rank; its weights and optimizer arrays to
-  // the plan, which sends each rank its part.
+  // Rank 0's scalars and the trainer's own arrays to every rank; its weights and optimizer arrays
+  // to the plan, which sends each rank its part.
   const bool root = comm_.rank() == 0;
-  TrainerState head;  // rank 0's state without its weights and the optimizer's arrays
+  TrainerState head;  // rank 0's state without its weights, its optimizer arrays the trainer's own
   uint64_t weights = state.weights.size();
   if (root) {
     head.step = state.step;
@@ -144,34 +164,31 @@ void Trainer::import_state(const TrainerState& state) {
     head.loss_scale = state.loss_scale;
     head.experiment_id = state.experiment_id;
     for (const StateArray& a : state.optimizer)
-      if (a.name == kAdaptiveStateName) head.optimizer.push_back(a);
+      if (is_trainer_array(a.name)) head.optimizer.push_back(a);
   }
   if (comm_.size() > 1) {
     broadcast_state(head, 0, comm_);
     comm_.broadcast(&weights, sizeof(weights), 0);
   }
-  TrainerState stripped;  // without the schedule's entry, which the optimizer does not know
-  AdaptiveLrState ema;
-  const bool has_ema = take_adaptive_state(head, stripped, ema);
-  const TrainerState& s = has_ema ? stripped : head;
-  check_state(s, weights);
+  check_own_arrays(head.optimizer);
+  check_state(head, weights);
 
-  // Rank 0's arrays (without the schedule's entry) and weights; the other ranks pass none.
+  // Rank 0's optimizer arrays (without the trainer's) and weights; the other ranks pass none.
   const std::vector<StateArray> no_arrays;
   const std::vector<float> no_weights;
-  std::vector<StateArray> stripped_arrays;
+  std::vector<StateArray> optimizer_arrays;  // a copy only when the trainer's must be left out
   const std::vector<StateArray>* arrays = root ? &state.optimizer : &no_arrays;
-  if (root && has_ema) {
+  if (root && !head.optimizer.empty()) {
     for (const StateArray& a : state.optimizer)
-      if (a.name != kAdaptiveStateName) stripped_arrays.push_back(a);
-    arrays = &stripped_arrays;
+      if (!is_trainer_array(a.name)) optimizer_arrays.push_back(a);
+    arrays = &optimizer_arrays;
   }
   plan_->load_state(*arrays);  // each rank's part, checked before it copies
   plan_->take_local(root ? state.weights : no_weights, model_->weights().data_as<float>());
-  if (scaler_) scaler_->set_state(s.loss_scale);
-  if (adaptive_) adaptive_->set_state(ema);
-  step_ = s.step;
-  updates_ = s.updates;
+  if (scaler_) scaler_->set_state(head.loss_scale);
+  set_own_arrays(head.optimizer);
+  step_ = head.step;
+  updates_ = head.updates;
 }
 
 }  // namespace sb

@@ -2,11 +2,14 @@
 // records one process's bits on 1, 2 and 4 threads, with one leaf per micro-batch and across a stop
 // and resume; under `mpirun` at DP 2 and DP 4 (the distributed optimizer owning whole experts), at
 // PP 2 and DP 2 × PP 2, with Muon and AdamW, fp32 and bf16 — `samebits diff` IDENTICAL; the sigmoid
-// router with a capacity limit likewise; vendor numerics differ (the positive control); tensor
+// router with a capacity limit and the auxiliary-loss-free bias likewise (its state resumed from the
+// checkpoint); route flips and biases recorded, and no flip while the router cannot move; vendor
+// numerics differ (the positive control); tensor
 // parallelism of MoE blocks is refused by name before any file is written. Skipped (exit 77)
 // without mpirun or MPI in this build for the MPI part.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -38,7 +41,8 @@ void train(const TempDir& dir, const std::string& out, const std::string& args) 
 TEST_CASE("moe_tiny.ini: identical on 1, 2 and 4 threads, micro-leaves and resume; vendor numerics differ") {
   TempDir dir;
   int variant = 0;
-  for (const std::string model : {"", "--model.moe_router sigmoid --model.moe_capacity 1 --model.moe_every 2"}) {
+  for (const std::string model :
+       {"", "--model.moe_router sigmoid --model.moe_capacity 1 --model.moe_every 2 --model.moe_bias_rate 0.001"}) {
     CAPTURE(model);
     const std::string v = std::to_string(variant++), ref = "ref" + v + ".h5";
     train(dir, ref, model + " --run.threads 1");
@@ -50,6 +54,17 @@ TEST_CASE("moe_tiny.ini: identical on 1, 2 and 4 threads, micro-leaves and resum
                                 entropy = r.series<double>("series/moe_entropy");
       REQUIRE(tokens.size() == size_t(4 * blocks * experts));
       REQUIRE(entropy.size() == size_t(4 * blocks));
+      const std::vector<int64_t> flips = r.series<int64_t>("series/moe_route_flips");
+      const std::vector<float> bias = r.series<float>("series/moe_bias");
+      REQUIRE(flips.size() == size_t(4 * blocks));
+      REQUIRE(bias.size() == tokens.size());
+      for (int64_t f : flips) CHECK((f >= 0 && f <= 4 * 2 * 32));  // of the step's tokens
+      CHECK(*std::max_element(flips.begin(), flips.end()) > 0);
+      // The bias moves by ±0.001 a step toward the mean load (the sigmoid variant), else stays 0.
+      const float most = *std::max_element(bias.begin(), bias.end()),
+                  least = *std::min_element(bias.begin(), bias.end());
+      if (variant == 1) CHECK((most == 0.0f && least == 0.0f));
+      else CHECK((most > 0.0f && least < 0.0f && most <= 0.0041f && least >= -0.0041f));
       for (int row = 0; row < 4 * blocks; ++row) {
         int64_t sum = 0;
         for (int e = 0; e < experts; ++e) sum += tokens[size_t(row * experts + e)];
@@ -110,7 +125,8 @@ TEST_CASE("moe_tiny.ini under mpirun: DP, the distributed optimizer and PP recor
       {2, "--distributed-optimizer", "--optim.name adamw"},
       {2, "", "--train.precision bf16"},
       {2, "--parallel.pp 2", ""},
-      {4, "--parallel.pp 2 --distributed-optimizer", "--model.moe_router sigmoid --model.moe_capacity 1"},
+      {4, "--parallel.pp 2 --distributed-optimizer",
+       "--model.moe_router sigmoid --model.moe_capacity 1 --model.moe_bias_rate 0.001"},
   };
   int k = 0;
   for (const Case& c : cases) {
@@ -130,4 +146,26 @@ TEST_CASE("moe_tiny.ini under mpirun: DP, the distributed optimizer and PP recor
   CHECK(tp.exit_code == 2);
   CHECK(tp.output.find("parallel.tp=2 with model.moe_experts=8") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir / "tp.h5"));
+}
+
+TEST_CASE("route flips count the tokens the update re-routes: none when the router cannot move") {
+  TempDir dir;
+  // AdamW's step at lr 1e-30 rounds away (no weight decay in the preset): the routers keep their
+  // bits while Muon trains the experts, so each kept input routes as it did in the forward.
+  train(dir, "frozen.h5", "--run.threads 2 --optim.adam_lr 1e-30");
+  const sb::run::RunReader r = sb::run::RunReader::open(dir / "frozen.h5");
+  const std::vector<int64_t> flips = r.series<int64_t>("series/moe_route_flips");
+  REQUIRE(flips.size() == 4 * 4);
+  CHECK(std::all_of(flips.begin(), flips.end(), [](int64_t f) { return f == 0; }));
+  const std::vector<uint64_t> fingerprints = r.series<uint64_t>("series/param_fingerprint");
+  const size_t tensors = r.tensors().size();
+  size_t routers = 0;
+  for (size_t t = 0; t < tensors; ++t) {
+    if (r.tensors()[t].name.find("moe.router.w") == std::string::npos) continue;
+    ++routers;
+    CHECK(fingerprints[t] == fingerprints[3 * tensors + t]);  // step 1's router is step 4's
+  }
+  CHECK(routers == 4);
+  const std::vector<float> loss = r.series<float>("series/loss");
+  CHECK(loss.back() < loss.front());  // the experts did train
 }

@@ -1,7 +1,8 @@
 // Mixture-of-Experts pieces (ops/moe_router.hpp, ops/moe_combine.hpp, core/cpu/moe_*.cpp,
 // core/model/gpt_moe.cpp): the top-k selection by score then lower index (forced ties included),
-// the row ops bitwise equal to plain loops over the formulas on 1–4 threads, and a model whose
-// router weights are zero (every logit equal) sending every token to experts 0 … k−1.
+// the row ops bitwise equal to plain loops over the formulas on 1–4 threads, a model whose router
+// weights are zero (every logit equal) sending every token to experts 0 … k−1, the
+// auxiliary-loss-free bias's update and steering, and the re-route that counts route flips.
 #include <doctest/doctest.h>
 #include <omp.h>
 
@@ -12,6 +13,7 @@
 #include "samebits/core/model/gpt.hpp"
 #include "samebits/core/ops/moe_combine.hpp"
 #include "samebits/core/ops/moe_router.hpp"
+#include "samebits/det/error.hpp"
 #include "test_op_support.hpp"
 
 using namespace sb;
@@ -125,5 +127,69 @@ TEST_CASE("MoE router with forced ties: zero router weights send every token to 
       }
     }
     omp_set_num_threads(saved);
+  }
+}
+
+TEST_CASE("MoE auxiliary-loss-free bias: ±rate toward the mean load, compared in integers") {
+  std::vector<float> bias = {0.0f, 0.0f, 0.0f, 0.0f};
+  const int64_t counts[4] = {10, 2, 6, 6};  // mean 6: the first above, the second below, two equal
+  ops::moe_bias_update(bias.data(), counts, 4, 0.001f);
+  CHECK(bias == std::vector<float>{-0.001f, 0.001f, 0.0f, 0.0f});
+  std::vector<float> odd = {0.5f, 0.5f, 0.5f};
+  const int64_t uneven[3] = {3, 2, 2};  // mean 7/3: 3·3 > 7, 3·2 < 7
+  ops::moe_bias_update(odd.data(), uneven, 3, 0.25f);
+  CHECK(odd == std::vector<float>{0.25f, 0.75f, 0.75f});
+  const float scores[3] = {0.5f, 0.25f, 0.25f}, steer[3] = {0.0f, 0.125f, 0.5f};
+  float selection[3];
+  ops::moe_selection_scores(scores, steer, 3, selection);
+  std::vector<int32_t> chosen(1);
+  ops::moe_top_k(selection, 3, 1, chosen.data());
+  CHECK(chosen[0] == 2);  // 0.75 beats 0.5 once biased
+}
+
+TEST_CASE(
+    "MoE routing: the bias steers the selection; a re-route of the forward's input equals its routing "
+    "until the router moves") {
+  GPTConfig cfg;
+  cfg.vocab = 31, cfg.seq_len = 8, cfg.n_layer = 2, cfg.n_head = 2, cfg.n_embd = 16;
+  cfg.moe_experts = 6, cfg.moe_top_k = 2, cfg.moe_shared_experts = 1, cfg.moe_bias_rate = 0.001;
+  std::vector<int32_t> tokens(size_t(2) * (cfg.seq_len + 1));
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t(i * 7 % size_t(cfg.vocab));
+  for (MoeRouter router : {MoeRouter::softmax, MoeRouter::sigmoid}) {
+    CAPTURE(router == MoeRouter::softmax);
+    cfg.moe_router = router;
+    auto be = make_cpu_backend();
+    GPT model(cfg, 2, *be);
+    model.init(3);
+    // Re-routing the recorded input with unchanged weights gives the forward's choice, bitwise.
+    model.forward(tokens.data());
+    for (int layer = 0; layer < cfg.n_layer; ++layer) {
+      const std::vector<int32_t> forward = model.moe_choices(layer);
+      std::vector<float> x(size_t(model.leaf_tokens()) * cfg.n_embd);
+      be->copy_to_host(x.data(), model.moe_input(layer), x.size() * sizeof(float));
+      std::vector<int32_t> again;
+      model.moe_route(layer, x.data(), again);
+      CHECK(again == forward);
+      float* w = model.weights().data_as<float>();  // the positive control: a moved router re-routes
+      const ParamView* r = find_param(model.params(), "h." + std::to_string(layer) + ".moe.router.w");
+      for (size_t i = 0; i < r->numel; i += 3) w[r->offset + i] += 0.5f;
+      model.moe_route(layer, x.data(), again);
+      CHECK(again != forward);
+    }
+    // Forced ties (zero router weights): the bias alone picks experts 4 and 5.
+    float* w = model.weights().data_as<float>();
+    for (const ParamView& p : model.params())
+      if (p.kind == ParamKind::router) std::fill(w + p.offset, w + p.offset + p.numel, 0.0f);
+    model.set_moe_bias({0, 0, 0, 0, 0.5f, 0.25f, 0, 0, 0, 0, 0.25f, 0.5f});
+    model.forward(tokens.data());
+    for (int layer = 0; layer < cfg.n_layer; ++layer) {
+      const std::vector<int32_t>& chosen = model.moe_choices(layer);
+      bool steered = true;
+      for (size_t i = 0; i < chosen.size(); ++i) steered = steered && chosen[i] == int32_t(4 + i % 2);
+      CHECK(steered);
+      // Every token chose the same two experts: f = (0, …, ½, ½), P = 1/6 each (softmax).
+      if (router == MoeRouter::softmax) CHECK(model.moe_aux_loss(layer) == doctest::Approx(0.01 * 6 * (1.0 / 6)));
+    }
+    CHECK_THROWS_AS(model.set_moe_bias(std::vector<float>(11)), sb::Error);
   }
 }

@@ -49,6 +49,9 @@ struct GPTConfig {
   MoeRouter moe_router = MoeRouter::softmax;
   double moe_aux_loss = 0.01;  // the Switch/GShard load-balancing loss's coefficient α (0: none)
   double moe_capacity = 0.0;   // capacity factor: an expert keeps ⌈factor·N·k/E⌉ tokens a leaf; 0: dropless
+  // DeepSeek-V3's auxiliary-loss-free balancing: a per-expert bias added to the scores the top-k
+  // compares, moved by ±moe_bias_rate after each step toward the mean load (0: none).
+  double moe_bias_rate = 0.0;
 
   int64_t ffn() const { return ffn_dim > 0 ? ffn_dim : 4 * int64_t{n_embd}; }
   int head_dim() const { return n_embd / n_head; }

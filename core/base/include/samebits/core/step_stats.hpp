@@ -56,9 +56,13 @@ struct StepStats {
   // model.moe_experts > 0, over the step's leaves on every rank, the MoE blocks in layer order:
   // each routed expert's selections (block-major, blocks × experts), and per block the mean of the
   // leaves' load-balancing losses (with the coefficient) and the mean router entropy of the tokens
-  // (both rounded once from exact sums); empty otherwise (series/moe_*, docs/FORMAT.md).
-  std::vector<int64_t> moe_tokens;
+  // (both rounded once from exact sums), the route flips (the step's tokens whose expert set under
+  // the updated router differs from the one they were trained with; −1 when statistics are off)
+  // and each routed expert's auxiliary-loss-free bias after the step (block-major; zeros when
+  // model.moe_bias_rate = 0); empty otherwise (series/moe_*, docs/FORMAT.md).
+  std::vector<int64_t> moe_tokens, moe_route_flips;
   std::vector<double> moe_aux_loss, moe_entropy;
+  std::vector<float> moe_bias;
 };
 
 // One tensor's batch-gradient sums, each rounded once from its exact sum: what the per-tensor

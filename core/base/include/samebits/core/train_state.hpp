@@ -19,14 +19,19 @@ struct LossScaleState {
   int64_t skipped_steps = 0;  // steps skipped for overflow since the start of the run
 };
 
-// A named host copy of one optimizer state buffer (Optimizer::state() order). Under
-// train.schedule = adaptive the state ends with kAdaptiveStateName: the schedule's two fp64 EMAs
-// (optim/adaptive_lr.hpp), their bits carried in four fp32 slots.
+// A named host copy of one optimizer state buffer (Optimizer::state() order). The trainer's own
+// arrays follow: under train.schedule = adaptive kAdaptiveStateName, the schedule's two fp64 EMAs
+// (optim/adaptive_lr.hpp), their bits carried in four fp32 slots; under model.moe_bias_rate > 0
+// kMoeBiasStateName, the MoE routers' auxiliary-loss-free biases (MoE blocks × experts).
 struct StateArray {
   std::string name;         // "<tensor>/<kind>", e.g. "h.0.attn.qkv.w/momentum"
   std::vector<float> data;  // (numel)
 };
 inline constexpr const char* kAdaptiveStateName = "schedule/adaptive_ema";
+inline constexpr const char* kMoeBiasStateName = "moe/router_bias";
+inline bool is_trainer_array(const std::string& name) {
+  return name == kAdaptiveStateName || name == kMoeBiasStateName;
+}
 
 // Everything needed to continue a run bitwise: a checkpoint's content. There is no RNG state:
 // initialisation and data order are counter-based (Philox keyed by seeds, streams named per

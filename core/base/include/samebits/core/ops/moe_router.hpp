@@ -6,7 +6,8 @@
 // divided by their sum, a chain in ascending index), their backward, and the Switch/GShard
 // load-balancing loss α·E·Σ_e f_e·P_e of a leaf (f_e: the fraction of the leaf's N·k selections
 // that chose e; P_e: e's mean probability over the leaf's tokens, a chain over tokens ascending; its
-// gradient α·E·f_e/N on each token's probability of e). Bitwise equal wherever it runs.
+// gradient α·E·f_e/N on each token's probability of e), and the auxiliary-loss-free bias that
+// steers the selection (DeepSeek-V3). Bitwise equal wherever it runs.
 #pragma once
 #include <cstdint>
 
@@ -32,6 +33,25 @@ SB_HD void moe_scores(const float* z, int E, bool softmax, float* scores) {
 
 // Expert a ranks before b: the larger score, or the lower index when equal (NaN-free scores).
 SB_HD bool moe_ranks_before(float sa, int a, float sb, int b) { return sa > sb || (sa == sb && a < b); }
+
+// The scores the top-k compares (E): scores + bias, one fp32 add each (DeepSeek-V3's
+// auxiliary-loss-free balancing: the bias steers the selection, never the gates).
+SB_HD void moe_selection_scores(const float* scores, const float* bias, int E, float* out) {
+  for (int e = 0; e < E; ++e) out[e] = scores[e] + bias[e];
+}
+
+// The bias update after a step (E): b_e ← b_e + rate when expert e took fewer than the mean of the
+// step's selections counts (E, all leaves and ranks), b_e − rate when more, unchanged when equal —
+// the sign compared in integers (Σ counts against E·count_e), the add one fp32 rounding.
+SB_HD void moe_bias_update(float* bias, const int64_t* counts, int E, float rate) {
+  int64_t total = 0;
+  for (int e = 0; e < E; ++e) total += counts[e];
+  for (int e = 0; e < E; ++e) {
+    const int64_t scaled = int64_t{E} * counts[e];
+    if (scaled < total) bias[e] = bias[e] + rate;
+    else if (scaled > total) bias[e] = bias[e] - rate;
+  }
+}
 
 // The k selected experts (k ≤ E), in ascending index, into chosen (k).
 SB_HD void moe_top_k(const float* scores, int E, int k, int32_t* chosen) {

@@ -120,6 +120,16 @@ class GPT {
   const std::vector<int64_t>& moe_counts(int layer) const;
   double moe_aux_loss(int layer) const;
   const det::ExactSum& moe_entropy(int layer) const;
+  // The last forward()'s input of MoE block `layer` (one of blocks()): its normed rows, backend
+  // memory (leaf_size·seq_len, n_embd).
+  const float* moe_input(int layer) const;
+  // chosen (N, k) ← the top-k experts of MoE block `layer` (one of blocks()) for the rows x (host,
+  // (N, n_embd), N = leaf_size·seq_len) under the router's current weights and bias: the forward's
+  // routing of those values (the current slot's buffers serve as scratch).
+  void moe_route(int layer, const float* x, std::vector<int32_t>& chosen);
+  // model.moe_bias_rate: the auxiliary-loss-free biases of every MoE block of the model (all
+  // stages'), block-major (MoE blocks × moe_experts); zeros until set.
+  void set_moe_bias(const std::vector<float>& bias);
 
   // ---- pipeline stages (docs/DISTRIBUTED.md §11) ----
   StageBlocks blocks() const { return blocks_; }  // [0, n_layer) without a pipeline group
@@ -172,8 +182,12 @@ class GPT {
   // router's and experts' gradients.
   void bind_moe(MoeLayer& m, int layer);
   const MoeLayer& moe_layer(int layer) const;
+  MoeLayer& moe_layer(int layer);
   void moe_forward(MoeLayer& m, int64_t layer, const float* x, float* out);
   void moe_backward(MoeLayer& m, int64_t layer, const float* x, const float* dout, float* dx, float loss_scale);
+  // The routing of a leaf's N tokens from their logits (host, (N, E)) with block `layer`'s bias:
+  // m's scores, chosen experts and gates.
+  void moe_route_tokens(MoeLayer& m, int layer, const float* logits);
   // Column-parallel linear backward (this rank's OCl of OC output columns in `groups` blocks): dw,
   // dbias local; the chain of dinp = dout·W visits block 0 of ranks 0 … size-1, then block 1, … ;
   // under numerics.gemm = exact the ranks' integer dots over their OCl columns are summed.
@@ -213,12 +227,13 @@ class GPT {
   // Every gradient pointer of buf_ and its offset in the flat buffer (-1: absent): swap_gradients
   // re-points them without looking the tensors up again.
   std::vector<std::pair<float**, ptrdiff_t>> grad_slots_;
-  Tensor acts_;         // all forward activations, one allocation (see gpt.cpp for the layout)
-  Tensor scratch_;      // backward temporaries
-  Tensor native_mean_;  // (1) reduce=native's leaf loss, computed by the backend
-  Tensor tokens_;       // (slots, 2, B, T) i32: inputs, then targets
-  Tensor rope_;         // model.pos = rope: (T, head size / 2, 2) the rotations' (cos, sin); else empty
-  Tensor moe_scratch_;  // MoE blocks' backward temporaries (gpt_moe.cpp), shared by the slots
+  Tensor acts_;                  // all forward activations, one allocation (see gpt.cpp for the layout)
+  Tensor scratch_;               // backward temporaries
+  Tensor native_mean_;           // (1) reduce=native's leaf loss, computed by the backend
+  Tensor tokens_;                // (slots, 2, B, T) i32: inputs, then targets
+  Tensor rope_;                  // model.pos = rope: (T, head size / 2, 2) the rotations' (cos, sin); else empty
+  Tensor moe_scratch_;           // MoE blocks' backward temporaries (gpt_moe.cpp), shared by the slots
+  std::vector<float> moe_bias_;  // (MoE blocks × moe_experts) set_moe_bias
   std::vector<std::unique_ptr<Buffers>> slot_buffers_;  // (slots) one activation set each
   Buffers* buf_ = nullptr;                              // the current slot's
   int slot_ = 0;

@@ -160,9 +160,14 @@ class Trainer {
   // A traced step (trace.hpp): one row per tensor of flat (backend memory) at `site`, op "<op> <tensor>".
   void trace_tensors(const char* site, const char* op, const float* flat,
                      const std::vector<std::vector<uint64_t>>& inputs = {});
-  bool take_adaptive_state(const TrainerState& state, TrainerState& stripped, AdaptiveLrState& ema) const;
   void export_head(TrainerState& s) const;  // a state's step, update count, cursor, loss scale and id
-  StateArray adaptive_array() const;        // train.schedule=adaptive's entry (kAdaptiveStateName)
+  // The arrays the trainer keeps beside the optimizer's, in a state's order after them:
+  // train.schedule=adaptive's EMAs (kAdaptiveStateName), model.moe_bias_rate's router biases
+  // (kMoeBiasStateName). check_own_arrays throws unless `arrays` are exactly this run's (names,
+  // sizes); set_own_arrays takes their values.
+  std::vector<StateArray> own_arrays() const;
+  void check_own_arrays(const std::vector<StateArray>& arrays) const;
+  void set_own_arrays(const std::vector<StateArray>& arrays);
 
   std::unique_ptr<Backend> own_backend_;
   std::unique_ptr<Communicator> own_comm_;
