@@ -49,9 +49,9 @@ void validate_tp(const GPTConfig& cfg, int64_t tp) {
   SB_CHECK(tp >= 1 && tp <= 4096, "config parallel.tp=", tp, " must be between 1 and 4096");
   SB_CHECK(cfg.n_head % tp == 0, "config model.n_head=", cfg.n_head, " is not divisible by parallel.tp=", tp,
            ": tensor parallelism splits the attention heads; choose parallel.tp dividing n_head");
-  SB_CHECK(tp == 1 || cfg.moe_experts == 0, "config parallel.tp=", tp, " with model.moe_experts=", cfg.moe_experts,
-           ": tensor parallelism of Mixture-of-Experts blocks is not built; use parallel.tp=1 (data and pipeline "
-           "parallelism keep an MoE run's bits)");
+  SB_CHECK(cfg.moe_experts == 0 || cfg.expert_ffn() % tp == 0, "config model.moe_ffn_dim=", cfg.expert_ffn(),
+           cfg.moe_ffn_dim == 0 ? " (the MLP's width)" : "", " is not divisible by parallel.tp=", tp,
+           ": tensor parallelism splits every expert's hidden width as the MLP's");
   SB_CHECK(cfg.kv_heads() % tp == 0, "config model.n_kv_head=", cfg.kv_heads(), " is not divisible by parallel.tp=", tp,
            ": tensor parallelism gives each rank whole key/value heads with their query heads; choose parallel.tp "
            "dividing n_kv_head");

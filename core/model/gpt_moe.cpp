@@ -5,7 +5,9 @@
 // position order) run through the backend's GEMMs and activations, whose chains are per row; a
 // token's outputs combine in ascending expert index (ops/moe_combine.hpp). An expert's weight
 // gradient is the chain over its rows, i.e. its tokens in leaf order; leaves and ranks then sum
-// exactly as every gradient does.
+// exactly as every gradient does. Under tensor parallelism every rank routes alike (the router is
+// whole, its input replicated) and each expert splits as the dense MLP: fc by rows, proj by
+// columns with the row-parallel chain (gpt_tp.cpp).
 #include "gpt_moe.hpp"
 
 #include <algorithm>
@@ -43,7 +45,8 @@ MoeScratch scratch_of(float* base, size_t N, size_t J, size_t C, size_t F, size_
 void GPT::bind_moe(MoeLayer& m, int layer) {
   const size_t N = size_t(B_) * cfg_.seq_len, C = size_t(cfg_.n_embd), E = size_t(cfg_.moe_experts);
   const size_t S = size_t(cfg_.moe_shared_experts), J = S + size_t(cfg_.moe_top_k), X = S + E;
-  const size_t F = size_t(cfg_.expert_ffn()), FC = size_t(cfg_.fc_blocks()) * F, R = N * J;
+  const size_t P = tp_ != nullptr ? size_t(tp_->size()) : 1;  // tensor-parallel ranks: F is this rank's part
+  const size_t F = size_t(cfg_.expert_ffn()) / P, FC = size_t(cfg_.fc_blocks()) * F, R = N * J;
   const std::string h = "h." + std::to_string(layer) + ".moe.";
   m.router_w = wp(h + "router.w");
   bind_gradient(m.drouter_w, h + "router.w");
@@ -112,7 +115,8 @@ void GPT::moe_route(int layer, const float* x, std::vector<int32_t>& chosen) {
 void GPT::moe_forward(MoeLayer& m, int64_t layer, const float* x, float* out) {
   const int N = B_ * cfg_.seq_len, C = cfg_.n_embd, E = cfg_.moe_experts, k = cfg_.moe_top_k;
   const int S = cfg_.moe_shared_experts, J = S + k, X = S + E;
-  const int F = int(cfg_.expert_ffn()), FC = int(cfg_.fc_blocks()) * F;
+  const int P = tp_ != nullptr ? tp_->size() : 1;  // tensor-parallel ranks: F is this rank's part of each expert
+  const int F = int(cfg_.expert_ffn()) / P, FC = int(cfg_.fc_blocks()) * F;
   const bool softmax = cfg_.moe_router == MoeRouter::softmax;
   {
     const trace::Scope s(be_, "h.", layer, ".moe.router matmul forward");
@@ -175,7 +179,7 @@ void GPT::moe_forward(MoeLayer& m, int64_t layer, const float* x, float* out) {
     be_.matmul_forward(h + r * FC, xe + r * C, e.fcw, e.fcb, n, C, FC);
     if (cfg_.mlp == MlpKind::swiglu) be_.swiglu_forward(act + r * F, h + r * FC, n, F);
     else be_.gelu_forward(act + r * F, h + r * FC, int64_t{n} * F);
-    be_.matmul_forward(y + r * C, act + r * F, e.projw, e.projb, n, F, C);
+    row_forward(y + r * C, act + r * F, e.projw, e.projb, n, F, C);
   }
   const trace::Scope s(be_, "h.", layer, ".moe combine forward");
   be_.moe_combine(out, y, m.rows.data_as<int32_t>(), m.gates.data_as<float>(), N, m.R, J, C);
@@ -184,7 +188,8 @@ void GPT::moe_forward(MoeLayer& m, int64_t layer, const float* x, float* out) {
 void GPT::moe_backward(MoeLayer& m, int64_t layer, const float* x, const float* dout, float* dx, float loss_scale) {
   const int N = B_ * cfg_.seq_len, C = cfg_.n_embd, E = cfg_.moe_experts, k = cfg_.moe_top_k;
   const int S = cfg_.moe_shared_experts, J = S + k, X = S + E;
-  const int F = int(cfg_.expert_ffn()), FC = int(cfg_.fc_blocks()) * F;
+  const int P = tp_ != nullptr ? tp_->size() : 1;  // tensor-parallel ranks: F is this rank's part of each expert
+  const int F = int(cfg_.expert_ffn()) / P, FC = int(cfg_.fc_blocks()) * F;
   const bool softmax = cfg_.moe_router == MoeRouter::softmax;
   const MoeScratch d =
       scratch_of(moe_scratch_.data_as<float>(), size_t(N), size_t(J), size_t(C), size_t(F), size_t(FC));
@@ -209,7 +214,8 @@ void GPT::moe_backward(MoeLayer& m, int64_t layer, const float* x, const float* 
     be_.matmul_backward(d.dact + r * F, e.dprojw, e.dprojb, d.dy + r * C, act + r * F, e.projw, n, F, C);
     if (cfg_.mlp == MlpKind::swiglu) be_.swiglu_backward(d.dh + r * FC, h + r * FC, d.dact + r * F, n, F);
     else be_.gelu_backward(d.dh + r * FC, h + r * FC, d.dact + r * F, int64_t{n} * F);
-    be_.matmul_backward(d.dxe + r * C, e.dfcw, e.dfcb, d.dh + r * FC, xe + r * C, e.fcw, n, C, FC);
+    col_backward(d.dxe + r * C, e.dfcw, e.dfcb, d.dh + r * FC, xe + r * C, e.fcw, n, C, FC, FC * P,
+                 int(cfg_.fc_blocks()));
   }
   // The router: the gates' gradients and the load-balancing term on each token's scores.
   std::vector<float> dgates(size_t(N) * J), dlogits(size_t(N) * E), aux(static_cast<size_t>(E));

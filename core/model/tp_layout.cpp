@@ -20,12 +20,19 @@ bool ends_with(const std::string& s, const char* suffix) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// An expert's tensor of an MoE block: h.L.moe.<s|e><n>.<fc|proj>.<w|b>.
+bool is_expert(const std::string& name) {
+  const size_t at = name.find(".moe.");
+  return at != std::string::npos && name.compare(at + 5, 6, "router") != 0;
+}
+
 TpSplit even(int64_t outer, int64_t whole, int64_t inner, int size) {
   return {true, outer, whole / size, inner, whole};
 }
 
 // The split of tensor p over `size` ranks (C = n_embd, V = vocab; the MLP's F = cfg.ffn() in
-// cfg.fc_blocks() blocks of fc's rows: SwiGLU's gate and up halves split alike). The attention's
+// cfg.fc_blocks() blocks of fc's rows: SwiGLU's gate and up halves split alike; every expert of an
+// MoE block as the MLP with its Fe = cfg.expert_ffn(), the router whole). The attention's
 // rows (qkv) and columns (proj) are blocks of G = kv_heads() heads, n_head/G + 2 and n_head/G of
 // them (gpt_shape.hpp): each block splits alike, so a rank holds G/size key/value heads and the
 // query heads that use them (three blocks of C and one of C under multi-head attention).
@@ -39,6 +46,12 @@ TpSplit split_of(const ParamView& p, const GPTConfig& cfg, int size) {
   if (ends_with(p.name, ".mlp.fc.w")) return even(cfg.fc_blocks(), F, C, size);
   if (ends_with(p.name, ".mlp.fc.b")) return even(cfg.fc_blocks(), F, 1, size);
   if (ends_with(p.name, ".mlp.proj.w")) return even(C, F, 1, size);
+  if (is_expert(p.name)) {
+    const int64_t Fe = cfg.expert_ffn();
+    if (ends_with(p.name, ".fc.w")) return even(cfg.fc_blocks(), Fe, C, size);
+    if (ends_with(p.name, ".fc.b")) return even(cfg.fc_blocks(), Fe, 1, size);
+    if (ends_with(p.name, ".proj.w")) return even(C, Fe, 1, size);
+  }
   if (p.name == "wte" || p.name == "lm_head.w") return {true, 1, ceil_div(V, size), C, V};
   return {};
 }
@@ -48,7 +61,8 @@ Shape local_shape(const ParamView& p, const TpSplit& s, int rank) {
   Shape shape = p.shape;
   // The split dimension: the rows of qkv.w / fc.w / wte / lm_head.w and of the biases, the
   // columns of the projections.
-  const bool columns = ends_with(p.name, ".attn.proj.w") || ends_with(p.name, ".mlp.proj.w");
+  const bool columns = ends_with(p.name, ".attn.proj.w") || ends_with(p.name, ".mlp.proj.w") ||
+                       (is_expert(p.name) && ends_with(p.name, ".proj.w"));
   int64_t& split = shape[columns ? 1 : 0];  // (its outer blocks ×) extent
   split = split / s.extent * s.rows(rank);
   return shape;

@@ -10,8 +10,8 @@
 
 namespace sb {
 
-MoeStepStats::MoeStepStats(const GPTConfig& cfg, Backend& backend, bool flips)
-    : cfg_(cfg), be_(backend), flips_(flips), ordinal_(size_t(cfg.n_layer), -1) {
+MoeStepStats::MoeStepStats(const GPTConfig& cfg, Backend& backend, bool flips, bool counted)
+    : cfg_(cfg), be_(backend), flips_(flips), counted_(counted), ordinal_(size_t(cfg.n_layer), -1) {
   for (int l = 0; l < cfg.n_layer; ++l)
     if (cfg.moe_block(l)) ordinal_[size_t(l)] = blocks_++;
   bias_.assign(size_t(blocks_) * size_t(cfg.moe_experts), 0.0f);
@@ -27,6 +27,7 @@ void MoeStepStats::clear() {
 }
 
 void MoeStepStats::add_leaf(const GPT& model) {
+  if (!counted_) return;
   for (int l = model.blocks().first; l < model.blocks().end; ++l) {
     const int b = ordinal_[size_t(l)];
     if (b < 0) continue;
@@ -78,7 +79,7 @@ void MoeStepStats::after_update(GPT& model, Communicator& world, bool applied, S
     st.moe_route_flips.assign(size_t(blocks_), -1);
     return;
   }
-  if (applied) count_flips(model);  // a skipped step changed no router: no flip
+  if (applied && counted_) count_flips(model);  // a skipped step changed no router: no flip
   st.moe_route_flips = flip_counts_;
   if (world.size() > 1) world.allreduce_sum_i64(st.moe_route_flips.data(), st.moe_route_flips.size());
 }

@@ -113,7 +113,10 @@ void Trainer::build() {
   if (config_.optim.qk_clip > 0.0) {
     qk_ = std::make_unique<QkMaxLogits>(be_, config_.model.n_layer, config_.model.n_head);
   }
-  if (config_.model.moe_experts > 0) moe_ = std::make_unique<MoeStepStats>(config_.model, be_, options_.statistics);
+  if (config_.model.moe_experts > 0) {  // a tensor-parallel group routes alike: its rank 0 counts
+    const bool counted = plan_->tensor_group() == nullptr || plan_->tensor_group()->rank() == 0;
+    moe_ = std::make_unique<MoeStepStats>(config_.model, be_, options_.statistics, counted);
+  }
   host_ = std::make_unique<Host>();
   for (const ParamView& p : model_->params()) {
     host_->spans.push_back({p.offset, p.numel});

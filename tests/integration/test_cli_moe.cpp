@@ -1,11 +1,12 @@
 // experiments/configs/moe_tiny.ini end to end (a few steps, a shorter context): `samebits train`
 // records one process's bits on 1, 2 and 4 threads, with one leaf per micro-batch and across a stop
 // and resume; under `mpirun` at DP 2 and DP 4 (the distributed optimizer owning whole experts), at
-// PP 2 and DP 2 × PP 2, with Muon and AdamW, fp32 and bf16 — `samebits diff` IDENTICAL; the sigmoid
+// PP 2, DP 2 × PP 2, TP 2 (canonical and exact GEMMs), TP 2 × PP 2, DP 2 × TP 2 and TP 4 (SwiGLU
+// experts), with Muon and AdamW, fp32 and bf16 — `samebits diff` IDENTICAL; the sigmoid
 // router with a capacity limit and the auxiliary-loss-free bias likewise (its state resumed from the
 // checkpoint); route flips and biases recorded, and no flip while the router cannot move; vendor
-// numerics differ (the positive control); tensor
-// parallelism of MoE blocks is refused by name before any file is written. Skipped (exit 77)
+// numerics differ (the positive control); an expert width that tensor parallelism cannot split is
+// refused by name before any file is written. Skipped (exit 77)
 // without mpirun or MPI in this build for the MPI part.
 #include <doctest/doctest.h>
 
@@ -113,7 +114,7 @@ TEST_CASE("an MoE run file without one of its routing series, or with one of the
   }
 }
 
-TEST_CASE("moe_tiny.ini under mpirun: DP, the distributed optimizer and PP record one process's bits") {
+TEST_CASE("moe_tiny.ini under mpirun: DP, TP, PP and the distributed optimizer record one process's bits") {
   TempDir dir;
   struct Case {
     int ranks;
@@ -127,6 +128,12 @@ TEST_CASE("moe_tiny.ini under mpirun: DP, the distributed optimizer and PP recor
       {2, "--parallel.pp 2", ""},
       {4, "--parallel.pp 2 --distributed-optimizer",
        "--model.moe_router sigmoid --model.moe_capacity 1 --model.moe_bias_rate 0.001"},
+      {2, "--parallel.tp 2", ""},
+      {2, "--parallel.tp 2", "--numerics.gemm exact"},
+      {4, "--parallel.tp 2 --parallel.pp 2", "--train.precision bf16"},
+      {4, "--parallel.tp 2 --distributed-optimizer", "--optim.name adamw"},
+      {4, "--parallel.tp 4",
+       "--model.mlp swiglu --model.moe_router sigmoid --model.moe_bias_rate 0.001 --model.moe_capacity 1"},
   };
   int k = 0;
   for (const Case& c : cases) {
@@ -141,10 +148,11 @@ TEST_CASE("moe_tiny.ini under mpirun: DP, the distributed optimizer and PP recor
     REQUIRE_MESSAGE(r.exit_code == 0, r.output);
     check_identical(dir, ref, out);
   }
-  // Tensor parallelism of MoE blocks: refused by name, no run file.
-  const sb::test::Launch tp = train_mpi(dir, 2, kPreset, kShort + " --run.threads 1 --parallel.tp 2 --out tp.h5");
+  // An expert width the tensor-parallel ranks cannot split: refused by name, no run file.
+  const sb::test::Launch tp =
+      train_mpi(dir, 2, kPreset, kShort + " --run.threads 1 --parallel.tp 2 --model.moe_ffn_dim 175 --out tp.h5");
   CHECK(tp.exit_code == 2);
-  CHECK(tp.output.find("parallel.tp=2 with model.moe_experts=8") != std::string::npos);
+  CHECK(tp.output.find("model.moe_ffn_dim=175 is not divisible by parallel.tp=2") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir / "tp.h5"));
 }
 

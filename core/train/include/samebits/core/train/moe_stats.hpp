@@ -18,8 +18,9 @@ namespace sb {
 class MoeStepStats {
  public:
   // flips: count route flips, keeping each leaf's block inputs on the host until the step ends
-  // (leaf_size·seq_len·n_embd floats per leaf and MoE block).
-  MoeStepStats(const GPTConfig& cfg, Backend& backend, bool flips);
+  // (leaf_size·seq_len·n_embd floats per leaf and MoE block). counted: this rank's leaves count
+  // (false on a tensor-parallel rank other than 0, whose routing repeats rank 0's).
+  MoeStepStats(const GPTConfig& cfg, Backend& backend, bool flips, bool counted);
   void clear();
   // The last forward's routing of every MoE block the model (a pipeline stage's) holds.
   void add_leaf(const GPT& model);
@@ -40,7 +41,7 @@ class MoeStepStats {
 
   GPTConfig cfg_;
   Backend& be_;
-  bool flips_;
+  bool flips_, counted_;
   std::vector<int> ordinal_;  // (n_layer) a block's index among the MoE blocks, −1 for a dense one
   int blocks_ = 0;
   std::vector<int64_t> counts_;         // (blocks, experts)
