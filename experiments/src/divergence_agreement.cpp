@@ -1,7 +1,8 @@
 // divergence.hpp: AgreementProbe — two parameter states forwarded over the same fixed batch (the
-// first sequences of the experiment's validation set), argmax disagreement and the Pearson
-// correlation of the logits. Determinism: canonical kernels on the CPU backend, one model per
-// state, positions in ascending order, fp64 co-moments updated sequentially (Welford).
+// first sequences of the experiment's validation set), argmax disagreement, the Pearson
+// correlation of the logits and, for a Mixture-of-Experts model, the tokens routed differently. Determinism: canonical
+// kernels on the CPU backend, one model per state, positions in ascending order, fp64 co-moments updated sequentially
+// (Welford).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -80,6 +81,15 @@ Agreement AgreementProbe::compare(std::span<const float> a, std::span<const floa
     p.backend->copy_to_host(la.data(), p.model_a->logits(), la.size() * sizeof(float));
     p.backend->copy_to_host(lb.data(), p.model_b->logits(), lb.size() * sizeof(float));
     equal = equal && std::memcmp(la.data(), lb.data(), la.size() * sizeof(float)) == 0;
+    const size_t k = size_t(p.config.model.moe_top_k);
+    for (int l = 0; l < p.config.model.n_layer; ++l) {
+      if (!p.config.model.moe_block(l)) continue;
+      const std::vector<int32_t>&ca = p.model_a->moe_choices(l), &cb = p.model_b->moe_choices(l);
+      for (size_t t = 0; t < ca.size(); t += k)  // both ascending: sets differ iff an entry does
+        r.routes_differing +=
+            std::equal(ca.begin() + ptrdiff_t(t), ca.begin() + ptrdiff_t(t + k), cb.begin() + ptrdiff_t(t)) ? 0 : 1;
+      r.routes += int64_t(ca.size() / k);
+    }
     for (int t = 0; t < T; ++t) {
       const float* ra = la.data() + size_t(t) * size_t(V);
       const float* rb = lb.data() + size_t(t) * size_t(V);
@@ -99,6 +109,7 @@ Agreement AgreementProbe::compare(std::span<const float> a, std::span<const floa
   }
   r.positions = int64_t(p.batch->size()) * T;
   r.disagreement = r.positions ? double(r.disagreeing) / double(r.positions) : 0.0;
+  r.route_disagreement = r.routes ? double(r.routes_differing) / double(r.routes) : 0.0;
   if (equal) r.logit_correlation = 1.0;
   else if (m2_a > 0 && m2_b > 0) r.logit_correlation = co / (std::sqrt(m2_a) * std::sqrt(m2_b));
   else r.logit_correlation = std::numeric_limits<double>::quiet_NaN();

@@ -151,7 +151,9 @@ std::string agreement_json(const Agreement& a) {
          ", \"positions\": " + std::to_string(a.positions) + ", \"disagreeing\": " + std::to_string(a.disagreeing) +
          ", \"disagreement\": " + json_number(a.disagreement) +
          ", \"logit_correlation\": " + json_number(a.logit_correlation) + ", \"loss_a\": " + json_number(a.loss_a) +
-         ", \"loss_b\": " + json_number(a.loss_b) + "}";
+         ", \"loss_b\": " + json_number(a.loss_b) + ", \"routes\": " + std::to_string(a.routes) +
+         ", \"routes_differing\": " + std::to_string(a.routes_differing) +
+         ", \"route_disagreement\": " + json_number(a.route_disagreement) + "}";
 }
 
 std::string distance_text(const std::vector<DistancePoint>& curve, const Growth& growth, std::size_t rows) {
@@ -214,6 +216,9 @@ std::string agreement_text(const Agreement& a) {
     << "%), logit correlation " << fmt("%.9f", a.logit_correlation);
   if (a.logit_correlation < 1) s << " (1 - r = " << fmt("%.3g", 1 - a.logit_correlation) << ")";
   s << ", loss " << fmt("%.6f", a.loss_a) << " | " << fmt("%.6f", a.loss_b) << "\n";
+  if (a.routes > 0)
+    s << "routing      " << a.routes_differing << " of " << a.routes
+      << " token routes (positions × MoE blocks) differ (" << fmt("%.4g", 100.0 * a.route_disagreement) << "%)\n";
   return s.str();
 }
 

@@ -71,6 +71,8 @@ std::vector<CellResult> compare_cells(const SweepSpec& spec) {
     r.growth_rate = kNaN;
     r.disagreement = kNaN;
     r.logit_correlation = kNaN;
+    r.route_disagreement = kNaN;
+    r.moe = cell.config.model.moe_experts > 0;
     r.final_loss = std::numeric_limits<float>::quiet_NaN();
     const run::RunReader* run = runs.get(cell);
     if (run == nullptr) {
@@ -107,6 +109,7 @@ std::vector<CellResult> compare_cells(const SweepSpec& spec) {
       }
       r.disagreement = 0.0;
       r.logit_correlation = 1.0;
+      r.route_disagreement = 0.0;
     } else {
       DiffOptions options;
       options.agreement = false;
@@ -127,6 +130,7 @@ std::vector<CellResult> compare_cells(const SweepSpec& spec) {
       if (r.identical) {
         r.disagreement = 0.0;
         r.logit_correlation = 1.0;
+        r.route_disagreement = 0.0;
       } else if (d.same_layout && !d.states.empty()) {
         const StateDistance& last = d.states.back();
         const auto weights = [&](const run::RunReader& x) {
@@ -136,6 +140,7 @@ std::vector<CellResult> compare_cells(const SweepSpec& spec) {
         const Agreement a = probe.compare(weights(*ref), weights(*run), last.step, last.source);
         r.disagreement = a.disagreement;
         r.logit_correlation = a.logit_correlation;
+        r.route_disagreement = a.route_disagreement;
       }
     }
     results.push_back(std::move(r));
@@ -191,13 +196,20 @@ std::string pairwise_table(const SweepSpec& spec, const Pairwise& pairs) {
 }
 
 std::string results_table(const std::vector<CellResult>& results) {
+  // Sweeps of Mixture-of-Experts models add the probe's route disagreement after the argmax one.
+  const bool moe = std::any_of(results.begin(), results.end(), [](const CellResult& r) { return r.moe; });
+  const auto percent = [](double v) {
+    return std::isnan(v) ? std::string("—") : v == 0 ? std::string("0") : fmt("%.2g", 100 * v) + " %";
+  };
   std::ostringstream t;
   t << "| cell | configuration | reference | identical | first divergent step | final rel. L2 (step) | growth /step | "
-       "disagreement | final loss | max loss gap | train s |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+       "disagreement | "
+    << (moe ? "routes differ | " : "") << "final loss | max loss gap | train s |\n|---|---|---|---|---|---|---|---|"
+    << (moe ? "---|" : "") << "---|---|---|\n";
   for (const CellResult& r : results) {
     t << "| " << r.name << " | " << r.description << " | ";
     if (!r.available) {
-      t << r.reference << " | — | — | — | — | — | — | — | " << r.status << " |\n";
+      t << r.reference << " | — | — | — | — | — | " << (moe ? "— | " : "") << "— | — | " << r.status << " |\n";
       continue;
     }
     const bool self = r.reference == r.name;
@@ -212,11 +224,9 @@ std::string results_table(const std::vector<CellResult>& results) {
       t << (r.final_rel_l2 == 0 ? std::string("0") : fmt("%.3g", r.final_rel_l2)) << " (" << r.final_distance_step
         << ") | ";
     }
-    t << (std::isnan(r.growth_rate) ? std::string("—") : fmt("%.3g", r.growth_rate)) << " | "
-      << (std::isnan(r.disagreement) ? std::string("—")
-          : r.disagreement == 0      ? std::string("0")
-                                     : fmt("%.2g", 100 * r.disagreement) + " %")
+    t << (std::isnan(r.growth_rate) ? std::string("—") : fmt("%.3g", r.growth_rate)) << " | " << percent(r.disagreement)
       << " | ";
+    if (moe) t << (r.moe ? percent(r.route_disagreement) : std::string("—")) << " | ";
     t << fmt("%.6f", r.final_loss) << (r.status == "finished" ? "" : " (" + r.status + ")") << " | "
       << (r.max_loss_gap == 0 ? std::string("0") : fmt("%.2g", r.max_loss_gap)) << " | " << fmt("%.1f", r.wall_seconds)
       << " |\n";
@@ -270,6 +280,7 @@ void write_summary(const SweepSpec& spec, const std::vector<CellResult>& results
       g.set_attr("jump_step", r.jump_step);
       g.set_attr("disagreement", r.disagreement);
       g.set_attr("logit_correlation", r.logit_correlation);
+      g.set_attr("route_disagreement", r.route_disagreement);
       g.set_attr("max_loss_gap", r.max_loss_gap);
       g.set_attr("final_loss", double(r.final_loss));
       g.set_attr("wall_seconds", r.wall_seconds);

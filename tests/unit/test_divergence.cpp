@@ -205,3 +205,28 @@ TEST_CASE("side by side: a 1-ULP perturbation after step 5 first diverges at ste
   CHECK(error_of([&] { sb::cli::side_by_side(a, a, 11, 1); }).find("at most the smaller") != std::string::npos);
   CHECK(error_of([&] { sb::cli::side_by_side(a, a, 2, 0); }).find("use 1 or more") != std::string::npos);
 }
+
+TEST_CASE(
+    "route agreement: an MoE model's token routes compared per block; equal states agree, a moved router does "
+    "not; a dense model has none") {
+  sb::Config c = tiny_config();
+  CHECK(sb::cli::AgreementProbe(c).compare(initial_weights(c, 1), initial_weights(c, 1)).routes == 0);
+  c.model.n_layer = 2;
+  c.model.moe_experts = 4, c.model.moe_top_k = 2, c.model.moe_every = 2;  // block 1 only
+  const std::vector<float> a = initial_weights(c, 1);
+  sb::cli::AgreementProbe probe(c);
+  const sb::cli::Agreement same = probe.compare(a, a);
+  CHECK(same.routes == 2 * 16);  // positions × one MoE block
+  CHECK(same.routes_differing == 0);
+  CHECK(same.route_disagreement == 0);
+  // The router of block 1 replaced by another seed's: every expert set recomputed from other logits.
+  std::vector<float> b = a;
+  const std::vector<float> other = initial_weights(c, 2);
+  const sb::ParamView* router = sb::find_param(sb::gpt_param_layout(c.model), "h.1.moe.router.w");
+  REQUIRE(router != nullptr);
+  std::copy_n(other.begin() + ptrdiff_t(router->offset), router->numel, b.begin() + ptrdiff_t(router->offset));
+  const sb::cli::Agreement moved = probe.compare(a, b);
+  CHECK(moved.routes == 2 * 16);
+  CHECK(moved.routes_differing > 0);
+  CHECK(moved.route_disagreement == double(moved.routes_differing) / double(moved.routes));
+}

@@ -72,6 +72,11 @@ struct Agreement {
                                   // passes); 1 when the logits are bitwise equal, NaN when one
                                   // state's logits are constant
   double loss_a = 0, loss_b = 0;  // mean cross-entropy of each state on the batch
+  // Mixture-of-Experts models: token positions × MoE blocks, those whose top-k expert set differs
+  // between the states (both routed without auxiliary-loss-free biases: the states hold weights),
+  // and their fraction; 0 for a dense model.
+  int64_t routes = 0, routes_differing = 0;
+  double route_disagreement = 0;
 };
 
 // The fixed evaluation batch of an experiment and a model to forward it: the first `sequences`

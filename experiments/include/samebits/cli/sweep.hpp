@@ -98,14 +98,16 @@ struct CellResult {
   int64_t first_divergent_step = 0;  // 0: none
   double final_rel_l2 = 0;           // at the last step both hold parameters (NaN: none)
   int64_t final_distance_step = 0;
-  double growth_rate = 0;                     // d ln(rel-L2) / d step over the fitted points (Growth; NaN: < 2)
-  int64_t jump_step = 0;                      // Growth::jump_step (0: none)
-  double disagreement = 0;                    // argmax disagreement on the probe batch at that last step (NaN: none)
-  double logit_correlation = 1;               // Pearson correlation of the probe's logits there
-  float final_loss = 0;                       // NaN when no step was recorded
-  double max_loss_gap = 0;                    // max |loss − reference loss| over the compared steps
-  double wall_seconds = 0;                    // sum of the run's /timing/step_seconds
-  std::vector<float> loss;                    // (steps)
+  double growth_rate = 0;         // d ln(rel-L2) / d step over the fitted points (Growth; NaN: < 2)
+  int64_t jump_step = 0;          // Growth::jump_step (0: none)
+  double disagreement = 0;        // argmax disagreement on the probe batch at that last step (NaN: none)
+  double logit_correlation = 1;   // Pearson correlation of the probe's logits there
+  bool moe = false;               // the cell's model has Mixture-of-Experts blocks
+  double route_disagreement = 0;  // MoE: the probe's token routes (positions × blocks) that differ there (NaN: none)
+  float final_loss = 0;           // NaN when no step was recorded
+  double max_loss_gap = 0;        // max |loss − reference loss| over the compared steps
+  double wall_seconds = 0;        // sum of the run's /timing/step_seconds
+  std::vector<float> loss;        // (steps)
   std::vector<float> grad_sq_est, trace_est;  // (steps) the noise-scale estimates (TRAINING.md)
   std::vector<double> loss_gap;               // (compared steps) loss − reference loss
   std::vector<int64_t> distance_steps;        // steps where both runs hold the parameters
