@@ -21,7 +21,6 @@ int checked_tp(const Config& c) {
   const int64_t tp = c.parallel.tp;
   auto refuse = [tp](const char* what) { SB_FAIL("config parallel.tp=", tp, " with ", what, " is not supported"); };
   if (c.optim.qk_clip > 0.0) refuse("optim.qk_clip > 0 (QK-clip reads whole heads' q and k)");
-  if (c.perturb.enabled()) refuse("[perturb] (set perturb.tensor empty)");
   if (c.numerics.allreduce != AllreduceMode::exact) refuse("numerics.allreduce=native");
   return static_cast<int>(tp);
 }

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "samebits/core/model/tp_layout.hpp"
 #include "samebits/det/error.hpp"
 
 namespace sb {
@@ -48,12 +49,25 @@ PerturbationApplied apply_perturbation(const PerturbConfig& perturb, GPT& model)
            "' is not a tensor of this model; "
            "valid names: ",
            param_names(model.params()));
-  SB_CHECK(perturb.index >= 0 && uint64_t(perturb.index) < param->numel, "perturb.index=", perturb.index,
-           " is outside tensor ", perturb.tensor, " (", param->numel, " elements)");
+  // Under tensor parallelism the index is the full tensor's: one rank of the group holds it.
+  const TpLayout& tp = model.tp_layout();
+  size_t index = size_t(perturb.index), numel = param->numel;
+  const TpSplit* split = nullptr;
+  for (size_t t = 0; t < tp.full.size(); ++t)
+    if (tp.full[t].name == perturb.tensor) split = &tp.splits[t], numel = tp.full[t].numel;
+  SB_CHECK(perturb.index >= 0 && uint64_t(perturb.index) < numel, "perturb.index=", perturb.index,
+           " is outside tensor ", perturb.tensor, " (", numel, " elements)");
   PerturbationApplied applied;
   applied.tensor = perturb.tensor;
   applied.index = perturb.index;
-  applied.flat = param->offset + size_t(perturb.index);
+  if (split != nullptr && split->sharded) {  // full (outer, extent, inner); rank r holds rows [first(r), …)
+    const int64_t i = perturb.index, o = i / (split->extent * split->inner), w = i / split->inner % split->extent;
+    const int owner = int(w / split->part);
+    applied.here = owner == tp.rank;
+    if (!applied.here) return applied;  // another rank's element: nothing to do here
+    index = size_t((o * split->rows(owner) + (w - split->first(owner))) * split->inner + i % split->inner);
+  }
+  applied.flat = param->offset + index;
   float* element = model.weights().data_as<float>() + applied.flat;  // backend memory
   Backend& be = model.backend();
   be.copy_to_host(&applied.before, element, sizeof(float));

@@ -177,3 +177,26 @@ TEST_CASE("route flips count the tokens the update re-routes: none when the rout
   const std::vector<float> loss = r.series<float>("series/loss");
   CHECK(loss.back() < loss.front());  // the experts did train
 }
+
+TEST_CASE(
+    "moe_tiny.ini: one expert weight moved 1 ULP at TP 2 is one process's perturbed run; samebits trace names "
+    "that expert's op") {
+  TempDir dir;
+  const std::string ulp =
+      " --perturb.tensor h.1.moe.e3.fc.w --perturb.index 5000 --perturb.ulps 1 --perturb.step 2 --run.threads 1";
+  train(dir, "one.h5", "--run.threads 1");
+  train(dir, "one_ulp.h5", ulp);
+  const sb::test::Launch tp = train_mpi(dir, 2, kPreset, kShort + " --parallel.tp 2 --run.threads 1 --out tp.h5");
+  REQUIRE_MESSAGE(tp.exit_code == 0, tp.output);
+  const sb::test::Launch tp_ulp = train_mpi(dir, 2, kPreset, kShort + " --parallel.tp 2" + ulp + " --out tp_ulp.h5");
+  REQUIRE_MESSAGE(tp_ulp.exit_code == 0, tp_ulp.output);
+  check_identical(dir, "one_ulp.h5", "tp_ulp.h5");  // element 5000 lies in rank 1's shard (rows 88..175)
+  const Result equal = run({"trace", dir / "one.h5", dir / "tp.h5"});
+  CHECK_MESSAGE(equal.code == 0, equal.output);
+  CHECK(equal.output.find("every op equal") != std::string::npos);
+  const Result moved = run({"trace", dir / "one.h5", dir / "tp_ulp.h5"});
+  CHECK_MESSAGE(moved.code == 1, moved.output);
+  CHECK(moved.output.find("first divergent step 3") != std::string::npos);
+  CHECK(moved.output.find("origin: op") != std::string::npos);
+  CHECK(moved.output.find("h.1.moe.e3 gemm") != std::string::npos);
+}

@@ -23,14 +23,16 @@ bool perturbation_due(const PerturbConfig& perturb, int64_t steps_done);
 // What apply_perturbation changed, for logs and tests.
 struct PerturbationApplied {
   std::string tensor;
-  int64_t index = 0;  // in the tensor
-  size_t flat = 0;    // in the flat weight buffer
+  int64_t index = 0;  // in the (full) tensor
+  bool here = true;   // false: a tensor-parallel shard of another rank holds the element
+  size_t flat = 0;    // in this rank's flat weight buffer
   float before = 0;
   float after = 0;
 };
 
 // Moves element perturb.index of tensor perturb.tensor of `model`'s weights by perturb.ulps: one
-// element copied from the backend, stepped on the host, copied back. Throws sb::Error for an
+// element copied from the backend, stepped on the host, copied back (under tensor parallelism by
+// the rank whose shard holds it; perturb.index is the full tensor's). Throws sb::Error for an
 // unknown tensor, an index out of range, or a non-finite element / result.
 PerturbationApplied apply_perturbation(const PerturbConfig& perturb, GPT& model);
 
