@@ -1,8 +1,9 @@
 // The bf16 pair order's driver (numerics.bf16_dot = pairs): every C element is ops::bf16_pair_dot's
 // chain — k in pairs from p = 0, the odd product then the even one, from +0 or from C's value read
-// flushed. Operands are packed once as bf16 pairs (rounded RNE, subnormals as ±0, an odd k's pads);
-// the kernels continue each tile's chains across k-blocks, never add partials. OpenMP over output
-// tiles only: the bits depend on neither the thread count, the tiles nor the path.
+// flushed. Operands are packed once as bf16 pairs (rounded RNE, subnormals as ±0, an odd k's pads)
+// by the path's packer, panel by panel; the kernels continue each tile's chains across k-blocks,
+// never add partials. OpenMP over panels (pure conversion) and output tiles: the bits depend on
+// neither the thread count, the tiles nor the path.
 #include <algorithm>
 #include <vector>
 
@@ -16,44 +17,23 @@ namespace {
 constexpr int KP = 128;        // pairs of k per block of a tile's pass
 constexpr int TI = 8, TJ = 4;  // one parallel task: TI row panels × TJ column panels
 
-// Element i of pair pp of a line along k (x(p) = the operand at k = p): the odd element (or pad)
-// high, the even one low.
-template <class At>
-uint32_t pack_pair(At x, int pp, int k, uint16_t pad) {
-  const int p = 2 * pp;
-  const uint16_t odd = p + 1 < k ? ops::bf16_pair_operand(x(p + 1)) : pad;
-  return uint32_t{odd} << 16 | ops::bf16_pair_operand(x(p));
-}
-
 struct Packed {
   std::vector<uint32_t> a, b;  // (mp, kp, MR), (np, kp, NR)
   int mp, np, kp;
 };
 
-void pack_a(const ops::GemmProblem& g, int ip, int kp, uint32_t* out) {
-  for (int r = 0; r < MR; ++r) {
-    const int i = ip * MR + r;
-    if (i >= g.m) {
-      for (int pp = 0; pp < kp; ++pp) out[static_cast<size_t>(pp) * MR + r] = 0;
-      continue;
-    }
-    auto x = [&](int p) {
-      return g.a_transposed() ? g.a[static_cast<size_t>(p) * g.lda + i] : g.a[static_cast<size_t>(i) * g.lda + p];
-    };
-    for (int pp = 0; pp < kp; ++pp) out[static_cast<size_t>(pp) * MR + r] = pack_pair(x, pp, g.k, ops::kBf16PadA);
-  }
+// Row panel ip of op(A) / column panel jp of op(B) as packed lines.
+Lines a_panel(const ops::GemmProblem& g, int ip) {
+  const int i = ip * MR;
+  const bool along = !g.a_transposed();
+  const float* x = g.a + (along ? static_cast<size_t>(i) * g.lda : i);
+  return {x, static_cast<size_t>(g.lda), along, std::min(MR, g.m - i), g.k, ops::kBf16PadA};
 }
-
-void pack_b(const ops::GemmProblem& g, int jp, int kp, uint32_t* out) {
-  for (int pp = 0; pp < kp; ++pp) {
-    for (int c = 0; c < NR; ++c) {
-      const int j = jp * NR + c;
-      auto x = [&](int p) {
-        return g.b_transposed() ? g.b[static_cast<size_t>(j) * g.ldb + p] : g.b[static_cast<size_t>(p) * g.ldb + j];
-      };
-      out[static_cast<size_t>(pp) * NR + c] = j < g.n ? pack_pair(x, pp, g.k, ops::kBf16PadB) : 0;
-    }
-  }
+Lines b_panel(const ops::GemmProblem& g, int jp) {
+  const int j = jp * NR;
+  const bool along = g.b_transposed();
+  const float* x = g.b + (along ? static_cast<size_t>(j) * g.ldb : j);
+  return {x, static_cast<size_t>(g.ldb), along, std::min(NR, g.n - j), g.k, ops::kBf16PadB};
 }
 
 // The tiles of task (bi, bj): each starts at +0 or C flushed, runs every k-block, then is stored
@@ -94,7 +74,9 @@ void run_task(const ops::GemmProblem& g, const Packed& pk, Kernel kern, int bi, 
 }  // namespace
 
 void gemm_pairs(const ops::GemmProblem& g) {
-  const Kernel kern = kernel(active_isa());
+  const Isa isa = active_isa();
+  const Kernel kern = kernel(isa);
+  const Pack pack = packer(isa);
   thread_local Packed buffer;  // this thread's, reused across calls; the team shares it through pk
   Packed& pk = buffer;
   pk.mp = (g.m + MR - 1) / MR;
@@ -106,9 +88,9 @@ void gemm_pairs(const ops::GemmProblem& g) {
 #pragma omp parallel
   {
 #pragma omp for schedule(static) nowait
-    for (int ip = 0; ip < pk.mp; ++ip) pack_a(g, ip, pk.kp, pk.a.data() + static_cast<size_t>(ip) * pk.kp * MR);
+    for (int ip = 0; ip < pk.mp; ++ip) pack(a_panel(g, ip), MR, pk.a.data() + static_cast<size_t>(ip) * pk.kp * MR);
 #pragma omp for schedule(static)
-    for (int jp = 0; jp < pk.np; ++jp) pack_b(g, jp, pk.kp, pk.b.data() + static_cast<size_t>(jp) * pk.kp * NR);
+    for (int jp = 0; jp < pk.np; ++jp) pack(b_panel(g, jp), NR, pk.b.data() + static_cast<size_t>(jp) * pk.kp * NR);
 #pragma omp for schedule(static) collapse(2)
     for (int bj = 0; bj < tj; ++bj)
       for (int bi = 0; bi < ti; ++bi) run_task(g, pk, kern, bi, bj);

@@ -210,6 +210,13 @@ Kernel kernel(Isa isa) {
   return kernel_scalar;
 }
 
+Pack packer(Isa isa) {
+#if defined(__x86_64__)
+  if (isa != Isa::scalar) return pack_avx2;  // every AVX-512F CPU reports AVX2
+#endif
+  return pack_scalar;
+}
+
 }  // namespace sb::cpu::pairs
 
 namespace sb {

@@ -234,6 +234,61 @@ TEST_CASE("bf16 pairs: every path, thread count and transposition gives ops::bf1
   omp_set_num_threads(saved);
 }
 
+namespace {
+
+// op(X) (rows, cols), stored as it is or transposed.
+std::vector<float> stored(const std::vector<float>& x, int rows, int cols, Trans t) {
+  if (t == Trans::no) return x;
+  std::vector<float> s(x.size());
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) s[static_cast<size_t>(c) * rows + r] = x[static_cast<size_t>(r) * cols + c];
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("bf16 pairs: every path packs every fp32 as bf16_pair_operand, in every layout") {
+  // Ties either way, fp32 subnormals (one rounding up to bf16's smallest normal), the largest
+  // finite values (rounding to Inf), Inf, NaNs (one whose rounding would carry), signed zeros,
+  // then random bit patterns.
+  std::vector<uint32_t> bits = {0x3f808000, 0x3f818000, 0x3f808001, 0x3f807fff, 0xbf818000, 0x00000001,
+                                0x00008000, 0x007f7fff, 0x007f8000, 0x007fffff, 0x807fffff, 0x00800000,
+                                0x7f7f7fff, 0x7f7fffff, 0xff7fffff, 0x7f800000, 0xff800000, 0x7f800001,
+                                0x7f808000, 0x7fc00000, 0xffffffff, 0x00000000, 0x80000000, 0x3f800000};
+  std::mt19937 rng(57);
+  while (bits.size() < 300) bits.push_back(static_cast<uint32_t>(rng()));
+  const int v = static_cast<int>(bits.size()), k = 37, few = 11;  // k: two blocks of 16 and an odd tail
+  // One value per line of op(A) (or op(B)) at p = line % k, zeros elsewhere; the other operand all
+  // ones: every C element is that value's operand.
+  std::vector<float> sparse(static_cast<size_t>(v) * k, 0.0f), ones(static_cast<size_t>(few) * k, 1.0f);
+  for (int i = 0; i < v; ++i) sparse[static_cast<size_t>(i) * k + i % k] = det::float_of_bits(bits[i]);
+  const std::vector<float> sparse_t = stored(sparse, v, k, Trans::yes);  // op(B) (k, v): column j is line j
+  auto same = [](const std::vector<float>& x, const std::vector<float>& y) {
+    for (size_t e = 0; e < x.size(); ++e)
+      if (det::bits_of(x[e]) != det::bits_of(y[e]) && !(x[e] != x[e] && y[e] != y[e])) return false;
+    return true;
+  };
+  for (const std::string& path : bf16_pairs_isa_names()) {
+    if (!bf16_pairs_isa_available(path)) continue;
+    const ForcedIsa forced(path);
+    for (const Trans ta : {Trans::no, Trans::yes}) {
+      for (const Trans tb : {Trans::no, Trans::yes}) {
+        CAPTURE(path);
+        CAPTURE(static_cast<int>(ta));
+        CAPTURE(static_cast<int>(tb));
+        const auto a = stored(sparse, v, k, ta), b = stored(ones, k, few, tb);
+        const std::vector<float> c_a(static_cast<size_t>(v) * few);
+        CHECK(same(pair_gemm(a, b, c_a, ta, tb, v, few, k, false, nullptr),
+                   pair_reference(a, b, c_a, ta, tb, v, few, k, false, nullptr)));
+        const auto a1 = stored(ones, few, k, ta), b1 = stored(sparse_t, k, v, tb);
+        const std::vector<float> c_b(static_cast<size_t>(few) * v);
+        CHECK(same(pair_gemm(a1, b1, c_b, ta, tb, few, v, k, false, nullptr),
+                   pair_reference(a1, b1, c_b, ta, tb, few, v, k, false, nullptr)));
+      }
+    }
+  }
+}
+
 TEST_CASE("bf16 pairs: unknown paths and settings are errors that name what to change") {
   {
     const ForcedIsa forced("avx9000");
