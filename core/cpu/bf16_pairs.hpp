@@ -49,6 +49,7 @@ inline uint32_t pair_word(const float* x, size_t step, int pp, int k, uint16_t p
 }
 void pack_scalar(const Lines& src, int w, uint32_t* out);
 void pack_avx2(const Lines& src, int w, uint32_t* out);
+void pack_avx512(const Lines& src, int w, uint32_t* out);
 
 // The path: scalar (ops:: formula), avx2 / avx512 (the emulation in 8 / 16 fp32 lanes) or
 // avx512bf16 (vdpbf16ps). SAMEBITS_BF16_ISA when set (an error naming the variable when this CPU

@@ -212,7 +212,8 @@ Kernel kernel(Isa isa) {
 
 Pack packer(Isa isa) {
 #if defined(__x86_64__)
-  if (isa != Isa::scalar) return pack_avx2;  // every AVX-512F CPU reports AVX2
+  if (isa == Isa::avx512bf16 || isa == Isa::avx512) return pack_avx512;
+  if (isa == Isa::avx2) return pack_avx2;
 #endif
   return pack_scalar;
 }

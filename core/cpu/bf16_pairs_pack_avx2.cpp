@@ -8,7 +8,7 @@
 #include "bf16_pairs.hpp"
 
 #if defined(__x86_64__)
-#include "gemm_simd.hpp"
+#include "bf16_pairs_transpose.hpp"
 
 namespace sb::cpu::pairs {
 namespace {
@@ -31,25 +31,6 @@ SB_AVX2 __m256i operand(__m256 v) {
 SB_AVX2 __m256i pairs_of(const float* x) {
   const __m256i lo = operand(_mm256_loadu_ps(x)), hi = operand(_mm256_loadu_ps(x + 8));
   return _mm256_permute4x64_epi64(_mm256_packus_epi32(lo, hi), 0xd8);  // packus interleaves 128-bit halves
-}
-
-// v[r][c] ← v[c][r] for 8 × 8 words.
-SB_AVX2 void transpose8(__m256i* v) {
-  __m256i t[8], u[8];
-  for (int i = 0; i < 8; i += 2) {
-    t[i] = _mm256_unpacklo_epi32(v[i], v[i + 1]);
-    t[i + 1] = _mm256_unpackhi_epi32(v[i], v[i + 1]);
-  }
-  for (int i = 0; i < 8; i += 4) {
-    u[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
-    u[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
-    u[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
-    u[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
-  }
-  for (int i = 0; i < 4; ++i) {
-    v[i] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x20);
-    v[i + 4] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x31);
-  }
 }
 
 SB_AVX2 void store(uint32_t* out, __m256i v) { _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), v); }

@@ -284,6 +284,13 @@ TEST_CASE("bf16 pairs: every path packs every fp32 as bf16_pair_operand, in ever
         const std::vector<float> c_b(static_cast<size_t>(few) * v);
         CHECK(same(pair_gemm(a1, b1, c_b, ta, tb, few, v, k, false, nullptr),
                    pair_reference(a1, b1, c_b, ta, tb, few, v, k, false, nullptr)));
+        // An odd k's pads (−0 in A, +0 in B) keep an accumulated −0 when every product is −0;
+        // any other pad gives +0.
+        for (const int kk : {1, 17, 37}) {
+          const std::vector<float> a2(static_cast<size_t>(few) * kk, 1.0f), b2(static_cast<size_t>(kk) * v, -0.0f),
+              c2(static_cast<size_t>(few) * v, -0.0f);
+          CHECK(same(pair_gemm(a2, b2, c2, ta, tb, few, v, kk, true, nullptr), c2));
+        }
       }
     }
   }
