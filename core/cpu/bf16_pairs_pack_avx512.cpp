@@ -43,11 +43,10 @@ SB_AVX512 __mmask16 first(int n) { return static_cast<__mmask16>(n >= 16 ? 0xfff
 __attribute__((target("avx512f"))) void along(const Lines& src, int w, uint32_t* out) {
   const int kp = (src.k + 1) / 2;
   const __m512 pad = _mm512_set1_ps(det::float_of_bits(uint32_t{src.pad} << 16));
-  for (int pp0 = 0; pp0 < kp; pp0 += 8) {
-    const size_t p0 = 2 * static_cast<size_t>(pp0);
-    const __mmask16 in_k = first(src.k - static_cast<int>(p0));
-    const int pairs = std::min(8, kp - pp0);
-    for (int l0 = 0; l0 < w; l0 += 8) {
+  for (int l0 = 0; l0 < w; l0 += 8) {  // 8 lines at a time along all of k: 8 streams of reads
+    for (int pp0 = 0; pp0 < kp; pp0 += 8) {
+      const size_t p0 = 2 * static_cast<size_t>(pp0);
+      const __mmask16 in_k = first(src.k - static_cast<int>(p0));
       __m256i v[8];
       for (int r = 0; r < 8; ++r) {
         v[r] = _mm256_setzero_si256();
@@ -56,7 +55,7 @@ __attribute__((target("avx512f"))) void along(const Lines& src, int w, uint32_t*
         v[r] = _mm512_cvtepi32_epi16(operand(x));  // element 2q low, 2q + 1 high in word q
       }
       transpose8(v);
-      for (int q = 0; q < pairs; ++q)
+      for (int q = 0; q < std::min(8, kp - pp0); ++q)
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + static_cast<size_t>(pp0 + q) * w + l0), v[q]);
     }
   }
