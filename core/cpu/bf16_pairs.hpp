@@ -27,17 +27,21 @@ void kernel_avx2(int kp, const uint32_t* a, const uint32_t* b, float* tile);
 void kernel_avx512(int kp, const uint32_t* a, const uint32_t* b, float* tile);
 void kernel_avx512bf16(int kp, const uint32_t* a, const uint32_t* b, float* tile);
 
-// Packing: a panel of w lanes (MR rows of op(A) or NR columns of op(B)) as kp = ⌈k/2⌉ pairs of w
-// words, out[pp·w + l] (the layout above); lanes ≥ `lanes` are 0. Lane l's element p lies at
-// x[p·ld + l] (across: a pair's lanes contiguous, op(A) stored transposed or op(B) not) or at
-// x[l·ld + p] (along: each lane's line contiguous in k). Pure conversion, ops::bf16_pair_operand
-// element by element: every packer gives the same words.
+// Packing: `lanes` lanes (rows of op(A) or columns of op(B)) as ⌈lanes / w⌉ panels of w lanes (MR
+// or NR), each kp = ⌈k/2⌉ pairs of w words: lane q·w + l's pair pp at out[(q·kp + pp)·w + l] (the
+// layout above); the last panel's lanes past `lanes` are 0. Lane l's element p lies at x[p·ld + l]
+// (across: a pair's lanes contiguous, op(A) stored transposed or op(B) not) or at x[l·ld + p]
+// (along: each lane's line contiguous in k). Pure conversion, ops::bf16_pair_operand element by
+// element: every packer gives the same words.
 struct Lines {
   const float* x;
   size_t ld;
   bool along;
   int lanes, k;
   uint16_t pad;  // the odd slot of an odd k's last pair
+  int panels(int w) const { return (lanes + w - 1) / w; }
+  // Where lane l's pair pp goes.
+  size_t at(int w, int l, int pp) const { return (static_cast<size_t>(l / w) * ((k + 1) / 2) + pp) * w + l % w; }
 };
 using Pack = void (*)(const Lines& src, int w, uint32_t* out);
 // Pair pp of a lane whose element p lies at x[p·step]: the element 2pp's operand low, 2pp + 1's

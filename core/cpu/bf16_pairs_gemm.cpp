@@ -16,24 +16,24 @@ namespace {
 
 constexpr int KP = 128;        // pairs of k per block of a tile's pass
 constexpr int TI = 8, TJ = 4;  // one parallel task: TI row panels × TJ column panels
+constexpr int PL = 512;        // lanes per packing task: 2 KiB of each row read across at a time
+static_assert(PL % MR == 0 && PL % NR == 0, "a packing task's lanes are whole panels");
 
 struct Packed {
   std::vector<uint32_t> a, b;  // (mp, kp, MR), (np, kp, NR)
   int mp, np, kp;
 };
 
-// Row panel ip of op(A) / column panel jp of op(B) as packed lines.
-Lines a_panel(const ops::GemmProblem& g, int ip) {
-  const int i = ip * MR;
+// Rows [i, i + lanes) of op(A) / columns [j, j + lanes) of op(B) as lines to pack.
+Lines a_lines(const ops::GemmProblem& g, int i, int lanes) {
   const bool along = !g.a_transposed();
   const float* x = g.a + (along ? static_cast<size_t>(i) * g.lda : i);
-  return {x, static_cast<size_t>(g.lda), along, std::min(MR, g.m - i), g.k, ops::kBf16PadA};
+  return {x, static_cast<size_t>(g.lda), along, std::min(lanes, g.m - i), g.k, ops::kBf16PadA};
 }
-Lines b_panel(const ops::GemmProblem& g, int jp) {
-  const int j = jp * NR;
+Lines b_lines(const ops::GemmProblem& g, int j, int lanes) {
   const bool along = g.b_transposed();
   const float* x = g.b + (along ? static_cast<size_t>(j) * g.ldb : j);
-  return {x, static_cast<size_t>(g.ldb), along, std::min(NR, g.n - j), g.k, ops::kBf16PadB};
+  return {x, static_cast<size_t>(g.ldb), along, std::min(lanes, g.n - j), g.k, ops::kBf16PadB};
 }
 
 // The tiles of task (bi, bj): each starts at +0 or C flushed, runs every k-block, then is stored
@@ -88,9 +88,9 @@ void gemm_pairs(const ops::GemmProblem& g) {
 #pragma omp parallel
   {
 #pragma omp for schedule(static) nowait
-    for (int ip = 0; ip < pk.mp; ++ip) pack(a_panel(g, ip), MR, pk.a.data() + static_cast<size_t>(ip) * pk.kp * MR);
+    for (int i = 0; i < g.m; i += PL) pack(a_lines(g, i, PL), MR, pk.a.data() + static_cast<size_t>(i) * pk.kp);
 #pragma omp for schedule(static)
-    for (int jp = 0; jp < pk.np; ++jp) pack(b_panel(g, jp), NR, pk.b.data() + static_cast<size_t>(jp) * pk.kp * NR);
+    for (int j = 0; j < g.n; j += PL) pack(b_lines(g, j, PL), NR, pk.b.data() + static_cast<size_t>(j) * pk.kp);
 #pragma omp for schedule(static) collapse(2)
     for (int bj = 0; bj < tj; ++bj)
       for (int bi = 0; bi < ti; ++bi) run_task(g, pk, kern, bi, bj);

@@ -2,8 +2,9 @@
 // 0x7fff and the kept half's last bit, keep the high half; a NaN's high half quietened; a result
 // with a zero exponent as the zero of its sign), so every fp32 gives the scalar packer's bits.
 // Where each lane's line is contiguous in k (Lines::along): 16 elements of 8 lanes, then an 8 × 8
-// transpose of the pair words; where a pair's lanes are contiguous: 8 lanes of a pair at a time.
-// The rest (k past the last block of 16, lanes past the last 8) by pair_word. Compiled by a
+// transpose of the pair words; where a pair's lanes are contiguous: a pair's two rows across every
+// panel, 8 lanes at a time. The rest (k past the last block of 16, lanes past the last 8) by
+// pair_word. Compiled by a
 // function attribute and run only where cpuid reports AVX2 (bf16_pairs_isa.cpp).
 #include "bf16_pairs.hpp"
 
@@ -38,34 +39,37 @@ SB_AVX2 void store(uint32_t* out, __m256i v) { _mm256_storeu_si256(reinterpret_c
 #undef SB_AVX2
 
 __attribute__((target("avx2,fma"))) void along(const Lines& src, int w, uint32_t* out) {
-  const int kb = src.k / 16 * 8;  // pairs in whole blocks of 16 elements
-  for (int l0 = 0; l0 < w; l0 += 8) {
+  const int kp = (src.k + 1) / 2, kb = src.k / 16 * 8;  // kb: pairs in whole blocks of 16 elements
+  for (int l0 = 0; l0 < src.panels(w) * w; l0 += 8) {   // 8 lanes of one panel along all of k
+    uint32_t* o = out + src.at(w, l0, 0);
     for (int pp0 = 0; pp0 < kb; pp0 += 8) {
       __m256i v[8];
       for (int r = 0; r < 8; ++r)
         v[r] = l0 + r < src.lanes ? pairs_of(src.x + (l0 + r) * src.ld + 2 * static_cast<size_t>(pp0))
                                   : _mm256_setzero_si256();
       transpose8(v);
-      for (int q = 0; q < 8; ++q) store(out + static_cast<size_t>(pp0 + q) * w + l0, v[q]);
+      for (int q = 0; q < 8; ++q) store(o + static_cast<size_t>(pp0 + q) * w, v[q]);
+    }
+    for (int r = 0; r < 8; ++r) {
+      const float* line = l0 + r < src.lanes ? src.x + (l0 + r) * src.ld : nullptr;
+      for (int pp = kb; pp < kp; ++pp)
+        o[static_cast<size_t>(pp) * w + r] = line != nullptr ? pair_word(line, 1, pp, src.k, src.pad) : 0;
     }
   }
-  if (2 * kb < src.k)
-    pack_scalar({src.x + 2 * static_cast<size_t>(kb), src.ld, true, src.lanes, src.k - 2 * kb, src.pad}, w,
-                out + static_cast<size_t>(kb) * w);
 }
 
 __attribute__((target("avx2,fma"))) void across(const Lines& src, int w, uint32_t* out) {
-  const int kp = (src.k + 1) / 2, whole = src.lanes / 8 * 8;
-  for (int pp = 0; pp < kp; ++pp) {
+  const int kp = (src.k + 1) / 2, whole = src.lanes / 8 * 8, all = src.panels(w) * w;
+  for (int pp = 0; pp < kp; ++pp) {  // a pair's two rows across every panel
     const float* even = src.x + 2 * static_cast<size_t>(pp) * src.ld;
     const bool odd = 2 * pp + 1 < src.k;
-    uint32_t* o = out + static_cast<size_t>(pp) * w;
     for (int l0 = 0; l0 < whole; l0 += 8) {
       const __m256i e = operand(_mm256_loadu_ps(even + l0));
       const __m256i h = odd ? operand(_mm256_loadu_ps(even + src.ld + l0)) : _mm256_set1_epi32(src.pad);
-      store(o + l0, _mm256_or_si256(_mm256_slli_epi32(h, 16), e));
+      store(out + src.at(w, l0, pp), _mm256_or_si256(_mm256_slli_epi32(h, 16), e));
     }
-    for (int l = whole; l < w; ++l) o[l] = l < src.lanes ? pair_word(src.x + l, src.ld, pp, src.k, src.pad) : 0;
+    for (int l = whole; l < all; ++l)
+      out[src.at(w, l, pp)] = l < src.lanes ? pair_word(src.x + l, src.ld, pp, src.k, src.pad) : 0;
   }
 }
 

@@ -2,9 +2,9 @@
 // bf16_pairs_pack_avx2.cpp, with masked loads and stores for every tail. Where each lane's line is
 // contiguous in k (Lines::along): 16 elements of 8 lanes narrowed to 8 pair words each, then an
 // 8 × 8 transpose; past k the loads read the pad (a bf16 zero, so its fp32 is its own operand),
-// and no word past the last pair is stored. Where a pair's lanes are contiguous: 16 lanes of a
-// pair at a time. Compiled by a function attribute and run only where cpuid reports AVX-512F
-// (bf16_pairs_isa.cpp).
+// and no word past the last pair is stored. Where a pair's lanes are contiguous: the pair's two
+// rows across every panel, 16 lanes at a time. Compiled by a function attribute and run only where
+// cpuid reports AVX-512F (bf16_pairs_isa.cpp).
 #include <algorithm>
 
 #include "bf16_pairs.hpp"
@@ -43,7 +43,8 @@ SB_AVX512 __mmask16 first(int n) { return static_cast<__mmask16>(n >= 16 ? 0xfff
 __attribute__((target("avx512f"))) void along(const Lines& src, int w, uint32_t* out) {
   const int kp = (src.k + 1) / 2;
   const __m512 pad = _mm512_set1_ps(det::float_of_bits(uint32_t{src.pad} << 16));
-  for (int l0 = 0; l0 < w; l0 += 8) {  // 8 lines at a time along all of k: 8 streams of reads
+  for (int l0 = 0; l0 < src.panels(w) * w; l0 += 8) {  // 8 lanes of one panel along all of k
+    uint32_t* o = out + src.at(w, l0, 0);
     for (int pp0 = 0; pp0 < kp; pp0 += 8) {
       const size_t p0 = 2 * static_cast<size_t>(pp0);
       const __mmask16 in_k = first(src.k - static_cast<int>(p0));
@@ -56,24 +57,26 @@ __attribute__((target("avx512f"))) void along(const Lines& src, int w, uint32_t*
       }
       transpose8(v);
       for (int q = 0; q < std::min(8, kp - pp0); ++q)
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + static_cast<size_t>(pp0 + q) * w + l0), v[q]);
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + static_cast<size_t>(pp0 + q) * w), v[q]);
     }
   }
 }
 
 __attribute__((target("avx512f"))) void across(const Lines& src, int w, uint32_t* out) {
-  static_assert(MR <= 32 && NR <= 32, "pack_avx512: at most two groups of 16 lanes");
-  const int kp = (src.k + 1) / 2;
-  const __mmask16 lanes[2] = {first(src.lanes), first(src.lanes - 16)}, width[2] = {first(w), first(w - 16)};
-  for (int pp = 0; pp < kp; ++pp) {
+  const int kp = (src.k + 1) / 2, all = src.panels(w) * w;
+  for (int pp = 0; pp < kp; ++pp) {  // a pair's two rows across every panel, 16 lanes at a time
     const float* even = src.x + 2 * static_cast<size_t>(pp) * src.ld;
     const bool odd = 2 * pp + 1 < src.k;
-    uint32_t* o = out + static_cast<size_t>(pp) * w;
-    for (int g = 0; g * 16 < w; ++g) {
-      const __m512i e = operand(_mm512_maskz_loadu_ps(lanes[g], even + 16 * g));
-      const __m512i h = odd ? operand(_mm512_maskz_loadu_ps(lanes[g], even + src.ld + 16 * g))
-                            : _mm512_maskz_set1_epi32(lanes[g], src.pad);
-      _mm512_mask_storeu_epi32(o + 16 * g, width[g], _mm512_or_si512(_mm512_slli_epi32(h, 16), e));
+    for (int l0 = 0; l0 < all; l0 += 16) {
+      const __mmask16 valid = first(src.lanes - l0);
+      const __m512i e = operand(_mm512_maskz_loadu_ps(valid, even + l0));
+      const __m512i h =
+          odd ? operand(_mm512_maskz_loadu_ps(valid, even + src.ld + l0)) : _mm512_maskz_set1_epi32(valid, src.pad);
+      const __m512i v = _mm512_or_si512(_mm512_slli_epi32(h, 16), e);
+      // Two halves of 8 lanes, each within one panel (w is a multiple of 8).
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + src.at(w, l0, pp)), _mm512_castsi512_si256(v));
+      if (l0 + 8 < all)
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + src.at(w, l0 + 8, pp)), _mm512_extracti64x4_epi64(v, 1));
     }
   }
 }

@@ -256,8 +256,8 @@ TEST_CASE("bf16 pairs: every path packs every fp32 as bf16_pair_operand, in ever
                                 0x7f7f7fff, 0x7f7fffff, 0xff7fffff, 0x7f800000, 0xff800000, 0x7f800001,
                                 0x7f808000, 0x7fc00000, 0xffffffff, 0x00000000, 0x80000000, 0x3f800000};
   std::mt19937 rng(57);
-  while (bits.size() < 300) bits.push_back(static_cast<uint32_t>(rng()));
-  const int v = static_cast<int>(bits.size()), k = 37, few = 11;  // k: two blocks of 16 and an odd tail
+  while (bits.size() < 600) bits.push_back(static_cast<uint32_t>(rng()));  // past one packing task (512 lanes)
+  const int v = static_cast<int>(bits.size()), k = 37, few = 11;           // k: two blocks of 16 and an odd tail
   // One value per line of op(A) (or op(B)) at p = line % k, zeros elsewhere; the other operand all
   // ones: every C element is that value's operand.
   std::vector<float> sparse(static_cast<size_t>(v) * k, 0.0f), ones(static_cast<size_t>(few) * k, 1.0f);
