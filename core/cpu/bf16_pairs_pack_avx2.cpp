@@ -2,10 +2,12 @@
 // 0x7fff and the kept half's last bit, keep the high half; a NaN's high half quietened; a result
 // with a zero exponent as the zero of its sign), so every fp32 gives the scalar packer's bits.
 // Where each lane's line is contiguous in k (Lines::along): 16 elements of 8 lanes, then an 8 × 8
-// transpose of the pair words; where a pair's lanes are contiguous: a pair's two rows across every
+// transpose of the pair words; where a pair's lanes are contiguous: 16 rows (8 pairs) across every
 // panel, 8 lanes at a time. The rest (k past the last block of 16, lanes past the last 8) by
-// pair_word. Compiled by a
-// function attribute and run only where cpuid reports AVX2 (bf16_pairs_isa.cpp).
+// pair_word. Compiled by a function attribute and run only where cpuid reports AVX2
+// (bf16_pairs_isa.cpp).
+#include <algorithm>
+
 #include "bf16_pairs.hpp"
 
 #if defined(__x86_64__)
@@ -60,16 +62,21 @@ __attribute__((target("avx2,fma"))) void along(const Lines& src, int w, uint32_t
 
 __attribute__((target("avx2,fma"))) void across(const Lines& src, int w, uint32_t* out) {
   const int kp = (src.k + 1) / 2, whole = src.lanes / 8 * 8, all = src.panels(w) * w;
-  for (int pp = 0; pp < kp; ++pp) {  // a pair's two rows across every panel
-    const float* even = src.x + 2 * static_cast<size_t>(pp) * src.ld;
-    const bool odd = 2 * pp + 1 < src.k;
+  // 8 pairs (16 rows) at a time, read across every panel, 8 lanes at a time: each panel gets 8
+  // consecutive pairs of words, and no more than 16 rows are in flight.
+  for (int pp0 = 0; pp0 < kp; pp0 += 8) {
+    const int pp1 = std::min(kp, pp0 + 8);
     for (int l0 = 0; l0 < whole; l0 += 8) {
-      const __m256i e = operand(_mm256_loadu_ps(even + l0));
-      const __m256i h = odd ? operand(_mm256_loadu_ps(even + src.ld + l0)) : _mm256_set1_epi32(src.pad);
-      store(out + src.at(w, l0, pp), _mm256_or_si256(_mm256_slli_epi32(h, 16), e));
+      for (int pp = pp0; pp < pp1; ++pp) {
+        const float* even = src.x + 2 * static_cast<size_t>(pp) * src.ld + l0;
+        const __m256i e = operand(_mm256_loadu_ps(even));
+        const __m256i h = 2 * pp + 1 < src.k ? operand(_mm256_loadu_ps(even + src.ld)) : _mm256_set1_epi32(src.pad);
+        store(out + src.at(w, l0, pp), _mm256_or_si256(_mm256_slli_epi32(h, 16), e));
+      }
     }
     for (int l = whole; l < all; ++l)
-      out[src.at(w, l, pp)] = l < src.lanes ? pair_word(src.x + l, src.ld, pp, src.k, src.pad) : 0;
+      for (int pp = pp0; pp < pp1; ++pp)
+        out[src.at(w, l, pp)] = l < src.lanes ? pair_word(src.x + l, src.ld, pp, src.k, src.pad) : 0;
   }
 }
 

@@ -2,8 +2,8 @@
 // bf16_pairs_pack_avx2.cpp, with masked loads and stores for every tail. Where each lane's line is
 // contiguous in k (Lines::along): 16 elements of 8 lanes narrowed to 8 pair words each, then an
 // 8 × 8 transpose; past k the loads read the pad (a bf16 zero, so its fp32 is its own operand),
-// and no word past the last pair is stored. Where a pair's lanes are contiguous: the pair's two
-// rows across every panel, 16 lanes at a time. Compiled by a function attribute and run only where
+// and no word past the last pair is stored. Where a pair's lanes are contiguous: 16 rows (8 pairs)
+// across every panel, 16 lanes at a time. Compiled by a function attribute and run only where
 // cpuid reports AVX-512F (bf16_pairs_isa.cpp).
 #include <algorithm>
 
@@ -64,19 +64,23 @@ __attribute__((target("avx512f"))) void along(const Lines& src, int w, uint32_t*
 
 __attribute__((target("avx512f"))) void across(const Lines& src, int w, uint32_t* out) {
   const int kp = (src.k + 1) / 2, all = src.panels(w) * w;
-  for (int pp = 0; pp < kp; ++pp) {  // a pair's two rows across every panel, 16 lanes at a time
-    const float* even = src.x + 2 * static_cast<size_t>(pp) * src.ld;
-    const bool odd = 2 * pp + 1 < src.k;
+  // 8 pairs (16 rows) at a time, read across every panel, 16 lanes at a time: each panel gets 8
+  // consecutive pairs of words, and no more than 16 rows are in flight.
+  for (int pp0 = 0; pp0 < kp; pp0 += 8) {
     for (int l0 = 0; l0 < all; l0 += 16) {
       const __mmask16 valid = first(src.lanes - l0);
-      const __m512i e = operand(_mm512_maskz_loadu_ps(valid, even + l0));
-      const __m512i h =
-          odd ? operand(_mm512_maskz_loadu_ps(valid, even + src.ld + l0)) : _mm512_maskz_set1_epi32(valid, src.pad);
-      const __m512i v = _mm512_or_si512(_mm512_slli_epi32(h, 16), e);
-      // Two halves of 8 lanes, each within one panel (w is a multiple of 8).
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + src.at(w, l0, pp)), _mm512_castsi512_si256(v));
-      if (l0 + 8 < all)
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + src.at(w, l0 + 8, pp)), _mm512_extracti64x4_epi64(v, 1));
+      for (int pp = pp0; pp < std::min(kp, pp0 + 8); ++pp) {
+        const float* even = src.x + 2 * static_cast<size_t>(pp) * src.ld;
+        const bool odd = 2 * pp + 1 < src.k;
+        const __m512i e = operand(_mm512_maskz_loadu_ps(valid, even + l0));
+        const __m512i h =
+            odd ? operand(_mm512_maskz_loadu_ps(valid, even + src.ld + l0)) : _mm512_maskz_set1_epi32(valid, src.pad);
+        const __m512i v = _mm512_or_si512(_mm512_slli_epi32(h, 16), e);
+        // Two halves of 8 lanes, each within one panel (w is a multiple of 8).
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + src.at(w, l0, pp)), _mm512_castsi512_si256(v));
+        if (l0 + 8 < all)
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + src.at(w, l0 + 8, pp)), _mm512_extracti64x4_epi64(v, 1));
+      }
     }
   }
 }
