@@ -2,8 +2,10 @@
 // vdpbf16ps (the exact sum of the accumulator and the product by TwoSum, rounded to 24 bits with an
 // unbounded exponent, then flushed below 2^-126) against ops::bf16_pair_step and bf16_pair_dot on
 // adversarial and random pairs; every path this CPU has (SAMEBITS_BF16_ISA), every thread count
-// 1–4, both transpositions, accumulation and bias against ops::bf16_pair_dot, bitwise; the chain
-// order differs (the positive control); bad names are errors naming the variable or key.
+// 1–4, both transpositions, accumulation and bias against ops::bf16_pair_dot, bitwise; every path's
+// packing of adversarial fp32 (ties, subnormals, overflow, NaN) and of an odd k's pads; a syrk's
+// mirrored triangle; the chain order differs (the positive control); bad names are errors naming
+// the variable or key.
 #include <doctest/doctest.h>
 #include <omp.h>
 
@@ -294,6 +296,38 @@ TEST_CASE("bf16 pairs: every path packs every fp32 as bf16_pair_operand, in ever
       }
     }
   }
+}
+
+TEST_CASE("bf16 pairs: a syrk's mirrored upper triangle is the full product's bits") {
+  const int saved = omp_get_max_threads();
+  struct Shape {
+    int n, k;
+  };
+  for (const Shape s : {Shape{1, 3}, Shape{77, 45}, Shape{130, 300}}) {
+    Draw draw{std::mt19937_64(static_cast<uint64_t>(s.n * 7 + s.k))};
+    std::vector<float> A(size_t(s.n) * s.k);
+    for (float& x : A) x = det::f32_from_bf16_bits(draw.bf16()) * 1.001f;
+    for (const Trans ta : {Trans::no, Trans::yes}) {
+      const Trans tb = ta == Trans::no ? Trans::yes : Trans::no;
+      const std::vector<float> zero(size_t(s.n) * s.n);
+      const auto want = pair_reference(A, A, zero, ta, tb, s.n, s.n, s.k, false, nullptr);
+      for (const std::string& path : bf16_pairs_isa_names()) {
+        if (!bf16_pairs_isa_available(path)) continue;
+        const ForcedIsa forced(path);
+        for (int threads = 1; threads <= 3; ++threads) {
+          omp_set_num_threads(threads);
+          std::vector<float> got(zero.size(), 1.0f);
+          auto be = make_cpu_backend({GemmMode::canonical, ReduceMode::canonical, Precision::bf16, Bf16Dot::pairs});
+          be->syrk(
+              ops::syrk_problem(ta, s.n, s.k, A.data(), ta == Trans::no ? s.k : s.n, got.data(), s.n, Precision::bf16));
+          CAPTURE(path);
+          CAPTURE(threads);
+          REQUIRE(test::same_bits(got.data(), want.data(), got.size(), "pair syrk"));
+        }
+      }
+    }
+  }
+  omp_set_num_threads(saved);
 }
 
 TEST_CASE("bf16 pairs: unknown paths and settings are errors that name what to change") {
