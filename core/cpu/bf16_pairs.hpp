@@ -4,9 +4,11 @@
 // computes every C element's pair chain exactly as ops::bf16_pair_dot, so every path, tile order
 // and thread count gives the same bits.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "samebits/core/ops/bf16_pairs.hpp"
 #include "samebits/core/ops/gemm_problem.hpp"
 
 namespace sb::cpu::pairs {
@@ -25,6 +27,34 @@ void kernel_avx2(int kp, const uint32_t* a, const uint32_t* b, float* tile);
 void kernel_avx512(int kp, const uint32_t* a, const uint32_t* b, float* tile);
 void kernel_avx512bf16(int kp, const uint32_t* a, const uint32_t* b, float* tile);
 
+// Packing: `lanes` lanes (rows of op(A) or columns of op(B)) as ⌈lanes / w⌉ panels of w lanes (MR
+// or NR), each kp = ⌈k/2⌉ pairs of w words: lane q·w + l's pair pp at out[(q·kp + pp)·w + l] (the
+// layout above); the last panel's lanes past `lanes` are 0. Lane l's element p lies at x[p·ld + l]
+// (across: a pair's lanes contiguous, op(A) stored transposed or op(B) not) or at x[l·ld + p]
+// (along: each lane's line contiguous in k). Pure conversion, ops::bf16_pair_operand element by
+// element: every packer gives the same words.
+struct Lines {
+  const float* x;
+  size_t ld;
+  bool along;
+  int lanes, k;
+  uint16_t pad;  // the odd slot of an odd k's last pair
+  int panels(int w) const { return (lanes + w - 1) / w; }
+  // Where lane l's pair pp goes.
+  size_t at(int w, int l, int pp) const { return (static_cast<size_t>(l / w) * ((k + 1) / 2) + pp) * w + l % w; }
+};
+using Pack = void (*)(const Lines& src, int w, uint32_t* out);
+// Pair pp of a lane whose element p lies at x[p·step]: the element 2pp's operand low, 2pp + 1's
+// (or the pad) high.
+inline uint32_t pair_word(const float* x, size_t step, int pp, int k, uint16_t pad) {
+  const size_t p = 2 * static_cast<size_t>(pp);
+  const uint16_t odd = p + 1 < static_cast<size_t>(k) ? ops::bf16_pair_operand(x[(p + 1) * step]) : pad;
+  return uint32_t{odd} << 16 | ops::bf16_pair_operand(x[p * step]);
+}
+void pack_scalar(const Lines& src, int w, uint32_t* out);
+void pack_avx2(const Lines& src, int w, uint32_t* out);
+void pack_avx512(const Lines& src, int w, uint32_t* out);
+
 // The path: scalar (ops:: formula), avx2 / avx512 (the emulation in 8 / 16 fp32 lanes) or
 // avx512bf16 (vdpbf16ps). SAMEBITS_BF16_ISA when set (an error naming the variable when this CPU
 // lacks it or, for avx512bf16, when the instruction disagrees with the emulation), else
@@ -33,6 +63,7 @@ void kernel_avx512bf16(int kp, const uint32_t* a, const uint32_t* b, float* tile
 enum class Isa : uint8_t { scalar, avx2, avx512, avx512bf16 };
 Isa active_isa();
 Kernel kernel(Isa isa);
+Pack packer(Isa isa);
 
 // C ← [C +] op(A)·op(B) [+ bias] in the pair order (g.precision bf16), on its own OpenMP team.
 void gemm_pairs(const ops::GemmProblem& g);

@@ -210,6 +210,14 @@ Kernel kernel(Isa isa) {
   return kernel_scalar;
 }
 
+Pack packer(Isa isa) {
+#if defined(__x86_64__)
+  if (isa == Isa::avx512bf16 || isa == Isa::avx512) return pack_avx512;
+  if (isa == Isa::avx2) return pack_avx2;
+#endif
+  return pack_scalar;
+}
+
 }  // namespace sb::cpu::pairs
 
 namespace sb {

@@ -19,7 +19,7 @@ void canonical_serial(GemmPart part, const ops::GemmProblem& g) {
   gemm::gemm_canonical(g, part, gemm::Schedule::serial);
 }
 void exact_serial(GemmPart, const ops::GemmProblem& g) { exact::gemm_exact(g); }
-// pairs: bf16 products in the pair order (syrk as the full product: a pair chain's products
+// pairs: bf16 products in the pair order (a syrk's upper triangle mirrored: a pair chain's products
 // commute exactly, so C[i][j] and C[j][i] are the same chain); other precisions canonical.
 void pairs_product(const ops::GemmProblem& g) {
   if (g.precision == Precision::bf16) pairs::gemm_pairs(g);

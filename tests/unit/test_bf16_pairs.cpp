@@ -2,8 +2,10 @@
 // vdpbf16ps (the exact sum of the accumulator and the product by TwoSum, rounded to 24 bits with an
 // unbounded exponent, then flushed below 2^-126) against ops::bf16_pair_step and bf16_pair_dot on
 // adversarial and random pairs; every path this CPU has (SAMEBITS_BF16_ISA), every thread count
-// 1–4, both transpositions, accumulation and bias against ops::bf16_pair_dot, bitwise; the chain
-// order differs (the positive control); bad names are errors naming the variable or key.
+// 1–4, both transpositions, accumulation and bias against ops::bf16_pair_dot, bitwise; every path's
+// packing of adversarial fp32 (ties, subnormals, overflow, NaN) and of an odd k's pads; a syrk's
+// mirrored triangle; the chain order differs (the positive control); bad names are errors naming
+// the variable or key.
 #include <doctest/doctest.h>
 #include <omp.h>
 
@@ -227,6 +229,100 @@ TEST_CASE("bf16 pairs: every path, thread count and transposition gives ops::bf1
               REQUIRE(test::same_bits(got.data(), want.data(), got.size(), "pair GEMM"));
             }
           }
+        }
+      }
+    }
+  }
+  omp_set_num_threads(saved);
+}
+
+namespace {
+
+// op(X) (rows, cols), stored as it is or transposed.
+std::vector<float> stored(const std::vector<float>& x, int rows, int cols, Trans t) {
+  if (t == Trans::no) return x;
+  std::vector<float> s(x.size());
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) s[static_cast<size_t>(c) * rows + r] = x[static_cast<size_t>(r) * cols + c];
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("bf16 pairs: every path packs every fp32 as bf16_pair_operand, in every layout") {
+  // Ties either way, fp32 subnormals (one rounding up to bf16's smallest normal), the largest
+  // finite values (rounding to Inf), Inf, NaNs (one whose rounding would carry), signed zeros,
+  // then random bit patterns.
+  std::vector<uint32_t> bits = {0x3f808000, 0x3f818000, 0x3f808001, 0x3f807fff, 0xbf818000, 0x00000001,
+                                0x00008000, 0x007f7fff, 0x007f8000, 0x007fffff, 0x807fffff, 0x00800000,
+                                0x7f7f7fff, 0x7f7fffff, 0xff7fffff, 0x7f800000, 0xff800000, 0x7f800001,
+                                0x7f808000, 0x7fc00000, 0xffffffff, 0x00000000, 0x80000000, 0x3f800000};
+  std::mt19937 rng(57);
+  while (bits.size() < 600) bits.push_back(static_cast<uint32_t>(rng()));  // past one packing task (512 lanes)
+  const int v = static_cast<int>(bits.size()), k = 37, few = 11;           // k: two blocks of 16 and an odd tail
+  // One value per line of op(A) (or op(B)) at p = line % k, zeros elsewhere; the other operand all
+  // ones: every C element is that value's operand.
+  std::vector<float> sparse(static_cast<size_t>(v) * k, 0.0f), ones(static_cast<size_t>(few) * k, 1.0f);
+  for (int i = 0; i < v; ++i) sparse[static_cast<size_t>(i) * k + i % k] = det::float_of_bits(bits[i]);
+  const std::vector<float> sparse_t = stored(sparse, v, k, Trans::yes);  // op(B) (k, v): column j is line j
+  auto same = [](const std::vector<float>& x, const std::vector<float>& y) {
+    for (size_t e = 0; e < x.size(); ++e)
+      if (det::bits_of(x[e]) != det::bits_of(y[e]) && !(x[e] != x[e] && y[e] != y[e])) return false;
+    return true;
+  };
+  for (const std::string& path : bf16_pairs_isa_names()) {
+    if (!bf16_pairs_isa_available(path)) continue;
+    const ForcedIsa forced(path);
+    for (const Trans ta : {Trans::no, Trans::yes}) {
+      for (const Trans tb : {Trans::no, Trans::yes}) {
+        CAPTURE(path);
+        CAPTURE(static_cast<int>(ta));
+        CAPTURE(static_cast<int>(tb));
+        const auto a = stored(sparse, v, k, ta), b = stored(ones, k, few, tb);
+        const std::vector<float> c_a(static_cast<size_t>(v) * few);
+        CHECK(same(pair_gemm(a, b, c_a, ta, tb, v, few, k, false, nullptr),
+                   pair_reference(a, b, c_a, ta, tb, v, few, k, false, nullptr)));
+        const auto a1 = stored(ones, few, k, ta), b1 = stored(sparse_t, k, v, tb);
+        const std::vector<float> c_b(static_cast<size_t>(few) * v);
+        CHECK(same(pair_gemm(a1, b1, c_b, ta, tb, few, v, k, false, nullptr),
+                   pair_reference(a1, b1, c_b, ta, tb, few, v, k, false, nullptr)));
+        // An odd k's pads (−0 in A, +0 in B) keep an accumulated −0 when every product is −0;
+        // any other pad gives +0.
+        for (const int kk : {1, 17, 37}) {
+          const std::vector<float> a2(static_cast<size_t>(few) * kk, 1.0f), b2(static_cast<size_t>(kk) * v, -0.0f),
+              c2(static_cast<size_t>(few) * v, -0.0f);
+          CHECK(same(pair_gemm(a2, b2, c2, ta, tb, few, v, kk, true, nullptr), c2));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("bf16 pairs: a syrk's mirrored upper triangle is the full product's bits") {
+  const int saved = omp_get_max_threads();
+  struct Shape {
+    int n, k;
+  };
+  for (const Shape s : {Shape{1, 3}, Shape{77, 45}, Shape{130, 300}}) {
+    Draw draw{std::mt19937_64(static_cast<uint64_t>(s.n * 7 + s.k))};
+    std::vector<float> A(size_t(s.n) * s.k);
+    for (float& x : A) x = det::f32_from_bf16_bits(draw.bf16()) * 1.001f;
+    for (const Trans ta : {Trans::no, Trans::yes}) {
+      const Trans tb = ta == Trans::no ? Trans::yes : Trans::no;
+      const std::vector<float> zero(size_t(s.n) * s.n);
+      const auto want = pair_reference(A, A, zero, ta, tb, s.n, s.n, s.k, false, nullptr);
+      for (const std::string& path : bf16_pairs_isa_names()) {
+        if (!bf16_pairs_isa_available(path)) continue;
+        const ForcedIsa forced(path);
+        for (int threads = 1; threads <= 3; ++threads) {
+          omp_set_num_threads(threads);
+          std::vector<float> got(zero.size(), 1.0f);
+          auto be = make_cpu_backend({GemmMode::canonical, ReduceMode::canonical, Precision::bf16, Bf16Dot::pairs});
+          be->syrk(
+              ops::syrk_problem(ta, s.n, s.k, A.data(), ta == Trans::no ? s.k : s.n, got.data(), s.n, Precision::bf16));
+          CAPTURE(path);
+          CAPTURE(threads);
+          REQUIRE(test::same_bits(got.data(), want.data(), got.size(), "pair syrk"));
         }
       }
     }
