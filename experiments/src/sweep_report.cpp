@@ -316,8 +316,12 @@ std::string report_markdown(const SweepSpec& spec, const std::vector<CellResult>
         "*Growth /step*: the least-squares slope of ln(rel. L2) against the step over the distance points from "
         "the first divergent step on (× 10 every 2.3 / rate steps; docs/STUDIES.md §5). *Disagreement*: the "
         "fraction of token positions of a fixed validation batch whose most likely next token differs "
-        "between the two models at that last step. *Max loss gap*: the largest |loss − reference loss| over "
-        "the steps. "
+        "between the two models at that last step. "
+     << (std::any_of(results.begin(), results.end(), [](const CellResult& r) { return r.moe; })
+             ? "*Routes differ*: the fraction of that batch's token routes (positions × MoE blocks) whose top-k "
+               "expert set differs there. "
+             : "")
+     << "*Max loss gap*: the largest |loss − reference loss| over the steps. "
         "*Train s*: the sum of the run's step times (the only column that is not reproducible).\n\n";
   if (pairs != nullptr) {
     md << "## Every pair\n\nThe first divergent step of every pair of cells of one group (`=`: bitwise identical; "
