@@ -145,8 +145,10 @@ TEST_CASE("validation errors name the key, the value and what to do") {
   CHECK(contains(validation_error(c), "model.moe_every=9 must lie in [1, model.n_layer=4]"));
   c.model.moe_every = 1, c.model.moe_capacity = -1;
   CHECK(contains(validation_error(c), "model.moe_capacity=-1 must be 0 (dropless)"));
-  c.model.moe_capacity = 0, c.parallel.tp = 2;
-  CHECK(contains(validation_error(c), "parallel.tp=2 with model.moe_experts=4"));
+  c.model.moe_capacity = 0, c.model.moe_bias_rate = 2;
+  CHECK(contains(validation_error(c), "model.moe_bias_rate=2 must lie in [0, 1]"));
+  c.model.moe_bias_rate = 0, c.model.moe_ffn_dim = 175, c.parallel.tp = 2;
+  CHECK(contains(validation_error(c), "model.moe_ffn_dim=175 is not divisible by parallel.tp=2"));
 }
 
 TEST_CASE("to_ini_text writes every section in a fixed order with exact numbers") {
