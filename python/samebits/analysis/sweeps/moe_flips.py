@@ -88,32 +88,31 @@ def tables(rows, flips) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _save(fig, ax, ylabel: str, title: str, path: str):
+    ax.set_xlabel("step")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 def draw(rows, flips, out):
     os.makedirs(out, exist_ok=True)
     fig, ax = plt.subplots(figsize=(8, 4))
     for cell, r in rows.items():
-        if not r["moe"]:
-            continue
-        steps = sorted(r["routes"])
-        ax.plot(steps, [100 * r["routes"][s] for s in steps], marker="o", label=f"{cell} vs {r['ref']}")
-    ax.set_xlabel("step")
-    ax.set_ylabel("probe token routes that differ (%)")
-    ax.set_title("routing against the deterministic run")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "routes_differ.png"), dpi=100)
-    plt.close(fig)
+        if r["moe"]:
+            steps = sorted(r["routes"])
+            ax.plot(steps, [100 * r["routes"][s] for s in steps], marker="o", label=f"{cell} vs {r['ref']}")
+    _save(fig, ax, "probe token routes that differ (%)", "routing against the deterministic run",
+          os.path.join(out, "routes_differ.png"))
     fig, ax = plt.subplots(figsize=(8, 4))
     for name, f in flips.items():
         ax.plot(f["steps"], f["flips"].sum(axis=1), label=name)
-    ax.set_xlabel("step")
-    ax.set_ylabel("route flips (tokens × blocks)")
     ax.set_yscale("log")
-    ax.set_title("tokens the step's update re-routes, within one run")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "route_flips.png"), dpi=100)
-    plt.close(fig)
+    _save(fig, ax, "route flips (tokens × blocks)", "tokens the step's update re-routes, within one run",
+          os.path.join(out, "route_flips.png"))
 
 
 def main(argv) -> int:
