@@ -17,6 +17,7 @@
 #include "integration/layout_runs.hpp"
 #include "integration/test_damaged_files.hpp"
 #include "samebits/core/io/run_file.hpp"
+#include "samebits/core/io/safetensors.hpp"
 
 using namespace sbt;
 
@@ -199,4 +200,36 @@ TEST_CASE(
   CHECK(moved.output.find("first divergent step 3") != std::string::npos);
   CHECK(moved.output.find("origin: op") != std::string::npos);
   CHECK(moved.output.find("h.1.moe.e3 gemm") != std::string::npos);
+}
+
+TEST_CASE("forced router ties (every router weight zero, so every logit equal) pick experts 0 and 1 on every layout") {
+  TempDir dir;
+  train(dir, "seed.h5", "--run.threads 1");
+  REQUIRE(run({"export", dir / "seed.h5", dir / "seed.safetensors"}).code == 0);
+  // The exported weights with every router zeroed: step 1 routes each token by a tie of all 8.
+  const std::string path = dir / "seed.safetensors";
+  const sb::io::SafetensorsHeader header = sb::io::read_safetensors_header(path);
+  std::vector<sb::io::SafeTensor> tensors;
+  for (const sb::io::SafeTensorEntry& e : header.tensors) {
+    tensors.push_back({e.name, e.shape, sb::io::read_safetensor(path, header, e)});
+    if (e.name.find(".moe.router.w") != std::string::npos)
+      std::fill(tensors.back().data.begin(), tensors.back().data.end(), 0.0f);
+  }
+  const std::string zeros = dir / "zeros.safetensors";
+  sb::io::write_safetensors(zeros, tensors);
+  const std::string init = " --init " + zeros + " --run.threads 1";
+  train(dir, "one.h5", init);
+  const std::vector<int64_t> tokens = sb::run::RunReader::open(dir / "one.h5").series<int64_t>("series/moe_tokens");
+  for (int block = 0; block < 4; ++block) {  // step 1: all 4 · 2 · 32 tokens on experts 0 and 1
+    CAPTURE(block);
+    for (int e = 0; e < 8; ++e) CHECK(tokens[size_t(block * 8 + e)] == (e < 2 ? 256 : 0));
+  }
+  int k = 0;
+  for (const std::string layout : {"", "--parallel.tp 2", "--parallel.pp 2"}) {
+    CAPTURE(layout);
+    const std::string out = "layout" + std::to_string(k++) + ".h5";
+    const sb::test::Launch r = train_mpi(dir, 2, kPreset, kShort + init + " " + layout + " --out " + out);
+    REQUIRE_MESSAGE(r.exit_code == 0, r.output);
+    check_identical(dir, "one.h5", out);
+  }
 }
