@@ -6,8 +6,10 @@ Compares every cell of the sweep with its group's deterministic run at each snap
 `samebits diff --json` (SAMEBITS_BIN, else build/dev/bin/samebits): the relative L2 distance of
 the parameters and, for the Mixture-of-Experts cells, the fraction of the probe batch's token
 routes (positions × MoE blocks) whose top-k expert set differs from the reference's. Reads each
-run's series/moe_route_flips (the tokens the step's update re-routed, within one run). Prints two
-Markdown tables; draws routes_differ.png and route_flips.png. Reads only.
+run's series/moe_route_flips (the tokens the step's update re-routed, within one run) and
+series/moe_tokens (the expert load: the busiest expert's selections over the mean, per block, then
+averaged over the blocks). Prints two Markdown tables; draws routes_differ.png and route_flips.png.
+Reads only.
 """
 from __future__ import annotations
 
@@ -34,8 +36,10 @@ PAIRS = {
     "dense-ulp": "dense",
     "moe-adamw-vendor-gemm": "moe-adamw",
     "moe-adamw-ulp": "moe-adamw",
+    "moe-bias-vendor-gemm": "moe-bias",
 }
-MOE_RUNS = ("moe", "moe-adamw")
+MOE_RUNS = ("moe", "moe-adamw", "moe-bias")
+EXPERTS = 8  # moe_tiny.ini's routed experts
 
 
 def samebits_bin() -> str:
@@ -66,7 +70,13 @@ def measure(out_dir):
     flips = {}
     for name in MOE_RUNS:
         run = load_run(os.path.join(runs, name + ".h5"))
-        flips[name] = {"steps": run.steps, "flips": run["moe_route_flips"]}
+        load = run["moe_tokens"].reshape(len(run.steps), -1, EXPERTS)
+        flips[name] = {
+            "steps": run.steps,
+            "flips": run["moe_route_flips"],
+            "imbalance": (load.max(axis=2) / load.mean(axis=2)).mean(axis=1),
+            "loss": run["loss"],
+        }
     return rows, flips
 
 
@@ -78,13 +88,15 @@ def tables(rows, flips) -> str:
         l2 = " / ".join(f"{at[s]:.2g}" if s in at else "—" for s in (10, 20, 30, 60))
         routes = " / ".join(f"{100 * r['routes'][s]:.2g} %" if s in r["routes"] else "—" for s in (10, 20, 30, 60))
         lines.append(f"| {cell} | {r['ref']} | {r['first_divergent']} | {l2} | {routes if r['moe'] else '—'} |")
-    lines += ["", "| run | route flips per step, all blocks: steps 1–10 / 11–30 / 31–60 (mean) | largest (step) |",
-              "|---|---|---|"]
+    lines += ["", "| run | route flips per step, all blocks: steps 1–10 / 11–30 / 31–60 (mean) | largest (step) | "
+              "expert load, busiest / mean: steps 1–10 / 11–30 / 31–60 | final loss |",
+              "|---|---|---|---|---|"]
+    spans = (slice(0, 10), slice(10, 30), slice(30, 60))
     for name, f in flips.items():
-        total = f["flips"].sum(axis=1)
-        spans = [total[0:10].mean(), total[10:30].mean(), total[30:60].mean()]
-        lines.append(f"| {name} | {' / '.join(f'{v:.0f}' for v in spans)} | "
-                     f"{int(total.max())} ({int(f['steps'][int(np.argmax(total))])}) |")
+        total, imbalance = f["flips"].sum(axis=1), f["imbalance"]
+        lines.append(f"| {name} | {' / '.join(f'{total[s].mean():.0f}' for s in spans)} | "
+                     f"{int(total.max())} ({int(f['steps'][int(np.argmax(total))])}) | "
+                     f"{' / '.join(f'{imbalance[s].mean():.2f}' for s in spans)} | {f['loss'][-1]:.6f} |")
     return "\n".join(lines) + "\n"
 
 
