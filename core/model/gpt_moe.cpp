@@ -74,11 +74,15 @@ void GPT::set_moe_bias(const std::vector<float>& bias) {
   moe_bias_ = bias;
 }
 
-// Token by token: scores, the top k (of the scores plus the block's bias when model.moe_bias_rate
-// is set), the gates (of the scores alone).
-void GPT::moe_route_tokens(MoeLayer& m, int layer, const float* logits) {
+// The router's logits of x (N, C, backend memory) — one canonical GEMM — then token by token on the
+// host: scores, the top k (of the scores plus the block's bias when model.moe_bias_rate is set),
+// the gates (of the scores alone).
+void GPT::moe_route_tokens(MoeLayer& m, int layer, const float* x) {
   const int N = B_ * cfg_.seq_len, E = cfg_.moe_experts, k = cfg_.moe_top_k;
   const bool softmax = cfg_.moe_router == MoeRouter::softmax;
+  be_.matmul_forward(m.logits.data_as<float>(), x, m.router_w, nullptr, N, cfg_.n_embd, E);
+  std::vector<float> logits(size_t(N) * E);
+  be_.copy_to_host(logits.data(), m.logits.data(), logits.size() * sizeof(float));
   const float* bias = cfg_.moe_bias_rate > 0.0 && !moe_bias_.empty()
                           ? moe_bias_.data() + size_t(layer / cfg_.moe_every) * size_t(E)
                           : nullptr;
@@ -102,13 +106,9 @@ const float* GPT::moe_input(int layer) const { return moe_layer(layer).input; }
 
 void GPT::moe_route(int layer, const float* x, std::vector<int32_t>& chosen) {
   MoeLayer& m = moe_layer(layer);
-  const int N = B_ * cfg_.seq_len, C = cfg_.n_embd, E = cfg_.moe_experts;
   float* rows = m.xe.data_as<float>();  // (R ≥ N, C): the experts' input rows, free between steps
-  be_.copy_from_host(rows, x, size_t(N) * C * sizeof(float));
-  be_.matmul_forward(m.logits.data_as<float>(), rows, m.router_w, nullptr, N, C, E);
-  std::vector<float> logits(size_t(N) * E);
-  be_.copy_to_host(logits.data(), m.logits.data(), logits.size() * sizeof(float));
-  moe_route_tokens(m, layer, logits.data());
+  be_.copy_from_host(rows, x, size_t(B_) * cfg_.seq_len * cfg_.n_embd * sizeof(float));
+  moe_route_tokens(m, layer, rows);
   chosen = m.chosen;
 }
 
@@ -120,12 +120,9 @@ void GPT::moe_forward(MoeLayer& m, int64_t layer, const float* x, float* out) {
   const bool softmax = cfg_.moe_router == MoeRouter::softmax;
   {
     const trace::Scope s(be_, "h.", layer, ".moe.router matmul forward");
-    be_.matmul_forward(m.logits.data_as<float>(), x, m.router_w, nullptr, N, C, E);
+    moe_route_tokens(m, int(layer), x);
   }
   m.input = x;
-  std::vector<float> logits(size_t(N) * E);
-  be_.copy_to_host(logits.data(), m.logits.data(), logits.size() * sizeof(float));
-  moe_route_tokens(m, int(layer), logits.data());
   // The leaf's load-balancing loss: selections per expert, score sums (chains over tokens).
   m.counts.assign(size_t(E), 0);
   std::vector<float> sums(size_t(E), 0.0f);

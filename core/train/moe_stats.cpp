@@ -3,8 +3,6 @@
 // The biases move on every rank from the same summed selections, so they need no message.
 #include "samebits/core/train/moe_stats.hpp"
 
-#include <algorithm>
-
 #include "samebits/core/ops/moe_router.hpp"
 #include "samebits/det/error.hpp"
 
@@ -90,12 +88,8 @@ void MoeStepStats::count_flips(GPT& model) {
   for (size_t i = 0; i < used_; ++i) {
     const Kept& kept = kept_[i];
     model.moe_route(kept.layer, kept.x.data(), now);
-    int64_t& flips = flip_counts_[size_t(ordinal_[size_t(kept.layer)])];
-    for (size_t t = 0; t < now.size(); t += k)  // both ascending: a set differs iff an entry does
-      flips +=
-          std::equal(now.begin() + ptrdiff_t(t), now.begin() + ptrdiff_t(t + k), kept.chosen.begin() + ptrdiff_t(t))
-              ? 0
-              : 1;
+    flip_counts_[size_t(ordinal_[size_t(kept.layer)])] +=
+        ops::moe_routes_differing(now.data(), kept.chosen.data(), int64_t(now.size() / k), int(k));
   }
 }
 

@@ -63,8 +63,7 @@ PerturbationApplied apply_perturbation(const PerturbConfig& perturb, GPT& model)
   if (split != nullptr && split->sharded) {  // full (outer, extent, inner); rank r holds rows [first(r), …)
     const int64_t i = perturb.index, o = i / (split->extent * split->inner), w = i / split->inner % split->extent;
     const int owner = int(w / split->part);
-    applied.here = owner == tp.rank;
-    if (!applied.here) return applied;  // another rank's element: nothing to do here
+    if (owner != tp.rank) return applied;  // another rank's element: nothing to do here
     index = size_t((o * split->rows(owner) + (w - split->first(owner))) * split->inner + i % split->inner);
   }
   applied.flat = param->offset + index;

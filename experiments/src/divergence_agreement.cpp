@@ -12,6 +12,7 @@
 #include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/io/token_files.hpp"
 #include "samebits/core/model/gpt.hpp"
+#include "samebits/core/ops/moe_router.hpp"
 #include "samebits/data/sampler.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/exact_sum.hpp"
@@ -85,9 +86,7 @@ Agreement AgreementProbe::compare(std::span<const float> a, std::span<const floa
     for (int l = 0; l < p.config.model.n_layer; ++l) {
       if (!p.config.model.moe_block(l)) continue;
       const std::vector<int32_t>&ca = p.model_a->moe_choices(l), &cb = p.model_b->moe_choices(l);
-      for (size_t t = 0; t < ca.size(); t += k)  // both ascending: sets differ iff an entry does
-        r.routes_differing +=
-            std::equal(ca.begin() + ptrdiff_t(t), ca.begin() + ptrdiff_t(t + k), cb.begin() + ptrdiff_t(t)) ? 0 : 1;
+      r.routes_differing += ops::moe_routes_differing(ca.data(), cb.data(), int64_t(ca.size() / k), int(k));
       r.routes += int64_t(ca.size() / k);
     }
     for (int t = 0; t < T; ++t) {

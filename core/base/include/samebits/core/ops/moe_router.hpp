@@ -72,6 +72,19 @@ SB_HD void moe_top_k(const float* scores, int E, int k, int32_t* chosen) {
     }
 }
 
+// The tokens (n) whose expert sets differ between a and b (n, k each, every token's k experts in
+// ascending index as moe_top_k gives them: sets differ iff an entry does). A route flip, a route
+// that two models disagree on.
+inline int64_t moe_routes_differing(const int32_t* a, const int32_t* b, int64_t n, int k) {
+  int64_t differing = 0;
+  for (int64_t t = 0; t < n; ++t) {
+    bool same = true;
+    for (int j = 0; j < k; ++j) same = same && a[t * k + j] == b[t * k + j];
+    differing += same ? 0 : 1;
+  }
+  return differing;
+}
+
 // gates (k) of the chosen experts (k, ascending).
 SB_HD void moe_gates(const float* scores, const int32_t* chosen, int k, bool softmax, float* gates) {
   float sum = 0.0f;

@@ -185,9 +185,9 @@ class GPT {
   MoeLayer& moe_layer(int layer);
   void moe_forward(MoeLayer& m, int64_t layer, const float* x, float* out);
   void moe_backward(MoeLayer& m, int64_t layer, const float* x, const float* dout, float* dx, float loss_scale);
-  // The routing of a leaf's N tokens from their logits (host, (N, E)) with block `layer`'s bias:
-  // m's scores, chosen experts and gates.
-  void moe_route_tokens(MoeLayer& m, int layer, const float* logits);
+  // The routing of a leaf's N tokens x (N, C, backend memory) with block `layer`'s router and
+  // bias: m's logits, scores, chosen experts and gates.
+  void moe_route_tokens(MoeLayer& m, int layer, const float* x);
   // Column-parallel linear backward (this rank's OCl of OC output columns in `groups` blocks): dw,
   // dbias local; the chain of dinp = dout·W visits block 0 of ranks 0 … size-1, then block 1, … ;
   // under numerics.gemm = exact the ranks' integer dots over their OCl columns are summed.

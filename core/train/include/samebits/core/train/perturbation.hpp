@@ -24,8 +24,8 @@ bool perturbation_due(const PerturbConfig& perturb, int64_t steps_done);
 struct PerturbationApplied {
   std::string tensor;
   int64_t index = 0;  // in the (full) tensor
-  bool here = true;   // false: a tensor-parallel shard of another rank holds the element
-  size_t flat = 0;    // in this rank's flat weight buffer
+  size_t flat = 0;    // in this rank's flat weight buffer (0, with before = after = 0, on a
+                      // tensor-parallel rank whose shard does not hold the element)
   float before = 0;
   float after = 0;
 };
