@@ -225,6 +225,23 @@ std::string ini_text(const Config& c, bool experiment_only) {
   return text;
 }
 
+// Expert parallelism's rules that need no world size (the plan checks the data-parallel size).
+void validate_ep(const Config& config) {
+  const int64_t ep = config.parallel.ep;
+  SB_CHECK(ep >= 1 && ep <= 4096, "config parallel.ep=", ep, " must be between 1 and 4096");
+  if (ep == 1) return;
+  const GPTConfig& m = config.model;
+  SB_CHECK(m.moe_experts > 0, "config parallel.ep=", ep,
+           " splits the routed experts of MoE blocks, but model.moe_experts=0; set model.moe_experts or parallel.ep=1");
+  SB_CHECK(m.moe_experts % ep == 0, "config parallel.ep=", ep, " does not divide model.moe_experts=", m.moe_experts,
+           ": every rank of an expert-parallel group holds the same number of experts");
+  SB_CHECK(config.numerics.allreduce == AllreduceMode::exact, "config parallel.ep=", ep,
+           " with numerics.allreduce=native is not supported (the shared tensors' sum over the expert-parallel "
+           "group is of integer words)");
+  SB_CHECK(config.run.backend == Device::cpu, "config parallel.ep=", ep,
+           " runs on CPU ranks (run.backend=cpu); expert parallelism over CUDA ranks is not built yet");
+}
+
 }  // namespace
 
 void validate(const Config& config) {
@@ -253,6 +270,7 @@ void validate(const Config& config) {
            " sums the ranks' integer dots on run.backend=cpu only (got run.backend=", config_name(config.run.backend),
            "); use numerics.gemm=canonical there");
   validate_pp(config.model, config.parallel.pp);
+  validate_ep(config);
   SB_CHECK(config.numerics.leaf_sum == LeafSumMode::exact || config.numerics.allreduce == AllreduceMode::native,
            "config numerics.leaf_sum=native needs numerics.allreduce=native (the exact all-reduce sums each "
            "rank's exact leaf sums); set numerics.allreduce=native or numerics.leaf_sum=exact");

@@ -348,6 +348,12 @@ std::vector<ConfigField> build_fields() {
             "pipeline stages: mpirun -np N runs N/(tp·pp) data-parallel groups; the blocks split into pp "
             "contiguous stages (embedding on the first, final norm, head and loss on the last), ranks in "
             "Megatron's order (tp fastest, then dp, then pp; docs/DISTRIBUTED.md §11); never changes a bit"),
+      field("parallel.ep", SB_MEMBER(parallel.ep), no,
+            "expert-parallel group size: the routed experts of every MoE block split over ep consecutive "
+            "data-parallel ranks (Megatron's order tp-ep-dp-pp: expert-parallel groups inside data "
+            "parallelism), each token's rows sent to its experts' ranks and back by all-to-all; needs "
+            "model.moe_experts and the data-parallel size divisible by ep (docs/DISTRIBUTED.md §12); never "
+            "changes a bit"),
       field("parallel.pp_schedule", SB_MEMBER(parallel.pp_schedule), no,
             "the order a stage runs its micro-batches (this data-parallel rank's leaves): 1f1b (one forward, "
             "one backward; at most pp activations kept) or gpipe (every forward, then every backward); never "

@@ -75,6 +75,20 @@ std::string_view to_string(ParamKind k) {
   SB_FAIL("unknown parameter kind ", static_cast<int>(k));
 }
 
+int routed_expert_of(const std::string& name) {
+  const size_t at = name.find(".moe.e");
+  if (name.rfind("h.", 0) != 0 || at == std::string::npos) return -1;
+  size_t end = at + 6;
+  int n = 0;
+  while (end < name.size() && name[end] >= '0' && name[end] <= '9') n = n * 10 + (name[end++] - '0');
+  return end > at + 6 && end < name.size() && name[end] == '.' ? n : -1;
+}
+
+bool expert_shard_holds(const GPTConfig& cfg, ExpertShard ep, const std::string& name) {
+  const int e = routed_expert_of(name);
+  return e < 0 || ep.size == 1 || (e >= ep.first(cfg) && e < ep.first(cfg) + ep.count(cfg));
+}
+
 std::string moe_expert_name(const GPTConfig& cfg, int x) {
   return x < cfg.moe_shared_experts ? "s" + std::to_string(x) : "e" + std::to_string(x - cfg.moe_shared_experts);
 }

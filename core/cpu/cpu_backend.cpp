@@ -30,6 +30,11 @@ class CpuGradAccumulator final : public GradAccumulator {
   size_t size() const override { return acc_.size(); }
   void clear() override { acc_.clear(); }
   void add(const float* grad) override { acc_.add(grad); }
+  void add_spans(const float* grad, const std::vector<TensorSpan>& spans) override {
+    std::vector<std::pair<size_t, size_t>> ranges;
+    for (const TensorSpan& t : spans) ranges.emplace_back(t.offset, t.numel);
+    acc_.add_ranges(grad, ranges);
+  }
   // One pass for the leaves and their statistics: each statistics block's thread adds the
   // accumulator blocks that start in it (two leaves' values each: add_pair's state), then takes the
   // squares of the same elements while they are in cache; the blocks starting between the tensors

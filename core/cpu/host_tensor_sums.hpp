@@ -18,6 +18,7 @@ class HostTensorSums final : public TensorSums {
 
   void clear() override;
   void add(const float* flat, bool moments) override;
+  void add_squares_of(const float* flat, const std::vector<size_t>& tensors) override;
   void read(det::ExactSum* squares, det::ExactSum* sums, float* max_abs) override;
 
   // add(a, false), then add(b, false) unless b is null, in one pass: each block's thread first calls

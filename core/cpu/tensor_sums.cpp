@@ -62,6 +62,13 @@ void HostTensorSums::add(const float* flat, bool moments) {
   }
 }
 
+void HostTensorSums::add_squares_of(const float* flat, const std::vector<size_t>& tensors) {
+  for (size_t t : tensors) {
+    SB_CHECK(t < spans_.size(), "tensor sums: tensor ", t, " of ", spans_.size());
+    squares_[t].merge(binned_sum_of_squares(flat + spans_[t].offset, spans_[t].numel));
+  }
+}
+
 // A block's squares of a and b merged into one slot: exact sums, so squares_[t] gets the value and
 // the term counts that add(a), add(b) give.
 uint32_t HostTensorSums::add_squares_visiting(const float* a, const float* b,

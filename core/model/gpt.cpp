@@ -72,16 +72,21 @@ TpSplit vocab_split(const TpLayout& layout) {
 }
 }  // namespace
 
-GPT::GPT(const GPTConfig& cfg, int leaf_size, Backend& backend, TpGroup* tp, PipeGroup* pp)
+GPT::GPT(const GPTConfig& cfg, int leaf_size, Backend& backend, TpGroup* tp, PipeGroup* pp, ExpertGroup* ep)
     : cfg_(cfg),
       B_(leaf_size),
       be_(backend),
       tp_(tp != nullptr && tp->size() > 1 ? tp : nullptr),
       tp_layout_(gpt_tp_layout(cfg, tp_ ? tp_->size() : 1, tp_ ? tp_->rank() : 0, pp != nullptr ? pp->stages() : 1,
-                               pp != nullptr ? pp->stage() : 0)),
+                               pp != nullptr ? pp->stage() : 0,
+                               ep != nullptr ? ExpertShard{ep->size(), ep->rank()} : ExpertShard{})),
       pp_(pp != nullptr && pp->stages() > 1 ? pp : nullptr),
+      ep_(ep != nullptr && ep->size() > 1 ? ep : nullptr),
       blocks_(stage_blocks(cfg, pp_ ? pp_->stages() : 1, pp_ ? pp_->stage() : 0)),
       layout_(tp_layout_.local) {
+  if (ep_ != nullptr) expert_tensors_.resize(size_t(cfg.n_layer));
+  for (size_t t = 0; ep_ != nullptr && t < layout_.size(); ++t)
+    if (routed_expert_of(layout_[t].name) >= 0) expert_tensors_[size_t(std::stoi(layout_[t].name.substr(2)))].push_back(t);
   // The vocabulary rows of this rank: the embedding's, or the head's on a last stage. A middle
   // pipeline stage holds neither, yet passes the tied rows of this rank's rows between its ends:
   // it takes the split of the unstaged layout, which its first and last stage hold.
@@ -633,10 +638,20 @@ float mean_loss(const det::ExactSum& loss_sum, int64_t tokens) {
   return static_cast<float>(loss_sum.to_f64() / static_cast<double>(tokens));
 }
 
+GradientSink accumulator_sink(const GPT& model, GradAccumulator& acc, TensorSums* squares) {
+  return [&model, &acc, squares](const float* grads, const std::vector<size_t>& tensors) {
+    std::vector<TensorSpan> spans;
+    for (size_t t : tensors) spans.push_back({model.params()[t].offset, model.params()[t].numel});
+    acc.add_spans(grads, spans);
+    if (squares != nullptr) squares->add_squares_of(grads, tensors);
+  };
+}
+
 void accumulate_leaves(GPT& model, std::span<const int32_t* const> leaves, GradAccumulator& acc,
                        det::ExactSum& loss_sum, const LeafPass& pass) {
   SB_CHECK(acc.size() == model.flat_size(), "gradient accumulator of ", acc.size(),
            " elements given for a model whose flat gradient has ", model.flat_size());
+  if (model.experts() != nullptr) model.set_gradient_sink(accumulator_sink(model, acc, pass.leaf_squares));
   const float* pending = nullptr;  // an earlier leaf's gradient waiting for its pair
   for (size_t i = 0; i < leaves.size(); ++i) {
     if (pass.before_forward) pass.before_forward(i);

@@ -65,6 +65,10 @@ void GPT::bind_moe(MoeLayer& m, int layer) {
   m.rows = be_.alloc(DType::i32, {int64_t(N * J)});
   if (moe_scratch_.data() == nullptr)
     moe_scratch_ = be_.alloc(DType::f32, {int64_t(scratch_floats(N, J, C, F, FC, E))});
+  if (ep_ == nullptr) return;
+  const size_t in = size_t(ep_->size()) * N * size_t(cfg_.moe_top_k);  // the most rows a rank's experts receive
+  m.ep_x = floats(in * C), m.ep_h = floats(in * FC), m.ep_act = floats(in * F), m.ep_y = floats(in * C);
+  if (ep_scratch_.data() == nullptr) ep_scratch_ = floats(in * (2 * C + FC + F));
 }
 
 void GPT::set_moe_bias(const std::vector<float>& bias) {
@@ -166,20 +170,44 @@ void GPT::moe_forward(MoeLayer& m, int64_t layer, const float* x, float* out) {
     const trace::Scope s(be_, "h.", layer, ".moe gather forward");
     be_.moe_gather(xe, x, m.token.data_as<int32_t>(), N, m.R, C);
   }
-  for (int xi = 0; xi < X; ++xi) {
+  for (int xi = 0; xi < (ep_ != nullptr ? S : X); ++xi) {  // under expert parallelism: the shared ones here
     const int64_t r = m.first[size_t(xi)];
     const int n = int(m.first[size_t(xi) + 1] - r);
-    if (n == 0) continue;
-    const MoeLayer::Expert& e = m.experts[size_t(xi)];
-    const trace::Scope s(be_, "h.", layer, xi < S ? ".moe.s" : ".moe.e");
-    const trace::Scope expert = trace::Scope::within(be_, "", xi < S ? xi : xi - S);
-    be_.matmul_forward(h + r * FC, xe + r * C, e.fcw, e.fcb, n, C, FC);
-    if (cfg_.mlp == MlpKind::swiglu) be_.swiglu_forward(act + r * F, h + r * FC, n, F);
-    else be_.gelu_forward(act + r * F, h + r * FC, int64_t{n} * F);
-    row_forward(y + r * C, act + r * F, e.projw, e.projb, n, F, C);
+    if (n > 0) expert_forward(layer, xi, n, xe + r * C, h + r * FC, act + r * F, y + r * C);
   }
+  if (ep_ != nullptr) moe_remote_forward(m, layer);
   const trace::Scope s(be_, "h.", layer, ".moe combine forward");
   be_.moe_combine(out, y, m.rows.data_as<int32_t>(), m.gates.data_as<float>(), N, m.R, J, C);
+}
+
+void GPT::expert_forward(int64_t layer, int xi, int n, const float* x, float* h, float* act, float* y) {
+  const int C = cfg_.n_embd, S = cfg_.moe_shared_experts;
+  const int F = int(cfg_.expert_ffn()) / (tp_ != nullptr ? tp_->size() : 1), FC = int(cfg_.fc_blocks()) * F;
+  const MoeLayer::Expert& e = moe_layer(int(layer)).experts[size_t(xi)];
+  const trace::Scope s(be_, "h.", layer, xi < S ? ".moe.s" : ".moe.e");
+  const trace::Scope expert = trace::Scope::within(be_, "", xi < S ? xi : xi - S);
+  be_.matmul_forward(h, x, e.fcw, e.fcb, n, C, FC);
+  if (cfg_.mlp == MlpKind::swiglu) be_.swiglu_forward(act, h, n, F);
+  else be_.gelu_forward(act, h, int64_t{n} * F);
+  row_forward(y, act, e.projw, e.projb, n, F, C);
+}
+
+void GPT::expert_backward(int64_t layer, int xi, int n, const float* dy, const float* x, const float* h,
+                          const float* act, float* dact, float* dh, float* dx) {
+  const int C = cfg_.n_embd, S = cfg_.moe_shared_experts, P = tp_ != nullptr ? tp_->size() : 1;
+  const int F = int(cfg_.expert_ffn()) / P, FC = int(cfg_.fc_blocks()) * F;
+  const MoeLayer::Expert& e = moe_layer(int(layer)).experts[size_t(xi)];
+  const trace::Scope s(be_, "h.", layer, xi < S ? ".moe.s" : ".moe.e");
+  const trace::Scope expert = trace::Scope::within(be_, "", xi < S ? xi : xi - S);
+  if (n == 0) {  // no token: its gradients are zero (every gradient is written whole)
+    be_.zero(e.dfcw, size_t(FC) * C * sizeof(float)), be_.zero(e.dprojw, size_t(C) * F * sizeof(float));
+    if (e.dfcb != nullptr) be_.zero(e.dfcb, size_t(FC) * sizeof(float)), be_.zero(e.dprojb, size_t(C) * sizeof(float));
+    return;
+  }
+  be_.matmul_backward(dact, e.dprojw, e.dprojb, dy, act, e.projw, n, F, C);
+  if (cfg_.mlp == MlpKind::swiglu) be_.swiglu_backward(dh, h, dact, n, F);
+  else be_.gelu_backward(dh, h, dact, int64_t{n} * F);
+  col_backward(dx, e.dfcw, e.dfcb, dh, x, e.fcw, n, C, FC, FC * P, int(cfg_.fc_blocks()));
 }
 
 void GPT::moe_backward(MoeLayer& m, int64_t layer, const float* x, const float* dout, float* dx, float loss_scale) {
@@ -196,24 +224,12 @@ void GPT::moe_backward(MoeLayer& m, int64_t layer, const float* x, const float* 
     be_.moe_combine_backward(d.dy, d.dgates, dout, m.y.data_as<float>(), m.rows.data_as<int32_t>(),
                              m.gates.data_as<float>(), N, m.R, J, C);
   }
-  for (int xi = 0; xi < X; ++xi) {
+  for (int xi = 0; xi < (ep_ != nullptr ? S : X); ++xi) {
     const int64_t r = m.first[size_t(xi)];
-    const int n = int(m.first[size_t(xi) + 1] - r);
-    const MoeLayer::Expert& e = m.experts[size_t(xi)];
-    const trace::Scope s(be_, "h.", layer, xi < S ? ".moe.s" : ".moe.e");
-    const trace::Scope expert = trace::Scope::within(be_, "", xi < S ? xi : xi - S);
-    if (n == 0) {  // no token: its gradients are zero (every gradient is written whole)
-      be_.zero(e.dfcw, size_t(FC) * C * sizeof(float)), be_.zero(e.dprojw, size_t(C) * F * sizeof(float));
-      if (e.dfcb != nullptr)
-        be_.zero(e.dfcb, size_t(FC) * sizeof(float)), be_.zero(e.dprojb, size_t(C) * sizeof(float));
-      continue;
-    }
-    be_.matmul_backward(d.dact + r * F, e.dprojw, e.dprojb, d.dy + r * C, act + r * F, e.projw, n, F, C);
-    if (cfg_.mlp == MlpKind::swiglu) be_.swiglu_backward(d.dh + r * FC, h + r * FC, d.dact + r * F, n, F);
-    else be_.gelu_backward(d.dh + r * FC, h + r * FC, d.dact + r * F, int64_t{n} * F);
-    col_backward(d.dxe + r * C, e.dfcw, e.dfcb, d.dh + r * FC, xe + r * C, e.fcw, n, C, FC, FC * P,
-                 int(cfg_.fc_blocks()));
+    expert_backward(layer, xi, int(m.first[size_t(xi) + 1] - r), d.dy + r * C, xe + r * C, h + r * FC, act + r * F,
+                    d.dact + r * F, d.dh + r * FC, d.dxe + r * C);
   }
+  if (ep_ != nullptr) moe_remote_backward(m, layer, d.dy, d.dxe);
   // The router: the gates' gradients and the load-balancing term on each token's scores.
   std::vector<float> dgates(size_t(N) * J), dlogits(size_t(N) * E), aux(static_cast<size_t>(E));
   be_.copy_to_host(dgates.data(), d.dgates, dgates.size() * sizeof(float));

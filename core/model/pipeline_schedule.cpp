@@ -122,6 +122,7 @@ void accumulate_pipelined(GPT& model, std::span<const int32_t* const> leaves, Gr
   // 1F1B keeps at most P − s micro-batches in flight on stage s; GPipe all of them.
   const int slots = schedule == PipeSchedule::gpipe ? m : std::min(P - s, m);
   model.set_slots(slots);
+  if (model.experts() != nullptr) model.set_gradient_sink(accumulator_sink(model, acc, pass.leaf_squares));
   Stage st{model, *pipe, leaves, acc, loss_sum, pass, s, P, slots};
   const auto start = std::chrono::steady_clock::now();
   run_schedule(st, schedule, m);

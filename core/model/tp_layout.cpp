@@ -70,7 +70,7 @@ Shape local_shape(const ParamView& p, const TpSplit& s, int rank) {
 
 }  // namespace
 
-TpLayout gpt_tp_layout(const GPTConfig& cfg, int size, int rank, int stages, int stage) {
+TpLayout gpt_tp_layout(const GPTConfig& cfg, int size, int rank, int stages, int stage, ExpertShard ep) {
   validate_tp(cfg, size);
   SB_CHECK(rank >= 0 && rank < size, "tensor-parallel rank ", rank, " outside [0, ", size, ")");
   TpLayout t;
@@ -80,12 +80,23 @@ TpLayout gpt_tp_layout(const GPTConfig& cfg, int size, int rank, int stages, int
   const auto next = [](size_t offset, size_t numel, size_t align) {
     return (offset + numel + align - 1) / align * align;
   };
+  const bool split_experts = ep.size > 1;
+  std::vector<ParamView> held;  // this rank's tensors in flat order: the shared ones, then its experts
+  for (const ParamView& p : gpt_param_layout(cfg))
+    if ((stages == 1 || stage_holds(cfg, stages, stage, p.name)) && !(split_experts && routed_expert_of(p.name) >= 0))
+      held.push_back(p);
+  const size_t shared = held.size();
+  for (const ParamView& p : gpt_param_layout(cfg))
+    if (split_experts && routed_expert_of(p.name) >= 0 && expert_shard_holds(cfg, ep, p.name) &&
+        (stages == 1 || stage_holds(cfg, stages, stage, p.name)))
+      held.push_back(p);
   size_t offset = 0, full_offset = 0;
-  for (const ParamView& p : gpt_param_layout(cfg)) {
-    if (stages > 1 && !stage_holds(cfg, stages, stage, p.name)) continue;
+  for (size_t i = 0; i < held.size(); ++i) {
+    const ParamView& p = held[i];
     const TpSplit s = split_of(p, cfg, size);
+    if (i == shared && i > 0) offset = next(offset, 0, kSegment);  // the routed experts' first segment
     ParamView f = p;  // one process: gpt_param_layout's offsets
-    if (stages > 1) f.offset = full_offset;
+    if (stages > 1 || split_experts) f.offset = full_offset;
     full_offset = next(full_offset, f.numel, kParamAlign);
     ParamView q = p;
     q.shape = local_shape(p, s, rank);

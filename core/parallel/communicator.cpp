@@ -2,6 +2,9 @@
 // No arithmetic on the payload happens here (implementations own the reductions).
 #include "samebits/core/parallel/communicator.hpp"
 
+#include <cstring>
+#include <vector>
+
 #include "samebits/det/error.hpp"
 
 namespace sb {
@@ -81,6 +84,24 @@ void Communicator::exchange(const void* out, size_t out_bytes, int to, void* in,
            to, " and from rank ", from, " on rank ", rank(), " of ", size());
   count(Collective::send, out_bytes, in_bytes);
   do_exchange(out, out_bytes, to, in, in_bytes, from);
+}
+
+void Communicator::alltoallv(const void* out, const size_t* send_bytes, void* in, const size_t* in_bytes) {
+  const int n = size(), me = rank();
+  std::vector<size_t> send_at(size_t(n) + 1, 0), in_at(size_t(n) + 1, 0);
+  for (int r = 0; r < n; ++r) {
+    send_at[size_t(r) + 1] = send_at[size_t(r)] + send_bytes[r];
+    in_at[size_t(r) + 1] = in_at[size_t(r)] + in_bytes[r];
+  }
+  const auto* from = static_cast<const unsigned char*>(out);
+  auto* to = static_cast<unsigned char*>(in);
+  SB_CHECK(send_bytes[me] == in_bytes[me], "all-to-all: rank ", me, " sends itself ", send_bytes[me],
+           " bytes and expects ", in_bytes[me]);
+  if (in_bytes[me] > 0) std::memcpy(to + in_at[size_t(me)], from + send_at[size_t(me)], in_bytes[me]);
+  for (int k = 1; k < n; ++k) {
+    const int dst = (me + k) % n, src = (me - k + n) % n;
+    exchange(from + send_at[size_t(dst)], send_bytes[dst], dst, to + in_at[size_t(src)], in_bytes[src], src);
+  }
 }
 
 std::unique_ptr<Communicator> Communicator::split(int color, int key) {

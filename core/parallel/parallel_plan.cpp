@@ -233,8 +233,15 @@ std::unique_ptr<ParallelPlan> make_parallel_plan(const Config& config, Communica
 
 std::unique_ptr<ParallelPlan> make_stage_plan(const Config& config, Communicator& world, Backend& backend, int stages,
                                               int stage) {
-  if (config.parallel.tp > 1) return make_tensor_parallel_plan(config, world, backend, stages, stage);
-  return std::make_unique<DataParallelPlan>(world, backend, gpt_tp_layout(config.model, 1, 0, stages, stage).local);
+  if (config.parallel.ep > 1) return make_expert_plan(config, world, backend, stages, stage);
+  return make_shard_plan(config, world, backend, stages, stage, ExpertShard{});
+}
+
+std::unique_ptr<ParallelPlan> make_shard_plan(const Config& config, Communicator& world, Backend& backend, int stages,
+                                              int stage, ExpertShard shard) {
+  if (config.parallel.tp > 1) return make_tensor_parallel_plan(config, world, backend, stages, stage, shard);
+  return std::make_unique<DataParallelPlan>(world, backend,
+                                            gpt_tp_layout(config.model, 1, 0, stages, stage, shard).local);
 }
 
 }  // namespace sb

@@ -27,8 +27,9 @@ int checked_tp(const Config& c) {
 
 class TensorParallelPlan final : public ParallelPlan {
  public:
-  TensorParallelPlan(const Config& config, Communicator& world, Backend& backend, int stages, int stage)
-      : world_(world), backend_(backend), tp_(world, checked_tp(config), config.model, backend, stages, stage) {}
+  TensorParallelPlan(const Config& config, Communicator& world, Backend& backend, int stages, int stage,
+                     ExpertShard shard)
+      : world_(world), backend_(backend), tp_(world, checked_tp(config), config.model, backend, stages, stage, shard) {}
 
   std::vector<MeshAxis> mesh() const override {
     const int T = tp_.layout().size;
@@ -157,8 +158,8 @@ class TensorParallelPlan final : public ParallelPlan {
 }  // namespace
 
 std::unique_ptr<ParallelPlan> make_tensor_parallel_plan(const Config& config, Communicator& world, Backend& backend,
-                                                        int stages, int stage) {
-  return std::make_unique<TensorParallelPlan>(config, world, backend, stages, stage);
+                                                        int stages, int stage, ExpertShard shard) {
+  return std::make_unique<TensorParallelPlan>(config, world, backend, stages, stage, shard);
 }
 
 }  // namespace sb

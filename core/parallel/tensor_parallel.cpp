@@ -56,7 +56,7 @@ class TensorParallel::Group final : public TpGroup {
 };
 
 TensorParallel::TensorParallel(Communicator& world, int tp, const GPTConfig& model, Backend& backend, int stages,
-                               int stage) {
+                               int stage, ExpertShard shard) {
   validate_tp(model, tp);
   SB_CHECK(world.size() % tp == 0, "config parallel.tp=", tp, " does not divide the world of ", world.size(),
            " ranks: start mpirun -np N with N a multiple of parallel.tp (N = data-parallel groups × tp)");
@@ -66,7 +66,7 @@ TensorParallel::TensorParallel(Communicator& world, int tp, const GPTConfig& mod
   tp_ = world.split(w / tp, w % tp);
   dp_ = world.split(w % tp, w / tp);
   group_ = std::make_unique<Group>(*tp_);
-  layout_ = gpt_tp_layout(model, tp, tp_->rank(), stages, stage);
+  layout_ = gpt_tp_layout(model, tp, tp_->rank(), stages, stage, shard);
   std::vector<TensorSpan> spans;
   for (const ParamView& p : layout_.local) spans.push_back({p.offset, p.numel});
   sums_ = backend.make_tensor_sums(spans);

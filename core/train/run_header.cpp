@@ -53,11 +53,14 @@ run::RunHeader run_header(const Config& config, Trainer& trainer) {
   h.execution.threads = omp_get_max_threads();
   h.execution.world_size = trainer.communicator().size();
   h.execution.micro_leaves = trainer.options().micro_leaves;
-  // "dp D x tp T", and " x pp P" with pipeline stages: the plan's mesh.
-  int size[3] = {1, 1, 1};  // dp, tp, pp
-  for (const MeshAxis& a : trainer.plan().mesh()) size[a.name == "dp" ? 0 : a.name == "tp" ? 1 : 2] = a.size;
+  // "dp D x tp T", " x ep E" with expert parallelism (its groups inside dp), " x pp P" with
+  // pipeline stages: the plan's mesh.
+  int size[4] = {1, 1, 1, 1};  // dp, tp, ep, pp
+  for (const MeshAxis& a : trainer.plan().mesh())
+    size[a.name == "dp" ? 0 : a.name == "tp" ? 1 : a.name == "ep" ? 2 : 3] = a.size;
   h.execution.layout = "dp " + std::to_string(size[0]) + " x tp " + std::to_string(size[1]) +
-                       (size[2] > 1 ? " x pp " + std::to_string(size[2]) : "");
+                       (size[2] > 1 ? " x ep " + std::to_string(size[2]) : "") +
+                       (size[3] > 1 ? " x pp " + std::to_string(size[3]) : "");
   h.execution.environment = environment_text(trainer.backend());
   return h;
 }

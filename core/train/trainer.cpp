@@ -93,7 +93,7 @@ void Trainer::build() {
                                       static_cast<int>(config_.data.leaves), sample_order(config_));
 
   model_ = std::make_unique<GPT>(config_.model, static_cast<int>(config_.data.leaf_size), be_, plan_->tensor_group(),
-                                 plan_->pipe_group());
+                                 plan_->pipe_group(), plan_->expert_group());
   model_->init(config_.train.seed);
   SB_CHECK(options_.initial_weights == nullptr || !config_.train.init.empty(),
            "TrainerOptions::initial_weights given, but config train.init is empty: the experiment "

@@ -127,8 +127,11 @@ void BlockAccumulator::add_values(Block& blk, size_t b, const float* xb, int c, 
 }
 
 uint32_t BlockAccumulator::add_block(size_t b, const float* x, uint64_t adds_after) {
+  return add_block_values(b, x + begin(b), adds_after);
+}
+
+uint32_t BlockAccumulator::add_block_values(size_t b, const float* xb, uint64_t adds_after) {
   const int c = count(b);
-  const float* xb = x + begin(b);
   const uint32_t limit = fixed_limit_bits(kFrame);
   bool exact_only = true;  // every non-zero value added exactly by one shift (none refused)
   // (A full block with its constant count: loops the compiler unrolls and vectorizes whole.)
@@ -200,6 +203,32 @@ uint32_t BlockAccumulator::add_blocks(const float* x, const float* y, size_t fir
   uint32_t status = 0;
   for (size_t b = first; b < last; ++b) status |= y ? add_pair_block(b, x, y, adds_after) : add_block(b, x, adds_after);
   return status;
+}
+
+void BlockAccumulator::add_ranges(const float* x, const std::vector<std::pair<size_t, size_t>>& ranges) {
+  const uint64_t adds_after = status_.adds + 1;
+  std::vector<uint8_t> covered(blocks_.size(), 0);  // (blocks) 1: partly in a range, 2: wholly
+  for (const auto& [first, n] : ranges) {
+    SB_CHECK(first + n <= n_, "accumulator range [", first, ", ", first + n, ") of ", n_, " elements");
+    for (size_t i = first; i < first + n;) {
+      const size_t b = i / kWireBlock, end = std::min(first + n, begin(b) + size_t(count(b)));
+      covered[b] = i == begin(b) && end == begin(b) + size_t(count(b)) ? 2 : 1;
+      i = end;
+    }
+  }
+  std::vector<size_t> whole;  // the blocks wholly in a range: added as add() adds them
+  for (size_t b = 0; b < blocks_.size(); ++b)
+    if (covered[b] == 2) whole.push_back(b);
+  uint32_t status = over_blocks(whole.size(), [&](size_t i) { return add_block(whole[i], x, adds_after); });
+  for (size_t b = 0; b < blocks_.size(); ++b) {
+    if (covered[b] != 1) continue;
+    float block[kWireBlock] = {};  // the block's elements in a range, +0 elsewhere
+    for (const auto& [first, n] : ranges)
+      for (size_t i = std::max(first, begin(b)); i < std::min(first + n, begin(b) + size_t(count(b))); ++i)
+        block[i - begin(b)] = x[i];
+    status |= add_block_values(b, block, adds_after);
+  }
+  finish_adds(status, 1);
 }
 
 void BlockAccumulator::finish_adds(uint32_t status, uint64_t count) {

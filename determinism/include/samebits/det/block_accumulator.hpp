@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "samebits/det/block_wire.hpp"
@@ -38,6 +39,10 @@ class BlockAccumulator {
   // bits of all, 1 or 2) leaves the state of the add itself.
   uint32_t add_blocks(const float* x, const float* y, size_t first, size_t last, uint64_t adds_after);
   void finish_adds(uint32_t status, uint64_t count);
+  // One add of x's elements in the ranges [first, first + count) (spans: (first, count) pairs,
+  // disjoint; x: (n)), the others counted as zeros: the state add(y) gives for y = x there and +0
+  // elsewhere (a block's elements outside every range are read as +0).
+  void add_ranges(const float* x, const std::vector<std::pair<size_t, size_t>>& ranges);
   // out[i] = the exact sum of element i rounded to fp32, bitwise FixedAccumulator::round_to_fp32.
   void round_to_fp32(float* out) const;
   void clear();
@@ -91,6 +96,7 @@ class BlockAccumulator {
   // adds_after adds): the one growth rule of add_block and add_pair_block.
   Block& grow(size_t b, const WireRange& r, uint64_t adds_after);
   uint32_t add_block(size_t b, const float* x, uint64_t adds_after);
+  uint32_t add_block_values(size_t b, const float* xb, uint64_t adds_after);  // xb: block b's values
   uint32_t add_pair_block(size_t b, const float* x, const float* y, uint64_t adds_after);
   // The values of xb (c of them, block b) into the block's sums, after its reshape for them.
   void add_values(Block& blk, size_t b, const float* xb, int c, bool exact_only);

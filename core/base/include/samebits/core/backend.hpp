@@ -40,6 +40,10 @@ class TensorSums {
   // For each span t of flat: squares[t] += Σ x² (each square exact in fp64); when `moments`
   // also sums[t] += Σ x and max_abs[t] = max(max_abs[t], |x|).  flat: backend memory.
   virtual void add(const float* flat, bool moments) = 0;
+  // squares[t] += Σ x² for the spans t in `tensors` alone (expert parallelism: a source rank's
+  // share of this rank's experts' gradients). The default throws sb::Error: a backend whose sums
+  // expert parallelism uses overrides it.
+  virtual void add_squares_of(const float* flat, const std::vector<size_t>& tensors);
   // The sums so far, to the host: squares (spans); sums (spans) and max_abs (spans) when
   // non-null (max_abs as core/exact_norm.hpp max_abs: NaN when any |x| was NaN; 0 when empty).
   virtual void read(det::ExactSum* squares, det::ExactSum* sums, float* max_abs) = 0;
@@ -75,6 +79,10 @@ class GradAccumulator {
   // in one pass over its sums and take the squares while the gradients are in cache.
   // a, b: (n) fp32, backend memory; squares: made by the same backend.
   virtual void add_leaves(const float* a, const float* b, TensorSums* squares);
+  // One add of grad's elements in `spans` (backend memory (n), the other elements counted as +0):
+  // expert parallelism's add of a source rank's share of this rank's experts' gradients. The
+  // default throws sb::Error: a backend whose accumulator expert parallelism uses overrides it.
+  virtual void add_spans(const float* grad, const std::vector<TensorSpan>& spans);
   // out[i] = ops::leaf_mean(round(Σ grads)[i], divisor): the exact sum rounded once to fp32,
   // then one IEEE division (exact when divisor is a power of two).  out: (n), backend memory.
   // Throws sb::Error when a NaN, an Inf or a value beyond the window was added.

@@ -256,6 +256,7 @@ struct RunConfig {
 struct ParallelConfig {
   int64_t tp = 1;  // tensor-parallel group size: world = DP × tp × pp, groups of consecutive ranks
   int64_t pp = 1;  // pipeline stages: the blocks split into pp contiguous stages
+  int64_t ep = 1;  // expert-parallel group size: the routed experts split over ep data-parallel ranks
   PipeSchedule pp_schedule = PipeSchedule::one_f_one_b;
 };
 

@@ -111,6 +111,19 @@ std::vector<ParamView> gpt_param_layout(const GPTConfig& cfg);
 // Expert x of an MoE block as its tensors name it: s0, s1, … (shared), then e0, e1, … (routed).
 std::string moe_expert_name(const GPTConfig& cfg, int x);
 
+// Expert parallelism (parallel.ep, docs/DISTRIBUTED.md §12): the routed experts of every MoE block
+// split into `size` contiguous ranges, rank r holding experts [r·E/size, (r+1)·E/size). The
+// router, the shared experts and every dense tensor are held by every rank.
+struct ExpertShard {
+  int size = 1, rank = 0;
+  int first(const GPTConfig& cfg) const { return int(cfg.moe_experts / size * rank); }  // its first routed expert
+  int count(const GPTConfig& cfg) const { return int(cfg.moe_experts / size); }
+};
+// The routed expert whose tensor is `name` (h.L.moe.eN.…): N; −1 for any other tensor.
+int routed_expert_of(const std::string& name);
+// Whether rank ep.rank holds tensor `name`.
+bool expert_shard_holds(const GPTConfig& cfg, ExpertShard ep, const std::string& name);
+
 // The tensor called `name` in `layout`, or null.
 const ParamView* find_param(const std::vector<ParamView>& layout, const std::string& name);
 // The tensors' names, comma-separated (for error messages that list the valid names).

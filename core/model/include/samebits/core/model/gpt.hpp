@@ -16,6 +16,7 @@
 
 #include "samebits/core/backend.hpp"
 #include "samebits/core/gpt_shape.hpp"
+#include "samebits/core/model/expert_group.hpp"
 #include "samebits/core/model/tp_group.hpp"
 #include "samebits/core/model/tp_layout.hpp"
 #include "samebits/core/pipe_group.hpp"
@@ -28,6 +29,11 @@ namespace sb {
 // (leaf index in the list given, the leaf's mean loss, its gradient: flat (flat_size), backend
 // memory, valid during the call only).
 using LeafObserver = std::function<void(size_t leaf, float loss, const float* grad)>;
+
+// Expert parallelism's second way for a gradient to leave the model: a source rank's share of this
+// rank's routed experts' gradients (grads: the model's flat gradient, in which the tensors
+// `tensors` of params() hold it; valid during the call only), added where the leaf's gradient goes.
+using GradientSink = std::function<void(const float* grads, const std::vector<size_t>& tensors)>;
 
 // How accumulate_leaves runs each leaf beyond forward, backward and the add.
 struct LeafPass {
@@ -59,7 +65,15 @@ class GPT {
   // forward and backward start from and end at the stage's boundary buffers (stage_input,
   // stage_output, stage_grad), which the schedule (pipeline_schedule.hpp) passes on. pp must
   // outlive the model.
-  GPT(const GPTConfig& cfg, int leaf_size, Backend& backend, TpGroup* tp = nullptr, PipeGroup* pp = nullptr);
+  // With an expert-parallel group `ep` of more than one rank (docs/DISTRIBUTED.md §12) the model
+  // holds its shard's routed experts only (ExpertShard; params() the shared tensors, then those):
+  // a MoE block sends each routed row to its expert's rank and back (all-to-all), and computes the
+  // rows its experts receive from every rank of the group, source by source, each source's rows by
+  // the ops one process runs on them. An expert's weight gradient of another rank's rows goes to
+  // the gradient sink (set_gradient_sink), its own rows' stays in grads(); the group's ranks run
+  // their leaves in lockstep. ep must outlive the model.
+  GPT(const GPTConfig& cfg, int leaf_size, Backend& backend, TpGroup* tp = nullptr, PipeGroup* pp = nullptr,
+      ExpertGroup* ep = nullptr);
   ~GPT();
   GPT(const GPT&) = delete;
   GPT& operator=(const GPT&) = delete;
@@ -130,6 +144,10 @@ class GPT {
   // model.moe_bias_rate: the auxiliary-loss-free biases of every MoE block of the model (all
   // stages'), block-major (MoE blocks × moe_experts); zeros until set.
   void set_moe_bias(const std::vector<float>& bias);
+  // Under an expert-parallel group: where backward() puts the gradients of other ranks' rows
+  // (accumulate_leaves and the pipeline schedule set it to their accumulator's add).
+  void set_gradient_sink(GradientSink sink) { sink_ = std::move(sink); }
+  ExpertGroup* experts() { return ep_; }  // null without a group of more than one rank
 
   // ---- pipeline stages (docs/DISTRIBUTED.md §11) ----
   StageBlocks blocks() const { return blocks_; }  // [0, n_layer) without a pipeline group
@@ -185,6 +203,17 @@ class GPT {
   MoeLayer& moe_layer(int layer);
   void moe_forward(MoeLayer& m, int64_t layer, const float* x, float* out);
   void moe_backward(MoeLayer& m, int64_t layer, const float* x, const float* dout, float* dx, float loss_scale);
+  // Expert xi (shared first, then routed) on n rows x (n, C): h (n, blocks·Fe), act (n, Fe), y (n,
+  // C); its backward from dy (n, C) into its gradients (zeroed when n = 0), dact, dh and the rows'
+  // dx (n, C). Traced at "h.L.moe.eN" / "h.L.moe.sN".
+  void expert_forward(int64_t layer, int xi, int n, const float* x, float* h, float* act, float* y);
+  void expert_backward(int64_t layer, int xi, int n, const float* dy, const float* x, const float* h, const float* act,
+                       float* dact, float* dh, float* dx);
+  // Expert parallelism (gpt_moe_ep.cpp): the routed rows of m.xe to their experts' ranks, this
+  // rank's experts on every source's rows, the outputs back into m.y; the backward likewise from
+  // dy into dxe, the other sources' weight gradients to the sink.
+  void moe_remote_forward(MoeLayer& m, int64_t layer);
+  void moe_remote_backward(MoeLayer& m, int64_t layer, const float* dy, float* dxe);
   // The routing of a leaf's N tokens x (N, C, backend memory) with block `layer`'s router and
   // bias: m's logits, scores, chosen experts and gates.
   void moe_route_tokens(MoeLayer& m, int layer, const float* x);
@@ -218,6 +247,10 @@ class GPT {
   VocabRows vocab_rows_;     // the rows of wte (and lm_head.w) this rank holds
   TpSplit vocab_split_;      // their split (sharded only under a group)
   PipeGroup* pp_ = nullptr;  // null unless the group has more than one stage
+  ExpertGroup* ep_ = nullptr;  // null unless the group has more than one rank
+  std::vector<std::vector<size_t>> expert_tensors_;  // under ep_: (layers) params()' routed expert tensors
+  GradientSink sink_;
+  Tensor ep_scratch_;  // under ep_: the received rows' backward temporaries (gpt_moe_ep.cpp)
   StageBlocks blocks_;       // this stage's blocks
   int chain_chunks_ = 4;     // set_chain_chunks
   std::vector<ParamView> layout_;
@@ -262,6 +295,11 @@ class GPT {
 // batch_gradient below both run it. leaves: host pointers, each (leaf_size, seq_len + 1) int32.
 void accumulate_leaves(GPT& model, std::span<const int32_t* const> leaves, GradAccumulator& acc,
                        det::ExactSum& loss_sum, const LeafPass& pass = {});
+
+// The sink of an expert-parallel model (GPT::set_gradient_sink) that adds into acc, and into
+// squares when given (the leaf statistics' per-tensor Σg²), what add_leaves adds of a leaf: set by
+// accumulate_leaves and the pipeline schedule (acc and squares must outlive the pass).
+GradientSink accumulator_sink(const GPT& model, GradAccumulator& acc, TensorSums* squares);
 
 // The mean loss of `tokens` tokens whose per-token losses sum (exactly) to loss_sum: rounded to
 // fp64, divided in fp64, rounded to fp32.

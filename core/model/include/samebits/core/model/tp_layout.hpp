@@ -42,8 +42,12 @@ struct TpLayout {
 // of `stages` > 1, the tensors the stage holds (stage_holds) only, in the same order: `full` their
 // whole shapes at offsets of a flat buffer of them alone, `local` this rank's shards; a tied wte
 // (first and last stage) is padded to a whole wire segment (det::kWireSegment · det::kWireBlock
-// elements), so that the two stages' accumulators agree on the segments that hold it.
-TpLayout gpt_tp_layout(const GPTConfig& cfg, int size, int rank, int stages = 1, int stage = 0);
+// elements), so that the two stages' accumulators agree on the segments that hold it. Under expert
+// parallelism (ep.size > 1) the tensors rank ep.rank holds (expert_shard_holds): every other
+// tensor first, in model order, then its routed experts' in model order, the first of them at a
+// whole wire segment, so that the expert-parallel group's accumulators agree on the segments of
+// the tensors they share (its exact all-reduce of that prefix).
+TpLayout gpt_tp_layout(const GPTConfig& cfg, int size, int rank, int stages = 1, int stage = 0, ExpertShard ep = {});
 
 // Index of element j of rank r's shard within the full tensor (j < s.numel(r)).
 inline size_t tp_full_index(const TpSplit& s, int r, size_t j) {

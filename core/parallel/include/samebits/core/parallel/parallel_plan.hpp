@@ -1,9 +1,11 @@
 // A parallel layout as the trainer sees it (docs/ARCHITECTURE.md "Parallel layouts"): a mesh of
-// named axes — dp, tp, pp in Megatron's rank order (tp fastest, then dp, then pp) — and the
+// named axes — tp, ep, dp, pp in Megatron's rank order (tp fastest, then dp — whose consecutive
+// ranks form the expert-parallel groups — then pp) — and the
 // operations a step needs from it. Contract: an implementation moves bits and adds integers; it
 // never rounds a float, so every layout's run is the one-process run bit for bit
 // (docs/DISTRIBUTED.md §10, §11). Implementations: data parallelism (parallel_plan.cpp), DP × TP
-// (plan_tensor.cpp), pipeline stages of either, each over its own tensors (plan_pipeline.cpp).
+// (plan_tensor.cpp), expert parallelism inside DP (plan_expert.cpp), pipeline stages of any of
+// them, each over its own tensors (plan_pipeline.cpp).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -14,6 +16,7 @@
 
 #include "samebits/core/backend.hpp"
 #include "samebits/core/config.hpp"
+#include "samebits/core/model/expert_group.hpp"
 #include "samebits/core/model/tp_group.hpp"
 #include "samebits/core/optim/optimizer.hpp"
 #include "samebits/core/parallel/communicator.hpp"
@@ -24,7 +27,7 @@
 namespace sb {
 
 struct MeshAxis {
-  std::string name;  // "tp", "dp", "pp"
+  std::string name;  // "tp", "ep", "dp", "pp"
   int size = 1;
   int rank = 0;  // this rank's coordinate on the axis
 };
@@ -47,6 +50,8 @@ class ParallelPlan {
   // What the model is given: its tensor-parallel group and its pipeline group (null: none).
   virtual TpGroup* tensor_group() { return nullptr; }
   virtual PipeGroup* pipe_group() { return nullptr; }
+  // The model's expert-parallel group (null: none).
+  virtual ExpertGroup* expert_group() { return nullptr; }
 
   // ---- how tensors split ----
   // This rank's tensors (the model's params(): shards under TP, a stage's tensors under PP) and the
@@ -96,8 +101,8 @@ class ParallelPlan {
 };
 
 // The plan of config.parallel over `world` (collective over it; world and backend must outlive
-// it). Throws sb::Error naming parallel.tp or parallel.pp when the layout divides neither the
-// world nor the model, or does not run on this backend.
+// it). Throws sb::Error naming parallel.tp, parallel.ep or parallel.pp when the layout divides
+// neither the world nor the model, or does not run on this backend.
 std::unique_ptr<ParallelPlan> make_parallel_plan(const Config& config, Communicator& world, Backend& backend);
 
 // The index in plan.full_layout() of each tensor of plan.local_layout() (by name).

@@ -21,8 +21,10 @@ class TensorParallel {
  public:
   // Collective over world (two splits). Throws sb::Error naming parallel.tp when the world size is
   // not a multiple of tp, or the backend is not the CPU's. On pipeline stage `stage` of `stages`
-  // (world: the stage's ranks) the layout is the stage's tensors (gpt_tp_layout).
-  TensorParallel(Communicator& world, int tp, const GPTConfig& model, Backend& backend, int stages = 1, int stage = 0);
+  // (world: the stage's ranks) the layout is the stage's tensors (gpt_tp_layout); of expert shard
+  // `shard`'s tensors under expert parallelism.
+  TensorParallel(Communicator& world, int tp, const GPTConfig& model, Backend& backend, int stages = 1, int stage = 0,
+                 ExpertShard shard = {});
   ~TensorParallel();
 
   TpGroup& group();                    // the model's view of the TP group
