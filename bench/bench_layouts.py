@@ -35,10 +35,23 @@ same shape (rank 0's weights, gradients, optimizer state and activations above, 
 process's). The machine's CPU is printed (the figures are bytes, but the allocator's are the
 machine's).
 
+With --ep it measures expert parallelism's all-to-all: `samebits train` on
+experiments/configs/moe_tiny.ini (4 MoE blocks of 8 experts, top-2 and 1 shared expert, C = 128;
+8 leaves of 4 sequences of 128 tokens, 2 steps, one thread a rank) at DP x EP layouts (EP inside
+DP, Megatron's order), and reads rank 0's point-to-point bytes of step 2 (series/comm_bytes' send
+column: at EP alone, the all-to-all and nothing else), beside Megatron's all-to-all volume of a
+dropless token dispatcher under uniform routing: per MoE block and rank, the rank's N tokens' k rows
+each to (E-1)/E other ranks, four times a step (dispatch and combine, forward and backward), C fp32
+each — 4 N k C (E-1)/E x 4 bytes — plus the row counts sent before each forward dispatch. The
+measured bytes follow the step's routing, so their ratio to the formula is rank 0's routing load
+against a uniform one.
+
 Usage: bench/bench_layouts.py [DRIVER] [--layouts 1x1x1,1x1x2,...] [--leaves N]
   (default: build/release/bin/tests/mpi_train_driver; the five layouts of issue 45 and 1x2x1, 2x2x1;
   4 leaves)
        bench/bench_layouts.py --rss [SAMEBITS] [--layouts 1x1x4,1x2x2,2x2x2]
+  (default: build/release/bin/samebits)
+       bench/bench_layouts.py --ep [SAMEBITS] [--layouts 2x2,4x4,4x2]  (DP x EP)
   (default: build/release/bin/samebits)
 """
 import os
@@ -207,7 +220,58 @@ def rss_main(samebits, layouts):
     return 0
 
 
+def ep_bytes(samebits, dp, ep):
+    """Rank 0's point-to-point bytes in step 2 of moe_tiny.ini at DP x EP, or the reason it failed."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "r.h5")
+        cmd = [samebits, "train", os.path.join(ROOT, "experiments", "configs", "moe_tiny.ini"), "--train.steps", "2",
+               "--train.warmup", "0", "--train.eval_every", "0", "--run.threads", "1", "--run.progress", "off",
+               "--parallel.ep", str(ep), "--out", out]
+        p = launch(cmd, dp)
+        if p.returncode != 0:
+            lines = [x for x in (p.stderr + p.stdout).splitlines() if "error" in x]
+            return {"error": lines[0] if lines else f"exit {p.returncode}"}
+        code = ("import h5py, sys; f = h5py.File(sys.argv[1], 'r'); d = f['series/comm_bytes']; "
+                "cols = bytes(d.attrs['columns']).decode().split(chr(10)); print(int(d[1][cols.index('send')]))")
+        sent = subprocess.run(["/usr/bin/python3", "-c", code, out], capture_output=True, text=True)
+    if sent.returncode != 0:
+        return {"error": sent.stderr.strip().splitlines()[-1] if sent.stderr.strip() else "h5py failed"}
+    return {"send": int(sent.stdout)}
+
+
+def ep_main(samebits, layouts):
+    """The all-to-all table (--ep)."""
+    blocks, experts, k, c, tokens = 4, 8, 2, 128, 8 * 4 * 128  # moe_tiny.ini: a step's tokens
+    print(f"Expert parallelism's all-to-all, moe_tiny.ini ({blocks} MoE blocks of {experts} experts, top-{k}, "
+          f"C = {c}; {tokens} tokens a step), rank 0's bytes in step 2; CPU: {cpu_name()}")
+    print("| DP x EP | measured, MB | Megatron's 4 N k C (E-1)/E x 4 B, uniform routing, MB | measured / formula |")
+    print("|---|---|---|---|")
+    for layout in layouts.split(","):
+        dp, ep = (int(x) for x in layout.split("x"))
+        n = tokens // dp  # rank 0's tokens a step
+        header = blocks * (8 // dp) * (ep - 1) * (experts // ep + 1) * 8  # row counts before each leaf's dispatch
+        formula = blocks * 4 * n * k * c * 4 * (ep - 1) / ep + header
+        got = ep_bytes(samebits, dp, ep)
+        if "error" in got:
+            print(f"| {dp} x {ep} | not measured: {got['error']} | {formula / 1e6:.3f} | — |", flush=True)
+            continue
+        print(f"| {dp} x {ep} | {got['send'] / 1e6:.3f} | {formula / 1e6:.3f} | {got['send'] / formula:.3f} |",
+              flush=True)
+    return 0
+
+
 def main(argv):
+    if argv[:1] == ["--ep"]:
+        samebits = os.path.join(ROOT, "build", "release", "bin", "samebits")
+        layouts = "2x2,4x4,4x2"
+        args = list(argv[1:])
+        while args:
+            a = args.pop(0)
+            if a == "--layouts":
+                layouts = args.pop(0)
+            else:
+                samebits = a
+        return ep_main(samebits, layouts)
     if argv[:1] == ["--rss"]:
         samebits = os.path.join(ROOT, "build", "release", "bin", "samebits")
         layouts = "1x1x4,1x2x2,2x2x2"

@@ -97,10 +97,15 @@ void Communicator::alltoallv(const void* out, const size_t* send_bytes, void* in
   auto* to = static_cast<unsigned char*>(in);
   SB_CHECK(send_bytes[me] == in_bytes[me], "all-to-all: rank ", me, " sends itself ", send_bytes[me],
            " bytes and expects ", in_bytes[me]);
-  if (in_bytes[me] > 0) std::memcpy(to + in_at[size_t(me)], from + send_at[size_t(me)], in_bytes[me]);
-  for (int k = 1; k < n; ++k) {
-    const int dst = (me + k) % n, src = (me - k + n) % n;
-    exchange(from + send_at[size_t(dst)], send_bytes[dst], dst, to + in_at[size_t(src)], in_bytes[src], src);
+  // Round k pairs rank r with rank (k − r) mod n, each pair once in the n rounds and both of a pair
+  // in the same round, so every exchange is with one peer both ways (as MPI_Sendrecv's chunks pair).
+  for (int k = 0; k < n; ++k) {
+    const int peer = ((k - me) % n + n) % n;
+    if (peer == me) {
+      if (in_bytes[me] > 0) std::memcpy(to + in_at[size_t(me)], from + send_at[size_t(me)], in_bytes[me]);
+      continue;
+    }
+    exchange(from + send_at[size_t(peer)], send_bytes[peer], peer, to + in_at[size_t(peer)], in_bytes[peer], peer);
   }
 }
 

@@ -272,7 +272,14 @@ void PartitionedPlan::load_state(const std::vector<StateArray>& full) {
     mine = dist_detail::get_arrays(r);
     r.finish();
   }
-  inner_->load_state(mine);
+  // In the order of the part's local tensors, its optimizer's (expert shards: the shared ones first).
+  std::vector<StateArray> ordered;
+  for (const ParamView& p : inner_->local_layout())
+    for (StateArray& a : mine)
+      if (a.name.compare(0, a.name.find('/'), p.name) == 0) ordered.push_back(std::move(a));
+  SB_CHECK(ordered.size() == mine.size(), "optimizer state of ", mine.size(), " arrays, ", ordered.size(),
+           " of them of this part's tensors");
+  inner_->load_state(ordered);
 }
 
 CommCounters PartitionedPlan::traffic_with(std::initializer_list<Communicator*> more) {

@@ -81,9 +81,10 @@ ReplaySetup replay_setup(const run::RunReader& run) {
 
 void match_split_layouts(ReplaySetup& a, ReplaySetup& b, const std::string& path_a, const std::string& path_b) {
   const ParallelConfig &pa = a.config.parallel, &pb = b.config.parallel;
-  if (pa.tp == pb.tp && pa.pp == pb.pp) return;
+  if (pa.tp == pb.tp && pa.pp == pb.pp && pa.ep == pb.ep) return;
   const auto layout = [](const ParallelConfig& p) {
-    return "parallel.tp=" + std::to_string(p.tp) + (p.pp > 1 ? ", parallel.pp=" + std::to_string(p.pp) : "");
+    return "parallel.tp=" + std::to_string(p.tp) + (p.ep > 1 ? ", parallel.ep=" + std::to_string(p.ep) : "") +
+           (p.pp > 1 ? ", parallel.pp=" + std::to_string(p.pp) : "");
   };
   const bool move_a = is_deterministic(a.config.numerics);
   SB_CHECK(move_a || is_deterministic(b.config.numerics), "samebits trace: ", path_a, " (", layout(pa), ") and ",
@@ -147,11 +148,14 @@ std::vector<trace::Row> replay_stream(const ReplaySetup& setup, const TrainerSta
   else run_ranks(setup.world, body);
   // World rank = tp rank + tp · (dp rank + DP · stage): ranks 0 … tp−1 are data-parallel rank 0's
   // tensor-parallel group (of the first stage); the other data-parallel groups are its replicas.
-  const size_t group = static_cast<size_t>(setup.config.parallel.tp);
+  // Under expert parallelism the ep consecutive data-parallel ranks of the first group hold the
+  // expert shards, so ranks 0 … tp·ep−1 hold every tensor once.
+  const size_t group = static_cast<size_t>(setup.config.parallel.tp * setup.config.parallel.ep);
   if (setup.config.parallel.pp > 1)
     return pipeline_order(std::move(ranks), group, static_cast<size_t>(setup.config.parallel.pp));
   // The leaves' rows of every rank (each leaf is one tensor-parallel group's, its ranks' rows rank
-  // by rank), the other rows those of ranks 0 … tp−1.
+  // by rank; under expert parallelism an expert's rows of a leaf are its rank's, traced with the
+  // leaf), the other rows those of ranks 0 … group−1.
   std::vector<trace::Row> rows;
   for (size_t r = 0; r < ranks.size(); ++r)
     for (trace::Row& row : ranks[r])

@@ -32,6 +32,7 @@ std::string setup_text(const ReplaySetup& s) {
          ", allreduce " + std::string(config_name(n.allreduce)) + ", leaf_sum " + std::string(config_name(n.leaf_sum)) +
          ", precision " + std::string(config_name(s.config.train.precision)) +
          (s.config.parallel.tp > 1 ? ", tp " + std::to_string(s.config.parallel.tp) : "") +
+         (s.config.parallel.ep > 1 ? ", ep " + std::to_string(s.config.parallel.ep) : "") +
          (s.config.parallel.pp > 1 ? ", pp " + std::to_string(s.config.parallel.pp) : "") +
          (s.relayout.empty() ? "" : ", " + s.relayout);
 }

@@ -72,6 +72,8 @@ class PyTrainer {
              " each rank holds shards; export_state() gives the full tensors on rank 0");
     SB_CHECK(config_.parallel.pp == 1, "Trainer.", what, ": under parallel.pp = ", config_.parallel.pp,
              " each rank holds its pipeline stage's tensors only; export_state() gives the full tensors on rank 0");
+    SB_CHECK(config_.parallel.ep == 1, "Trainer.", what, ": under parallel.ep = ", config_.parallel.ep,
+             " each rank holds its expert shard's experts only; export_state() gives the full tensors on rank 0");
   }
 
   // name → each tensor of the flat buffer `flat` (layout order): read-only views on the CPU, whose

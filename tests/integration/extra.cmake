@@ -41,7 +41,7 @@ set(_sb_driver_tests test_mpi_invariance test_mpi_resume test_mpi_native test_mp
 # Every test that launches mpirun (integration/mpi_launch.hpp: the driver's, and the CLI's
 # `mpirun samebits …`). Up to 4 oversubscribed ranks each; the failure test measures time, so MPI
 # tests run alone.
-foreach(_test ${_sb_driver_tests} test_cli_mpi test_cli_diff_mpi test_cli_tp test_cli_pp test_cli_moe test_trace_mpi
+foreach(_test ${_sb_driver_tests} test_cli_mpi test_cli_diff_mpi test_cli_tp test_cli_pp test_cli_moe test_cli_ep test_trace_mpi
               test_cli_exact_mpi test_cli_bf16_pairs
               test_resume_negative)
   if(TARGET ${_test})

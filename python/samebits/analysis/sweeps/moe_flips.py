@@ -37,6 +37,10 @@ PAIRS = {
     "moe-adamw-vendor-gemm": "moe-adamw",
     "moe-adamw-ulp": "moe-adamw",
     "moe-bias-vendor-gemm": "moe-bias",
+    "moe-ep2": "moe",
+    "moe-vendor-gemm-ep2": "moe",
+    "moe-vendor-gemm-ep4": "moe",
+    "dense-vendor-gemm-dp2": "dense",
 }
 MOE_RUNS = ("moe", "moe-adamw", "moe-bias")
 EXPERTS = 8  # moe_tiny.ini's routed experts

@@ -64,9 +64,9 @@ class Communicator {
   // The all-to-all of variable parts (MPI_Alltoallv), bytes moved bit for bit: rank r's part for
   // rank q is send_bytes[q] bytes of `out` (the parts one after another in rank order) and arrives
   // as its r-th part of `in` (in_bytes[r] bytes each, the parts likewise in rank order). Every
-  // rank's in_bytes[r] must equal rank r's send_bytes[it]. Run as size() − 1 paired exchanges
-  // (to rank + k, from rank − k), the own part copied; counted as Collective::send (bytes to and
-  // from the other ranks).
+  // rank's in_bytes[r] must equal rank r's send_bytes[it]. Run as paired exchanges, each with one
+  // peer both ways (round k: rank r with rank (k − r) mod size()), the own part copied; counted as
+  // Collective::send (bytes to and from the other ranks).
   void alltoallv(const void* out, const size_t* send_bytes, void* in, const size_t* in_bytes);
   // The communicator of the ranks that pass the same `color`, ranked by (key, rank) (MPI_Comm_split).
   // Collective over this communicator. Implementations without sub-communicators throw sb::Error.
