@@ -27,13 +27,15 @@ void Backend::matmul_backward(float* dinp, float* dw, float* dbias, const float*
 }
 
 void GradAccumulator::add_spans(const float*, const std::vector<TensorSpan>&) {
-  SB_FAIL("this backend's gradient accumulator has no add of tensor spans: expert parallelism (parallel.ep > 1) runs on "
-          "CPU ranks with numerics.leaf_sum=exact");
+  SB_FAIL(
+      "this backend's gradient accumulator has no add of tensor spans: expert parallelism (parallel.ep > 1) runs on "
+      "CPU ranks with numerics.leaf_sum=exact");
 }
 
 void TensorSums::add_squares_of(const float*, const std::vector<size_t>&) {
-  SB_FAIL("this backend's tensor sums have no add of chosen tensors: expert parallelism (parallel.ep > 1) runs on CPU "
-          "ranks");
+  SB_FAIL(
+      "this backend's tensor sums have no add of chosen tensors: expert parallelism (parallel.ep > 1) runs on CPU "
+      "ranks");
 }
 
 void GradAccumulator::add_leaves(const float* a, const float* b, TensorSums* squares) {

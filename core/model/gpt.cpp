@@ -86,7 +86,8 @@ GPT::GPT(const GPTConfig& cfg, int leaf_size, Backend& backend, TpGroup* tp, Pip
       layout_(tp_layout_.local) {
   if (ep_ != nullptr) expert_tensors_.resize(size_t(cfg.n_layer));
   for (size_t t = 0; ep_ != nullptr && t < layout_.size(); ++t)
-    if (routed_expert_of(layout_[t].name) >= 0) expert_tensors_[size_t(std::stoi(layout_[t].name.substr(2)))].push_back(t);
+    if (routed_expert_of(layout_[t].name) >= 0)
+      expert_tensors_[size_t(std::stoi(layout_[t].name.substr(2)))].push_back(t);
   // The vocabulary rows of this rank: the embedding's, or the head's on a last stage. A middle
   // pipeline stage holds neither, yet passes the tied rows of this rank's rows between its ends:
   // it takes the split of the unstaged layout, which its first and last stage hold.

@@ -47,10 +47,12 @@ void GPT::moe_remote_forward(MoeLayer& m, int64_t layer) {
   const int64_t leaf = be_.tracer() != nullptr ? be_.tracer()->leaf() : -1;
   for (int d = 0; d < P; ++d) {
     out[size_t(d) * size_t(El + 1)] = leaf;
-    for (int j = 0; j < El; ++j) out[size_t(d) * size_t(El + 1) + 1 + size_t(j)] = first(d * El + j + 1) - first(d * El + j);
+    for (int j = 0; j < El; ++j)
+      out[size_t(d) * size_t(El + 1) + 1 + size_t(j)] = first(d * El + j + 1) - first(d * El + j);
   }
   ep_->alltoall(out.data(), size_t(El + 1), in.data());
-  m.sent.assign(size_t(P) * size_t(El), 0), m.got.assign(size_t(P) * size_t(El), 0), m.source_leaf.assign(size_t(P), -1);
+  m.sent.assign(size_t(P) * size_t(El), 0), m.got.assign(size_t(P) * size_t(El), 0),
+      m.source_leaf.assign(size_t(P), -1);
   for (int q = 0; q < P; ++q) {
     m.source_leaf[size_t(q)] = in[size_t(q) * size_t(El + 1)];
     for (int j = 0; j < El; ++j) {
@@ -89,7 +91,8 @@ void GPT::moe_remote_backward(MoeLayer& m, int64_t layer, const float* dy, float
   const size_t in = size_t(P) * size_t(B_) * size_t(cfg_.seq_len) * size_t(cfg_.moe_top_k);
   float* dyr = ep_scratch_.data_as<float>();
   float *dxr = dyr + in * C, *dh = dxr + in * C, *dact = dh + in * FC;
-  std::vector<size_t> send(static_cast<size_t>(P)), recv(static_cast<size_t>(P)), start(static_cast<size_t>(P) + 1, 0);  // start: each source's first row
+  std::vector<size_t> send(static_cast<size_t>(P)), recv(static_cast<size_t>(P)),
+      start(static_cast<size_t>(P) + 1, 0);  // start: each source's first row
   for (int q = 0; q < P; ++q) {
     const auto part = [&](const std::vector<int64_t>& c) {
       return size_t(std::accumulate(c.begin() + q * El, c.begin() + (q + 1) * El, int64_t{0}));

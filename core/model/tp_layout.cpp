@@ -95,7 +95,7 @@ TpLayout gpt_tp_layout(const GPTConfig& cfg, int size, int rank, int stages, int
     const ParamView& p = held[i];
     const TpSplit s = split_of(p, cfg, size);
     if (i == shared && i > 0) offset = next(offset, 0, kSegment);  // the routed experts' first segment
-    ParamView f = p;  // one process: gpt_param_layout's offsets
+    ParamView f = p;                                               // one process: gpt_param_layout's offsets
     if (stages > 1 || split_experts) f.offset = full_offset;
     full_offset = next(full_offset, f.numel, kParamAlign);
     ParamView q = p;

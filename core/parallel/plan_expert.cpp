@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "plan_parts.hpp"
 #include "plan_partitioned.hpp"
+#include "plan_parts.hpp"
 #include "samebits/core/parallel/exact_allreduce.hpp"
 #include "samebits/det/error.hpp"
 
@@ -86,10 +86,7 @@ class ExpertPlan final : public PartitionedPlan {
   }
 
   std::vector<MeshAxis> mesh() const override {
-    return {{"tp", tp_, tp_rank_},
-            {"ep", part_count(), part()},
-            {"dp", dp_size_, dp_->rank()},
-            {"pp", 1, 0}};
+    return {{"tp", tp_, tp_rank_}, {"ep", part_count(), part()}, {"dp", dp_size_, dp_->rank()}, {"pp", 1, 0}};
   }
   Communicator& leaf_group() override { return *dp_; }
   Communicator& replica_group() override { return inner().replica_group(); }

@@ -1,13 +1,13 @@
 // DP × TP × PP (plan_parts.hpp; docs/DISTRIBUTED.md §11). World rank w = tp + TP·(d + DP·p): the
 // ranks of stage p run a stage plan (DP × TP, with EP inside DP) over the tensors stage p holds
 // (stage_holds), and the P ranks of one (tp, d) are a pipeline that passes activations and their
-// gradients bit for bit: a PartitionedPlan whose parts are the stages. A tied wte's gradient is summed exactly (integer words) between the first and the last stage before
-// each stage's data-parallel sum, so both round, clip and update the same wte: Megatron's
-// embedding group, without its float all-reduce. Nothing here rounds a float.
+// gradients bit for bit: a PartitionedPlan whose parts are the stages. A tied wte's gradient is summed exactly (integer
+// words) between the first and the last stage before each stage's data-parallel sum, so both round, clip and update the
+// same wte: Megatron's embedding group, without its float all-reduce. Nothing here rounds a float.
 #include <string>
 
-#include "plan_parts.hpp"
 #include "plan_partitioned.hpp"
+#include "plan_parts.hpp"
 #include "samebits/core/parallel/exact_allreduce.hpp"
 #include "samebits/det/error.hpp"
 

@@ -52,7 +52,8 @@ TEST_CASE("GradAccumulator::add_spans is the add of the gradient zeroed outside 
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_int_distribution<int> scale(-30, 10);
   std::vector<float> base(n), g(n);
-  for (size_t i = 0; i < n; ++i) base[i] = std::ldexp(normal(rng), scale(rng)), g[i] = std::ldexp(normal(rng), scale(rng));
+  for (size_t i = 0; i < n; ++i)
+    base[i] = std::ldexp(normal(rng), scale(rng)), g[i] = std::ldexp(normal(rng), scale(rng));
   // Spans inside one wire block, across blocks, ending at n, one of a single element.
   const std::vector<sb::TensorSpan> spans = {{5, 20}, {40, 700}, {1000, 1}, {2016, 984}};
   std::vector<float> masked(n, 0.0f);

@@ -244,15 +244,15 @@ class GPT {
   Backend& be_;
   TpGroup* tp_ = nullptr;  // null unless the group has more than one rank
   TpLayout tp_layout_;
-  VocabRows vocab_rows_;     // the rows of wte (and lm_head.w) this rank holds
-  TpSplit vocab_split_;      // their split (sharded only under a group)
-  PipeGroup* pp_ = nullptr;  // null unless the group has more than one stage
-  ExpertGroup* ep_ = nullptr;  // null unless the group has more than one rank
+  VocabRows vocab_rows_;                             // the rows of wte (and lm_head.w) this rank holds
+  TpSplit vocab_split_;                              // their split (sharded only under a group)
+  PipeGroup* pp_ = nullptr;                          // null unless the group has more than one stage
+  ExpertGroup* ep_ = nullptr;                        // null unless the group has more than one rank
   std::vector<std::vector<size_t>> expert_tensors_;  // under ep_: (layers) params()' routed expert tensors
   GradientSink sink_;
-  Tensor ep_scratch_;  // under ep_: the received rows' backward temporaries (gpt_moe_ep.cpp)
-  StageBlocks blocks_;       // this stage's blocks
-  int chain_chunks_ = 4;     // set_chain_chunks
+  Tensor ep_scratch_;     // under ep_: the received rows' backward temporaries (gpt_moe_ep.cpp)
+  StageBlocks blocks_;    // this stage's blocks
+  int chain_chunks_ = 4;  // set_chain_chunks
   std::vector<ParamView> layout_;
   size_t flat_size_ = 0;
   Tensor weights_, grads_;
