@@ -260,29 +260,24 @@ def ep_main(samebits, layouts):
     return 0
 
 
+def samebits_mode(args, layouts):
+    """The SAMEBITS binary and --layouts of the --rss and --ep modes (args: after the mode)."""
+    samebits = os.path.join(ROOT, "build", "release", "bin", "samebits")
+    args = list(args)
+    while args:
+        a = args.pop(0)
+        if a == "--layouts":
+            layouts = args.pop(0)
+        else:
+            samebits = a
+    return samebits, layouts
+
+
 def main(argv):
     if argv[:1] == ["--ep"]:
-        samebits = os.path.join(ROOT, "build", "release", "bin", "samebits")
-        layouts = "2x2,4x4,4x2"
-        args = list(argv[1:])
-        while args:
-            a = args.pop(0)
-            if a == "--layouts":
-                layouts = args.pop(0)
-            else:
-                samebits = a
-        return ep_main(samebits, layouts)
+        return ep_main(*samebits_mode(argv[1:], "2x2,4x4,4x2"))
     if argv[:1] == ["--rss"]:
-        samebits = os.path.join(ROOT, "build", "release", "bin", "samebits")
-        layouts = "1x1x4,1x2x2,2x2x2"
-        args = list(argv[1:])
-        while args:
-            a = args.pop(0)
-            if a == "--layouts":
-                layouts = args.pop(0)
-            else:
-                samebits = a
-        return rss_main(samebits, layouts)
+        return rss_main(*samebits_mode(argv[1:], "1x1x4,1x2x2,2x2x2"))
     driver = os.path.join(ROOT, "build", "release", "bin", "tests", "mpi_train_driver")
     layouts, leaves = "1x1x1,1x2x1,2x2x1,1x1x2,1x1x4,1x2x2,2x2x2", 4
     args = list(argv)

@@ -14,23 +14,17 @@
 #include <sstream>
 
 #include "integration/layout_runs.hpp"
+#include "integration/moe_runs.hpp"
 #include "samebits/core/io/run_file.hpp"
-#include "samebits/core/io/safetensors.hpp"
 
 using namespace sbt;
 
 namespace {
 
-const std::string kPreset =
-    std::filesystem::absolute(std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() /
-                              "experiments/configs/moe_tiny.ini")
-        .string();
-// 4 steps of 4 leaves of 2 sequences of 32 tokens: every data-parallel size up to 4 divides the
-// leaves and the validation leaves, as expert parallelism's lockstep needs.
-const std::string kShort =
-    " --model.seq_len 32 --data.leaf_size 2 --data.leaves 4 --train.steps 4 --train.warmup 1"
-    " --train.eval_every 4 --train.eval_leaves 4 --train.checkpoint_every 2 --run.progress off"
-    " --run.log_every 100";
+const std::string kPreset = kMoePreset;
+// Every data-parallel size up to 4 divides the leaves and the validation leaves, as expert
+// parallelism's lockstep needs.
+const std::string kShort = moe_short(4);
 
 // kShort without the options `args` gives itself (a key may be given once).
 std::string short_with(const std::string& args) {
@@ -135,30 +129,13 @@ TEST_CASE("samebits trace: one process against EP 2 is every op equal; one exper
   REQUIRE_MESSAGE(ep_ulp.exit_code == 0, ep_ulp.output);
   train(dir, "one_ulp.h5", ulp);
   check_identical(dir, "one_ulp.h5", "ep_ulp.h5");  // expert 3 lives on EP rank 0 (experts 0..3)
-  const Result equal = run({"trace", dir / "one.h5", dir / "ep.h5"});
-  CHECK_MESSAGE(equal.code == 0, equal.output);
-  CHECK(equal.output.find("every op equal") != std::string::npos);
-  const Result moved = run({"trace", dir / "one.h5", dir / "ep_ulp.h5"});
-  CHECK_MESSAGE(moved.code == 1, moved.output);
-  CHECK(moved.output.find("first divergent step 3") != std::string::npos);
-  CHECK(moved.output.find("origin: op") != std::string::npos);
-  CHECK(moved.output.find("h.1.moe.e3 gemm") != std::string::npos);
+  check_expert_trace(dir, "one.h5", "ep.h5", "ep_ulp.h5");
 }
 
 TEST_CASE("forced router ties pick experts 0 and 1 at EP 2 and EP 4; the all-to-all carries each routed row twice") {
   TempDir dir;
   train(dir, "seed.h5", "--run.threads 1");
-  REQUIRE(run({"export", dir / "seed.h5", dir / "seed.safetensors"}).code == 0);
-  const std::string path = dir / "seed.safetensors";
-  const sb::io::SafetensorsHeader st = sb::io::read_safetensors_header(path);
-  std::vector<sb::io::SafeTensor> tensors;
-  for (const sb::io::SafeTensorEntry& e : st.tensors) {
-    tensors.push_back({e.name, e.shape, sb::io::read_safetensor(path, st, e)});
-    if (e.name.find(".moe.router.w") != std::string::npos)
-      std::fill(tensors.back().data.begin(), tensors.back().data.end(), 0.0f);
-  }
-  const std::string zeros = dir / "zeros.safetensors";
-  sb::io::write_safetensors(zeros, tensors);
+  const std::string zeros = zeroed_routers(dir, "seed.h5");
   const std::string init = " --init " + zeros + " --run.threads 1 --train.steps 1 --train.eval_every 0";
   train(dir, "one.h5", init);
   const std::vector<int64_t> tokens = sb::run::RunReader::open(dir / "one.h5").series<int64_t>("series/moe_tokens");

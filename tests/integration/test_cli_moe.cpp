@@ -15,24 +15,17 @@
 #include <filesystem>
 
 #include "integration/layout_runs.hpp"
+#include "integration/moe_runs.hpp"
 #include "integration/test_damaged_files.hpp"
 #include "samebits/core/io/run_file.hpp"
-#include "samebits/core/io/safetensors.hpp"
 
 using namespace sbt;
 
 namespace {
 
-// Absolute: __FILE__ may be relative to the build directory, and the runs start in a temporary one.
-const std::string kPreset =
-    std::filesystem::absolute(std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() /
-                              "experiments/configs/moe_tiny.ini")
-        .string();
-// 4 steps of 4 leaves of 2 sequences of 32 tokens: every rank count divides the leaves.
-const std::string kShort =
-    " --model.seq_len 32 --data.leaf_size 2 --data.leaves 4 --train.steps 4 --train.warmup 1"
-    " --train.eval_every 4 --train.eval_leaves 2 --train.checkpoint_every 2 --run.progress off"
-    " --run.log_every 100";
+const std::string kPreset = kMoePreset;
+// Every rank count up to 4 divides the leaves.
+const std::string kShort = moe_short(2);
 
 void train(const TempDir& dir, const std::string& out, const std::string& args) {
   train_one(dir, kPreset, out, kShort + " " + args);
@@ -192,31 +185,13 @@ TEST_CASE(
   const sb::test::Launch tp_ulp = train_mpi(dir, 2, kPreset, kShort + " --parallel.tp 2" + ulp + " --out tp_ulp.h5");
   REQUIRE_MESSAGE(tp_ulp.exit_code == 0, tp_ulp.output);
   check_identical(dir, "one_ulp.h5", "tp_ulp.h5");  // element 5000 lies in rank 1's shard (rows 88..175)
-  const Result equal = run({"trace", dir / "one.h5", dir / "tp.h5"});
-  CHECK_MESSAGE(equal.code == 0, equal.output);
-  CHECK(equal.output.find("every op equal") != std::string::npos);
-  const Result moved = run({"trace", dir / "one.h5", dir / "tp_ulp.h5"});
-  CHECK_MESSAGE(moved.code == 1, moved.output);
-  CHECK(moved.output.find("first divergent step 3") != std::string::npos);
-  CHECK(moved.output.find("origin: op") != std::string::npos);
-  CHECK(moved.output.find("h.1.moe.e3 gemm") != std::string::npos);
+  check_expert_trace(dir, "one.h5", "tp.h5", "tp_ulp.h5");
 }
 
 TEST_CASE("forced router ties (every router weight zero, so every logit equal) pick experts 0 and 1 on every layout") {
   TempDir dir;
   train(dir, "seed.h5", "--run.threads 1");
-  REQUIRE(run({"export", dir / "seed.h5", dir / "seed.safetensors"}).code == 0);
-  // The exported weights with every router zeroed: step 1 routes each token by a tie of all 8.
-  const std::string path = dir / "seed.safetensors";
-  const sb::io::SafetensorsHeader header = sb::io::read_safetensors_header(path);
-  std::vector<sb::io::SafeTensor> tensors;
-  for (const sb::io::SafeTensorEntry& e : header.tensors) {
-    tensors.push_back({e.name, e.shape, sb::io::read_safetensor(path, header, e)});
-    if (e.name.find(".moe.router.w") != std::string::npos)
-      std::fill(tensors.back().data.begin(), tensors.back().data.end(), 0.0f);
-  }
-  const std::string zeros = dir / "zeros.safetensors";
-  sb::io::write_safetensors(zeros, tensors);
+  const std::string zeros = zeroed_routers(dir, "seed.h5");  // step 1 routes each token by a tie of all 8
   const std::string init = " --init " + zeros + " --run.threads 1";
   train(dir, "one.h5", init);
   const std::vector<int64_t> tokens = sb::run::RunReader::open(dir / "one.h5").series<int64_t>("series/moe_tokens");
