@@ -1,13 +1,14 @@
 // Expert parallelism (parallel.ep, docs/DISTRIBUTED.md §12) end to end on moe_tiny.ini (a shorter
-// context): under `mpirun` at EP 2, EP 4, DP 2 × EP 2 with the distributed optimizer, EP 2 × TP 2
-// and EP 2 × PP 2, with Muon and AdamW, fp32 and bf16, the sigmoid router with a capacity limit and
-// the auxiliary-loss-free bias, threads and micro-leaves — `samebits diff` against one process
-// IDENTICAL; a run stopped at EP 4 resumes in one process with the same bits; `samebits trace`
-// replays one process at EP 2 (every op equal) and names the expert op a 1-ULP move of one expert
-// weight reaches first; forced router ties pick the lower experts at EP 2 and EP 4; the all-to-all
-// moves the rows it should (bytes per step); layouts that split neither the experts nor the world
-// are refused by name before any file is written (the positive controls: vendor numerics at EP 2
-// differ). Skipped (exit 77) without mpirun or MPI in this build.
+// context): under `mpirun` at EP 2, EP 4, DP 2 × EP 2 with the distributed optimizer, EP 2 × TP 2,
+// EP 2 × PP 2 and EP 2 × TP 2 × PP 2 (8 oversubscribed ranks), with Muon and AdamW, fp32 and bf16,
+// the sigmoid router with a capacity limit and the auxiliary-loss-free bias, threads and
+// micro-leaves — `samebits diff` against one process IDENTICAL; a run stopped at EP 4 resumes in
+// one process with the same bits; `samebits trace` replays one process at EP 2 (every op equal)
+// and names the expert op a 1-ULP move of one expert weight reaches first; forced router ties pick
+// the lower experts at EP 2 and EP 4; the all-to-all moves the rows it should (bytes per step);
+// layouts that split neither the experts nor the world are refused by name before any file is
+// written (the positive control: vendor GEMMs at EP 2 differ). Skipped (exit 77) without mpirun or
+// MPI in this build.
 #include <doctest/doctest.h>
 
 #include <filesystem>
@@ -63,6 +64,7 @@ TEST_CASE("moe_tiny.ini under mpirun at EP 2, EP 4, DP 2 x EP 2, EP 2 x TP 2 and
       {4, "--parallel.ep 2 --parallel.tp 2", ""},
       {4, "--parallel.ep 2 --parallel.pp 2", "--model.mlp swiglu"},
       {4, "--parallel.ep 2 --parallel.pp 2 --distributed-optimizer", "--optim.name adamw --train.precision bf16"},
+      {8, "--parallel.ep 2 --parallel.tp 2 --parallel.pp 2 --distributed-optimizer", ""},
   };
   int k = 0;
   for (const Case& c : cases) {
