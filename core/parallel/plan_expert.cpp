@@ -45,7 +45,8 @@ class ExpertLink final : public ExpertGroup {
 
 // The data-parallel size D of a stage of `world` ranks, checked against parallel.ep: EP divides D,
 // and every rank of a group runs as many training and validation leaves as the others (its ranks
-// exchange rows in lockstep).
+// exchange rows in lockstep; Trainer::evaluate checks its leaves again when called without
+// train.eval_every).
 int checked_dp(const Config& c, const Communicator& world) {
   const int64_t ep = c.parallel.ep, tp = c.parallel.tp, dp = world.size() / tp;
   SB_CHECK(dp % ep == 0, "config parallel.ep=", ep, " does not divide the ", dp,
@@ -54,7 +55,7 @@ int checked_dp(const Config& c, const Communicator& world) {
   SB_CHECK(c.data.leaves % dp == 0, "config data.leaves=", c.data.leaves, " is not a multiple of the ", dp,
            " data-parallel ranks: under parallel.ep=", ep,
            " every rank of an expert-parallel group runs the same number of leaves");
-  SB_CHECK(c.train.eval_leaves % dp == 0, "config train.eval_leaves=", c.train.eval_leaves,
+  SB_CHECK(c.train.eval_every == 0 || c.train.eval_leaves % dp == 0, "config train.eval_leaves=", c.train.eval_leaves,
            " is not a multiple of the ", dp, " data-parallel ranks: under parallel.ep=", ep,
            " every rank of an expert-parallel group evaluates the same number of leaves");
   return int(dp);

@@ -30,6 +30,9 @@ float Trainer::evaluate() {
     validation_ = std::make_unique<data::ValidationSet>(*validation_source_, T, uint64_t(leaves) * uint64_t(leaf_size));
   }
   const Communicator& group = plan_->leaf_group();
+  SB_CHECK(plan_->expert_group() == nullptr || leaves % group.size() == 0, "config train.eval_leaves=", leaves,
+           " is not a multiple of the ", group.size(), " data-parallel ranks: under parallel.ep=", config_.parallel.ep,
+           " every rank of an expert-parallel group evaluates the same number of leaves");
   const data::LeafRange range = data::leaf_range(static_cast<int>(leaves), group.size(), group.rank());
   std::vector<int32_t> tokens(size_t(leaf_size) * size_t(T + 1));  // (leaf_size, seq_len + 1)
   const size_t tokens_per_leaf = size_t(model_->leaf_tokens()) * size_t(config_.model.n_embd);  // a stage boundary
