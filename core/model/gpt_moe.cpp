@@ -7,7 +7,8 @@
 // gradient is the chain over its rows, i.e. its tokens in leaf order; leaves and ranks then sum
 // exactly as every gradient does. Under tensor parallelism every rank routes alike (the router is
 // whole, its input replicated) and each expert splits as the dense MLP: fc by rows, proj by
-// columns with the row-parallel chain (gpt_tp.cpp).
+// columns with the row-parallel chain (gpt_tp.cpp). Under expert parallelism the routed experts'
+// rows run on their experts' ranks, each source's apart (gpt_moe_ep.cpp); the rest stays here.
 #include "gpt_moe.hpp"
 
 #include <algorithm>
