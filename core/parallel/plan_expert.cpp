@@ -61,14 +61,22 @@ int checked_dp(const Config& c, const Communicator& world) {
   return int(dp);
 }
 
+// An expert-parallel group (the ep data-parallel ranks d = e + ep·r of one r and one tp rank, by
+// shard e), then this shard's ranks (every tp, every r).
+PartitionedPlan::Comms shard_comms(Communicator& world, int tp, int ep) {
+  const int t = world.rank() % tp, d = world.rank() / tp;
+  PartitionedPlan::Comms c;
+  c.parts = world.split(t + tp * (d / ep), d % ep);
+  c.part_world = world.split(d % ep, world.rank());
+  return c;
+}
+
 class ExpertPlan final : public PartitionedPlan {
  public:
   ExpertPlan(const Config& config, Communicator& world, Backend& backend, int stages, int stage, int tp, int dp)
       : PartitionedPlan(
             world, backend, gpt_tp_layout(config.model, 1, 0, stages, stage).full,
-            world.split(world.rank() % tp + tp * (world.rank() / tp / int(config.parallel.ep)),
-                        world.rank() / tp % int(config.parallel.ep)),
-            world.split(world.rank() / tp % int(config.parallel.ep), world.rank()),
+            shard_comms(world, tp, int(config.parallel.ep)),
             [&](Communicator& shard_world) {
               const ExpertShard shard{int(config.parallel.ep), world.rank() / tp % int(config.parallel.ep)};
               return make_shard_plan(config, shard_world, backend, stages, stage, shard);

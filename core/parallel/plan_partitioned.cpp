@@ -69,15 +69,14 @@ class PartOptimizer final : public Optimizer {
 
 }  // namespace
 
-PartitionedPlan::PartitionedPlan(Communicator& world, Backend& backend, std::vector<ParamView> full,
-                                 std::unique_ptr<Communicator> parts, std::unique_ptr<Communicator> part_world,
+PartitionedPlan::PartitionedPlan(Communicator& world, Backend& backend, std::vector<ParamView> full, Comms comms,
                                  const std::function<std::unique_ptr<ParallelPlan>(Communicator&)>& inner,
                                  const std::function<bool(int, const std::string&)>& holds)
     : world_(world),
       backend_(backend),
       full_(std::move(full)),
-      parts_(std::move(parts)),
-      part_world_(std::move(part_world)),
+      parts_(std::move(comms.parts)),
+      part_world_(std::move(comms.part_world)),
       inner_(inner(*part_world_)),
       part_(parts_->rank()),
       part_count_(parts_->size()) {

@@ -17,6 +17,11 @@ namespace sb {
 
 class PartitionedPlan : public ParallelPlan {
  public:
+  // The communicator of the parts (ranked by part) and this part's ranks, split in that order.
+  struct Comms {
+    std::unique_ptr<Communicator> parts, part_world;
+  };
+
   Communicator& world() override { return world_; }
   TpGroup* tensor_group() override { return inner_->tensor_group(); }
   const std::vector<ParamView>& local_layout() const override { return inner_->local_layout(); }
@@ -49,11 +54,10 @@ class PartitionedPlan : public ParallelPlan {
   void load_state(const std::vector<StateArray>& full) override;
 
  protected:
-  // world: this plan's ranks; full: the whole model's tensors (of this pipeline stage); parts: the
-  // communicator of the parts (ranked by part), part_world: this part's ranks, inner: the plan over
-  // them; holds(p, name): whether part p holds a tensor.
-  PartitionedPlan(Communicator& world, Backend& backend, std::vector<ParamView> full,
-                  std::unique_ptr<Communicator> parts, std::unique_ptr<Communicator> part_world,
+  // world: this plan's ranks; full: the whole model's tensors (of this pipeline stage); comms: the
+  // parts' and this part's communicators, inner: the plan over this part's ranks; holds(p, name):
+  // whether part p holds a tensor.
+  PartitionedPlan(Communicator& world, Backend& backend, std::vector<ParamView> full, Comms comms,
                   const std::function<std::unique_ptr<ParallelPlan>(Communicator&)>& inner,
                   const std::function<bool(int, const std::string&)>& holds);
   // The traffic of the inner plan, world, parts and the `more` groups.

@@ -35,12 +35,19 @@ class StageLink final : public PipeGroup {
   int stage_, stages_;
 };
 
+// A pipeline's stages (the ranks of one (tp, d), by stage), then this stage's ranks.
+PartitionedPlan::Comms stage_comms(Communicator& world, int pp, int stage) {
+  PartitionedPlan::Comms c;
+  c.parts = world.split(world.rank() % (world.size() / pp), stage);
+  c.part_world = world.split(stage, world.rank());
+  return c;
+}
+
 class PipelinePlan final : public PartitionedPlan {
  public:
   PipelinePlan(const Config& config, Communicator& world, Backend& backend, int pp, int stage)
       : PartitionedPlan(
-            world, backend, gpt_param_layout(config.model), world.split(world.rank() % (world.size() / pp), stage),
-            world.split(stage, world.rank()),
+            world, backend, gpt_param_layout(config.model), stage_comms(world, pp, stage),
             [&](Communicator& stage_world) { return make_stage_plan(config, stage_world, backend, pp, stage); },
             [&](int s, const std::string& name) { return stage_holds(config.model, pp, s, name); }) {
     const bool first = stage == 0, last = stage == pp - 1;
