@@ -28,11 +28,13 @@ struct GPT::MoeLayer {
   Tensor gates;                  // (N, J)
   const float* input = nullptr;  // the last forward's x (N, C), backend memory
   // Expert parallelism (gpt_moe_ep.cpp), this slot's: the rows this rank's experts receive from
-  // each source rank (≤ ranks·N·k), their fc outputs, activations and outputs; the row counts
-  // sent to each rank's experts and received from each source, (ranks, experts a rank) each; each
-  // source's traced leaf.
+  // each source rank (≤ ranks·N·k), their fc outputs, activations and outputs; the rows received
+  // from each source for each of this rank's experts (ranks, experts a rank); the rows sent to and
+  // received from each rank (ranks); each source's traced leaf (ranks).
   Tensor ep_x, ep_h, ep_act, ep_y;
-  std::vector<int64_t> sent, got, source_leaf;
+  std::vector<int64_t> got;
+  std::vector<size_t> send_rows, recv_rows;
+  std::vector<int64_t> source_leaf;
   // This slot's routing (host).
   std::vector<float> scores;        // (N, E)
   std::vector<int32_t> chosen;      // (N, k) ascending expert index

@@ -6,8 +6,7 @@
 // sends the rows' output gradients the same way; an expert's weight gradient of a source's rows is
 // one process's gradient of that leaf, added to the accumulator on its own (the sink) for the other
 // sources and kept in the leaf's gradient for this rank's own. No float is combined across ranks.
-#include <algorithm>
-#include <numeric>
+#include <vector>
 
 #include "gpt_moe.hpp"
 #include "samebits/core/trace.hpp"
@@ -51,22 +50,19 @@ void GPT::moe_remote_forward(MoeLayer& m, int64_t layer) {
       out[size_t(d) * size_t(El + 1) + 1 + size_t(j)] = first(d * El + j + 1) - first(d * El + j);
   }
   ep_->alltoall(out.data(), size_t(El + 1), in.data());
-  m.sent.assign(size_t(P) * size_t(El), 0), m.got.assign(size_t(P) * size_t(El), 0),
-      m.source_leaf.assign(size_t(P), -1);
+  m.got.assign(size_t(P) * size_t(El), 0), m.source_leaf.assign(size_t(P), -1);
+  m.send_rows.assign(size_t(P), 0), m.recv_rows.assign(size_t(P), 0);
   for (int q = 0; q < P; ++q) {
     m.source_leaf[size_t(q)] = in[size_t(q) * size_t(El + 1)];
+    m.send_rows[size_t(q)] = size_t(first((q + 1) * El) - first(q * El));
     for (int j = 0; j < El; ++j) {
-      m.sent[size_t(q) * size_t(El) + size_t(j)] = out[size_t(q) * size_t(El + 1) + 1 + size_t(j)];
       m.got[size_t(q) * size_t(El) + size_t(j)] = in[size_t(q) * size_t(El + 1) + 1 + size_t(j)];
+      m.recv_rows[size_t(q)] += size_t(m.got[size_t(q) * size_t(El) + size_t(j)]);
     }
   }
-  std::vector<size_t> send(static_cast<size_t>(P)), recv(static_cast<size_t>(P));
-  for (int q = 0; q < P; ++q) {
-    const auto part = [&](const std::vector<int64_t>& c) {
-      return size_t(std::accumulate(c.begin() + q * El, c.begin() + (q + 1) * El, int64_t{0})) * C;
-    };
-    send[size_t(q)] = part(m.sent), recv[size_t(q)] = part(m.got);
-  }
+  std::vector<size_t> send(static_cast<size_t>(P)), recv(static_cast<size_t>(P));  // floats
+  for (int q = 0; q < P; ++q)
+    send[size_t(q)] = m.send_rows[size_t(q)] * C, recv[size_t(q)] = m.recv_rows[size_t(q)] * C;
   float *x = m.ep_x.data_as<float>(), *h = m.ep_h.data_as<float>(), *act = m.ep_act.data_as<float>(),
         *y = m.ep_y.data_as<float>();
   const size_t routed = size_t(first(0)) * C;  // the routed rows' start in m.xe and m.y
@@ -91,14 +87,11 @@ void GPT::moe_remote_backward(MoeLayer& m, int64_t layer, const float* dy, float
   const size_t in = size_t(P) * size_t(B_) * size_t(cfg_.seq_len) * size_t(cfg_.moe_top_k);
   float* dyr = ep_scratch_.data_as<float>();
   float *dxr = dyr + in * C, *dh = dxr + in * C, *dact = dh + in * FC;
-  std::vector<size_t> send(static_cast<size_t>(P)), recv(static_cast<size_t>(P)),
-      start(static_cast<size_t>(P) + 1, 0);  // start: each source's first row
+  std::vector<size_t> send(static_cast<size_t>(P)), recv(static_cast<size_t>(P)),  // floats: the forward's parts
+      start(static_cast<size_t>(P) + 1, 0);                                        // each source's first row
   for (int q = 0; q < P; ++q) {
-    const auto part = [&](const std::vector<int64_t>& c) {
-      return size_t(std::accumulate(c.begin() + q * El, c.begin() + (q + 1) * El, int64_t{0}));
-    };
-    send[size_t(q)] = part(m.sent) * C, recv[size_t(q)] = part(m.got) * C;
-    start[size_t(q) + 1] = start[size_t(q)] + part(m.got);
+    send[size_t(q)] = m.send_rows[size_t(q)] * C, recv[size_t(q)] = m.recv_rows[size_t(q)] * C;
+    start[size_t(q) + 1] = start[size_t(q)] + m.recv_rows[size_t(q)];
   }
   const size_t routed = size_t(m.first[size_t(S)]) * C;
   ep_->alltoallv(dy + routed, send.data(), dyr, recv.data());

@@ -207,21 +207,19 @@ uint32_t BlockAccumulator::add_blocks(const float* x, const float* y, size_t fir
 
 void BlockAccumulator::add_ranges(const float* x, const std::vector<std::pair<size_t, size_t>>& ranges) {
   const uint64_t adds_after = status_.adds + 1;
-  std::vector<uint8_t> covered(blocks_.size(), 0);  // (blocks) 1: partly in a range, 2: wholly
+  std::vector<size_t> whole, part;  // the blocks wholly in a range (added as add() adds them), partly
   for (const auto& [first, n] : ranges) {
     SB_CHECK(first + n <= n_, "accumulator range [", first, ", ", first + n, ") of ", n_, " elements");
     for (size_t i = first; i < first + n;) {
       const size_t b = i / kWireBlock, end = std::min(first + n, begin(b) + size_t(count(b)));
-      covered[b] = i == begin(b) && end == begin(b) + size_t(count(b)) ? 2 : 1;
+      (i == begin(b) && end == begin(b) + size_t(count(b)) ? whole : part).push_back(b);
       i = end;
     }
   }
-  std::vector<size_t> whole;  // the blocks wholly in a range: added as add() adds them
-  for (size_t b = 0; b < blocks_.size(); ++b)
-    if (covered[b] == 2) whole.push_back(b);
+  std::sort(part.begin(), part.end());  // a block two ranges share is added once
+  part.erase(std::unique(part.begin(), part.end()), part.end());
   uint32_t status = over_blocks(whole.size(), [&](size_t i) { return add_block(whole[i], x, adds_after); });
-  for (size_t b = 0; b < blocks_.size(); ++b) {
-    if (covered[b] != 1) continue;
+  for (const size_t b : part) {
     float block[kWireBlock] = {};  // the block's elements in a range, +0 elsewhere
     for (const auto& [first, n] : ranges)
       for (size_t i = std::max(first, begin(b)); i < std::min(first + n, begin(b) + size_t(count(b))); ++i)
