@@ -5,14 +5,14 @@
 #include <vector>
 
 #include "cpu_backend_class.hpp"
+#include "samebits/core/cpu/host_ops.hpp"
 #include "samebits/core/ops/layernorm.hpp"
 #include "samebits/core/ops/matmul.hpp"
 
 namespace sb::cpu {
 
-void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w,
-                                   const float* b, int N, int C) {
-  const ReduceMode mode = numerics().reduce;
+void layernorm_rows(float* out, float* mean, float* rstd, const float* inp, const float* w, const float* b, int N,
+                    int C, ReduceMode mode, float eps) {
 #pragma omp parallel
   {
     std::vector<float> d(C);  // (C): x − mean
@@ -23,7 +23,7 @@ void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, const f
       const float m = ops::norm_mean(row_sum(x, C, mode), C);
 #pragma omp simd
       for (int i = 0; i < C; ++i) d[i] = x[i] - m;
-      const float r = ops::norm_rstd(row_dot(d.data(), d.data(), C, mode), C);
+      const float r = ops::norm_rstd(row_dot(d.data(), d.data(), C, mode), C, eps);
 #pragma omp simd
       for (int i = 0; i < C; ++i) {
         const float xhat = ops::layernorm_xhat(x[i], m, r);
@@ -33,6 +33,11 @@ void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, const f
       rstd[n] = r;
     }
   }
+}
+
+void CpuBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w,
+                                   const float* b, int N, int C) {
+  layernorm_rows(out, mean, rstd, inp, w, b, N, C, numerics().reduce, ops::kNormEps);
 }
 
 void CpuBackend::layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp,

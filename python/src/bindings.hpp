@@ -29,6 +29,7 @@ void bind_torch_muon(pyb::module_& m);
 void bind_torch_adamw(pyb::module_& m);
 void bind_torch_record(pyb::module_& m);
 void bind_torch_leaves(pyb::module_& m);
+void bind_torch_ops(pyb::module_& m);
 
 // The backend samebits.torch's optimizers run on for a tensor on `device` (-1: the CPU backend,
 // host memory; else a deterministic CUDA backend of that GPU, one per GPU, kept; CUDA builds only,

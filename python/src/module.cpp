@@ -16,4 +16,5 @@ PYBIND11_MODULE(_samebits, m) {
   sb::py::bind_torch_adamw(m);
   sb::py::bind_torch_record(m);
   sb::py::bind_torch_leaves(m);
+  sb::py::bind_torch_ops(m);
 }

@@ -24,4 +24,15 @@ SB_HD float gelu_backward(float x, float dy) {
   return local * dy;
 }
 
+// GELU, erf form (PyTorch's approximate='none'): y = (0.5·x)·(1 + erf(x·(1/√2))), samebits erf.
+constexpr float kInvSqrt2 = 0.7071067811865476f;    // 1/√2, rounded to fp32
+constexpr float kInvSqrt2Pi = 0.3989422804014327f;  // 1/√(2π), rounded to fp32
+SB_HD float gelu_erf_forward(float x) { return (0.5f * x) * (1.0f + det::erf(x * kInvSqrt2)); }
+// dx = dy·[0.5·(1 + erf(x/√2)) + x·(1/√(2π))·exp(−(0.5·x)·x)].
+SB_HD float gelu_erf_backward(float x, float dy) {
+  const float cdf = 0.5f * (1.0f + det::erf(x * kInvSqrt2));
+  const float pdf = kInvSqrt2Pi * det::exp(-((0.5f * x) * x));
+  return (cdf + x * pdf) * dy;
+}
+
 }  // namespace sb::ops

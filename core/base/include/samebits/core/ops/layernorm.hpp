@@ -10,8 +10,11 @@ namespace sb::ops {
 constexpr float kNormEps = 1e-5f;
 
 SB_HD float norm_mean(float sum, int C) { return sum / static_cast<float>(C); }
-// 1/√(sumsq/C + eps): one division, IEEE square root, one division.
-SB_HD float norm_rstd(float sumsq, int C) { return 1.0f / det::sqrt_f32(sumsq / static_cast<float>(C) + kNormEps); }
+// 1/√(sumsq/C + eps): one division, IEEE square root, one division. samebits' models use
+// kNormEps; a PyTorch program's LayerNorm (samebits.torch.deterministic) passes its own eps.
+SB_HD float norm_rstd(float sumsq, int C, float eps = kNormEps) {
+  return 1.0f / det::sqrt_f32(sumsq / static_cast<float>(C) + eps);
+}
 
 SB_HD float layernorm_xhat(float x, float mean, float rstd) { return (x - mean) * rstd; }
 SB_HD float layernorm_out(float xhat, float w, float b) { return xhat * w + b; }

@@ -39,4 +39,12 @@ SB_HD float softmax_denominator(const float* x, int n, float max) {
 
 SB_HD float softmax_prob(float numerator, float denominator) { return numerator / denominator; }
 
+// log softmax: (x − max) − log(den), samebits log.
+SB_HD float log_softmax_out(float x, float max, float denominator) { return (x - max) - det::log(denominator); }
+
+// Softmax's input gradient from its output y: y·(dy − s), s = Σ dy·y over the row (32-lane dot).
+SB_HD float softmax_dinp(float y, float dy, float s) { return y * (dy - s); }
+// Log softmax's from its output y: dy − exp(y)·s, s = Σ dy over the row (32-lane sum).
+SB_HD float log_softmax_dinp(float y, float dy, float s) { return dy - det::exp(y) * s; }
+
 }  // namespace sb::ops
