@@ -37,8 +37,7 @@ void pointwise(Pointwise f, float* out, const float* inp, int64_t n) {
 void pointwise_backward(Pointwise f, float* dinp, const float* dout, const float* at, int64_t n) {
   switch (f) {
     case Pointwise::tanh: return each(dinp, dout, at, n, [](float dy, float y) { return dy * (1.0f - y * y); });
-    case Pointwise::sigmoid:
-      return each(dinp, dout, at, n, [](float dy, float y) { return dy * (y * (1.0f - y)); });
+    case Pointwise::sigmoid: return each(dinp, dout, at, n, [](float dy, float y) { return dy * (y * (1.0f - y)); });
     case Pointwise::silu:
       return each(dinp, dout, at, n, [](float dy, float x) {
         const float s = ops::sigmoid(x);

@@ -8,8 +8,10 @@ a PyTorch training loop's run file and op-level trace in samebits' schema, so th
 from .adamw import AdamW
 from .clip import clip_grad_norm_
 from .deterministic import deterministic, disable, enable
+from .deterministic import is_enabled as deterministic_enabled
 from .leaves import Leaves
 from .muon import Muon
 from .recorder import Recorder
 
-__all__ = ["AdamW", "Leaves", "Muon", "Recorder", "clip_grad_norm_", "deterministic", "disable", "enable"]
+__all__ = ["AdamW", "Leaves", "Muon", "Recorder", "clip_grad_norm_", "deterministic", "deterministic_enabled", "disable",
+           "enable"]

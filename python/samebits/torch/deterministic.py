@@ -52,6 +52,7 @@ class _Modules:
         return self.local.stack
 
     def acquire(self):
+        self.stack().clear()
         if self.users == 0:
             hooks = torch.nn.modules.module
             self.handles = [hooks.register_module_forward_pre_hook(lambda m, a: self.stack().append(m)),
@@ -64,6 +65,7 @@ class _Modules:
             pass
 
     def release(self):
+        self.stack().clear()  # a forward that raised left its modules
         self.users -= 1
         if self.users == 0:
             for h in self.handles:
@@ -169,7 +171,8 @@ class _Mode(TorchDispatchMode):
         return self.run(func, args, kwargs)
 
 
-_active = []  # (mode, exited) of enable() calls, innermost last
+_active = []  # the contexts enable() entered, innermost last
+_entered = []  # every entered context (with-blocks and enable()), innermost last
 
 
 class deterministic:
@@ -190,10 +193,12 @@ class deterministic:
         self._mode = _Mode(self.strict, self.gemm)
         _modules.acquire()
         self._mode.__enter__()
+        _entered.append(self)
         return self
 
     def __exit__(self, *exc):
         try:
+            _entered.remove(self)
             self._mode.__exit__(*exc)
         finally:
             _modules.release()
@@ -216,7 +221,16 @@ def disable():
 
 
 def is_enabled():
-    return bool(_active)
+    """Whether a deterministic() block or enable() is on."""
+    return bool(_entered)
+
+
+def describe():
+    """The innermost active mode as the Recorder records it ("strict, gemm canonical"), or "off"."""
+    if not _entered:
+        return "off"
+    d = _entered[-1]
+    return f"{'strict' if d.strict else 'warn'}, gemm {d.gemm}"
 
 
 def table():

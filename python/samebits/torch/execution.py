@@ -69,8 +69,9 @@ def describe(model):
 
 def execution(model):
     world, _, communicator = distributed()
+    from .deterministic import describe as kernels
     return {"backend": describe(model), "communicator": communicator, "threads": torch.get_num_threads(),
-            "world_size": world, "environment": environment()}
+            "world_size": world, "samebits_kernels": kernels(), "environment": environment()}
 
 
 def ini_value(v):

@@ -25,7 +25,8 @@ empty_strided eq expand fill_ full full_like gather ge gt index index_select is_
 lift_fresh_copy logical_and logical_not logical_or lt masked_fill mul narrow ne neg new_empty
 new_empty_strided new_full new_ones new_zeros ones ones_like permute reciprocal repeat reshape resize_
 select select_backward slice slice_backward split split_with_sizes sqrt squeeze stack t transpose tril
-triu unbind unsqueeze view where zero_ zeros zeros_like abs sign floor ceil trunc flip roll
+triu unbind unsqueeze view where zero_ zeros zeros_like abs sign floor ceil trunc flip roll equal isnan isinf
+isfinite any all
 """.split())
 
 FLOATS = (torch.float32, torch.bfloat16, torch.float16)
@@ -65,4 +66,4 @@ def module():
     return _load()
 
 
-from . import attention, foreach, linalg, losses, norms, pointwise, reductions  # noqa: E402,F401  (registration)
+from . import attention, foreach, linalg, losses, norms, pointwise, random, reductions  # noqa: E402,F401  (registration)

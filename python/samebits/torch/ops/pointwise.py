@@ -167,6 +167,16 @@ def pow_tensor_scalar_(ctx, x, e):
     return x.copy_(power(x, e))
 
 
+@implements(aten.pow.Tensor_Tensor)
+def pow_tensor_tensor(ctx, x, e):
+    """A one-element base or exponent tensor: as its scalar form."""
+    if x.numel() == 1 and x.dim() == 0:
+        return pow_scalar(ctx, x.item(), e)
+    if e.numel() == 1 and e.dim() == 0:
+        return power(x, e.item())
+    raise NotImplementedError("pow of two tensors with more than one element each")
+
+
 @implements(aten.pow.Scalar)
 def pow_scalar(ctx, base, x):
     base = float(base)
