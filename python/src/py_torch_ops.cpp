@@ -15,6 +15,7 @@
 #include "samebits/core/cpu/host_ops.hpp"
 #include "samebits/core/ops/layernorm.hpp"
 #include "samebits/det/error.hpp"
+#include "samebits/det/exact_sum.hpp"
 
 namespace sb::py {
 namespace {
@@ -86,6 +87,28 @@ void embedding_backward(uintptr_t dw, uintptr_t dout, uintptr_t tokens, int n, i
   backend.embedding_backward(at(dw), nullptr, at(dout), at<const int32_t>(tokens), 1, n, C, V, VocabRows{0, V});
 }
 
+// The trainer's fused softmax cross-entropy of N rows (Backend::softmax_xent_forward/backward):
+// per-row losses and (max, denominator) stats; dlogits = ((softmax − onehot)/N)·loss_scale.
+void xent_forward(uintptr_t losses, uintptr_t stats, uintptr_t logits, uintptr_t targets, int N, int V) {
+  Backend& backend = gemm_backend("canonical");
+  pyb::gil_scoped_release nogil;
+  backend.softmax_xent_forward(at(losses), at(stats), at(logits), at<const int32_t>(targets), N, V);
+}
+void xent_backward(uintptr_t dlogits, uintptr_t logits, uintptr_t stats, uintptr_t targets, int N, int V,
+                   float loss_scale) {
+  Backend& backend = gemm_backend("canonical");
+  pyb::gil_scoped_release nogil;
+  backend.softmax_xent_backward(at(dlogits), at(logits), at(stats), at<const int32_t>(targets), N, V, loss_scale);
+}
+
+// The exact sum of n fp32 values divided by `count` and rounded once (the trainer's mean loss, rule 5).
+float exact_mean(uintptr_t values, int64_t n, int64_t count) {
+  SB_CHECK(count > 0, "samebits.torch: the mean of ", count, " values");
+  det::ExactSum sum;
+  sum.add(at<const float>(values), static_cast<size_t>(n));
+  return static_cast<float>(sum.to_f64() / static_cast<double>(count));
+}
+
 cpu::Pointwise pointwise_of(const std::string& name) {
   static const std::map<std::string, cpu::Pointwise> names{
       {"exp", cpu::Pointwise::exp},           {"log", cpu::Pointwise::log},
@@ -122,6 +145,12 @@ void bind_torch_ops(pyb::module_& m) {
         arg("w"), arg("mean"), arg("rstd"), arg("N"), arg("C"), "Backend::layernorm_backward (db 0: none).");
   m.def("_op_embedding_backward", &embedding_backward, arg("dw"), arg("dout"), arg("tokens"), arg("n"), arg("C"),
         arg("V"), "dw[tokens[i]] += dout[i], i ascending (int32 tokens).");
+  m.def("_op_xent_forward", &xent_forward, arg("losses"), arg("stats"), arg("logits"), arg("targets"), arg("N"),
+        arg("V"));
+  m.def("_op_xent_backward", &xent_backward, arg("dlogits"), arg("logits"), arg("stats"), arg("targets"), arg("N"),
+        arg("V"), arg("loss_scale"));
+  m.def("_exact_mean", &exact_mean, arg("values"), arg("n"), arg("count"),
+        "fl32(exact Σ of n fp32 values / count): the trainer's mean loss.");
   m.def(
       "_op_softmax",
       [](uintptr_t out, uintptr_t inp, int64_t rows, int64_t cols, bool log) {

@@ -181,6 +181,21 @@ void bind_trainer(pyb::module_& m) {
           },
           "One training step; its statistics as a dict.")
       .def(
+          "leaf_tokens",
+          [](PyTrainer& t, uint64_t step, int leaf) {
+            const Config& c = t.get().config();
+            SB_CHECK(step >= 1, "Trainer.leaf_tokens: steps count from 1, got ", step);
+            SB_CHECK(leaf >= 0 && leaf < c.data.leaves, "Trainer.leaf_tokens: leaf ", leaf, " of a step of ",
+                     c.data.leaves, " leaves");
+            const int64_t rows = c.data.leaf_size, cols = c.model.seq_len + 1;
+            pyb::array_t<int32_t> out({rows, cols});
+            t.get().sampler().leaf(step - 1, leaf, out.mutable_data());  // the sampler counts steps done
+            return out;
+          },
+          pyb::arg("step"), pyb::arg("leaf"),
+          "The tokens of leaf `leaf` of step `step` (counted from 1, as a step's statistics): (leaf_size, "
+          "seq_len + 1), a sequence's inputs its first seq_len tokens, its targets its last seq_len.")
+      .def(
           "evaluate",
           [](PyTrainer& t) {
             pyb::gil_scoped_release nogil;
