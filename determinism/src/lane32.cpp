@@ -1,10 +1,12 @@
 // Host forms of the 32-lane row reduction (lane32.hpp): AVX-512 as two 16-wide vectors, AVX2 as
-// four 8-wide vectors, else the scalar definition. Vector lane l is reduction lane l; the tail only
-// touches the lanes that own an element, and the fold is the scalar lane32_fold, so every form
-// gives the bits of lane32_sum_ref / lane32_dot_ref (tests/unit/test_lane32.cpp).
+// four 8-wide vectors, else the scalar definition (SAMEBITS_ISA picks one at run time). Vector lane l is reduction lane
+// l; the tail only touches the lanes that own an element, and the fold is the scalar lane32_fold, so every form gives
+// the bits of lane32_sum_ref / lane32_dot_ref (tests/unit/test_lane32.cpp).
 #include "samebits/det/lane32.hpp"
 
 #include <cstddef>
+#include <cstdlib>
+#include <string>
 #if defined(SB_HAVE_AVX2)
 #include <immintrin.h>
 #endif
@@ -92,24 +94,58 @@ float lane32_dot_avx512(const float* x, const float* y, size_t n) { return lane3
 
 }  // namespace detail
 
-float lane32_sum(const float* x, size_t n) {
+namespace {
+
+enum class Path : unsigned char { ref, avx2, avx512 };
+
+// The build's fastest form, or the one SAMEBITS_ISA=scalar|avx2|avx512 names (every form gives the
+// same bits, so one machine can run another CPU's path; the exact GEMM's oneDNN and AMX paths, and
+// a form this build lacks, leave the fastest). Read once per process.
+Path choose() {
+  const char* forced = std::getenv("SAMEBITS_ISA");
+  const std::string name = forced != nullptr ? forced : "";
+  if (name == "scalar") return Path::ref;
+#if defined(SB_HAVE_AVX2)
+  if (name == "avx2") return Path::avx2;
+#endif
 #if defined(SB_HAVE_AVX512)
-  return detail::lane32_sum_avx512(x, n);
+  return Path::avx512;
 #elif defined(SB_HAVE_AVX2)
-  return detail::lane32_sum_avx2(x, n);
+  return Path::avx2;
 #else
-  return lane32_sum_ref(x, n);
+  return Path::ref;
 #endif
 }
 
-float lane32_dot(const float* x, const float* y, size_t n) {
+Path path() {
+  static const Path chosen = choose();
+  return chosen;
+}
+
+}  // namespace
+
+float lane32_sum(const float* x, size_t n) {
+  switch (path()) {
 #if defined(SB_HAVE_AVX512)
-  return detail::lane32_dot_avx512(x, y, n);
-#elif defined(SB_HAVE_AVX2)
-  return detail::lane32_dot_avx2(x, y, n);
-#else
-  return lane32_dot_ref(x, y, n);
+    case Path::avx512: return detail::lane32_sum_avx512(x, n);
 #endif
+#if defined(SB_HAVE_AVX2)
+    case Path::avx2: return detail::lane32_sum_avx2(x, n);
+#endif
+    default: return lane32_sum_ref(x, n);
+  }
+}
+
+float lane32_dot(const float* x, const float* y, size_t n) {
+  switch (path()) {
+#if defined(SB_HAVE_AVX512)
+    case Path::avx512: return detail::lane32_dot_avx512(x, y, n);
+#endif
+#if defined(SB_HAVE_AVX2)
+    case Path::avx2: return detail::lane32_dot_avx2(x, y, n);
+#endif
+    default: return lane32_dot_ref(x, y, n);
+  }
 }
 
 float lane32_sumsq(const float* x, size_t n) { return lane32_dot(x, x, n); }

@@ -1,8 +1,8 @@
 """samebits.torch.deterministic: a PyTorch program's bits on any thread count, micro-batch split and
 world size. A nanoGPT-style GPT trained 20 steps with torch.optim.AdamW and torch's clip_grad_norm_
 (samebits.torch.example, a process per run, recorded with the Recorder) is IDENTICAL under `samebits diff`
-on 1, 2 and 4 threads, on PyTorch's scalar, AVX2 and AVX-512 paths (ATEN_CPU_CAPABILITY), with 1
-or 4 leaves per micro-batch, and on 1, 2 and 3 gloo ranks sharing samebits.torch.Leaves; without
+on 1, 2 and 4 threads, on PyTorch's scalar, AVX2 and AVX-512 paths (ATEN_CPU_CAPABILITY) and
+samebits' (SAMEBITS_ISA), with 1 or 4 leaves per micro-batch, and on 1, 2 and 3 gloo ranks sharing samebits.torch.Leaves; without
 the mode the SIMD pair, the thread pair and torch's data-parallel mean differ (the positive
 controls). Each table op is checked against PyTorch's (an outside reference, with a
 tolerance) and bitwise across thread counts; strict mode refuses an op outside the table by name,
@@ -35,6 +35,14 @@ def programs(cli, tmp_path, model):
     # the default where the CPU has it): the pass-through ops stay PyTorch's.
     assert diff(cli, run("isa0", isa="default"), run("isa2", isa="avx2")) == 0
     assert diff(cli, one, run("isa2b", isa="avx2")) == 0
+    # samebits' own per-ISA kernels forced (SAMEBITS_ISA: the row reductions' and the exact GEMM's
+    # scalar and AVX2 forms; the canonical GEMM's micro-kernel is the build's), and the exact GEMM.
+    for forced in ("scalar", "avx2"):
+        assert diff(cli, one, run(f"sb{forced}", samebits_isa=forced)) == 0, forced
+    exact = run("exact", "--gemm", "exact", "--steps", "5")
+    assert diff(cli, exact, run("exact_scalar", "--gemm", "exact", "--steps", "5", samebits_isa="scalar")) == 0
+    assert diff(cli, exact, run("exact2", "--gemm", "exact", "--steps", "5", "--threads", "2")) == 0
+    assert diff(cli, run("canonical5", "--steps", "5"), exact) == 1  # positive control: another product
     # Positive controls: PyTorch's own kernels part between the scalar and AVX2 paths, and (GPT-2,
     # nanoGPT: their LayerNorm backward) between 1 and 2 threads.
     assert diff(cli, run("off0", "--mode", "off", isa="default"), run("offisa2", "--mode", "off", isa="avx2")) == 1

@@ -53,6 +53,7 @@ def arguments():
     parser.add_argument("--model", default="nano", choices=["nano", "gpt2", "llama"])
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--mode", default="on", choices=["on", "off"])
+    parser.add_argument("--gemm", default="canonical", choices=["canonical", "exact"], help="deterministic(gemm=)")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--rows", type=int, default=4, help="rows of 64 tokens a step (without --leaves)")
     parser.add_argument("--leaves", type=int, default=0, help="samebits.torch.Leaves over this many rows a step")
@@ -65,13 +66,16 @@ def arguments():
     return parser.parse_args()
 
 
-def run(out, *args, ranks=1, store=None, isa=None):
+def run(out, *args, ranks=1, store=None, isa=None, samebits_isa=None):
     """`python -m samebits.torch.example OUT ARGS` on `ranks` gloo ranks (a file rendezvous at
-    `store`), PyTorch's kernels on the SIMD path `isa` (ATEN_CPU_CAPABILITY) when given; returns OUT
-    (rank 0's run file). Raises RuntimeError with a rank's output when it fails."""
+    `store`), PyTorch's kernels on the SIMD path `isa` (ATEN_CPU_CAPABILITY) and samebits' per-ISA
+    kernels on `samebits_isa` (SAMEBITS_ISA) when given; returns OUT (rank 0's run file). Raises
+    RuntimeError with a rank's output when it fails."""
     env = dict(os.environ, GLOO_SOCKET_IFNAME="lo")
     if isa:
         env["ATEN_CPU_CAPABILITY"] = isa
+    if samebits_isa:
+        env["SAMEBITS_ISA"] = samebits_isa
     extra = ["--world", str(ranks), "--store", store] if ranks > 1 else []
     procs = [subprocess.Popen([sys.executable, "-m", "samebits.torch.example", out, *args, *extra, "--rank", str(r)],
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -89,7 +93,7 @@ def main():
     from . import Leaves, Recorder, deterministic
     if args.world > 1:
         dist.init_process_group("gloo", init_method="file://" + args.store, rank=args.rank, world_size=args.world)
-    mode = deterministic if args.mode == "on" else contextlib.nullcontext
+    mode = (lambda: deterministic(gemm=args.gemm)) if args.mode == "on" else contextlib.nullcontext
     # Built under the mode: its initialization (normal_, uniform_, Llama's rotary frequencies) on
     # samebits' math too, the same on every SIMD path.
     with mode():

@@ -51,7 +51,8 @@ SB_HD float lane32_dot_ref(const float* x, const float* y, size_t n) {
   return lane32_fold(s);
 }
 
-// Host entry points: the widest SIMD this build has (AVX2 / AVX-512) or the scalar definition.
+// Host entry points: the widest SIMD this build has (AVX2 / AVX-512) or the scalar definition;
+// SAMEBITS_ISA=scalar|avx2|avx512 runs another (the same bits: one machine shows another CPU's path).
 float lane32_sum(const float* x, size_t n);
 float lane32_dot(const float* x, const float* y, size_t n);
 float lane32_sumsq(const float* x, size_t n);
