@@ -48,23 +48,13 @@ def _scaled(p, bias, beta, alpha):
     return (bias if beta == 1 else bias * beta) + p
 
 
-@implements(aten.mm.default)
+@implements(aten.mm.default, aten.bmm.default)
 def mm(ctx, a, b):
     return like(product(ctx, a, b), a.dtype)
 
 
-@implements(aten.addmm.default)
+@implements(aten.addmm.default, aten.baddbmm.default)
 def addmm(ctx, bias, a, b, *, beta=1, alpha=1):
-    return like(_scaled(product(ctx, a, b), bias, beta, alpha), a.dtype)
-
-
-@implements(aten.bmm.default)
-def bmm(ctx, a, b):
-    return like(product(ctx, a, b), a.dtype)
-
-
-@implements(aten.baddbmm.default)
-def baddbmm(ctx, bias, a, b, *, beta=1, alpha=1):
     return like(_scaled(product(ctx, a, b), bias, beta, alpha), a.dtype)
 
 
