@@ -1,42 +1,23 @@
 // Reductions of a middle dimension on the CPU (host_ops.hpp): rows in the 32-lane form, strided
-// columns as chains over k ascending; OpenMP over outputs.
+// columns as chains over k ascending (ops/pointwise.hpp's steps); OpenMP over outputs.
 #include "samebits/core/cpu/host_ops.hpp"
-#include "samebits/core/ops/softmax.hpp"
-#include "samebits/det/bits.hpp"
-#include "samebits/det/error.hpp"
 #include "samebits/det/lane32.hpp"
-#include "samebits/det/math.hpp"
 
 namespace sb::cpu {
 namespace {
-
-float magnitude(float x) { return det::float_of_bits(det::bits_of(x) & 0x7fffffffu); }
-
-float start(Reduction r) { return r == Reduction::max ? det::float_of_bits(0xff800000u) : 0.0f; }
-
-float step(Reduction r, float acc, float x) {
-  switch (r) {
-    case Reduction::sum: return acc + x;
-    case Reduction::sumsq: return det::fma_f32(x, x, acc);
-    case Reduction::abssum: return acc + magnitude(x);
-    case Reduction::max: return ops::exact_max(acc, x);
-    case Reduction::absmax: return ops::exact_max(acc, magnitude(x));
-  }
-  SB_FAIL("reduce_middle: unknown reduction");
-}
 
 // One row of K contiguous values: the 32-lane form for the sums, the max in any order.
 float row(Reduction r, const float* x, int64_t K) {
   const size_t n = static_cast<size_t>(K);
   if (r == Reduction::sum) return det::lane32_sum(x, n);
   if (r == Reduction::sumsq) return det::lane32_dot(x, x, n);
-  if (r == Reduction::abssum) {
+  if (ops::reduction_in_lanes(r)) {
     float s[det::kLanes] = {};
-    for (size_t i = 0; i < n; ++i) s[i % det::kLanes] = step(r, s[i % det::kLanes], x[i]);
+    for (size_t i = 0; i < n; ++i) s[i % det::kLanes] = ops::reduction_step(r, s[i % det::kLanes], x[i]);
     return det::lane32_fold(s);
   }
-  float acc = start(r);
-  for (size_t i = 0; i < n; ++i) acc = step(r, acc, x[i]);
+  float acc = ops::reduction_start(r);
+  for (size_t i = 0; i < n; ++i) acc = ops::reduction_step(r, acc, x[i]);
   return acc;
 }
 
@@ -55,10 +36,10 @@ void reduce_middle(Reduction r, float* out, const float* inp, int64_t outer, int
   for (int64_t t = 0; t < outer * blocks; ++t) {
     const int64_t o = t / blocks, i0 = (t % blocks) * kBlock, i1 = i0 + kBlock < inner ? i0 + kBlock : inner;
     float* y = out + o * inner;
-    for (int64_t i = i0; i < i1; ++i) y[i] = start(r);
+    for (int64_t i = i0; i < i1; ++i) y[i] = ops::reduction_start(r);
     for (int64_t k = 0; k < K; ++k) {
       const float* x = inp + (o * K + k) * inner;
-      for (int64_t i = i0; i < i1; ++i) y[i] = step(r, y[i], x[i]);
+      for (int64_t i = i0; i < i1; ++i) y[i] = ops::reduction_step(r, y[i], x[i]);
     }
   }
 }

@@ -214,13 +214,11 @@ cublasHandle_t CudaBackend::cublas() {
   return cublas_;
 }
 
-namespace {
-CudaBackend& as_cuda(Backend& backend) {
+CudaBackend& CudaBackend::of(Backend& backend) {
   auto* cuda = dynamic_cast<CudaBackend*>(&backend);
   SB_CHECK(cuda != nullptr, "expected a CUDA backend, got ", backend.describe());
   return *cuda;
 }
-}  // namespace
 
 }  // namespace cuda
 
@@ -232,8 +230,8 @@ std::unique_ptr<Backend> make_cuda_backend(Numerics numerics, const CudaOptions&
   return std::make_unique<cuda::CudaBackend>(numerics, options, device);
 }
 
-cudaStream_t cuda_stream(Backend& backend) { return cuda::as_cuda(backend).stream(); }
+cudaStream_t cuda_stream(Backend& backend) { return cuda::CudaBackend::of(backend).stream(); }
 
-int cuda_device(Backend& backend) { return cuda::as_cuda(backend).device_index(); }
+int cuda_device(Backend& backend) { return cuda::CudaBackend::of(backend).device_index(); }
 
 }  // namespace sb

@@ -64,6 +64,8 @@ class CudaBackend final : public Backend {
   const CudaLaunchConfig& launch() const { return options_.launch; }
   // Makes this backend's device the calling thread's current device (every public entry does).
   void activate() const;
+  // `backend` as a CUDA backend (an sb::Error naming it when it is another kind).
+  static CudaBackend& of(Backend& backend);
   // Host → device and device → host copies ordered on the stream; both return when done and
   // count into host_traffic(). Either side may also be host memory (cudaMemcpyDefault, UVA).
   void upload(void* dst, const void* host_src, size_t bytes);

@@ -3,6 +3,7 @@
 // dw and db are chains over tokens ascending, one thread per channel (rule 3). Formulas from
 // ops/layernorm.hpp: bitwise core/cpu/layernorm.cpp for any launch configuration.
 #include "cuda_backend_class.hpp"
+#include "samebits/core/cuda/device_ops.hpp"
 #include "samebits/core/cuda/lane32_warp.cuh"
 #include "samebits/core/ops/layernorm.hpp"
 #include "samebits/core/ops/matmul.hpp"
@@ -12,7 +13,7 @@ namespace sb::cuda {
 namespace {
 
 __global__ void layernorm_forward_kernel(float* out, float* mean, float* rstd, const float* inp, const float* w,
-                                         const float* b, int N, int C) {
+                                         const float* b, int N, int C, float eps) {
   const int lane = static_cast<int>(threadIdx.x % 32);
   const int64_t n = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32;
   if (n >= N) return;            // the whole warp leaves together
@@ -25,7 +26,7 @@ __global__ void layernorm_forward_kernel(float* out, float* mean, float* rstd, c
     const float d = x[i] - m;
     q = det::fma_f32(d, d, q);
   }
-  const float r = ops::norm_rstd(warp_lane32_fold(q), C);
+  const float r = ops::norm_rstd(warp_lane32_fold(q), C, eps);
   float* y = out + n * C;  // (C)
   for (int i = lane; i < C; i += 32) {
     const float xhat = ops::layernorm_xhat(x[i], m, r);
@@ -81,10 +82,17 @@ struct BiasGradStep {
 
 void CudaBackend::layernorm_forward(float* out, float* mean, float* rstd, const float* inp, const float* w,
                                     const float* b, int N, int C) {
+  layernorm_rows(*this, out, mean, rstd, inp, w, b, N, C, ops::kNormEps);
+}
+
+void layernorm_rows(Backend& backend, float* out, float* mean, float* rstd, const float* inp, const float* w,
+                    const float* b, int N, int C, float eps) {
   if (N <= 0) return;
-  activate();
-  const int warps = launch().row_warps;
-  layernorm_forward_kernel<<<grid_for_rows(N, warps), warps * 32, 0, stream()>>>(out, mean, rstd, inp, w, b, N, C);
+  CudaBackend& be = CudaBackend::of(backend);
+  be.activate();
+  const int warps = be.launch().row_warps;
+  layernorm_forward_kernel<<<grid_for_rows(N, warps), warps * 32, 0, be.stream()>>>(out, mean, rstd, inp, w, b, N, C,
+                                                                                    eps);
   SB_CUDA_CHECK_LAUNCH();
 }
 

@@ -12,8 +12,9 @@ exact GEMM, LayerNorm, softmax, reductions, the transcendental functions on same
 on PyTorch's kernel when the op is exact or one IEEE operation per element (ops.PASS_THROUGH), and
 otherwise, with strict=True, raises RuntimeError naming the op and the module whose forward ran it
 before the op computes anything; strict=False warns once per op and runs PyTorch's kernel.
-enable() and disable() do the same without a with-block. Dense CPU float32, bfloat16 and float16
-tensors; float64 and CUDA tensors are outside the table."""
+enable() and disable() do the same without a with-block. Dense float32, bfloat16 and float16
+tensors on the CPU and, when samebits is built with CUDA, on GPUs (samebits' CUDA kernels: a CUDA
+tensor gets a CPU tensor's bits); float64 is outside the table."""
 import threading
 import warnings
 
@@ -116,6 +117,7 @@ class _Mode(TorchDispatchMode):
         self.strict = strict
         self.ctx = _Context(gemm, self)
         self.warned = set()
+        self.cuda = bool(ops.module()._built_with_cuda)
 
     def refuse(self, func, why):
         message = (f"samebits.torch.deterministic: {_name(func)} ({_modules.where()}) {why}; "
@@ -130,8 +132,10 @@ class _Mode(TorchDispatchMode):
     def covered(self, func, args, kwargs):
         """Why the op is outside the table for these arguments, or None."""
         for t in _tensors(args, kwargs):
-            if t.device.type != "cpu":
-                return f"on a {t.device.type} tensor is outside the table (CPU tensors only)"
+            if t.device.type == "cuda" and not self.cuda:
+                return "on a CUDA tensor is outside the table: this samebits package was built without CUDA"
+            if t.device.type not in ("cpu", "cuda"):
+                return f"on a {t.device.type} tensor is outside the table (CPU and CUDA tensors)"
             if t.is_floating_point() and t.dtype not in _FLOAT_KINDS:
                 return f"on a {t.dtype} tensor is outside the table (float32, bfloat16 and float16)"
         return None

@@ -66,4 +66,13 @@ def module():
     return _load()
 
 
+def launch(t):
+    """(the extension module, t's device index: -1 for the CPU) once PyTorch's queued work on t's
+    GPU is done (samebits' CUDA backend runs on its own stream and waits for itself)."""
+    if t.device.type == "cuda":
+        torch.cuda.current_stream(t.device).synchronize()
+        return module(), t.device.index
+    return module(), -1
+
+
 from . import attention, foreach, linalg, losses, norms, pointwise, random, reductions  # noqa: E402,F401  (registration)

@@ -40,7 +40,7 @@ def _scores(ctx, q, k, is_causal, attn_mask, scale):
     L, Sk = q.shape[-2], k.shape[-2]
     S = S.reshape(q.shape[:-1] + (Sk,))
     if is_causal:
-        S = S.masked_fill(torch.ones(L, Sk, dtype=torch.bool).triu(1), -math.inf)
+        S = S.masked_fill(torch.ones(L, Sk, dtype=torch.bool, device=q.device).triu(1), -math.inf)
     if attn_mask is not None:
         S = S.masked_fill(~attn_mask, -math.inf) if attn_mask.dtype == torch.bool else torch.add(S, f32(attn_mask))
     return S, s

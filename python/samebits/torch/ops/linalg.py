@@ -4,7 +4,7 @@ bf16 or fp16 widen exactly to fp32; the product is rounded once to the op's dtyp
 and beta are one IEEE operation each after the product: alpha·P, then beta·bias + that."""
 import torch
 
-from . import aten, f32, implements, like, module
+from . import aten, f32, implements, launch, like
 
 
 def _operand(t):
@@ -25,7 +25,7 @@ def product(ctx, a, b):
     batched = a.dim() == 3
     m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
     batch = a.shape[0] if batched else 1
-    out = torch.empty((batch, m, n) if batched else (m, n), dtype=torch.float32)
+    out = torch.empty((batch, m, n) if batched else (m, n), dtype=torch.float32, device=a.device)
     if out.numel() == 0:
         return out
     if k == 0:
@@ -34,8 +34,9 @@ def product(ctx, a, b):
     b, tb, ldb = _operand(b)
     ba = a.stride(0) if batched else 0
     bb = b.stride(0) if batched else 0
-    module()._op_gemm(ctx.gemm, ta, tb, m, n, k, a.data_ptr(), lda, b.data_ptr(), ldb, out.data_ptr(), n, False,
-                      batch, ba, bb, m * n)
+    native, device = launch(a)
+    native._op_gemm(ctx.gemm, ta, tb, m, n, k, a.data_ptr(), lda, b.data_ptr(), ldb, out.data_ptr(), n, False, batch,
+                    ba, bb, m * n, device)
     return out
 
 

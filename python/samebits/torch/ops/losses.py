@@ -5,7 +5,7 @@ gradient is one operation per element. Embedding: each row's gradient the chain 
 in order (Backend::embedding_backward, rule 3)."""
 import torch
 
-from . import aten, f32, implements, like, module
+from . import aten, f32, implements, launch, like
 from .reductions import reduce
 
 
@@ -14,7 +14,7 @@ def _picked(x, target, weight, ignore_index):
     t = target.reshape(-1)
     valid = t != ignore_index
     tc = torch.where(valid, t, torch.zeros_like(t))
-    w = f32(weight)[tc] if weight is not None else torch.ones(t.shape, dtype=torch.float32)
+    w = f32(weight)[tc] if weight is not None else torch.ones(t.shape, dtype=torch.float32, device=x.device)
     w = torch.where(valid, w, torch.zeros_like(w))
     return x2, tc, w
 
@@ -25,7 +25,7 @@ def nll_loss_forward(ctx, x, target, weight, reduction, ignore_index):
     picked = f32(x2).gather(1, tc.unsqueeze(1)).squeeze(1)
     losses = torch.where(w != 0, torch.neg(torch.mul(picked, w)), torch.zeros_like(w))
     if reduction == 0:
-        return like(losses.reshape(target.shape), x.dtype), torch.zeros((), dtype=x.dtype)
+        return like(losses.reshape(target.shape), x.dtype), torch.zeros((), dtype=x.dtype, device=x.device)
     total, _ = reduce(losses, None, False, "sum")
     total_weight, _ = reduce(w, None, False, "sum")
     out = torch.div(total, total_weight) if reduction == 1 else total
@@ -39,7 +39,7 @@ def nll_loss_backward(ctx, dout, x, target, weight, reduction, ignore_index, tot
     if reduction == 1:
         g = torch.div(g, f32(total_weight))
     coef = torch.where(w != 0, torch.neg(torch.mul(g, w)), torch.zeros_like(w))
-    grad = torch.zeros(x2.shape, dtype=torch.float32)
+    grad = torch.zeros(x2.shape, dtype=torch.float32, device=x.device)
     grad.scatter_(1, tc.unsqueeze(1), coef.unsqueeze(1))
     return like(grad.reshape(x.shape), x.dtype)
 
@@ -53,7 +53,8 @@ def embedding_dense_backward(ctx, dout, indices, num_weights, padding_idx, scale
     idx = indices.reshape(-1).to(torch.int32).contiguous()
     if padding_idx >= 0:
         dy = torch.where((idx == padding_idx).unsqueeze(1), torch.zeros_like(dy), dy)
-    dw = torch.zeros((num_weights, C), dtype=torch.float32)
+    dw = torch.zeros((num_weights, C), dtype=torch.float32, device=dout.device)
     if idx.numel() and C:
-        module()._op_embedding_backward(dw.data_ptr(), dy.data_ptr(), idx.data_ptr(), idx.numel(), C, num_weights)
+        native, device = launch(dy)
+        native._op_embedding_backward(dw.data_ptr(), dy.data_ptr(), idx.data_ptr(), idx.numel(), C, num_weights, device)
     return like(dw, dout.dtype)

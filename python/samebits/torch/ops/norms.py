@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from . import aten, f32, implements, like, module
+from . import aten, f32, implements, launch, like
 
 
 @implements(aten.native_layer_norm.default)
@@ -14,15 +14,16 @@ def native_layer_norm(ctx, x, normalized_shape, weight, bias, eps):
     C = math.prod(normalized_shape)
     N = x.numel() // C if C else 0
     xf = f32(x)
-    w = f32(weight) if weight is not None else torch.ones(C, dtype=torch.float32)
+    w = f32(weight) if weight is not None else torch.ones(C, dtype=torch.float32, device=x.device)
     b = f32(bias) if bias is not None else None
     out = torch.empty_like(xf)
     stats_shape = x.shape[:x.dim() - len(normalized_shape)] + (1,) * len(normalized_shape)
-    mean = torch.empty(stats_shape, dtype=torch.float32)
-    rstd = torch.empty(stats_shape, dtype=torch.float32)
+    mean = torch.empty(stats_shape, dtype=torch.float32, device=x.device)
+    rstd = torch.empty(stats_shape, dtype=torch.float32, device=x.device)
     if N and C:
-        module()._op_layernorm_forward(out.data_ptr(), mean.data_ptr(), rstd.data_ptr(), xf.data_ptr(), w.data_ptr(),
-                                       b.data_ptr() if b is not None else 0, N, C, float(eps))
+        native, device = launch(xf)
+        native._op_layernorm_forward(out.data_ptr(), mean.data_ptr(), rstd.data_ptr(), xf.data_ptr(), w.data_ptr(),
+                                     b.data_ptr() if b is not None else 0, N, C, float(eps), device)
     return like(out, x.dtype), mean, rstd
 
 
@@ -31,14 +32,16 @@ def native_layer_norm_backward(ctx, dout, x, normalized_shape, mean, rstd, weigh
     C = math.prod(normalized_shape)
     N = x.numel() // C if C else 0
     xf, dy = f32(x), f32(dout)
-    w = f32(weight) if weight is not None else torch.ones(C, dtype=torch.float32)
+    w = f32(weight) if weight is not None else torch.ones(C, dtype=torch.float32, device=x.device)
     dinp = torch.empty_like(xf)
-    dw = torch.empty(C, dtype=torch.float32)
-    db = torch.empty(C, dtype=torch.float32) if bias is not None else None
+    dw = torch.empty(C, dtype=torch.float32, device=x.device)
+    db = torch.empty(C, dtype=torch.float32, device=x.device) if bias is not None else None
     if N and C:
-        module()._op_layernorm_backward(dinp.data_ptr(), dw.data_ptr(), db.data_ptr() if db is not None else 0,
-                                        dy.data_ptr(), xf.data_ptr(), w.data_ptr(), f32(mean).data_ptr(),
-                                        f32(rstd).data_ptr(), N, C)
+        mean, rstd = f32(mean), f32(rstd)
+        native, device = launch(xf)
+        native._op_layernorm_backward(dinp.data_ptr(), dw.data_ptr(), db.data_ptr() if db is not None else 0,
+                                      dy.data_ptr(), xf.data_ptr(), w.data_ptr(), mean.data_ptr(), rstd.data_ptr(), N,
+                                      C, device)
     else:
         dinp.zero_(), dw.zero_()
         if db is not None:
@@ -59,7 +62,8 @@ def _softmax(x, dim, log, dtype):
     xf, rows, cols = rows_of(x, dim)
     out = torch.empty_like(xf)
     if rows and cols:
-        module()._op_softmax(out.data_ptr(), xf.data_ptr(), rows, cols, log)
+        native, device = launch(xf)
+        native._op_softmax(out.data_ptr(), xf.data_ptr(), rows, cols, log, device)
     return like(out.movedim(-1, dim).contiguous(), dtype)
 
 
@@ -68,7 +72,8 @@ def _softmax_backward(dout, y, dim, log, dtype):
     yf, _, _ = rows_of(y, dim)
     dinp = torch.empty_like(dy)
     if rows and cols:
-        module()._op_softmax_backward(dinp.data_ptr(), dy.data_ptr(), yf.data_ptr(), rows, cols, log)
+        native, device = launch(dy)
+        native._op_softmax_backward(dinp.data_ptr(), dy.data_ptr(), yf.data_ptr(), rows, cols, log, device)
     return like(dinp.movedim(-1, dim).contiguous(), dtype)
 
 

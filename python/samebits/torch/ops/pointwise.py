@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from . import aten, f32, implements, like, module
+from . import aten, f32, implements, launch, like
 
 _FUNCTIONS = {aten.exp: "exp", aten.log: "log", aten.tanh: "tanh", aten.sigmoid: "sigmoid", aten.silu: "silu",
               aten.sin: "sin", aten.cos: "cos", aten.erf: "erf"}
@@ -17,7 +17,8 @@ def apply(name, x):
     xf = f32(x)
     out = torch.empty_like(xf)
     if xf.numel():
-        module()._op_pointwise(name, out.data_ptr(), xf.data_ptr(), xf.numel())
+        native, device = launch(xf)
+        native._op_pointwise(name, out.data_ptr(), xf.data_ptr(), xf.numel(), device)
     return like(out, x.dtype)
 
 
@@ -25,7 +26,8 @@ def gradient(name, dout, at):
     dy, a = f32(dout), f32(at.expand_as(dout))
     dinp = torch.empty_like(dy)
     if dy.numel():
-        module()._op_pointwise_backward(name, dinp.data_ptr(), dy.data_ptr(), a.data_ptr(), dy.numel())
+        native, device = launch(dy)
+        native._op_pointwise_backward(name, dinp.data_ptr(), dy.data_ptr(), a.data_ptr(), dy.numel(), device)
     return like(dinp, dout.dtype)
 
 
@@ -116,9 +118,9 @@ for _overload in ("Scalar", "Tensor"):
 def _clamp(x, low, high):
     """Comparisons and selections only: exact, and NaN stays NaN."""
     if low is not None:
-        x = torch.where(x < low, torch.as_tensor(low, dtype=x.dtype), x)
+        x = torch.where(x < low, torch.as_tensor(low, dtype=x.dtype, device=x.device), x)
     if high is not None:
-        x = torch.where(x > high, torch.as_tensor(high, dtype=x.dtype), x)
+        x = torch.where(x > high, torch.as_tensor(high, dtype=x.dtype, device=x.device), x)
     return x
 
 

@@ -12,20 +12,23 @@ from . import aten, implements, like
 from .pointwise import apply
 
 
-def _units(n, generator):
-    k = torch.randint(0, 1 << 24, (n,), generator=generator, dtype=torch.int64)
-    return torch.mul(torch.add(k.to(torch.float32), 0.5), 2.0 ** -24)
+def _units(x, generator):
+    """x.numel() values (k + 0.5)·2^-24 on x's device, k from the CPU generator's integers."""
+    if generator is not None and generator.device.type != "cpu":
+        raise NotImplementedError("normal_/uniform_ with a CUDA generator (the table draws from a CPU generator)")
+    k = torch.randint(0, 1 << 24, (x.numel(),), generator=generator, dtype=torch.int64)
+    return torch.mul(torch.add(k.to(torch.float32), 0.5), 2.0 ** -24).to(x.device)
 
 
 @implements(aten.uniform_.default)
 def uniform_(ctx, x, a=0.0, b=1.0, *, generator=None):
-    u = _units(x.numel(), generator)
+    u = _units(x, generator)
     return x.copy_(like(torch.add(torch.mul(u, float(b) - float(a)), float(a)).view(x.shape), x.dtype))
 
 
 @implements(aten.normal_.default)
 def normal_(ctx, x, mean=0.0, std=1.0, *, generator=None):
-    u1, u2 = _units(x.numel(), generator), _units(x.numel(), generator)
+    u1, u2 = _units(x, generator), _units(x, generator)
     radius = torch.sqrt(torch.mul(apply("log", u1), -2.0))
     z = torch.mul(radius, apply("cos", torch.mul(u2, 2.0 * math.pi)))
     return x.copy_(like(torch.add(torch.mul(z, float(std)), float(mean)).view(x.shape), x.dtype))

@@ -9,7 +9,7 @@ import math
 
 import torch
 
-from . import FLOATS, aten, f32, implements, like, module
+from . import FLOATS, aten, f32, implements, launch, like
 
 
 def dims_of(x, dim):
@@ -32,9 +32,10 @@ def reduce(x, dim, keepdim, reduction):
     else:
         outer, inner = math.prod(xf.shape[:dims[0]]), math.prod(xf.shape[dims[-1] + 1:])
         K = math.prod(xf.shape[d] for d in dims)
-    out = torch.empty(outer * inner, dtype=torch.float32)
+    out = torch.empty(outer * inner, dtype=torch.float32, device=x.device)
     if out.numel():
-        module()._op_reduce(reduction, out.data_ptr(), xf.data_ptr(), outer, K, inner)
+        native, device = launch(xf)
+        native._op_reduce(reduction, out.data_ptr(), xf.data_ptr(), outer, K, inner, device)
     if keepdim:
         shape = [1 if d in dims else s for d, s in enumerate(x.shape)]
     else:

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "samebits/core/numerics.hpp"
+#include "samebits/core/ops/pointwise.hpp"
 
 namespace sb::cpu {
 
@@ -20,18 +21,19 @@ void softmax_rows(float* out, const float* inp, int64_t rows, int64_t cols, bool
 // dy − exp(y)·Σ dy (32-lane sum).  dinp, dout, out: (rows, cols).
 void softmax_rows_backward(float* dinp, const float* dout, const float* out, int64_t rows, int64_t cols, bool log);
 
-// A reduction of the middle dimension of (outer, K, inner) into (outer, inner): sum (Σ x), sumsq
-// (Σ x², one fma per element), abssum (Σ |x|), max and absmax (the exact max, rule 6: any order).
-// With inner == 1 a row: the 32-lane form (rule 2); otherwise each output is the chain over k
-// ascending from +0 (rule 3). K == 0: 0 for the sums, −inf (max) or 0 (absmax).
-enum class Reduction : uint8_t { sum, sumsq, abssum, max, absmax };
+// A reduction (ops/pointwise.hpp) of the middle dimension of (outer, K, inner) into (outer, inner).
+// With inner == 1 a row: the 32-lane form for the sums (rule 2); otherwise each output is the
+// chain over k ascending from the start value (rule 3). K == 0: 0 for the sums, −inf (max) or 0
+// (absmax).
+using ops::Reduction;
 void reduce_middle(Reduction r, float* out, const float* inp, int64_t outer, int64_t K, int64_t inner);
 
-// Elementwise functions on samebits' own math (det/math.hpp, ops/): out[i] = f(inp[i]).
-enum class Pointwise : uint8_t { exp, log, tanh, sigmoid, silu, gelu_tanh, gelu_erf, sin, cos, erf };
+// Elementwise functions on samebits' own math (ops/pointwise.hpp): out[i] = f(inp[i]).
+using ops::Pointwise;
 void pointwise(Pointwise f, float* out, const float* inp, int64_t n);
-// Their input gradients: dinp[i] = f'·dout[i], from the output (tanh, sigmoid: at = y) or the input
-// (silu, gelu_tanh, gelu_erf: at = x). Other functions are refused (sb::Error).
+// Their input gradients (ops::pointwise_grad): dinp[i] = f'·dout[i], from the output (tanh,
+// sigmoid: at = y) or the input (silu, gelu_tanh, gelu_erf: at = x). Other functions are refused
+// (sb::Error).
 void pointwise_backward(Pointwise f, float* dinp, const float* dout, const float* at, int64_t n);
 
 }  // namespace sb::cpu
