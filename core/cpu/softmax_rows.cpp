@@ -1,6 +1,5 @@
 // Softmax and log softmax rows on the CPU (host_ops.hpp): OpenMP over rows, formulas from
-// ops/softmax.hpp.
-#include <vector>
+// ops/softmax.hpp; the numerators written first, their 32-lane sum by det::lane32.
 
 #include "samebits/core/cpu/host_ops.hpp"
 #include "samebits/core/ops/softmax.hpp"
@@ -15,11 +14,12 @@ void softmax_rows(float* out, const float* inp, int64_t rows, int64_t cols, bool
     const float* x = inp + r * cols;
     float* y = out + r * cols;
     const float max = ops::row_max(x, n);
-    const float den = ops::softmax_denominator(x, n, max);
+    for (int i = 0; i < n; ++i) y[i] = ops::softmax_numerator(x[i], max);
+    const float den = det::lane32_sum(y, static_cast<size_t>(n));  // ops::softmax_denominator's bits
     if (log) {
       for (int i = 0; i < n; ++i) y[i] = ops::log_softmax_out(x[i], max, den);
     } else {
-      for (int i = 0; i < n; ++i) y[i] = ops::softmax_prob(ops::softmax_numerator(x[i], max), den);
+      for (int i = 0; i < n; ++i) y[i] = ops::softmax_prob(y[i], den);
     }
   }
 }
