@@ -102,8 +102,8 @@ void softmax_rows_backward(Backend& backend, float* dinp, const float* dout, con
   CudaBackend& be = CudaBackend::of(backend);
   be.activate();
   const int warps = be.launch().row_warps;
-  softmax_rows_backward_kernel<<<grid_for_rows(rows, warps), warps * 32, 0, be.stream()>>>(dinp, dout, out, rows,
-                                                                                            cols, log);
+  softmax_rows_backward_kernel<<<grid_for_rows(rows, warps), warps * 32, 0, be.stream()>>>(dinp, dout, out, rows, cols,
+                                                                                           log);
   SB_CUDA_CHECK_LAUNCH();
 }
 

@@ -23,7 +23,6 @@ void reduce_middle(Backend& backend, ops::Reduction r, float* out, const float* 
 // out[i] = f(inp[i]); dinp[i] = f'·dout[i] (ops/pointwise.hpp; a function without a gradient
 // formula is an sb::Error).
 void pointwise(Backend& backend, ops::Pointwise f, float* out, const float* inp, int64_t n);
-void pointwise_backward(Backend& backend, ops::Pointwise f, float* dinp, const float* dout, const float* at,
-                        int64_t n);
+void pointwise_backward(Backend& backend, ops::Pointwise f, float* dinp, const float* dout, const float* at, int64_t n);
 
 }  // namespace sb::cuda
