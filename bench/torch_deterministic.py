@@ -29,6 +29,8 @@ p.add_argument("--batch", type=int, default=4)
 p.add_argument("--threads", default="1,2")
 p.add_argument("--precision", default="fp32,bf16")
 p.add_argument("--steps", type=int, default=3, help="timed steps per configuration, after one warm-up")
+p.add_argument("--bf16-dot", choices=["chain", "pairs"], default="chain",
+               help="deterministic(bf16_dot=): bf16 products in fp32 chains or in the bf16 dot instructions' pairs")
 a = p.parse_args()
 import torch  # noqa: E402
 
@@ -70,7 +72,7 @@ class Config:
     def step(self, i):
         torch.set_num_threads(self.threads)
         tokens = self.batches[i]
-        mode = sbt.deterministic() if self.deterministic else contextlib.nullcontext()
+        mode = sbt.deterministic(bf16_dot=a.bf16_dot) if self.deterministic else contextlib.nullcontext()
         cast = torch.autocast("cpu", dtype=torch.bfloat16) if self.precision == "bf16" else contextlib.nullcontext()
         start = time.perf_counter()
         with mode:
@@ -91,7 +93,7 @@ for threads in [int(t) for t in a.threads.split(",")]:
                 c.step(i)
         plain, det = (statistics.median(c.times[1:]) for c in pair)
         print(json.dumps({"shape": a.shape, "seq": shape.seq_len, "batch": a.batch, "threads": threads,
-                          "precision": precision, "plain_s": [round(t, 4) for t in pair[0].times[1:]],
+                          "precision": precision, "bf16_dot": a.bf16_dot, "plain_s": [round(t, 4) for t in pair[0].times[1:]],
                           "deterministic_s": [round(t, 4) for t in pair[1].times[1:]], "plain_median_s": round(plain, 4),
                           "deterministic_median_s": round(det, 4), "ratio": round(det / plain, 3)}), flush=True)
         del pair

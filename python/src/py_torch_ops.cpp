@@ -33,18 +33,22 @@ T* at(uintptr_t p) {
   return reinterpret_cast<T*>(p);
 }
 
+// "canonical", "exact", or "pairs" (canonical with numerics.bf16_dot = pairs: bf16 products in the
+// bf16 dot instructions' pair order).
 Numerics numerics_of(const std::string& mode) {
   Numerics n = Numerics::deterministic();
   if (mode == "exact") {
     n.gemm = GemmMode::exact;
+  } else if (mode == "pairs") {
+    n.bf16_dot = Bf16Dot::pairs;
   } else {
-    SB_CHECK(mode == "canonical", "samebits.torch.deterministic: gemm must be 'canonical' or 'exact', got '", mode,
-             "'");
+    SB_CHECK(mode == "canonical", "samebits.torch.deterministic: gemm must be 'canonical', 'exact' or 'pairs', got '",
+             mode, "'");
   }
   return n;
 }
 
-// The backend of `device` in GEMM `mode` ("canonical", "exact"), kept (guarded by the GIL).
+// The backend of `device` in GEMM `mode` (numerics_of), kept (guarded by the GIL).
 Backend& backend_for(const std::string& mode, int device) {
   static std::map<std::pair<std::string, int>, std::shared_ptr<Backend>> backends;
   std::shared_ptr<Backend>& b = backends[{mode, device}];
@@ -81,10 +85,14 @@ void run_on(int device, Host host, Gpu gpu) {
 }
 
 // C[b] (m, n; ldc) ← op(A[b])·op(B[b]) (+ C[b] when accumulate) for b < batch, the operands
-// batch_a, batch_b, batch_c elements apart: Backend::gemm's product per batch entry.
+// batch_a, batch_b, batch_c elements apart: Backend::gemm's product per batch entry, its operands
+// in `precision` ("fp32"; "bf16" for bf16 values widened to fp32, which the pair order takes).
 void gemm(const std::string& mode, bool ta, bool tb, int m, int n, int k, uintptr_t a, int lda, uintptr_t b, int ldb,
           uintptr_t c, int ldc, bool accumulate, int batch, int64_t batch_a, int64_t batch_b, int64_t batch_c,
-          int device) {
+          int device, const std::string& precision) {
+  SB_CHECK(precision == "fp32" || precision == "bf16", "samebits.torch: GEMM precision fp32 or bf16, got '", precision,
+           "'");
+  const Precision p = precision == "bf16" ? Precision::bf16 : Precision::fp32;
   Backend& backend = backend_for(mode, device);
   pyb::gil_scoped_release nogil;
   for (int i = 0; i < batch; ++i) {
@@ -99,7 +107,8 @@ void gemm(const std::string& mode, bool ta, bool tb, int m, int n, int k, uintpt
                        ldb,
                        at(c) + i * batch_c,
                        ldc,
-                       accumulate};
+                       accumulate,
+                       p};
     backend.gemm(g);
   }
   if (device >= 0) backend.synchronize();
@@ -225,7 +234,8 @@ void bind_torch_ops(pyb::module_& m) {
   using pyb::arg;
   m.def("_op_gemm", &gemm, arg("mode"), arg("ta"), arg("tb"), arg("m"), arg("n"), arg("k"), arg("a"), arg("lda"),
         arg("b"), arg("ldb"), arg("c"), arg("ldc"), arg("accumulate"), arg("batch"), arg("batch_a"), arg("batch_b"),
-        arg("batch_c"), arg("device") = -1, "Backend::gemm of `device`'s backend in `mode` per batch entry.");
+        arg("batch_c"), arg("device") = -1, arg("precision") = "fp32",
+        "Backend::gemm of `device`'s backend in `mode` per batch entry.");
   // The backend's own ops (the same entry on either device).
   m.def(
       "_op_layernorm_backward",

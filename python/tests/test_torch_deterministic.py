@@ -194,3 +194,31 @@ def test_enable_and_disable():
         assert torch.equal(a @ a, exact)
     with pytest.raises(RuntimeError, match="enable"):
         sbt.disable()
+
+
+def test_bf16_pairs_order():
+    """bf16_dot="pairs": bf16 products in the bf16 dot instructions' pair order — the same bits on 1,
+    2 and 4 threads, another order than the fp32 chains (positive control: a few of 65 536 outputs
+    round to another bf16), within bf16 rounding of the fp64 product; fp32 products keep the chains."""
+    g = torch.Generator().manual_seed(7)
+    a, b = torch.randn(256, 1024, generator=g).bfloat16(), torch.randn(1024, 256, generator=g).bfloat16()
+    bits = []
+    for threads in (1, 2, 4):
+        torch.set_num_threads(threads)
+        with sbt.deterministic(bf16_dot="pairs"):
+            pairs = a @ b
+        bits.append(pairs.float().numpy().tobytes())
+    torch.set_num_threads(1)
+    assert bits[0] == bits[1] == bits[2]
+    with sbt.deterministic():
+        chain = a @ b
+    assert not torch.equal(pairs, chain)
+    reference = a.double() @ b.double()
+    assert torch.allclose(pairs.double(), reference, rtol=2e-2, atol=0.1)
+    x, y = a.float(), b.float()
+    with sbt.deterministic(bf16_dot="pairs"):
+        fp32 = x @ y
+    with sbt.deterministic():
+        assert torch.equal(fp32, x @ y)
+    with pytest.raises(ValueError, match="bf16_dot"):
+        sbt.deterministic(gemm="exact", bf16_dot="pairs")

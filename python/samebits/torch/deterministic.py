@@ -183,18 +183,26 @@ class deterministic:
     """Context manager: the ATen ops of the block run on samebits' kernels (module docstring).
     strict: an op outside the table raises (True) or warns once and runs PyTorch's kernel (False).
     gemm: "canonical" (rule 1's fma chains) or "exact" (samebits' exact GEMM: the exactly rounded
-    product, the same bits for any k split)."""
+    product, the same bits for any k split). bf16_dot: "chain" (bf16 operands in fp32 fma chains)
+    or "pairs" (numerics.bf16_dot = pairs: pairs of exact bf16 products into the chain, the bf16 dot
+    instructions' order — vdpbf16ps where the CPU has it, emulated bit for bit elsewhere)."""
 
-    def __init__(self, strict=True, gemm="canonical"):
+    def __init__(self, strict=True, gemm="canonical", bf16_dot="chain"):
         if gemm not in ("canonical", "exact"):
             raise ValueError(f"samebits.torch.deterministic: gemm must be 'canonical' or 'exact', got {gemm!r}")
+        if bf16_dot not in ("chain", "pairs"):
+            raise ValueError(f"samebits.torch.deterministic: bf16_dot must be 'chain' or 'pairs', got {bf16_dot!r}")
+        if bf16_dot == "pairs" and gemm == "exact":
+            raise ValueError("samebits.torch.deterministic: bf16_dot='pairs' is an order of the canonical GEMM; "
+                             "gemm='exact' has its own")
         self.strict = bool(strict)
         self.gemm = gemm
+        self.bf16_dot = bf16_dot
         self._mode = None
 
     def __enter__(self):
         ops.module()  # the extension loads before any op is dispatched
-        self._mode = _Mode(self.strict, self.gemm)
+        self._mode = _Mode(self.strict, "pairs" if self.bf16_dot == "pairs" else self.gemm)
         _modules.acquire()
         self._mode.__enter__()
         _entered.append(self)
@@ -210,9 +218,9 @@ class deterministic:
         return False
 
 
-def enable(strict=True, gemm="canonical"):
+def enable(strict=True, gemm="canonical", bf16_dot="chain"):
     """Turns the mode on until disable() (module docstring)."""
-    ctx = deterministic(strict, gemm)
+    ctx = deterministic(strict, gemm, bf16_dot)
     ctx.__enter__()
     _active.append(ctx)
 
@@ -234,7 +242,7 @@ def describe():
     if not _entered:
         return "off"
     d = _entered[-1]
-    return f"{'strict' if d.strict else 'warn'}, gemm {d.gemm}"
+    return f"{'strict' if d.strict else 'warn'}, gemm {d.gemm}" + (", bf16_dot pairs" if d.bf16_dot == "pairs" else "")
 
 
 def table():

@@ -1,5 +1,6 @@
-"""Products on samebits' GEMM (Backend::gemm of the CPU backend: rule 1's canonical fma chains, or
-the exact GEMM): mm, addmm, bmm, baddbmm, mv, dot. matmul and linear reach these. Operands in
+"""Products on samebits' GEMM (Backend::gemm of the CPU or CUDA backend: rule 1's canonical fma
+chains, the exact GEMM, or for bf16 operands with bf16_dot="pairs" the bf16 dot instructions' pair
+order): mm, addmm, bmm, baddbmm, mv, dot. matmul and linear reach these. Operands in
 bf16 or fp16 widen exactly to fp32; the product is rounded once to the op's dtype; a bias, alpha
 and beta are one IEEE operation each after the product: alpha·P, then beta·bias + that."""
 import torch
@@ -30,13 +31,15 @@ def product(ctx, a, b):
         return out
     if k == 0:
         return out.zero_()
+    # bf16 operands in the pair order when the mode asks (gemm "pairs"): their values are bf16's.
+    precision = "bf16" if a.dtype == b.dtype == torch.bfloat16 else "fp32"
     a, ta, lda = _operand(a)
     b, tb, ldb = _operand(b)
     ba = a.stride(0) if batched else 0
     bb = b.stride(0) if batched else 0
     native, device = launch(a)
     native._op_gemm(ctx.gemm, ta, tb, m, n, k, a.data_ptr(), lda, b.data_ptr(), ldb, out.data_ptr(), n, False, batch,
-                    ba, bb, m * n, device)
+                    ba, bb, m * n, device, precision)
     return out
 
 
