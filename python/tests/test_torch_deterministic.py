@@ -182,6 +182,9 @@ def test_strict_refuses_an_op_outside_the_table_by_name_before_it_runs():
 
 
 def test_enable_and_disable():
+    computed, passed = sbt.deterministic_table()
+    assert {"aten::mm", "aten::native_layer_norm_backward", "aten::nll_loss_forward"} <= set(computed)
+    assert "view" in passed and "mm" not in passed
     a = torch.randn(4, 4)
     sbt.enable(gemm="exact")
     try:

@@ -9,9 +9,11 @@ from .adamw import AdamW
 from .clip import clip_grad_norm_
 from .deterministic import deterministic, disable, enable
 from .deterministic import is_enabled as deterministic_enabled
+from .deterministic import table as deterministic_table
 from .leaves import Leaves
 from .muon import Muon
 from .recorder import Recorder
 
-__all__ = ["AdamW", "Leaves", "Muon", "Recorder", "clip_grad_norm_", "deterministic", "deterministic_enabled", "disable",
+__all__ = ["AdamW", "Leaves", "Muon", "Recorder", "clip_grad_norm_", "deterministic", "deterministic_enabled", "deterministic_table",
+           "disable",
            "enable"]

@@ -246,5 +246,6 @@ def describe():
 
 
 def table():
-    """The names of the ATen ops the table runs on samebits' kernels, and of those it passes through."""
+    """(the ATen ops the table runs on samebits' kernels, the op names it passes to PyTorch's kernels);
+    samebits.torch.deterministic_table."""
     return sorted(_name(op) for op in ops.TABLE), sorted(ops.PASS_THROUGH)
