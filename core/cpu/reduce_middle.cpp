@@ -1,6 +1,10 @@
 // Reductions of a middle dimension on the CPU (host_ops.hpp): rows in the 32-lane form, strided
-// columns as chains over k ascending (ops/pointwise.hpp's steps); OpenMP over outputs.
+// columns as chains over k ascending (token_reduce's, ops/pointwise.hpp's steps); OpenMP over outputs.
+#include <cstdint>
+
+#include "cpu_backend_class.hpp"
 #include "samebits/core/cpu/host_ops.hpp"
+#include "samebits/det/error.hpp"
 #include "samebits/det/lane32.hpp"
 
 namespace sb::cpu {
@@ -29,18 +33,16 @@ void reduce_middle(Reduction r, float* out, const float* inp, int64_t outer, int
     for (int64_t o = 0; o < outer; ++o) out[o] = row(r, inp + o * K, K);
     return;
   }
-  // Each output (o, i) the chain over k ascending; a block of consecutive i per task.
-  constexpr int64_t kBlock = 64;
-  const int64_t blocks = (inner + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static)
-  for (int64_t t = 0; t < outer * blocks; ++t) {
-    const int64_t o = t / blocks, i0 = (t % blocks) * kBlock, i1 = i0 + kBlock < inner ? i0 + kBlock : inner;
-    float* y = out + o * inner;
-    for (int64_t i = i0; i < i1; ++i) y[i] = ops::reduction_start(r);
-    for (int64_t k = 0; k < K; ++k) {
-      const float* x = inp + (o * K + k) * inner;
-      for (int64_t i = i0; i < i1; ++i) y[i] = ops::reduction_step(r, y[i], x[i]);
-    }
+  // Each output (o, i) the chain over k ascending (token_reduce's columns, one fork/join for all o).
+  SB_CHECK(K <= INT32_MAX && inner <= INT32_MAX, "reduce_middle: ", K, " x ", inner, " beyond int indices");
+  const float start = ops::reduction_start(r);
+#pragma omp parallel
+  for (int64_t o = 0; o < outer; ++o) {
+    const float* x = inp + o * K * inner;
+    token_reduce_canonical_nowait(
+        out + o * inner, static_cast<int>(K), static_cast<int>(inner), [=](float acc, int k, int c) {
+          return ops::reduction_step(r, k == 0 ? start : acc, x[static_cast<size_t>(k) * inner + c]);
+        });
   }
 }
 

@@ -1,7 +1,7 @@
 // samebits.torch.deterministic's row and elementwise kernels on the GPU (device_ops.hpp): softmax
 // rows one warp per row (the exact max by shuffles, the 32-lane denominator by
 // warp_lane32_fold: lane l sums elements l, l+32, … ascending, as det::lane32 does), reductions of a
-// row likewise or one thread per strided output (a chain over k ascending), elementwise functions
+// row likewise or token_reduce's chains over k ascending for a strided dimension, elementwise functions
 // by grid-stride loops — ops/softmax.hpp's and ops/pointwise.hpp's formulas, bitwise the host loops
 // of core/cpu/{softmax_rows,reduce_middle,pointwise}.cpp for any launch configuration.
 #include "cuda_backend_class.hpp"
@@ -10,6 +10,7 @@
 #include "samebits/core/cuda/lane32_warp.cuh"
 #include "samebits/core/ops/pointwise.hpp"
 #include "samebits/core/ops/softmax.hpp"
+#include "token_reduce.cuh"
 
 namespace sb::cuda {
 namespace {
@@ -45,17 +46,15 @@ __global__ void softmax_rows_backward_kernel(float* dinp, const float* dout, con
     dx[i] = log ? ops::log_softmax_dinp(y[i], dy[i], s) : ops::softmax_dinp(y[i], dy[i], s);
 }
 
-// Output (o, i) of a strided reduction: the chain over k ascending, one thread each.
-struct ColumnChain {
+// Column c = (o, i) of a strided reduction, one more k: token_reduce's step (the chain from the
+// reduction's start value, k ascending).
+struct StridedStep {
   ops::Reduction r;
-  float* out;        // (outer, inner)
   const float* inp;  // (outer, K, inner)
   int64_t K, inner;
-  __device__ void operator()(int64_t t) const {
-    const int64_t o = t / inner, i = t % inner;
-    float acc = ops::reduction_start(r);
-    for (int64_t k = 0; k < K; ++k) acc = ops::reduction_step(r, acc, inp[(o * K + k) * inner + i]);
-    out[t] = acc;
+  __device__ float operator()(float acc, int k, int c) const {
+    const int64_t o = c / inner, i = c % inner;
+    return ops::reduction_step(r, k == 0 ? ops::reduction_start(r) : acc, inp[(o * K + k) * inner + i]);
   }
 };
 
@@ -118,7 +117,9 @@ void reduce_middle(Backend& backend, ops::Reduction r, float* out, const float* 
     SB_CUDA_CHECK_LAUNCH();
     return;
   }
-  for_each(be, outer * inner, ColumnChain{r, out, inp, K, inner});
+  SB_CHECK(K <= INT32_MAX && outer * inner <= INT32_MAX, "reduce_middle: ", K, " x ", outer * inner,
+           " beyond int indices");
+  token_reduce(be, out, static_cast<int>(K), static_cast<int>(outer * inner), StridedStep{r, inp, K, inner});
 }
 
 void pointwise(Backend& backend, ops::Pointwise f, float* out, const float* inp, int64_t n) {

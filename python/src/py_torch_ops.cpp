@@ -16,6 +16,7 @@
 #include "bindings.hpp"
 #include "samebits/core/cpu/cpu_backend.hpp"
 #include "samebits/core/cpu/host_ops.hpp"
+#include "samebits/core/model/gpt.hpp"
 #include "samebits/core/ops/layernorm.hpp"
 #include "samebits/det/error.hpp"
 #include "samebits/det/exact_sum.hpp"
@@ -114,12 +115,11 @@ void gemm(const std::string& mode, bool ta, bool tb, int m, int n, int k, uintpt
   if (device >= 0) backend.synchronize();
 }
 
-// The exact sum of n fp32 values divided by `count` and rounded once (the trainer's mean loss, rule 5).
+// The exact sum of n fp32 values over `count`, rounded once: the trainer's mean loss (rule 5).
 float exact_mean(uintptr_t values, int64_t n, int64_t count) {
-  SB_CHECK(count > 0, "samebits.torch: the mean of ", count, " values");
   det::ExactSum sum;
   sum.add(at<const float>(values), static_cast<size_t>(n));
-  return static_cast<float>(sum.to_f64() / static_cast<double>(count));
+  return mean_loss(sum, count);
 }
 
 ops::Pointwise pointwise_of(const std::string& name) {

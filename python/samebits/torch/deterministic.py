@@ -24,7 +24,6 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from . import ops
 from .ops import foreach
 
-_FLOAT_KINDS = ops.FLOATS
 # Outside aten: the profiler's markers (record_function), which compute nothing.
 _PASS_NAMESPACES = ("profiler",)
 # c10d's collectives on integer tensors (the exact all-reduce of samebits.torch.Leaves).
@@ -32,12 +31,9 @@ _INTEGER_NAMESPACES = ("c10d",)
 
 
 class _Context:
-    def __init__(self, gemm, mode):
+    """What a table implementation reads of the mode: its GEMM ("canonical", "exact", "pairs")."""
+    def __init__(self, gemm):
         self.gemm = gemm
-        self._mode = mode
-
-    def dispatch(self, func, *args, **kwargs):
-        return self._mode.run(func, args, kwargs)
 
 
 class _Modules:
@@ -115,7 +111,7 @@ class _Mode(TorchDispatchMode):
     def __init__(self, strict, gemm):
         super().__init__()
         self.strict = strict
-        self.ctx = _Context(gemm, self)
+        self.ctx = _Context(gemm)
         self.warned = set()
         self.cuda = bool(ops.module()._built_with_cuda)
 
@@ -136,7 +132,7 @@ class _Mode(TorchDispatchMode):
                 return "on a CUDA tensor is outside the table: this samebits package was built without CUDA"
             if t.device.type not in ("cpu", "cuda"):
                 return f"on a {t.device.type} tensor is outside the table (CPU and CUDA tensors)"
-            if t.is_floating_point() and t.dtype not in _FLOAT_KINDS:
+            if t.is_floating_point() and t.dtype not in ops.FLOATS:
                 return f"on a {t.dtype} tensor is outside the table (float32, bfloat16 and float16)"
         return None
 

@@ -8,7 +8,7 @@ erf, sin, cos). Ops that are exact, or one IEEE operation per element, run on Py
 
 Each module registers its ops with @implements; an implementation receives the op's arguments
 with the dispatch mode off (PyTorch ops inside it run PyTorch's kernels) and a Context (the GEMM
-mode, and `dispatch` to run another op of the table)."""
+mode)."""
 import torch
 
 aten = torch.ops.aten

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "samebits/core/exact_norm.hpp"
 #include "samebits/core/ops/gelu.hpp"
 #include "samebits/core/ops/softmax.hpp"
 #include "samebits/core/ops/swiglu.hpp"
@@ -84,25 +85,22 @@ void with_pointwise(Pointwise f, V&& v) {
   SB_FAIL("pointwise: unknown function");
 }
 
-// The same for the functions with a gradient formula; the others are an sb::Error.
+// with_pointwise for the functions pointwise_grad has a formula for; the others are an sb::Error.
 template <class V>
 void with_pointwise_grad(Pointwise f, V&& v) {
-  using P = Pointwise;
-  switch (f) {
-    case P::tanh: return v(std::integral_constant<P, P::tanh>{});
-    case P::sigmoid: return v(std::integral_constant<P, P::sigmoid>{});
-    case P::silu: return v(std::integral_constant<P, P::silu>{});
-    case P::gelu_tanh: return v(std::integral_constant<P, P::gelu_tanh>{});
-    case P::gelu_erf: return v(std::integral_constant<P, P::gelu_erf>{});
-    default: SB_FAIL("pointwise_backward: no gradient formula for this function");
-  }
+  constexpr auto has_grad = [](Pointwise g) {
+    return g == Pointwise::tanh || g == Pointwise::sigmoid || g == Pointwise::silu || g == Pointwise::gelu_tanh ||
+           g == Pointwise::gelu_erf;
+  };
+  SB_CHECK(has_grad(f), "pointwise_backward: no gradient formula for this function");
+  with_pointwise(f, [&](auto fn) {
+    if constexpr (has_grad(decltype(fn)::value)) v(fn);
+  });
 }
 
 // A reduction's fold: sum (Σ x), sumsq (Σ x², one fma per element), abssum (Σ |x|), max and absmax
 // (the exact max, rule 6: any order).
 enum class Reduction : uint8_t { sum, sumsq, abssum, max, absmax };
-
-SB_HD float magnitude(float x) { return det::float_of_bits(det::bits_of(x) & 0x7fffffffu); }
 
 SB_HD float reduction_start(Reduction r) { return r == Reduction::max ? det::float_of_bits(0xff800000u) : 0.0f; }
 
@@ -110,9 +108,9 @@ SB_HD float reduction_step(Reduction r, float acc, float x) {
   switch (r) {
     case Reduction::sum: return acc + x;
     case Reduction::sumsq: return det::fma_f32(x, x, acc);
-    case Reduction::abssum: return acc + magnitude(x);
+    case Reduction::abssum: return acc + det::float_of_bits(abs_bits(x));
     case Reduction::max: return exact_max(acc, x);
-    case Reduction::absmax: return exact_max(acc, magnitude(x));
+    case Reduction::absmax: return exact_max(acc, det::float_of_bits(abs_bits(x)));
   }
   return acc;
 }
